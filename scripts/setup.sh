@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs everything dplab uses: Debian packages, the Python environment, the builds.
+# Each step is skipped when its inputs have not changed since it last succeeded.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+stamps="$root/.venv/.stamps"
+
+APT_PACKAGES=(
+  iproute2 iputils-ping ethtool procps psmisc
+  openvswitch-switch openvswitch-common
+  iperf iperf3 tcpdump mininet
+  python3-venv
+)
+
+fingerprint() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
+done_before() { [ -f "$stamps/$1" ] && [ "$(cat "$stamps/$1")" = "$2" ]; }
+mark_done() { mkdir -p "$stamps"; echo "$2" > "$stamps/$1"; }
+
+install_debian_packages() {
+  local want; want="$(echo "${APT_PACKAGES[*]}" | sha256sum | cut -c1-16)"
+  done_before apt "$want" && return 0
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing Debian packages: ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  # Debian's package may start the host's own OVS; dplab runs private daemons and never
+  # uses the host's, so leave whatever the host runs alone.
+  mark_done apt "$want"
+}
+
+install_python_env() {
+  local want; want="$(fingerprint "$root/pyproject.toml")"
+  [ -x "$root/.venv/bin/python" ] || python3 -m venv "$root/.venv"
+  done_before python "$want" && return 0
+  echo "setup: installing the Python environment" >&2
+  "$root/.venv/bin/pip" install -q --upgrade pip >/dev/null
+  "$root/.venv/bin/pip" install -q -e "$root[dev]"
+  mark_done python "$want"
+}
+
+install_debian_packages
+install_python_env

@@ -1,0 +1,1 @@
+"""dplab: a data-plane lab."""
