@@ -1,1 +1,6 @@
+"""Experiment files: validation and typed objects."""
 
+from dplab.spec.loader import SpecError, load, parse
+from dplab.spec.model import Experiment, PlaneSpec
+
+__all__ = ["Experiment", "PlaneSpec", "SpecError", "load", "parse"]

@@ -1,0 +1,74 @@
+"""Experiment files in, typed objects out, with errors that name the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from dplab.spec.model import Experiment
+
+
+class SpecError(ValueError):
+    """A bad experiment file; the message names the file, the field and what was expected."""
+
+
+def load(path: str | Path) -> Experiment:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the experiment file: {exc.strerror}") from None
+    return parse(text, source=str(path))
+
+
+def parse(text: str, source: str = "<experiment>") -> Experiment:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" line {where.line + 1}, column {where.column + 1}" if where else ""
+        raise SpecError(f"{source}:{at}: not valid YAML: {_problem(exc)}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: expected a mapping of experiment fields at the top level")
+    _expand_plane_shorthand(data)
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_describe(source, exc)) from None
+
+
+def _expand_plane_shorthand(data: dict) -> None:
+    """Accept ``planes: [bridge, ovs]`` for planes without options."""
+    planes = data.get("planes")
+    if isinstance(planes, list):
+        data["planes"] = [{"kind": p} if isinstance(p, str) else p for p in planes]
+
+
+def _problem(exc: yaml.YAMLError) -> str:
+    return str(getattr(exc, "problem", None) or exc)
+
+
+def _describe(source: str, exc: ValidationError) -> str:
+    lines = [f"{source}: {exc.error_count()} problem(s) in the experiment file"]
+    for err in exc.errors():
+        # Discriminated unions add the tag to the path ("workloads.0.tcp.duration"); keep it,
+        # it tells the user which workload kind the field was checked against.
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"  {field}: {_expected(err)}")
+    return "\n".join(lines)
+
+
+def _expected(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field (check the spelling)"
+    message = err["msg"].removeprefix("Value error, ")
+    got = err.get("input")
+    if kind in ("literal_error", "union_tag_invalid") or not isinstance(got, dict | list):
+        return f"{message} (got {got!r})"
+    return message

@@ -1,0 +1,107 @@
+"""Typed experiment description: what one experiment file may say."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PLANE_KINDS = ("bridge", "router", "ovs")
+HostPair = tuple[str, str]
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors: a typo must not silently fall back to a default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TopologySpec(Strict):
+    name: str | None = Field(None, description="a catalog topology, e.g. multipath")
+    file: str | None = Field(None, description="a GraphML/GML file to import")
+    params: dict[str, int | float | str | None] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TopologySpec:
+        if (self.name is None) == (self.file is None):
+            raise ValueError("give exactly one of 'name' (a catalog topology) or 'file'")
+        return self
+
+
+class PlaneSpec(Strict):
+    kind: Literal["bridge", "router", "ovs"]
+    label: str | None = Field(None, description="column name in the tables")
+    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+    @property
+    def column(self) -> str:
+        if self.label:
+            return self.label
+        mode = self.options.get("mode")
+        return f"{self.kind}-{mode}" if mode else self.kind
+
+
+Pairs = str | list[HostPair]
+
+
+class IcmpWorkload(Strict):
+    kind: Literal["icmp"]
+    pairs: Pairs = "icmp"
+    count: Annotated[int, Field(gt=0)] = 20
+    interval: Annotated[float, Field(ge=0.002)] = 0.2
+    size: Annotated[int, Field(ge=0, le=65507)] = 56
+
+
+class TcpWorkload(Strict):
+    kind: Literal["tcp"]
+    pairs: Pairs = "tcp"
+    duration: Annotated[float, Field(gt=0)] | None = None
+    bytes: Annotated[int, Field(gt=0)] | None = None
+    rate_mbit: Annotated[float, Field(gt=0)] | None = None
+    window: Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _size_or_time(self) -> TcpWorkload:
+        _require_one_of(self.duration, self.bytes)
+        return self
+
+
+class UdpWorkload(Strict):
+    kind: Literal["udp"]
+    pairs: Pairs = "udp"
+    duration: Annotated[float, Field(gt=0)] | None = None
+    bytes: Annotated[int, Field(gt=0)] | None = None
+    rate_mbit: Annotated[float, Field(gt=0)] = 10.0
+    size: Annotated[int, Field(ge=16, le=65507)] = 1470
+
+    @model_validator(mode="after")
+    def _size_or_time(self) -> UdpWorkload:
+        _require_one_of(self.duration, self.bytes)
+        return self
+
+
+def _require_one_of(duration: float | None, size: int | None) -> None:
+    if (duration is None) == (size is None):
+        raise ValueError("give exactly one of 'duration' (seconds) or 'bytes'")
+
+
+Workload = Annotated[IcmpWorkload | TcpWorkload | UdpWorkload, Field(discriminator="kind")]
+
+
+class Experiment(Strict):
+    name: str
+    description: str = ""
+    topology: TopologySpec
+    planes: Annotated[list[PlaneSpec], Field(min_length=1)]
+    workloads: Annotated[list[Workload], Field(min_length=1)]
+    tier: Literal[1, 2] = 1
+    repetitions: Annotated[int, Field(ge=1, le=1000)] = 1
+    results: str | None = Field(None, description="results folder; default results/<name>")
+
+    @model_validator(mode="after")
+    def _unique_columns(self) -> Experiment:
+        columns = [p.column for p in self.planes]
+        repeated = sorted({c for c in columns if columns.count(c) > 1})
+        if repeated:
+            raise ValueError(f"plane labels must be unique, repeated: {', '.join(repeated)}")
+        return self
