@@ -1,0 +1,146 @@
+"""The `dplab` command line."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+console = Console(stderr=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _terminate_like_interrupt()
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted: everything this run made has been removed[/]")
+        return 130
+    except _user_errors() as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    from dplab.runner import ExperimentError
+    from dplab.spec import SpecError
+    from dplab.topology.catalog import TopologyError
+
+    return (SpecError, ExperimentError, TopologyError)
+
+
+def _terminate_like_interrupt() -> None:
+    """SIGTERM unwinds like Ctrl-C, so every `with Network(...)` tears its run down."""
+
+    def _raise(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _raise)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dplab", description=__doc__)
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run an experiment file and report on it")
+    run.add_argument("experiment", type=Path)
+    run.add_argument("--results", type=Path, help="results folder (default results/<name>)")
+    run.add_argument("--fresh", action="store_true", help="discard stored runs, start over")
+    run.set_defaults(handler=_cmd_run)
+
+    check = sub.add_parser("validate", help="check an experiment file without running it")
+    check.add_argument("experiment", type=Path)
+    check.set_defaults(handler=_cmd_validate)
+
+    report = sub.add_parser("report", help="rebuild tables and report from stored results")
+    report.add_argument("results", type=Path)
+    report.set_defaults(handler=_cmd_report)
+
+    topo = sub.add_parser("topo", help="topologies").add_subparsers(required=True,
+                                                                    metavar="ACTION")
+    show = topo.add_parser("show", help="draw a topology to PNG or SVG")
+    show.add_argument("name", help="catalog name or GraphML/GML file")
+    show.add_argument("-o", "--output", help="output .png or .svg")
+    show.set_defaults(handler=_cmd_topo_show)
+    listing = topo.add_parser("list", help="list the catalog")
+    listing.set_defaults(handler=_cmd_topo_list)
+
+    clean = sub.add_parser("cleanup", help="remove what crashed or killed runs left behind")
+    clean.set_defaults(handler=_cmd_cleanup)
+    return parser
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from dplab import report, spec
+    from dplab.runner import run_matrix
+
+    exp = spec.load(args.experiment)
+    results = args.results or Path(exp.results or Path("results") / exp.name)
+    if args.fresh and results.exists():
+        import shutil
+
+        shutil.rmtree(results)
+    total = exp.repetitions * len(exp.planes)
+    console.print(f"[bold]{exp.name}[/]: {total} runs "
+                  f"({len(exp.planes)} planes × {exp.repetitions} repetitions) → {results}")
+    with console.status("starting") as status:
+        store = run_matrix(exp, results, progress=lambda msg: _progress(status, msg))
+    report.print_tables(results)
+    path = report.build(results)
+    console.print(f"report: {path}")
+    return 0 if store.completed_runs() else 1
+
+
+def _progress(status, message: str) -> None:
+    console.log(message)
+    status.update(message)
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from dplab import spec
+    from dplab.runner import build_topology, plan_flows
+
+    exp = spec.load(args.experiment)
+    phases = plan_flows(exp, build_topology(exp))
+    flows = sum(len(p) for p in phases)
+    console.print(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
+                  f"in {len(phases)} phase(s), {exp.repetitions} repetitions)")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from dplab import report
+
+    report.print_tables(args.results)
+    console.print(f"report: {report.build(args.results)}")
+    return 0
+
+
+def _cmd_topo_show(args: argparse.Namespace) -> int:
+    from dplab.topology.cli import show
+
+    show(args.name, args.output)
+    return 0
+
+
+def _cmd_topo_list(_args: argparse.Namespace) -> int:
+    from dplab.topology import catalog
+
+    for name in catalog.NAMES:
+        print(name)
+    return 0
+
+
+def _cmd_cleanup(_args: argparse.Namespace) -> int:
+    from dplab.substrate import registry
+
+    registry.reclaim_stale()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Runs an experiment's matrix (repetition × plane): one isolated emulated network per run."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from dplab import planes
+from dplab.spec.model import Experiment, PlaneSpec
+from dplab.store.runstore import RunStore
+from dplab.substrate import registry
+from dplab.substrate.network import Network
+from dplab.topology import catalog, importers
+from dplab.topology.model import Topology
+from dplab.workloads.flows import Flow, FlowResult, run_flows
+
+READY_TIMEOUT_S = 60.0
+
+
+class ExperimentError(ValueError):
+    """The experiment cannot run as written (e.g. host pairs the topology does not have)."""
+
+
+@dataclass(frozen=True)
+class RunKey:
+    plane: PlaneSpec
+    repetition: int
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.plane.column}-r{self.repetition}"
+
+
+Progress = Callable[[str], None]
+
+
+def build_topology(exp: Experiment) -> Topology:
+    spec = exp.topology
+    if spec.file is not None:
+        return importers.load(spec.file)
+    return catalog.build(spec.name, **spec.params)
+
+
+def plan_flows(exp: Experiment, topo: Topology) -> list[list[Flow]]:
+    """The flows of each phase: Tier 1 runs one workload per phase, Tier 2 all in one."""
+    phases = [_workload_flows(index, w, topo) for index, w in enumerate(exp.workloads)]
+    return phases if exp.tier == 1 else [[f for phase in phases for f in phase]]
+
+
+def _workload_flows(index: int, workload, topo: Topology) -> list[Flow]:
+    pairs = _resolve_pairs(index, workload.pairs, topo)
+    params = workload.model_dump(exclude={"kind", "pairs"}, exclude_none=True)
+    return [
+        Flow(f"w{index}-{workload.kind}-{src}-{dst}", workload.kind, src, dst, dict(params))
+        for src, dst in pairs
+    ]
+
+
+def _resolve_pairs(index: int, pairs, topo: Topology) -> list[tuple[str, str]]:
+    where = f"workloads.{index}.pairs"
+    if isinstance(pairs, str):
+        if pairs not in topo.pairs:
+            known = ", ".join(sorted(topo.pairs)) or "none"
+            raise ExperimentError(
+                f"{where}: topology {topo.name!r} has no host pairs named {pairs!r} "
+                f"(it has: {known})"
+            )
+        return list(topo.pairs[pairs])
+    hosts = set(topo.hosts())
+    for src, dst in pairs:
+        for host in (src, dst):
+            if host not in hosts:
+                raise ExperimentError(f"{where}: host {host!r} is not in topology {topo.name!r}")
+    return [tuple(p) for p in pairs]
+
+
+def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = None) -> RunStore:
+    """Every (repetition, plane) run not already stored; repetitions interleave the planes
+    so slow drift of a shared machine spreads over all planes alike."""
+    say = progress or (lambda _msg: None)
+    topo = build_topology(exp)
+    phases = plan_flows(exp, topo)
+    store = RunStore(results_dir)
+    store.write_experiment(exp.model_dump(mode="json"))
+    done = store.completed_runs()
+    registry.reclaim_stale()
+    for repetition in range(1, exp.repetitions + 1):
+        for plane_spec in exp.planes:
+            key = RunKey(plane_spec, repetition)
+            if key.run_id in done:
+                say(f"{key.run_id}: already stored, skipped")
+                continue
+            _run_one(key, topo, phases, store, say)
+    return store
+
+
+def _run_one(key: RunKey, topo: Topology, phases: list[list[Flow]], store: RunStore,
+             say: Progress) -> None:
+    started = time.time()
+    results: list[FlowResult] = []
+    stats: dict[str, float | None] = {}
+    error: str | None = None
+    try:
+        results, stats = _execute(key, topo, phases, say)
+        failed = [r for r in results if not r.ok]
+        if failed and len(failed) == len(results):
+            error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
+    except Exception as exc:  # noqa: BLE001 - any failure marks this run failed; the matrix goes on
+        error = f"{type(exc).__name__}: {exc}"
+        say(f"{key.run_id}: FAILED: {error}")
+        traceback.print_exc()
+    store.add_run(
+        run_id=key.run_id,
+        plane_label=key.plane.column,
+        repetition=key.repetition,
+        status="failed" if error else "ok",
+        error=error,
+        started=started,
+        duration_s=time.time() - started,
+        plane_stats=stats,
+        results=results,
+    )
+
+
+def _execute(key: RunKey, topo: Topology, phases: list[list[Flow]],
+             say: Progress) -> tuple[list[FlowResult], dict[str, float | None]]:
+    plane = planes.create(key.plane.kind, dict(key.plane.options))
+    prefix = registry.new_prefix()
+    say(f"{key.run_id}: building {topo.name} ({prefix})")
+    with Network(topo, prefix, addressing=plane.addressing,
+                 shared_switch_ns=plane.shared_switch_ns) as net:
+        try:
+            plane.start(net)
+            plane.wait_ready(READY_TIMEOUT_S)
+            results: list[FlowResult] = []
+            for number, flows in enumerate(phases, start=1):
+                say(f"{key.run_id}: traffic phase {number}/{len(phases)} ({len(flows)} flows)")
+                results.extend(run_flows(net, flows))
+            return results, plane.stats()
+        finally:
+            plane.stop()
