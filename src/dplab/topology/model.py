@@ -13,6 +13,10 @@ CORE_BW_MBIT = 1000.0
 EDGE_BW_MBIT = 100.0
 
 
+class TopologyError(ValueError):
+    """A topology cannot be built or read: unknown name, bad parameter, bad file."""
+
+
 @dataclass
 class Topology:
     """A network to emulate.
