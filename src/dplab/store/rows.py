@@ -1,0 +1,110 @@
+"""Flatten one run's FlowResults into the long-format rows the store keeps.
+
+Long format means one row per measured value: (run, flow, metric) -> value. A value that
+was not measured stays a row with ``value=None``, so "missing" remains visible in the data
+instead of disappearing (or, worse, turning into 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Protocol
+
+
+class StoreError(ValueError):
+    """Bad input to the store or unreadable stored data; the message says where and what."""
+
+
+class FlowLike(Protocol):
+    """The fields of ``dplab.workloads.Flow`` the store reads."""
+
+    flow_id: str
+    kind: str
+    src: str
+    dst: str
+    params: dict
+
+
+class FlowResultLike(Protocol):
+    """The fields of ``dplab.workloads.FlowResult`` the store reads."""
+
+    flow: FlowLike
+    ok: bool
+    error: str | None
+    summary: dict[str, float | None]
+    intervals: list[dict[str, float | None]]
+
+
+def as_value(raw: Any, where: str) -> float | None:
+    """A stored metric value: float, or None when not measured (NaN counts as not measured)."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise StoreError(f"{where}: expected a number or None, got {raw!r}")
+    value = float(raw)
+    return None if math.isnan(value) else value
+
+
+def flow_rows(run: dict[str, Any], result: FlowResultLike) -> dict[str, Any]:
+    """One row describing the flow itself: identity, parameters, and whether it worked."""
+    flow = result.flow
+    return {
+        **run,
+        "flow_id": flow.flow_id,
+        "kind": flow.kind,
+        "src": flow.src,
+        "dst": flow.dst,
+        "ok": bool(result.ok),
+        "error": result.error,
+        "params": json.dumps(flow.params, sort_keys=True, default=str),
+    }
+
+
+def summary_rows(run: dict[str, Any], result: FlowResultLike) -> list[dict[str, Any]]:
+    """One row per summary metric of a flow."""
+    ident = _flow_identity(run, result)
+    where = f"run {run['run_id']!r}, flow {result.flow.flow_id!r}, summary"
+    return [
+        {**ident, "metric": metric, "value": as_value(raw, f"{where} metric {metric!r}")}
+        for metric, raw in result.summary.items()
+    ]
+
+
+def interval_rows(run: dict[str, Any], result: FlowResultLike) -> list[dict[str, Any]]:
+    """One row per (interval, metric) of a flow; each interval must say when it was."""
+    ident = _flow_identity(run, result)
+    rows: list[dict[str, Any]] = []
+    for index, interval in enumerate(result.intervals):
+        where = f"run {run['run_id']!r}, flow {result.flow.flow_id!r}, interval {index}"
+        t_start = _required_time(interval, "t_start", where)
+        t_end = _required_time(interval, "t_end", where)
+        for metric, raw in interval.items():
+            if metric in ("t_start", "t_end"):
+                continue
+            value = as_value(raw, f"{where} metric {metric!r}")
+            rows.append(
+                {**ident, "t_start": t_start, "t_end": t_end, "metric": metric, "value": value}
+            )
+    return rows
+
+
+def plane_stat_rows(run: dict[str, Any], stats: dict[str, float | None]) -> list[dict[str, Any]]:
+    """One row per plane statistic (packet_ins, flow_installs, setup_ms, ...)."""
+    where = f"run {run['run_id']!r}, plane stat"
+    return [
+        {**run, "stat": stat, "value": as_value(raw, f"{where} {stat!r}")}
+        for stat, raw in stats.items()
+    ]
+
+
+def _flow_identity(run: dict[str, Any], result: FlowResultLike) -> dict[str, Any]:
+    flow = result.flow
+    return {**run, "flow_id": flow.flow_id, "kind": flow.kind, "src": flow.src, "dst": flow.dst}
+
+
+def _required_time(interval: dict[str, float | None], key: str, where: str) -> float:
+    value = as_value(interval.get(key), f"{where} {key}")
+    if value is None:
+        raise StoreError(f"{where}: {key} is missing; every interval needs t_start and t_end")
+    return value

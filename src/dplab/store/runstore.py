@@ -1,0 +1,220 @@
+"""Persistent store of one experiment's runs: Parquet tables plus ``experiment.json``.
+
+Tables (long format, one row per value; ``value`` is null when not measured):
+
+- ``runs``: run_id, plane, repetition, status ("ok" | "failed"), error, started, duration_s
+- ``flows``: run keys + flow_id, kind, src, dst, ok, error, params (JSON)
+- ``summaries``: run keys + flow_id, kind, src, dst, metric, value
+- ``intervals``: run keys + flow_id, kind, src, dst, t_start, t_end, metric, value
+- ``plane_stats``: run keys + stat, value
+
+Every table is rewritten after each run, atomically (temp file + rename), and ``runs`` is
+written last: a run appears in ``runs`` only once all its rows are on disk, so a crash at
+any point loses nothing already stored, and a half-written run is simply run again (adding
+a run_id that is already stored replaces its rows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from dplab.store.rows import (
+    FlowResultLike,
+    StoreError,
+    flow_rows,
+    interval_rows,
+    plane_stat_rows,
+    summary_rows,
+)
+
+EXPERIMENT_FILE = "experiment.json"
+STATUSES = ("ok", "failed")
+
+_RUN_KEYS = [("run_id", pa.string()), ("plane", pa.string()), ("repetition", pa.int64())]
+_FLOW_KEYS = [("flow_id", pa.string()), ("kind", pa.string()), ("src", pa.string()),
+              ("dst", pa.string())]
+_VALUE = [("metric", pa.string()), ("value", pa.float64())]
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "runs": pa.schema(_RUN_KEYS + [("status", pa.string()), ("error", pa.string()),
+                                   ("started", pa.float64()), ("duration_s", pa.float64())]),
+    "flows": pa.schema(_RUN_KEYS + _FLOW_KEYS + [("ok", pa.bool_()), ("error", pa.string()),
+                                                 ("params", pa.string())]),
+    "summaries": pa.schema(_RUN_KEYS + _FLOW_KEYS + _VALUE),
+    "intervals": pa.schema(_RUN_KEYS + _FLOW_KEYS + [("t_start", pa.float64()),
+                                                     ("t_end", pa.float64())] + _VALUE),
+    "plane_stats": pa.schema(_RUN_KEYS + [("stat", pa.string()), ("value", pa.float64())]),
+}
+# "runs" last: it marks a run as stored only after its other rows are on disk.
+WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "runs")
+
+
+class RunStore:
+    """The stored runs of one experiment in ``results_dir``.
+
+    Constructing a store on a directory that already holds tables loads them, so a runner
+    that restarts can ask ``completed_runs()`` and skip what is done.
+    """
+
+    def __init__(self, results_dir: Path) -> None:
+        self.results_dir = Path(results_dir)
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        self._rows = {name: self._load(name) for name in SCHEMAS}
+        self._experiment = self._load_experiment()
+
+    @classmethod
+    def open(cls, results_dir: Path) -> RunStore:
+        """Open an existing experiment's results for reading (e.g. to regenerate a report)."""
+        path = Path(results_dir)
+        if not (path / EXPERIMENT_FILE).is_file() and not (path / "runs.parquet").is_file():
+            raise StoreError(f"{path}: no stored experiment here "
+                             f"(neither {EXPERIMENT_FILE} nor runs.parquet exists)")
+        return cls(path)
+
+    # -- experiment metadata -------------------------------------------------------------
+
+    @property
+    def experiment(self) -> dict[str, Any]:
+        """experiment.json as a dict: spec, host, kernel, created, dplab_version."""
+        return dict(self._experiment)
+
+    def write_experiment(self, spec: dict[str, Any]) -> None:
+        """Record the experiment's spec and where/when it runs.
+
+        Resuming into a directory that holds a *different* experiment is refused, because
+        mixing the runs of two experiments would make every comparison wrong.
+        """
+        spec_json = json.loads(json.dumps(spec, default=str))
+        stored = self._experiment.get("spec")
+        if stored is not None and stored != spec_json:
+            raise StoreError(f"{self.results_dir}: holds the results of a different experiment; "
+                             "use a new results directory")
+        self._experiment = {
+            "spec": spec_json,
+            "host": platform.node(),
+            "kernel": platform.release(),
+            "created": self._experiment.get("created", _now_iso()),
+            "updated": _now_iso(),
+            "dplab_version": _dplab_version(),
+        }
+        text = json.dumps(self._experiment, indent=2, sort_keys=True)
+        _atomic_write(self.results_dir / EXPERIMENT_FILE, lambda tmp: tmp.write_text(text))
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def add_run(
+        self,
+        run_id: str,
+        plane_label: str,
+        repetition: int,
+        status: str,
+        error: str | None,
+        started: float,
+        duration_s: float,
+        plane_stats: dict[str, float | None],
+        results: list[FlowResultLike],
+    ) -> None:
+        """Store one run and write every table to disk before returning."""
+        if status not in STATUSES:
+            raise StoreError(f"run {run_id!r}: status must be one of {STATUSES}, got {status!r}")
+        if status == "failed" and not error:
+            raise StoreError(f"run {run_id!r}: a failed run needs an error message")
+        keys = {"run_id": run_id, "plane": plane_label, "repetition": int(repetition)}
+        new_rows = {
+            "runs": [{**keys, "status": status, "error": error,
+                      "started": float(started), "duration_s": float(duration_s)}],
+            "flows": [flow_rows(keys, r) for r in results],
+            "summaries": [row for r in results for row in summary_rows(keys, r)],
+            "intervals": [row for r in results for row in interval_rows(keys, r)],
+            "plane_stats": plane_stat_rows(keys, plane_stats),
+        }
+        for name, rows in new_rows.items():
+            kept = [row for row in self._rows[name] if row["run_id"] != run_id]
+            self._rows[name] = kept + rows
+        self._write_all()
+
+    def completed_runs(self) -> set[str]:
+        """run_ids stored with status "ok": a resuming runner skips these."""
+        return {row["run_id"] for row in self._rows["runs"] if row["status"] == "ok"}
+
+    # -- reading -------------------------------------------------------------------------
+
+    def rows(self, table: str) -> list[dict[str, Any]]:
+        """A copy of one table's rows as dicts (None where a value is null)."""
+        if table not in SCHEMAS:
+            raise StoreError(f"unknown table {table!r}; tables are {sorted(SCHEMAS)}")
+        return [dict(row) for row in self._rows[table]]
+
+    def export_csv(self, out_dir: Path) -> list[Path]:
+        """Write every table as ``<table>.csv`` into ``out_dir``; empty cells mean null."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for name in SCHEMAS:
+            path = out / f"{name}.csv"
+            table = self._arrow(name)
+            _atomic_write(path, lambda tmp, t=table: pacsv.write_csv(t, tmp))
+            paths.append(path)
+        return paths
+
+    # -- files ---------------------------------------------------------------------------
+
+    def _arrow(self, name: str) -> pa.Table:
+        return pa.Table.from_pylist(self._rows[name], schema=SCHEMAS[name])
+
+    def _write_all(self) -> None:
+        for name in WRITE_ORDER:
+            table = self._arrow(name)
+            path = self.results_dir / f"{name}.parquet"
+            _atomic_write(path, lambda tmp, t=table: pq.write_table(t, tmp))
+
+    def _load(self, name: str) -> list[dict[str, Any]]:
+        path = self.results_dir / f"{name}.parquet"
+        if not path.is_file():
+            return []
+        try:
+            table = pq.read_table(path)
+        except (OSError, pa.ArrowException) as exc:
+            raise StoreError(f"{path}: cannot read stored table: {exc}") from exc
+        missing = set(SCHEMAS[name].names) - set(table.column_names)
+        if missing:
+            raise StoreError(f"{path}: stored table lacks columns {sorted(missing)}")
+        return table.select(SCHEMAS[name].names).to_pylist()
+
+    def _load_experiment(self) -> dict[str, Any]:
+        path = self.results_dir / EXPERIMENT_FILE
+        if not path.is_file():
+            return {}
+        try:
+            return json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise StoreError(f"{path}: cannot read experiment metadata: {exc}") from exc
+
+
+def _atomic_write(path: Path, write: Callable[[Path], object]) -> None:
+    """Write via ``write(tmp_path)`` then rename over ``path``: readers never see half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _dplab_version() -> str:
+    try:
+        return metadata.version("dplab")
+    except metadata.PackageNotFoundError:
+        return "unknown"
