@@ -1,1 +1,31 @@
+"""Data planes behind one interface: ``create(kind, options)`` returns a Plane."""
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from dplab.planes.base import Plane, PlaneError
+
+# kind -> "module:class"; imported only when asked for, so a plane's heavy or missing
+# dependencies never break the others.
+PLANES = {
+    "bridge": "dplab.planes.bridge:BridgePlane",
+    "router": "dplab.planes.router:RouterPlane",
+    "ovs": "dplab.planes.ovs:OvsPlane",
+}
+
+
+def create(kind: str, options: dict[str, Any] | None = None) -> Plane:
+    """A new, not yet started plane of ``kind``; PlaneError for unknown kinds or options."""
+    if kind not in PLANES:
+        raise PlaneError(f"unknown plane {kind!r} (known: {', '.join(sorted(PLANES))})")
+    module_name, class_name = PLANES[kind].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise PlaneError(f"plane {kind!r} is not available: {exc}") from exc
+    return getattr(module, class_name)(options or {})
+
+
+__all__ = ["PLANES", "Plane", "PlaneError", "create"]

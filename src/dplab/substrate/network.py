@@ -1,0 +1,394 @@
+"""Build a Topology as real namespaces, veth pairs and TBF shaping, fast, and remove it again.
+
+Bring-up is batched: one ``ip -batch`` creates every namespace and every veth pair (each
+end directly inside its namespace, so nothing ever appears in the host's namespace), then
+one ``ip -n NS -batch`` and one ``tc -n NS -batch`` per namespace, all running at once,
+set addresses, routes, links up and shaping. Teardown kills what runs in our namespaces
+and deletes them in one ``ip -batch`` (deleting a namespace deletes its interfaces).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from dplab.substrate import registry
+from dplab.substrate.registry import RECORD_DIR, RunRecord, SubstrateError
+from dplab.substrate.sysctl import set_sysctls
+from dplab.topology.model import HOST, Topology
+
+ADDRESSINGS = ("l2", "l3")
+HOST_IF = "eth0"
+MTU = 1500
+# Queue of TBF, as the time the queue needs to drain at the link rate.
+TBF_LATENCY_MS = 20
+NO_IPV6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+
+_capability_cache: dict[str, bool] = {}
+
+
+@dataclass(frozen=True)
+class LinkEnd:
+    node: str
+    ifname: str
+
+
+@dataclass(frozen=True)
+class Link:
+    a: LinkEnd
+    b: LinkEnd
+    bw_mbit: float | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.a.node}–{self.b.node}"
+
+
+class Network:
+    """A running emulation of ``topo``; see docs/architecture.md (substrate) for the contract."""
+
+    def __init__(self, topo: Topology, prefix: str | None = None, addressing: str = "l2",
+                 shared_switch_ns: bool = False) -> None:
+        if addressing not in ADDRESSINGS:
+            raise SubstrateError(f"addressing must be one of {ADDRESSINGS}, not {addressing!r}")
+        if prefix is not None and not registry.PREFIX_RE.match(prefix):
+            raise SubstrateError(f"prefix must be dl + 4 hex digits (dl3fa2), not {prefix!r}")
+        self.topo = topo
+        self.addressing = addressing
+        self.shared_switch_ns = shared_switch_ns
+        self._wanted_prefix = prefix
+        self._record: RunRecord | None = None
+        self._children: list[subprocess.Popen] = []
+        self._ports = topo.port_numbers()
+        self.links = self._plan_links()
+
+    # ----- names and addresses -------------------------------------------------------------
+
+    @property
+    def prefix(self) -> str:
+        if self._record is None:
+            raise SubstrateError("the network has no prefix before up()")
+        return self._record.prefix
+
+    @property
+    def run_dir(self) -> Path:
+        """A directory of this run for daemons' files (sockets, logs); removed by down()."""
+        return RECORD_DIR / self.prefix
+
+    def host_ns(self, host: str) -> str:
+        return f"{self.prefix}-{host}"
+
+    def switch_ns(self, switch: str) -> str:
+        return f"{self.prefix}-sw" if self.shared_switch_ns else f"{self.prefix}-{switch}"
+
+    def host_ip(self, host: str) -> str:
+        i = self._index(host)
+        return f"10.{i // 256}.{i % 256}.1"
+
+    def host_gateway(self, host: str) -> str:
+        """In l3 addressing: the address of the switch port facing ``host``."""
+        i = self._index(host)
+        return f"10.{i // 256}.{i % 256}.254"
+
+    def host_prefixlen(self) -> int:
+        return 8 if self.addressing == "l2" else 24
+
+    def host_mac(self, host: str) -> str:
+        i = self._index(host)
+        return f"02:00:00:00:{i // 256:02x}:{i % 256:02x}"
+
+    def switch_ports(self, switch: str) -> dict[int, str]:
+        return {port: f"{switch}-eth{port}" for (node, _), port in sorted(
+            self._ports.items(), key=lambda kv: kv[1]) if node == switch}
+
+    def neighbour(self, switch: str, port: int) -> str:
+        for (node, nbr), p in self._ports.items():
+            if node == switch and p == port:
+                return nbr
+        raise SubstrateError(f"switch {switch} has no port {port}")
+
+    def namespaces(self) -> list[str]:
+        switch_ns = {self.switch_ns(s) for s in self.topo.switches()}
+        return [self.host_ns(h) for h in self.topo.hosts()] + sorted(switch_ns)
+
+    def _index(self, host: str) -> int:
+        i = self.topo.host_index(host)
+        if not 1 <= i < 254 * 256:
+            raise SubstrateError(f"host {host}: index {i} is outside 1..65023 (10.254/16 is ours)")
+        return i
+
+    def _ifname(self, node: str, nbr: str) -> str:
+        if self.topo.graph.nodes[node].get("kind") == HOST:
+            return HOST_IF
+        return f"{node}-eth{self._ports[(node, nbr)]}"
+
+    def _plan_links(self) -> list[Link]:
+        for host in self.topo.hosts():
+            degree = self.topo.graph.degree(host)
+            if degree != 1:
+                raise SubstrateError(f"host {host} has {degree} links; a host needs exactly one")
+        links = []
+        for u, v, attrs in sorted(self.topo.graph.edges(data=True)):
+            self._check_link_attrs(u, v, attrs)
+            links.append(Link(LinkEnd(u, self._ifname(u, v)), LinkEnd(v, self._ifname(v, u)),
+                              attrs.get("bw_mbit")))
+        return links
+
+    def _check_link_attrs(self, u: str, v: str, attrs: dict) -> None:
+        bw = attrs.get("bw_mbit")
+        if bw is not None and not bw > 0:
+            raise SubstrateError(f"link {u}–{v}: bw_mbit must be > 0 or None, not {bw!r}")
+        for key in ("delay_ms", "loss_pct"):
+            if (attrs.get(key) or 0) < 0:
+                raise SubstrateError(f"link {u}–{v}: {key} must be >= 0, not {attrs[key]!r}")
+
+    def _netns_of(self, node: str) -> str:
+        if self.topo.graph.nodes[node].get("kind") == HOST:
+            return self.host_ns(node)
+        return self.switch_ns(node)
+
+    # ----- capabilities ----------------------------------------------------------------------
+
+    def capabilities(self) -> dict[str, bool]:
+        """What this kernel offers: ``netem`` (delay/loss emulation), ``tbf``."""
+        if "netem" not in _capability_cache:
+            _capability_cache["netem"] = self._probe_netem()
+        return {"netem": _capability_cache["netem"], "tbf": True}
+
+    def _probe_netem(self) -> bool:
+        """Try a netem qdisc on a throwaway veth inside a throwaway namespace of this run."""
+        record = self._record or registry.new_run()
+        probe = f"{record.prefix}-probe"
+        record.add_namespaces([probe])
+        try:
+            _ip_batch(["ip"], [f"netns add {probe}",
+                               f"link add pa netns {probe} type veth peer name pb netns {probe}"])
+            result = subprocess.run(["tc", "-n", probe, "qdisc", "add", "dev", "pa", "root",
+                                     "netem", "delay", "1ms"], capture_output=True, check=False)
+            return result.returncode == 0
+        finally:
+            registry.delete_netns([probe])
+            record.namespaces.remove(probe)
+            record.save()
+            if record is not self._record:
+                record.path.unlink(missing_ok=True)
+
+    def _check_impairments(self) -> None:
+        asks = [(u, v, a) for u, v, a in sorted(self.topo.graph.edges(data=True))
+                if (a.get("delay_ms") or 0) > 0 or (a.get("loss_pct") or 0) > 0]
+        if not asks or self.capabilities()["netem"]:
+            if asks:
+                raise SubstrateError("delay/loss emulation with netem is not implemented yet "
+                                     f"(link {asks[0][0]}–{asks[0][1]})")
+            return
+        u, v, a = asks[0]
+        what = (f"{a['delay_ms']} ms delay" if (a.get("delay_ms") or 0) > 0
+                else f"{a['loss_pct']} % loss")
+        raise SubstrateError(f"link {u}–{v} asks for {what} but this kernel has no netem "
+                             "(sch_netem); remove delay_ms/loss_pct or use a kernel with netem")
+
+    # ----- bring-up ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Network:
+        self.up()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.down()
+
+    def up(self) -> None:
+        if self._record is not None:
+            raise SubstrateError(f"network {self.prefix} is already up")
+        self._check_impairments()
+        self._record = self._claim_record()
+        try:
+            self._build()
+        except BaseException:
+            self.down()
+            raise
+
+    def _claim_record(self) -> RunRecord:
+        """A fresh prefix, or the wanted one if it is free or already recorded by this process."""
+        if self._wanted_prefix is None:
+            return registry.new_run()
+        existing = RunRecord.load(RECORD_DIR / f"{self._wanted_prefix}.json")
+        if existing is not None and (existing.owner_pid, existing.owner_start) == _self_identity():
+            return existing
+        if existing is not None or registry.netns_with_prefix(self._wanted_prefix):
+            raise SubstrateError(f"prefix {self._wanted_prefix} is in use by another run")
+        RECORD_DIR.mkdir(parents=True, exist_ok=True)
+        record = RunRecord(self._wanted_prefix, *_self_identity())
+        record.save()
+        return record
+
+    def _build(self) -> None:
+        record = self._record
+        assert record is not None
+        names = self.namespaces()
+        record.add_namespaces(names)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        record.add_path(self.run_dir)
+        _ip_batch(["ip"], [f"netns add {n}" for n in names])
+        set_sysctls({n: NO_IPV6 for n in names})
+        _ip_batch(["ip"], [self._veth_command(link) for link in self.links])
+        _run_concurrently(self._per_namespace_batches())
+
+    def _veth_command(self, link: Link) -> str:
+        """Create the pair with end ``a`` already up. Bringing both ends up at the same time
+        from two namespaces races in veth_open (neither sees the other up, no carrier), so end
+        ``b`` is brought up later, in its namespace's batch, where it finds ``a`` up."""
+        a_ns, b_ns = self._netns_of(link.a.node), self._netns_of(link.b.node)
+        return (f"link add {link.a.ifname} netns {a_ns} up{self._mac_opt(link.a.node)} mtu {MTU} "
+                f"type veth peer name {link.b.ifname} netns {b_ns}{self._mac_opt(link.b.node)} "
+                f"mtu {MTU}")
+
+    def _mac_opt(self, node: str) -> str:
+        if self.topo.graph.nodes[node].get("kind") == HOST:
+            return f" address {self.host_mac(node)}"
+        return ""
+
+    def _per_namespace_batches(self) -> list[tuple[list[str], list[str]]]:
+        ip_lines: dict[str, list[str]] = {n: ["link set lo up"] for n in self.namespaces()}
+        tc_lines: dict[str, list[str]] = {n: [] for n in self.namespaces()}
+        for link in self.links:
+            for end, other in ((link.a, link.b), (link.b, link.a)):
+                ns = self._netns_of(end.node)
+                ip_lines[ns] += self._end_config(end, other)
+                if link.bw_mbit is not None:
+                    tc_lines[ns].append(_tbf_line(end.ifname, link.bw_mbit))
+            ip_lines[self._netns_of(link.b.node)].append(f"link set {link.b.ifname} up")
+        if self.addressing == "l3":
+            for host in self.topo.hosts():
+                gateway = self.host_gateway(host)
+                ip_lines[self.host_ns(host)].append(f"route add default via {gateway}")
+        jobs = [(["ip", "-n", ns, "-batch", "-"], lines) for ns, lines in ip_lines.items()]
+        jobs += [(["tc", "-n", ns, "-batch", "-"], ls) for ns, ls in tc_lines.items() if ls]
+        return jobs
+
+    def _end_config(self, end: LinkEnd, other: LinkEnd) -> list[str]:
+        """Addresses: a host's own; in l3, the gateway on the switch port facing a host."""
+        if self.topo.graph.nodes[end.node].get("kind") == HOST:
+            return [f"addr add {self.host_ip(end.node)}/{self.host_prefixlen()} dev {end.ifname}"]
+        if self.addressing == "l3" and self.topo.graph.nodes[other.node].get("kind") == HOST:
+            return [f"addr add {self.host_gateway(other.node)}/24 dev {end.ifname}"]
+        return []
+
+    # ----- helpers for planes and workloads --------------------------------------------------
+
+    def ip_batch(self, lines_per_ns: dict[str, list[str]]) -> None:
+        """Run ``ip`` commands (batch syntax) in several of our namespaces, concurrently."""
+        self._check_ours(lines_per_ns)
+        _run_concurrently([(["ip", "-n", ns, "-batch", "-"], lines)
+                           for ns, lines in lines_per_ns.items() if lines])
+
+    def sysctl(self, values_per_ns: dict[str, dict[str, str]]) -> None:
+        """Set sysctls (``net.ipv4.ip_forward`` style keys) in several of our namespaces."""
+        self._check_ours(values_per_ns)
+        set_sysctls(values_per_ns)
+
+    def popen(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        """Start ``argv`` inside namespace ``ns``; the process is recorded and killed by down()."""
+        self._check_ours({ns: None})
+        proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], **kwargs)
+        self._children.append(proc)
+        assert self._record is not None
+        self._record.add_process(proc.pid)
+        return proc
+
+    def run(self, ns: str, argv: list[str], timeout: float | None = None,
+            check: bool = True) -> subprocess.CompletedProcess:
+        """Run ``argv`` in ``ns`` to completion; SubstrateError with its stderr if it fails."""
+        proc = self.popen(ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise SubstrateError(f"{' '.join(argv)} in {ns} took longer than {timeout} s") from None
+        if check and proc.returncode != 0:
+            raise SubstrateError(f"{' '.join(argv)} in {ns} failed ({proc.returncode}): "
+                                 f"{err.strip()}")
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+    def _check_ours(self, namespaces: dict) -> None:
+        if self._record is None:
+            raise SubstrateError("the network is not up")
+        mine = set(self._record.namespaces)
+        for ns in namespaces:
+            if ns not in mine:
+                raise SubstrateError(f"namespace {ns!r} does not belong to run {self.prefix}")
+
+    # ----- teardown ---------------------------------------------------------------------------
+
+    def down(self) -> None:
+        """Kill our processes, delete our namespaces and run directory. Safe to call twice."""
+        if self._record is None:
+            return
+        with _sigint_deferred():
+            registry.teardown(self._record)
+            for child in self._children:
+                with contextlib.suppress(ChildProcessError):
+                    child.poll()
+            self._children.clear()
+            self._record = None
+
+
+def _self_identity() -> tuple[int, int | None]:
+    return os.getpid(), registry.process_start_time(os.getpid())
+
+
+def _tbf_line(ifname: str, bw_mbit: float) -> str:
+    """TBF with a burst of ~1 ms at the rate (at least 10 full frames) so TCP reaches the rate."""
+    rate_bytes_per_s = bw_mbit * 1e6 / 8
+    burst = max(int(rate_bytes_per_s / 1000), 10 * (MTU + 14))
+    return (f"qdisc add dev {ifname} root tbf rate {bw_mbit}mbit burst {burst} "
+            f"latency {TBF_LATENCY_MS}ms")
+
+
+def _ip_batch(cmd: list[str], lines: list[str]) -> None:
+    _run_concurrently([([*cmd, "-batch", "-"], lines)])
+
+
+def _run_concurrently(jobs: list[tuple[list[str], list[str]]]) -> None:
+    """Start every ``(argv, batch lines)`` job at once, then wait for all; report failures."""
+    procs = []
+    for argv, lines in jobs:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        procs.append((argv, lines, proc))
+    for _, lines, proc in procs:  # feed all first, so they all work at the same time
+        assert proc.stdin is not None
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.close()
+    errors = []
+    for argv, lines, proc in procs:
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        proc.wait()
+        if proc.returncode != 0:
+            errors.append(f"`{' '.join(argv)}` failed: {err.strip()} (batch: {lines[:3]}...)")
+    if errors:
+        raise SubstrateError("; ".join(errors))
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """Hold back Ctrl-C while tearing down (main thread only), so teardown is never cut short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: pending.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pending and callable(previous):
+            previous(signal.SIGINT, None)
