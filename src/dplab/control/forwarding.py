@@ -1,0 +1,280 @@
+"""ONOS ``fwd`` semantics as plain Python: LLDP link discovery, host learning, proxy ARP and
+shortest-path rules, installed reactively (on packet-in) or proactively (all host pairs).
+
+The logic speaks to switches only through a ``Southbound`` so the same code drives OVS over
+OpenFlow and the P4 switch over P4Runtime. Switches are named (``s3``), ports are numbers.
+
+Proactive mode learns hosts the same way as reactive mode, from their ARP traffic: the plane
+makes every host send one ping at start (see ``planes.ovs``), and every time a host or a
+link is discovered the controller installs the paths of all known host pairs up front.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from dplab.control import packets
+from dplab.control.packets import Arp, EthFrame, PacketError
+from dplab.control.topology_view import HostTable, PortRef, TopologyView
+
+REACTIVE = "reactive"
+PROACTIVE = "proactive"
+MODES = (REACTIVE, PROACTIVE)
+
+LLDP_INTERVAL_S = 3.0
+LINK_TIMEOUT_S = 10.0  # three missed probe rounds and a margin
+REACTIVE_IDLE_TIMEOUT_S = 10
+PERMANENT = 0  # idle timeout meaning "never expires"
+ARP_FLOOD_HOLDOFF_S = 0.5  # identical ARP floods closer than this are copies, not retries
+# Source MAC of our LLDP probes: locally administered, so no host can own it.
+PROBE_MAC = "02:d1:ab:00:00:01"
+
+
+class Southbound(Protocol):
+    """What the forwarding logic needs from a switch-control protocol."""
+
+    def install_path_rule(
+        self, switch: str, in_port: int, eth_src: str, eth_dst: str, out_port: int,
+        idle_timeout: int,
+    ) -> None:
+        """Forward frames matching in_port/eth_src/eth_dst to out_port (0 = permanent)."""
+
+    def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
+        """Send ``data`` out of each of ``ports`` of ``switch``."""
+
+
+class Forwarding:
+    """The controller application; feed it switch events and packet-ins, read ``counters()``."""
+
+    def __init__(
+        self, southbound: Southbound, mode: str = REACTIVE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"forwarding mode {mode!r} is not one of {', '.join(MODES)}")
+        self.southbound = southbound
+        self.mode = mode
+        self.clock = clock
+        self.topology = TopologyView()
+        self.hosts = HostTable()
+        self._next_lldp_round = 0.0
+        self._recent_arp_floods: dict[tuple[str, str], float] = {}
+        self._installed_pairs: dict[tuple[str, str], tuple[PortRef, ...]] = {}
+        self._setup_ms: list[float] = []
+        self._count = dict.fromkeys(
+            ("packet_ins", "packet_ins_lldp", "packet_ins_arp", "flow_installs",
+             "packet_outs", "arp_replies", "arp_floods", "dropped"), 0)
+
+    # -- switch events -------------------------------------------------------------------
+
+    def switch_up(self, switch: str, ports: list[int]) -> None:
+        self.topology.add_switch(switch, ports)
+        self._probe(switch)
+        # A neighbour may not have been ready for this probe; run a full round soon.
+        self._next_lldp_round = min(self._next_lldp_round, self.clock() + 0.5)
+
+    def switch_down(self, switch: str) -> None:
+        self.topology.remove_switch(switch)
+        self._topology_changed()
+
+    def port_up(self, switch: str, port: int) -> None:
+        self.topology.add_port(PortRef(switch, port))
+        self._send_probe(PortRef(switch, port))
+
+    def port_down(self, switch: str, port: int) -> None:
+        self.topology.remove_port(PortRef(switch, port))
+        self._topology_changed()
+
+    def tick(self) -> None:
+        """Call often (e.g. every 0.5 s): sends LLDP rounds and ages out silent links."""
+        now = self.clock()
+        if now >= self._next_lldp_round:
+            self._next_lldp_round = now + LLDP_INTERVAL_S
+            for switch in self.topology.switches():
+                self._probe(switch)
+        if self.topology.expire_links(now - LINK_TIMEOUT_S):
+            self._topology_changed()
+
+    # -- packet-in -----------------------------------------------------------------------
+
+    def packet_in(self, switch: str, in_port: int, data: bytes) -> None:
+        started = self.clock()
+        self._count["packet_ins"] += 1
+        try:
+            frame = packets.parse_ethernet(data)
+            if frame.ethertype == packets.ETH_LLDP:
+                self._count["packet_ins_lldp"] += 1
+                self._on_lldp(PortRef(switch, in_port), frame)
+                return
+            self._on_host_frame(PortRef(switch, in_port), frame, data, started)
+        except PacketError:
+            self._count["dropped"] += 1
+
+    def _on_lldp(self, arrived: PortRef, frame: EthFrame) -> None:
+        sent_switch, sent_port = packets.parse_lldp(frame.payload)
+        sent = PortRef(sent_switch, sent_port)
+        if sent_switch not in self.topology.switches() or sent == arrived:
+            return
+        if self.topology.saw_link(sent, arrived, self.clock()):
+            self.hosts.forget_at(sent)
+            self.hosts.forget_at(arrived)
+            self._topology_changed()
+
+    def _on_host_frame(self, at: PortRef, frame: EthFrame, data: bytes, started: float) -> None:
+        if frame.ethertype == packets.ETH_ARP:
+            self._count["packet_ins_arp"] += 1
+            self._on_arp(at, packets.parse_arp(frame.payload), data)
+            return
+        if not self.topology.is_infrastructure(at):
+            src_ip = None
+            if frame.ethertype == packets.ETH_IPV4:
+                src_ip = packets.ipv4_addresses(frame.payload)[0]
+            self._learn(frame.src, at, src_ip)
+        if frame.is_multicast:
+            # Only ARP may be broadcast here; other multicast (IPv6 ND, mDNS) is not ours to carry.
+            self._count["dropped"] += 1
+            return
+        if frame.dst not in self.hosts.location:
+            self._flood_edges(data, at)
+            return
+        self._forward_unicast(at, frame, data, started)
+
+    def _forward_unicast(self, at: PortRef, frame: EthFrame, data: bytes, started: float) -> None:
+        timeout = REACTIVE_IDLE_TIMEOUT_S if self.mode == REACTIVE else PERMANENT
+        first_hop = self._install_path(frame.src, frame.dst, at, timeout)
+        if first_hop is None:
+            self._count["dropped"] += 1
+            return
+        self._packet_out(at.switch, [first_hop], data)
+        self._setup_ms.append((self.clock() - started) * 1000.0)
+
+    # -- ARP -----------------------------------------------------------------------------
+
+    def _on_arp(self, at: PortRef, arp: Arp, data: bytes) -> None:
+        if arp.op == packets.ARP_REQUEST and self._is_copy_of_our_flood(arp):
+            return  # came back over a link LLDP has not found yet: not the host's location
+        if not self.topology.is_infrastructure(at):
+            self._learn(arp.sender_mac, at, arp.sender_ip)
+        if arp.op == packets.ARP_REQUEST:
+            self._on_arp_request(at, arp, data)
+        elif arp.op == packets.ARP_REPLY:
+            self._deliver_to_host(arp.target_mac, at, data)
+
+    def _is_copy_of_our_flood(self, arp: Arp) -> bool:
+        flooded_at = self._recent_arp_floods.get((arp.sender_ip, arp.target_ip))
+        return flooded_at is not None and self.clock() - flooded_at < ARP_FLOOD_HOLDOFF_S
+
+    def _on_arp_request(self, at: PortRef, arp: Arp, data: bytes) -> None:
+        if arp.sender_ip == arp.target_ip:
+            return  # gratuitous ARP: learning it was the whole point
+        known_mac = self.hosts.mac_of_ip.get(arp.target_ip)
+        if known_mac is not None and known_mac in self.hosts.location:
+            self._count["arp_replies"] += 1
+            self._packet_out(at.switch, [at.port], packets.build_arp_reply(arp, known_mac))
+            return
+        self._recent_arp_floods[(arp.sender_ip, arp.target_ip)] = self.clock()
+        self._count["arp_floods"] += 1
+        self._flood_edges(data, at)
+
+    def _deliver_to_host(self, mac: str, at: PortRef, data: bytes) -> None:
+        where = self.hosts.location.get(mac)
+        if where is None:
+            self._flood_edges(data, at)
+        else:
+            self._packet_out(where.switch, [where.port], data)
+
+    # -- paths ---------------------------------------------------------------------------
+
+    def _install_path(self, src_mac: str, dst_mac: str, start: PortRef, timeout: int) -> int | None:
+        """Install src->dst rules from ``start`` (switch and in-port) to the destination host.
+
+        Rules go in from the last switch backwards so that a packet sent along the path
+        finds its rules waiting. Returns the out-port at the first switch.
+        """
+        dst = self.hosts.location[dst_mac]
+        links = self.topology.path(start.switch, dst.switch)
+        if links is None:
+            return None
+        hops = self._hops(start, links, dst)
+        for in_ref, out_port in reversed(hops):
+            self.southbound.install_path_rule(
+                in_ref.switch, in_ref.port, src_mac, dst_mac, out_port, timeout)
+        self._count["flow_installs"] += len(hops)
+        return hops[0][1]
+
+    def _hops(
+        self, start: PortRef, links: list[PortRef], dst: PortRef,
+    ) -> list[tuple[PortRef, int]]:
+        """(switch and in-port, out-port) for every switch on the path."""
+        hops = []
+        in_ref = start
+        for out in links:
+            hops.append((in_ref, out.port))
+            in_ref = self.topology.peer(out)
+        hops.append((in_ref, dst.port))
+        return hops
+
+    def _install_all_pairs(self) -> None:
+        """Proactive mode: every known host pair gets its path, re-installed when it changes."""
+        for src_mac, src in sorted(self.hosts.location.items()):
+            for dst_mac, dst in sorted(self.hosts.location.items()):
+                if src_mac == dst_mac:
+                    continue
+                links = self.topology.path(src.switch, dst.switch)
+                if links is None:
+                    continue
+                route = (src, *links, dst)
+                if self._installed_pairs.get((src_mac, dst_mac)) != route:
+                    self._install_path(src_mac, dst_mac, src, PERMANENT)
+                    self._installed_pairs[(src_mac, dst_mac)] = route
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _learn(self, mac: str, at: PortRef, ip: str | None) -> None:
+        if self.hosts.learn(mac, at, ip) and self.mode == PROACTIVE:
+            self._install_all_pairs()
+
+    def _topology_changed(self) -> None:
+        if self.mode == PROACTIVE:
+            self._install_all_pairs()
+
+    def _flood_edges(self, data: bytes, came_from: PortRef) -> None:
+        """Send to every host-facing port except the one the frame came in on; never into
+        links, so a looped topology cannot make a broadcast storm."""
+        for switch in self.topology.switches():
+            ports = [p for p in self.topology.edge_ports(switch) if PortRef(switch, p) != came_from]
+            if ports:
+                self._packet_out(switch, ports, data)
+
+    def _probe(self, switch: str) -> None:
+        for port in self.topology.ports(switch):
+            self._send_probe(PortRef(switch, port))
+
+    def _send_probe(self, ref: PortRef) -> None:
+        probe = packets.build_lldp(ref.switch, ref.port, PROBE_MAC)
+        self._packet_out(ref.switch, [ref.port], probe)
+
+    def _packet_out(self, switch: str, ports: list[int], data: bytes) -> None:
+        self._count["packet_outs"] += 1
+        self.southbound.packet_out(switch, ports, data)
+
+    # -- counters ------------------------------------------------------------------------
+
+    def counters(self) -> dict[str, float | None]:
+        """Counts so far; flow-setup latency figures are None until a flow has been set up."""
+        setup = self._setup_ms
+        out: dict[str, float | None] = {k: float(v) for k, v in self._count.items()}
+        out.update(
+            switches=float(len(self.topology.switches())),
+            lldp_links=float(self.topology.link_count()),
+            hosts=float(len(self.hosts.location)),
+            proactive_pairs=float(len(self._installed_pairs)),
+            flows_set_up=float(len(setup)),
+            setup_ms_mean=statistics.fmean(setup) if setup else None,
+            setup_ms_p50=statistics.median(setup) if setup else None,
+            setup_ms_max=max(setup) if setup else None,
+        )
+        return out
