@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
+
+import networkx as nx
 
 if TYPE_CHECKING:
     from dplab.substrate.network import Network
@@ -48,3 +51,27 @@ class Plane(ABC):
     @abstractmethod
     def stop(self) -> None:
         """Stop daemons; idempotent (whatever runs in the namespaces dies with them anyway)."""
+
+
+def farthest_hosts(net: Network) -> tuple[str, str]:
+    """The host pair with the most hops between them (ties: first in host order)."""
+    graph = net.topo.graph
+    hosts = net.topo.hosts()
+    best = (hosts[0], hosts[-1], -1)
+    for i, src in enumerate(hosts):
+        lengths = nx.single_source_shortest_path_length(graph, src)
+        for dst in hosts[i + 1:]:
+            if lengths.get(dst, -1) > best[2]:
+                best = (src, dst, lengths[dst])
+    return best[0], best[1]
+
+
+def ping_until(net: Network, src: str, dst: str, deadline: float) -> bool:
+    """Ping ``dst`` from ``src`` once a ~second until one answer or ``deadline`` (monotonic)."""
+    while True:
+        reply = net.run(net.host_ns(src), ["ping", "-c1", "-W1", "-n", net.host_ip(dst)],
+                        check=False)
+        if reply.returncode == 0:
+            return True
+        if time.monotonic() >= deadline:
+            return False

@@ -295,8 +295,7 @@ class Network:
 
     def popen(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
         """Start ``argv`` inside namespace ``ns``; the process is recorded and killed by down()."""
-        self._check_ours({ns: None})
-        proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], **kwargs)
+        proc = self._spawn(ns, argv, **kwargs)
         self._children.append(proc)
         assert self._record is not None
         self._record.add_process(proc.pid)
@@ -304,8 +303,11 @@ class Network:
 
     def run(self, ns: str, argv: list[str], timeout: float | None = None,
             check: bool = True) -> subprocess.CompletedProcess:
-        """Run ``argv`` in ``ns`` to completion; SubstrateError with its stderr if it fails."""
-        proc = self.popen(ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        """Run ``argv`` in ``ns`` to completion; SubstrateError with its stderr if it fails.
+
+        Not written to the record: while it runs it sits in our namespace, where teardown
+        finds and kills it anyway."""
+        proc = self._spawn(ns, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -316,6 +318,10 @@ class Network:
             raise SubstrateError(f"{' '.join(argv)} in {ns} failed ({proc.returncode}): "
                                  f"{err.strip()}")
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+    def _spawn(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        self._check_ours({ns: None})
+        return subprocess.Popen(["ip", "netns", "exec", ns, *argv], **kwargs)
 
     def _check_ours(self, namespaces: dict) -> None:
         if self._record is None:

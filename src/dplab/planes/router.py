@@ -1,0 +1,108 @@
+"""Conventional L3: Linux kernel forwarding with static routes along shortest paths."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from typing import Any
+
+import networkx as nx
+
+from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.substrate.network import Network
+from dplab.topology.model import node_order
+
+LINK_POOL = ipaddress.ip_network("10.254.0.0/16")
+
+
+class RouterPlane(Plane):
+    kind = "router"
+    addressing = "l3"
+    shared_switch_ns = False
+    OPTIONS: dict[str, Any] = {}
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self.net: Network | None = None
+        self._started = 0.0
+        self._ready_s: float | None = None
+        self.routes = 0
+
+    def start(self, net: Network) -> None:
+        if net.addressing != "l3":
+            raise PlaneError("router: the network must be built with addressing='l3'")
+        self.net = net
+        self._started = time.monotonic()
+        net.sysctl({net.switch_ns(s): self._forwarding_sysctls(net, s)
+                    for s in net.topo.switches()})
+        link_addr = self._link_addresses(net)
+        lines: dict[str, list[str]] = {net.switch_ns(s): [] for s in net.topo.switches()}
+        for (switch, _), (ifname, address) in link_addr.items():
+            lines[net.switch_ns(switch)].append(f"addr add {address}/30 dev {ifname}")
+        for switch, route_lines in self._routes(net, link_addr).items():
+            lines[net.switch_ns(switch)] += route_lines
+            self.routes += len(route_lines)
+        net.ip_batch(lines)
+
+    def _forwarding_sysctls(self, net: Network, switch: str) -> dict[str, str]:
+        # Reverse-path filtering would drop replies that come back over a different
+        # equal-cost path; the study's routers do not filter either.
+        values = {"net.ipv4.ip_forward": "1", "net.ipv4.conf.all.rp_filter": "0",
+                  "net.ipv4.conf.default.rp_filter": "0"}
+        for ifname in net.switch_ports(switch).values():
+            values[f"net.ipv4.conf.{ifname}.rp_filter"] = "0"
+        return values
+
+    def _link_addresses(self, net: Network) -> dict[tuple[str, str], tuple[str, str]]:
+        """(switch, neighbour) -> (interface, address): a /30 of 10.254/16 per switch link."""
+        subnets = LINK_POOL.subnets(new_prefix=30)
+        addresses: dict[tuple[str, str], str] = {}
+        for link in net.links:
+            if not (_is_switch(net, link.a.node) and _is_switch(net, link.b.node)):
+                continue
+            try:
+                first, second = list(next(subnets).hosts())
+            except StopIteration:
+                raise PlaneError("router: more switch links than 10.254.0.0/16 holds") from None
+            addresses[(link.a.node, link.b.node)] = (link.a.ifname, str(first))
+            addresses[(link.b.node, link.a.node)] = (link.b.ifname, str(second))
+        return addresses
+
+    def _routes(self, net: Network, link_addr: dict[tuple[str, str], tuple[str, str]]
+                ) -> dict[str, list[str]]:
+        """For every switch, a route to every remote host's /24 via the next hop on a
+        shortest path (ties: the neighbour first in switch order)."""
+        fabric = net.topo.graph.subgraph(net.topo.switches())
+        routes: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
+        for host in net.topo.hosts():
+            edge_switch = next(iter(net.topo.graph.neighbors(host)))
+            if not _is_switch(net, edge_switch):
+                continue
+            distance = nx.single_source_shortest_path_length(fabric, edge_switch)
+            destination = f"{net.host_gateway(host).rsplit('.', 1)[0]}.0/24"
+            for switch, hops in distance.items():
+                if hops == 0:
+                    continue
+                nearer = [n for n in fabric.neighbors(switch) if distance.get(n) == hops - 1]
+                _, via = link_addr[(min(nearer, key=node_order), switch)]
+                routes[switch].append(f"route add {destination} via {via}")
+        return routes
+
+    def wait_ready(self, timeout: float) -> None:
+        if self.net is None:
+            raise PlaneError("router: wait_ready() before start()")
+        src, dst = farthest_hosts(self.net)
+        if not ping_until(self.net, src, dst, time.monotonic() + timeout):
+            raise PlaneError(f"router: {src} cannot ping {dst} within {timeout} s")
+        self._ready_s = time.monotonic() - self._started
+
+    def stats(self) -> dict[str, float | None]:
+        """ready_s: start() to first ping across; static_routes: routes installed."""
+        return {"ready_s": self._ready_s, "static_routes": float(self.routes)}
+
+    def stop(self) -> None:
+        self.net = None
+
+
+def _is_switch(net: Network, node: str) -> bool:
+    return node in set(net.topo.switches())
