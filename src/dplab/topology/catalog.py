@@ -152,9 +152,9 @@ def _grid(b: _Builder, rows: int, cols: int) -> Pairs:
     return across_pairs(left + right)
 
 
-# Transit node each stub domain hangs off: client stubs (h1..h20) on t1 and t3, server stubs
-# (h21..h36) on t2 and t4, so every Table 1 pair crosses the transit domain.
-INTERNET_STUB_TRANSIT = (0, 0, 2, 2, 2, 1, 1, 3, 3)
+# Transit node each stub domain hangs off: client stubs (h1..h20) on s1 and s2, server stubs
+# (h21..h36) on s3 and s4, so every Table 1 pair crosses the transit domain (1 or 2 hops).
+INTERNET_STUB_TRANSIT = (0, 0, 1, 1, 1, 2, 2, 3, 3)
 
 
 def _internet(b: _Builder) -> Pairs:
@@ -164,11 +164,11 @@ def _internet(b: _Builder) -> Pairs:
     b.core(transit[0], transit[2])  # a chord: the transit domain is not a plain ring
     for t in INTERNET_STUB_TRANSIT:
         gateway = b.switch("stub-gateway", 1)
-        access = b.switch("stub", 2)
+        inner = b.switch("stub", 1)
         b.core(transit[t], gateway)
-        b.core(gateway, access)
+        b.core(gateway, inner)
         b.hosts(gateway, 2)
-        b.hosts(access, 2)
+        b.hosts(inner, 2)
     return internet_pairs()
 
 
@@ -254,8 +254,8 @@ _CATALOG: dict[str, _Shape] = {
         "h1..h<rows> on the left column, the rest on the right column.")),
     "internet": _Shape(_internet, {}, (
         "Study 000 topology III, GT-ITM transit-stub: 4 transit switches in a ring with one "
-        "chord; 9 stub domains of 2 switches (gateway + access, 2 hosts each); client stubs "
-        "h1-h20 on transit s1/s3, server stubs h21-h36 on s2/s4.")),
+        "chord (s1-s3); 9 stub domains of 2 switches (a gateway to the transit domain + one "
+        "more, 2 hosts each); client stubs h1-h20 on s1/s2, server stubs h21-h36 on s3/s4.")),
     "fattree": _Shape(_fattree, {"k": (4, 2)}, (
         "Fat-tree of even k: k^2/4 core, k pods of k/2 aggregation + k/2 edge switches, "
         "k/2 hosts per edge switch (k=4: 20 switches, 16 hosts).")),
