@@ -1,0 +1,152 @@
+"""The os-ken OpenFlow 1.3 adapter: turns switch events into calls on ``Forwarding`` and
+implements its ``Southbound`` with flow-mods and packet-outs.
+
+Switch ``sN`` is the datapath with id N (the OVS plane sets the datapath ids). Every switch
+gets three rules on connect: send table misses to the controller (whole packet, no
+buffering), and trap LLDP and ARP to the controller, since discovery and proxy ARP live there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Sequence
+
+from os_ken import cfg
+from os_ken.base import app_manager
+from os_ken.controller import ofp_event
+from os_ken.controller.controller import Datapath
+from os_ken.controller.handler import (
+    CONFIG_DISPATCHER,
+    DEAD_DISPATCHER,
+    MAIN_DISPATCHER,
+    set_ev_cls,
+)
+from os_ken.lib import hub
+from os_ken.ofproto import ofproto_v1_3
+
+from dplab.control import packets
+from dplab.control.forwarding import REACTIVE, Forwarding
+
+cfg.CONF.register_opts([
+    cfg.StrOpt("dplab_mode", default=REACTIVE, help="reactive or proactive forwarding"),
+    cfg.StrOpt("dplab_stats_file", default=None, help="where counters are written as JSON"),
+])
+
+PATH_RULE_PRIORITY = 10  # as ONOS fwd
+TRAP_PRIORITY = 40000
+TICK_S = 0.5  # LLDP scheduling and stats-file period
+
+
+def switch_name(dpid: int) -> str:
+    return f"s{dpid}"
+
+
+class OpenFlowSouthbound(app_manager.OSKenApp):
+    OFP_VERSIONS = [ofproto_v1_3.OFP_VERSION]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # os-ken's native hub runs handlers and our ticker in separate OS threads.
+        self._lock = threading.Lock()
+        self._datapaths: dict[str, Datapath] = {}
+        self.logic = Forwarding(self, mode=self.CONF.dplab_mode)
+        self.stats_file: str | None = self.CONF.dplab_stats_file
+        hub.spawn(self._tick_forever)
+
+    # -- Southbound ----------------------------------------------------------------------
+
+    def install_path_rule(
+        self, switch: str, in_port: int, eth_src: str, eth_dst: str, out_port: int,
+        idle_timeout: int,
+    ) -> None:
+        dp = self._datapaths[switch]
+        parser = dp.ofproto_parser
+        match = parser.OFPMatch(in_port=in_port, eth_src=eth_src, eth_dst=eth_dst)
+        self._add_flow(dp, PATH_RULE_PRIORITY, match, [parser.OFPActionOutput(out_port)],
+                       idle_timeout)
+
+    def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
+        dp = self._datapaths.get(switch)
+        if dp is None:
+            return  # switch went away meanwhile
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        dp.send_msg(parser.OFPPacketOut(
+            datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
+            actions=[parser.OFPActionOutput(p) for p in ports], data=data))
+
+    # -- switch events -------------------------------------------------------------------
+
+    @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
+    def on_features(self, ev) -> None:
+        dp = ev.msg.datapath
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
+        self._add_flow(dp, 0, parser.OFPMatch(), to_controller)
+        for ethertype in (packets.ETH_LLDP, packets.ETH_ARP):
+            self._add_flow(dp, TRAP_PRIORITY, parser.OFPMatch(eth_type=ethertype), to_controller)
+        dp.send_msg(parser.OFPPortDescStatsRequest(dp, 0))
+
+    @set_ev_cls(ofp_event.EventOFPPortDescStatsReply, MAIN_DISPATCHER)
+    def on_port_desc(self, ev) -> None:
+        dp = ev.msg.datapath
+        ports = [p.port_no for p in ev.msg.body if p.port_no <= dp.ofproto.OFPP_MAX]
+        with self._lock:
+            self._datapaths[switch_name(dp.id)] = dp
+            self.logic.switch_up(switch_name(dp.id), ports)
+
+    @set_ev_cls(ofp_event.EventOFPPortStatus, MAIN_DISPATCHER)
+    def on_port_status(self, ev) -> None:
+        msg = ev.msg
+        ofp = msg.datapath.ofproto
+        name, port = switch_name(msg.datapath.id), msg.desc.port_no
+        with self._lock:
+            if msg.reason == ofp.OFPPR_ADD:
+                self.logic.port_up(name, port)
+            elif msg.reason == ofp.OFPPR_DELETE:
+                self.logic.port_down(name, port)
+
+    @set_ev_cls(ofp_event.EventOFPStateChange, DEAD_DISPATCHER)
+    def on_disconnect(self, ev) -> None:
+        dp = ev.datapath
+        if dp.id is None:
+            return  # died before saying who it was
+        name = switch_name(dp.id)
+        with self._lock:
+            if self._datapaths.get(name) is dp:
+                del self._datapaths[name]
+                self.logic.switch_down(name)
+
+    @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
+    def on_packet_in(self, ev) -> None:
+        msg = ev.msg
+        with self._lock:
+            self.logic.packet_in(switch_name(msg.datapath.id), msg.match["in_port"], msg.data)
+
+    # -- housekeeping --------------------------------------------------------------------
+
+    def write_stats(self) -> None:
+        """Counters to the stats file, replaced atomically so readers never see half a file."""
+        if self.stats_file is None:
+            return
+        with self._lock:
+            counters = self.logic.counters()
+        partial = f"{self.stats_file}.tmp"
+        with open(partial, "w") as out:
+            json.dump(counters, out)
+        os.replace(partial, self.stats_file)
+
+    def _tick_forever(self) -> None:
+        while True:
+            with self._lock:
+                self.logic.tick()
+            self.write_stats()
+            hub.sleep(TICK_S)
+
+    def _add_flow(self, dp: Datapath, priority: int, match, actions, idle_timeout: int = 0) -> None:
+        parser = dp.ofproto_parser
+        instructions = [parser.OFPInstructionActions(dp.ofproto.OFPIT_APPLY_ACTIONS, actions)]
+        dp.send_msg(parser.OFPFlowMod(
+            datapath=dp, priority=priority, match=match, instructions=instructions,
+            idle_timeout=idle_timeout))
