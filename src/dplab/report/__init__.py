@@ -1,1 +1,49 @@
+"""Reports regenerated from stored data alone: terminal tables, PNG plots, report.html, CSV."""
 
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from dplab.analysis import analyse
+from dplab.report.html import write_html
+from dplab.report.plots import box_plots, throughput_timeseries
+from dplab.report.tables import NOTES, comparison_tables, to_rich
+from dplab.store import RunStore
+
+REPORT_FILE = "report.html"
+PLOTS_DIR = "plots"
+CSV_DIR = "csv"
+
+
+def build(results_dir: Path) -> Path:
+    """Rebuild tables, plots, CSV export and ``report.html`` in ``results_dir``; returns the
+    report's path."""
+    results_dir = Path(results_dir)
+    store = RunStore.open(results_dir)
+    analysis = analyse(store)
+    plots_dir = results_dir / PLOTS_DIR
+    timeseries = throughput_timeseries(store.rows("intervals"), store.rows("flows"), analysis,
+                                       plots_dir / "throughput_timeseries.png")
+    plots = ([timeseries] if timeseries else []) + box_plots(analysis, plots_dir)
+    raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
+    return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
+                      comparison_tables(analysis), plots, raw)
+
+
+def print_tables(results_dir: Path, console: Console | None = None) -> None:
+    """Print the comparison tables and any failed runs of a stored experiment."""
+    console = console or Console()
+    analysis = analyse(RunStore.open(Path(results_dir)))
+    tables = comparison_tables(analysis)
+    for table in tables:
+        console.print(to_rich(table))
+    if tables:
+        console.print(NOTES, style="dim")
+    else:
+        console.print("No measured values stored.")
+    for run in analysis.failed_runs:
+        console.print(f"[red]failed run[/red] {escape(run['run_id'])}: "
+                      f"{escape(run['error'] or '')}", highlight=False)

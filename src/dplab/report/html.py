@@ -1,0 +1,118 @@
+"""One self-contained ``report.html``: metadata, every table, every plot (embedded), failures."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from dplab.analysis import Analysis
+from dplab.report.tables import NOTES, TableData, to_html
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0 2em; }
+caption { text-align: left; font-weight: bold; padding: .3em 0; }
+th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f2f2f2; }
+td.ns { color: #777; }
+dl { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
+dt { font-weight: bold; }
+img { max-width: 100%; border: 1px solid #eee; margin: .5em 0 1.5em; }
+pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
+.note { color: #555; font-size: .9em; }
+"""
+
+
+def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
+               tables: list[TableData], plots: list[Path], raw_files: list[Path]) -> Path:
+    """Write the report; plots are embedded as base64 so the file stands alone, raw data
+    files are linked relative to the report."""
+    spec = experiment.get("spec", {})
+    title = f"dplab report: {spec.get('name', path.parent.name)}"
+    sections = [
+        f"<h1>{_esc(title)}</h1>",
+        f"<p>{_esc(spec.get('description', ''))}</p>",
+        _metadata(experiment, analysis),
+        "<h2>Comparison tables</h2>",
+        f'<p class="note">{_esc(NOTES)}</p>',
+        "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
+        "<h2>Plots</h2>",
+        "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
+        _failed_runs(analysis),
+        _failed_flows(analysis),
+        _raw_data(path.parent, raw_files),
+        "<h2>Experiment file (as validated)</h2>",
+        f"<details><summary>spec</summary><pre>{_esc(json.dumps(spec, indent=2))}</pre>"
+        "</details>",
+    ]
+    document = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{_esc(title)}"
+                f"</title><style>{STYLE}</style></head><body>{''.join(sections)}</body></html>")
+    path.write_text(document, encoding="utf-8")
+    return path
+
+
+def _metadata(experiment: dict[str, Any], analysis: Analysis) -> str:
+    spec = experiment.get("spec", {})
+    failed = len(analysis.failed_runs)
+    items = {
+        "planes": ", ".join(analysis.planes) + (f" (baseline: {analysis.baseline})"
+                                                 if analysis.planes else ""),
+        "repetitions": spec.get("repetitions", "?"),
+        "failed runs": failed,
+        "host": experiment.get("host", "?"),
+        "kernel": experiment.get("kernel", "?"),
+        "started": experiment.get("created", "?"),
+        "last updated": experiment.get("updated", "?"),
+        "dplab version": experiment.get("dplab_version", "?"),
+    }
+    rows = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(str(v))}</dd>" for k, v in items.items())
+    return f"<h2>Experiment</h2><dl>{rows}</dl>"
+
+
+def _image(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<figure><img alt="{_esc(path.stem)}" src="data:image/png;base64,{data}">' \
+           f"<figcaption>{_esc(path.name)}</figcaption></figure>"
+
+
+def _failed_runs(analysis: Analysis) -> str:
+    if not analysis.failed_runs:
+        return "<h2>Failed runs</h2><p>None.</p>"
+    rows = "".join(
+        f"<tr><td>{_esc(r['run_id'])}</td><td>{_esc(r['plane'])}</td>"
+        f"<td>{r['repetition']}</td><td>{_esc(r['error'] or '')}</td></tr>"
+        for r in analysis.failed_runs
+    )
+    return ("<h2>Failed runs</h2><p class=\"note\">Left out of every figure above.</p>"
+            "<table><thead><tr><th>run</th><th>plane</th><th>repetition</th><th>error</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _failed_flows(analysis: Analysis) -> str:
+    if not analysis.failed_flows:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_esc(f['run_id'])}</td><td>{_esc(f['flow_id'])}</td>"
+        f"<td>{_esc(f['src'])} → {_esc(f['dst'])}</td><td>{_esc(f['error'] or '')}</td></tr>"
+        for f in analysis.failed_flows
+    )
+    return ("<h2>Failed flows in ok runs</h2><p class=\"note\">Their values are counted as "
+            "missing.</p><table><thead><tr><th>run</th><th>flow</th><th>hosts</th>"
+            f"<th>error</th></tr></thead><tbody>{rows}</tbody></table>")
+
+
+def _raw_data(report_dir: Path, files: list[Path]) -> str:
+    links = "".join(
+        f'<li><a href="{_esc(p.relative_to(report_dir).as_posix())}">'
+        f"{_esc(p.relative_to(report_dir).as_posix())}</a></li>"
+        for p in files
+    )
+    return f"<h2>Raw data</h2><ul>{links}</ul>"
+
+
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True)

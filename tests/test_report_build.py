@@ -1,0 +1,110 @@
+"""A report built from a synthetic stored experiment: tables, plots and failures all present."""
+
+import re
+from dataclasses import dataclass, field
+
+from rich.console import Console
+
+from dplab import report
+from dplab.store import RunStore
+
+
+@dataclass
+class Flow:  # stand-in shaped like dplab.workloads.Flow
+    flow_id: str
+    kind: str
+    src: str
+    dst: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class FlowResult:  # stand-in shaped like dplab.workloads.FlowResult
+    flow: Flow
+    ok: bool
+    error: str | None
+    summary: dict
+    intervals: list = field(default_factory=list)
+
+
+SPEC = {
+    "name": "synthetic",
+    "description": "made-up numbers for a report test",
+    "repetitions": 3,
+    "planes": [{"kind": "bridge", "label": None, "options": {}},
+               {"kind": "ovs", "label": "ovs-reactive", "options": {"mode": "reactive"}}],
+}
+
+
+def tcp(index: int, mbit: float) -> FlowResult:
+    intervals = [{"t_start": 100.0 + t, "t_end": 101.0 + t, "throughput_bps": mbit * 1e6}
+                 for t in range(5)]
+    return FlowResult(Flow(f"tcp-{index}", "tcp", f"h{index}", f"h{index + 4}",
+                           {"duration": 5}),
+                      True, None, {"throughput_bps": mbit * 1e6, "syn_delay_ms": None},
+                      intervals)
+
+
+def ping(rtt: float | None, ok: bool = True) -> FlowResult:
+    return FlowResult(Flow("icmp-1", "icmp", "h1", "h5", {"count": 5}), ok,
+                      None if ok else "no reply from h5", {"rtt_ms": rtt, "loss_pct": 0.0})
+
+
+def store_experiment(path):
+    store = RunStore(path)
+    store.write_experiment(SPEC)
+    numbers = {"bridge": ([90.0, 92.0, 91.0], [0.10, 0.12, 0.11]),
+               "ovs-reactive": ([60.0, 64.0, 62.0], [0.50, 0.60, 0.55])}
+    for rep in range(3):
+        for plane, (mbit, rtt) in numbers.items():
+            ok_ping = not (plane == "ovs-reactive" and rep == 1)
+            results = [tcp(1, mbit[rep] / 2), tcp(2, mbit[rep] / 2),
+                       ping(rtt[rep] if ok_ping else None, ok_ping)]
+            store.add_run(f"{plane}-r{rep + 1}", plane, rep + 1, "ok", None, 1000.0 + rep, 9.0,
+                          {"packet_ins": 40.0 if plane != "bridge" else None}, results)
+    store.add_run("ovs-reactive-r4", "ovs-reactive", 4, "failed",
+                  "PlaneError: <controller> did not connect", 2000.0, 1.0, {}, [])
+
+
+def test_report_has_tables_plots_and_failures(tmp_path):
+    store_experiment(tmp_path)
+    path = report.build(tmp_path)
+
+    assert path == tmp_path / "report.html"
+    page = path.read_text()
+    assert "tcp traffic" in page and "icmp traffic" in page and "plane statistics" in page
+    # bridge: per-run mean over its two flows 45, 46, 45.5 Mbit/s -> 45.5 ± t(0.975,2)·0.5/√3
+    # = 1.24; ovs-reactive (31, 32, 31) is 31.9 % worse, clearly significant
+    assert "45.50 ± 1.24 (n=3)" in page
+    assert re.search(r"-31\.9% \(p=[0-9.e-]+\)", page)
+    assert "ovs-reactive vs bridge" in page
+    assert "ovs-reactive (failed runs: 1)" in page
+    assert "(n=2, 1 missing)" in page  # ovs rtt: one failed flow
+    assert "PlaneError: &lt;controller&gt; did not connect" in page
+    assert "no reply from h5" in page
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) >= 3
+    assert not (tmp_path / "plots" / "box_syn_delay_ms.png").exists()  # never measured
+    for name in ("throughput_timeseries.png", "box_throughput_bps.png", "box_rtt_ms.png"):
+        png = tmp_path / "plots" / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    assert (tmp_path / "csv" / "summaries.csv").stat().st_size > 0
+    assert 'href="csv/summaries.csv"' in page
+
+
+def test_print_tables_shows_planes_and_improvement(tmp_path):
+    store_experiment(tmp_path)
+    console = Console(record=True, width=160)
+    report.print_tables(tmp_path, console)
+    text = console.export_text()
+    assert "throughput (Mbit/s)" in text and "bridge" in text and "ovs-reactive" in text
+    assert "-31.9%" in text
+    assert "failed run ovs-reactive-r4: PlaneError: <controller> did not connect" in text
+
+
+def test_report_of_an_experiment_with_only_failed_runs(tmp_path):
+    store = RunStore(tmp_path)
+    store.write_experiment(SPEC)
+    store.add_run("bridge-r1", "bridge", 1, "failed", "netns busy", 0.0, 0.1, {}, [])
+    page = report.build(tmp_path).read_text()
+    assert "No measured values stored." in page and "netns busy" in page
