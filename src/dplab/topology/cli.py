@@ -22,8 +22,8 @@ def show(name_or_path: str, out: str | None = None) -> Path:
 
 
 def resolve(name_or_path: str) -> Topology:
-    """A catalog name builds with default parameters; anything else is read as a file."""
-    if name_or_path in catalog.NAMES:
+    """A catalog name builds with default parameters; a file name (with a suffix) is read."""
+    if name_or_path in catalog.NAMES or not Path(name_or_path).suffix:
         return catalog.build(name_or_path)
     return importers.load(name_or_path)
 
