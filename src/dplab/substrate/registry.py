@@ -144,7 +144,7 @@ def kill_processes(pids: list[int], grace_s: float = KILL_GRACE_S) -> None:
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if _running(p, starts[p])]
+        alive = [p for p in alive if is_running(p, starts[p])]
         if alive:
             time.sleep(0.01)
     for pid in alive:
@@ -152,7 +152,7 @@ def kill_processes(pids: list[int], grace_s: float = KILL_GRACE_S) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _running(pid: int, start: int | None) -> bool:
+def is_running(pid: int, start: int | None) -> bool:
     """Alive and not a zombie (a zombie has already left its namespaces)."""
     if not is_alive(pid, start):
         return False

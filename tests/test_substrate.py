@@ -1,0 +1,114 @@
+"""Network: names and addresses, real bring-up in namespaces, shaping measured with iperf."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import pytest
+from net_checks import tcp_received
+
+from dplab.substrate import Network, SubstrateError
+from dplab.topology import catalog
+from dplab.topology.model import HOST, SWITCH, Topology
+
+
+def pair(bw_mbit: float | None = None, **attrs: float) -> Topology:
+    """Two hosts on one direct link: the substrate alone carries their traffic."""
+    g = nx.Graph()
+    g.add_node("h1", kind=HOST)
+    g.add_node("h2", kind=HOST)
+    g.add_edge("h1", "h2", bw_mbit=bw_mbit, **attrs)
+    return Topology("pair", g)
+
+
+def test_addresses_names_and_ports_follow_the_contract():
+    net = Network(catalog.build("linear"), addressing="l3")
+    assert net.host_ip("h7") == "10.0.7.1"
+    assert net.host_gateway("h300") == "10.1.44.254"
+    assert net.host_mac("h300") == "02:00:00:00:01:2c"
+    ports = net.switch_ports("s1")
+    assert ports == {1: "s1-eth1", 2: "s1-eth2"}
+    assert {net.neighbour("s1", p) for p in ports} == {"h1", "s2"}
+
+
+@pytest.mark.parametrize("bad, needle", [
+    (dict(addressing="l4"), "addressing"),
+    (dict(prefix="xx12"), "prefix"),
+])
+def test_bad_arguments_are_named(bad, needle):
+    with pytest.raises(SubstrateError, match=needle):
+        Network(pair(), **bad)
+
+
+def test_a_host_with_two_links_is_refused():
+    g = nx.Graph()
+    g.add_nodes_from(["s1", "s2"], kind=SWITCH)
+    g.add_node("h1", kind=HOST)
+    g.add_edges_from([("h1", "s1"), ("h1", "s2")])
+    with pytest.raises(SubstrateError, match="host h1 has 2 links"):
+        Network(Topology("t", g))
+
+
+@pytest.mark.net
+def test_delay_without_netem_is_refused_before_anything_is_built():
+    net = Network(pair(delay_ms=5.0))
+    if net.capabilities()["netem"]:
+        pytest.skip("this kernel has netem")
+    with pytest.raises(SubstrateError, match="h1–h2 asks for 5.0 ms delay.*no netem"):
+        net.up()
+    with pytest.raises(SubstrateError, match="not up"):
+        net.run("dl0000-h1", ["true"])
+
+
+@pytest.mark.net
+def test_l2_hosts_get_address_mac_and_reach_each_other():
+    with Network(pair()) as net:
+        addr = json.loads(net.run(net.host_ns("h1"), ["ip", "-j", "addr", "show"]).stdout)
+        by_name = {a["ifname"]: a for a in addr}
+        assert by_name["eth0"]["address"] == "02:00:00:00:00:01"
+        assert by_name["eth0"]["mtu"] == 1500
+        assert [(i["local"], i["prefixlen"]) for i in by_name["eth0"]["addr_info"]] == [
+            ("10.0.1.1", 8)]
+        assert "UP" in by_name["lo"]["flags"]
+        no_v6 = net.run(net.host_ns("h1"), ["sysctl", "-n", "net.ipv6.conf.all.disable_ipv6"])
+        assert no_v6.stdout.strip() == "1"
+        ping = net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W1", net.host_ip("h2")])
+        assert " 0% packet loss" in ping.stdout
+
+
+@pytest.mark.net
+def test_l3_host_reaches_its_gateway_on_the_switch_port():
+    with Network(catalog.build("single", hosts=2), addressing="l3") as net:
+        route = net.run(net.host_ns("h2"), ["ip", "route", "show", "default"]).stdout
+        assert "via 10.0.2.254 dev eth0" in route
+        ping = net.run(net.host_ns("h2"), ["ping", "-c1", "-W1", "10.0.2.254"])
+        assert " 0% packet loss" in ping.stdout
+
+
+@pytest.mark.net
+def test_shared_switch_namespace_holds_every_switch_port():
+    topo = catalog.build("linear")
+    with Network(topo, shared_switch_ns=True) as net:
+        assert {net.switch_ns(s) for s in topo.switches()} == {f"{net.prefix}-sw"}
+        links = json.loads(net.run(f"{net.prefix}-sw", ["ip", "-j", "link", "show"]).stdout)
+        names = {link["ifname"] for link in links}
+        wanted = {p for s in topo.switches() for p in net.switch_ports(s).values()}
+        assert wanted <= names
+
+
+@pytest.mark.net
+def test_a_10_mbit_link_delivers_10_mbit():
+    with Network(pair(bw_mbit=10.0)) as net:
+        received, bps = tcp_received(net, "h1", "h2", seconds=2)
+    assert received > 0
+    assert 9e6 <= bps <= 11e6, f"measured {bps / 1e6:.2f} Mbit/s on a 10 Mbit/s link"
+
+
+@pytest.mark.net
+def test_two_networks_at_once_do_not_disturb_each_other():
+    with Network(pair()) as first, Network(pair()) as second:
+        assert first.prefix != second.prefix
+        second.down()
+        ping = first.run(first.host_ns("h1"), ["ping", "-c1", "-W1", first.host_ip("h2")])
+        assert " 0% packet loss" in ping.stdout
