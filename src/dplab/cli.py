@@ -131,7 +131,7 @@ def _cmd_topo_list(_args: argparse.Namespace) -> int:
     from dplab.topology import catalog
 
     for name in catalog.NAMES:
-        print(name)
+        print(f"{name:10} {catalog.describe(name)}")
     return 0
 
 

@@ -40,7 +40,7 @@ Progress = Callable[[str], None]
 def build_topology(exp: Experiment) -> Topology:
     spec = exp.topology
     if spec.file is not None:
-        return importers.load(spec.file)
+        return importers.load(spec.file, **spec.params)
     return catalog.build(spec.name, **spec.params)
 
 
