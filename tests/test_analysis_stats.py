@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as sps
 
 from dplab.analysis import PLANE, Row
-from dplab.analysis.compare import analyse_rows
+from dplab.analysis.compare import analyse_rows, spec_plane_order
 from dplab.analysis.metrics import direction
 from dplab.analysis.stats import describe, improvement_pct, is_significant, welch_p
 
@@ -120,3 +120,10 @@ def test_baseline_and_spec_order_decide_plane_order():
     assert analyse_rows(runs, [], [], [], baseline="A").planes == ["A", "B"]
     with pytest.raises(ValueError, match="baseline plane 'C' has no stored runs"):
         analyse_rows(runs, [], [], [], baseline="C")
+
+
+def test_plane_order_comes_from_the_stored_spec():
+    spec = {"planes": [{"kind": "ovs", "label": None, "options": {"mode": "proactive"}},
+                       {"kind": "bridge", "label": "linux", "options": {}}]}
+    assert spec_plane_order({"spec": spec}) == ["ovs-proactive", "linux"]
+    assert spec_plane_order({}) == []

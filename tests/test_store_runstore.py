@@ -134,6 +134,7 @@ def test_bad_input_is_named(tmp_path):
     no_time.intervals = [{"throughput_bps": 1.0}]
     with pytest.raises(StoreError, match="interval 0: t_start is missing"):
         add(store, "x", results=[no_time])
+    assert store.rows("runs") == [] and store.rows("summaries") == []
 
 
 def test_nan_is_stored_as_not_measured(tmp_path):

@@ -46,7 +46,7 @@ def as_value(raw: Any, where: str) -> float | None:
     return None if math.isnan(value) else value
 
 
-def flow_rows(run: dict[str, Any], result: FlowResultLike) -> dict[str, Any]:
+def flow_row(run: dict[str, Any], result: FlowResultLike) -> dict[str, Any]:
     """One row describing the flow itself: identity, parameters, and whether it worked."""
     flow = result.flow
     return {

@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from dplab.store.rows import (
     FlowResultLike,
     StoreError,
-    flow_rows,
+    flow_row,
     interval_rows,
     plane_stat_rows,
     summary_rows,
@@ -70,7 +71,7 @@ class RunStore:
     def __init__(self, results_dir: Path) -> None:
         self.results_dir = Path(results_dir)
         self.results_dir.mkdir(parents=True, exist_ok=True)
-        self._rows = {name: self._load(name) for name in SCHEMAS}
+        self._tables = {name: self._load(name) for name in SCHEMAS}
         self._experiment = self._load_experiment()
 
     @classmethod
@@ -134,19 +135,22 @@ class RunStore:
         new_rows = {
             "runs": [{**keys, "status": status, "error": error,
                       "started": float(started), "duration_s": float(duration_s)}],
-            "flows": [flow_rows(keys, r) for r in results],
+            "flows": [flow_row(keys, r) for r in results],
             "summaries": [row for r in results for row in summary_rows(keys, r)],
             "intervals": [row for r in results for row in interval_rows(keys, r)],
             "plane_stats": plane_stat_rows(keys, plane_stats),
         }
-        for name, rows in new_rows.items():
-            kept = [row for row in self._rows[name] if row["run_id"] != run_id]
-            self._rows[name] = kept + rows
+        # Convert everything first: bad input must leave the stored tables untouched.
+        added = {name: pa.Table.from_pylist(rows, schema=SCHEMAS[name])
+                 for name, rows in new_rows.items()}
+        for name, table in added.items():
+            kept = self._tables[name].filter(pc.field("run_id") != run_id)
+            self._tables[name] = pa.concat_tables([kept, table])
         self._write_all()
 
     def completed_runs(self) -> set[str]:
         """run_ids stored with status "ok": a resuming runner skips these."""
-        return {row["run_id"] for row in self._rows["runs"] if row["status"] == "ok"}
+        return {row["run_id"] for row in self.rows("runs") if row["status"] == "ok"}
 
     # -- reading -------------------------------------------------------------------------
 
@@ -154,7 +158,7 @@ class RunStore:
         """A copy of one table's rows as dicts (None where a value is null)."""
         if table not in SCHEMAS:
             raise StoreError(f"unknown table {table!r}; tables are {sorted(SCHEMAS)}")
-        return [dict(row) for row in self._rows[table]]
+        return self._tables[table].to_pylist()
 
     def export_csv(self, out_dir: Path) -> list[Path]:
         """Write every table as ``<table>.csv`` into ``out_dir``; empty cells mean null."""
@@ -163,26 +167,23 @@ class RunStore:
         paths = []
         for name in SCHEMAS:
             path = out / f"{name}.csv"
-            table = self._arrow(name)
+            table = self._tables[name]
             _atomic_write(path, lambda tmp, t=table: pacsv.write_csv(t, tmp))
             paths.append(path)
         return paths
 
     # -- files ---------------------------------------------------------------------------
 
-    def _arrow(self, name: str) -> pa.Table:
-        return pa.Table.from_pylist(self._rows[name], schema=SCHEMAS[name])
-
     def _write_all(self) -> None:
         for name in WRITE_ORDER:
-            table = self._arrow(name)
+            table = self._tables[name]
             path = self.results_dir / f"{name}.parquet"
             _atomic_write(path, lambda tmp, t=table: pq.write_table(t, tmp))
 
-    def _load(self, name: str) -> list[dict[str, Any]]:
+    def _load(self, name: str) -> pa.Table:
         path = self.results_dir / f"{name}.parquet"
         if not path.is_file():
-            return []
+            return SCHEMAS[name].empty_table()
         try:
             table = pq.read_table(path)
         except (OSError, pa.ArrowException) as exc:
@@ -190,7 +191,10 @@ class RunStore:
         missing = set(SCHEMAS[name].names) - set(table.column_names)
         if missing:
             raise StoreError(f"{path}: stored table lacks columns {sorted(missing)}")
-        return table.select(SCHEMAS[name].names).to_pylist()
+        try:
+            return table.select(SCHEMAS[name].names).cast(SCHEMAS[name])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise StoreError(f"{path}: stored columns have unexpected types: {exc}") from exc
 
     def _load_experiment(self) -> dict[str, Any]:
         path = self.results_dir / EXPERIMENT_FILE
