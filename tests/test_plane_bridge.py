@@ -1,0 +1,52 @@
+"""Bridge plane: Linux bridges (with STP where the switches form loops) carry real traffic."""
+
+from __future__ import annotations
+
+import pytest
+from net_checks import tcp_received
+
+from dplab import planes
+from dplab.planes import PlaneError
+from dplab.substrate import Network
+from dplab.topology import catalog
+
+
+def test_unknown_option_is_named():
+    with pytest.raises(PlaneError, match="'colour'"):
+        planes.create("bridge", {"colour": "red"})
+    with pytest.raises(PlaneError, match="'stp' must be"):
+        planes.create("bridge", {"stp": "sometimes"})
+
+
+def test_unknown_plane_is_named():
+    with pytest.raises(PlaneError, match="'frobnicator'"):
+        planes.create("frobnicator", {})
+
+
+def run_bridge(topo_name: str, src: str, dst: str) -> tuple[dict, int, str]:
+    plane = planes.create("bridge", {})
+    with Network(catalog.build(topo_name), addressing=plane.addressing) as net:
+        plane.start(net)
+        plane.wait_ready(timeout=20)
+        ping = net.run(net.host_ns(src), ["ping", "-c3", "-i0.2", "-W1", net.host_ip(dst)])
+        received, _ = tcp_received(net, src, dst, seconds=1)
+        stats = plane.stats()
+        plane.stop()
+    return stats, received, ping.stdout
+
+
+@pytest.mark.net
+def test_bridge_forwards_across_a_line_without_stp():
+    stats, received, ping = run_bridge("linear", "h1", "h4")
+    assert " 0% packet loss" in ping
+    assert received > 1_000_000
+    assert stats["blocked_ports"] == 0
+    assert stats["ready_s"] is not None and stats["ready_s"] < 5
+
+
+@pytest.mark.net
+def test_bridge_with_stp_blocks_loops_and_forwards():
+    stats, received, ping = run_bridge("multipath", "h1", "h8")
+    assert " 0% packet loss" in ping
+    assert received > 1_000_000
+    assert stats["blocked_ports"] > 0  # multipath has loops: STP must cut some

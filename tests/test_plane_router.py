@@ -1,0 +1,64 @@
+"""Router plane: kernel forwarding along shortest paths, checked by TTL and by TCP bytes."""
+
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+import pytest
+from net_checks import tcp_received
+
+from dplab import planes
+from dplab.planes import PlaneError
+from dplab.substrate import Network
+from dplab.topology import catalog
+from dplab.topology.model import HOST, SWITCH, Topology
+
+
+def square() -> Topology:
+    """s1 reaches s3 over s2 or s4 at equal cost: the tie must go to s2."""
+    g = nx.Graph()
+    g.add_nodes_from(["s1", "s2", "s3", "s4"], kind=SWITCH)
+    g.add_nodes_from(["h1", "h3"], kind=HOST)
+    g.add_edges_from([("s1", "s4"), ("s4", "s3"), ("s1", "s2"), ("s2", "s3"),
+                      ("h1", "s1"), ("h3", "s3")])
+    return Topology("square", g)
+
+
+def test_ties_go_to_the_first_neighbour_in_switch_order():
+    net = Network(square(), addressing="l3")
+    router = planes.create("router", {})
+    addresses = router._link_addresses(net)
+    routes = router._routes(net, addresses)
+    via_s2 = addresses[("s2", "s1")][1]
+    assert routes["s1"] == [f"route add 10.0.3.0/24 via {via_s2}"]
+
+
+def test_router_refuses_an_l2_network_and_unknown_options():
+    with pytest.raises(PlaneError, match="'hops'"):
+        planes.create("router", {"hops": 3})
+    with pytest.raises(PlaneError, match="l3"):
+        planes.create("router", {}).start(Network(square(), addressing="l2"))
+
+
+def reply_ttl(ping_output: str) -> int:
+    return int(re.search(r"ttl=(\d+)", ping_output).group(1))
+
+
+@pytest.mark.net
+@pytest.mark.parametrize("topo_name, src, dst", [("linear", "h1", "h4"),
+                                                 ("multipath", "h1", "h8")])
+def test_router_forwards_along_shortest_paths(topo_name, src, dst):
+    topo = catalog.build(topo_name)
+    plane = planes.create("router", {})
+    with Network(topo, addressing=plane.addressing) as net:
+        plane.start(net)
+        plane.wait_ready(timeout=10)
+        ping = net.run(net.host_ns(src), ["ping", "-c3", "-i0.2", "-W1", net.host_ip(dst)]).stdout
+        received, _ = tcp_received(net, src, dst, seconds=1)
+    assert " 0% packet loss" in ping
+    # Every router on the way back decrements the TTL of the reply (Linux starts at 64).
+    routers = nx.shortest_path_length(topo.graph, src, dst) - 1
+    assert reply_ttl(ping) == 64 - routers
+    assert received > 1_000_000
+    assert plane.stats()["ready_s"] is not None
