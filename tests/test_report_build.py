@@ -1,31 +1,12 @@
 """A report built from a synthetic stored experiment: tables, plots and failures all present."""
 
 import re
-from dataclasses import dataclass, field
 
 from rich.console import Console
 
 from dplab import report
 from dplab.store import RunStore
-
-
-@dataclass
-class Flow:  # stand-in shaped like dplab.workloads.Flow
-    flow_id: str
-    kind: str
-    src: str
-    dst: str
-    params: dict = field(default_factory=dict)
-
-
-@dataclass
-class FlowResult:  # stand-in shaped like dplab.workloads.FlowResult
-    flow: Flow
-    ok: bool
-    error: str | None
-    summary: dict
-    intervals: list = field(default_factory=list)
-
+from dplab.workloads.flows import Flow, FlowResult
 
 SPEC = {
     "name": "synthetic",
@@ -47,7 +28,7 @@ def tcp(index: int, mbit: float) -> FlowResult:
 
 def ping(rtt: float | None, ok: bool = True) -> FlowResult:
     return FlowResult(Flow("icmp-1", "icmp", "h1", "h5", {"count": 5}), ok,
-                      None if ok else "no reply from h5", {"rtt_ms": rtt, "loss_pct": 0.0})
+                      None if ok else "no reply from h5", {"rtt_ms": rtt, "loss_pct": 0.0}, [])
 
 
 def store_experiment(path):

@@ -1,31 +1,12 @@
 """RunStore: what goes in comes back out of Parquet unchanged, None stays None, resume works."""
 
 import csv
-from dataclasses import dataclass, field
 
 import pyarrow.parquet as pq
 import pytest
 
 from dplab.store import RunStore, StoreError
-
-
-# Stand-ins shaped like dplab.workloads.Flow / FlowResult (docs/architecture.md).
-@dataclass
-class Flow:
-    flow_id: str
-    kind: str
-    src: str
-    dst: str
-    params: dict = field(default_factory=dict)
-
-
-@dataclass
-class FlowResult:
-    flow: Flow
-    ok: bool
-    error: str | None
-    summary: dict
-    intervals: list = field(default_factory=list)
+from dplab.workloads.flows import Flow, FlowResult
 
 
 def tcp_result() -> FlowResult:
@@ -43,7 +24,8 @@ def tcp_result() -> FlowResult:
 
 def failed_ping() -> FlowResult:
     return FlowResult(Flow("icmp-h1-h5", "icmp", "h1", "h5", {"count": 3}), ok=False,
-                      error="ping: no reply", summary={"rtt_ms": None, "loss_pct": 100.0})
+                      error="ping: no reply", summary={"rtt_ms": None, "loss_pct": 100.0},
+                      intervals=[])
 
 
 def add(store: RunStore, run_id: str, status: str = "ok", **kw) -> None:
