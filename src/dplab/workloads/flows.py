@@ -1,0 +1,240 @@
+"""Run traffic flows between hosts of a Network at once and collect their results.
+
+Every iperf flow gets its own server on its own port (5001, 5002, ...) so flows stay
+apart; servers start first, clients start together once every server listens.
+"""
+
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from dplab.measure.iperf_report import IperfParseError
+from dplab.measure.ping_report import PingParseError
+from dplab.workloads import iperf, ping
+from dplab.workloads.measured import Measured, missing
+
+FIRST_PORT = 5001
+LISTEN_TIMEOUT_S = 5.0
+SERVER_GRACE_S = 3.0  # time a server gets after its client ended to print its final report
+POLL_S = 0.02
+KINDS = ("icmp", "tcp", "udp")
+
+
+class FlowNetwork(Protocol):
+    """The part of substrate.network.Network that flows need."""
+
+    def host_ns(self, host: str) -> str: ...
+    def host_ip(self, host: str) -> str: ...
+    def popen(self, ns: str, argv: list[str], **kw: Any) -> subprocess.Popen: ...
+
+
+@dataclass
+class Flow:
+    """One traffic flow of a workload."""
+
+    flow_id: str  # e.g. "tcp-h2-h6"
+    kind: str  # "icmp" | "tcp" | "udp"
+    src: str
+    dst: str
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class FlowResult:
+    flow: Flow
+    ok: bool
+    error: str | None
+    summary: dict[str, float | None]  # metric -> value (None = not measured)
+    intervals: list[dict[str, float | None]]  # each has t_start, t_end and metrics
+
+
+@dataclass
+class _Job:
+    """One flow's processes, their output files and how to read them."""
+
+    flow: Flow
+    params: ping.PingParams | iperf.IperfParams
+    port: int | None
+    client_out: IO[str]
+    server_out: IO[str] | None = None
+    client: subprocess.Popen | None = None
+    server: subprocess.Popen | None = None
+    client_deadline: float = 0.0
+    client_ended: float | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
+    """Start all flows at once, wait for them, and return one result per flow, in order.
+
+    Bad parameters raise ValueError before anything starts. A flow whose tool failed or
+    timed out comes back with ok=False, the reason, and None for what was not measured.
+    """
+    params = [_validate(flow) for flow in flows]
+    with tempfile.TemporaryDirectory(prefix="dplab-flows-") as tmp:
+        pairs = enumerate(zip(flows, params, strict=True))
+        jobs = [_job(flow, flow_params, index, Path(tmp)) for index, (flow, flow_params) in pairs]
+        try:
+            _start_servers(net, jobs)
+            _wait_listening(net, jobs)
+            _start_clients(net, jobs)
+            _wait_clients(jobs)
+            _wait_servers(jobs)
+        finally:
+            _kill_all(jobs)
+        return [_result(job) for job in jobs]
+
+
+def _validate(flow: Flow) -> ping.PingParams | iperf.IperfParams:
+    where = f"flow '{flow.flow_id}'"
+    if flow.kind not in KINDS:
+        raise ValueError(f"{where}: kind must be one of {list(KINDS)}, got {flow.kind!r}")
+    if not isinstance(flow.params, dict):
+        raise ValueError(f"{where}: params must be a mapping, got {type(flow.params).__name__}")
+    if flow.kind == "icmp":
+        return ping.validate(flow.params, where)
+    return iperf.validate(flow.kind, flow.params, where)
+
+
+def _job(flow: Flow, params: Any, index: int, tmp: Path) -> _Job:
+    def output(role: str) -> IO[str]:
+        return open(tmp / f"{index}-{role}.txt", "w+")  # noqa: SIM115 - closed in _result
+
+    if isinstance(params, ping.PingParams):
+        return _Job(flow, params, None, output("client"))
+    return _Job(flow, params, FIRST_PORT + index, output("client"), output("server"))
+
+
+def _start_servers(net: FlowNetwork, jobs: list[_Job]) -> None:
+    for job in jobs:
+        if job.port is not None:
+            argv = iperf.server_argv(job.params, job.port)
+            job.server = _spawn(net, job.flow.dst, argv, job.server_out)
+
+
+def _spawn(net: FlowNetwork, host: str, argv: list[str], out: IO[str]) -> subprocess.Popen:
+    return net.popen(net.host_ns(host), argv, stdout=out, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_listening(net: FlowNetwork, jobs: list[_Job]) -> None:
+    """Poll `ss` in each server namespace until every server's port is bound."""
+    waiting = [job for job in jobs if job.server is not None]
+    deadline = time.monotonic() + LISTEN_TIMEOUT_S
+    while waiting and time.monotonic() < deadline:
+        bound = _bound_ports(net, {(net.host_ns(j.flow.dst), j.params.udp) for j in waiting})
+        waiting = [
+            j
+            for j in waiting
+            if (net.host_ns(j.flow.dst), j.params.udp, j.port) not in bound
+            and j.server.poll() is None
+        ]
+        if waiting:
+            time.sleep(POLL_S)
+    for job in jobs:
+        if job.server is not None and (job in waiting or job.server.poll() is not None):
+            job.problems.append(f"iperf server on {job.flow.dst} port {job.port} did not start")
+
+
+def _bound_ports(net: FlowNetwork, sockets: set[tuple[str, bool]]) -> set[tuple[str, bool, int]]:
+    bound = set()
+    for ns, udp in sockets:
+        listing = net.popen(
+            ns,
+            ["ss", "-Hln", "-u" if udp else "-t"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        out, _ = listing.communicate(timeout=LISTEN_TIMEOUT_S)
+        for line in out.splitlines():
+            local = line.split()[3] if len(line.split()) > 3 else ""
+            port = local.rsplit(":", 1)[-1]
+            if port.isdigit():
+                bound.add((ns, udp, int(port)))
+    return bound
+
+
+def _start_clients(net: FlowNetwork, jobs: list[_Job]) -> None:
+    ready = [job for job in jobs if not job.problems]
+    for job in ready:
+        dst_ip = net.host_ip(job.flow.dst)
+        if isinstance(job.params, ping.PingParams):
+            argv = ping.client_argv(job.params, dst_ip)
+        else:
+            argv = iperf.client_argv(job.params, dst_ip, job.port)
+        job.client_deadline = time.monotonic() + job.params.timeout_s
+        job.client = _spawn(net, job.flow.src, argv, job.client_out)
+
+
+def _wait_clients(jobs: list[_Job]) -> None:
+    running = [job for job in jobs if job.client is not None]
+    while running:
+        for job in running:
+            if job.client.poll() is not None:
+                job.client_ended = time.monotonic()
+            elif time.monotonic() > job.client_deadline:
+                _stop(job.client)
+                job.client_ended = time.monotonic()
+                job.problems.append(f"timed out after {job.params.timeout_s:g} s")
+        running = [job for job in running if job.client_ended is None]
+        if running:
+            time.sleep(POLL_S)
+
+
+def _wait_servers(jobs: list[_Job]) -> None:
+    """Servers exit after their client (-P 1); one that does not is killed after a grace."""
+    for job in jobs:
+        if job.server is None or job.client_ended is None:
+            continue
+        remaining = job.client_ended + SERVER_GRACE_S - time.monotonic()
+        try:
+            job.server.wait(timeout=max(remaining, 0.0))
+        except subprocess.TimeoutExpired:
+            _stop(job.server)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.kill()
+    process.wait()
+
+
+def _kill_all(jobs: list[_Job]) -> None:
+    for job in jobs:
+        for process in (job.client, job.server):
+            if process is not None and process.poll() is None:
+                _stop(process)
+
+
+def _result(job: _Job) -> FlowResult:
+    measured = _measure(job)
+    error = "; ".join([*job.problems, *([measured.error] if measured.error else [])]) or None
+    return FlowResult(job.flow, error is None, error, measured.summary, measured.intervals)
+
+
+def _measure(job: _Job) -> Measured:
+    source = f"flow '{job.flow.flow_id}' ({job.flow.src}->{job.flow.dst})"
+    client_text = _read(job.client_out)
+    if isinstance(job.params, ping.PingParams):
+        metrics = ping.METRICS
+    else:
+        metrics = iperf.UDP_METRICS if job.params.udp else iperf.TCP_METRICS
+    if job.client is None:
+        return missing(metrics, f"{source}: not started")
+    try:
+        if isinstance(job.params, ping.PingParams):
+            return ping.measure(job.params, client_text, source)
+        return iperf.measure(job.params, client_text, _read(job.server_out), source)
+    except (IperfParseError, PingParseError) as exc:
+        return missing(metrics, str(exc))
+
+
+def _read(out: IO[str] | None) -> str:
+    if out is None:
+        return ""
+    with out:
+        out.seek(0)
+        return out.read()

@@ -1,0 +1,174 @@
+"""TCP and UDP flows with iperf 2.1.8: one server per flow (its own port), one client.
+
+Params: duration in s (-t, default 10) or bytes (-n); rate_mbit (-b: UDP offered rate,
+iperf's default 1 Mbit/s when absent; TCP a cap); window in bytes (-w, set on both ends);
+size = UDP datagram bytes (-l); timeout_s (default: expected time + 10 % + 5 s).
+
+Metrics come from the receiver (the server: what arrived), the TCP connect time from the
+client's `ct=`. UDP runs with --trip-times: the hosts share one kernel clock, so iperf's
+latency columns are exact one-way delays (owd_*_ms).
+"""
+
+from dataclasses import dataclass
+
+from dplab.measure.iperf_report import (
+    IperfParseError,
+    IperfReport,
+    IperfRow,
+    connect_time_ms,
+    iperf_complaints,
+    parse_iperf,
+)
+from dplab.workloads.measured import Measured, check_keys, positive_int, positive_number
+
+TCP_METRICS = ("throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms")
+UDP_METRICS = (
+    "throughput_bps",
+    "bytes",
+    "transmission_time_s",
+    "loss_pct",
+    "jitter_ms",
+    "out_of_order",
+    "packets_sent",
+    "packets_received",
+    "owd_ms",
+    "owd_min_ms",
+    "owd_max_ms",
+)
+DEFAULT_DURATION_S = 10.0
+UNBOUNDED_BYTES_TIMEOUT_S = 120.0  # -n without a rate: we cannot predict the time
+REPORT_ARGS = ["-e", "-i", "1", "-f", "b"]  # enhanced, 1 s intervals, exact bytes and bit/s
+
+
+@dataclass(frozen=True)
+class IperfParams:
+    udp: bool
+    duration_s: float | None
+    bytes: int | None
+    rate_mbit: float | None
+    window: int | None
+    size: int | None
+    timeout_s: float
+
+
+def validate(kind: str, params: dict, where: str) -> IperfParams:
+    udp = kind == "udp"
+    allowed = {"duration", "bytes", "rate_mbit", "window", "timeout_s"}
+    if udp:
+        allowed.add("size")
+    check_keys(params, allowed, where)
+    if "duration" in params and "bytes" in params:
+        raise ValueError(f"{where}: give either 'duration' or 'bytes', not both")
+    nbytes = positive_int(params, "bytes", where, None)
+    duration = positive_number(params, "duration", where, None if nbytes else DEFAULT_DURATION_S)
+    rate = positive_number(params, "rate_mbit", where, None)
+    expected = duration or (nbytes * 8 / (rate * 1e6) if rate else None)
+    default_timeout = expected * 1.1 + 5 if expected else UNBOUNDED_BYTES_TIMEOUT_S
+    return IperfParams(
+        udp=udp,
+        duration_s=duration,
+        bytes=nbytes,
+        rate_mbit=rate,
+        window=positive_int(params, "window", where, None),
+        size=positive_int(params, "size", where, None),
+        timeout_s=positive_number(params, "timeout_s", where, default_timeout),
+    )
+
+
+def server_argv(params: IperfParams, port: int) -> list[str]:
+    """-P 1: the server exits after its one client, printing its final report."""
+    argv = ["iperf", "-s", "-P", "1", "-p", str(port), *REPORT_ARGS]
+    if params.udp:
+        argv.append("-u")
+        if params.size:
+            argv += ["-l", str(params.size)]  # read buffer must hold a whole datagram
+    if params.window:
+        argv += ["-w", str(params.window)]
+    return argv
+
+
+def client_argv(params: IperfParams, dst_ip: str, port: int) -> list[str]:
+    argv = ["iperf", "-c", dst_ip, "-p", str(port), *REPORT_ARGS]
+    argv += ["-n", str(params.bytes)] if params.bytes else ["-t", f"{params.duration_s:g}"]
+    if params.rate_mbit:
+        argv += ["-b", str(round(params.rate_mbit * 1e6))]
+    if params.window:
+        argv += ["-w", str(params.window)]
+    if params.udp:
+        argv += ["-u", "--trip-times"]
+        if params.size:
+            argv += ["-l", str(params.size)]
+    return argv
+
+
+def measure(params: IperfParams, client_out: str, server_out: str, source: str) -> Measured:
+    """Metrics of one flow; raises IperfParseError naming both ends' complaints."""
+    try:
+        received = parse_iperf(server_out, f"{source} receiver")
+    except IperfParseError as exc:
+        raise IperfParseError(f"{exc}; sender said{iperf_complaints(client_out)}") from exc
+    if params.udp:
+        return Measured(_udp_summary(received.final), [_udp_row(r) for r in received.intervals])
+    return Measured(
+        _tcp_summary(received, connect_time_ms(client_out)),
+        [_common(r) for r in received.intervals],
+    )
+
+
+def _common(row: IperfRow) -> dict[str, float | None]:
+    return {
+        "t_start": row.t_start,
+        "t_end": row.t_end,
+        "throughput_bps": row.bps,
+        "bytes": float(row.bytes),
+    }
+
+
+def _tcp_summary(received: IperfReport, syn_delay_ms: float | None) -> dict[str, float | None]:
+    final = received.final
+    return {
+        "throughput_bps": final.bps,
+        "bytes": float(final.bytes),
+        "transmission_time_s": final.t_end - final.t_start,
+        "syn_delay_ms": syn_delay_ms,
+    }
+
+
+def _udp_row(row: IperfRow) -> dict[str, float | None]:
+    return {
+        **_common(row),
+        "jitter_ms": row.jitter_ms,
+        "loss_pct": _loss_pct(row),
+        "out_of_order": float(row.out_of_order),
+        "packets_received": _received(row),
+        "owd_ms": row.latency_avg_ms,
+    }
+
+
+def _udp_summary(final: IperfRow) -> dict[str, float | None]:
+    return {
+        "throughput_bps": final.bps,
+        "bytes": float(final.bytes),
+        "transmission_time_s": final.t_end - final.t_start,
+        "loss_pct": _loss_pct(final),
+        "jitter_ms": final.jitter_ms,
+        "out_of_order": float(final.out_of_order),
+        # the receiver's count from sequence numbers, consistent with its lost count
+        "packets_sent": None if final.total is None else float(final.total),
+        "packets_received": _received(final),
+        "owd_ms": final.latency_avg_ms,
+        "owd_min_ms": final.latency_min_ms,
+        "owd_max_ms": final.latency_max_ms,
+    }
+
+
+def _loss_pct(row: IperfRow) -> float | None:
+    if row.lost is None or not row.total:
+        return None
+    return 100.0 * row.lost / row.total
+
+
+def _received(row: IperfRow) -> float | None:
+    if row.lost is None or row.total is None:
+        return None
+    return float(row.total - row.lost)

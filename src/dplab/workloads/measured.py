@@ -1,0 +1,44 @@
+"""What a workload module hands back for one flow before it becomes a FlowResult."""
+
+from dataclasses import dataclass, field
+
+Metrics = dict[str, float | None]
+
+
+@dataclass
+class Measured:
+    summary: Metrics
+    intervals: list[Metrics] = field(default_factory=list)
+    error: str | None = None  # set when the flow did not fully work, even with some values
+
+
+def missing(metric_names: tuple[str, ...], error: str) -> Measured:
+    """A flow that produced no measurement: every metric None, never zero."""
+    return Measured({name: None for name in metric_names}, [], error)
+
+
+def check_keys(params: dict, allowed: set[str], where: str) -> None:
+    """Reject parameters a workload does not know, naming them and the allowed ones."""
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise ValueError(f"{where}: unknown parameter(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def positive_number(params: dict, key: str, where: str, default: float | None) -> float | None:
+    """params[key] as a float > 0, or default when absent; a clear error otherwise."""
+    value = params.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError(f"{where}: parameter '{key}' must be a number > 0, got {value!r}")
+    return float(value)
+
+
+def positive_int(params: dict, key: str, where: str, default: int | None) -> int | None:
+    """params[key] as an int > 0, or default when absent; a clear error otherwise."""
+    value = params.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{where}: parameter '{key}' must be an integer > 0, got {value!r}")
+    return value
