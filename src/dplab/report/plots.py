@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from dplab.analysis import PLANE, Analysis
@@ -27,13 +28,9 @@ def throughput_timeseries(intervals: list[dict[str, Any]], flows: list[dict[str,
                           analysis: Analysis, path: Path) -> Path | None:
     """Per traffic class a subplot, per plane a line: throughput summed over the class's
     flows in each interval, averaged over the ok runs. None when nothing was measured.
-
-    Interval times are taken relative to the class's first interval in each run, and
-    bucketed by the typical interval length, so flows of one run line up even when their
-    clocks started a few milliseconds apart.
     """
     failed = {r["run_id"] for r in analysis.failed_runs}
-    series, width = _sum_per_interval(intervals, traffic_labels(flows), failed)
+    series, width = throughput_per_interval(intervals, traffic_labels(flows), failed)
     traffics = list(dict.fromkeys(t for t, _ in series))
     if not traffics:
         return None
@@ -73,7 +70,7 @@ def box_plots(analysis: Analysis, out_dir: Path) -> list[Path]:
     return paths
 
 
-def _box(ax: Any, analysis: Analysis, traffic: str, metric: str) -> None:
+def _box(ax: Axes, analysis: Analysis, traffic: str, metric: str) -> None:
     data = [[display_value(metric, v)
              for v in analysis.results[(traffic, metric, plane)].run_values]
             for plane in analysis.planes]
@@ -86,8 +83,17 @@ def _box(ax: Any, analysis: Analysis, traffic: str, metric: str) -> None:
     ax.grid(axis="y", alpha=0.3)
 
 
-def _sum_per_interval(intervals: list[dict[str, Any]], labels: dict[tuple[str, str], str],
-                      failed_runs: set[str]) -> tuple[Series, float]:
+def throughput_per_interval(intervals: list[dict[str, Any]],
+                            labels: dict[tuple[str, str], str],
+                            failed_runs: set[str]) -> tuple[Series, float]:
+    """(traffic, plane) -> interval index -> one summed throughput per run, and the interval
+    length in seconds.
+
+    Interval times are taken relative to the class's first interval in each run, and
+    bucketed by the typical interval length, so flows of one run line up even when their
+    clocks started a few milliseconds apart. Flows without a value in an interval add
+    nothing to its sum.
+    """
     rows = [r for r in intervals if r["metric"] == THROUGHPUT and r["value"] is not None
             and r["run_id"] not in failed_runs]
     if not rows:
