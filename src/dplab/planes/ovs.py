@@ -1,0 +1,305 @@
+"""Open vSwitch on the userspace datapath under our os-ken OpenFlow 1.3 controller.
+
+Everything runs inside the run's shared switch namespace ``<prefix>-sw``: a private
+ovsdb-server and ovs-vswitchd (their database, sockets, pid files and logs in
+``<run dir>/ovs``, never the host's /run/openvswitch) and the controller, which OVS
+reaches on 127.0.0.1. One bridge per switch, named prefix + switch (``dl3fa2s1``), with
+datapath id N for switch sN and OpenFlow port numbers equal to the topology's.
+
+Options: ``mode`` reactive|proactive (see ``dplab.control.forwarding``) and ``controller``
+(false: no controller, the bridges are standalone learning switches with RSTP on loops).
+In proactive mode, wait_ready() makes every host ping one other host once so the
+controller learns all hosts from their ARP and installs every path before traffic starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from dplab.control.forwarding import MODES, REACTIVE
+from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.substrate.network import HOST_IF, Network
+
+SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+OPENFLOW_PORT = 6653  # private: the controller listens inside our own namespace
+CONTROLLER_COUNTERS = (
+    "packet_ins", "packet_ins_lldp", "packet_ins_arp", "flow_installs", "packet_outs",
+    "arp_replies", "arp_floods", "dropped", "switches", "lldp_links", "hosts",
+    "proactive_pairs", "flows_set_up", "setup_ms_mean", "setup_ms_p50", "setup_ms_max",
+)
+RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
+POLL_S = 0.1
+STOP_GRACE_S = 3.0
+FRESH_STATS_WAIT_S = 1.0
+VSCTL_TIMEOUT_S = 30
+
+
+class OvsPlane(Plane):
+    kind = "ovs"
+    addressing = "l2"
+    shared_switch_ns = True
+    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True}
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        if self.options["mode"] not in MODES:
+            raise PlaneError(f"plane ovs: option 'mode' must be one of {', '.join(MODES)}, "
+                             f"not {self.options['mode']!r}")
+        if not isinstance(self.options["controller"], bool):
+            raise PlaneError(f"plane ovs: option 'controller' must be true or false, "
+                             f"not {self.options['controller']!r}")
+        self.net: Network | None = None
+        self.dir = Path()
+        self._daemons: list[tuple[str, subprocess.Popen]] = []  # stopped in reverse order
+        self._started = 0.0
+        self._ready_s: float | None = None
+
+    # -- start ---------------------------------------------------------------------------
+
+    def start(self, net: Network) -> None:
+        if not net.shared_switch_ns:
+            raise PlaneError("ovs: the network must be built with shared_switch_ns=True")
+        self.net = net
+        self._started = time.monotonic()
+        self.dir = net.run_dir / "ovs"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.options["controller"]:
+            self._start_controller(net)  # first: its Python start-up overlaps OVS's
+        self._disable_tx_checksum_offload(net)
+        self._start_ovsdb(net)
+        self._start_daemon(net, "ovs-vswitchd", [f"unix:{self.db_sock}"])
+        if self.options["controller"]:
+            # Bridges connect at once when the controller already listens, else after a back-off.
+            self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
+        self.vsctl(*self._bridge_commands(net))
+
+    @property
+    def switch_ns(self) -> str:
+        assert self.net is not None
+        return self.net.switch_ns(self.net.topo.switches()[0])
+
+    @property
+    def db_sock(self) -> Path:
+        return self.dir / "db.sock"
+
+    @property
+    def stats_file(self) -> Path:
+        return self.dir / "controller.json"
+
+    def bridge(self, switch: str) -> str:
+        assert self.net is not None
+        return f"{self.net.prefix}{switch}"
+
+    def _disable_tx_checksum_offload(self, net: Network) -> None:
+        """The userspace datapath forwards veth frames as they are, so a checksum left to
+        "offload" would never be filled in: TCP would fail while ping works."""
+        jobs = [(net.host_ns(h), [HOST_IF]) for h in net.topo.hosts()]
+        jobs.append((self.switch_ns, [i for s in net.topo.switches()
+                                      for i in net.switch_ports(s).values()]))
+        script = "for i in \"$@\"; do ethtool -K \"$i\" tx off >/dev/null || exit 1; done"
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            runs = [pool.submit(net.run, ns, ["sh", "-c", script, "sh", *ifs])
+                    for ns, ifs in jobs]
+            for run in runs:
+                run.result()
+
+    def _env(self) -> dict[str, str]:
+        # OVS puts bridge management sockets in OVS_RUNDIR: keep them out of the host's.
+        return {**os.environ, "OVS_RUNDIR": str(self.dir), "OVS_LOGDIR": str(self.dir),
+                "OVS_DBDIR": str(self.dir)}
+
+    def _start_ovsdb(self, net: Network) -> None:
+        db = self.dir / "conf.db"
+        subprocess.run(["ovsdb-tool", "create", str(db), str(SCHEMA)], check=True,
+                       capture_output=True)
+        self._start_daemon(net, "ovsdb-server", [str(db), f"--remote=punix:{self.db_sock}"])
+        self._wait_for(lambda: self.db_sock.exists(), 10.0, "ovsdb-server did not open its socket")
+        self.vsctl("--no-wait", "init")
+
+    def _start_daemon(self, net: Network, name: str, args: list[str]) -> None:
+        """Run ``name`` in the foreground inside the switch namespace, files in our dir."""
+        argv = [name, *args, f"--unixctl={self.dir / name}.ctl",
+                f"--pidfile={self.dir / name}.pid", f"--log-file={self.dir / name}.log"]
+        self._daemons.append((name, net.popen(self.switch_ns, argv, env=self._env(),
+                                              stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL)))
+
+    def _start_controller(self, net: Network) -> None:
+        argv = [sys.executable, "-m", "dplab.control.controller_main",
+                "--mode", self.options["mode"], "--port", str(OPENFLOW_PORT),
+                "--stats-file", str(self.stats_file)]
+        with open(self.dir / "controller.log", "w") as log:
+            self._daemons.append(("controller", net.popen(self.switch_ns, argv, stdout=log,
+                                                          stderr=subprocess.STDOUT)))
+
+    def _bridge_commands(self, net: Network) -> list[str]:
+        """One ovs-vsctl transaction for all bridges and ports: a single database commit."""
+        cmds: list[str] = []
+        loops = _switches_have_loops(net)
+        for switch in net.topo.switches():
+            br = self.bridge(switch)
+            cmds += ["--", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
+                     f"other-config:datapath-id={int(switch[1:]):016x}",
+                     "other-config:disable-in-band=true", "protocols=OpenFlow13"]
+            if self.options["controller"]:
+                # A short reconnect back-off: the controller may still be starting up.
+                cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
+                         f"--id=@c{switch}", "create", "Controller",
+                         f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
+            else:
+                cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
+            for port, ifname in net.switch_ports(switch).items():
+                cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
+                         f"ofport_request={port}"]
+        return cmds
+
+    def vsctl(self, *args: str) -> str:
+        """ovs-vsctl against our own database (never the host's)."""
+        argv = ["ovs-vsctl", f"--db=unix:{self.db_sock}", f"--timeout={VSCTL_TIMEOUT_S}", *args]
+        done = subprocess.run(argv, capture_output=True, text=True, env=self._env(), check=False)
+        if done.returncode != 0:
+            raise PlaneError(f"ovs: ovs-vsctl {' '.join(args[:4])}... failed: "
+                             f"{done.stderr.strip()}")
+        return done.stdout
+
+    # -- ready ---------------------------------------------------------------------------
+
+    def wait_ready(self, timeout: float) -> None:
+        net = self._require_started()
+        deadline = time.monotonic() + timeout
+        if self.options["controller"]:
+            self._wait_for_discovery(net, deadline, timeout)
+        if self.options["mode"] == "proactive" and self.options["controller"]:
+            self._wait_for_proactive_paths(net, deadline, timeout)
+        src, dst = farthest_hosts(net)
+        if not ping_until(net, src, dst, deadline):
+            raise PlaneError(f"ovs: {src} cannot ping {dst} within {timeout} s "
+                             f"(logs in {self.dir})")
+        self._ready_s = time.monotonic() - self._started
+
+    def _wait_for_discovery(self, net: Network, deadline: float, timeout: float) -> None:
+        switches = len(net.topo.switches())
+        links = _switch_links(net)
+
+        def discovered() -> bool:
+            counters = self._controller_counters()
+            # The controller counts a switch once it answered over its connection; OVS's own
+            # is_connected column lags by seconds.
+            return counters["switches"] == switches and counters["lldp_links"] == links
+
+        self._wait_for(discovered, deadline - time.monotonic(),
+                       f"not all {switches} bridges connected and {links} links discovered "
+                       f"within {timeout} s (now {self._controller_counters()})")
+
+    def _wait_for_proactive_paths(self, net: Network, deadline: float, timeout: float) -> None:
+        """Every host pings the next one once, so the controller hears every host's ARP."""
+        hosts = net.topo.hosts()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            pings = [pool.submit(net.run, net.host_ns(h), ["ping", "-c1", "-W1", "-n",
+                                 net.host_ip(hosts[(i + 1) % len(hosts)])], check=False)
+                     for i, h in enumerate(hosts)]
+            for ping in pings:
+                ping.result()
+        pairs = len(hosts) * (len(hosts) - 1)
+        self._wait_for(lambda: self._controller_counters()["proactive_pairs"] == pairs,
+                       deadline - time.monotonic(),
+                       f"not all {pairs} host-pair paths installed within {timeout} s "
+                       f"(now {self._controller_counters()})")
+
+    def _wait_for(self, condition, seconds: float, failure: str) -> None:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            for name, daemon in self._daemons:
+                if daemon.poll() is not None:
+                    raise PlaneError(f"ovs: {name} exited ({daemon.returncode}); "
+                                     f"logs in {self.dir}")
+            if time.monotonic() >= deadline:
+                raise PlaneError(f"ovs: {failure}")
+            time.sleep(POLL_S)
+
+    # -- stats and stop ------------------------------------------------------------------
+
+    def stats(self) -> dict[str, float | None]:
+        """Controller counters (None without a controller), OVS's flow count over all
+        bridges, and the path rules among them (flows beyond the controller's traps)."""
+        out = self._fresh_controller_counters()
+        flows = self._ovs_flow_count()
+        out["ovs_flows"] = flows
+        out["ovs_path_flows"] = None
+        if flows is not None and self.options["controller"] and self.net is not None:
+            out["ovs_path_flows"] = flows - RULES_PER_SWITCH * len(self.net.topo.switches())
+        out["ready_s"] = self._ready_s
+        return out
+
+    def _fresh_controller_counters(self) -> dict[str, float | None]:
+        """Counters written after this call (the controller writes every 0.5 s), so that
+        nothing counted just before is missing."""
+        asked = time.time()
+        deadline = time.monotonic() + FRESH_STATS_WAIT_S
+        while self._controller_running() and time.monotonic() < deadline:
+            try:
+                if self.stats_file.stat().st_mtime > asked:
+                    break
+            except OSError:
+                pass
+            time.sleep(POLL_S / 2)
+        return self._controller_counters()
+
+    def _controller_running(self) -> bool:
+        return any(name == "controller" and d.poll() is None for name, d in self._daemons)
+
+    def _controller_counters(self) -> dict[str, float | None]:
+        try:
+            counters = json.loads(self.stats_file.read_text())
+        except (OSError, ValueError):
+            counters = {}
+        return {key: counters.get(key) for key in CONTROLLER_COUNTERS}
+
+    def _ovs_flow_count(self) -> float | None:
+        if self.net is None or not any(d.poll() is None for _, d in self._daemons):
+            return None
+        total = 0
+        for switch in self.net.topo.switches():
+            mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
+            done = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-aggregate",
+                                   f"unix:{mgmt}"], capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                return None
+            total += int(done.stdout.rsplit("flow_count=", 1)[1].split()[0])
+        return float(total)
+
+    def stop(self) -> None:
+        """SIGTERM the controller, then ovs-vswitchd, then ovsdb-server; SIGKILL stragglers."""
+        while self._daemons:
+            _, daemon = self._daemons.pop()
+            if daemon.poll() is None:
+                daemon.terminate()
+                try:
+                    daemon.wait(STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    daemon.kill()
+                    daemon.wait()
+
+    def _require_started(self) -> Network:
+        if self.net is None:
+            raise PlaneError("ovs: wait_ready() before start()")
+        return self.net
+
+
+def _switch_links(net: Network) -> int:
+    switches = set(net.topo.switches())
+    return sum(1 for u, v in net.topo.graph.edges if u in switches and v in switches)
+
+
+def _switches_have_loops(net: Network) -> bool:
+    fabric = net.topo.graph.subgraph(net.topo.switches())
+    return bool(fabric) and not nx.is_forest(fabric)
