@@ -8,7 +8,7 @@ stamps="$root/.venv/.stamps"
 APT_PACKAGES=(
   iproute2 iputils-ping ethtool procps psmisc
   openvswitch-switch openvswitch-common
-  iperf iperf3 tcpdump mininet
+  iperf iperf3 tcpdump mininet bridge-utils
   python3-venv
 )
 
