@@ -1,0 +1,46 @@
+"""`dplab p4 compile prog.p4 -o outdir`: writes <name>.ir.json, .p4info.txtpb, .p4info.bin."""
+
+import json
+import sys
+from pathlib import Path
+
+from google.protobuf import text_format
+
+from dplab.p4.compiler import compile_program
+from dplab.p4.errors import P4Error
+from dplab.p4.p4info import build_p4info
+
+
+def compile_command(path: str | Path, outdir: str | Path) -> dict[str, Path]:
+    """Compile one program; returns the written files by kind. Raises P4Error on bad input."""
+    source = Path(path)
+    ir = compile_program(source)
+    info = build_p4info(ir)
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"ir": out / f"{source.stem}.ir.json",
+             "p4info_txt": out / f"{source.stem}.p4info.txtpb",
+             "p4info_bin": out / f"{source.stem}.p4info.bin"}
+    files["ir"].write_text(json.dumps(ir, indent=1) + "\n")
+    files["p4info_txt"].write_text(text_format.MessageToString(info))
+    files["p4info_bin"].write_bytes(info.SerializeToString())
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or args[1] != "-o":
+        print("usage: python -m dplab.p4.cli prog.p4 -o outdir", file=sys.stderr)
+        return 2
+    try:
+        files = compile_command(args[0], args[2])
+    except P4Error as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in files.values():
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

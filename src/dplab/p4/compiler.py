@@ -1,0 +1,527 @@
+"""The program pass: declarations, instances, parser, controls, tables -> the IR dict."""
+
+from pathlib import Path
+
+from dplab.p4.errors import Loc, P4Error
+from dplab.p4.exprs import Env, ExprChecker, check_width, const
+from dplab.p4.ids import IdAllocator
+from dplab.p4.preprocess import preprocess
+from dplab.p4.statements import Scope, StatementCompiler
+from dplab.p4.syntax import Node, parse
+from dplab.p4.types import (
+    ActionRef, Bits, BoolType, EnumType, ErrorType, ExternRef, FunctionRef, HeaderRef,
+    IntType, Named, StackRef, StackType, StringType, StructRef, StructType, TableRef,
+    TypeRef, Val, type_name, width_of,
+)
+
+STANDARD_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
+                   "HeaderTooShort", "ParserTimeout", "ParserInvalidArgument"]
+MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
+FUNCTIONS = {"mark_to_drop", "verify", "verify_checksum", "update_checksum", "hash", "random",
+             "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
+             "recirculate_preserving_field_list", "digest", "log_msg"}
+EXTERN_OBJECTS = {"counter", "direct_counter", "meter", "direct_meter", "register"}
+UNITS = {"packets": "packets", "bytes": "bytes", "packets_and_bytes": "both"}
+STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
+
+
+class Compiler:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.types: dict[str, object] = {}
+        self.globals: Env = {}
+        self.errors = list(STANDARD_ERRORS)
+        self.decls: dict[str, Node] = {}
+        self.action_nodes: dict[str, tuple[Node, Env, str]] = {}
+        self.ir: dict = {"format": "dplab-p4-ir", "version": 1, "program": path.stem,
+                         "source": str(path), "arch": "v1model", "instances": [],
+                         "stacks": [], "errors": self.errors, "field_lists": {},
+                         "controls": {}, "actions": [], "tables": [], "counters": [],
+                         "direct_counters": [], "meters": [], "direct_meters": [],
+                         "registers": [], "digests": [], "controller_headers": {}}
+        self.action_index: dict[str, int] = {}
+        self.table_nodes: list[Node] = []
+        self.digest_types: dict[str, int] = {}
+        self.locals_inst: int | None = None
+        self.ids = IdAllocator()
+        self.exprs = ExprChecker(self.resolve_type)
+        self.exprs.errors = {}
+        self.stmts = StatementCompiler(self.exprs, self)
+        self.annotations: dict[str, dict] = {}
+
+    # --- entry ---------------------------------------------------------------------
+    def compile(self) -> dict:
+        decls = parse(preprocess(self.path))
+        for decl in decls:
+            self.declare(decl)
+        main = next((d for d in decls if d.kind == "instance" and d.name == "main"), None)
+        if main is None:
+            raise P4Error(Loc(str(self.path), 1, 1), "the program has no 'main' instance "
+                          "(V1Switch(...) main;)")
+        stages = self.stages(main)
+        root_env = self.layout(stages["parser"])
+        self.compile_parser(stages["parser"], root_env)
+        for stage in STAGES[1:-1]:
+            self.ir["controls"][stage] = self.compile_control(stages[stage], root_env)
+        self.ir["deparser"] = self.compile_deparser(stages["deparser"], root_env)
+        self.ids.assign(self.ir)
+        return self.ir
+
+    def declare(self, decl: Node) -> None:
+        kind = decl.kind
+        if kind == "typedef":
+            self.types[decl.name] = self.resolve_type(decl.type)
+        elif kind in ("header", "struct"):
+            self.types[decl.name] = self.struct_type(decl)
+        elif kind == "enum":
+            self.types[decl.name] = self.enum_type(decl)
+            self.globals[decl.name] = TypeRef(self.types[decl.name])
+        elif kind == "error_decl":
+            for name in decl.names:
+                if name.text not in self.errors:
+                    self.errors.append(name.text)
+            self.exprs.errors = {n: i for i, n in enumerate(self.errors)}
+            self.globals["error"] = TypeRef(ErrorType())
+        elif kind == "const":
+            self.globals[decl.name] = self.constant(decl, self.globals)
+        elif kind == "action":
+            self.action_nodes[decl.name] = (decl, self.globals, "")
+            self.globals[decl.name] = ActionRef(decl.name)
+        elif kind in ("parser", "control"):
+            self.decls[decl.name] = decl
+        elif kind == "extern_function" and decl.name in FUNCTIONS:
+            self.globals[decl.name] = FunctionRef(decl.name)
+        elif kind in ("extern_object", "parser_type", "control_type", "package"):
+            self.types.setdefault(decl.name, Named(decl.name))
+        elif kind in ("instance", "match_kind", "extern_function"):
+            return
+        else:
+            raise P4Error(decl.loc, f"'{kind}' is not supported at the top level")
+
+    def constant(self, decl: Node, env: Env) -> Val:
+        typ = self.resolve_type(decl.type)
+        val = self.exprs.value(decl.value, env, width_of(typ))
+        if val.const is None:
+            raise P4Error(decl.value.loc, "a constant needs a compile-time value")
+        if not isinstance(typ, IntType) and val.type != typ and not isinstance(val.type, IntType):
+            raise P4Error(decl.value.loc, f"cannot initialise {type_name(typ)} with "
+                          f"{type_name(val.type)}")
+        return Val(val.ir, typ if not isinstance(typ, IntType) else val.type, val.const)
+
+    # --- types ---------------------------------------------------------------------
+    def resolve_type(self, node: Node) -> object:
+        if node.kind == "bit":
+            return Bits(check_width(node.width, node.loc))
+        if node.kind == "int":
+            if node.width is not None:
+                raise P4Error(node.loc, "signed int<W> is not supported; use bit<W>")
+            return IntType()
+        if node.kind == "varbit":
+            raise P4Error(node.loc, "varbit is not supported")
+        if node.kind == "stack":
+            base = self.resolve_type(node.base)
+            if not isinstance(base, StructType) or base.kind != "header":
+                raise P4Error(node.loc, "only headers can form a stack")
+            return StackType(base, node.size)
+        builtin = {"bool": BoolType(), "error": ErrorType(), "string": StringType()}
+        if node.name in builtin:
+            return builtin[node.name]
+        if node.name not in self.types:
+            raise P4Error(node.loc, f"unknown type '{node.name}'")
+        return self.types[node.name]
+
+    def struct_type(self, decl: Node) -> StructType:
+        fields = []
+        seen = set()
+        for f in decl.fields:
+            if f.name in seen:
+                raise P4Error(f.loc, f"field '{f.name}' is declared twice")
+            seen.add(f.name)
+            typ = self.resolve_type(f.type)
+            if decl.kind == "header" and width_of(typ) is None:
+                raise P4Error(f.type.loc, f"header fields must be bit<W>, not {type_name(typ)}")
+            lists = tuple(t.value for t in f.annos.get("field_list", []) if t.kind == "int")
+            fields.append((f.name, typ, lists))
+        annos = tuple((k, "".join(t.text for t in v)) for k, v in decl.annos.items())
+        typ = StructType(decl.kind, decl.name, tuple(fields), annos)
+        if decl.kind == "header" and sum(width_of(t) for _, t, _ in fields) % 8:
+            raise P4Error(decl.loc, f"header {decl.name} is not a whole number of bytes")
+        return typ
+
+    def enum_type(self, decl: Node) -> EnumType:
+        if decl.underlying is None:
+            return EnumType(decl.name, tuple((m.name, i) for i, m in enumerate(decl.members)))
+        width = self.resolve_type(decl.underlying).width
+        members = []
+        for m in decl.members:
+            if m.value is None:
+                raise P4Error(m.loc, "members of a serializable enum need a value")
+            members.append((m.name, self.exprs.value(m.value, self.globals, width).const))
+        return EnumType(decl.name, tuple(members), width, True)
+
+    # --- main and layout -----------------------------------------------------------
+    def stages(self, main: Node) -> dict[str, Node]:
+        if main.type.kind != "named" or main.type.name != "V1Switch":
+            raise P4Error(main.loc, "main must be a V1Switch (only v1model is supported)")
+        if len(main.args) != len(STAGES):
+            raise P4Error(main.loc, f"V1Switch takes {len(STAGES)} blocks")
+        stages = {}
+        for stage, arg in zip(STAGES, main.args, strict=True):
+            if arg.kind != "call" or arg.func.kind != "name" or arg.func.name not in self.decls:
+                raise P4Error(arg.loc, f"expected a parser or control for {stage}, e.g. MyBlock()")
+            decl = self.decls[arg.func.name]
+            want = "parser" if stage == "parser" else "control"
+            if decl.kind != want:
+                raise P4Error(arg.loc, f"{arg.func.name} is a {decl.kind}, expected a {want}")
+            stages[stage] = decl
+        return stages
+
+    def layout(self, parser: Node) -> dict[str, object]:
+        """Instances from the parser's parameter types; returns the roots by type name."""
+        if len(parser.params) != 4:
+            raise P4Error(parser.loc, "a v1model parser has 4 parameters")
+        headers_t = self.resolve_type(parser.params[1].type)
+        meta_t = self.resolve_type(parser.params[2].type)
+        std = self.types["standard_metadata_t"]
+        roots = {"standard_metadata_t": self.metadata_instance("standard_metadata", std)}
+        if not isinstance(headers_t, StructType) or not isinstance(meta_t, StructType):
+            raise P4Error(parser.params[1].loc, "headers and metadata must be structs")
+        roots[headers_t.name] = self.header_struct(parser.params[1].name, headers_t,
+                                                   parser.params[1].loc)
+        roots[meta_t.name] = self.metadata_instance(parser.params[2].name, meta_t)
+        return roots
+
+    def add_instance(self, name: str, kind: str, typ: StructType, fields: list) -> int:
+        offset, out = 0, []
+        for fname, ftype, _ in fields:
+            out.append({"name": fname, "w": width_of(ftype), "offset": offset})
+            offset += width_of(ftype)
+        self.ir["instances"].append({"name": name, "kind": kind, "type": typ.name,
+                                     "bits": offset, "fields": out})
+        return len(self.ir["instances"]) - 1
+
+    def header_struct(self, prefix: str, typ: StructType, loc: Loc) -> StructRef:
+        ref = StructRef(typ)
+        for name, ftype, _ in typ.fields:
+            path = f"{prefix}.{name}"
+            if isinstance(ftype, StructType) and ftype.kind == "header":
+                inst = self.add_instance(path, "header", ftype, list(ftype.fields))
+                ref.members[name] = HeaderRef(inst, ftype)
+                self.controller_header(ftype, inst)
+            elif isinstance(ftype, StackType):
+                insts = [self.add_instance(f"{path}[{i}]", "header", ftype.base,
+                                           list(ftype.base.fields)) for i in range(ftype.size)]
+                self.ir["stacks"].append({"name": path, "size": ftype.size, "instances": insts})
+                ref.members[name] = StackRef(len(self.ir["stacks"]) - 1, insts, ftype)
+            elif isinstance(ftype, StructType):
+                ref.members[name] = self.header_struct(path, ftype, loc)
+            else:
+                raise P4Error(loc, f"the headers struct may hold only headers, not "
+                              f"{type_name(ftype)} ({name})")
+        return ref
+
+    def controller_header(self, typ: StructType, inst: int) -> None:
+        annos = dict(typ.annos)
+        if "controller_header" not in annos:
+            return
+        role = annos["controller_header"].strip('"')
+        if role not in ("packet_in", "packet_out"):
+            raise P4Error(Loc(str(self.path), 1, 1), f"@controller_header must be packet_in or "
+                          f"packet_out, not {role}")
+        fields = [{"id": i + 1, "name": n, "w": width_of(t)} for i, (n, t, _) in
+                  enumerate(typ.fields)]
+        self.ir["controller_headers"][role] = {"name": role, "inst": inst, "fields": fields}
+
+    def metadata_instance(self, name: str, typ: StructType) -> StructRef:
+        flat: list = []
+        inst = len(self.ir["instances"])
+        ref = self._flatten_struct(typ, "", flat, inst)
+        self.add_instance(name, "metadata", typ, flat)
+        for fname, _, lists in flat:
+            for number in lists:
+                self.ir["field_lists"].setdefault(str(number), []).append(
+                    {"inst": inst, "field": [f[0] for f in flat].index(fname)})
+        return ref
+
+    def _flatten_struct(self, typ: StructType, prefix: str, flat: list, inst: int) -> StructRef:
+        ref = StructRef(typ)
+        for name, ftype, lists in typ.fields:
+            if isinstance(ftype, StructType) and ftype.kind == "struct":
+                ref.members[name] = self._flatten_struct(ftype, f"{prefix}{name}.", flat, inst)
+                continue
+            w = width_of(ftype)
+            if w is None:
+                raise P4Error(Loc(str(self.path), 1, 1), f"metadata field {name} of "
+                              f"{typ.name} must be a scalar")
+            ref.members[name] = Val({"op": "field", "w": w, "inst": inst, "field": len(flat)},
+                                    ftype)
+            flat.append((prefix + name, ftype, lists))
+        return ref
+
+    def new_local(self, name: str, typ: object, loc: Loc) -> Val:
+        if self.locals_inst is None:
+            self.ir["instances"].append({"name": "$locals", "kind": "metadata",
+                                         "type": "$locals", "bits": 0, "fields": []})
+            self.locals_inst = len(self.ir["instances"]) - 1
+        inst = self.ir["instances"][self.locals_inst]
+        w = width_of(typ)
+        inst["fields"].append({"name": f"{name}${len(inst['fields'])}", "w": w,
+                               "offset": inst["bits"]})
+        inst["bits"] += w
+        return Val({"op": "field", "w": w, "inst": self.locals_inst,
+                    "field": len(inst["fields"]) - 1}, typ)
+
+    def bind_params(self, block: Node, roots: dict, env: Env) -> Env:
+        env = dict(env)
+        for param in block.params:
+            typ = self.resolve_type(param.type)
+            name = type_name(typ)
+            if name in ("packet_in", "packet_out"):
+                env[param.name] = ExternRef(name, 0)
+            elif name in roots:
+                env[param.name] = roots[name]
+            else:
+                raise P4Error(param.loc, f"parameter {param.name} of type {name} is not a "
+                              "v1model block parameter")
+        return env
+
+    # --- parser --------------------------------------------------------------------
+    def compile_parser(self, parser: Node, roots: dict) -> None:
+        env = self.bind_params(parser, roots, self.globals)
+        names = {s.name: i for i, s in enumerate(parser.states)}
+        if "start" not in names:
+            raise P4Error(parser.loc, "the parser has no 'start' state")
+        for state in parser.states:
+            if state.name in ("accept", "reject"):
+                raise P4Error(state.loc, f"'{state.name}' is a reserved state name")
+        targets = {**names, "accept": -1, "reject": -2}
+        scope = Scope(in_parser=True)
+        self.exprs.lookahead_ok = True
+        init = []
+        for local in parser.locals:
+            init.extend(self.stmts.statement(local, env, scope))
+        states = []
+        for state in parser.states:
+            body = (init if state.name == "start" else []) + \
+                self.stmts.block(state.body, env, scope)
+            states.append({"name": state.name, "body": body,
+                           "transition": self.transition(state, targets, env)})
+        self.exprs.lookahead_ok = False
+        self.ir["parser"] = {"start": names["start"], "states": states}
+
+    def transition(self, state: Node, targets: dict, env: Env) -> dict:
+        node = state.transition
+        if node is None:
+            raise P4Error(state.loc, f"state {state.name} has no transition")
+
+        def target(token: object) -> int:
+            if token.text not in targets:
+                raise P4Error(token.loc, f"no parser state named '{token.text}'")
+            return targets[token.text]
+
+        if node.kind == "goto":
+            return {"kind": "goto", "next": target(node.target)}
+        keys = [self.exprs.bits(k, env) for k in node.keys]
+        cases = []
+        for case in node.cases:
+            sets = case.sets
+            if len(sets) == 1 and sets[0].kind == "any":
+                sets = sets * len(keys)
+            if len(sets) != len(keys):
+                raise P4Error(case.loc, f"select has {len(keys)} key(s) but this case has "
+                              f"{len(sets)}")
+            cases.append({"sets": [self.keyset(s, k.ir["w"], env)
+                                   for s, k in zip(sets, keys, strict=True)],
+                          "next": target(case.target)})
+        return {"kind": "select", "keys": [k.ir for k in keys], "cases": cases}
+
+    def keyset(self, node: Node, width: int, env: Env) -> dict:
+        def value(expr: Node) -> str:
+            val = self.exprs.value(expr, env, width)
+            if val.const is None:
+                raise P4Error(expr.loc, "a select case must be a compile-time constant")
+            if width_of(val.type) != width:
+                raise P4Error(expr.loc, f"case value is {type_name(val.type)}, key is bit<{width}>")
+            return hex(val.const)
+        if node.kind == "any":
+            return {"kind": "any"}
+        if node.kind == "mask":
+            return {"kind": "mask", "v": value(node.value), "m": value(node.mask)}
+        if node.kind == "range":
+            return {"kind": "range", "lo": value(node.lo), "hi": value(node.hi)}
+        return {"kind": "exact", "v": value(node.value)}
+
+    # --- controls ------------------------------------------------------------------
+    def compile_control(self, control: Node, roots: dict) -> dict:
+        env = self.bind_params(control, roots, self.globals)
+        init: list[dict] = []
+        scope = Scope()
+        for local in control.locals:
+            init.extend(self.control_local(local, control.name, env, scope))
+        body = self.stmts.block(control.body.body, env, scope)
+        return {"name": control.name, "body": init + body}
+
+    def control_local(self, local: Node, owner: str, env: Env, scope: Scope) -> list[dict]:
+        if local.kind == "action":
+            qualified = self.qualified(local, owner)
+            self.action_nodes[qualified] = (local, dict(env), owner)
+            env[local.name] = ActionRef(qualified)
+            return []
+        if local.kind == "table":
+            env[local.name] = TableRef(self.compile_table(local, owner, env))
+            return []
+        if local.kind == "instance":
+            env[local.name] = self.extern_instance(local, owner, env)
+            return []
+        if local.kind in ("var", "const"):
+            return self.stmts.statement(local, env, scope)
+        raise P4Error(local.loc, f"'{local.kind}' is not supported inside a control")
+
+    def qualified(self, node: Node, owner: str) -> str:
+        names = node.annos.get("name") if hasattr(node, "annos") else None
+        if names:
+            text = names[0].text
+            return text[1:] if text.startswith(".") else f"{owner}.{text}" if owner else text
+        return f"{owner}.{node.name}" if owner else node.name
+
+    def extern_instance(self, node: Node, owner: str, env: Env) -> ExternRef:
+        kind = node.type.name if node.type.kind == "named" else ""
+        if kind not in EXTERN_OBJECTS:
+            raise P4Error(node.loc, f"cannot instantiate '{kind or node.type.kind}' here")
+        name = self.qualified(node, owner)
+        args = [self.exprs.value(a, env, 32) for a in node.args]
+        if any(a.const is None for a in args):
+            raise P4Error(node.loc, f"{kind} arguments must be constants")
+        entry: dict = {"name": name}
+        elem = None
+        if kind in ("counter", "meter", "register"):
+            if not args:
+                raise P4Error(node.loc, f"{kind} needs its size")
+            entry["size"] = args[0].const
+        if kind in ("counter", "direct_counter", "meter", "direct_meter"):
+            unit = node.args[-1] if node.args else None
+            if unit is None or unit.kind != "member" or unit.name not in UNITS:
+                raise P4Error(node.loc, f"{kind} needs a CounterType/MeterType")
+            entry["unit"] = UNITS[unit.name]
+        if kind in ("direct_counter", "direct_meter"):
+            entry["table"] = None
+        if kind == "register":
+            if not node.type.args:
+                raise P4Error(node.loc, "register needs its element type: register<bit<32>>(N)")
+            elem = self.resolve_type(node.type.args[0])
+            if width_of(elem) is None:
+                raise P4Error(node.loc, "register elements must be bit<W>")
+            entry["w"] = width_of(elem)
+        group = self.ir[kind + "s"]
+        group.append(entry)
+        return ExternRef(kind, len(group) - 1, elem)
+
+    # --- actions -------------------------------------------------------------------
+    def action_ir_index(self, name: str, loc: Loc) -> int:
+        """Compile the action (once) and return its index in `actions`."""
+        if name in self.action_index:
+            return self.action_index[name]
+        node, env, _ = self.action_nodes[name]
+        env = dict(env)
+        params = []
+        for i, param in enumerate(node.params):
+            if param.direction:
+                raise P4Error(param.loc, "directional action parameters are not supported; "
+                              "use the block's parameters directly")
+            typ = self.resolve_type(param.type)
+            w = width_of(typ)
+            if w is None:
+                raise P4Error(param.loc, "action parameters must be bit<W> or bool")
+            params.append({"name": param.name, "w": w})
+            env[param.name] = Val({"op": "param", "w": w, "index": i}, typ)
+        index = len(self.ir["actions"])
+        self.action_index[name] = index
+        entry = {"name": name, "params": params, "body": []}
+        self.ir["actions"].append(entry)
+        entry["body"] = self.stmts.block(node.body.body, env, Scope(in_action=True))
+        return index
+
+    def direct_action_call(self, name: str, call: Node, env: Env) -> list[dict]:
+        index = self.action_ir_index(name, call.loc)
+        params = self.ir["actions"][index]["params"]
+        if len(call.args) != len(params):
+            raise P4Error(call.loc, f"action {name} takes {len(params)} argument(s)")
+        args = [self.exprs.bits(a, env, p["w"]).ir if p["w"] else None
+                for a, p in zip(call.args, params, strict=True)]
+        return [{"kind": "call", "action": index, "args": args}]
+
+    def action_args(self, index: int, call: Node, env: Env) -> list[str]:
+        params = self.ir["actions"][index]["params"]
+        args = call.args if call.kind == "call" else []
+        if len(args) != len(params):
+            raise P4Error(call.loc, f"action {self.ir['actions'][index]['name']} takes "
+                          f"{len(params)} argument(s)")
+        out = []
+        for arg, param in zip(args, params, strict=True):
+            val = self.exprs.value(arg, env, param["w"])
+            if val.const is None:
+                raise P4Error(arg.loc, "action data here must be a constant")
+            out.append(hex(val.const))
+        return out
+
+    # --- tables --------------------------------------------------------------------
+    def compile_table(self, node: Node, owner: str, env: Env) -> int:
+        from dplab.p4.tables import TableCompiler
+        index = len(self.ir["tables"])
+        self.ir["tables"].append({})
+        self.ir["tables"][index] = TableCompiler(self, env).compile(node, owner, index)
+        return index
+
+    def table_action_index(self, table: int, label: str, loc: Loc) -> int:
+        for ref in self.ir["tables"][table]["actions"]:
+            action = self.ir["actions"][ref["action"]]
+            if action["name"].split(".")[-1] == label or action["name"] == label:
+                return ref["action"]
+        raise P4Error(loc, f"'{label}' is not an action of table "
+                      f"{self.ir['tables'][table]['name']}")
+
+    def digest_index(self, typ: object, data: list[Val], loc: Loc) -> int:
+        if not isinstance(typ, StructType) or typ.kind != "struct":
+            raise P4Error(loc, "a digest's type must be a struct")
+        if typ.name not in self.digest_types:
+            fields = [{"name": n, "w": width_of(t)} for n, t, _ in typ.fields]
+            if any(f["w"] is None for f in fields):
+                raise P4Error(loc, "digest structs may hold only bit<W> fields")
+            self.ir["digests"].append({"name": typ.name, "fields": fields})
+            self.digest_types[typ.name] = len(self.ir["digests"]) - 1
+        index = self.digest_types[typ.name]
+        fields = self.ir["digests"][index]["fields"]
+        if [f["w"] for f in fields] != [v.ir["w"] for v in data]:
+            raise P4Error(loc, f"the digest data does not match the fields of {typ.name}")
+        return index
+
+    # --- deparser ------------------------------------------------------------------
+    def compile_deparser(self, control: Node, roots: dict) -> dict:
+        env = self.bind_params(control, roots, self.globals)
+        if control.locals:
+            raise P4Error(control.locals[0].loc, "the deparser may only emit headers")
+        emit: list[int] = []
+        for stmt in control.body.body:
+            call = stmt.call if stmt.kind == "call_stmt" else None
+            if call is None or call.func.kind != "member" or call.func.name != "emit" \
+                    or len(call.args) != 1:
+                raise P4Error(stmt.loc, "the deparser may only contain packet.emit(header)")
+            emit.extend(self.emitted(self.exprs.denote(call.args[0], env), call.args[0].loc))
+        return {"emit": emit}
+
+    def emitted(self, target: object, loc: Loc) -> list[int]:
+        if isinstance(target, HeaderRef):
+            return [target.inst]
+        if isinstance(target, StackRef):
+            return list(target.instances)
+        if isinstance(target, StructRef):
+            return [i for m in target.members.values() for i in self.emitted(m, loc)]
+        raise P4Error(loc, "emit needs a header, a header stack or a struct of headers")
+
+
+def compile_program(path: Path) -> dict:
+    """Compile a P4 file to the IR dict (docs/p4-ir.md); raises P4Error."""
+    return Compiler(path).compile()
+
+
+__all__ = ["compile_program", "const"]

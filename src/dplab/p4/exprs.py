@@ -1,0 +1,402 @@
+"""Type checking of expressions: syntax nodes -> typed IR expression trees (docs/p4-ir.md §4)."""
+
+from collections.abc import Callable
+
+from dplab.p4.errors import Loc, P4Error
+from dplab.p4.syntax import Node
+from dplab.p4.types import (
+    MAX_WIDTH, ActionRef, Bits, BoolType, EnumType, ErrorType, ExternRef, FunctionRef,
+    HeaderRef, IntType, ListVal, StackRef, StringType, StructRef, TableRef, TypeRef, Val,
+    type_name, width_of,
+)
+
+_ARITH = {"+": "add", "-": "sub", "*": "mul", "|+|": "addsat", "|-|": "subsat",
+          "&": "and", "|": "or", "^": "xor"}
+_COMPARE = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+_FOLD: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b,
+    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+    "/": lambda a, b: a // b, "%": lambda a, b: a % b,
+    "==": lambda a, b: int(a == b), "!=": lambda a, b: int(a != b),
+    "<": lambda a, b: int(a < b), "<=": lambda a, b: int(a <= b),
+    "|+|": lambda a, b: a + b, "|-|": lambda a, b: max(a - b, 0),
+    ">": lambda a, b: int(a > b), ">=": lambda a, b: int(a >= b),
+}
+
+Env = dict[str, object]
+
+
+def const(value: int, width: int) -> Val:
+    value &= (1 << width) - 1
+    return Val({"op": "const", "w": width, "v": hex(value)}, Bits(width), value)
+
+
+def bool_const(value: bool) -> Val:
+    return Val({"op": "const", "w": 1, "v": hex(int(value))}, BoolType(), int(value))
+
+
+def check_width(width: int, loc: Loc) -> int:
+    if not 1 <= width <= MAX_WIDTH:
+        raise P4Error(loc, f"width {width} is outside 1..{MAX_WIDTH} bits")
+    return width
+
+
+class ExprChecker:
+    """Resolves names in an environment and types expressions."""
+
+    def __init__(self, resolve_type: Callable[[Node], object]) -> None:
+        self.resolve_type = resolve_type
+        self.lookahead_ok = False
+
+    # --- names ---------------------------------------------------------------------
+    def denote(self, node: Node, env: Env) -> object:
+        """What a name/member/index expression refers to (not only scalars)."""
+        if node.kind == "name":
+            if node.name not in env:
+                raise P4Error(node.loc, f"'{node.name}' is not declared")
+            return env[node.name]
+        if node.kind == "member":
+            return self.member(self.denote(node.base, env) if node.base.kind in
+                               ("name", "member", "index") else self.value(node.base, env),
+                               node)
+        if node.kind == "index":
+            return self.stack_index(self.denote(node.base, env), node, env)
+        return self.value(node, env)
+
+    def member(self, base: object, node: Node) -> object:
+        name = node.name
+        if isinstance(base, StructRef):
+            if name not in base.members:
+                raise P4Error(node.loc, f"{base.type.name} has no field '{name}'")
+            return base.members[name]
+        if isinstance(base, HeaderRef):
+            for index, (fname, ftype, _) in enumerate(base.type.fields):
+                if fname == name:
+                    w = width_of(ftype)
+                    return Val({"op": "field", "w": w, "inst": base.inst, "field": index}, ftype)
+            if name in ("isValid", "setValid", "setInvalid"):
+                return ("header_method", base, name)
+            raise P4Error(node.loc, f"header {base.type.name} has no field '{name}'")
+        if isinstance(base, StackRef) and name in ("next", "push_front", "pop_front",
+                                                   "last", "size"):
+            if name == "size":
+                return const(base.type.size, 32)
+            return ("stack_method", base, name)
+        if isinstance(base, TypeRef):
+            return self.type_member(base.type, node)
+        if isinstance(base, TableRef | ExternRef | FunctionRef):
+            return ("method", base, name)
+        if isinstance(base, tuple) and base[0] == "apply_result":
+            return ("apply_member", base[1], name)
+        raise P4Error(node.loc, f"'{name}' cannot be selected here")
+
+    def type_member(self, typ: object, node: Node) -> Val:
+        if isinstance(typ, ErrorType | EnumType):
+            members = dict(typ.members) if isinstance(typ, EnumType) else self.errors
+            if node.name not in members:
+                raise P4Error(node.loc, f"{type_name(typ)} has no member '{node.name}'")
+            return Val({"op": "const", "w": width_of(typ), "v": hex(members[node.name])}, typ,
+                       members[node.name])
+        raise P4Error(node.loc, f"type {type_name(typ)} has no member '{node.name}'")
+
+    errors: dict[str, int] = {}
+
+    def stack_index(self, base: object, node: Node, env: Env) -> HeaderRef:
+        if not isinstance(base, StackRef):
+            raise P4Error(node.loc, "only header stacks can be indexed")
+        index = self.value(node.index, env)
+        if index.const is None:
+            raise P4Error(node.index.loc, "a header stack index must be a compile-time constant")
+        if not 0 <= index.const < base.type.size:
+            raise P4Error(node.index.loc, f"index {index.const} is outside the stack "
+                          f"(size {base.type.size})")
+        return HeaderRef(base.instances[index.const], base.type.base)
+
+    # --- values --------------------------------------------------------------------
+    def value(self, node: Node, env: Env, width: int | None = None) -> Val:
+        """A scalar value; `width` is the width an integer literal should take."""
+        val = self._value(node, env)
+        if isinstance(val.type, IntType) and width is not None:
+            return self.to_width(val, width, node.loc)
+        return val
+
+    def bits(self, node: Node, env: Env, width: int | None = None) -> Val:
+        val = self.value(node, env, width)
+        if isinstance(val.type, IntType):
+            raise P4Error(node.loc, "cannot tell the width of this integer; give it one "
+                          "(e.g. 8w5) or cast it")
+        return val
+
+    def condition(self, node: Node, env: Env) -> Val:
+        val = self.value(node, env)
+        if not isinstance(val.type, BoolType):
+            raise P4Error(node.loc, f"a condition must be bool, not {type_name(val.type)}")
+        return val
+
+    def to_width(self, val: Val, width: int, loc: Loc) -> Val:
+        if val.const is None:
+            raise P4Error(loc, "an integer without width must be a compile-time constant")
+        if val.const < 0 or val.const >= 1 << width:
+            if val.const < 0 and -val.const <= 1 << width:
+                return const(val.const, width)
+            raise P4Error(loc, f"value {val.const} does not fit in bit<{width}>")
+        return const(val.const, width)
+
+    def _value(self, node: Node, env: Env) -> Val:
+        kind = node.kind
+        if kind == "int":
+            if node.width is not None:
+                check_width(node.width, node.loc)
+                if node.value >= 1 << node.width:
+                    raise P4Error(node.loc, f"value {node.value} does not fit in "
+                                  f"bit<{node.width}>")
+                return const(node.value, node.width)
+            return Val({"op": "const", "w": None, "v": hex(node.value)}, IntType(), node.value)
+        if kind == "bool":
+            return bool_const(node.value)
+        if kind == "str":
+            return Val({}, StringType(), None)
+        if kind in ("name", "member", "index"):
+            return self.scalar(self.denote(node, env), node)
+        if kind == "binary":
+            return self.binary(node, env)
+        if kind == "unary":
+            return self.unary(node, env)
+        if kind == "cond":
+            return self.conditional(node, env)
+        if kind == "cast":
+            return self.cast(self.value(node.a, env), self.resolve_type(node.type), node.loc)
+        if kind == "slice":
+            return self.slice(node, env)
+        if kind == "call":
+            return self.call_value(node, env)
+        raise P4Error(node.loc, "this expression is not supported here")
+
+    def scalar(self, target: object, node: Node) -> Val:
+        if isinstance(target, Val):
+            return target
+        raise P4Error(node.loc, "expected a value, found a " + _describe(target))
+
+    def call_value(self, node: Node, env: Env) -> Val:
+        func = self.denote(node.func, env)
+        if isinstance(func, tuple) and func[0] == "header_method" and func[2] == "isValid":
+            self._no_args(node)
+            return Val({"op": "valid", "w": 1, "inst": func[1].inst}, BoolType())
+        if isinstance(func, tuple) and func[0] == "method" and isinstance(func[1], ExternRef) \
+                and func[1].kind == "packet_in" and func[2] == "lookahead":
+            if not self.lookahead_ok:
+                raise P4Error(node.loc, "lookahead is only allowed in a parser")
+            if len(node.targs) != 1:
+                raise P4Error(node.loc, "lookahead needs one type argument, e.g. lookahead<bit<8>>()")
+            width = width_of(self.resolve_type(node.targs[0]))
+            if width is None:
+                raise P4Error(node.loc, "lookahead supports only bit<W> types")
+            return Val({"op": "lookahead", "w": width}, Bits(width))
+        if isinstance(func, tuple) and func[0] == "method" and isinstance(func[1], TableRef) \
+                and func[2] == "apply":
+            raise P4Error(node.loc, "use table.apply() as a statement, with .hit/.miss, or in "
+                          "switch (...action_run)")
+        raise P4Error(node.loc, "this call does not return a value")
+
+    def _no_args(self, node: Node) -> None:
+        if node.args:
+            raise P4Error(node.loc, "this method takes no arguments")
+
+    def unify(self, a: Val, b: Val, loc: Loc, op: str) -> tuple[Val, Val]:
+        """Give two operands one type (an integer literal adapts to the other side)."""
+        if isinstance(a.type, IntType) and not isinstance(b.type, IntType):
+            w = width_of(b.type)
+            if w is None or isinstance(b.type, BoolType):
+                raise P4Error(loc, f"'{op}' cannot combine int and {type_name(b.type)}")
+            return Val(self.to_width(a, w, loc).ir, b.type, a.const), b
+        if isinstance(b.type, IntType) and not isinstance(a.type, IntType):
+            return tuple(reversed(self.unify(b, a, loc, op)))  # type: ignore[return-value]
+        if a.type != b.type:
+            raise P4Error(loc, f"'{op}' needs operands of one type, found {type_name(a.type)} "
+                          f"and {type_name(b.type)} (cast one of them)")
+        return a, b
+
+    def binary(self, node: Node, env: Env) -> Val:
+        op = node.op
+        if op in ("&&", "||"):
+            a, b = self.condition(node.a, env), self.condition(node.b, env)
+            return self._fold_or_build({"&&": "land", "||": "lor"}[op], a, b, BoolType(), op)
+        a, b = self.value(node.a, env), self.value(node.b, env)
+        if op in ("<<", ">>"):
+            return self.shift(a, b, node)
+        if op == "++":
+            return self.concat(a, b, node)
+        a, b = self.unify(a, b, node.loc, op)
+        if isinstance(a.type, IntType):
+            if op not in _FOLD:
+                raise P4Error(node.loc, f"operator '{op}' is not supported")
+            if op in ("/", "%") and b.const == 0:
+                raise P4Error(node.loc, "division by zero")
+            result = _FOLD[op](a.const, b.const)
+            if op in _COMPARE:
+                return bool_const(bool(result))
+            return Val({"op": "const", "w": None, "v": hex(result)}, IntType(), result)
+        if op in _COMPARE:
+            if op not in ("==", "!=") and not isinstance(a.type, Bits):
+                raise P4Error(node.loc, f"'{op}' needs bit<W> operands")
+            return self._fold_or_build(_COMPARE[op], a, b, BoolType(), op)
+        if op not in _ARITH or not isinstance(a.type, Bits):
+            if op in ("/", "%"):
+                raise P4Error(node.loc, f"'{op}' is only allowed on compile-time constants")
+            raise P4Error(node.loc, f"'{op}' is not defined on {type_name(a.type)}")
+        return self._fold_or_build(_ARITH[op], a, b, a.type, op)
+
+    def _fold_or_build(self, irop: str, a: Val, b: Val, typ: object, op: str) -> Val:
+        w = width_of(typ)
+        if a.const is not None and b.const is not None and op in _FOLD | {"&&": 0, "||": 0}:
+            if op == "&&":
+                return bool_const(bool(a.const and b.const))
+            if op == "||":
+                return bool_const(bool(a.const or b.const))
+            folded = _FOLD[op](a.const, b.const)
+            if op == "|+|":
+                folded = min(folded, (1 << w) - 1)
+            return bool_const(bool(folded)) if isinstance(typ, BoolType) else \
+                Val(const(folded, w).ir, typ, folded & ((1 << w) - 1))
+        return Val({"op": irop, "w": w, "a": a.ir, "b": b.ir}, typ)
+
+    def shift(self, a: Val, b: Val, node: Node) -> Val:
+        if b.const is None and not isinstance(b.type, Bits):
+            raise P4Error(node.b.loc, "a shift amount must be bit<W> or a constant")
+        if isinstance(a.type, IntType):
+            if b.const is None:
+                raise P4Error(node.a.loc, "cannot tell the width of this integer")
+            value = _FOLD[node.op](a.const, b.const)
+            return Val({"op": "const", "w": None, "v": hex(value)}, IntType(), value)
+        if not isinstance(a.type, Bits):
+            raise P4Error(node.loc, f"cannot shift a {type_name(a.type)}")
+        if isinstance(b.type, IntType):
+            b = const(b.const, max(1, b.const.bit_length()))
+        irop = "shl" if node.op == "<<" else "shr"
+        if a.const is not None and b.const is not None:
+            return const(_FOLD[node.op](a.const, b.const), a.type.width)
+        return Val({"op": irop, "w": a.type.width, "a": a.ir, "b": b.ir}, a.type)
+
+    def concat(self, a: Val, b: Val, node: Node) -> Val:
+        for side, val in (("left", a), ("right", b)):
+            if not isinstance(val.type, Bits):
+                raise P4Error(node.loc, f"'++' needs bit<W> operands; the {side} one is "
+                              f"{type_name(val.type)}")
+        w = check_width(a.type.width + b.type.width, node.loc)
+        if a.const is not None and b.const is not None:
+            return const((a.const << b.type.width) | b.const, w)
+        return Val({"op": "concat", "w": w, "a": a.ir, "b": b.ir}, Bits(w))
+
+    def unary(self, node: Node, env: Env) -> Val:
+        if node.op == "!":
+            a = self.condition(node.a, env)
+            if a.const is not None:
+                return bool_const(not a.const)
+            return Val({"op": "lnot", "w": 1, "a": a.ir}, BoolType())
+        a = self.value(node.a, env)
+        if node.op == "+":
+            return a
+        if isinstance(a.type, IntType):
+            value = -a.const if node.op == "-" else ~a.const
+            return Val({"op": "const", "w": None, "v": hex(value)}, IntType(), value)
+        if not isinstance(a.type, Bits):
+            raise P4Error(node.loc, f"'{node.op}' is not defined on {type_name(a.type)}")
+        if a.const is not None:
+            return const(-a.const if node.op == "-" else ~a.const, a.type.width)
+        irop = "neg" if node.op == "-" else "not"
+        return Val({"op": irop, "w": a.type.width, "a": a.ir}, a.type)
+
+    def conditional(self, node: Node, env: Env) -> Val:
+        c = self.condition(node.c, env)
+        a, b = self.unify(self.value(node.a, env), self.value(node.b, env), node.loc, "?:")
+        if isinstance(a.type, IntType):
+            raise P4Error(node.loc, "cannot tell the width of this conditional; cast a branch")
+        if c.const is not None:
+            return a if c.const else b
+        return Val({"op": "cond", "w": width_of(a.type), "c": c.ir, "a": a.ir, "b": b.ir},
+                   a.type)
+
+    def cast(self, val: Val, typ: object, loc: Loc) -> Val:
+        w = width_of(typ)
+        if w is None or isinstance(typ, ErrorType):
+            raise P4Error(loc, f"cannot cast to {type_name(typ)}")
+        if isinstance(val.type, IntType):
+            return Val(const(val.const, w).ir, typ, val.const & ((1 << w) - 1))
+        src = width_of(val.type)
+        if src is None or isinstance(val.type, ErrorType):
+            raise P4Error(loc, f"cannot cast a {type_name(val.type)}")
+        if isinstance(typ, BoolType) != isinstance(val.type, BoolType) and src != w:
+            raise P4Error(loc, "only bit<1> converts to and from bool")
+        if val.const is not None:
+            return Val(const(val.const, w).ir, typ, val.const & ((1 << w) - 1))
+        if src == w:
+            return Val(val.ir, typ)
+        return Val({"op": "cast", "w": w, "a": val.ir}, typ)
+
+    def slice(self, node: Node, env: Env) -> Val:
+        base = self.bits(node.base, env)
+        hi, lo = self.value(node.hi, env), self.value(node.lo, env)
+        if hi.const is None or lo.const is None:
+            raise P4Error(node.loc, "slice bounds must be compile-time constants")
+        if not isinstance(base.type, Bits):
+            raise P4Error(node.loc, f"cannot slice a {type_name(base.type)}")
+        if not base.type.width > hi.const >= lo.const >= 0:
+            raise P4Error(node.loc, f"slice [{hi.const}:{lo.const}] is outside "
+                          f"bit<{base.type.width}>")
+        w = hi.const - lo.const + 1
+        if base.const is not None:
+            return const(base.const >> lo.const, w)
+        return Val({"op": "slice", "w": w, "a": base.ir, "hi": hi.const, "lo": lo.const}, Bits(w))
+
+    def destination(self, node: Node, env: Env) -> tuple[dict, object]:
+        """A left-hand side: (IR destination, type)."""
+        if node.kind == "slice":
+            dst, typ = self.destination(node.base, env)
+            val = self.slice(node, env)
+            if "hi" in dst:
+                raise P4Error(node.loc, "a slice of a slice cannot be assigned")
+            return {**dst, "hi": val.ir["hi"], "lo": val.ir["lo"]}, val.type
+        target = self.denote(node, env) if node.kind in ("name", "member", "index") else None
+        if isinstance(target, HeaderRef | StructRef):
+            return {"compound": target}, target.type
+        if not isinstance(target, Val) or not target.is_field:
+            raise P4Error(node.loc, "cannot assign to this expression")
+        return {"inst": target.ir["inst"], "field": target.ir["field"]}, target.type
+
+    def list_items(self, node: Node, env: Env) -> list[Val]:
+        """The scalars of `{a, b, ...}` or of one struct/header, in order."""
+        if node.kind == "list":
+            items: list[Val] = []
+            for item in node.items:
+                items.extend(self.list_items(item, env))
+            return items
+        target = self.denote(node, env) if node.kind in ("name", "member", "index") else None
+        if isinstance(target, HeaderRef):
+            return [self.member(target, Node("member", node.loc, name=name))
+                    for name, _, _ in target.type.fields]
+        if isinstance(target, StructRef):
+            items = []
+            for name in target.members:
+                member = target.members[name]
+                items.extend(flatten(member, node.loc))
+            return items
+        return [self.bits(node, env)]
+
+
+def flatten(target: object, loc: Loc) -> list[Val]:
+    if isinstance(target, Val):
+        return [target]
+    if isinstance(target, StructRef):
+        return [v for m in target.members.values() for v in flatten(m, loc)]
+    raise P4Error(loc, "only scalars, headers and structs of scalars are allowed here")
+
+
+def _describe(target: object) -> str:
+    names = {HeaderRef: "header", StructRef: "struct", StackRef: "header stack",
+             TableRef: "table", ActionRef: "action", ExternRef: "extern object",
+             TypeRef: "type", FunctionRef: "function", ListVal: "list"}
+    for cls, name in names.items():
+        if isinstance(target, cls):
+            return name
+    return "method"

@@ -1,0 +1,95 @@
+"""The IR's P4Info (p4.config.v1.P4Info) for P4Runtime clients."""
+
+from p4.config.v1 import p4info_pb2
+
+MATCH_TYPES = {"exact": p4info_pb2.MatchField.EXACT, "lpm": p4info_pb2.MatchField.LPM,
+               "ternary": p4info_pb2.MatchField.TERNARY, "range": p4info_pb2.MatchField.RANGE,
+               "optional": p4info_pb2.MatchField.OPTIONAL}
+COUNTER_UNITS = {"packets": p4info_pb2.CounterSpec.PACKETS,
+                 "bytes": p4info_pb2.CounterSpec.BYTES, "both": p4info_pb2.CounterSpec.BOTH}
+METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
+SCOPES = {"table_and_default": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
+          "table_only": p4info_pb2.ActionRef.TABLE_ONLY,
+          "default_only": p4info_pb2.ActionRef.DEFAULT_ONLY}
+
+
+def _preamble(msg: object, obj: dict) -> None:
+    msg.preamble.id = obj["id"]
+    msg.preamble.name = obj["name"]
+    msg.preamble.alias = obj["name"].split(".")[-1]
+
+
+def build_p4info(ir: dict) -> p4info_pb2.P4Info:
+    info = p4info_pb2.P4Info()
+    info.pkg_info.arch = "v1model"
+    info.pkg_info.name = ir["program"]
+    for table in ir["tables"]:
+        _table(info.tables.add(), table, ir)
+    for action in ir["actions"]:
+        msg = info.actions.add()
+        _preamble(msg, action)
+        for param in action["params"]:
+            msg.params.add(id=param["id"], name=param["name"], bitwidth=param["w"])
+    for counter in ir["counters"]:
+        msg = info.counters.add(size=counter["size"])
+        _preamble(msg, counter)
+        msg.spec.unit = COUNTER_UNITS[counter["unit"]]
+    for counter in ir["direct_counters"]:
+        msg = info.direct_counters.add()
+        _preamble(msg, counter)
+        msg.spec.unit = COUNTER_UNITS[counter["unit"]]
+        if counter["table"] is not None:
+            msg.direct_table_id = ir["tables"][counter["table"]]["id"]
+    for meter in ir["meters"]:
+        msg = info.meters.add(size=meter["size"])
+        _preamble(msg, meter)
+        msg.spec.unit = METER_UNITS[meter["unit"]]
+    for meter in ir["direct_meters"]:
+        msg = info.direct_meters.add()
+        _preamble(msg, meter)
+        msg.spec.unit = METER_UNITS[meter["unit"]]
+        if meter["table"] is not None:
+            msg.direct_table_id = ir["tables"][meter["table"]]["id"]
+    for register in ir["registers"]:
+        msg = info.registers.add(size=register["size"])
+        _preamble(msg, register)
+        msg.type_spec.bitstring.bit.bitwidth = register["w"]
+    for digest in ir["digests"]:
+        _digest(info, digest)
+    for header in ir["controller_headers"].values():
+        msg = info.controller_packet_metadata.add()
+        _preamble(msg, header)
+        msg.preamble.annotations.append(f'@controller_header("{header["name"]}")')
+        for f in header["fields"]:
+            msg.metadata.add(id=f["id"], name=f["name"], bitwidth=f["w"])
+    return info
+
+
+def _table(msg: object, table: dict, ir: dict) -> None:
+    _preamble(msg, table)
+    for key in table["keys"]:
+        msg.match_fields.add(id=key["id"], name=key["name"], bitwidth=key["w"],
+                             match_type=MATCH_TYPES[key["match"]])
+    for ref in table["actions"]:
+        msg.action_refs.add(id=ir["actions"][ref["action"]]["id"], scope=SCOPES[ref["scope"]])
+    default = table["default_action"]
+    if default["const"]:
+        msg.const_default_action_id = ir["actions"][default["action"]]["id"]
+    msg.size = table["size"]
+    msg.is_const_table = table["is_const"]
+    msg.has_initial_entries = bool(table["const_entries"])
+    if table["support_timeout"]:
+        msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
+    for kind in ("direct_counter", "direct_meter"):
+        if table[kind] is not None:
+            msg.direct_resource_ids.append(ir[kind + "s"][table[kind]]["id"])
+
+
+def _digest(info: p4info_pb2.P4Info, digest: dict) -> None:
+    msg = info.digests.add()
+    _preamble(msg, digest)
+    msg.type_spec.struct.name = digest["name"]
+    struct = info.type_info.structs[digest["name"]]
+    for f in digest["fields"]:
+        member = struct.members.add(name=f["name"])
+        member.type_spec.bitstring.bit.bitwidth = f["w"]

@@ -1,0 +1,193 @@
+"""The C-like preprocessor subset: #include, #define constants, #undef, #ifdef/#ifndef/#if/#else/#endif.
+
+Produces one token list for the whole program; every token keeps the file, line and column
+it came from (a macro's tokens take the location of the macro's use).
+"""
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dplab.p4.errors import Loc, P4Error
+from dplab.p4.lexer import Token, tokenize_line
+
+INCLUDE_DIR = Path(__file__).parent / "include"
+_DIRECTIVE = re.compile(r"\s*#\s*(\w+)\s*(.*)$")
+_MAX_INCLUDE_DEPTH = 32
+
+
+def blank_comments(text: str, file: str) -> str:
+    """Replace comments by spaces (newlines kept) so that line and column numbers stay right."""
+    out = []
+    i, line, line_start = 0, 1, 0
+    while i < len(text):
+        two = text[i:i + 2]
+        if two == "//":
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            out.append(" " * (end - i))
+            i = end
+        elif two == "/*":
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise P4Error(Loc(file, line, i - line_start + 1), "comment is never closed")
+            chunk = text[i:end + 2]
+            out.append("".join(c if c == "\n" else " " for c in chunk))
+            line += chunk.count("\n")
+            if "\n" in chunk:
+                line_start = i + chunk.rfind("\n") + 1
+            i = end + 2
+        elif text[i] == '"':
+            end = i + 1
+            while end < len(text) and text[end] not in '"\n':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i:end + 1])
+            i = end + 1
+        else:
+            if text[i] == "\n":
+                line += 1
+                line_start = i + 1
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+@dataclass
+class _Condition:
+    active: bool           # this branch is being compiled
+    taken: bool            # some branch of this #if chain was already compiled
+    loc: Loc
+
+
+@dataclass
+class Preprocessor:
+    defines: dict[str, list[Token]] = field(default_factory=dict)
+    tokens: list[Token] = field(default_factory=list)
+    depth: int = 0
+
+    def run_file(self, path: Path, loc: Loc | None = None) -> None:
+        if self.depth > _MAX_INCLUDE_DEPTH:
+            raise P4Error(loc or Loc(str(path), 1, 1), "#include nests too deeply")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise P4Error(loc or Loc(str(path), 1, 1), f"cannot read {path}: {exc}") from None
+        self.depth += 1
+        self._run_text(blank_comments(text, str(path)), path)
+        self.depth -= 1
+
+    def _run_text(self, text: str, path: Path) -> None:
+        conditions: list[_Condition] = []
+        lines = text.split("\n")
+        number = 0
+        while number < len(lines):
+            line, start = lines[number], number + 1
+            while line.endswith("\\") and number + 1 < len(lines):
+                number += 1
+                line = line[:-1] + " " + lines[number]
+            number += 1
+            loc = Loc(str(path), start, 1)
+            directive = _DIRECTIVE.match(line)
+            active = all(c.active for c in conditions)
+            if directive:
+                self._directive(directive.group(1), directive.group(2).strip(), loc, path,
+                                conditions, active)
+            elif active:
+                self._append(tokenize_line(line, str(path), start), set())
+        if conditions:
+            raise P4Error(conditions[-1].loc, "#if/#ifdef without a matching #endif")
+
+    def _directive(self, name: str, rest: str, loc: Loc, path: Path,
+                   conditions: list[_Condition], active: bool) -> None:
+        if name in ("ifdef", "ifndef", "if"):
+            value = self._condition(name, rest, loc) if active else False
+            conditions.append(_Condition(active and value, value, loc))
+        elif name in ("else", "elif"):
+            if not conditions:
+                raise P4Error(loc, f"#{name} without #if")
+            cond = conditions[-1]
+            outer = all(c.active for c in conditions[:-1])
+            value = not cond.taken and (name == "else" or self._condition("if", rest, loc))
+            cond.active = outer and value
+            cond.taken = cond.taken or value
+        elif name == "endif":
+            if not conditions:
+                raise P4Error(loc, "#endif without #if")
+            conditions.pop()
+        elif not active:
+            return
+        elif name == "include":
+            self._include(rest, loc, path)
+        elif name == "define":
+            self._define(rest, loc)
+        elif name == "undef":
+            self.defines.pop(rest.split()[0] if rest else "", None)
+        elif name in ("error", "warning"):
+            if name == "error":
+                raise P4Error(loc, f"#error {rest}")
+        elif name not in ("pragma", "line"):
+            raise P4Error(loc, f"unsupported preprocessor directive #{name}")
+
+    def _condition(self, kind: str, rest: str, loc: Loc) -> bool:
+        words = rest.split()
+        if not words:
+            raise P4Error(loc, f"#{kind} needs an argument")
+        if kind == "ifdef":
+            return words[0] in self.defines
+        if kind == "ifndef":
+            return words[0] not in self.defines
+        defined = re.fullmatch(r"!?\s*defined\s*\(?\s*(\w+)\s*\)?", rest)
+        if defined:
+            return (words[0][0] == "!") != (defined.group(1) in self.defines)
+        tokens = self._expanded(tokenize_line(rest, loc.file, loc.line))
+        if len(tokens) != 1 or tokens[0].kind != "int":
+            raise P4Error(loc, "#if supports only a number, a defined constant or defined(NAME)")
+        return tokens[0].value != 0
+
+    def _include(self, rest: str, loc: Loc, path: Path) -> None:
+        match = re.fullmatch(r'<([^>]+)>|"([^"]+)"', rest)
+        if not match:
+            raise P4Error(loc, '#include needs <file> or "file"')
+        system, local = match.groups()
+        candidates = [INCLUDE_DIR / system] if system else [path.parent / local, INCLUDE_DIR / local]
+        for candidate in candidates:
+            if candidate.is_file():
+                self.run_file(candidate, loc)
+                return
+        raise P4Error(loc, f"included file {system or local} not found")
+
+    def _define(self, rest: str, loc: Loc) -> None:
+        match = re.match(r"(\w+)(\(?)", rest)
+        if not match:
+            raise P4Error(loc, "#define needs a name")
+        if match.group(2):
+            raise P4Error(loc, "function-like macros are not supported")
+        body_col = loc.col + len("#define ") + match.end()
+        body = tokenize_line(" " * body_col + rest[match.end():], loc.file, loc.line)
+        self.defines[match.group(1)] = body
+
+    def _expanded(self, tokens: list[Token]) -> list[Token]:
+        out: list[Token] = []
+        self._append(tokens, set(), out)
+        return out
+
+    def _append(self, tokens: list[Token], hiding: set[str],
+                out: list[Token] | None = None) -> None:
+        target = self.tokens if out is None else out
+        for token in tokens:
+            body = self.defines.get(token.text) if token.kind == "id" else None
+            if body is None or token.text in hiding:
+                target.append(token)
+                continue
+            moved = [Token(t.kind, t.text, token.loc, t.width, t.value, t.signed, t.glued)
+                     for t in body]
+            self._append(moved, hiding | {token.text}, target)
+
+
+def preprocess(path: Path) -> list[Token]:
+    """All tokens of the program at `path`, includes and macros expanded, ending with "eof"."""
+    pre = Preprocessor()
+    pre.run_file(path)
+    last = pre.tokens[-1].loc if pre.tokens else Loc(str(path), 1, 1)
+    pre.tokens.append(Token("eof", "", last))
+    return pre.tokens

@@ -1,0 +1,317 @@
+"""Statements of parsers, controls and actions -> IR statement lists (docs/p4-ir.md §5, §7)."""
+
+from dataclasses import dataclass, field
+
+from dplab.p4.errors import P4Error
+from dplab.p4.exprs import Env, ExprChecker, const
+from dplab.p4.syntax import Node
+from dplab.p4.types import (
+    ActionRef, BoolType, ExternRef, FunctionRef, HeaderRef, IntType, StackRef, StructRef,
+    TableRef, Val, type_name, width_of,
+)
+
+HASH_ALGOS = {"crc16", "crc32", "identity", "csum16", "xor16"}
+STANDARD_DROP = [("egress_spec", 1, 9, 511), ("mcast_grp", 11, 16, 0)]
+
+
+@dataclass
+class Scope:
+    """What statements may do where they are: parser or control, inside an action or not."""
+
+    in_parser: bool = False
+    in_action: bool = False
+    locals_: list[dict] = field(default_factory=list)
+
+
+class StatementCompiler:
+    def __init__(self, exprs: ExprChecker, program: "object") -> None:
+        self.exprs = exprs
+        self.program = program   # dplab.p4.compiler.Compiler: actions, tables, locals
+
+    def block(self, nodes: list[Node], env: Env, scope: Scope) -> list[dict]:
+        env = dict(env)
+        out: list[dict] = []
+        for node in nodes:
+            out.extend(self.statement(node, env, scope))
+        return out
+
+    def statement(self, node: Node, env: Env, scope: Scope) -> list[dict]:
+        kind = node.kind
+        if kind == "block":
+            return self.block(node.body, env, scope)
+        if kind == "assign":
+            return self.assign(node, env)
+        if kind == "if":
+            if scope.in_parser:
+                raise P4Error(node.loc, "'if' is not supported in parser states")
+            cond = self.exprs.condition(node.cond, env)
+            then = self.statement(node.then, env, scope)
+            other = self.statement(node.other, env, scope) if node.other else []
+            return [{"kind": "if", "cond": cond.ir, "then": then, "else": other}]
+        if kind in ("exit", "return"):
+            if scope.in_parser:
+                raise P4Error(node.loc, f"'{kind}' is not allowed in a parser")
+            return [{"kind": kind}]
+        if kind == "var":
+            return self.variable(node, env)
+        if kind == "const":
+            env[node.name] = self.program.constant(node, env)
+            return []
+        if kind == "switch":
+            return self.switch(node, env, scope)
+        if kind == "call_stmt":
+            return self.call(node.call, env, scope)
+        raise P4Error(node.loc, f"'{kind}' is not allowed here")
+
+    def assign(self, node: Node, env: Env) -> list[dict]:
+        dst, typ = self.exprs.destination(node.target, env)
+        if "compound" in dst:
+            return self.assign_compound(dst["compound"], node, env)
+        src = self.exprs.value(node.value, env, width_of(typ))
+        if src.type != typ and not (isinstance(src.type, IntType)):
+            raise P4Error(node.value.loc, f"cannot assign {type_name(src.type)} to "
+                          f"{type_name(typ)}")
+        return [{"kind": "assign", "dst": dst, "src": src.ir}]
+
+    def assign_compound(self, target: object, node: Node, env: Env) -> list[dict]:
+        source = self.exprs.denote(node.value, env) if node.value.kind in \
+            ("name", "member", "index") else None
+        if isinstance(target, HeaderRef) and isinstance(source, HeaderRef) \
+                and source.type == target.type:
+            return [{"kind": "copy_header", "dst": target.inst, "src": source.inst}]
+        if isinstance(target, StructRef) and isinstance(source, StructRef) \
+                and source.type == target.type:
+            out = []
+            for name, member in target.members.items():
+                if isinstance(member, Val):
+                    out.append({"kind": "assign", "dst": {"inst": member.ir["inst"],
+                                "field": member.ir["field"]}, "src": source.members[name].ir})
+                else:
+                    raise P4Error(node.loc, "assigning nested structs is not supported")
+            return out
+        raise P4Error(node.loc, f"cannot assign this to a {type_name(target.type)}")
+
+    def variable(self, node: Node, env: Env) -> list[dict]:
+        typ = self.program.resolve_type(node.type)
+        width = width_of(typ)
+        if width is None:
+            raise P4Error(node.loc, f"local variables of type {type_name(typ)} are not supported")
+        val = self.program.new_local(node.name, typ, node.loc)
+        env[node.name] = val
+        dst = {"inst": val.ir["inst"], "field": val.ir["field"]}
+        init = self.exprs.value(node.init, env, width) if node.init else const(0, width)
+        if node.init and init.type != typ and not isinstance(typ, BoolType):
+            raise P4Error(node.init.loc, f"cannot initialise {type_name(typ)} with "
+                          f"{type_name(init.type)}")
+        return [{"kind": "assign", "dst": dst, "src": init.ir}]
+
+    def switch(self, node: Node, env: Env, scope: Scope) -> list[dict]:
+        subject = node.subject
+        if not (subject.kind == "member" and subject.name == "action_run"
+                and subject.base.kind == "call"):
+            raise P4Error(node.loc, "switch is supported only on table.apply().action_run")
+        table = self.table_of_apply(subject.base, env)
+        cases, default, pending = [], None, []
+        for case in node.cases:
+            if case.label == "default":
+                default = self.block(case.body.body, env, scope) if case.body else []
+                continue
+            pending.append(self.program.table_action_index(table, case.label, case.loc))
+            if case.body is not None:
+                cases.append({"actions": pending, "body": self.block(case.body.body, env, scope)})
+                pending = []
+        if pending:
+            cases.append({"actions": pending, "body": []})
+        return [{"kind": "apply", "table": table, "switch": {"cases": cases, "default": default}}]
+
+    def table_of_apply(self, call: Node, env: Env) -> int:
+        func = self.exprs.denote(call.func, env)
+        if not (isinstance(func, tuple) and func[0] == "method" and isinstance(func[1], TableRef)
+                and func[2] == "apply"):
+            raise P4Error(call.loc, "expected table.apply()")
+        return func[1].index
+
+    # --- calls ---------------------------------------------------------------------
+    def call(self, call: Node, env: Env, scope: Scope) -> list[dict]:
+        func = self.exprs.denote(call.func, env)
+        if isinstance(func, ActionRef):
+            return self.program.direct_action_call(func.name, call, env)
+        if isinstance(func, FunctionRef):
+            return self.function(func.name, call, env, scope)
+        if isinstance(func, tuple) and func[0] == "header_method":
+            self.exprs._no_args(call)
+            if func[2] == "isValid":
+                raise P4Error(call.loc, "isValid() result is unused")
+            return [{"kind": "set_valid" if func[2] == "setValid" else "set_invalid",
+                     "inst": func[1].inst}]
+        if isinstance(func, tuple) and func[0] == "stack_method" and func[2] in \
+                ("push_front", "pop_front"):
+            count = self._const_arg(call, 0, env)
+            return [{"kind": "stack_push" if func[2] == "push_front" else "stack_pop",
+                     "stack": func[1].stack, "count": count}]
+        if isinstance(func, tuple) and func[0] == "method":
+            return self.method(func[1], func[2], call, env, scope)
+        raise P4Error(call.loc, "this cannot be called")
+
+    def _args(self, call: Node, count: int) -> list[Node]:
+        if len(call.args) != count:
+            raise P4Error(call.loc, f"expected {count} argument(s), found {len(call.args)}")
+        return call.args
+
+    def _const_arg(self, call: Node, index: int, env: Env) -> int:
+        val = self.exprs.value(call.args[index], env)
+        if val.const is None:
+            raise P4Error(call.args[index].loc, "this argument must be a compile-time constant")
+        return val.const
+
+    def _dst(self, node: Node, env: Env) -> tuple[dict, int]:
+        dst, typ = self.exprs.destination(node, env)
+        if "compound" in dst:
+            raise P4Error(node.loc, "expected a scalar field or variable")
+        return dst, width_of(typ)
+
+    def method(self, target: object, name: str, call: Node, env: Env, scope: Scope) -> list[dict]:
+        if isinstance(target, TableRef):
+            if name != "apply":
+                raise P4Error(call.loc, f"tables have no method '{name}'")
+            self._args(call, 0)
+            return [{"kind": "apply", "table": target.index}]
+        kind = target.kind
+        ex = self.exprs
+        if kind == "packet_in" and name == "extract":
+            if not scope.in_parser:
+                raise P4Error(call.loc, "extract is only allowed in a parser")
+            arg = self._args(call, 1)[0]
+            header = ex.denote(arg, env) if arg.kind in ("name", "member", "index") else None
+            if isinstance(header, tuple) and header[0] == "stack_method" and header[2] == "next":
+                return [{"kind": "extract", "stack": header[1].stack}]
+            if not isinstance(header, HeaderRef):
+                raise P4Error(arg.loc, "extract needs a header")
+            return [{"kind": "extract", "inst": header.inst}]
+        if kind == "packet_in" and name == "advance":
+            bits = ex.bits(self._args(call, 1)[0], env, 32)
+            return [{"kind": "advance", "bits": bits.ir}]
+        if kind == "packet_out" and name == "emit":
+            raise P4Error(call.loc, "emit is only allowed in the deparser")
+        if kind == "counter" and name == "count":
+            index = ex.bits(self._args(call, 1)[0], env, 32)
+            return [{"kind": "counter_count", "counter": target.index, "index": index.ir}]
+        if kind == "direct_counter" and name == "count":
+            self._args(call, 0)
+            return []
+        if kind == "meter" and name == "execute_meter":
+            index_node, dst_node = self._args(call, 2)
+            dst, _ = self._dst(dst_node, env)
+            index = ex.bits(index_node, env, 32)
+            return [{"kind": "meter_execute", "meter": target.index, "index": index.ir,
+                     "dst": dst}]
+        if kind == "direct_meter" and name == "read":
+            dst, _ = self._dst(self._args(call, 1)[0], env)
+            return [{"kind": "direct_meter_read", "meter": target.index, "dst": dst}]
+        if kind == "register" and name == "read":
+            dst_node, index_node = self._args(call, 2)
+            dst, width = self._dst(dst_node, env)
+            self._check_register_width(target, width, dst_node)
+            index = ex.bits(index_node, env, 32)
+            return [{"kind": "register_read", "register": target.index, "index": index.ir,
+                     "dst": dst}]
+        if kind == "register" and name == "write":
+            index_node, value_node = self._args(call, 2)
+            value = ex.bits(value_node, env, width_of(target.elem))
+            self._check_register_width(target, value.ir["w"], value_node)
+            index = ex.bits(index_node, env, 32)
+            return [{"kind": "register_write", "register": target.index, "index": index.ir,
+                     "value": value.ir}]
+        raise P4Error(call.loc, f"'{name}' is not a method of {kind}")
+
+    def _check_register_width(self, target: ExternRef, width: int, node: Node) -> None:
+        if width != width_of(target.elem):
+            raise P4Error(node.loc, f"register holds bit<{width_of(target.elem)}>, "
+                          f"not bit<{width}>")
+
+    def function(self, name: str, call: Node, env: Env, scope: Scope) -> list[dict]:
+        ex = self.exprs
+        if name == "mark_to_drop":
+            self._args(call, 1)
+            return [{"kind": "assign", "dst": {"inst": 0, "field": f}, "src": const(v, w).ir}
+                    for _, f, w, v in STANDARD_DROP]
+        if name == "verify":
+            if not scope.in_parser:
+                raise P4Error(call.loc, "verify is only allowed in a parser")
+            cond_node, error_node = self._args(call, 2)
+            error = ex.value(error_node, env)
+            if error.const is None or type_name(error.type) != "error":
+                raise P4Error(error_node.loc, "verify needs an error constant (error.X)")
+            return [{"kind": "verify", "cond": ex.condition(cond_node, env).ir,
+                     "error": error.const}]
+        if name in ("verify_checksum", "update_checksum"):
+            return self.checksum(name, call, env)
+        if name == "hash":
+            return self.hash(call, env)
+        if name == "random":
+            dst_node, lo_node, hi_node = self._args(call, 3)
+            dst, width = self._dst(dst_node, env)
+            return [{"kind": "random", "dst": dst, "lo": ex.bits(lo_node, env, width).ir,
+                     "hi": ex.bits(hi_node, env, width).ir}]
+        if name in ("clone", "clone_preserving_field_list"):
+            args = self._args(call, 2 if name == "clone" else 3)
+            clone_type = ex.value(args[0], env)
+            kind = {0: "I2E", 1: "E2E"}.get(clone_type.const)
+            if type_name(clone_type.type) != "CloneType" or kind is None:
+                raise P4Error(args[0].loc, "expected CloneType.I2E or CloneType.E2E")
+            field_list = self._const_arg(call, 2, env) if name != "clone" else None
+            return [{"kind": "clone", "type": kind, "session": ex.bits(args[1], env, 32).ir,
+                     "field_list": field_list}]
+        if name in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
+            self._args(call, 1)
+            return [{"kind": name.split("_")[0], "field_list": self._const_arg(call, 0, env)}]
+        if name == "digest":
+            return self.digest(call, env)
+        if name == "log_msg":
+            if not call.args or call.args[0].kind != "str" or len(call.args) > 2:
+                raise P4Error(call.loc, 'log_msg needs a string and optionally {values}')
+            args = ex.list_items(call.args[1], env) if len(call.args) == 2 else []
+            return [{"kind": "log", "fmt": call.args[0].value, "args": [a.ir for a in args]}]
+        raise P4Error(call.loc, f"'{name}' is not supported")
+
+    def _algo(self, node: Node, env: Env) -> str:
+        algo = self.exprs.denote(node, env) if node.kind == "member" else None
+        algo_name = node.name if node.kind == "member" else ""
+        if not isinstance(algo, Val) or type_name(algo.type) != "HashAlgorithm" \
+                or algo_name not in HASH_ALGOS:
+            raise P4Error(node.loc, "expected HashAlgorithm." + "/".join(sorted(HASH_ALGOS)))
+        return algo_name
+
+    def checksum(self, name: str, call: Node, env: Env) -> list[dict]:
+        cond_node, data_node, sum_node, algo_node = self._args(call, 4)
+        cond = self.exprs.condition(cond_node, env)
+        data = [v.ir for v in self.exprs.list_items(data_node, env)]
+        dst, _ = self._dst(sum_node, env)
+        algo = self._algo(algo_node, env)
+        if name == "verify_checksum":
+            checksum = self.exprs.bits(sum_node, env)
+            return [{"kind": name, "cond": cond.ir, "data": data, "checksum": checksum.ir,
+                     "algo": algo}]
+        return [{"kind": name, "cond": cond.ir, "data": data, "dst": dst, "algo": algo}]
+
+    def hash(self, call: Node, env: Env) -> list[dict]:
+        dst_node, algo_node, base_node, data_node, max_node = self._args(call, 5)
+        dst, width = self._dst(dst_node, env)
+        base = self.exprs.bits(base_node, env, width)
+        max_val = self.exprs.bits(max_node, env, 32)
+        data = [v.ir for v in self.exprs.list_items(data_node, env)]
+        return [{"kind": "hash", "dst": dst, "algo": self._algo(algo_node, env),
+                 "base": base.ir, "data": data, "max": max_val.ir}]
+
+    def digest(self, call: Node, env: Env) -> list[dict]:
+        receiver, data_node = self._args(call, 2)
+        if len(call.targs) != 1:
+            raise P4Error(call.loc, "digest needs its struct type: digest<my_digest_t>(1, {...})")
+        typ = self.program.resolve_type(call.targs[0])
+        data = self.exprs.list_items(data_node, env)
+        index = self.program.digest_index(typ, data, call.loc)
+        self.exprs.value(receiver, env, 32)
+        return [{"kind": "digest", "digest": index, "data": [v.ir for v in data]}]
+
+    def is_stack(self, target: object) -> bool:
+        return isinstance(target, StackRef)

@@ -1,0 +1,144 @@
+"""Table declarations -> IR tables (docs/p4-ir.md §8)."""
+
+from dplab.p4.errors import P4Error
+from dplab.p4.exprs import Env
+from dplab.p4.syntax import Node
+from dplab.p4.types import ActionRef, ExternRef
+
+MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
+SCOPES = {"tableonly": "table_only", "defaultonly": "default_only"}
+
+
+class TableCompiler:
+    def __init__(self, compiler: object, env: Env) -> None:
+        self.c = compiler
+        self.env = env
+
+    def compile(self, node: Node, owner: str, index: int) -> dict:
+        props = {p.name: p for p in node.props}
+        for p in node.props:
+            if p.name not in ("key", "actions", "default_action", "size", "entries",
+                              "counters", "meters", "support_timeout"):
+                raise P4Error(p.loc, f"table property '{p.name}' is not supported")
+        if "actions" not in props:
+            raise P4Error(node.loc, f"table {node.name} has no actions")
+        table = {"name": self.c.qualified(node, owner), "size": 1024, "keys": [],
+                 "actions": [], "const_entries": [], "is_const": False,
+                 "direct_counter": None, "direct_meter": None, "support_timeout": False}
+        table["keys"] = [self.key(k) for k in (props["key"].value if "key" in props else [])]
+        table["actions"] = [self.action_ref(a) for a in props["actions"].value]
+        table["default_action"] = self.default_action(props.get("default_action"), table)
+        if "size" in props:
+            table["size"] = self.const_int(props["size"].value)
+        if "support_timeout" in props:
+            table["support_timeout"] = bool(self.c.exprs.value(props["support_timeout"].value,
+                                                               self.env).const)
+        for prop, kind in (("counters", "direct_counter"), ("meters", "direct_meter")):
+            if prop in props:
+                table[kind] = self.direct(props[prop].value, kind, index)
+        if "entries" in props:
+            table["is_const"] = props["entries"].const
+            table["const_entries"] = self.entries(props["entries"].value, table)
+        return table
+
+    def const_int(self, node: Node) -> int:
+        val = self.c.exprs.value(node, self.env)
+        if val.const is None:
+            raise P4Error(node.loc, "expected a constant")
+        return val.const
+
+    def key(self, node: Node) -> dict:
+        if node.match.text not in MATCH_KINDS:
+            raise P4Error(node.match.loc, f"match kind '{node.match.text}' is not supported")
+        val = self.c.exprs.bits(node.expr, self.env)
+        names = node.annos.get("name")
+        return {"name": names[0].text if names else node.text, "match": node.match.text,
+                "w": val.ir["w"], "expr": val.ir}
+
+    def action_of(self, node: Node) -> tuple[int, Node]:
+        call = node
+        name_node = node.func if node.kind == "call" else node
+        target = self.c.exprs.denote(name_node, self.env) if name_node.kind == "name" else None
+        if not isinstance(target, ActionRef):
+            raise P4Error(node.loc, "expected an action name")
+        return self.c.action_ir_index(target.name, node.loc), call
+
+    def action_ref(self, ref: Node) -> dict:
+        index, call = self.action_of(ref.call)
+        if call.kind == "call" and call.args:
+            raise P4Error(call.loc, "binding action arguments in the action list is not supported")
+        scope = next((SCOPES[a] for a in ref.annos if a in SCOPES), "table_and_default")
+        return {"action": index, "scope": scope}
+
+    def allowed(self, index: int, table: dict, node: Node) -> None:
+        if index not in [a["action"] for a in table["actions"]]:
+            raise P4Error(node.loc, f"action {self.c.ir['actions'][index]['name']} is not in "
+                          f"the actions of table {table['name']}")
+
+    def default_action(self, prop: Node | None, table: dict) -> dict:
+        if prop is None:
+            index = self.c.action_ir_index("NoAction", table.get("loc"))
+            return {"action": index, "args": [], "const": False}
+        index, call = self.action_of(prop.value)
+        self.allowed(index, table, prop.value)
+        return {"action": index, "args": self.c.action_args(index, call, self.env),
+                "const": prop.const}
+
+    def direct(self, node: Node, kind: str, table: int) -> int:
+        target = self.c.exprs.denote(node, self.env) if node.kind == "name" else None
+        if not isinstance(target, ExternRef) or target.kind != kind:
+            raise P4Error(node.loc, f"expected a {kind} instance")
+        group = self.c.ir[kind + "s"][target.index]
+        if group["table"] is not None and group["table"] != table:
+            raise P4Error(node.loc, f"{group['name']} already belongs to another table")
+        group["table"] = table
+        return target.index
+
+    def entries(self, nodes: list[Node], table: dict) -> list[dict]:
+        out = []
+        for position, node in enumerate(nodes):
+            sets = node.sets
+            if len(sets) != len(table["keys"]):
+                raise P4Error(node.loc, f"the table has {len(table['keys'])} key(s), this entry "
+                              f"{len(sets)}")
+            matches = [self.match(s, k) for s, k in zip(sets, table["keys"], strict=True)]
+            index, call = self.action_of(node.action)
+            self.allowed(index, table, node.action)
+            out.append({"priority": len(nodes) - position, "matches": matches,
+                        "action": {"action": index,
+                                   "args": self.c.action_args(index, call, self.env)}})
+        return out
+
+    def value(self, node: Node, width: int) -> int:
+        val = self.c.exprs.value(node, self.env, width)
+        if val.const is None or val.ir["w"] != width:
+            raise P4Error(node.loc, f"expected a bit<{width}> constant")
+        return val.const
+
+    def match(self, node: Node, key: dict) -> dict:
+        w, kind = key["w"], key["match"]
+        if node.kind == "any":
+            if kind == "exact":
+                raise P4Error(node.loc, "an exact key cannot be '_'")
+            return {"kind": "any"}
+        if node.kind == "range" and kind == "range":
+            return {"kind": "range", "lo": hex(self.value(node.lo, w)),
+                    "hi": hex(self.value(node.hi, w))}
+        if node.kind == "mask" and kind in ("ternary", "lpm"):
+            v, m = self.value(node.value, w), self.value(node.mask, w)
+            if kind == "ternary":
+                return {"kind": "ternary", "v": hex(v & m), "m": hex(m)}
+            plen = bin(m).count("1")
+            if m != ((1 << plen) - 1) << (w - plen):
+                raise P4Error(node.mask.loc, "an lpm mask must be a prefix")
+            return {"kind": "lpm", "v": hex(v & m), "plen": plen}
+        if node.kind == "exact":
+            v = self.value(node.value, w)
+            if kind == "lpm":
+                return {"kind": "lpm", "v": hex(v), "plen": w}
+            if kind == "ternary":
+                return {"kind": "ternary", "v": hex(v), "m": hex((1 << w) - 1)}
+            if kind == "range":
+                return {"kind": "range", "lo": hex(v), "hi": hex(v)}
+            return {"kind": "exact", "v": hex(v)}
+        raise P4Error(node.loc, f"this match does not fit a {kind} key")

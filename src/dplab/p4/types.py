@@ -1,0 +1,159 @@
+"""The compiler's type model and what names resolve to (instances, fields, tables, externs)."""
+
+from dataclasses import dataclass, field
+
+MAX_WIDTH = 128
+
+
+@dataclass(frozen=True)
+class Bits:
+    width: int
+
+
+@dataclass(frozen=True)
+class BoolType:
+    pass
+
+
+@dataclass(frozen=True)
+class IntType:
+    """An integer literal or constant without a width; takes the width of its context."""
+
+
+@dataclass(frozen=True)
+class StringType:
+    pass
+
+
+@dataclass(frozen=True)
+class ErrorType:
+    pass
+
+
+@dataclass(frozen=True)
+class EnumType:
+    name: str
+    members: tuple[tuple[str, int], ...]
+    width: int = 32
+    serializable: bool = False
+
+
+@dataclass(frozen=True)
+class StructType:
+    kind: str      # "header" or "struct"
+    name: str
+    fields: tuple[tuple[str, object, tuple[int, ...]], ...]   # name, type, @field_list ids
+    annos: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class StackType:
+    base: StructType
+    size: int
+
+
+@dataclass(frozen=True)
+class ExternType:
+    name: str      # counter, register, packet_in, CounterType-like decl names ...
+    args: tuple = ()
+
+
+@dataclass(frozen=True)
+class Named:
+    """A declared-but-opaque type (parser/control/package type names)."""
+
+    name: str
+
+
+def width_of(typ: object) -> int | None:
+    """Bit width of a scalar type, None for non-scalars."""
+    if isinstance(typ, Bits):
+        return typ.width
+    if isinstance(typ, BoolType):
+        return 1
+    if isinstance(typ, ErrorType):
+        return 32
+    if isinstance(typ, EnumType):
+        return typ.width
+    return None
+
+
+def type_name(typ: object) -> str:
+    if isinstance(typ, Bits):
+        return f"bit<{typ.width}>"
+    if isinstance(typ, BoolType):
+        return "bool"
+    if isinstance(typ, IntType):
+        return "int"
+    if isinstance(typ, ErrorType):
+        return "error"
+    if isinstance(typ, EnumType | StructType | ExternType | Named):
+        return typ.name
+    if isinstance(typ, StackType):
+        return f"{typ.base.name}[{typ.size}]"
+    return "string"
+
+
+# --- what an expression denotes --------------------------------------------------------
+@dataclass
+class Val:
+    """A scalar value: an IR expression and its type. `const` holds a compile-time value."""
+
+    ir: dict
+    type: object
+    const: int | None = None
+
+    @property
+    def is_field(self) -> bool:
+        return self.ir.get("op") == "field"
+
+
+@dataclass
+class HeaderRef:
+    inst: int
+    type: StructType
+
+
+@dataclass
+class StackRef:
+    stack: int
+    instances: list[int]
+    type: StackType
+
+
+@dataclass
+class StructRef:
+    type: StructType
+    members: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class TableRef:
+    index: int
+
+
+@dataclass
+class ActionRef:
+    name: str
+
+
+@dataclass
+class ExternRef:
+    kind: str      # counter, direct_counter, meter, direct_meter, register, packet_in, packet_out
+    index: int
+    elem: object = None     # register: element type
+
+
+@dataclass
+class TypeRef:
+    type: object
+
+
+@dataclass
+class FunctionRef:
+    name: str
+
+
+@dataclass
+class ListVal:
+    items: list[Val]
