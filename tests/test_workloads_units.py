@@ -40,6 +40,7 @@ def test_udp_metrics_with_loss():
     assert s["owd_ms"] == pytest.approx(34.783)
     assert s["out_of_order"] == 0.0
     assert s["throughput_bps"] == pytest.approx(9739273)
+    assert s["throughput_pps"] == pytest.approx(2066 / 2.0365)
     assert m.intervals[0]["loss_pct"] == pytest.approx(100 * 1990 / 3012)
     assert m.intervals[0]["packets_received"] == 3012 - 1990
 

@@ -195,6 +195,8 @@ def _wait_servers(jobs: list[_Job]) -> None:
             job.server.wait(timeout=max(remaining, 0.0))
         except subprocess.TimeoutExpired:
             _stop(job.server)
+            if not job.problems:  # a killed receiver's last row may not be its final one
+                job.problems.append(f"receiver still running {SERVER_GRACE_S:g} s after sender")
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -24,6 +24,7 @@ from dplab.workloads.measured import Measured, check_keys, positive_int, positiv
 TCP_METRICS = ("throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms")
 UDP_METRICS = (
     "throughput_bps",
+    "throughput_pps",
     "bytes",
     "transmission_time_s",
     "loss_pct",
@@ -141,6 +142,7 @@ def _udp_row(row: IperfRow) -> dict[str, float | None]:
         "loss_pct": _loss_pct(row),
         "out_of_order": float(row.out_of_order),
         "packets_received": _received(row),
+        "throughput_pps": _pps(row),
         "owd_ms": row.latency_avg_ms,
     }
 
@@ -148,6 +150,7 @@ def _udp_row(row: IperfRow) -> dict[str, float | None]:
 def _udp_summary(final: IperfRow) -> dict[str, float | None]:
     return {
         "throughput_bps": final.bps,
+        "throughput_pps": _pps(final),
         "bytes": float(final.bytes),
         "transmission_time_s": final.t_end - final.t_start,
         "loss_pct": _loss_pct(final),
@@ -166,6 +169,13 @@ def _loss_pct(row: IperfRow) -> float | None:
     if row.lost is None or not row.total:
         return None
     return 100.0 * row.lost / row.total
+
+
+def _pps(row: IperfRow) -> float | None:
+    """Datagrams that arrived per second of the row's interval."""
+    received = _received(row)
+    span = row.t_end - row.t_start
+    return None if received is None or span <= 0 else received / span
 
 
 def _received(row: IperfRow) -> float | None:
