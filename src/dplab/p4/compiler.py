@@ -9,9 +9,26 @@ from dplab.p4.preprocess import preprocess
 from dplab.p4.statements import Scope, StatementCompiler
 from dplab.p4.syntax import Node, parse
 from dplab.p4.types import (
-    ActionRef, Bits, BoolType, EnumType, ErrorType, ExternRef, FunctionRef, HeaderRef,
-    IntType, Named, StackRef, StackType, StringType, StructRef, StructType, TableRef,
-    TypeRef, Val, type_name, width_of,
+    ActionRef,
+    Bits,
+    BoolType,
+    EnumType,
+    ErrorType,
+    ExternRef,
+    FunctionRef,
+    HeaderRef,
+    IntType,
+    Named,
+    StackRef,
+    StackType,
+    StringType,
+    StructRef,
+    StructType,
+    TableRef,
+    TypeRef,
+    Val,
+    type_name,
+    width_of,
 )
 
 STANDARD_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
@@ -46,6 +63,7 @@ class Compiler:
         self.ids = IdAllocator()
         self.exprs = ExprChecker(self.resolve_type)
         self.exprs.errors = {}
+        self.exprs.new_local = self.new_local
         self.stmts = StatementCompiler(self.exprs, self)
         self.annotations: dict[str, dict] = {}
 

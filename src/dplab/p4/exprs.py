@@ -5,9 +5,25 @@ from collections.abc import Callable
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
-    MAX_WIDTH, ActionRef, Bits, BoolType, EnumType, ErrorType, ExternRef, FunctionRef,
-    HeaderRef, IntType, ListVal, StackRef, StringType, StructRef, TableRef, TypeRef, Val,
-    type_name, width_of,
+    MAX_WIDTH,
+    ActionRef,
+    Bits,
+    BoolType,
+    EnumType,
+    ErrorType,
+    ExternRef,
+    FunctionRef,
+    HeaderRef,
+    IntType,
+    ListVal,
+    StackRef,
+    StringType,
+    StructRef,
+    TableRef,
+    TypeRef,
+    Val,
+    type_name,
+    width_of,
 )
 
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "|+|": "addsat", "|-|": "subsat",
@@ -48,6 +64,9 @@ class ExprChecker:
     def __init__(self, resolve_type: Callable[[Node], object]) -> None:
         self.resolve_type = resolve_type
         self.lookahead_ok = False
+        # Table applies met inside a condition (`t.apply().hit`), run before the statement.
+        self.pending: list[dict] = []
+        self.new_local: Callable[[str, object, Loc], Val] | None = None
 
     # --- names ---------------------------------------------------------------------
     def denote(self, node: Node, env: Env) -> object:
@@ -78,8 +97,9 @@ class ExprChecker:
             if name in ("isValid", "setValid", "setInvalid"):
                 return ("header_method", base, name)
             raise P4Error(node.loc, f"header {base.type.name} has no field '{name}'")
-        if isinstance(base, StackRef) and name in ("next", "push_front", "pop_front",
-                                                   "last", "size"):
+        if isinstance(base, StackRef) and name in ("last", "lastIndex"):
+            raise P4Error(node.loc, f"header stack '.{name}' is not supported")
+        if isinstance(base, StackRef) and name in ("next", "push_front", "pop_front", "size"):
             if name == "size":
                 return const(base.type.size, 32)
             return ("stack_method", base, name)
@@ -157,6 +177,8 @@ class ExprChecker:
             return bool_const(node.value)
         if kind == "str":
             return Val({}, StringType(), None)
+        if kind == "member" and node.name in ("hit", "miss") and node.base.kind == "call":
+            return self.apply_hit(node, env)
         if kind in ("name", "member", "index"):
             return self.scalar(self.denote(node, env), node)
         if kind == "binary":
@@ -188,7 +210,7 @@ class ExprChecker:
             if not self.lookahead_ok:
                 raise P4Error(node.loc, "lookahead is only allowed in a parser")
             if len(node.targs) != 1:
-                raise P4Error(node.loc, "lookahead needs one type argument, e.g. lookahead<bit<8>>()")
+                raise P4Error(node.loc, "lookahead needs one type argument: lookahead<bit<8>>()")
             width = width_of(self.resolve_type(node.targs[0]))
             if width is None:
                 raise P4Error(node.loc, "lookahead supports only bit<W> types")
@@ -198,6 +220,19 @@ class ExprChecker:
             raise P4Error(node.loc, "use table.apply() as a statement, with .hit/.miss, or in "
                           "switch (...action_run)")
         raise P4Error(node.loc, "this call does not return a value")
+
+    def apply_hit(self, node: Node, env: Env) -> Val:
+        func = self.denote(node.base.func, env)
+        if not (isinstance(func, tuple) and func[0] == "method"
+                and isinstance(func[1], TableRef) and func[2] == "apply"):
+            raise P4Error(node.loc, f"'.{node.name}' needs table.apply()")
+        self._no_args(node.base)
+        hit = self.new_local("$hit", BoolType(), node.loc)
+        self.pending.append({"kind": "apply", "table": func[1].index,
+                             "hit_dest": {"inst": hit.ir["inst"], "field": hit.ir["field"]}})
+        if node.name == "hit":
+            return hit
+        return Val({"op": "lnot", "w": 1, "a": hit.ir}, BoolType())
 
     def _no_args(self, node: Node) -> None:
         if node.args:

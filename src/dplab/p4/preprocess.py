@@ -1,4 +1,4 @@
-"""The C-like preprocessor subset: #include, #define constants, #undef, #ifdef/#ifndef/#if/#else/#endif.
+"""The C-like preprocessor subset: #include, #define constants, #undef, #if/#ifdef/#else.
 
 Produces one token list for the whole program; every token keeps the file, line and column
 it came from (a macro's tokens take the location of the macro's use).
@@ -149,7 +149,8 @@ class Preprocessor:
         if not match:
             raise P4Error(loc, '#include needs <file> or "file"')
         system, local = match.groups()
-        candidates = [INCLUDE_DIR / system] if system else [path.parent / local, INCLUDE_DIR / local]
+        local_dirs = [path.parent / str(local), INCLUDE_DIR / str(local)]
+        candidates = [INCLUDE_DIR / system] if system else local_dirs
         for candidate in candidates:
             if candidate.is_file():
                 self.run_file(candidate, loc)

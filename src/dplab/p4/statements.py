@@ -6,8 +6,18 @@ from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env, ExprChecker, const
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
-    ActionRef, BoolType, ExternRef, FunctionRef, HeaderRef, IntType, StackRef, StructRef,
-    TableRef, Val, type_name, width_of,
+    ActionRef,
+    BoolType,
+    ExternRef,
+    FunctionRef,
+    HeaderRef,
+    IntType,
+    StackRef,
+    StructRef,
+    TableRef,
+    Val,
+    type_name,
+    width_of,
 )
 
 HASH_ALGOS = {"crc16", "crc32", "identity", "csum16", "xor16"}
@@ -44,10 +54,12 @@ class StatementCompiler:
         if kind == "if":
             if scope.in_parser:
                 raise P4Error(node.loc, "'if' is not supported in parser states")
+            self.exprs.pending = []
             cond = self.exprs.condition(node.cond, env)
+            applies, self.exprs.pending = self.exprs.pending, []
             then = self.statement(node.then, env, scope)
             other = self.statement(node.other, env, scope) if node.other else []
-            return [{"kind": "if", "cond": cond.ir, "then": then, "else": other}]
+            return applies + [{"kind": "if", "cond": cond.ir, "then": then, "else": other}]
         if kind in ("exit", "return"):
             if scope.in_parser:
                 raise P4Error(node.loc, f"'{kind}' is not allowed in a parser")

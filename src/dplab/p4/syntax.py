@@ -486,7 +486,8 @@ class Parser:
             return Node("assign", loc, target=target, value=value)
         self.expect(";")
         if target.kind != "call":
-            raise P4Error(loc, "an expression is not a statement (expected an assignment or a call)")
+            raise P4Error(loc, "an expression is not a statement "
+                          "(expected an assignment or a call)")
         return Node("call_stmt", loc, call=target)
 
     def is_declaration_start(self) -> bool:

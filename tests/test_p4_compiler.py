@@ -1,0 +1,126 @@
+"""The P4 compiler: accepted programs give the expected IR and P4Info; bad ones exact errors."""
+
+import contextlib
+import json
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+
+from dplab.p4 import P4Error
+from dplab.p4.cli import compile_command
+
+ROOT = Path(__file__).resolve().parents[1]
+BASIC = ROOT / "p4src" / "basic_fwd.p4"
+FEATURES = ROOT / "tests" / "data" / "p4" / "features.p4"
+
+
+def compiled(path: Path, tmp_path: Path) -> tuple[dict, p4info_pb2.P4Info]:
+    files = compile_command(path, tmp_path)
+    ir = json.loads(files["ir"].read_text())
+    info = p4info_pb2.P4Info()
+    info.ParseFromString(files["p4info_bin"].read_bytes())
+    text = text_format.Parse(files["p4info_txt"].read_text(), p4info_pb2.P4Info())
+    assert text == info
+    return ir, info
+
+
+def test_basic_fwd_ir_and_p4info(tmp_path: Path) -> None:
+    ir, info = compiled(BASIC, tmp_path)
+    assert ir["instances"][0]["name"] == "standard_metadata"
+    names = [i["name"] for i in ir["instances"]]
+    assert names[1:5] == ["hdr.packet_out", "hdr.packet_in", "hdr.ethernet", "hdr.ipv4"]
+    assert ir["instances"][4]["bits"] == 160
+    table = ir["tables"][0]
+    assert table["name"] == "BasicIngress.mac_exact" and table["size"] == 4096
+    assert table["keys"][0]["match"] == "exact" and table["keys"][0]["w"] == 48
+    assert ir["actions"][table["default_action"]["action"]]["name"] == "BasicIngress.send_to_cpu"
+    assert ir["deparser"]["emit"] == [2, 3, 4]
+    assert set(ir["controller_headers"]) == {"packet_in", "packet_out"}
+    assert [t.preamble.name for t in info.tables] == ["BasicIngress.mac_exact"]
+    assert info.tables[0].preamble.id >> 24 == 0x02
+    assert info.tables[0].preamble.id == table["id"]
+    forward = next(a for a in info.actions if a.preamble.name == "BasicIngress.forward")
+    assert [(p.id, p.name, p.bitwidth) for p in forward.params] == [(1, "port", 9)]
+    meta = {m.preamble.name: [(f.name, f.bitwidth) for f in m.metadata]
+            for m in info.controller_packet_metadata}
+    assert meta["packet_in"][0] == ("ingress_port", 9)
+    assert meta["packet_out"][0] == ("egress_port", 9)
+
+
+def test_parser_select_of_basic_fwd(tmp_path: Path) -> None:
+    ir, _ = compiled(BASIC, tmp_path)
+    states = ir["parser"]["states"]
+    start = states[ir["parser"]["start"]]
+    assert start["transition"]["cases"][0]["sets"] == [{"kind": "exact", "v": "0xff"}]
+    eth = next(s for s in states if s["name"] == "parse_ethernet")
+    assert eth["body"] == [{"kind": "extract", "inst": 3}]
+    assert eth["transition"]["cases"][-1]["next"] == -1
+
+
+def test_features_program(tmp_path: Path) -> None:
+    ir, info = compiled(FEATURES, tmp_path)
+    tables = {t["name"]: t for t in ir["tables"]}
+    acl = tables["I.acl"]
+    assert [k["match"] for k in acl["keys"]] == ["ternary", "range", "optional"]
+    assert acl["const_entries"][0]["matches"][0] == {"kind": "ternary", "v": "0xa000000",
+                                                     "m": "0xff000000"}
+    assert acl["const_entries"][0]["priority"] > acl["const_entries"][1]["priority"]
+    assert tables["I.routes"]["direct_counter"] == 0
+    assert tables["I.smac"]["default_action"]["const"] is True
+    assert ir["stacks"][0]["size"] == 3 and ir["errors"][7] == "BadVersion"
+    assert ir["field_lists"]["1"]
+    assert {r.preamble.name for r in info.registers} == {"I.last_seen"}
+    assert info.digests[0].type_spec.struct.name == "learn_t"
+    assert info.direct_counters[0].direct_table_id == tables["I.routes"]["id"]
+    kinds = json.dumps(ir["controls"])
+    for kind in ("hit_dest", "switch", "meter_execute", "register_write", "hash", "clone",
+                 "recirculate", "log", "stack_pop", "update_checksum", "counter_count"):
+        assert kind in kinds
+
+
+BAD = [
+    ("header h_t { bit<7> a; }", 1, 1, "whole number of bytes"),
+    ("const bit<8> X = 300;", 1, 18, "does not fit"),
+    ("const bit<8> X = 8w1 + 16w1;", 1, 22, "one type"),
+    ("const bit<8> X = Y;", 1, 18, "'Y' is not declared"),
+    ("typedef varbit<8> v_t;", 1, 9, "varbit"),
+    ("const bit<8> X = 1\nconst bit<8> Y = 2;", 2, 1, "expected ';'"),
+]
+
+
+@pytest.mark.parametrize(("source", "line", "col", "reason"), BAD)
+def test_bad_programs_give_exact_locations(tmp_path: Path, source: str, line: int,
+                                           col: int, reason: str) -> None:
+    path = tmp_path / "bad.p4"
+    path.write_text(source + "\n")
+    with pytest.raises(P4Error) as info:
+        compile_command(path, tmp_path / "out")
+    assert (info.value.line, info.value.col) == (line, col)
+    assert reason in info.value.reason
+    assert info.value.file == str(path)
+
+
+def test_error_inside_the_pipeline_points_at_the_statement(tmp_path: Path) -> None:
+    text = BASIC.read_text().replace("standard_metadata.mcast_grp = 1;",
+                                     "standard_metadata.mcast_grp = hdr.ipv4.ttl;")
+    path = tmp_path / "bad.p4"
+    path.write_text(text)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "mcast_grp = hdr" in s)
+    with pytest.raises(P4Error) as info:
+        compile_command(path, tmp_path / "out")
+    assert info.value.line == line
+    assert "cannot assign bit<8> to bit<16>" in info.value.reason
+
+
+def test_garbled_programs_never_crash(tmp_path: Path) -> None:
+    """Truncated and garbled versions of a good program give P4Error, never a traceback."""
+    text = BASIC.read_text()
+    path = tmp_path / "g.p4"
+    variants = [text[:n] for n in range(0, len(text), 97)]
+    variants += [text[:n] + "}{;)(" + text[n + 5:] for n in range(0, len(text), 131)]
+    for variant in variants:
+        path.write_text(variant)
+        with contextlib.suppress(P4Error):
+            compile_command(path, tmp_path / "out")
