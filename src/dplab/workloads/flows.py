@@ -101,8 +101,9 @@ def _validate(flow: Flow) -> ping.PingParams | iperf.IperfParams:
 
 
 def _job(flow: Flow, params: Any, index: int, tmp: Path) -> _Job:
+    # Files, not pipes: a chatty tool can never stall on a full pipe while we wait.
     def output(role: str) -> IO[str]:
-        return open(tmp / f"{index}-{role}.txt", "w+")  # noqa: SIM115 - closed in _result
+        return open(tmp / f"{index}-{role}.txt", "w+")  # noqa: SIM115 - closed in _read
 
     if isinstance(params, ping.PingParams):
         return _Job(flow, params, None, output("client"))
