@@ -26,11 +26,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
+    from dplab.p4.errors import P4Error
     from dplab.runner import ExperimentError
     from dplab.spec import SpecError
     from dplab.topology.catalog import TopologyError
 
-    return (SpecError, ExperimentError, TopologyError)
+    return (SpecError, ExperimentError, TopologyError, P4Error)
 
 
 def _terminate_like_interrupt() -> None:
@@ -68,6 +69,12 @@ def _parser() -> argparse.ArgumentParser:
     show.set_defaults(handler=_cmd_topo_show)
     listing = topo.add_parser("list", help="list the catalog")
     listing.set_defaults(handler=_cmd_topo_list)
+
+    p4 = sub.add_parser("p4", help="P4 programs").add_subparsers(required=True, metavar="ACTION")
+    p4c = p4.add_parser("compile", help="compile a P4_16 v1model program to IR + P4Info")
+    p4c.add_argument("program", type=Path)
+    p4c.add_argument("-o", "--output", type=Path, default=Path("build/p4"))
+    p4c.set_defaults(handler=_cmd_p4_compile)
 
     clean = sub.add_parser("cleanup", help="remove what crashed or killed runs left behind")
     clean.set_defaults(handler=_cmd_cleanup)
@@ -132,6 +139,14 @@ def _cmd_topo_list(_args: argparse.Namespace) -> int:
 
     for name in catalog.NAMES:
         print(f"{name:10} {catalog.describe(name)}")
+    return 0
+
+
+def _cmd_p4_compile(args: argparse.Namespace) -> int:
+    from dplab.p4.cli import compile_command
+
+    for path in compile_command(args.program, args.output).values():
+        print(path)
     return 0
 
 

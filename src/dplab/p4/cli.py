@@ -1,13 +1,11 @@
-"""`dplab p4 compile prog.p4 -o outdir`: writes <name>.ir.json, .p4info.txtpb, .p4info.bin."""
+"""`dplab p4 compile prog.p4 -o outdir` writes <name>.ir.json, .p4info.txtpb, .p4info.bin."""
 
 import json
-import sys
 from pathlib import Path
 
 from google.protobuf import text_format
 
 from dplab.p4.compiler import compile_program
-from dplab.p4.errors import P4Error
 from dplab.p4.p4info import build_p4info
 
 
@@ -26,21 +24,3 @@ def compile_command(path: str | Path, outdir: str | Path) -> dict[str, Path]:
     files["p4info_bin"].write_bytes(info.SerializeToString())
     return files
 
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 3 or args[1] != "-o":
-        print("usage: python -m dplab.p4.cli prog.p4 -o outdir", file=sys.stderr)
-        return 2
-    try:
-        files = compile_command(args[0], args[2])
-    except P4Error as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    for path in files.values():
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
