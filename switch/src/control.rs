@@ -1,0 +1,926 @@
+//! The control channel: a Unix stream socket speaking line-delimited JSON (switch/PROTOCOL.md).
+//!
+//! One thread accepts clients, one thread per client reads requests and answers them in
+//! order, and one thread writes data-plane events (packet-in, digest, idle timeout) to
+//! every client that subscribed.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+
+use crate::meters::MeterConfig;
+use crate::pipeline::{Event, Runtime};
+use crate::pre::{CloneSession, Replica};
+use crate::program::{self, parse_hex, Program, Scope, Unit};
+use crate::shared::{add, get, signal, Client, Shared, PACKET_OUT_QUEUE_LIMIT};
+use crate::tables::{ActionCall, FieldMatch, TableError};
+use crate::values::{mask, read_bits, write_bits};
+
+/// A request error with the P4Runtime-style code the client should report.
+pub struct Failure {
+    code: &'static str,
+    message: String,
+}
+
+type Reply = Result<Value, Failure>;
+
+fn invalid(message: impl Into<String>) -> Failure {
+    Failure {
+        code: "INVALID_ARGUMENT",
+        message: message.into(),
+    }
+}
+
+fn not_found(message: impl Into<String>) -> Failure {
+    Failure {
+        code: "NOT_FOUND",
+        message: message.into(),
+    }
+}
+
+fn hex(v: u128) -> Value {
+    Value::String(format!("{v:#x}"))
+}
+
+fn hex_bytes(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_hex_bytes(text: &str, at: &str) -> Result<Vec<u8>, Failure> {
+    if text.len() % 2 != 0 {
+        return Err(invalid(format!("{at}: odd number of hex digits")));
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            text.get(i..i + 2)
+                .and_then(|d| u8::from_str_radix(d, 16).ok())
+                .ok_or_else(|| invalid(format!("{at}: not hex at {i}")))
+        })
+        .collect()
+}
+
+fn value_arg(req: &Value, key: &str) -> Result<u128, Failure> {
+    let v = req
+        .get(key)
+        .ok_or_else(|| invalid(format!("missing {key:?}")))?;
+    match v {
+        Value::Number(n) => n
+            .as_u64()
+            .map(|n| n as u128)
+            .ok_or_else(|| invalid(format!("{key}: not a count"))),
+        _ => parse_hex(v, key).map_err(invalid),
+    }
+}
+
+fn u64_arg(req: &Value, key: &str) -> Result<u64, Failure> {
+    req.get(key)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| invalid(format!("missing or bad number {key:?}")))
+}
+
+/// Parses an entry's match list (one item per key, as in the IR's const entries).
+pub fn parse_matches(items: &[Value], at: &str) -> Result<Vec<FieldMatch>, String> {
+    let mut out = Vec::with_capacity(items.len());
+    for (i, m) in items.iter().enumerate() {
+        let mat = format!("{at}: match[{i}]");
+        let get =
+            |key: &str| parse_hex(m.get(key).unwrap_or(&Value::Null), &format!("{mat}.{key}"));
+        let kind = m
+            .get("kind")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{mat}: missing \"kind\""))?;
+        out.push(match kind {
+            "exact" | "optional" => FieldMatch::Exact(get("v")?),
+            "lpm" => {
+                let plen = m
+                    .get("plen")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| format!("{mat}: missing \"plen\""))?;
+                FieldMatch::Lpm(get("v")?, plen.min(128) as u32)
+            }
+            "ternary" => FieldMatch::Ternary(get("v")?, get("m")?),
+            "range" => FieldMatch::Range(get("lo")?, get("hi")?),
+            "any" => FieldMatch::Any,
+            other => return Err(format!("{mat}: unknown match kind {other:?}")),
+        });
+    }
+    Ok(out)
+}
+
+fn match_json(m: &FieldMatch) -> Value {
+    match *m {
+        FieldMatch::Exact(v) => json!({"kind": "exact", "v": hex(v)}),
+        FieldMatch::Lpm(v, len) => json!({"kind": "lpm", "v": hex(v), "plen": len}),
+        FieldMatch::Ternary(v, m) => json!({"kind": "ternary", "v": hex(v), "m": hex(m)}),
+        FieldMatch::Range(lo, hi) => json!({"kind": "range", "lo": hex(lo), "hi": hex(hi)}),
+        FieldMatch::Any => json!({"kind": "any"}),
+    }
+}
+
+/// Finds an object by P4Info id (number) or name (string) in a list.
+fn resolve<T>(
+    items: &[T],
+    req: &Value,
+    key: &str,
+    id_name: impl Fn(&T) -> (u32, &str),
+) -> Result<usize, Failure> {
+    let r = req
+        .get(key)
+        .ok_or_else(|| invalid(format!("missing {key:?}")))?;
+    let found = match r {
+        Value::Number(n) => items
+            .iter()
+            .position(|t| Some(id_name(t).0 as u64) == n.as_u64()),
+        Value::String(s) => items.iter().position(|t| id_name(t).1 == s),
+        _ => None,
+    };
+    found.ok_or_else(|| not_found(format!("{key} {r} does not exist in the loaded program")))
+}
+
+fn table_error(e: TableError) -> Failure {
+    let code = match e {
+        TableError::Exists => "ALREADY_EXISTS",
+        TableError::NotFound => "NOT_FOUND",
+        TableError::Full => "RESOURCE_EXHAUSTED",
+        _ => "INVALID_ARGUMENT",
+    };
+    Failure {
+        code,
+        message: e.to_string(),
+    }
+}
+
+struct Handler<'a> {
+    shared: &'a Shared,
+}
+
+impl Handler<'_> {
+    fn with_runtime(&self, f: impl FnOnce(&mut Runtime) -> Reply) -> Reply {
+        let mut guard = self.shared.lock_runtime();
+        match guard.as_mut() {
+            Some(rt) => f(rt),
+            None => Err(Failure {
+                code: "FAILED_PRECONDITION",
+                message: "no pipeline loaded".into(),
+            }),
+        }
+    }
+
+    fn handle(&self, req: &Value, client: &Client) -> Reply {
+        let cmd = req
+            .get("cmd")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("missing \"cmd\""))?;
+        match cmd {
+            "ping" => Ok(json!("pong")),
+            "subscribe" => {
+                client.subscribed.store(true, Ordering::Relaxed);
+                Ok(Value::Null)
+            }
+            "load_pipeline" => self.load_pipeline(req),
+            "get_pipeline" => self.with_runtime(|rt| Ok(json!({"program": rt.prog.name}))),
+            "stats" => Ok(self.stats()),
+            "packet_out" => self.packet_out(req),
+            "table_add" | "table_modify" | "table_delete" => {
+                self.with_runtime(|rt| table_write(rt, req, cmd, self.now()))
+            }
+            "table_set_default" | "table_reset_default" => {
+                self.with_runtime(|rt| table_default(rt, req, cmd))
+            }
+            "table_read" => self.with_runtime(|rt| table_read(rt, req, self.now())),
+            "table_clear" => self.with_runtime(|rt| table_clear(rt, req)),
+            "table_entry_counter_write" => self.with_runtime(|rt| entry_counter_write(rt, req)),
+            "counter_read" | "counter_write" => self.with_runtime(|rt| counter_op(rt, req, cmd)),
+            "meter_set" | "meter_read" => {
+                self.with_runtime(|rt| meter_op(rt, req, cmd, self.now()))
+            }
+            "register_read" | "register_write" => self.with_runtime(|rt| register_op(rt, req, cmd)),
+            "mcast_group_set" | "mcast_group_delete" | "mcast_group_read" => {
+                self.with_runtime(|rt| mcast_op(rt, req, cmd))
+            }
+            "clone_session_set" | "clone_session_delete" | "clone_session_read" => {
+                self.with_runtime(|rt| clone_op(rt, req, cmd))
+            }
+            other => Err(Failure {
+                code: "UNIMPLEMENTED",
+                message: format!("unknown cmd {other:?}"),
+            }),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.shared.now_ns()
+    }
+
+    fn load_pipeline(&self, req: &Value) -> Reply {
+        let ir = match (req.get("ir"), req.get("ir_path").and_then(Value::as_str)) {
+            (Some(ir), _) => ir.clone(),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| invalid(format!("cannot read IR file {path}: {e}")))?;
+                serde_json::from_str(&text)
+                    .map_err(|e| invalid(format!("{path}: not JSON: {e}")))?
+            }
+            _ => {
+                return Err(invalid(
+                    "load_pipeline needs \"ir\" (object) or \"ir_path\"",
+                ))
+            }
+        };
+        let prog = program::load(&ir).map_err(|e| invalid(format!("IR rejected: {e}")))?;
+        let name = prog.name.clone();
+        let rt = Runtime::new(Arc::new(prog)).map_err(|e| invalid(format!("IR rejected: {e}")))?;
+        *self.shared.lock_runtime() = Some(rt);
+        self.shared.generation.fetch_add(1, Ordering::AcqRel);
+        signal(self.shared.wake_dataplane);
+        Ok(json!({"program": name}))
+    }
+
+    fn packet_out(&self, req: &Value) -> Reply {
+        let payload = req
+            .get("payload")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("missing \"payload\" (hex)"))?;
+        let payload = parse_hex_bytes(payload, "payload")?;
+        let bytes = match req.get("metadata").and_then(Value::as_array) {
+            None => payload,
+            Some(meta) => {
+                let guard = self.shared.lock_runtime();
+                let rt = guard.as_ref().ok_or_else(|| Failure {
+                    code: "FAILED_PRECONDITION",
+                    message: "no pipeline loaded".into(),
+                })?;
+                let mut bytes = packet_out_header(&rt.prog, meta)?;
+                bytes.extend_from_slice(&payload);
+                bytes
+            }
+        };
+        let mut q = self
+            .shared
+            .packet_out
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if q.len() >= PACKET_OUT_QUEUE_LIMIT {
+            return Err(Failure {
+                code: "RESOURCE_EXHAUSTED",
+                message: "packet-out queue full".into(),
+            });
+        }
+        q.push_back(bytes);
+        drop(q);
+        signal(self.shared.wake_dataplane);
+        Ok(Value::Null)
+    }
+
+    fn stats(&self) -> Value {
+        let s = self.shared;
+        let ports: Vec<Value> = s
+            .ports
+            .iter()
+            .zip(&s.port_counters)
+            .map(|((n, name), c)| {
+                json!({"port": n, "name": name, "rx_packets": get(&c.rx_packets), "rx_bytes": get(&c.rx_bytes),
+                       "tx_packets": get(&c.tx_packets), "tx_bytes": get(&c.tx_bytes), "drops": get(&c.drops)})
+            })
+            .collect();
+        let c = &s.counters;
+        json!({
+            "ports": ports,
+            "cpu_port": s.cpu_port,
+            "pipeline": {"packets": get(&c.pipeline_packets), "drops": get(&c.pipeline_drops),
+                         "loop_drops": get(&c.loop_drops), "unknown_port_drops": get(&c.unknown_port_drops),
+                         "no_pipeline_drops": get(&c.no_pipeline_drops)},
+            "cpu": {"packet_in": get(&c.packet_in), "packet_out": get(&c.packet_out),
+                    "digests": get(&c.digests), "events_dropped": get(&c.events_dropped)},
+            "uptime_s": s.started.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+fn packet_out_header(prog: &Program, meta: &[Value]) -> Result<Vec<u8>, Failure> {
+    let Some(h) = &prog.packet_out else {
+        return Err(invalid(
+            "the program has no @controller_header(\"packet_out\") header",
+        ));
+    };
+    let mut values = vec![0u128; h.fields.len()];
+    for m in meta {
+        let id = m
+            .get("id")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| invalid("packet_out metadata needs \"id\""))?;
+        let pos = h
+            .fields
+            .iter()
+            .position(|f| f.0 as u64 == id)
+            .ok_or_else(|| not_found(format!("packet_out metadata id {id}")))?;
+        let v = parse_hex(
+            m.get("value").unwrap_or(&Value::Null),
+            "packet_out metadata value",
+        )
+        .map_err(invalid)?;
+        if v > mask(h.fields[pos].2) {
+            return Err(invalid(format!(
+                "packet_out metadata {} does not fit {} bits",
+                h.fields[pos].1, h.fields[pos].2
+            )));
+        }
+        values[pos] = v;
+    }
+    let mut out = Vec::new();
+    let mut bits = 0;
+    for (v, f) in values.iter().zip(&h.fields) {
+        write_bits(&mut out, &mut bits, *v, f.2);
+    }
+    out.resize(prog.instances[h.inst].bits as usize / 8, 0);
+    Ok(out)
+}
+
+fn action_call(
+    rt: &Runtime,
+    table: usize,
+    spec: &Value,
+    default: bool,
+) -> Result<ActionCall, Failure> {
+    let prog = &rt.prog;
+    let action = resolve(&prog.actions, spec, "action", |a| (a.id, &a.name))?;
+    let def = &prog.tables[table];
+    let scope = def
+        .actions
+        .iter()
+        .find(|(a, _)| *a == action)
+        .map(|(_, s)| *s);
+    let name = &prog.actions[action].name;
+    match (scope, default) {
+        (None, _) => {
+            return Err(invalid(format!(
+                "action {name} is not an action of table {}",
+                def.name
+            )))
+        }
+        (Some(Scope::DefaultOnly), false) => {
+            return Err(invalid(format!("action {name} is @defaultonly")))
+        }
+        (Some(Scope::TableOnly), true) => {
+            return Err(invalid(format!("action {name} is @tableonly")))
+        }
+        _ => {}
+    }
+    let args: Vec<Value> = spec
+        .get("args")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let params = &prog.actions[action].params;
+    if args.len() != params.len() {
+        return Err(invalid(format!(
+            "action {name} takes {} arguments, got {}",
+            params.len(),
+            args.len()
+        )));
+    }
+    let mut values = Vec::with_capacity(args.len());
+    for (i, (a, (_, w))) in args.iter().zip(params).enumerate() {
+        let v = parse_hex(a, &format!("{name} argument {i}")).map_err(invalid)?;
+        if v > mask(*w) {
+            return Err(invalid(format!(
+                "{name} argument {i} ({v:#x}) does not fit {w} bits"
+            )));
+        }
+        values.push(v);
+    }
+    Ok(ActionCall {
+        action,
+        params: values,
+    })
+}
+
+fn action_json(rt: &Runtime, call: &ActionCall) -> Value {
+    let a = &rt.prog.actions[call.action];
+    json!({"action": a.id, "name": a.name, "args": call.params.iter().map(|p| hex(*p)).collect::<Vec<_>>()})
+}
+
+fn meter_config(req: &Value) -> Result<MeterConfig, Failure> {
+    Ok(MeterConfig {
+        cir: u64_arg(req, "cir")?,
+        cburst: u64_arg(req, "cburst")?,
+        pir: u64_arg(req, "pir")?,
+        pburst: u64_arg(req, "pburst")?,
+    })
+}
+
+fn meter_json(c: &MeterConfig) -> Value {
+    json!({"cir": c.cir, "cburst": c.cburst, "pir": c.pir, "pburst": c.pburst})
+}
+
+fn entry_key(rt: &Runtime, table: usize, req: &Value) -> Result<(Vec<FieldMatch>, i32), Failure> {
+    let items = req
+        .get("match")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let matches = parse_matches(&items, "match").map_err(invalid)?;
+    let priority = req.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32;
+    let def = &rt.prog.tables[table];
+    let needs_priority = def.keys.iter().any(|k| {
+        matches!(
+            k.kind,
+            crate::tables::MatchKind::Ternary
+                | crate::tables::MatchKind::Range
+                | crate::tables::MatchKind::Optional
+        )
+    });
+    if needs_priority && priority <= 0 {
+        return Err(invalid(format!(
+            "table {} has ternary/range/optional keys: entries need a priority > 0",
+            def.name
+        )));
+    }
+    if !needs_priority && priority != 0 {
+        return Err(invalid(format!(
+            "table {} takes no entry priorities",
+            def.name
+        )));
+    }
+    Ok((matches, priority))
+}
+
+fn table_index(rt: &Runtime, req: &Value) -> Result<usize, Failure> {
+    resolve(&rt.prog.tables, req, "table", |t| (t.id, &t.name))
+}
+
+fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
+    let t = table_index(rt, req)?;
+    let def = &rt.prog.tables[t];
+    if def.is_const {
+        return Err(invalid(format!(
+            "table {} has const entries and cannot be changed",
+            def.name
+        )));
+    }
+    let (matches, priority) = entry_key(rt, t, req)?;
+    let direct_meter = def.direct_meter.is_some();
+    let slot = match cmd {
+        "table_delete" => {
+            rt.tables[t]
+                .delete(&matches, priority)
+                .map_err(table_error)?;
+            return Ok(Value::Null);
+        }
+        "table_modify" => {
+            let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
+            rt.tables[t]
+                .modify(&matches, priority, call)
+                .map_err(table_error)?;
+            rt.tables[t].find(&matches, priority).map_err(table_error)?
+        }
+        _ => {
+            let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
+            rt.tables[t]
+                .insert(&matches, priority, call)
+                .map_err(table_error)?
+        }
+    };
+    let meter = match req.get("meter") {
+        Some(Value::Null) | None => None,
+        Some(m) if direct_meter => Some(meter_config(m)?),
+        Some(_) => return Err(invalid("this table has no direct meter")),
+    };
+    if let Some(e) = rt.tables[t].entry_mut(slot) {
+        if let Some(ns) = req.get("idle_timeout_ns").and_then(Value::as_u64) {
+            e.idle_timeout_ns = ns;
+        }
+        if cmd == "table_add" {
+            e.last_hit_ns = now;
+        }
+        if let Some(config) = meter {
+            e.meter = Some(crate::meters::Meter::new(config, now));
+        }
+    }
+    Ok(Value::Null)
+}
+
+fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
+    let t = table_index(rt, req)?;
+    let def = &rt.prog.tables[t];
+    if def.default_const {
+        return Err(invalid(format!(
+            "table {} has a const default action",
+            def.name
+        )));
+    }
+    let call = if cmd == "table_reset_default" {
+        ActionCall {
+            action: def.default_action,
+            params: def.default_args.clone(),
+        }
+    } else {
+        action_call(rt, t, req.get("action").unwrap_or(&Value::Null), true)?
+    };
+    rt.tables[t].default_action = call;
+    Ok(Value::Null)
+}
+
+fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
+    let t = table_index(rt, req)?;
+    let table = &rt.tables[t];
+    let entries: Vec<Value> = table
+        .entries()
+        .map(|(_, e)| {
+            json!({
+                "match": e.matches.iter().map(match_json).collect::<Vec<_>>(),
+                "priority": e.priority,
+                "action": action_json(rt, &e.action),
+                "packets": e.packets, "bytes": e.bytes,
+                "meter": e.meter.as_ref().map(|m| meter_json(&m.config)),
+                "idle_timeout_ns": e.idle_timeout_ns,
+                "idle_ns": now.saturating_sub(e.last_hit_ns),
+            })
+        })
+        .collect();
+    Ok(json!({
+        "table": rt.prog.tables[t].id, "name": rt.prog.tables[t].name,
+        "entries": entries,
+        "default_action": action_json(rt, &table.default_action),
+        "default_packets": table.default_packets, "default_bytes": table.default_bytes,
+    }))
+}
+
+fn table_clear(rt: &mut Runtime, req: &Value) -> Reply {
+    let t = table_index(rt, req)?;
+    if rt.prog.tables[t].is_const {
+        return Err(invalid("table has const entries"));
+    }
+    rt.tables[t].clear();
+    Ok(Value::Null)
+}
+
+fn entry_counter_write(rt: &mut Runtime, req: &Value) -> Reply {
+    let t = table_index(rt, req)?;
+    let (matches, priority) = entry_key(rt, t, req)?;
+    let slot = rt.tables[t].find(&matches, priority).map_err(table_error)?;
+    let (packets, bytes) = (
+        u64_arg(req, "packets").unwrap_or(0),
+        u64_arg(req, "bytes").unwrap_or(0),
+    );
+    if let Some(e) = rt.tables[t].entry_mut(slot) {
+        e.packets = packets;
+        e.bytes = bytes;
+    }
+    Ok(Value::Null)
+}
+
+fn cell_range(req: &Value, size: usize, name: &str) -> Result<std::ops::Range<usize>, Failure> {
+    match req.get("index") {
+        None | Some(Value::Null) => Ok(0..size),
+        Some(v) => {
+            let i = v
+                .as_u64()
+                .ok_or_else(|| invalid("index must be a number"))? as usize;
+            if i >= size {
+                return Err(invalid(format!("index {i} outside {name} (size {size})")));
+            }
+            Ok(i..i + 1)
+        }
+    }
+}
+
+fn counter_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
+    let c = resolve(&rt.prog.counters, req, "counter", |c| (c.id, &c.name))?;
+    let def = &rt.prog.counters[c];
+    let range = cell_range(req, def.size, &def.name)?;
+    if cmd == "counter_write" {
+        let (packets, bytes) = (
+            u64_arg(req, "packets").unwrap_or(0),
+            u64_arg(req, "bytes").unwrap_or(0),
+        );
+        for cell in &mut rt.counters[c][range] {
+            *cell = (packets, bytes);
+        }
+        return Ok(Value::Null);
+    }
+    let unit = def.unit;
+    let cells: Vec<Value> = range
+        .map(|i| {
+            let (p, b) = rt.counters[c][i];
+            let mut m = Map::new();
+            m.insert("index".into(), json!(i));
+            if unit != Unit::Bytes {
+                m.insert("packets".into(), json!(p));
+            }
+            if unit != Unit::Packets {
+                m.insert("bytes".into(), json!(b));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    Ok(json!({"cells": cells}))
+}
+
+fn meter_op(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
+    let m = resolve(&rt.prog.meters, req, "meter", |m| (m.id, &m.name))?;
+    let def = &rt.prog.meters[m];
+    let range = cell_range(req, def.size, &def.name)?;
+    if cmd == "meter_set" {
+        let config = match req.get("config") {
+            None | Some(Value::Null) => None,
+            Some(c) => Some(meter_config(c)?),
+        };
+        for i in range {
+            rt.meter_config_cell(m, i, config, now);
+        }
+        return Ok(Value::Null);
+    }
+    let cells: Vec<Value> = range
+        .map(|i| json!({"index": i, "config": rt.meters[m][i].as_ref().map(|c| meter_json(&c.config))}))
+        .collect();
+    Ok(json!({"cells": cells}))
+}
+
+fn register_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
+    let r = resolve(&rt.prog.registers, req, "register", |r| (r.id, &r.name))?;
+    let def = &rt.prog.registers[r];
+    let range = cell_range(req, def.size, &def.name)?;
+    if cmd == "register_write" {
+        let v = value_arg(req, "value")?;
+        if v > mask(def.width) {
+            return Err(invalid(format!(
+                "value {v:#x} does not fit the {}-bit register",
+                def.width
+            )));
+        }
+        for cell in &mut rt.registers[r][range] {
+            *cell = v;
+        }
+        return Ok(Value::Null);
+    }
+    let cells: Vec<Value> = range
+        .map(|i| json!({"index": i, "value": hex(rt.registers[r][i])}))
+        .collect();
+    Ok(json!({"cells": cells}))
+}
+
+fn replicas(req: &Value) -> Result<Vec<Replica>, Failure> {
+    let items = req
+        .get("replicas")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("missing \"replicas\" list"))?;
+    items
+        .iter()
+        .map(|r| {
+            let port = u64_arg(r, "port")?;
+            if port > 511 {
+                return Err(invalid(format!("replica port {port} is not a 9-bit port")));
+            }
+            Ok(Replica {
+                port: port as u32,
+                rid: r.get("rid").and_then(Value::as_u64).unwrap_or(0) as u32,
+            })
+        })
+        .collect()
+}
+
+fn replicas_json(list: &[Replica]) -> Value {
+    list.iter()
+        .map(|r| json!({"port": r.port, "rid": r.rid}))
+        .collect()
+}
+
+fn mcast_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
+    let group = u64_arg(req, "group").ok();
+    match (cmd, group) {
+        ("mcast_group_set", Some(g)) if g > 0 && g <= 0xffff => {
+            rt.pre.groups.insert(g as u32, replicas(req)?);
+            Ok(Value::Null)
+        }
+        ("mcast_group_delete", Some(g)) => match rt.pre.groups.remove(&(g as u32)) {
+            Some(_) => Ok(Value::Null),
+            None => Err(not_found(format!("multicast group {g}"))),
+        },
+        ("mcast_group_read", _) => {
+            let groups: Vec<Value> = rt
+                .pre
+                .groups
+                .iter()
+                .filter(|(id, _)| group.is_none_or(|g| g as u32 == **id))
+                .map(|(id, r)| json!({"group": id, "replicas": replicas_json(r)}))
+                .collect();
+            Ok(json!({"groups": groups}))
+        }
+        _ => Err(invalid("\"group\" must be a number in 1..65535")),
+    }
+}
+
+fn clone_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
+    let session = u64_arg(req, "session").ok();
+    match (cmd, session) {
+        ("clone_session_set", Some(s)) if s > 0 => {
+            let cs = CloneSession {
+                replicas: replicas(req)?,
+                class_of_service: req
+                    .get("class_of_service")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0) as u32,
+                packet_length_bytes: req
+                    .get("packet_length_bytes")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0) as u32,
+            };
+            rt.pre.clone_sessions.insert(s as u32, cs);
+            Ok(Value::Null)
+        }
+        ("clone_session_delete", Some(s)) => match rt.pre.clone_sessions.remove(&(s as u32)) {
+            Some(_) => Ok(Value::Null),
+            None => Err(not_found(format!("clone session {s}"))),
+        },
+        ("clone_session_read", _) => {
+            let sessions: Vec<Value> = rt
+                .pre
+                .clone_sessions
+                .iter()
+                .filter(|(id, _)| session.is_none_or(|s| s as u32 == **id))
+                .map(|(id, c)| {
+                    json!({"session": id, "replicas": replicas_json(&c.replicas),
+                           "class_of_service": c.class_of_service, "packet_length_bytes": c.packet_length_bytes})
+                })
+                .collect();
+            Ok(json!({"sessions": sessions}))
+        }
+        _ => Err(invalid("\"session\" must be a number > 0")),
+    }
+}
+
+// ---- events ----
+
+fn event_json(prog: &Program, ev: &Event) -> Value {
+    match ev {
+        Event::PacketIn(bytes) => {
+            let (metadata, header_len) = match &prog.packet_in {
+                Some(h) if bytes.len() >= prog.instances[h.inst].bits as usize / 8 => {
+                    let mut off = 0usize;
+                    let meta: Vec<Value> = h
+                        .fields
+                        .iter()
+                        .map(|(id, name, w)| {
+                            let v = read_bits(bytes, off, *w).unwrap_or(0);
+                            off += *w as usize;
+                            json!({"id": id, "name": name, "value": hex(v)})
+                        })
+                        .collect();
+                    (meta, prog.instances[h.inst].bits as usize / 8)
+                }
+                _ => (Vec::new(), 0),
+            };
+            json!({"event": "packet_in", "metadata": metadata, "payload": hex_bytes(&bytes[header_len..])})
+        }
+        Event::Digest { digest, values } => {
+            let d = &prog.digests[*digest];
+            json!({"event": "digest", "digest": d.id, "name": d.name,
+                   "data": values.iter().map(|v| hex(*v)).collect::<Vec<_>>()})
+        }
+    }
+}
+
+fn broadcast(shared: &Shared, line: &str) {
+    let clients: Vec<Arc<Client>> = shared
+        .clients
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for c in clients
+        .iter()
+        .filter(|c| c.subscribed.load(Ordering::Relaxed))
+    {
+        let mut w = c.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.write_all(line.as_bytes());
+    }
+}
+
+/// Writes queued data-plane events to subscribed clients and reports idle entries.
+pub fn event_writer(shared: Arc<Shared>) {
+    let mut last_idle_scan = 0u64;
+    loop {
+        crate::ports::wait_readable(&[shared.wake_events], 100);
+        crate::shared::drain(shared.wake_events);
+        let batch: Vec<_> = shared
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        for (prog, ev) in &batch {
+            if let Event::Digest { .. } = ev {
+                add(&shared.counters.digests, 1);
+            }
+            let mut line = event_json(prog, ev).to_string();
+            line.push('\n');
+            broadcast(&shared, &line);
+        }
+        let now = shared.now_ns();
+        if now - last_idle_scan > 200_000_000 {
+            last_idle_scan = now;
+            for line in idle_events(&shared, now) {
+                broadcast(&shared, &line);
+            }
+        }
+    }
+}
+
+fn idle_events(shared: &Shared, now: u64) -> Vec<String> {
+    let mut guard = shared.lock_runtime();
+    let Some(rt) = guard.as_mut() else {
+        return Vec::new();
+    };
+    let prog = rt.prog.clone();
+    let mut lines = Vec::new();
+    for (t, def) in prog.tables.iter().enumerate() {
+        if !def.support_timeout {
+            continue;
+        }
+        let mut expired = Vec::new();
+        let slots: Vec<usize> = rt.tables[t].entries().map(|(s, _)| s).collect();
+        for slot in slots {
+            let Some(e) = rt.tables[t].entry_mut(slot) else {
+                continue;
+            };
+            let idle = now.saturating_sub(e.last_hit_ns);
+            if e.idle_timeout_ns > 0 && idle >= e.idle_timeout_ns {
+                // Report once per idle period: pretend a hit now so it is reported again
+                // only after another full timeout.
+                e.last_hit_ns = now;
+                expired.push(json!({"match": e.matches.iter().map(match_json).collect::<Vec<_>>(), "priority": e.priority}));
+            }
+        }
+        if !expired.is_empty() {
+            lines.push(format!("{}\n", json!({"event": "idle_timeout", "table": def.id, "name": def.name, "entries": expired})));
+        }
+    }
+    lines
+}
+
+// ---- connections ----
+
+fn serve_client(shared: Arc<Shared>, stream: UnixStream, client: Arc<Client>) {
+    let handler = Handler { shared: &shared };
+    let reader = BufReader::new(stream);
+    for line in reader.lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (id, reply) = match serde_json::from_str::<Value>(&line) {
+            Ok(req) => (
+                req.get("id").cloned().unwrap_or(Value::Null),
+                handler.handle(&req, &client),
+            ),
+            Err(e) => (
+                Value::Null,
+                Err(invalid(format!("request is not JSON: {e}"))),
+            ),
+        };
+        let answer = match reply {
+            Ok(result) => json!({"id": id, "ok": true, "result": result}),
+            Err(f) => json!({"id": id, "ok": false, "code": f.code, "error": f.message}),
+        };
+        let mut w = client.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if w.write_all(format!("{answer}\n").as_bytes()).is_err() {
+            break;
+        }
+    }
+    shared
+        .clients
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|c| c.id != client.id);
+}
+
+pub fn serve(shared: Arc<Shared>, listener: UnixListener, stop: Arc<AtomicBool>) {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    for stream in listener.incoming() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let Ok(stream) = stream else { continue };
+        let Ok(writer) = stream.try_clone() else {
+            continue;
+        };
+        // A client that stops reading must not stall event delivery to the others.
+        let _ = writer.set_write_timeout(Some(std::time::Duration::from_secs(1)));
+        let client = Arc::new(Client {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            writer: Mutex::new(writer),
+            subscribed: AtomicBool::new(false),
+        });
+        shared
+            .clients
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(client.clone());
+        let shared = shared.clone();
+        std::thread::spawn(move || serve_client(shared, stream, client));
+    }
+}

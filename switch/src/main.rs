@@ -1,0 +1,169 @@
+//! dplab-switch: a P4 (v1model) software switch for dplab.
+//!
+//! usage: dplab-switch --port 1=s1-eth1 [--port 2=s1-eth2 ...] --cpu-port 255
+//!                     --control /run/dplab/<run>/s1.sock [--pipeline prog.ir.json] [--core N]
+
+mod control;
+mod dataplane;
+mod fasthash;
+mod hashes;
+mod meters;
+mod pipeline;
+mod ports;
+mod pre;
+mod program;
+mod shared;
+mod tables;
+mod values;
+
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+struct Options {
+    ports: Vec<(u32, String)>,
+    cpu_port: u32,
+    control: PathBuf,
+    pipeline: Option<PathBuf>,
+    core: Option<usize>,
+}
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut opts = Options {
+        ports: Vec::new(),
+        cpu_port: 255,
+        control: PathBuf::new(),
+        pipeline: None,
+        core: None,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let flag = args[i].as_str();
+        let value = args
+            .get(i + 1)
+            .ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag {
+            "--port" => {
+                let (num, name) = value
+                    .split_once('=')
+                    .ok_or_else(|| format!("--port {value}: expected N=IFNAME"))?;
+                let num: u32 = num
+                    .parse()
+                    .map_err(|_| format!("--port {value}: {num:?} is not a port number"))?;
+                if num == 0 || num >= 511 {
+                    return Err(format!("--port {value}: port numbers are 1..510"));
+                }
+                if opts.ports.iter().any(|(n, _)| *n == num) {
+                    return Err(format!("--port {value}: port {num} given twice"));
+                }
+                opts.ports.push((num, name.to_string()));
+            }
+            "--cpu-port" => {
+                opts.cpu_port = value
+                    .parse()
+                    .map_err(|_| format!("--cpu-port {value}: not a number"))?;
+                if opts.cpu_port >= 511 {
+                    return Err("--cpu-port must be below 511 (511 means drop)".into());
+                }
+            }
+            "--control" => opts.control = PathBuf::from(value),
+            "--pipeline" => opts.pipeline = Some(PathBuf::from(value)),
+            "--core" => {
+                opts.core = Some(
+                    value
+                        .parse()
+                        .map_err(|_| format!("--core {value}: not a number"))?,
+                )
+            }
+            other => return Err(format!("unknown option {other}")),
+        }
+        i += 2;
+    }
+    if opts.control.as_os_str().is_empty() {
+        return Err("--control PATH (the control socket) is required".into());
+    }
+    if opts.ports.iter().any(|(n, _)| *n == opts.cpu_port) {
+        return Err(format!("port {} is the CPU port", opts.cpu_port));
+    }
+    Ok(opts)
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn pin_to_core(core: usize) {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("dplab-switch: {message}");
+    std::process::exit(2);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = parse_args(&args).unwrap_or_else(|e| fail(&e));
+    let mut ports = Vec::new();
+    for (num, name) in &opts.ports {
+        ports.push(ports::Port::open(*num, name).unwrap_or_else(|e| fail(&e.to_string())));
+    }
+    let shared = Arc::new(shared::Shared::new(opts.ports.clone(), opts.cpu_port));
+    if let Some(path) = &opts.pipeline {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
+        let ir: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| fail(&format!("{}: not JSON: {e}", path.display())));
+        let prog = program::load(&ir).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
+        let rt = pipeline::Runtime::new(Arc::new(prog))
+            .unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
+        *shared.lock_runtime() = Some(rt);
+        shared.generation.fetch_add(1, Ordering::AcqRel);
+    }
+    let _ = std::fs::remove_file(&opts.control);
+    let listener = UnixListener::bind(&opts.control)
+        .unwrap_or_else(|e| fail(&format!("control socket {}: {e}", opts.control.display())));
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let (shared, stop) = (shared.clone(), stop.clone());
+        std::thread::spawn(move || control::serve(shared, listener, stop));
+    }
+    {
+        let shared = shared.clone();
+        std::thread::spawn(move || control::event_writer(shared));
+    }
+    let dp = {
+        let (shared, stop) = (shared.clone(), stop.clone());
+        let core = opts.core;
+        std::thread::spawn(move || {
+            if let Some(c) = core {
+                pin_to_core(c);
+            }
+            dataplane::run(shared, ports, stop)
+        })
+    };
+    eprintln!(
+        "dplab-switch: {} ports, cpu port {}, control {}",
+        opts.ports.len(),
+        opts.cpu_port,
+        opts.control.display()
+    );
+    while !STOP.load(Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = dp.join();
+    let _ = std::fs::remove_file(&opts.control);
+}

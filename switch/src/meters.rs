@@ -1,0 +1,115 @@
+//! Two-rate three-colour meter (RFC 2698, colour-blind mode), counting packets or bytes.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Color {
+    Green = 0,
+    Yellow = 1,
+    Red = 2,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeterConfig {
+    /// Committed and peak rates in units (packets or bytes) per second.
+    pub cir: u64,
+    pub cburst: u64,
+    pub pir: u64,
+    pub pburst: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Meter {
+    pub config: MeterConfig,
+    committed_tokens: f64,
+    peak_tokens: f64,
+    last_ns: u64,
+}
+
+impl Meter {
+    pub fn new(config: MeterConfig, now_ns: u64) -> Meter {
+        Meter {
+            config,
+            committed_tokens: config.cburst as f64,
+            peak_tokens: config.pburst as f64,
+            last_ns: now_ns,
+        }
+    }
+
+    fn refill(&mut self, now_ns: u64) {
+        let dt = now_ns.saturating_sub(self.last_ns) as f64 / 1e9;
+        self.last_ns = self.last_ns.max(now_ns);
+        let c = &self.config;
+        self.committed_tokens = (self.committed_tokens + dt * c.cir as f64).min(c.cburst as f64);
+        self.peak_tokens = (self.peak_tokens + dt * c.pir as f64).min(c.pburst as f64);
+    }
+
+    /// Colours an arrival of `amount` units (1 for packet meters, the length for byte meters).
+    pub fn execute(&mut self, amount: u64, now_ns: u64) -> Color {
+        self.refill(now_ns);
+        let b = amount as f64;
+        if self.peak_tokens < b {
+            return Color::Red;
+        }
+        if self.committed_tokens < b {
+            self.peak_tokens -= b;
+            return Color::Yellow;
+        }
+        self.peak_tokens -= b;
+        self.committed_tokens -= b;
+        Color::Green
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meter(cir: u64, cburst: u64, pir: u64, pburst: u64) -> Meter {
+        Meter::new(
+            MeterConfig {
+                cir,
+                cburst,
+                pir,
+                pburst,
+            },
+            0,
+        )
+    }
+
+    #[test]
+    fn burst_then_colours_in_order() {
+        let mut m = meter(10, 2, 20, 4);
+        let colours: Vec<Color> = (0..5).map(|_| m.execute(1, 0)).collect();
+        assert_eq!(
+            colours,
+            vec![
+                Color::Green,
+                Color::Green,
+                Color::Yellow,
+                Color::Yellow,
+                Color::Red
+            ]
+        );
+    }
+
+    #[test]
+    fn tokens_refill_at_the_configured_rates() {
+        let mut m = meter(1000, 1000, 2000, 2000);
+        assert_eq!(m.execute(2000, 0), Color::Yellow);
+        assert_eq!(m.execute(1, 0), Color::Red);
+        // after 0.5 s: committed 1000 + 500 capped at 1000, peak 0 + 1000
+        assert_eq!(m.execute(1000, 500_000_000), Color::Green);
+    }
+
+    #[test]
+    fn steady_rate_above_cir_gives_mostly_yellow() {
+        // 1500 units/s offered against cir 1000, pir 2000 for 10 s.
+        let mut m = meter(1000, 10, 2000, 10);
+        let mut counts = [0u32; 3];
+        for i in 0..15_000u64 {
+            counts[m.execute(1, i * 1_000_000_000 / 1500) as usize] += 1;
+        }
+        let green_rate = counts[0] as f64 / 10.0;
+        assert!((green_rate - 1000.0).abs() < 20.0, "green {green_rate}/s");
+        assert_eq!(counts[2], 0);
+    }
+}

@@ -1,0 +1,1000 @@
+//! The v1model pipeline interpreter: parser, controls, traffic manager and deparser.
+//!
+//! One `Worker` processes a packet to completion: parse → verify_checksum → ingress →
+//! traffic manager (resubmit, clone, multicast, drop, unicast) → egress →
+//! compute_checksum → deparse, then recirculation if asked. Outputs and control-plane
+//! events are appended to caller-owned vectors; buffers are reused between packets.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::meters::{Color, Meter, MeterConfig};
+use crate::pre::{Pre, Replica};
+use crate::program::{
+    sm, Algo, BinOp, Dest, Expr, KeySet, Program, Stmt, Transition, UnOp, Unit, MAX_PARAMS,
+};
+use crate::tables::{ActionCall, Table};
+use crate::values::{mask, read_bits, write_bits};
+
+const ERROR_PACKET_TOO_SHORT: u32 = 1;
+const ERROR_NO_MATCH: u32 = 2;
+const ERROR_STACK_OUT_OF_BOUNDS: u32 = 3;
+const ERROR_PARSER_TIMEOUT: u32 = 5;
+const MAX_PARSER_STEPS: usize = 1000;
+/// Passes (resubmit/recirculate) one arriving packet may make before it is dropped.
+const MAX_PASSES: u32 = 16;
+pub const DROP_PORT: u128 = 511;
+
+pub const INSTANCE_NORMAL: u128 = 0;
+pub const INSTANCE_INGRESS_CLONE: u128 = 1;
+pub const INSTANCE_EGRESS_CLONE: u128 = 2;
+pub const INSTANCE_RECIRC: u128 = 4;
+pub const INSTANCE_REPLICATION: u128 = 5;
+pub const INSTANCE_RESUBMIT: u128 = 6;
+
+/// The control-plane-programmable state of one loaded program.
+pub struct Runtime {
+    pub prog: Arc<Program>,
+    pub tables: Vec<Table>,
+    pub counters: Vec<Vec<(u64, u64)>>,
+    pub meters: Vec<Vec<Option<Meter>>>,
+    pub registers: Vec<Vec<u128>>,
+    pub pre: Pre,
+}
+
+/// A control-plane event the data path produced.
+pub enum Event {
+    PacketIn(Vec<u8>),
+    Digest { digest: usize, values: Vec<u128> },
+}
+
+#[derive(Clone, Copy, Default, Debug)]
+pub struct PipelineStats {
+    pub packets: u64,
+    pub dropped: u64,
+    pub loop_drops: u64,
+}
+
+/// Per-packet state: every instance's fields, header validity and stack cursors.
+#[derive(Clone)]
+struct Phv {
+    fields: Vec<u128>,
+    valid: Vec<bool>,
+    stack_next: Vec<usize>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct Flags {
+    clone_i2e: Option<(u32, Option<u32>)>,
+    clone_e2e: Option<(u32, Option<u32>)>,
+    resubmit: Option<Option<u32>>,
+    recirculate: Option<Option<u32>>,
+    direct_color: u128,
+}
+
+enum Flow {
+    Next,
+    Return,
+    Exit,
+    Reject(u32),
+}
+
+struct Ingress<'a> {
+    bytes: Cow<'a, [u8]>,
+    port: u128,
+    instance_type: u128,
+    preserved: Vec<(usize, u128)>,
+}
+
+pub struct Worker {
+    phv: Phv,
+    flags: Flags,
+    key: Vec<u128>,
+    key_scratch: Vec<u128>,
+    bits: Vec<u8>,
+    rng: u64,
+    now_ns: u64,
+    /// Parser cursor in bytes, and whether a lookahead ran past the end.
+    cursor: usize,
+    short: bool,
+    pub stats: PipelineStats,
+}
+
+fn preserved_fields(prog: &Program, phv: &Phv, list: Option<u32>) -> Vec<(usize, u128)> {
+    match list.and_then(|l| prog.field_lists.get(&l)) {
+        Some(slots) => slots.iter().map(|s| (*s, phv.fields[*s])).collect(),
+        None => Vec::new(),
+    }
+}
+
+fn write_dest(fields: &mut [u128], d: Dest, value: u128) {
+    match d.slice {
+        None => fields[d.slot] = value & mask(d.width),
+        Some((hi, lo)) => {
+            let m = mask(hi - lo + 1) << lo;
+            fields[d.slot] = (fields[d.slot] & !m) | ((value << lo) & m);
+        }
+    }
+}
+
+impl Worker {
+    pub fn new(prog: &Program) -> Worker {
+        let mut seed = 0u64;
+        unsafe { libc::getrandom(&mut seed as *mut u64 as *mut libc::c_void, 8, 0) };
+        Worker {
+            phv: Phv {
+                fields: vec![0; prog.slot_count],
+                valid: vec![false; prog.instances.len()],
+                stack_next: vec![0; prog.stacks.len()],
+            },
+            flags: Flags::default(),
+            key: Vec::with_capacity(16),
+            key_scratch: Vec::with_capacity(16),
+            bits: Vec::with_capacity(64),
+            rng: seed | 1,
+            now_ns: 0,
+            cursor: 0,
+            short: false,
+            stats: PipelineStats::default(),
+        }
+    }
+
+    fn reset(&mut self, prog: &Program) {
+        self.phv.fields.iter_mut().for_each(|f| *f = 0);
+        self.phv.valid.iter_mut().for_each(|v| *v = false);
+        self.phv.stack_next.iter_mut().for_each(|n| *n = 0);
+        for (i, inst) in prog.instances.iter().enumerate() {
+            self.phv.valid[i] = !inst.is_header;
+        }
+        self.flags = Flags::default();
+    }
+
+    fn random(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// Runs one packet that arrived on `port` through the whole pipeline; transmissions go
+    /// to `out` as (port, bytes), control-plane events to `events`.
+    pub fn process(
+        &mut self,
+        rt: &mut Runtime,
+        port: u32,
+        packet: &[u8],
+        now_ns: u64,
+        out: &mut Vec<(u32, Vec<u8>)>,
+        events: &mut Vec<Event>,
+    ) {
+        self.now_ns = now_ns;
+        self.stats.packets += 1;
+        let prog = rt.prog.clone();
+        let first = Ingress {
+            bytes: Cow::Borrowed(packet),
+            port: port as u128,
+            instance_type: INSTANCE_NORMAL,
+            preserved: Vec::new(),
+        };
+        let mut pending: Vec<Ingress<'static>> = Vec::new();
+        self.ingress_pass(&prog, rt, first, out, events, &mut pending);
+        let mut passes = 1;
+        while let Some(job) = pending.pop() {
+            passes += 1;
+            if passes > MAX_PASSES {
+                self.stats.loop_drops += 1;
+                break;
+            }
+            self.ingress_pass(&prog, rt, job, out, events, &mut pending);
+        }
+    }
+
+    fn start_packet(
+        &mut self,
+        prog: &Program,
+        bytes: &[u8],
+        port: u128,
+        itype: u128,
+        preserved: &[(usize, u128)],
+    ) {
+        self.reset(prog);
+        let f = &mut self.phv.fields;
+        f[sm::INGRESS_PORT] = port;
+        f[sm::INSTANCE_TYPE] = itype;
+        f[sm::PACKET_LENGTH] = bytes.len() as u128;
+        f[sm::INGRESS_TIMESTAMP] = ((self.now_ns / 1000) as u128) & mask(48);
+        for (slot, v) in preserved {
+            f[*slot] = *v;
+        }
+    }
+
+    fn ingress_pass(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        job: Ingress<'_>,
+        out: &mut Vec<(u32, Vec<u8>)>,
+        events: &mut Vec<Event>,
+        pending: &mut Vec<Ingress<'static>>,
+    ) {
+        self.start_packet(
+            prog,
+            &job.bytes,
+            job.port,
+            job.instance_type,
+            &job.preserved,
+        );
+        self.parse(prog, rt, &job.bytes, events);
+        let payload_at = self.cursor;
+        self.run_control(prog, rt, &prog.verify_checksum, events);
+        self.run_control(prog, rt, &prog.ingress, events);
+        let flags = self.flags;
+        if let Some((session, list)) = flags.clone_i2e {
+            self.clone_ingress(prog, rt, &job, session, list, out, events, pending);
+        }
+        if let Some(list) = flags.resubmit {
+            let preserved = preserved_fields(prog, &self.phv, list);
+            let bytes = Cow::Owned(job.bytes.into_owned());
+            pending.push(Ingress {
+                bytes,
+                port: job.port,
+                instance_type: INSTANCE_RESUBMIT,
+                preserved,
+            });
+            return;
+        }
+        let payload = &job.bytes[payload_at.min(job.bytes.len())..];
+        let mcast = self.phv.fields[sm::MCAST_GRP] as u32;
+        if mcast != 0 {
+            let replicas = rt.pre.groups.get(&mcast).cloned().unwrap_or_default();
+            let phv = self.phv.clone();
+            for Replica { port, rid } in replicas {
+                self.phv = phv.clone();
+                self.flags = Flags::default();
+                self.phv.fields[sm::EGRESS_RID] = rid as u128;
+                self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_REPLICATION;
+                self.egress_pass(prog, rt, port as u128, payload, true, out, events, pending);
+            }
+            return;
+        }
+        let spec = self.phv.fields[sm::EGRESS_SPEC];
+        if spec == DROP_PORT {
+            self.stats.dropped += 1;
+            return;
+        }
+        self.flags = Flags::default();
+        self.egress_pass(prog, rt, spec, payload, true, out, events, pending);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn clone_ingress(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        job: &Ingress<'_>,
+        session: u32,
+        list: Option<u32>,
+        out: &mut Vec<(u32, Vec<u8>)>,
+        events: &mut Vec<Event>,
+        pending: &mut Vec<Ingress<'static>>,
+    ) {
+        let Some(sess) = rt.pre.clone_sessions.get(&session).cloned() else {
+            return;
+        };
+        let preserved = preserved_fields(prog, &self.phv, list);
+        let (saved_phv, saved_flags, saved_cursor) = (self.phv.clone(), self.flags, self.cursor);
+        for Replica { port, rid } in sess.replicas {
+            let mut bytes = job.bytes.to_vec();
+            if sess.packet_length_bytes > 0 {
+                bytes.truncate(sess.packet_length_bytes as usize);
+            }
+            self.start_packet(prog, &bytes, job.port, INSTANCE_INGRESS_CLONE, &preserved);
+            self.parse(prog, rt, &bytes, events);
+            self.phv.fields[sm::EGRESS_RID] = rid as u128;
+            let payload = &bytes[self.cursor.min(bytes.len())..];
+            self.egress_pass(prog, rt, port as u128, payload, true, out, events, pending);
+        }
+        self.phv = saved_phv;
+        self.flags = saved_flags;
+        self.cursor = saved_cursor;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn egress_pass(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        port: u128,
+        payload: &[u8],
+        allow_clone: bool,
+        out: &mut Vec<(u32, Vec<u8>)>,
+        events: &mut Vec<Event>,
+        pending: &mut Vec<Ingress<'static>>,
+    ) {
+        let f = &mut self.phv.fields;
+        f[sm::EGRESS_PORT] = port & mask(9);
+        f[sm::EGRESS_SPEC] = port & mask(9);
+        f[sm::EGRESS_TIMESTAMP] = ((self.now_ns / 1000) as u128) & mask(48);
+        self.flags.clone_e2e = None;
+        self.flags.recirculate = None;
+        self.run_control(prog, rt, &prog.egress, events);
+        if let (Some((session, list)), true) = (self.flags.clone_e2e, allow_clone) {
+            self.clone_egress(prog, rt, session, list, payload, out, events, pending);
+        }
+        if self.phv.fields[sm::EGRESS_SPEC] == DROP_PORT {
+            self.stats.dropped += 1;
+            return;
+        }
+        self.run_control(prog, rt, &prog.compute_checksum, events);
+        let bytes = self.deparse(prog, payload);
+        if let Some(list) = self.flags.recirculate {
+            let preserved = preserved_fields(prog, &self.phv, list);
+            let port = self.phv.fields[sm::INGRESS_PORT];
+            pending.push(Ingress {
+                bytes: Cow::Owned(bytes),
+                port,
+                instance_type: INSTANCE_RECIRC,
+                preserved,
+            });
+            return;
+        }
+        out.push((self.phv.fields[sm::EGRESS_PORT] as u32, bytes));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn clone_egress(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        session: u32,
+        list: Option<u32>,
+        payload: &[u8],
+        out: &mut Vec<(u32, Vec<u8>)>,
+        events: &mut Vec<Event>,
+        pending: &mut Vec<Ingress<'static>>,
+    ) {
+        let Some(sess) = rt.pre.clone_sessions.get(&session).cloned() else {
+            return;
+        };
+        let preserved = preserved_fields(prog, &self.phv, list);
+        let saved = (self.phv.clone(), self.flags);
+        for Replica { port, rid } in sess.replicas {
+            // The clone keeps the headers as egress left them; metadata starts afresh.
+            self.phv = saved.0.clone();
+            for (i, inst) in prog.instances.iter().enumerate().skip(1) {
+                if !inst.is_header {
+                    let range = inst.base..inst.base + inst.fields.len();
+                    self.phv.fields[range].iter_mut().for_each(|v| *v = 0);
+                    self.phv.valid[i] = true;
+                }
+            }
+            for (slot, v) in &preserved {
+                self.phv.fields[*slot] = *v;
+            }
+            self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_EGRESS_CLONE;
+            self.phv.fields[sm::EGRESS_RID] = rid as u128;
+            self.flags = Flags::default();
+            // A clone of a clone is not cloned again, which also bounds the recursion.
+            self.egress_pass(prog, rt, port as u128, payload, false, out, events, pending);
+        }
+        self.phv = saved.0;
+        self.flags = saved.1;
+    }
+
+    // ---- parser and deparser ----
+
+    fn parse(&mut self, prog: &Program, rt: &mut Runtime, bytes: &[u8], events: &mut Vec<Event>) {
+        self.cursor = 0;
+        let mut state = prog.parser_start;
+        for _ in 0..MAX_PARSER_STEPS {
+            if state < 0 {
+                return;
+            }
+            let st = &prog.parser_states[state as usize];
+            match self.exec_block(prog, rt, &st.body, &[], Some(bytes), events) {
+                Flow::Reject(e) => return self.reject(e),
+                Flow::Exit | Flow::Return => return,
+                Flow::Next => {}
+            }
+            state = match &st.transition {
+                Transition::Goto(next) => *next,
+                Transition::Select { keys, cases } => {
+                    self.short = false;
+                    self.key.clear();
+                    for k in keys {
+                        let v = self.eval(k, &[], Some(bytes));
+                        self.key.push(v);
+                    }
+                    if self.short {
+                        return self.reject(ERROR_PACKET_TOO_SHORT);
+                    }
+                    match cases
+                        .iter()
+                        .find(|(sets, _)| keysets_match(sets, &self.key))
+                    {
+                        Some((_, next)) => *next,
+                        None => return self.reject(ERROR_NO_MATCH),
+                    }
+                }
+            };
+        }
+        if state >= 0 {
+            self.reject(ERROR_PARSER_TIMEOUT);
+        }
+    }
+
+    fn reject(&mut self, error: u32) {
+        self.phv.fields[sm::PARSER_ERROR] = error as u128;
+    }
+
+    fn extract(&mut self, prog: &Program, inst: usize, bytes: &[u8]) -> Flow {
+        let header = &prog.instances[inst];
+        let len = header.bits as usize / 8;
+        if self.cursor + len > bytes.len() {
+            return Flow::Reject(ERROR_PACKET_TOO_SHORT);
+        }
+        let data = &bytes[self.cursor..self.cursor + len];
+        for (i, (w, off)) in header.fields.iter().enumerate() {
+            self.phv.fields[header.base + i] = read_bits(data, *off as usize, *w).unwrap_or(0);
+        }
+        self.phv.valid[inst] = true;
+        self.cursor += len;
+        Flow::Next
+    }
+
+    fn deparse(&mut self, prog: &Program, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + payload.len());
+        for &inst in &prog.deparser {
+            if !self.phv.valid[inst] {
+                continue;
+            }
+            let header = &prog.instances[inst];
+            let start = out.len();
+            let mut bit_len = 0usize;
+            for (i, (w, _)) in header.fields.iter().enumerate() {
+                write_bits(&mut out, &mut bit_len, self.phv.fields[header.base + i], *w);
+            }
+            out.resize(start + header.bits as usize / 8, 0);
+        }
+        out.extend_from_slice(payload);
+        out
+    }
+
+    // ---- controls ----
+
+    fn run_control(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        body: &[Stmt],
+        events: &mut Vec<Event>,
+    ) {
+        let _ = self.exec_block(prog, rt, body, &[], None, events);
+    }
+
+    fn exec_block(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        stmts: &[Stmt],
+        params: &[u128],
+        packet: Option<&[u8]>,
+        events: &mut Vec<Event>,
+    ) -> Flow {
+        for s in stmts {
+            match self.exec(prog, rt, s, params, packet, events) {
+                Flow::Next => {}
+                other => return other,
+            }
+        }
+        Flow::Next
+    }
+
+    fn run_action(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        call: &ActionCall,
+        events: &mut Vec<Event>,
+    ) -> Flow {
+        let mut params = [0u128; MAX_PARAMS];
+        let n = call.params.len().min(MAX_PARAMS);
+        params[..n].copy_from_slice(&call.params[..n]);
+        let Some(action) = prog.actions.get(call.action) else {
+            return Flow::Next;
+        };
+        match self.exec_block(prog, rt, &action.body, &params[..n], None, events) {
+            Flow::Exit => Flow::Exit,
+            _ => Flow::Next,
+        }
+    }
+
+    fn exec(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        s: &Stmt,
+        params: &[u128],
+        packet: Option<&[u8]>,
+        events: &mut Vec<Event>,
+    ) -> Flow {
+        match s {
+            Stmt::Assign(d, e) => {
+                self.short = false;
+                let v = self.eval(e, params, packet);
+                if self.short {
+                    return Flow::Reject(ERROR_PACKET_TOO_SHORT);
+                }
+                write_dest(&mut self.phv.fields, *d, v);
+            }
+            Stmt::CopyHeader(dst, src) => {
+                let (d, s) = (&prog.instances[*dst], &prog.instances[*src]);
+                let n = d.fields.len().min(s.fields.len());
+                self.phv.fields.copy_within(s.base..s.base + n, d.base);
+                self.phv.valid[*dst] = self.phv.valid[*src];
+            }
+            Stmt::SetValid(inst, valid) => self.phv.valid[*inst] = *valid,
+            Stmt::If(c, then, other) => {
+                let branch = if self.eval(c, params, packet) != 0 {
+                    then
+                } else {
+                    other
+                };
+                return self.exec_block(prog, rt, branch, params, packet, events);
+            }
+            Stmt::Apply {
+                table,
+                hit_dest,
+                switch,
+            } => {
+                let (hit, action) = self.apply_table(prog, rt, *table);
+                if let Some(d) = hit_dest {
+                    write_dest(&mut self.phv.fields, *d, hit as u128);
+                }
+                if let Flow::Exit = self.run_action(prog, rt, &action, events) {
+                    return Flow::Exit;
+                }
+                if let Some(sw) = switch {
+                    let body = sw
+                        .cases
+                        .iter()
+                        .find(|(acts, _)| acts.contains(&action.action))
+                        .map(|c| &c.1);
+                    if let Some(body) = body.or(sw.default.as_ref()) {
+                        return self.exec_block(prog, rt, body, params, packet, events);
+                    }
+                }
+            }
+            Stmt::Call(action, args) => {
+                let call = ActionCall {
+                    action: *action,
+                    params: args.iter().map(|a| self.eval(a, params, packet)).collect(),
+                };
+                return self.run_action(prog, rt, &call, events);
+            }
+            Stmt::Exit => return Flow::Exit,
+            Stmt::Return => return Flow::Return,
+            Stmt::StackPush(stack, count) => self.stack_shift(prog, *stack, *count, true),
+            Stmt::StackPop(stack, count) => self.stack_shift(prog, *stack, *count, false),
+            Stmt::CounterCount(c, index) => {
+                let i = self.eval(index, params, packet);
+                let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
+                if let Some(cell) = rt.counters[*c].get_mut(i.min(usize::MAX as u128) as usize) {
+                    cell.0 += 1;
+                    cell.1 += len;
+                }
+            }
+            Stmt::MeterExecute(m, index, dst) => {
+                let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
+                let amount = match prog.meters[*m].unit {
+                    Unit::Bytes => self.phv.fields[sm::PACKET_LENGTH] as u64,
+                    _ => 1,
+                };
+                let now = self.now_ns;
+                let color = match rt.meters[*m].get_mut(i) {
+                    Some(Some(meter)) => meter.execute(amount, now),
+                    _ => Color::Green,
+                };
+                write_dest(&mut self.phv.fields, *dst, color as u128);
+            }
+            Stmt::DirectMeterRead(dst) => {
+                write_dest(&mut self.phv.fields, *dst, self.flags.direct_color)
+            }
+            Stmt::RegisterRead(r, index, dst) => {
+                let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
+                let v = rt.registers[*r].get(i).copied().unwrap_or(0);
+                write_dest(&mut self.phv.fields, *dst, v);
+            }
+            Stmt::RegisterWrite(r, index, value) => {
+                let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
+                let v = self.eval(value, params, packet) & mask(prog.registers[*r].width);
+                if let Some(cell) = rt.registers[*r].get_mut(i) {
+                    *cell = v;
+                }
+            }
+            Stmt::Hash {
+                dst,
+                algo,
+                base,
+                data,
+                max,
+            } => {
+                let h = self.hash(*algo, data, params, packet);
+                let (base, max) = (
+                    self.eval(base, params, packet),
+                    self.eval(max, params, packet),
+                );
+                let v = if max == 0 {
+                    base.wrapping_add(h)
+                } else {
+                    base.wrapping_add(h % max)
+                };
+                write_dest(&mut self.phv.fields, *dst, v);
+            }
+            Stmt::Random(dst, lo, hi) => {
+                let (lo, hi) = (self.eval(lo, params, packet), self.eval(hi, params, packet));
+                let r = self.random() as u128;
+                let v = if hi <= lo {
+                    lo
+                } else {
+                    lo + r % (hi - lo + 1).max(1)
+                };
+                write_dest(&mut self.phv.fields, *dst, v);
+            }
+            Stmt::Clone {
+                egress,
+                session,
+                field_list,
+            } => {
+                let sess = self.eval(session, params, packet) as u32;
+                if *egress {
+                    self.flags.clone_e2e = Some((sess, *field_list));
+                } else {
+                    self.flags.clone_i2e = Some((sess, *field_list));
+                }
+            }
+            Stmt::Resubmit(list) => self.flags.resubmit = Some(*list),
+            Stmt::Recirculate(list) => self.flags.recirculate = Some(*list),
+            Stmt::Digest(d, data) => {
+                let values = data
+                    .iter()
+                    .map(|(e, _)| self.eval(e, params, packet))
+                    .collect();
+                events.push(Event::Digest { digest: *d, values });
+            }
+            Stmt::VerifyChecksum {
+                cond,
+                data,
+                checksum,
+                algo,
+            } => {
+                if self.eval(cond, params, packet) != 0 {
+                    let h = self.hash(*algo, data, params, packet);
+                    let expected = self.eval(checksum, params, packet);
+                    if h != expected {
+                        self.phv.fields[sm::CHECKSUM_ERROR] = 1;
+                    }
+                }
+            }
+            Stmt::UpdateChecksum {
+                cond,
+                data,
+                dst,
+                algo,
+            } => {
+                if self.eval(cond, params, packet) != 0 {
+                    let h = self.hash(*algo, data, params, packet);
+                    write_dest(&mut self.phv.fields, *dst, h);
+                }
+            }
+            Stmt::Log => {}
+            Stmt::Extract(inst) => {
+                let Some(bytes) = packet else {
+                    return Flow::Next;
+                };
+                return self.extract(prog, *inst, bytes);
+            }
+            Stmt::ExtractStack(stack) => {
+                let Some(bytes) = packet else {
+                    return Flow::Next;
+                };
+                let members = &prog.stacks[*stack];
+                let next = self.phv.stack_next[*stack];
+                let Some(&inst) = members.get(next) else {
+                    return Flow::Reject(ERROR_STACK_OUT_OF_BOUNDS);
+                };
+                let flow = self.extract(prog, inst, bytes);
+                if let Flow::Next = flow {
+                    self.phv.stack_next[*stack] = next + 1;
+                }
+                return flow;
+            }
+            Stmt::Advance(bits) => {
+                let Some(bytes) = packet else {
+                    return Flow::Next;
+                };
+                let n = (self.eval(bits, params, packet) / 8).min(usize::MAX as u128) as usize;
+                if self.cursor.saturating_add(n) > bytes.len() {
+                    return Flow::Reject(ERROR_PACKET_TOO_SHORT);
+                }
+                self.cursor += n;
+            }
+            Stmt::Verify(cond, error) => {
+                if self.eval(cond, params, packet) == 0 {
+                    return Flow::Reject(*error);
+                }
+            }
+        }
+        Flow::Next
+    }
+
+    fn stack_shift(&mut self, prog: &Program, stack: usize, count: usize, push: bool) {
+        let members = &prog.stacks[stack];
+        let n = members.len();
+        let count = count.min(n);
+        let order: Vec<usize> = if push {
+            (0..n).rev().collect()
+        } else {
+            (0..n).collect()
+        };
+        for i in order {
+            let src = if push {
+                i.checked_sub(count)
+            } else {
+                Some(i + count).filter(|s| *s < n)
+            };
+            let dst_inst = &prog.instances[members[i]];
+            match src {
+                Some(s) => {
+                    let src_inst = &prog.instances[members[s]];
+                    let len = dst_inst.fields.len();
+                    self.phv
+                        .fields
+                        .copy_within(src_inst.base..src_inst.base + len, dst_inst.base);
+                    self.phv.valid[members[i]] = self.phv.valid[members[s]];
+                }
+                None => self.phv.valid[members[i]] = false,
+            }
+        }
+        let next = self.phv.stack_next[stack];
+        self.phv.stack_next[stack] = if push {
+            (next + count).min(n)
+        } else {
+            next.saturating_sub(count)
+        };
+    }
+
+    fn apply_table(
+        &mut self,
+        prog: &Program,
+        rt: &mut Runtime,
+        table: usize,
+    ) -> (bool, ActionCall) {
+        let def = &prog.tables[table];
+        self.key.clear();
+        for k in &def.keys {
+            let v = self.eval(&k.expr, &[], None);
+            self.key.push(v);
+        }
+        let t = &mut rt.tables[table];
+        self.flags.direct_color = Color::Green as u128;
+        let slot = if def.keys.is_empty() {
+            None
+        } else {
+            t.lookup(&self.key, &mut self.key_scratch)
+        };
+        let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
+        let now = self.now_ns;
+        match slot.and_then(|s| t.entry_mut(s)) {
+            Some(entry) => {
+                entry.packets += 1;
+                entry.bytes += len;
+                entry.last_hit_ns = now;
+                if let (Some(m), Some(dm)) = (entry.meter.as_mut(), def.direct_meter) {
+                    let amount = if prog.direct_meters[dm].unit == Unit::Bytes {
+                        len
+                    } else {
+                        1
+                    };
+                    self.flags.direct_color = m.execute(amount, now) as u128;
+                }
+                (true, entry.action.clone())
+            }
+            None => {
+                t.default_packets += 1;
+                t.default_bytes += len;
+                (false, t.default_action.clone())
+            }
+        }
+    }
+
+    // ---- expressions ----
+
+    fn hash(
+        &mut self,
+        algo: Algo,
+        data: &[(Expr, u32)],
+        params: &[u128],
+        packet: Option<&[u8]>,
+    ) -> u128 {
+        let mut bits = std::mem::take(&mut self.bits);
+        bits.clear();
+        let mut bit_len = 0;
+        for (e, w) in data {
+            let v = self.eval(e, params, packet);
+            write_bits(&mut bits, &mut bit_len, v, *w);
+        }
+        let h = match algo {
+            Algo::Standard(a) => a.compute(&bits),
+            Algo::Xor16 => bits.chunks(2).fold(0u16, |acc, c| {
+                acc ^ u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])
+            }) as u128,
+        };
+        self.bits = bits;
+        h
+    }
+
+    fn eval(&mut self, e: &Expr, params: &[u128], packet: Option<&[u8]>) -> u128 {
+        match e {
+            Expr::Const(v) => *v,
+            Expr::Field(slot) => self.phv.fields[*slot],
+            Expr::Valid(inst) => self.phv.valid[*inst] as u128,
+            Expr::Param(i) => params.get(*i).copied().unwrap_or(0),
+            Expr::Lookahead(w) => {
+                let bytes = packet.unwrap_or(&[]);
+                match read_bits(bytes, self.cursor * 8, *w) {
+                    Some(v) => v,
+                    None => {
+                        self.short = true;
+                        0
+                    }
+                }
+            }
+            Expr::Un(op, a, w) => {
+                let a = self.eval(a, params, packet);
+                match op {
+                    UnOp::Not => !a & mask(*w),
+                    UnOp::LNot => (a == 0) as u128,
+                    UnOp::Neg => a.wrapping_neg() & mask(*w),
+                }
+            }
+            Expr::Bin(op, a, b, w) => self.eval_binary(*op, a, b, *w, params, packet),
+            Expr::Cond(c, a, b) => {
+                if self.eval(c, params, packet) != 0 {
+                    self.eval(a, params, packet)
+                } else {
+                    self.eval(b, params, packet)
+                }
+            }
+            Expr::Slice(a, hi, lo) => (self.eval(a, params, packet) >> lo) & mask(hi - lo + 1),
+            Expr::Concat(a, b, bw) => {
+                let high = self.eval(a, params, packet);
+                let low = self.eval(b, params, packet);
+                if *bw >= 128 {
+                    low
+                } else {
+                    (high << bw) | low
+                }
+            }
+            Expr::Cast(a, w) => self.eval(a, params, packet) & mask(*w),
+        }
+    }
+
+    fn eval_binary(
+        &mut self,
+        op: BinOp,
+        a: &Expr,
+        b: &Expr,
+        w: u32,
+        params: &[u128],
+        packet: Option<&[u8]>,
+    ) -> u128 {
+        let x = self.eval(a, params, packet);
+        match op {
+            BinOp::LAnd if x == 0 => return 0,
+            BinOp::LOr if x != 0 => return 1,
+            _ => {}
+        }
+        let y = self.eval(b, params, packet);
+        let m = mask(w);
+        match op {
+            BinOp::Add => x.wrapping_add(y) & m,
+            BinOp::Sub => x.wrapping_sub(y) & m,
+            BinOp::Mul => x.wrapping_mul(y) & m,
+            BinOp::AddSat => x.checked_add(y).filter(|v| *v <= m).unwrap_or(m),
+            BinOp::SubSat => x.saturating_sub(y),
+            BinOp::And => x & y,
+            BinOp::Or => x | y,
+            BinOp::Xor => x ^ y,
+            BinOp::Shl => {
+                if y >= w as u128 {
+                    0
+                } else {
+                    (x << y) & m
+                }
+            }
+            BinOp::Shr => {
+                if y >= w as u128 {
+                    0
+                } else {
+                    x >> y
+                }
+            }
+            BinOp::Eq => (x == y) as u128,
+            BinOp::Ne => (x != y) as u128,
+            BinOp::Lt => (x < y) as u128,
+            BinOp::Le => (x <= y) as u128,
+            BinOp::Gt => (x > y) as u128,
+            BinOp::Ge => (x >= y) as u128,
+            BinOp::LAnd | BinOp::LOr => (y != 0) as u128,
+        }
+    }
+}
+
+fn keysets_match(sets: &[KeySet], key: &[u128]) -> bool {
+    sets.iter().zip(key).all(|(s, k)| match *s {
+        KeySet::Exact(v) => *k == v,
+        KeySet::Mask(v, m) => *k & m == v,
+        KeySet::Range(lo, hi) => lo <= *k && *k <= hi,
+        KeySet::Any => true,
+    })
+}
+
+impl Runtime {
+    pub fn new(prog: Arc<Program>) -> Result<Runtime, String> {
+        let mut tables = Vec::new();
+        for t in &prog.tables {
+            let kinds = t.keys.iter().map(|k| k.kind).collect();
+            let widths = t.keys.iter().map(|k| k.width).collect();
+            let default = ActionCall {
+                action: t.default_action,
+                params: t.default_args.clone(),
+            };
+            tables.push(Table::new(kinds, widths, t.size, default));
+        }
+        let mut rt = Runtime {
+            counters: prog.counters.iter().map(|c| vec![(0, 0); c.size]).collect(),
+            meters: prog.meters.iter().map(|m| vec![None; m.size]).collect(),
+            registers: prog.registers.iter().map(|r| vec![0; r.size]).collect(),
+            pre: Pre::default(),
+            tables,
+            prog,
+        };
+        rt.install_const_entries()?;
+        Ok(rt)
+    }
+
+    fn install_const_entries(&mut self) -> Result<(), String> {
+        let prog = self.prog.clone();
+        for (ti, t) in prog.tables.iter().enumerate() {
+            for (ei, e) in t.const_entries.iter().enumerate() {
+                let at = format!("{}: const entry {ei}", t.name);
+                let matches = crate::control::parse_matches(&e.matches, &at)?;
+                let call = ActionCall {
+                    action: e.action,
+                    params: e.args.clone(),
+                };
+                self.tables[ti]
+                    .insert(&matches, e.priority, call)
+                    .map_err(|err| format!("{at}: {err}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn meter_config_cell(
+        &mut self,
+        meter: usize,
+        index: usize,
+        config: Option<MeterConfig>,
+        now_ns: u64,
+    ) -> bool {
+        match self.meters.get_mut(meter).and_then(|m| m.get_mut(index)) {
+            Some(cell) => {
+                *cell = config.map(|c| Meter::new(c, now_ns));
+                true
+            }
+            None => false,
+        }
+    }
+}

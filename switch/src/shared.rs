@@ -1,0 +1,133 @@
+//! State shared by the data-plane thread and the control-channel threads.
+//!
+//! The programmable state (`Runtime`) sits behind one mutex: the data plane takes it once
+//! per batch of packets, the control channel once per request, so neither waits long.
+//! Statistics are atomics so reading them never blocks the data path.
+
+use std::collections::VecDeque;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::pipeline::{Event, Runtime};
+use crate::program::Program;
+
+#[derive(Default)]
+pub struct PortCounters {
+    pub rx_packets: AtomicU64,
+    pub rx_bytes: AtomicU64,
+    pub tx_packets: AtomicU64,
+    pub tx_bytes: AtomicU64,
+    /// Packets for this port the kernel would not take, or truncated on receive.
+    pub drops: AtomicU64,
+}
+
+#[derive(Default)]
+pub struct SwitchCounters {
+    pub pipeline_packets: AtomicU64,
+    pub pipeline_drops: AtomicU64,
+    pub loop_drops: AtomicU64,
+    pub unknown_port_drops: AtomicU64,
+    pub no_pipeline_drops: AtomicU64,
+    pub packet_in: AtomicU64,
+    pub packet_out: AtomicU64,
+    pub digests: AtomicU64,
+    pub events_dropped: AtomicU64,
+}
+
+pub fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+pub fn get(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+/// A connected control client; events go to those that subscribed.
+pub struct Client {
+    pub id: u64,
+    pub writer: Mutex<UnixStream>,
+    pub subscribed: std::sync::atomic::AtomicBool,
+}
+
+/// Most events waiting for delivery; past that new events are counted and dropped so a
+/// slow client cannot make the switch grow without bound.
+pub const EVENT_QUEUE_LIMIT: usize = 4096;
+pub const PACKET_OUT_QUEUE_LIMIT: usize = 4096;
+
+pub struct Shared {
+    pub ports: Vec<(u32, String)>,
+    pub cpu_port: u32,
+    pub runtime: Mutex<Option<Runtime>>,
+    /// Bumped on every pipeline load so the data plane rebuilds its per-program scratch.
+    pub generation: AtomicU64,
+    pub port_counters: Vec<PortCounters>,
+    pub counters: SwitchCounters,
+    pub packet_out: Mutex<VecDeque<Vec<u8>>>,
+    pub events: Mutex<VecDeque<(Arc<Program>, Event)>>,
+    pub clients: Mutex<Vec<Arc<Client>>>,
+    /// eventfds that wake the data plane (packet-out queued) and the event writer.
+    pub wake_dataplane: i32,
+    pub wake_events: i32,
+    pub started: Instant,
+}
+
+fn new_eventfd() -> i32 {
+    unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) }
+}
+
+pub fn signal(fd: i32) {
+    let one: u64 = 1;
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+}
+
+pub fn drain(fd: i32) {
+    let mut buf: u64 = 0;
+    unsafe { libc::read(fd, &mut buf as *mut u64 as *mut libc::c_void, 8) };
+}
+
+impl Shared {
+    pub fn new(ports: Vec<(u32, String)>, cpu_port: u32) -> Shared {
+        let port_counters = ports.iter().map(|_| PortCounters::default()).collect();
+        Shared {
+            ports,
+            cpu_port,
+            runtime: Mutex::new(None),
+            generation: AtomicU64::new(0),
+            port_counters,
+            counters: SwitchCounters::default(),
+            packet_out: Mutex::new(VecDeque::new()),
+            events: Mutex::new(VecDeque::new()),
+            clients: Mutex::new(Vec::new()),
+            wake_dataplane: new_eventfd(),
+            wake_events: new_eventfd(),
+            started: Instant::now(),
+        }
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        self.started.elapsed().as_nanos() as u64
+    }
+
+    pub fn lock_runtime(&self) -> std::sync::MutexGuard<'_, Option<Runtime>> {
+        // A panic while holding the lock must not take the switch down with it.
+        self.runtime.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn push_events(&self, prog: &Arc<Program>, events: &mut Vec<Event>) {
+        if events.is_empty() {
+            return;
+        }
+        let mut queue = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        for ev in events.drain(..) {
+            if queue.len() >= EVENT_QUEUE_LIMIT {
+                add(&self.counters.events_dropped, 1);
+                continue;
+            }
+            queue.push_back((prog.clone(), ev));
+        }
+        drop(queue);
+        signal(self.wake_events);
+    }
+}

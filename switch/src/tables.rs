@@ -1,0 +1,402 @@
+//! Match-action table storage and lookup.
+//!
+//! The lookup structure follows the table's key kinds: all-exact tables use one hash map;
+//! exact + a single lpm key use one hash map per prefix length, probed longest first;
+//! everything else (ternary, range, optional, several lpm keys) scans a list sorted by
+//! priority. Entries live in a slab so lookups return a stable slot number.
+
+use crate::fasthash::FastMap;
+use crate::meters::Meter;
+use crate::values::mask;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchKind {
+    Exact,
+    Lpm,
+    Ternary,
+    Range,
+    Optional,
+}
+
+impl MatchKind {
+    pub fn parse(text: &str) -> Option<MatchKind> {
+        Some(match text {
+            "exact" => MatchKind::Exact,
+            "lpm" => MatchKind::Lpm,
+            "ternary" => MatchKind::Ternary,
+            "range" => MatchKind::Range,
+            "optional" => MatchKind::Optional,
+            _ => return None,
+        })
+    }
+}
+
+/// One key field's match in an entry, normalised (value bits outside the mask cleared).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldMatch {
+    Exact(u128),
+    Lpm(u128, u32),
+    Ternary(u128, u128),
+    Range(u128, u128),
+    /// Optional key left out of the entry, or ternary with mask 0: matches anything.
+    Any,
+}
+
+impl FieldMatch {
+    fn matches(&self, value: u128, width: u32) -> bool {
+        match *self {
+            FieldMatch::Exact(v) => value == v,
+            FieldMatch::Lpm(v, len) => value & prefix_mask(width, len) == v,
+            FieldMatch::Ternary(v, m) => value & m == v,
+            FieldMatch::Range(lo, hi) => lo <= value && value <= hi,
+            FieldMatch::Any => true,
+        }
+    }
+}
+
+/// Mask of the top `len` bits of a `width`-bit field.
+pub fn prefix_mask(width: u32, len: u32) -> u128 {
+    if len == 0 {
+        0
+    } else {
+        mask(width) & !mask(width - len.min(width))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActionCall {
+    pub action: usize,
+    pub params: Vec<u128>,
+}
+
+pub struct Entry {
+    pub matches: Vec<FieldMatch>,
+    pub priority: i32,
+    pub action: ActionCall,
+    pub packets: u64,
+    pub bytes: u64,
+    pub meter: Option<Meter>,
+    pub idle_timeout_ns: u64,
+    pub last_hit_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    AllExact,
+    ExactWithLpm(usize),
+    List,
+}
+
+pub struct Table {
+    pub kinds: Vec<MatchKind>,
+    pub widths: Vec<u32>,
+    pub layout: Layout,
+    pub max_size: usize,
+    pub default_action: ActionCall,
+    pub default_packets: u64,
+    pub default_bytes: u64,
+    slab: Vec<Option<Entry>>,
+    free: Vec<usize>,
+    identity: FastMap<(Vec<FieldMatch>, i32), usize>,
+    exact: FastMap<Box<[u128]>, usize>,
+    /// (prefix length, map from masked key to slot), longest prefix first.
+    lpm: Vec<(u32, FastMap<Box<[u128]>, usize>)>,
+    list: Vec<usize>,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum TableError {
+    KeyCount { expected: usize, got: usize },
+    KindMismatch { field: usize, expected: MatchKind },
+    Exists,
+    NotFound,
+    Full,
+}
+
+impl std::fmt::Display for TableError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TableError::KeyCount { expected, got } => {
+                write!(f, "entry has {got} key fields, table has {expected}")
+            }
+            TableError::KindMismatch { field, expected } => {
+                write!(f, "key field {field} must be matched as {expected:?}")
+            }
+            TableError::Exists => write!(f, "an entry with this match and priority exists"),
+            TableError::NotFound => write!(f, "no entry with this match and priority"),
+            TableError::Full => write!(f, "table is full"),
+        }
+    }
+}
+
+impl Table {
+    pub fn new(
+        kinds: Vec<MatchKind>,
+        widths: Vec<u32>,
+        max_size: usize,
+        default_action: ActionCall,
+    ) -> Table {
+        let lpm_count = kinds.iter().filter(|k| **k == MatchKind::Lpm).count();
+        let others = kinds
+            .iter()
+            .filter(|k| !matches!(k, MatchKind::Exact | MatchKind::Lpm))
+            .count();
+        let layout = if others == 0 && lpm_count == 0 {
+            Layout::AllExact
+        } else if others == 0 && lpm_count == 1 {
+            Layout::ExactWithLpm(kinds.iter().position(|k| *k == MatchKind::Lpm).unwrap_or(0))
+        } else {
+            Layout::List
+        };
+        Table {
+            kinds,
+            widths,
+            layout,
+            max_size: max_size.max(1),
+            default_action,
+            default_packets: 0,
+            default_bytes: 0,
+            slab: Vec::new(),
+            free: Vec::new(),
+            identity: FastMap::default(),
+            exact: FastMap::default(),
+            lpm: Vec::new(),
+            list: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.identity.len()
+    }
+
+    /// Checks and normalises an entry's matches against the table's key.
+    pub fn normalise(&self, matches: &[FieldMatch]) -> Result<Vec<FieldMatch>, TableError> {
+        if matches.len() != self.kinds.len() {
+            return Err(TableError::KeyCount {
+                expected: self.kinds.len(),
+                got: matches.len(),
+            });
+        }
+        let mut out = Vec::with_capacity(matches.len());
+        for (i, (m, kind)) in matches.iter().zip(&self.kinds).enumerate() {
+            let w = self.widths[i];
+            let full = mask(w);
+            let norm = match (kind, *m) {
+                (MatchKind::Exact | MatchKind::Optional, FieldMatch::Exact(v)) => {
+                    FieldMatch::Exact(v & full)
+                }
+                (MatchKind::Optional | MatchKind::Ternary, FieldMatch::Any) => FieldMatch::Any,
+                (MatchKind::Lpm, FieldMatch::Lpm(v, len)) => {
+                    let len = len.min(w);
+                    FieldMatch::Lpm(v & prefix_mask(w, len), len)
+                }
+                (MatchKind::Lpm, FieldMatch::Any) => FieldMatch::Lpm(0, 0),
+                (MatchKind::Ternary, FieldMatch::Ternary(_, m)) if m & full == 0 => FieldMatch::Any,
+                (MatchKind::Ternary, FieldMatch::Ternary(v, m)) => {
+                    FieldMatch::Ternary(v & m & full, m & full)
+                }
+                (MatchKind::Ternary, FieldMatch::Exact(v)) => FieldMatch::Ternary(v & full, full),
+                (MatchKind::Range, FieldMatch::Range(lo, hi)) => {
+                    FieldMatch::Range(lo & full, hi & full)
+                }
+                (MatchKind::Range, FieldMatch::Any) => FieldMatch::Range(0, full),
+                (MatchKind::Range, FieldMatch::Exact(v)) => FieldMatch::Range(v & full, v & full),
+                _ => {
+                    return Err(TableError::KindMismatch {
+                        field: i,
+                        expected: *kind,
+                    })
+                }
+            };
+            out.push(norm);
+        }
+        Ok(out)
+    }
+
+    fn key_priority(&self, priority: i32) -> i32 {
+        // Hash-map layouts ignore priority: the match alone identifies the entry.
+        match self.layout {
+            Layout::List => priority,
+            _ => 0,
+        }
+    }
+
+    fn exact_key(&self, matches: &[FieldMatch]) -> Box<[u128]> {
+        matches
+            .iter()
+            .map(|m| match *m {
+                FieldMatch::Exact(v) | FieldMatch::Lpm(v, _) => v,
+                _ => 0,
+            })
+            .collect()
+    }
+
+    pub fn insert(
+        &mut self,
+        matches: &[FieldMatch],
+        priority: i32,
+        entry_action: ActionCall,
+    ) -> Result<usize, TableError> {
+        let matches = self.normalise(matches)?;
+        let priority = self.key_priority(priority);
+        if self.identity.contains_key(&(matches.clone(), priority)) {
+            return Err(TableError::Exists);
+        }
+        if self.len() >= self.max_size {
+            return Err(TableError::Full);
+        }
+        let entry = Entry {
+            matches: matches.clone(),
+            priority,
+            action: entry_action,
+            packets: 0,
+            bytes: 0,
+            meter: None,
+            idle_timeout_ns: 0,
+            last_hit_ns: 0,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slab[s] = Some(entry);
+                s
+            }
+            None => {
+                self.slab.push(Some(entry));
+                self.slab.len() - 1
+            }
+        };
+        self.identity.insert((matches.clone(), priority), slot);
+        self.index_insert(&matches, priority, slot);
+        Ok(slot)
+    }
+
+    fn index_insert(&mut self, matches: &[FieldMatch], priority: i32, slot: usize) {
+        match self.layout {
+            Layout::AllExact => {
+                let key = self.exact_key(matches);
+                self.exact.insert(key, slot);
+            }
+            Layout::ExactWithLpm(pos) => {
+                let len = match matches[pos] {
+                    FieldMatch::Lpm(_, len) => len,
+                    _ => 0,
+                };
+                let key = self.exact_key(matches);
+                let at = self.lpm.iter().position(|(l, _)| *l <= len);
+                match at {
+                    Some(i) if self.lpm[i].0 == len => {
+                        self.lpm[i].1.insert(key, slot);
+                    }
+                    Some(i) => self.lpm.insert(i, (len, FastMap::from_iter([(key, slot)]))),
+                    None => self.lpm.push((len, FastMap::from_iter([(key, slot)]))),
+                }
+            }
+            Layout::List => {
+                // Higher priority first; among equals the older entry stays first.
+                let at = self.list.partition_point(|s| {
+                    self.slab[*s].as_ref().map(|e| e.priority).unwrap_or(0) >= priority
+                });
+                self.list.insert(at, slot);
+            }
+        }
+    }
+
+    pub fn find(&self, matches: &[FieldMatch], priority: i32) -> Result<usize, TableError> {
+        let matches = self.normalise(matches)?;
+        let priority = self.key_priority(priority);
+        self.identity
+            .get(&(matches, priority))
+            .copied()
+            .ok_or(TableError::NotFound)
+    }
+
+    pub fn modify(
+        &mut self,
+        matches: &[FieldMatch],
+        priority: i32,
+        action: ActionCall,
+    ) -> Result<(), TableError> {
+        let slot = self.find(matches, priority)?;
+        if let Some(e) = self.slab[slot].as_mut() {
+            e.action = action;
+        }
+        Ok(())
+    }
+
+    pub fn delete(&mut self, matches: &[FieldMatch], priority: i32) -> Result<(), TableError> {
+        let slot = self.find(matches, priority)?;
+        let entry = self.slab[slot].take().ok_or(TableError::NotFound)?;
+        self.identity
+            .remove(&(entry.matches.clone(), entry.priority));
+        match self.layout {
+            Layout::AllExact => {
+                self.exact.remove(&self.exact_key(&entry.matches));
+            }
+            Layout::ExactWithLpm(pos) => {
+                let len = match entry.matches[pos] {
+                    FieldMatch::Lpm(_, len) => len,
+                    _ => 0,
+                };
+                let key = self.exact_key(&entry.matches);
+                if let Some(i) = self.lpm.iter().position(|(l, _)| *l == len) {
+                    self.lpm[i].1.remove(&key);
+                    if self.lpm[i].1.is_empty() {
+                        self.lpm.remove(i);
+                    }
+                }
+            }
+            Layout::List => self.list.retain(|s| *s != slot),
+        }
+        self.free.push(slot);
+        Ok(())
+    }
+
+    pub fn clear(&mut self) {
+        self.slab.clear();
+        self.free.clear();
+        self.identity.clear();
+        self.exact.clear();
+        self.lpm.clear();
+        self.list.clear();
+    }
+
+    pub fn entry_mut(&mut self, slot: usize) -> Option<&mut Entry> {
+        self.slab.get_mut(slot).and_then(|e| e.as_mut())
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = (usize, &Entry)> {
+        self.slab
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|e| (i, e)))
+    }
+
+    /// Finds the slot of the entry matching `key` (one value per key field), if any.
+    /// `scratch` is reused between lookups so the data path does not allocate.
+    pub fn lookup(&self, key: &[u128], scratch: &mut Vec<u128>) -> Option<usize> {
+        match self.layout {
+            Layout::AllExact => self.exact.get(key).copied(),
+            Layout::ExactWithLpm(pos) => {
+                scratch.clear();
+                scratch.extend_from_slice(key);
+                let width = self.widths[pos];
+                for (len, map) in &self.lpm {
+                    scratch[pos] = key[pos] & prefix_mask(width, *len);
+                    if let Some(slot) = map.get(scratch.as_slice()) {
+                        return Some(*slot);
+                    }
+                }
+                None
+            }
+            Layout::List => self.list.iter().copied().find(|s| {
+                self.slab[*s].as_ref().is_some_and(|e| {
+                    e.matches
+                        .iter()
+                        .zip(key)
+                        .zip(&self.widths)
+                        .all(|((m, v), w)| m.matches(*v, *w))
+                })
+            }),
+        }
+    }
+}
