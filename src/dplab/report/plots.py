@@ -37,6 +37,7 @@ def throughput_timeseries(intervals: list[dict[str, Any]], flows: list[dict[str,
     fig = Figure(figsize=(9, 3.2 * len(traffics)))
     axes = fig.subplots(len(traffics), 1, squeeze=False, sharex=True)
     for ax, traffic in zip(axes[:, 0], traffics, strict=True):
+        top = 0.0
         for plane in analysis.planes:
             buckets = series.get((traffic, plane))
             if not buckets:
@@ -44,10 +45,13 @@ def throughput_timeseries(intervals: list[dict[str, Any]], flows: list[dict[str,
             xs = sorted(buckets)
             ys = [display_value(THROUGHPUT, statistics.fmean(buckets[x])) for x in xs]
             ax.plot([(x + 0.5) * width for x in xs], ys, marker=".", label=plane)
+            top = max(top, *ys)
+        # From zero: a zoomed axis would make a 1 % difference look dramatic.
+        ax.set_ylim(0, top * 1.15 or 1.0)
         ax.set_title(f"{traffic} traffic: throughput summed over flows, mean over runs")
         ax.set_ylabel(metric_label(THROUGHPUT))
         ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize="small")
+        ax.legend(loc="lower right", fontsize="small")
     axes[-1, 0].set_xlabel("time since the first interval (s)")
     return _save(fig, path)
 
@@ -77,7 +81,7 @@ def _box(ax: Axes, analysis: Analysis, traffic: str, metric: str) -> None:
     ax.boxplot(data, tick_labels=analysis.planes)
     for position, values in enumerate(data, start=1):  # show every run, not only the box
         ax.plot([position] * len(values), values, "k.", alpha=0.6)
-    ax.set_title(f"{traffic} traffic", fontsize="medium")
+    ax.set_title(f"{traffic} traffic (per run: mean over flows)", fontsize="medium")
     ax.set_ylabel(metric_label(metric))
     ax.tick_params(axis="x", labelrotation=20)
     ax.grid(axis="y", alpha=0.3)

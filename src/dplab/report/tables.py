@@ -45,7 +45,7 @@ def comparison_tables(analysis: Analysis) -> list[TableData]:
 def to_rich(table: TableData) -> Table:
     out = Table(title=table.title, title_justify="left")
     for index, name in enumerate(table.header):
-        out.add_column(name, justify="left" if index == 0 else "right")
+        out.add_column(name, justify="left" if index == 0 else "right", overflow="fold")
     for cells in table.body:
         out.add_row(*cells)
     return out
