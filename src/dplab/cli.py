@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -14,12 +13,18 @@ console = Console(stderr=True)
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    _terminate_like_interrupt()
+    from dplab.substrate.registry import cleanup_on_signals
+
+    cleanup_on_signals()
     try:
         return args.handler(args)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted: everything this run made has been removed[/]")
         return 130
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            console.print("[yellow]terminated: everything this run made has been removed[/]")
+        raise
     except _user_errors() as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
@@ -32,15 +37,6 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from dplab.topology.catalog import TopologyError
 
     return (SpecError, ExperimentError, TopologyError, P4Error)
-
-
-def _terminate_like_interrupt() -> None:
-    """SIGTERM unwinds like Ctrl-C, so every `with Network(...)` tears its run down."""
-
-    def _raise(_signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _raise)
 
 
 def _parser() -> argparse.ArgumentParser:

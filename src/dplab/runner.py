@@ -128,10 +128,10 @@ def _run_one(key: RunKey, topo: Topology, phases: list[list[Flow]], store: RunSt
 def _execute(key: RunKey, topo: Topology, phases: list[list[Flow]],
              say: Progress) -> tuple[list[FlowResult], dict[str, float | None]]:
     plane = planes.create(key.plane.kind, dict(key.plane.options))
-    prefix = registry.new_prefix()
-    say(f"{key.run_id}: building {topo.name} ({prefix})")
-    with Network(topo, prefix, addressing=plane.addressing,
+    say(f"{key.run_id}: building {topo.name}")
+    with Network(topo, addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:
+        say(f"{key.run_id}: network up ({net.prefix}), starting {key.plane.kind}")
         try:
             plane.start(net)
             plane.wait_ready(READY_TIMEOUT_S)
