@@ -108,12 +108,8 @@ def analyse_rows(
     samples = _flow_samples(summaries, flows, ok_runs)
     samples.update(_stat_samples(plane_stats, ok_runs))
     rows = _ordered_rows(samples)
-    results = {
-        (row.traffic, row.metric, plane): _plane_result(samples.get((row.traffic, row.metric,
-                                                                     plane)), failed.get(plane, 0))
-        for row in rows
-        for plane in planes
-    }
+    keys = [(row.traffic, row.metric, plane) for row in rows for plane in planes]
+    results = {key: _plane_result(samples.get(key), failed.get(key[2], 0)) for key in keys}
     return Analysis(
         planes=planes,
         rows=rows,
