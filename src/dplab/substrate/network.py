@@ -245,9 +245,9 @@ class Network:
         from two namespaces races in veth_open (neither sees the other up, no carrier), so end
         ``b`` is brought up later, in its namespace's batch, where it finds ``a`` up."""
         a_ns, b_ns = self._netns_of(link.a.node), self._netns_of(link.b.node)
-        return (f"link add {link.a.ifname} netns {a_ns} up{self._mac_opt(link.a.node)} mtu {MTU} "
-                f"type veth peer name {link.b.ifname} netns {b_ns}{self._mac_opt(link.b.node)} "
-                f"mtu {MTU}")
+        a_mac, b_mac = self._mac_opt(link.a.node), self._mac_opt(link.b.node)
+        return (f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {MTU} "
+                f"type veth peer name {link.b.ifname} netns {b_ns}{b_mac} mtu {MTU}")
 
     def _mac_opt(self, node: str) -> str:
         if self.topo.graph.nodes[node].get("kind") == HOST:
