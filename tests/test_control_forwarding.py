@@ -199,6 +199,15 @@ def test_a_cut_link_ages_out_and_proactive_paths_go_around_it():
     assert fabric.rules[("s1", 1, mac(1), mac(2))] == (3, 0)
 
 
+def test_links_stay_while_the_controller_hears_no_probe_at_all():
+    fabric, logic, clock = start(REACTIVE)
+    fabric.wires.clear()  # as if packet-ins were stuck in a busy controller's queue
+    for _ in range(30):
+        clock.now += 0.5
+        logic.tick()
+    assert logic.counters()["lldp_links"] == 4
+
+
 def test_multicast_other_than_arp_is_dropped():
     fabric, logic, _ = start(REACTIVE)
     frame = packets.build_ethernet("33:33:00:00:00:01", mac(1), 0x86DD, bytes(40))

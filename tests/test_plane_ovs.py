@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -71,9 +72,15 @@ def test_ovs_carries_ping_tcp_and_udp_over_a_looped_fabric(mode: str) -> None:
             tcp = iperf_server_report(net, "h1", "h8", [])
             udp = iperf_server_report(net, "h2", "h7", ["-u", "-b", "10M"])
             stats = plane.stats()
+            stopping = time.time()
+            plane.stop()
+            # The controller writes its counters once more on SIGTERM.
+            assert plane.stats_file.stat().st_mtime >= stopping
+            final = json.loads(plane.stats_file.read_text())
         finally:
             plane.stop()
     assert leftovers(prefix, run_dir) == []
+    assert final["packet_ins"] >= stats["packet_ins"]
 
     assert int(tcp[7]) > 5_000_000  # 2 s over 100 Mbit/s edges carries ~23 MB
     udp_bytes, udp_loss_pct = int(udp[7]), float(udp[12])

@@ -61,6 +61,7 @@ class Forwarding:
         self.topology = TopologyView()
         self.hosts = HostTable()
         self._next_lldp_round = 0.0
+        self._last_probe_heard = 0.0
         self._recent_arp_floods: dict[tuple[str, str], float] = {}
         self._installed_pairs: dict[tuple[str, str], tuple[PortRef, ...]] = {}
         self._setup_ms: list[float] = []
@@ -95,7 +96,9 @@ class Forwarding:
             self._next_lldp_round = now + LLDP_INTERVAL_S
             for switch in self.topology.switches():
                 self._probe(switch)
-        if self.topology.expire_links(now - LINK_TIMEOUT_S):
+        # Measured against the newest probe heard, not the clock: when the controller is
+        # too busy to read its packet-ins, every link falls silent at once, and none is cut.
+        if self.topology.expire_links(self._last_probe_heard - LINK_TIMEOUT_S):
             self._topology_changed()
 
     # -- packet-in -----------------------------------------------------------------------
@@ -118,7 +121,8 @@ class Forwarding:
         sent = PortRef(sent_switch, sent_port)
         if sent_switch not in self.topology.switches() or sent == arrived:
             return
-        if self.topology.saw_link(sent, arrived, self.clock()):
+        self._last_probe_heard = self.clock()
+        if self.topology.saw_link(sent, arrived, self._last_probe_heard):
             self.hosts.forget_at(sent)
             self.hosts.forget_at(arrived)
             self._topology_changed()
