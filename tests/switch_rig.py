@@ -1,0 +1,256 @@
+"""A throwaway rig for the P4 switch: one switch namespace, one host namespace, veth pairs.
+
+The switch namespace `dls<3 hex>-sw` holds the switch ports `dls<hex>-pN`; their peers
+`dls<hex>-hN` sit in `dls<hex>-h`, where raw AF_PACKET sockets send and capture frames.
+Everything is removed on exit, also when the test fails. Used by tests/test_switch_packets.py
+and benchmarks/switch_rate.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import secrets
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
+BLAST_BIN = ROOT / "switch" / "target" / "release" / "dplab-pktblast"
+CLONE_NEWNET = 0x40000000
+PACKET_OUTGOING = 4
+ETH_P_ALL = 0x0003
+
+
+def build_switch() -> None:
+    """Builds the release binaries (a no-op when they are up to date)."""
+    cargo = os.environ.get("CARGO") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    subprocess.run([cargo, "build", "--release", "-q"], cwd=ROOT / "switch", check=True)
+
+
+def compile_p4(source: Path, out_dir: Path) -> Path:
+    """Compiles a P4 program with dplab's compiler; returns the IR file."""
+    from dplab.p4.cli import compile_command
+
+    return compile_command(source, out_dir)["ir"]
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+@contextmanager
+def in_netns(name: str):
+    """Runs the block in network namespace `name` (this thread only), then comes back."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.open("/proc/self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if libc.setns(target, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into {name}")
+        yield
+    finally:
+        libc.setns(home, CLONE_NEWNET)
+        os.close(home)
+        os.close(target)
+
+
+class SwitchClient:
+    """Line-delimited JSON client of the switch's control socket (switch/PROTOCOL.md)."""
+
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.sock.settimeout(10)
+        self.buf = b""
+        self.next_id = 1
+        self.events: list[dict] = []
+
+    def _read_message(self) -> dict:
+        while b"\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("switch closed the control socket")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, cmd: str, **fields) -> dict:
+        """Sends one request and returns the whole reply (ok, result or code/error)."""
+        rid = self.next_id
+        self.next_id += 1
+        self.sock.sendall((json.dumps({"id": rid, "cmd": cmd, **fields}) + "\n").encode())
+        while True:
+            msg = self._read_message()
+            if "event" in msg:
+                self.events.append(msg)
+            elif msg.get("id") == rid:
+                return msg
+
+    def call(self, cmd: str, **fields):
+        """Like request, but raises on an error reply and returns the result."""
+        reply = self.request(cmd, **fields)
+        if not reply["ok"]:
+            raise RuntimeError(f"{cmd}: {reply['code']}: {reply['error']}")
+        return reply["result"]
+
+    def wait_event(self, kind: str, timeout: float = 2.0) -> dict | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for i, ev in enumerate(self.events):
+                if ev["event"] == kind:
+                    return self.events.pop(i)
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                msg = self._read_message()
+            except TimeoutError:
+                break
+            finally:
+                self.sock.settimeout(10)
+            if "event" in msg:
+                self.events.append(msg)
+        return None
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Rig:
+    """Namespaces, veths and a running switch; use as a context manager."""
+
+    def __init__(self, n_ports: int = 3, cpu_port: int = 255, core: int | None = None) -> None:
+        self.prefix = "dls" + secrets.token_hex(2)[:3]
+        self.sw_ns = f"{self.prefix}-sw"
+        self.host_ns = f"{self.prefix}-h"
+        self.n_ports = n_ports
+        self.cpu_port = cpu_port
+        self.core = core
+        self.tmp = tempfile.TemporaryDirectory(prefix=f"{self.prefix}-")
+        self.control_path = f"{self.tmp.name}/switch.sock"
+        self.proc: subprocess.Popen | None = None
+        self.client: SwitchClient | None = None
+        self.sockets: dict[int, socket.socket] = {}
+
+    def switch_if(self, port: int) -> str:
+        return f"{self.prefix}-p{port}"
+
+    def host_if(self, port: int) -> str:
+        return f"{self.prefix}-h{port}"
+
+    def __enter__(self) -> Rig:
+        try:
+            self._build()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _build(self) -> None:
+        for ns in (self.sw_ns, self.host_ns):
+            _ip("netns", "add", ns)
+            _ip("-n", ns, "link", "set", "lo", "up")
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                            "net.ipv6.conf.default.disable_ipv6=1"], check=True)
+        for p in range(1, self.n_ports + 1):
+            _ip("link", "add", self.switch_if(p), "netns", self.sw_ns, "type", "veth",
+                "peer", "name", self.host_if(p), "netns", self.host_ns)
+            _ip("-n", self.sw_ns, "link", "set", self.switch_if(p), "up")
+            _ip("-n", self.host_ns, "link", "set", self.host_if(p), "up")
+        argv = ["ip", "netns", "exec", self.sw_ns, str(SWITCH_BIN), "--cpu-port", str(self.cpu_port),
+                "--control", self.control_path]
+        for p in range(1, self.n_ports + 1):
+            argv += ["--port", f"{p}={self.switch_if(p)}"]
+        if self.core is not None:
+            argv += ["--core", str(self.core)]
+        self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 5
+        while not os.path.exists(self.control_path):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"switch did not start: {self.proc.stderr.read() if self.proc.stderr else ''}")
+            time.sleep(0.02)
+        self.client = SwitchClient(self.control_path)
+        with in_netns(self.host_ns):
+            for p in range(1, self.n_ports + 1):
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+                s.bind((self.host_if(p), 0))
+                s.setblocking(False)
+                self.sockets[p] = s
+
+    def __exit__(self, *exc) -> None:
+        for s in self.sockets.values():
+            s.close()
+        if self.client:
+            self.client.close()
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for ns in (self.sw_ns, self.host_ns):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self.tmp.cleanup()
+
+    def switch_alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def load(self, ir_path: Path) -> None:
+        self.client.call("load_pipeline", ir_path=str(ir_path))
+
+    def send(self, port: int, frame: bytes) -> None:
+        self.sockets[port].send(frame)
+
+    def drain(self) -> None:
+        for s in self.sockets.values():
+            while True:
+                try:
+                    s.recv(65536)
+                except BlockingIOError:
+                    break
+
+    def capture(self, wait: float = 0.3) -> dict[int, list[bytes]]:
+        """Frames each host-side port received within `wait` seconds (own sends excluded)."""
+        got: dict[int, list[bytes]] = {p: [] for p in self.sockets}
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            idle = True
+            for p, s in self.sockets.items():
+                try:
+                    data, addr = s.recvfrom(65536)
+                except BlockingIOError:
+                    continue
+                idle = False
+                if addr[2] != PACKET_OUTGOING:
+                    got[p].append(data)
+            if idle:
+                time.sleep(0.005)
+        return got
+
+
+def mac(text: str) -> bytes:
+    return bytes(int(b, 16) for b in text.split(":"))
+
+
+def ipv4_checksum(header: bytes) -> int:
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total > 0xFFFF:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def udp_frame(dst_mac: str, src_mac: str, src_ip: str, dst_ip: str, size: int = 64, ttl: int = 64) -> bytes:
+    """An Ethernet/IPv4/UDP frame of `size` bytes (without FCS) with a correct IPv4 checksum."""
+    ip_len = size - 14
+    udp_len = ip_len - 20
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 1, 0, ttl, 17, 0,
+                         socket.inet_aton(src_ip), socket.inet_aton(dst_ip))
+    header = header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:]
+    udp = struct.pack("!HHHH", 1234, 5678, udp_len, 0) + bytes(udp_len - 8)
+    return mac(dst_mac) + mac(src_mac) + b"\x08\x00" + header + udp
