@@ -124,13 +124,17 @@ class SwitchClient:
 class Rig:
     """Namespaces, veths and a running switch; use as a context manager."""
 
-    def __init__(self, n_ports: int = 3, cpu_port: int = 255, core: int | None = None) -> None:
+    def __init__(self, n_ports: int = 3, cpu_port: int = 255, core: int | None = None,
+                 capture: bool = True) -> None:
         self.prefix = "dls" + secrets.token_hex(2)[:3]
         self.sw_ns = f"{self.prefix}-sw"
         self.host_ns = f"{self.prefix}-h"
         self.n_ports = n_ports
         self.cpu_port = cpu_port
         self.core = core
+        # Capture sockets see every frame on the host side; benchmarks leave them out
+        # because each open socket costs the kernel a clone per packet.
+        self.capture_enabled = capture
         self.tmp = tempfile.TemporaryDirectory(prefix=f"{self.prefix}-")
         self.control_path = f"{self.tmp.name}/switch.sock"
         self.proc: subprocess.Popen | None = None
@@ -175,6 +179,8 @@ class Rig:
                 raise RuntimeError(f"switch did not start: {self.proc.stderr.read() if self.proc.stderr else ''}")
             time.sleep(0.02)
         self.client = SwitchClient(self.control_path)
+        if not self.capture_enabled:
+            return
         with in_netns(self.host_ns):
             for p in range(1, self.n_ports + 1):
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
