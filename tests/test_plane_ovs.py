@@ -103,3 +103,19 @@ def test_ovs_options_are_checked() -> None:
         create("ovs", {"controller": "yes"})
     with pytest.raises(PlaneError, match="unknown option 'dpdk'"):
         create("ovs", {"dpdk": True})
+
+
+@pytest.mark.net
+def test_ovs_without_controller_learns_and_blocks_loops_with_rstp() -> None:
+    plane = create("ovs", {"controller": False})
+    with Network(catalog.build("multipath"), addressing="l2", shared_switch_ns=True) as net:
+        try:
+            plane.start(net)
+            plane.wait_ready(30)
+            tcp = iperf_server_report(net, "h1", "h8", [])
+            stats = plane.stats()
+        finally:
+            plane.stop()
+    assert int(tcp[7]) > 5_000_000
+    assert stats["packet_ins"] is None and stats["ovs_path_flows"] is None
+    assert stats["ovs_flows"] == 6  # OVS's own "normal" flow on each of the 6 bridges
