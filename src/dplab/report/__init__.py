@@ -35,7 +35,7 @@ def build(results_dir: Path) -> Path:
 
 def print_tables(results_dir: Path, console: Console | None = None) -> None:
     """Print the comparison tables and any failed runs of a stored experiment."""
-    console = console or Console()
+    console = console or _wide_console()
     analysis = analyse(RunStore.open(Path(results_dir)))
     tables = comparison_tables(analysis)
     for table in tables:
@@ -47,3 +47,9 @@ def print_tables(results_dir: Path, console: Console | None = None) -> None:
     for run in analysis.failed_runs:
         console.print(f"[red]failed run[/red] {escape(run['run_id'])}: "
                       f"{escape(run['error'] or '')}", highlight=False)
+
+
+def _wide_console() -> Console:
+    """A terminal keeps its own width; piped output (logs, CI) gets room for every column."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
