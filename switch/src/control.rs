@@ -50,7 +50,7 @@ fn hex_bytes(bytes: &[u8]) -> String {
 }
 
 fn parse_hex_bytes(text: &str, at: &str) -> Result<Vec<u8>, Failure> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(invalid(format!("{at}: odd number of hex digits")));
     }
     (0..text.len())

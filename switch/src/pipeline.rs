@@ -998,3 +998,151 @@ impl Runtime {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn f(inst: usize, field: usize, w: u32) -> serde_json::Value {
+        json!({"op": "field", "w": w, "inst": inst, "field": field})
+    }
+
+    fn c(v: &str, w: u32) -> serde_json::Value {
+        json!({"op": "const", "w": w, "v": v})
+    }
+
+    /// A parser with everything that can run off a packet's end: extract, a header stack,
+    /// lookahead, advance, verify; ingress forwards on a table hit and uses the fields.
+    fn fuzz_program() -> Program {
+        let sm_fields: Vec<_> = [9, 9, 9, 32, 32, 32, 19, 32, 19, 48, 48, 16, 16, 1, 32, 3]
+            .iter()
+            .enumerate()
+            .map(|(i, w)| json!({"name": format!("f{i}"), "w": w, "offset": 0}))
+            .collect();
+        let ir = json!({
+            "format": "dplab-p4-ir", "version": 1, "program": "fuzz",
+            "instances": [
+                {"name": "standard_metadata", "kind": "metadata", "bits": 0, "fields": sm_fields},
+                {"name": "hdr.eth", "kind": "header", "bits": 112, "fields": [
+                    {"name": "dst", "w": 48, "offset": 0}, {"name": "src", "w": 48, "offset": 48},
+                    {"name": "type", "w": 16, "offset": 96}]},
+                {"name": "hdr.mpls[0]", "kind": "header", "bits": 32, "fields": [
+                    {"name": "label", "w": 20, "offset": 0}, {"name": "bos", "w": 1, "offset": 23},
+                    {"name": "rest", "w": 11, "offset": 21}]},
+                {"name": "hdr.mpls[1]", "kind": "header", "bits": 32, "fields": [
+                    {"name": "label", "w": 20, "offset": 0}, {"name": "bos", "w": 1, "offset": 23},
+                    {"name": "rest", "w": 11, "offset": 21}]},
+                {"name": "hdr.ip", "kind": "header", "bits": 160, "fields": [
+                    {"name": "version", "w": 4, "offset": 0}, {"name": "ihl", "w": 4, "offset": 4},
+                    {"name": "ttl", "w": 8, "offset": 64}, {"name": "csum", "w": 16, "offset": 80},
+                    {"name": "dst", "w": 32, "offset": 128}]},
+                {"name": "$locals", "kind": "metadata", "bits": 8, "fields": [{"name": "peek", "w": 8, "offset": 0}]}
+            ],
+            "stacks": [{"name": "hdr.mpls", "size": 2, "instances": [2, 3]}],
+            "errors": ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
+                       "ParserTimeout", "ParserInvalidArgument", "BadVersion"],
+            "parser": {"start": 0, "states": [
+                {"name": "start", "body": [{"kind": "extract", "inst": 1}],
+                 "transition": {"kind": "select", "keys": [f(1, 2, 16)], "cases": [
+                     {"sets": [{"kind": "exact", "v": "0x8847"}], "next": 1},
+                     {"sets": [{"kind": "mask", "v": "0x0800", "m": "0xff00"}], "next": 2},
+                     {"sets": [{"kind": "range", "lo": "0x0600", "hi": "0x06ff"}], "next": -1}]}},
+                {"name": "mpls", "body": [{"kind": "extract", "stack": 0}],
+                 "transition": {"kind": "select", "keys": [{"op": "lookahead", "w": 4}], "cases": [
+                     {"sets": [{"kind": "exact", "v": "0x4"}], "next": 2},
+                     {"sets": [{"kind": "any"}], "next": 1}]}},
+                {"name": "ip", "body": [
+                    {"kind": "assign", "dst": {"inst": 5, "field": 0}, "src": {"op": "lookahead", "w": 8}},
+                    {"kind": "extract", "inst": 4},
+                    {"kind": "verify", "cond": {"op": "eq", "w": 1, "a": f(4, 0, 4), "b": c("0x4", 4)}, "error": 7},
+                    {"kind": "advance", "bits": {"op": "shl", "w": 32,
+                        "a": {"op": "cast", "w": 32, "a": {"op": "sub", "w": 4, "a": f(4, 1, 4), "b": c("0x5", 4)}},
+                        "b": c("0x5", 32)}}],
+                 "transition": {"kind": "goto", "next": -1}}]},
+            "controls": {"ingress": {"name": "I", "body": [
+                {"kind": "apply", "table": 0, "hit_dest": {"inst": 5, "field": 0}},
+                {"kind": "if", "cond": {"op": "valid", "w": 1, "inst": 4}, "then": [
+                    {"kind": "assign", "dst": {"inst": 4, "field": 2},
+                     "src": {"op": "sub", "w": 8, "a": f(4, 2, 8), "b": c("0x1", 8)}},
+                    {"kind": "assign", "dst": {"inst": 4, "field": 3, "hi": 7, "lo": 0},
+                     "src": {"op": "concat", "w": 8, "a": {"op": "slice", "w": 4, "a": f(4, 4, 32), "hi": 3, "lo": 0},
+                             "b": c("0x0", 4)}},
+                    {"kind": "stack_pop", "stack": 0, "count": 1}], "else": []}]},
+                "egress": {"name": "E", "body": [
+                    {"kind": "update_checksum", "cond": {"op": "valid", "w": 1, "inst": 4},
+                     "data": [f(4, 0, 4), f(4, 1, 4), f(4, 2, 8), f(4, 4, 32)], "dst": {"inst": 4, "field": 3},
+                     "algo": "csum16"}]}},
+            "deparser": {"emit": [1, 2, 3, 4]},
+            "actions": [
+                {"id": 1, "name": "fwd", "params": [{"id": 1, "name": "port", "w": 9}],
+                 "body": [{"kind": "assign", "dst": {"inst": 0, "field": 1}, "src": {"op": "param", "w": 9, "index": 0}}]},
+                {"id": 2, "name": "drop", "params": [],
+                 "body": [{"kind": "assign", "dst": {"inst": 0, "field": 1}, "src": c("0x1ff", 9)}]}],
+            "tables": [{"id": 9, "name": "t", "size": 16,
+                "keys": [{"id": 1, "name": "k", "match": "ternary", "w": 16, "expr": f(1, 2, 16)}],
+                "actions": [{"action": 0, "scope": "table_and_default"}, {"action": 1, "scope": "table_and_default"}],
+                "default_action": {"action": 0, "args": ["0x2"], "const": false},
+                "const_entries": [{"priority": 1, "matches": [{"kind": "ternary", "v": "0x0600", "m": "0xff00"}],
+                                   "action": {"action": 1, "args": []}}]}]
+        });
+        crate::program::load(&ir).unwrap()
+    }
+
+    #[test]
+    fn random_bytes_never_panic_and_output_stays_bounded() {
+        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
+        let mut worker = Worker::new(&rt.prog);
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut out, mut events) = (Vec::new(), Vec::new());
+        let mut forwarded = 0;
+        for i in 0..50_000 {
+            let len = (rand() % 120) as usize;
+            let mut packet: Vec<u8> = (0..len).map(|_| rand() as u8).collect();
+            // Steer a share of the packets into the deeper parser states.
+            if len >= 14 && i % 3 == 0 {
+                packet[12] = 0x88;
+                packet[13] = 0x47;
+            } else if len >= 14 && i % 3 == 1 {
+                packet[12] = 0x08;
+                packet[13] = 0x00;
+            }
+            worker.process(&mut rt, 1, &packet, i, &mut out, &mut events);
+            for (port, bytes) in out.drain(..) {
+                assert_eq!(port, 2);
+                assert!(
+                    bytes.len() <= packet.len() + 8,
+                    "output grew: {} -> {}",
+                    packet.len(),
+                    bytes.len()
+                );
+                forwarded += 1;
+            }
+        }
+        assert!(forwarded > 10_000, "only {forwarded} forwarded");
+        assert!(worker.stats.dropped > 0);
+    }
+
+    #[test]
+    fn short_header_sets_packet_too_short_and_keeps_earlier_headers() {
+        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
+        let mut worker = Worker::new(&rt.prog);
+        let mut packet = vec![0u8; 20];
+        packet[12] = 0x08;
+        let (mut out, mut events) = (Vec::new(), Vec::new());
+        worker.process(&mut rt, 1, &packet, 0, &mut out, &mut events);
+        assert_eq!(
+            worker.phv.fields[sm::PARSER_ERROR],
+            ERROR_PACKET_TOO_SHORT as u128
+        );
+        assert!(worker.phv.valid[1] && !worker.phv.valid[4]);
+        // The deparser writes the Ethernet header and the unparsed rest back unchanged.
+        assert_eq!(out, vec![(2, packet)]);
+    }
+}

@@ -696,7 +696,7 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
             }
             fields.push((w, offset));
         }
-        if is_header && bits % 8 != 0 {
+        if is_header && !bits.is_multiple_of(8) {
             return Err(format!(
                 "{at} ({name}): header size {bits} bits is not whole bytes"
             ));

@@ -63,6 +63,9 @@ pub fn prefix_mask(width: u32, len: u32) -> u128 {
     }
 }
 
+/// Key values (lpm key already masked) → entry slot.
+type KeyMap = FastMap<Box<[u128]>, usize>;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActionCall {
     pub action: usize,
@@ -100,7 +103,7 @@ pub struct Table {
     identity: FastMap<(Vec<FieldMatch>, i32), usize>,
     exact: FastMap<Box<[u128]>, usize>,
     /// (prefix length, map from masked key to slot), longest prefix first.
-    lpm: Vec<(u32, FastMap<Box<[u128]>, usize>)>,
+    lpm: Vec<(u32, KeyMap)>,
     list: Vec<usize>,
 }
 
@@ -398,5 +401,167 @@ impl Table {
                 })
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(action: usize) -> ActionCall {
+        ActionCall {
+            action,
+            params: vec![],
+        }
+    }
+
+    fn table(kinds: &[MatchKind], widths: &[u32]) -> Table {
+        Table::new(kinds.to_vec(), widths.to_vec(), 100, call(0))
+    }
+
+    fn hit(t: &Table, key: &[u128]) -> Option<usize> {
+        t.lookup(key, &mut Vec::new()).and_then(|s| t.action_at(s))
+    }
+
+    impl Table {
+        fn action_at(&self, slot: usize) -> Option<usize> {
+            self.slab
+                .get(slot)
+                .and_then(|e| e.as_ref())
+                .map(|e| e.action.action)
+        }
+    }
+
+    #[test]
+    fn exact_match_and_delete() {
+        let mut t = table(&[MatchKind::Exact, MatchKind::Exact], &[48, 9]);
+        assert_eq!(t.layout, Layout::AllExact);
+        t.insert(
+            &[FieldMatch::Exact(0xaabb), FieldMatch::Exact(3)],
+            0,
+            call(1),
+        )
+        .unwrap();
+        assert_eq!(hit(&t, &[0xaabb, 3]), Some(1));
+        assert_eq!(hit(&t, &[0xaabb, 4]), None);
+        let dup = t.insert(
+            &[FieldMatch::Exact(0xaabb), FieldMatch::Exact(3)],
+            0,
+            call(2),
+        );
+        assert_eq!(dup, Err(TableError::Exists));
+        t.modify(
+            &[FieldMatch::Exact(0xaabb), FieldMatch::Exact(3)],
+            0,
+            call(2),
+        )
+        .unwrap();
+        assert_eq!(hit(&t, &[0xaabb, 3]), Some(2));
+        t.delete(&[FieldMatch::Exact(0xaabb), FieldMatch::Exact(3)], 0)
+            .unwrap();
+        assert_eq!(hit(&t, &[0xaabb, 3]), None);
+        assert_eq!(
+            t.delete(&[FieldMatch::Exact(0xaabb), FieldMatch::Exact(3)], 0),
+            Err(TableError::NotFound)
+        );
+    }
+
+    #[test]
+    fn lpm_prefers_the_longest_prefix() {
+        let mut t = table(&[MatchKind::Lpm], &[32]);
+        assert_eq!(t.layout, Layout::ExactWithLpm(0));
+        t.insert(&[FieldMatch::Lpm(0x0a00_0000, 8)], 0, call(1))
+            .unwrap();
+        t.insert(&[FieldMatch::Lpm(0x0a01_0000, 16)], 0, call(2))
+            .unwrap();
+        t.insert(&[FieldMatch::Lpm(0x0a01_02ff, 24)], 0, call(3))
+            .unwrap(); // host bits are cleared
+        t.insert(&[FieldMatch::Lpm(0, 0)], 0, call(4)).unwrap();
+        assert_eq!(hit(&t, &[0x0a01_0203]), Some(3));
+        assert_eq!(hit(&t, &[0x0a01_0903]), Some(2));
+        assert_eq!(hit(&t, &[0x0a09_0903]), Some(1));
+        assert_eq!(hit(&t, &[0x0b00_0000]), Some(4));
+        t.delete(&[FieldMatch::Lpm(0x0a01_0200, 24)], 0).unwrap();
+        assert_eq!(hit(&t, &[0x0a01_0203]), Some(2));
+    }
+
+    #[test]
+    fn ternary_range_optional_follow_priority() {
+        let kinds = [MatchKind::Ternary, MatchKind::Range, MatchKind::Optional];
+        let mut t = table(&kinds, &[8, 16, 9]);
+        assert_eq!(t.layout, Layout::List);
+        t.insert(
+            &[
+                FieldMatch::Ternary(0x10, 0xf0),
+                FieldMatch::Range(0, 100),
+                FieldMatch::Any,
+            ],
+            10,
+            call(1),
+        )
+        .unwrap();
+        t.insert(
+            &[
+                FieldMatch::Ternary(0x12, 0xff),
+                FieldMatch::Range(50, 60),
+                FieldMatch::Exact(2),
+            ],
+            20,
+            call(2),
+        )
+        .unwrap();
+        t.insert(
+            &[
+                FieldMatch::Any,
+                FieldMatch::Range(0, 0xffff),
+                FieldMatch::Any,
+            ],
+            1,
+            call(3),
+        )
+        .unwrap();
+        assert_eq!(hit(&t, &[0x12, 55, 2]), Some(2));
+        assert_eq!(hit(&t, &[0x12, 55, 3]), Some(1));
+        assert_eq!(hit(&t, &[0x12, 61, 2]), Some(1));
+        assert_eq!(hit(&t, &[0x22, 500, 2]), Some(3));
+        // The same match with another priority is another entry.
+        t.insert(
+            &[
+                FieldMatch::Any,
+                FieldMatch::Range(0, 0xffff),
+                FieldMatch::Any,
+            ],
+            30,
+            call(4),
+        )
+        .unwrap();
+        assert_eq!(hit(&t, &[0x12, 55, 2]), Some(4));
+    }
+
+    #[test]
+    fn wrong_kinds_and_sizes_are_rejected() {
+        let mut t = Table::new(vec![MatchKind::Exact], vec![8], 2, call(0));
+        assert_eq!(
+            t.insert(&[FieldMatch::Ternary(1, 1)], 0, call(1)),
+            Err(TableError::KindMismatch {
+                field: 0,
+                expected: MatchKind::Exact
+            })
+        );
+        assert_eq!(
+            t.insert(&[], 0, call(1)),
+            Err(TableError::KeyCount {
+                expected: 1,
+                got: 0
+            })
+        );
+        t.insert(&[FieldMatch::Exact(1)], 0, call(1)).unwrap();
+        t.insert(&[FieldMatch::Exact(2)], 0, call(1)).unwrap();
+        assert_eq!(
+            t.insert(&[FieldMatch::Exact(3)], 0, call(1)),
+            Err(TableError::Full)
+        );
+        // Values wider than the key are cut to its width.
+        t.delete(&[FieldMatch::Exact(0x102)], 0).unwrap();
     }
 }

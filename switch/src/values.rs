@@ -18,7 +18,7 @@ pub fn read_bits(data: &[u8], bit_offset: usize, width: u32) -> Option<u128> {
     if end_bit > data.len() * 8 {
         return None;
     }
-    if bit_offset % 8 == 0 && width % 8 == 0 {
+    if bit_offset.is_multiple_of(8) && width.is_multiple_of(8) {
         let start = bit_offset / 8;
         let mut v: u128 = 0;
         for b in &data[start..start + width as usize / 8] {
@@ -37,7 +37,7 @@ pub fn read_bits(data: &[u8], bit_offset: usize, width: u32) -> Option<u128> {
 /// Appends `width` bits of `value` to a bit stream held in `out` with `bit_len` bits used.
 #[inline]
 pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u32) {
-    if *bit_len % 8 == 0 && width % 8 == 0 {
+    if bit_len.is_multiple_of(8) && width.is_multiple_of(8) {
         for i in (0..width / 8).rev() {
             out.push((value >> (i * 8)) as u8);
         }
@@ -46,7 +46,7 @@ pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u3
     }
     for i in (0..width).rev() {
         let bit = ((value >> i) & 1) as u8;
-        if *bit_len % 8 == 0 {
+        if bit_len.is_multiple_of(8) {
             out.push(0);
         }
         if bit != 0 {

@@ -16,7 +16,7 @@ struct Options {
 }
 
 fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err("--frame: odd number of hex digits".into());
     }
     (0..text.len())
