@@ -268,7 +268,9 @@ class Forwarding:
     # -- counters ------------------------------------------------------------------------
 
     def counters(self) -> dict[str, float | None]:
-        """Counts so far; flow-setup latency figures are None until a flow has been set up."""
+        """Counts so far. Flow-setup latency is the controller's share: from a packet-in reaching
+        the logic to the packet-out of that packet being handed to the southbound; None until
+        a flow has been set up."""
         setup = self._setup_ms
         out: dict[str, float | None] = {k: float(v) for k, v in self._count.items()}
         out.update(

@@ -61,7 +61,9 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         self, switch: str, in_port: int, eth_src: str, eth_dst: str, out_port: int,
         idle_timeout: int,
     ) -> None:
-        dp = self._datapaths[switch]
+        dp = self._datapaths.get(switch)
+        if dp is None:
+            return  # switch went away meanwhile
         parser = dp.ofproto_parser
         match = parser.OFPMatch(in_port=in_port, eth_src=eth_src, eth_dst=eth_dst)
         self._add_flow(dp, PATH_RULE_PRIORITY, match, [parser.OFPActionOutput(out_port)],

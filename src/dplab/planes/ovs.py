@@ -68,6 +68,9 @@ class OvsPlane(Plane):
     def start(self, net: Network) -> None:
         if not net.shared_switch_ns:
             raise PlaneError("ovs: the network must be built with shared_switch_ns=True")
+        misnamed = [s for s in net.topo.switches() if not s[1:].isdigit()]
+        if misnamed:  # the datapath id (and the controller's name for it) is the number
+            raise PlaneError(f"ovs: switch {misnamed[0]!r} is not named s<number>")
         self.net = net
         self._started = time.monotonic()
         self.dir = net.run_dir / "ovs"
@@ -231,11 +234,14 @@ class OvsPlane(Plane):
     def stats(self) -> dict[str, float | None]:
         """Controller counters (None without a controller), OVS's flow count over all
         bridges, and the path rules among them (flows beyond the controller's traps)."""
+        if self.net is None:
+            return dict.fromkeys((*CONTROLLER_COUNTERS, "ovs_flows", "ovs_path_flows",
+                                  "ready_s"))
         out = self._fresh_controller_counters()
-        flows = self._ovs_flow_count()
+        flows = self._ovs_flow_count(self.net)
         out["ovs_flows"] = flows
         out["ovs_path_flows"] = None
-        if flows is not None and self.options["controller"] and self.net is not None:
+        if flows is not None and self.options["controller"]:
             out["ovs_path_flows"] = flows - RULES_PER_SWITCH * len(self.net.topo.switches())
         out["ready_s"] = self._ready_s
         return out
@@ -264,11 +270,11 @@ class OvsPlane(Plane):
             counters = {}
         return {key: counters.get(key) for key in CONTROLLER_COUNTERS}
 
-    def _ovs_flow_count(self) -> float | None:
-        if self.net is None or not any(d.poll() is None for _, d in self._daemons):
+    def _ovs_flow_count(self, net: Network) -> float | None:
+        if not any(d.poll() is None for _, d in self._daemons):
             return None
         total = 0
-        for switch in self.net.topo.switches():
+        for switch in net.topo.switches():
             mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
             done = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-aggregate",
                                    f"unix:{mgmt}"], capture_output=True, text=True, check=False)
