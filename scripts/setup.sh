@@ -43,5 +43,24 @@ install_python_env() {
   mark_done python "$want"
 }
 
+# The P4 software switch (Rust, switch/): rebuilt in release mode when its sources change.
+build_p4_switch() {
+  local crate="$root/switch" cargo
+  local want; want="$(find "$crate/src" "$crate/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | sha256sum | cut -c1-16)"
+  [ -x "$crate/target/release/dplab-switch" ] && done_before p4switch "$want" && return 0
+  cargo="$(command -v cargo || true)"
+  [ -n "$cargo" ] || for c in "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" /root/.cargo/bin/cargo; do
+    [ -x "$c" ] && { cargo="$c"; break; }
+  done
+  if [ -z "$cargo" ]; then
+    echo "setup: WARNING: cargo (Rust) not found: the P4 switch (switch/) is not built; the p4 plane will not work" >&2
+    return 0
+  fi
+  echo "setup: building the P4 switch (cargo build --release)" >&2
+  (cd "$crate" && "$cargo" build --release --locked -q)
+  mark_done p4switch "$want"
+}
+
 install_debian_packages
 install_python_env
+build_p4_switch
