@@ -100,11 +100,12 @@ def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = N
 def _run_one(key: RunKey, topo: Topology, phases: list[list[Flow]], store: RunStore,
              say: Progress) -> None:
     started = time.time()
+    clock = StageClock()
     results: list[FlowResult] = []
     stats: dict[str, float | None] = {}
     error: str | None = None
     try:
-        results, stats = _execute(key, topo, phases, say)
+        results, stats = _execute(key, topo, phases, say, clock)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
@@ -112,6 +113,7 @@ def _run_one(key: RunKey, topo: Topology, phases: list[list[Flow]], store: RunSt
         error = f"{type(exc).__name__}: {exc}"
         say(f"{key.run_id}: FAILED: {error}")
         traceback.print_exc()
+    clock.lap("teardown")
     store.add_run(
         run_id=key.run_id,
         plane_label=key.plane.column,
@@ -120,25 +122,47 @@ def _run_one(key: RunKey, topo: Topology, phases: list[list[Flow]], store: RunSt
         error=error,
         started=started,
         duration_s=time.time() - started,
-        plane_stats=stats,
+        plane_stats={**stats, **clock.stats()},
         results=results,
     )
 
 
-def _execute(key: RunKey, topo: Topology, phases: list[list[Flow]],
-             say: Progress) -> tuple[list[FlowResult], dict[str, float | None]]:
+class StageClock:
+    """Wall time of each stage of a run, so the cost beyond traffic time is visible."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self.stages: dict[str, float] = {}
+
+    def lap(self, stage: str) -> None:
+        now = time.monotonic()
+        self.stages[stage] = self.stages.get(stage, 0.0) + now - self._last
+        self._last = now
+
+    def stats(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {f"run_{k}_s": v for k, v in self.stages.items()}
+        if "traffic" in self.stages:
+            out["run_overhead_s"] = sum(self.stages.values()) - self.stages["traffic"]
+        return out
+
+
+def _execute(key: RunKey, topo: Topology, phases: list[list[Flow]], say: Progress,
+             clock: StageClock) -> tuple[list[FlowResult], dict[str, float | None]]:
     plane = planes.create(key.plane.kind, dict(key.plane.options))
     say(f"{key.run_id}: building {topo.name}")
     with Network(topo, addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:
+        clock.lap("network_up")
         say(f"{key.run_id}: network up ({net.prefix}), starting {key.plane.kind}")
         try:
             plane.start(net)
             plane.wait_ready(READY_TIMEOUT_S)
+            clock.lap("plane_ready")
             results: list[FlowResult] = []
             for number, flows in enumerate(phases, start=1):
                 say(f"{key.run_id}: traffic phase {number}/{len(phases)} ({len(flows)} flows)")
                 results.extend(run_flows(net, flows))
+            clock.lap("traffic")
             return results, plane.stats()
         finally:
             plane.stop()
