@@ -159,6 +159,20 @@ def test_reactive_installs_the_shortest_path_and_later_packets_skip_the_controll
     assert len(fabric.received[2]) == seen_by_h2 + 2  # the second one went by the rules
 
 
+def test_packets_in_flight_during_a_set_up_are_forwarded_without_a_second_set_up():
+    fabric, logic, clock = start(REACTIVE)
+    learn_hosts(fabric)
+    fabric.host_sends(1, ipv4(1, 3))
+    installs = logic.counters()["flow_installs"]
+    logic.packet_in("s1", 1, ipv4(1, 3))  # a second packet that beat the rules to s1
+    assert fabric.received[3][-2:] == [ipv4(1, 3)] * 2
+    assert logic.counters()["flow_installs"] == installs
+    assert logic.counters()["flows_set_up"] == 1
+    clock.now += 11  # rules idled out: the next packet-in is a new set-up
+    logic.packet_in("s1", 1, ipv4(1, 3))
+    assert logic.counters()["flows_set_up"] == 2
+
+
 def test_proactive_installs_every_pair_before_any_data_packet():
     fabric, logic, _ = start(PROACTIVE)
     learn_hosts(fabric)

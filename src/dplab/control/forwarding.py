@@ -29,6 +29,9 @@ LINK_TIMEOUT_S = 10.0  # three missed probe rounds and a margin
 REACTIVE_IDLE_TIMEOUT_S = 10
 PERMANENT = 0  # idle timeout meaning "never expires"
 ARP_FLOOD_HOLDOFF_S = 0.5  # identical ARP floods closer than this are copies, not retries
+# Packet-ins of a host pair this soon after its set-up were in flight before the rules
+# took effect: forwarded, not set up again, so each flow counts (and is timed) once.
+SETUP_HOLDOFF_S = 1.0
 # Source MAC of our LLDP probes: locally administered, so no host can own it.
 PROBE_MAC = "02:d1:ab:00:00:01"
 
@@ -64,6 +67,7 @@ class Forwarding:
         self._last_probe_heard = 0.0
         self._recent_arp_floods: dict[tuple[str, str], float] = {}
         self._installed_pairs: dict[tuple[str, str], tuple[PortRef, ...]] = {}
+        self._last_setup: dict[tuple[str, str], float] = {}
         self._setup_ms: list[float] = []
         self._count = dict.fromkeys(
             ("packet_ins", "packet_ins_lldp", "packet_ins_arp", "flow_installs",
@@ -147,12 +151,19 @@ class Forwarding:
         self._forward_unicast(at, frame, data, started)
 
     def _forward_unicast(self, at: PortRef, frame: EthFrame, data: bytes, started: float) -> None:
-        timeout = REACTIVE_IDLE_TIMEOUT_S if self.mode == REACTIVE else PERMANENT
-        first_hop = self._install_path(frame.src, frame.dst, at, timeout)
-        if first_hop is None:
+        hops = self._route(at, frame.dst)
+        if hops is None:
             self._count["dropped"] += 1
             return
-        self._packet_out(at.switch, [first_hop], data)
+        pair = (frame.src, frame.dst)
+        if started - self._last_setup.get(pair, -SETUP_HOLDOFF_S) < SETUP_HOLDOFF_S:
+            # Sent before the rules of a set-up just made took effect: forward it only.
+            self._packet_out(at.switch, [hops[0][1]], data)
+            return
+        timeout = REACTIVE_IDLE_TIMEOUT_S if self.mode == REACTIVE else PERMANENT
+        self._install(frame.src, frame.dst, hops, timeout)
+        self._packet_out(at.switch, [hops[0][1]], data)
+        self._last_setup[pair] = started
         self._setup_ms.append((self.clock() - started) * 1000.0)
 
     # -- ARP -----------------------------------------------------------------------------
@@ -192,22 +203,21 @@ class Forwarding:
 
     # -- paths ---------------------------------------------------------------------------
 
-    def _install_path(self, src_mac: str, dst_mac: str, start: PortRef, timeout: int) -> int | None:
-        """Install src->dst rules from ``start`` (switch and in-port) to the destination host.
-
-        Rules go in from the last switch backwards so that a packet sent along the path
-        finds its rules waiting. Returns the out-port at the first switch.
-        """
+    def _route(self, start: PortRef, dst_mac: str) -> list[tuple[PortRef, int]] | None:
+        """(switch and in-port, out-port) of every switch from ``start`` to host ``dst_mac``
+        along the shortest path; None when there is no path."""
         dst = self.hosts.location[dst_mac]
         links = self.topology.path(start.switch, dst.switch)
-        if links is None:
-            return None
-        hops = self._hops(start, links, dst)
+        return None if links is None else self._hops(start, links, dst)
+
+    def _install(self, src_mac: str, dst_mac: str, hops: list[tuple[PortRef, int]],
+                 timeout: int) -> None:
+        """Rules go in from the last switch backwards so that a packet sent along the path
+        finds its rules waiting."""
         for in_ref, out_port in reversed(hops):
             self.southbound.install_path_rule(
                 in_ref.switch, in_ref.port, src_mac, dst_mac, out_port, timeout)
         self._count["flow_installs"] += len(hops)
-        return hops[0][1]
 
     def _hops(
         self, start: PortRef, links: list[PortRef], dst: PortRef,
@@ -232,7 +242,7 @@ class Forwarding:
                     continue
                 route = (src, *links, dst)
                 if self._installed_pairs.get((src_mac, dst_mac)) != route:
-                    self._install_path(src_mac, dst_mac, src, PERMANENT)
+                    self._install(src_mac, dst_mac, self._hops(src, links, dst), PERMANENT)
                     self._installed_pairs[(src_mac, dst_mac)] = route
 
     # -- helpers -------------------------------------------------------------------------
