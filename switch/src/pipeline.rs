@@ -72,6 +72,26 @@ struct Flags {
     direct_color: u128,
 }
 
+/// An action and its arguments, copied out of a table entry without allocating.
+struct Chosen {
+    action: usize,
+    params: [u128; MAX_PARAMS],
+    count: usize,
+}
+
+impl Chosen {
+    fn of(call: &ActionCall) -> Chosen {
+        let count = call.params.len().min(MAX_PARAMS);
+        let mut params = [0; MAX_PARAMS];
+        params[..count].copy_from_slice(&call.params[..count]);
+        Chosen {
+            action: call.action,
+            params,
+            count,
+        }
+    }
+}
+
 enum Flow {
     Next,
     Return,
@@ -494,12 +514,10 @@ impl Worker {
         &mut self,
         prog: &Program,
         rt: &mut Runtime,
-        call: &ActionCall,
+        call: &Chosen,
         events: &mut Vec<Event>,
     ) -> Flow {
-        let mut params = [0u128; MAX_PARAMS];
-        let n = call.params.len().min(MAX_PARAMS);
-        params[..n].copy_from_slice(&call.params[..n]);
+        let (params, n) = (&call.params, call.count);
         let Some(action) = prog.actions.get(call.action) else {
             return Flow::Next;
         };
@@ -566,10 +584,15 @@ impl Worker {
                 }
             }
             Stmt::Call(action, args) => {
-                let call = ActionCall {
+                let count = args.len().min(MAX_PARAMS);
+                let mut call = Chosen {
                     action: *action,
-                    params: args.iter().map(|a| self.eval(a, params, packet)).collect(),
+                    params: [0; MAX_PARAMS],
+                    count,
                 };
+                for (slot, a) in call.params.iter_mut().zip(args) {
+                    *slot = self.eval(a, params, packet);
+                }
                 return self.run_action(prog, rt, &call, events);
             }
             Stmt::Exit => return Flow::Exit,
@@ -764,12 +787,7 @@ impl Worker {
         };
     }
 
-    fn apply_table(
-        &mut self,
-        prog: &Program,
-        rt: &mut Runtime,
-        table: usize,
-    ) -> (bool, ActionCall) {
+    fn apply_table(&mut self, prog: &Program, rt: &mut Runtime, table: usize) -> (bool, Chosen) {
         let def = &prog.tables[table];
         self.key.clear();
         for k in &def.keys {
@@ -798,12 +816,12 @@ impl Worker {
                     };
                     self.flags.direct_color = m.execute(amount, now) as u128;
                 }
-                (true, entry.action.clone())
+                (true, Chosen::of(&entry.action))
             }
             None => {
                 t.default_packets += 1;
                 t.default_bytes += len;
-                (false, t.default_action.clone())
+                (false, Chosen::of(&t.default_action))
             }
         }
     }

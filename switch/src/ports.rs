@@ -182,26 +182,21 @@ impl Port {
 
     /// Sends a batch of packets; returns how many the kernel accepted.
     pub fn send_batch(&self, packets: &[Vec<u8>]) -> usize {
+        const CHUNK: usize = 64;
+        let mut iovs: [libc::iovec; CHUNK] = unsafe { std::mem::zeroed() };
+        let mut msgs: [libc::mmsghdr; CHUNK] = unsafe { std::mem::zeroed() };
         let mut sent = 0;
         while sent < packets.len() {
-            let chunk = &packets[sent..packets.len().min(sent + 64)];
-            let mut iovs: Vec<libc::iovec> = chunk
-                .iter()
-                .map(|p| libc::iovec {
+            let chunk = &packets[sent..packets.len().min(sent + CHUNK)];
+            for (i, p) in chunk.iter().enumerate() {
+                iovs[i] = libc::iovec {
                     iov_base: p.as_ptr() as *mut libc::c_void,
                     iov_len: p.len(),
-                })
-                .collect();
-            let mut msgs: Vec<libc::mmsghdr> = iovs
-                .iter_mut()
-                .map(|iov| {
-                    let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                    m.msg_hdr.msg_iov = iov as *mut libc::iovec;
-                    m.msg_hdr.msg_iovlen = 1;
-                    m
-                })
-                .collect();
-            let n = unsafe { libc::sendmmsg(self.fd, msgs.as_mut_ptr(), msgs.len() as u32, 0) };
+                };
+                msgs[i].msg_hdr.msg_iov = &mut iovs[i];
+                msgs[i].msg_hdr.msg_iovlen = 1;
+            }
+            let n = unsafe { libc::sendmmsg(self.fd, msgs.as_mut_ptr(), chunk.len() as u32, 0) };
             if n <= 0 {
                 break;
             }

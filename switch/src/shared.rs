@@ -34,6 +34,8 @@ pub struct SwitchCounters {
     pub packet_out: AtomicU64,
     pub digests: AtomicU64,
     pub events_dropped: AtomicU64,
+    /// Nanoseconds the data-plane thread spent in rounds that handled packets.
+    pub busy_ns: AtomicU64,
 }
 
 pub fn add(counter: &AtomicU64, n: u64) {

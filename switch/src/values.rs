@@ -18,42 +18,44 @@ pub fn read_bits(data: &[u8], bit_offset: usize, width: u32) -> Option<u128> {
     if end_bit > data.len() * 8 {
         return None;
     }
-    if bit_offset.is_multiple_of(8) && width.is_multiple_of(8) {
-        let start = bit_offset / 8;
-        let mut v: u128 = 0;
-        for b in &data[start..start + width as usize / 8] {
-            v = (v << 8) | *b as u128;
-        }
-        return Some(v);
+    let mut value: u128 = 0;
+    let mut pos = bit_offset;
+    let mut remaining = width;
+    while remaining > 0 {
+        let used = (pos % 8) as u32;
+        let take = (8 - used).min(remaining);
+        let byte = data[pos / 8] as u128;
+        // Whole bytes shift in directly; a partial byte contributes its bits [used, used+take).
+        let bits = (byte >> (8 - used - take)) & mask(take);
+        value = (value << take) | bits;
+        pos += take as usize;
+        remaining -= take;
     }
-    let mut v: u128 = 0;
-    for i in bit_offset..end_bit {
-        let bit = (data[i / 8] >> (7 - (i % 8))) & 1;
-        v = (v << 1) | bit as u128;
-    }
-    Some(v)
+    Some(value)
 }
 
 /// Appends `width` bits of `value` to a bit stream held in `out` with `bit_len` bits used.
 #[inline]
 pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u32) {
-    if bit_len.is_multiple_of(8) && width.is_multiple_of(8) {
-        for i in (0..width / 8).rev() {
-            out.push((value >> (i * 8)) as u8);
-        }
-        *bit_len += width as usize;
-        return;
-    }
-    for i in (0..width).rev() {
-        let bit = ((value >> i) & 1) as u8;
-        if bit_len.is_multiple_of(8) {
+    let mut remaining = width;
+    while remaining > 0 {
+        let used = (*bit_len % 8) as u32;
+        if used == 0 {
+            if remaining >= 8 {
+                out.push((value >> (remaining - 8)) as u8);
+                *bit_len += 8;
+                remaining -= 8;
+                continue;
+            }
             out.push(0);
         }
-        if bit != 0 {
-            let last = out.len() - 1;
-            out[last] |= 1 << (7 - (*bit_len % 8));
+        let take = (8 - used).min(remaining);
+        let bits = ((value >> (remaining - take)) & mask(take)) as u8;
+        if let Some(last) = out.last_mut() {
+            *last |= bits << (8 - used - take);
         }
-        *bit_len += 1;
+        *bit_len += take as usize;
+        remaining -= take;
     }
 }
 
@@ -74,5 +76,7 @@ mod tests {
         assert_eq!(read_bits(&out, 8, 9), Some(0x1ff));
         assert_eq!(read_bits(&out, 17, 7), Some(0x3f));
         assert_eq!(read_bits(&out, 17, 8), None);
+        assert_eq!(read_bits(&out, 4, 12), Some(0x5ff));
+        assert_eq!(read_bits(&out, 3, 10), Some(0b00_1011_1111));
     }
 }
