@@ -29,10 +29,37 @@ import switch_rig  # noqa: E402  (the test rig lives with the tests)
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
 
+SECTION = """## P4 switch
+
+Forwarding rate of `dplab-switch` running `benchmarks/switch_l3.p4` (IPv4 lpm, MAC rewrite,
+TTL decrement, checksum update), pinned to one core, two veth ports; `dplab-pktblast` offers
+frames as fast as it can from the other core. Median of {reps} runs of {seconds} s, measured
+{when} on {host} (2 cores, shared with other work; load average at the end {load}).
+
+| packet | offered | forwarded | forwarded | switch core busy | capacity |
+|---|---|---|---|---|---|
+{rows}
+
+*Busy* is the share of the run the data-plane thread spent in rounds that moved packets (its
+kernel send work included, idle polling excluded); *capacity* = packets the switch sent / that
+busy time, the rate one fully busy core would sustain. Capacity is derived, not offered and
+forwarded. The veth receive work for the switch's input port runs on the sender's core, so the
+sender, not only the switch, limits the offered column.
+
+Switch memory (RSS) before / after the runs: {rss_start} / {rss_end} KiB.
+BMv2 measured on a machine like this: 27.6 kpps at 64 B.
+
+Reproduce: `sudo .venv/bin/python benchmarks/switch_rate.py` (writes this section).
+"""
+
 
 def rx_packets(ns: str, ifname: str) -> int:
-    out = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show", ifname],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ip", "-n", ns, "-s", "-j", "link", "show", ifname],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return json.loads(out)[0]["stats64"]["rx"]["packets"]
 
 
@@ -52,24 +79,45 @@ def median(values: list[float | None]) -> float | None:
 
 
 def one_run(rig: switch_rig.Rig, size: int, seconds: float) -> dict:
-    frame = switch_rig.udp_frame("02:00:00:00:00:aa", "02:00:00:00:00:01", "10.0.1.1", "10.0.2.5", size=size)
+    frame = switch_rig.udp_frame(
+        "02:00:00:00:00:aa", "02:00:00:00:00:01", "10.0.1.1", "10.0.2.5", size=size
+    )
     before = rx_packets(rig.host_ns, rig.host_if(2))
     stats_before = rig.client.call("stats")
     blast = subprocess.run(
-        ["ip", "netns", "exec", rig.host_ns, "taskset", "-c", str(BLAST_CORE), str(switch_rig.BLAST_BIN),
-         "--iface", rig.host_if(1), "--frame", frame.hex(), "--seconds", str(seconds)],
-        capture_output=True, text=True, check=True)
+        [
+            "ip",
+            "netns",
+            "exec",
+            rig.host_ns,
+            "taskset",
+            "-c",
+            str(BLAST_CORE),
+            str(switch_rig.BLAST_BIN),
+            "--iface",
+            rig.host_if(1),
+            "--frame",
+            frame.hex(),
+            "--seconds",
+            str(seconds),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     time.sleep(0.2)  # let the last frames drain through the switch
     delivered = rx_packets(rig.host_ns, rig.host_if(2)) - before
     stats_after = rig.client.call("stats")
     offered = json.loads(blast.stdout)
     busy = stats_after["dataplane_busy_s"] - stats_before["dataplane_busy_s"]
     sent_by_switch = stats_after["ports"][1]["tx_packets"] - stats_before["ports"][1]["tx_packets"]
-    return {"offered_pps": offered["sent"] / offered["seconds"],
-            "delivered_pps": delivered / offered["seconds"],
-            "delivered_mbit": delivered * size * 8 / offered["seconds"] / 1e6,
-            "busy_share": busy / offered["seconds"],
-            "capacity_pps": sent_by_switch / busy if busy > 0 else None}
+    return {
+        "offered_pps": offered["sent"] / offered["seconds"],
+        "delivered_pps": delivered / offered["seconds"],
+        "delivered_mbit": delivered * size * 8 / offered["seconds"] / 1e6,
+        "busy_share": busy / offered["seconds"],
+        "capacity_pps": sent_by_switch / busy if busy > 0 else None,
+    }
 
 
 def measure(seconds: float, reps: int) -> dict:
@@ -77,9 +125,12 @@ def measure(seconds: float, reps: int) -> dict:
         ir = switch_rig.compile_p4(ROOT / "benchmarks" / "switch_l3.p4", Path(tmp))
         with switch_rig.Rig(n_ports=2, core=SWITCH_CORE, capture=False) as rig:
             rig.load(ir)
-            rig.client.call("table_add", table="L3Ingress.ipv4_lpm",
-                            match=[{"kind": "lpm", "v": "0x0a000200", "plen": 24}],
-                            action={"action": "L3Ingress.ipv4_forward", "args": ["0x020000000002", "0x2"]})
+            rig.client.call(
+                "table_add",
+                table="L3Ingress.ipv4_lpm",
+                match=[{"kind": "lpm", "v": "0x0a000200", "plen": 24}],
+                action={"action": "L3Ingress.ipv4_forward", "args": ["0x020000000002", "0x2"]},
+            )
             rss_start = rss_kib(rig.proc.pid)
             results = {}
             for size in SIZES:
@@ -87,43 +138,36 @@ def measure(seconds: float, reps: int) -> dict:
                 results[size] = {k: median([r[k] for r in runs]) for k in runs[0]}
                 results[size]["runs"] = runs
             stats = rig.client.call("stats")
-            return {"results": results, "rss_start_kib": rss_start, "rss_end_kib": rss_kib(rig.proc.pid),
-                    "switch_stats": stats, "load": os.getloadavg()}
+            return {
+                "results": results,
+                "rss_start_kib": rss_start,
+                "rss_end_kib": rss_kib(rig.proc.pid),
+                "switch_stats": stats,
+                "load": os.getloadavg(),
+            }
 
 
 def section(m: dict, seconds: float, reps: int) -> str:
     rows = []
     for size, r in m["results"].items():
         capacity = "n/a" if r["capacity_pps"] is None else f"{r['capacity_pps'] / 1e3:,.0f} kpps"
-        rows.append(f"| {size + 4} B ({size} B frame) | {r['offered_pps'] / 1e3:,.0f} kpps | "
-                    f"{r['delivered_pps'] / 1e3:,.0f} kpps | {r['delivered_mbit']:,.0f} Mbit/s | "
-                    f"{r['busy_share']:.0%} | {capacity} |")
+        rows.append(
+            f"| {size + 4} B ({size} B frame) | {r['offered_pps'] / 1e3:,.0f} kpps | "
+            f"{r['delivered_pps'] / 1e3:,.0f} kpps | {r['delivered_mbit']:,.0f} Mbit/s | "
+            f"{r['busy_share']:.0%} | {capacity} |"
+        )
     load = ", ".join(f"{x:.1f}" for x in m["load"])
-    return "\n".join([
-        "## P4 switch",
-        "",
-        f"Forwarding rate of `dplab-switch` running `benchmarks/switch_l3.p4` (IPv4 lpm, MAC rewrite, "
-        f"TTL decrement, checksum update), pinned to one core, two veth ports; `dplab-pktblast` offers "
-        f"frames as fast as it can from the other core. Median of {reps} runs of {seconds:g} s, "
-        f"measured {time.strftime('%Y-%m-%d %H:%M')} on {platform.node()} (2 cores, shared; "
-        f"load average at the end {load}).",
-        "",
-        "| packet | offered | forwarded | forwarded | switch core busy | capacity (forwarded / busy time) |",
-        "|---|---|---|---|---|---|",
-        *rows,
-        "",
-        "*Busy* is the share of the run the data-plane thread spent in rounds that moved packets "
-        "(its kernel send work included, idle polling excluded); *capacity* = packets the switch "
-        "sent / that busy time, i.e. the rate one fully busy core would sustain. It is derived, "
-        "not offered-and-forwarded: the sender here cannot offer more than the forwarded column.",
-        "",
-        f"Switch memory (RSS) before / after the runs: {m['rss_start_kib']} / {m['rss_end_kib']} KiB. "
-        "BMv2 measured on a machine like this: 27.6 kpps at 64 B. The sender and the kernel's veth "
-        "work share the two cores with the switch, so the figure is a lower bound of the switch's own rate.",
-        "",
-        "Reproduce: `sudo .venv/bin/python benchmarks/switch_rate.py` (writes this section).",
-        "",
-    ])
+    when = time.strftime("%Y-%m-%d %H:%M")
+    return SECTION.format(
+        reps=reps,
+        seconds=f"{seconds:g}",
+        when=when,
+        host=platform.node(),
+        load=load,
+        rows="\n".join(rows),
+        rss_start=m["rss_start_kib"],
+        rss_end=m["rss_end_kib"],
+    )
 
 
 def write_section(text: str) -> None:
@@ -134,7 +178,7 @@ def write_section(text: str) -> None:
         new = old.rstrip("\n") + "\n\n" + text
     else:
         end = old.find("\n## ", start + 1)
-        new = old[:start] + text + (old[end + 1:] if end >= 0 else "")
+        new = old[:start] + text + (old[end + 1 :] if end >= 0 else "")
     path.write_text(new)
 
 
@@ -142,7 +186,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--no-write", action="store_true", help="print, do not touch docs/benchmarks.md")
+    ap.add_argument(
+        "--no-write", action="store_true", help="print, do not touch docs/benchmarks.md"
+    )
     args = ap.parse_args()
     switch_rig.build_switch()
     m = measure(args.seconds, args.reps)

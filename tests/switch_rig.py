@@ -124,8 +124,9 @@ class SwitchClient:
 class Rig:
     """Namespaces, veths and a running switch; use as a context manager."""
 
-    def __init__(self, n_ports: int = 3, cpu_port: int = 255, core: int | None = None,
-                 capture: bool = True) -> None:
+    def __init__(
+        self, n_ports: int = 3, cpu_port: int = 255, core: int | None = None, capture: bool = True
+    ) -> None:
         self.prefix = "dls" + secrets.token_hex(2)[:3]
         self.sw_ns = f"{self.prefix}-sw"
         self.host_ns = f"{self.prefix}-h"
@@ -159,15 +160,47 @@ class Rig:
         for ns in (self.sw_ns, self.host_ns):
             _ip("netns", "add", ns)
             _ip("-n", ns, "link", "set", "lo", "up")
-            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                            "net.ipv6.conf.default.disable_ipv6=1"], check=True)
+            subprocess.run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                    "net.ipv6.conf.default.disable_ipv6=1",
+                ],
+                check=True,
+            )
         for p in range(1, self.n_ports + 1):
-            _ip("link", "add", self.switch_if(p), "netns", self.sw_ns, "type", "veth",
-                "peer", "name", self.host_if(p), "netns", self.host_ns)
+            _ip(
+                "link",
+                "add",
+                self.switch_if(p),
+                "netns",
+                self.sw_ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                self.host_if(p),
+                "netns",
+                self.host_ns,
+            )
             _ip("-n", self.sw_ns, "link", "set", self.switch_if(p), "up")
             _ip("-n", self.host_ns, "link", "set", self.host_if(p), "up")
-        argv = ["ip", "netns", "exec", self.sw_ns, str(SWITCH_BIN), "--cpu-port", str(self.cpu_port),
-                "--control", self.control_path]
+        argv = [
+            "ip",
+            "netns",
+            "exec",
+            self.sw_ns,
+            str(SWITCH_BIN),
+            "--cpu-port",
+            str(self.cpu_port),
+            "--control",
+            self.control_path,
+        ]
         for p in range(1, self.n_ports + 1):
             argv += ["--port", f"{p}={self.switch_if(p)}"]
         if self.core is not None:
@@ -176,7 +209,9 @@ class Rig:
         deadline = time.monotonic() + 5
         while not os.path.exists(self.control_path):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"switch did not start: {self.proc.stderr.read() if self.proc.stderr else ''}")
+                raise RuntimeError(
+                    f"switch did not start: {self.proc.stderr.read() if self.proc.stderr else ''}"
+                )
             time.sleep(0.02)
         self.client = SwitchClient(self.control_path)
         if not self.capture_enabled:
@@ -251,12 +286,25 @@ def ipv4_checksum(header: bytes) -> int:
     return ~total & 0xFFFF
 
 
-def udp_frame(dst_mac: str, src_mac: str, src_ip: str, dst_ip: str, size: int = 64, ttl: int = 64) -> bytes:
+def udp_frame(
+    dst_mac: str, src_mac: str, src_ip: str, dst_ip: str, size: int = 64, ttl: int = 64
+) -> bytes:
     """An Ethernet/IPv4/UDP frame of `size` bytes (without FCS) with a correct IPv4 checksum."""
     ip_len = size - 14
     udp_len = ip_len - 20
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, 1, 0, ttl, 17, 0,
-                         socket.inet_aton(src_ip), socket.inet_aton(dst_ip))
+    header = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x45,
+        0,
+        ip_len,
+        1,
+        0,
+        ttl,
+        17,
+        0,
+        socket.inet_aton(src_ip),
+        socket.inet_aton(dst_ip),
+    )
     header = header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:]
     udp = struct.pack("!HHHH", 1234, 5678, udp_len, 0) + bytes(udp_len - 8)
     return mac(dst_mac) + mac(src_mac) + b"\x08\x00" + header + udp

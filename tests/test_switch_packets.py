@@ -1,4 +1,4 @@
-"""Packet tests of the P4 switch (switch/): crafted frames into real veth ports, check what comes out."""
+"""Packet tests of the P4 switch (switch/): crafted frames into real veth ports, checked on exit."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ def features(compiled):
 
 
 def tag_frame(kind: int, value: int = 0, src: str = SRC_MAC) -> bytes:
-    frame = mac("02:00:00:00:02:02") + mac(src) + TAG_TYPE + struct.pack("!BBIBB", kind, value, 0, 0, 0)
+    frame = (
+        mac("02:00:00:00:02:02") + mac(src) + TAG_TYPE + struct.pack("!BBIBB", kind, value, 0, 0, 0)
+    )
     return frame + bytes(60 - len(frame))
 
 
@@ -59,11 +61,16 @@ def exchange(rig: Rig, port: int, frames: list[bytes], wait: float = 0.3) -> dic
 def test_l3_forwarding_rewrites_macs_ttl_and_checksum(compiled):
     with Rig(n_ports=3) as rig:
         rig.load(compiled["l3"])
-        rig.client.call("table_add", table="L3Ingress.ipv4_lpm",
-                        match=[{"kind": "lpm", "v": "0x0a000200", "plen": 24}],
-                        action={"action": "L3Ingress.ipv4_forward", "args": ["0x020000000002", "0x2"]})
+        rig.client.call(
+            "table_add",
+            table="L3Ingress.ipv4_lpm",
+            match=[{"kind": "lpm", "v": "0x0a000200", "plen": 24}],
+            action={"action": "L3Ingress.ipv4_forward", "args": ["0x020000000002", "0x2"]},
+        )
         sent = udp_frame("02:00:00:00:00:aa", SRC_MAC, "10.0.1.1", "10.0.2.5", size=100, ttl=64)
-        got = exchange(rig, 1, [sent, udp_frame("02:00:00:00:00:aa", SRC_MAC, "10.0.1.1", "10.0.9.9")])
+        got = exchange(
+            rig, 1, [sent, udp_frame("02:00:00:00:00:aa", SRC_MAC, "10.0.1.1", "10.0.9.9")]
+        )
         assert got[1] == [] and got[3] == []
         assert len(got[2]) == 1
         out = got[2][0]
@@ -90,13 +97,19 @@ def test_register_accumulates(features):
     features.client.call("register_write", register="FeatIngress.accumulator", value="0x0")
     got = exchange(features, 1, [tag_frame(2, 5), tag_frame(2, 7)])
     assert [tag_of(f)["value"] for f in got[2]] == [5, 12]
-    cells = features.client.call("register_read", register="FeatIngress.accumulator", index=0)["cells"]
+    cells = features.client.call("register_read", register="FeatIngress.accumulator", index=0)[
+        "cells"
+    ]
     assert cells == [{"index": 0, "value": "0xc"}]
 
 
 def test_meter_colours_a_burst(features):
-    features.client.call("meter_set", meter="FeatIngress.rate_meter", index=0,
-                         config={"cir": 1, "cburst": 1, "pir": 2, "pburst": 2})
+    features.client.call(
+        "meter_set",
+        meter="FeatIngress.rate_meter",
+        index=0,
+        config={"cir": 1, "cburst": 1, "pir": 2, "pburst": 2},
+    )
     got = exchange(features, 1, [tag_frame(3)] * 5)
     assert [tag_of(f)["color"] for f in got[2]] == [0, 1, 2, 2, 2]
     features.client.call("meter_set", meter="FeatIngress.rate_meter", index=0, config=None)
@@ -110,9 +123,13 @@ def test_crc32_hash(features):
 
 
 def test_multicast_replicates_with_rid(features):
-    features.client.call("mcast_group_set", group=1, replicas=[{"port": 2, "rid": 7}, {"port": 3, "rid": 9}])
+    features.client.call(
+        "mcast_group_set", group=1, replicas=[{"port": 2, "rid": 7}, {"port": 3, "rid": 9}]
+    )
     got = exchange(features, 1, [tag_frame(5)])
-    assert [tag_of(f) | {"hash": 0} for f in got[2]] == [{"kind": 5, "value": 7, "hash": 0, "color": 0, "instance": 5}]
+    assert [tag_of(f) | {"hash": 0} for f in got[2]] == [
+        {"kind": 5, "value": 7, "hash": 0, "color": 0, "instance": 5}
+    ]
     assert [tag_of(f)["value"] for f in got[3]] == [9]
     assert got[1] == []
 
@@ -160,10 +177,20 @@ def test_packet_in_and_packet_out(features):
 def test_ternary_priorities(features):
     c = features.client
     table = "FeatIngress.classify"
-    c.call("table_add", table=table, match=[{"kind": "ternary", "v": "0x10", "m": "0xf0"}], priority=10,
-           action={"action": "FeatIngress.set_color", "args": ["0x1"]})
-    c.call("table_add", table=table, match=[{"kind": "ternary", "v": "0x12", "m": "0xff"}], priority=20,
-           action={"action": "FeatIngress.set_color", "args": ["0x2"]})
+    c.call(
+        "table_add",
+        table=table,
+        match=[{"kind": "ternary", "v": "0x10", "m": "0xf0"}],
+        priority=10,
+        action={"action": "FeatIngress.set_color", "args": ["0x1"]},
+    )
+    c.call(
+        "table_add",
+        table=table,
+        match=[{"kind": "ternary", "v": "0x12", "m": "0xff"}],
+        priority=20,
+        action={"action": "FeatIngress.set_color", "args": ["0x2"]},
+    )
     got = exchange(features, 1, [tag_frame(11, 0x12), tag_frame(11, 0x13), tag_frame(11, 0x23)])
     assert [tag_of(f)["color"] for f in got[2]] == [2, 1, 0]
 
@@ -171,11 +198,18 @@ def test_ternary_priorities(features):
 def test_wrong_requests_get_codes(features):
     c = features.client
     assert c.request("table_add", table="nope", match=[])["code"] == "NOT_FOUND"
-    entry = {"table": "FeatIngress.classify", "match": [{"kind": "ternary", "v": "0x1", "m": "0xff"}],
-             "priority": 5, "action": {"action": "FeatIngress.set_color", "args": ["0x1"]}}
+    entry = {
+        "table": "FeatIngress.classify",
+        "match": [{"kind": "ternary", "v": "0x1", "m": "0xff"}],
+        "priority": 5,
+        "action": {"action": "FeatIngress.set_color", "args": ["0x1"]},
+    }
     c.call("table_add", **entry)
     assert c.request("table_add", **entry)["code"] == "ALREADY_EXISTS"
-    too_wide = entry | {"priority": 6, "action": {"action": "FeatIngress.set_color", "args": ["0x100"]}}
+    too_wide = entry | {
+        "priority": 6,
+        "action": {"action": "FeatIngress.set_color", "args": ["0x100"]},
+    }
     assert c.request("table_add", **too_wide)["code"] == "INVALID_ARGUMENT"
     no_priority = entry | {"priority": 0}
     assert c.request("table_add", **no_priority)["code"] == "INVALID_ARGUMENT"
