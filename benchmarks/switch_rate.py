@@ -171,14 +171,15 @@ def section(m: dict, seconds: float, reps: int) -> str:
 
 
 def write_section(text: str) -> None:
+    """Replaces this benchmark's marked section of docs/benchmarks.md, or appends it."""
     path = ROOT / "docs" / "benchmarks.md"
-    old = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = old.find("## P4 switch")
-    if start < 0:
-        new = old.rstrip("\n") + "\n\n" + text
+    old = path.read_text() if path.exists() else "# Benchmarks\n"
+    begin, end = "<!-- p4switch:start -->", "<!-- p4switch:end -->"
+    block = f"{begin}\n{text}{end}\n"
+    if begin in old and end in old:
+        new = old[: old.index(begin)] + block + old[old.index(end) + len(end) :].lstrip("\n")
     else:
-        end = old.find("\n## ", start + 1)
-        new = old[:start] + text + (old[end + 1 :] if end >= 0 else "")
+        new = old.rstrip("\n") + "\n\n" + block
     path.write_text(new)
 
 
