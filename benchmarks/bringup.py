@@ -131,7 +131,11 @@ def _wait_for(path: Path, timeout: float = 10.0) -> None:
 
 
 def median(values: list[float] | None) -> str:
-    return f"{statistics.median(values):.3f}" if values else "—"
+    """Median (and the fastest run): the machine is shared, the fastest shows the floor."""
+    return f"{statistics.median(values):.3f} ({min(values):.3f})" if values else "—"
+
+
+LOAD_AT_START = Path("/proc/loadavg").read_text().split()[0]
 
 
 def render(results: dict[str, dict], repeat: int, topo: Topology, command: str) -> str:
@@ -148,7 +152,8 @@ def render(results: dict[str, dict], repeat: int, topo: Topology, command: str) 
         f"Measured {when} on {platform.node()} (kernel {platform.release()}, "
         f"{os.cpu_count()} cores, shared with other work: read ratios, not absolutes). "
         f"Topology `{topo.name}`: {len(topo.hosts())} hosts, {len(topo.switches())} switches, "
-        f"{topo.graph.number_of_edges()} links, all shaped. Median of {repeat} runs.",
+        f"{topo.graph.number_of_edges()} links, all shaped. Median (fastest) of {repeat} runs; "
+        f"load average at the start: {LOAD_AT_START}.",
         "",
         *rows,
         "",
