@@ -25,6 +25,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from doc_section import write_section  # beside this script
+
 from dplab import planes
 from dplab.planes import PlaneError
 from dplab.substrate import Network, SubstrateError, registry
@@ -36,7 +38,6 @@ DOC = ROOT / "docs" / "benchmarks.md"
 DRIVER = Path(__file__).resolve().parent / "mininet_driver.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
-START, END = "<!-- bringup:start -->", "<!-- bringup:end -->"
 TOPOLOGY = "internet"
 READY_TIMEOUT_S = 60
 
@@ -146,7 +147,6 @@ def render(results: dict[str, dict], repeat: int, topo: Topology, command: str) 
         times = " | ".join(median(r.get(k)) for k in ("net_up_s", "up_s", "ready_s", "down_s"))
         rows.append(f"| {name} | {times} | {r.get('error', '')} |")
     return "\n".join([
-        START,
         "## Bring-up and teardown (36-host transit-stub)",
         "",
         f"Measured {when} on {platform.node()} (kernel {platform.release()}, "
@@ -169,18 +169,7 @@ def render(results: dict[str, dict], repeat: int, topo: Topology, command: str) 
         "  default kernel-datapath OVS cannot run here at all.",
         "",
         f"Reproduce: `{command}`",
-        END,
     ])
-
-
-def write_section(section: str) -> None:
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        head, rest = text.split(START, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text)
 
 
 def main() -> None:
@@ -201,7 +190,7 @@ def main() -> None:
     section = render(results, args.repeat, topo, command.strip())
     print(section)
     if args.write:
-        write_section(section)
+        write_section("bringup", section)
 
 
 if __name__ == "__main__":

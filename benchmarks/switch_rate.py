@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 import switch_rig  # noqa: E402  (the test rig lives with the tests)
+from doc_section import write_section  # noqa: E402  (beside this script)
 
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
@@ -170,19 +171,6 @@ def section(m: dict, seconds: float, reps: int) -> str:
     )
 
 
-def write_section(text: str) -> None:
-    """Replaces this benchmark's marked section of docs/benchmarks.md, or appends it."""
-    path = ROOT / "docs" / "benchmarks.md"
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    begin, end = "<!-- p4switch:start -->", "<!-- p4switch:end -->"
-    block = f"{begin}\n{text}{end}\n"
-    if begin in old and end in old:
-        new = old[: old.index(begin)] + block + old[old.index(end) + len(end) :].lstrip("\n")
-    else:
-        new = old.rstrip("\n") + "\n\n" + block
-    path.write_text(new)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
@@ -197,7 +185,7 @@ def main() -> None:
     print(text)
     print(json.dumps({str(k): v for k, v in m["results"].items()}, indent=1))
     if not args.no_write:
-        write_section(text)
+        write_section("p4switch", text)
 
 
 if __name__ == "__main__":
