@@ -13,7 +13,7 @@ import pytest
 from dplab.runner import ExperimentError, plan_flows
 from dplab.spec import parse
 from dplab.store import RunStore
-from dplab.substrate import registry
+from dplab.substrate import Network, registry
 from dplab.topology import catalog
 
 EXPERIMENT = """
@@ -113,3 +113,16 @@ def test_ctrl_c_during_a_run_leaves_nothing_and_keeps_finished_runs(tmp_path: Pa
                    for p in registry.RECORD_DIR.glob("dl*.json"))
     store = RunStore.open(results)
     assert [r["run_id"] for r in store.rows("runs")] == ["bridge-r1"]
+
+
+@pytest.mark.net
+def test_delay_without_netem_is_refused_before_any_run(tmp_path: Path):
+    from dplab.runner import run_matrix
+
+    exp = parse(EXPERIMENT.format(tcp_s=1, reps=1, tier=1).replace(
+        "hosts_per_switch: 1}", "hosts_per_switch: 1, delay_ms: 5}"))
+    if Network(catalog.build("linear")).capabilities()["netem"]:
+        pytest.skip("this kernel has netem")
+    with pytest.raises(ExperimentError, match=r"5.0 ms delay but this kernel has no netem"):
+        run_matrix(exp, tmp_path / "results")
+    assert not (tmp_path / "results" / "runs.parquet").exists()

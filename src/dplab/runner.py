@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dplab import planes
+from dplab.measure.resources import ResourceSampler
 from dplab.spec.model import Experiment, PlaneSpec
 from dplab.store.runstore import RunStore
 from dplab.substrate import registry
 from dplab.substrate.network import Network
+from dplab.substrate.registry import SubstrateError
 from dplab.topology import catalog, importers
 from dplab.topology.model import Topology
 from dplab.workloads.flows import Flow, FlowResult, run_flows
@@ -77,12 +79,21 @@ def _resolve_pairs(index: int, pairs, topo: Topology) -> list[tuple[str, str]]:
     return [tuple(p) for p in pairs]
 
 
+def _refuse_unsupported_links(topo: Topology) -> None:
+    """A result that silently lacked the asked-for delay or loss would be wrong: stop first."""
+    try:
+        Network(topo).check_supported()
+    except SubstrateError as exc:
+        raise ExperimentError(f"topology: {exc}") from None
+
+
 def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = None) -> RunStore:
     """Every (repetition, plane) run not already stored; repetitions interleave the planes
     so slow drift of a shared machine spreads over all planes alike."""
     say = progress or (lambda _msg: None)
     topo = build_topology(exp)
     phases = plan_flows(exp, topo)
+    _refuse_unsupported_links(topo)
     store = RunStore(results_dir)
     store.write_experiment(exp.model_dump(mode="json"))
     done = store.completed_runs()
@@ -159,10 +170,13 @@ def _execute(key: RunKey, topo: Topology, phases: list[list[Flow]], say: Progres
             plane.wait_ready(READY_TIMEOUT_S)
             clock.lap("plane_ready")
             results: list[FlowResult] = []
-            for number, flows in enumerate(phases, start=1):
-                say(f"{key.run_id}: traffic phase {number}/{len(phases)} ({len(flows)} flows)")
-                results.extend(run_flows(net, flows))
+            switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
+            with ResourceSampler(switch_namespaces) as resources:
+                for number, flows in enumerate(phases, start=1):
+                    say(f"{key.run_id}: traffic phase {number}/{len(phases)} "
+                        f"({len(flows)} flows)")
+                    results.extend(run_flows(net, flows))
             clock.lap("traffic")
-            return results, plane.stats()
+            return results, {**plane.stats(), **resources.stats()}
         finally:
             plane.stop()

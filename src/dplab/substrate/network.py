@@ -179,7 +179,8 @@ class Network:
             if record is not self._record:
                 record.path.unlink(missing_ok=True)
 
-    def _check_impairments(self) -> None:
+    def check_supported(self) -> None:
+        """Refuse, before anything is built, links this kernel cannot emulate."""
         asks = [(u, v, a) for u, v, a in sorted(self.topo.graph.edges(data=True))
                 if (a.get("delay_ms") or 0) > 0 or (a.get("loss_pct") or 0) > 0]
         if not asks or self.capabilities()["netem"]:
@@ -206,7 +207,7 @@ class Network:
     def up(self) -> None:
         if self._record is not None:
             raise SubstrateError(f"network {self.prefix} is already up")
-        self._check_impairments()
+        self.check_supported()
         self._record = self._claim_record()
         try:
             self._build()
