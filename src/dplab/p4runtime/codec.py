@@ -1,0 +1,190 @@
+"""P4Runtime protobuf <-> switch JSON (switch/PROTOCOL.md), guided by the loaded P4Info.
+
+P4Runtime carries values as big-endian byte strings (canonical: no leading zero bytes);
+the switch wants ``0x`` hex strings, one match item per table key in key order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+
+from dplab.p4runtime.errors import invalid, not_found
+
+MatchField = p4info_pb2.MatchField
+
+
+def to_hex(value: bytes, bitwidth: int | None, what: str) -> str:
+    if not value:
+        raise invalid(f"{what}: empty value")
+    number = int.from_bytes(value, "big")
+    if bitwidth is not None and number >> bitwidth:
+        raise invalid(f"{what}: value 0x{number:x} does not fit in {bitwidth} bits")
+    return f"0x{number:x}"
+
+
+def to_bytes(hex_text: str) -> bytes:
+    """Canonical byte string: as few bytes as the value needs, at least one."""
+    number = int(hex_text, 16)
+    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
+
+
+class P4InfoIndex:
+    """Lookups by id into one P4Info."""
+
+    def __init__(self, info: p4info_pb2.P4Info) -> None:
+        self.info = info
+        self.tables = {t.preamble.id: t for t in info.tables}
+        self.actions = {a.preamble.id: a for a in info.actions}
+        self.counters = {c.preamble.id: c for c in info.counters}
+        self.direct_counters = {c.preamble.id: c for c in info.direct_counters}
+        self.meters = {m.preamble.id: m for m in info.meters}
+        self.registers = {r.preamble.id: r for r in info.registers}
+        self.digests = {d.preamble.id: d for d in info.digests}
+        self.controller_headers = {h.preamble.name: h for h in info.controller_packet_metadata}
+
+    def table(self, table_id: int) -> p4info_pb2.Table:
+        if table_id not in self.tables:
+            raise not_found(f"table id {table_id} is not in the P4Info")
+        return self.tables[table_id]
+
+    def lookup(self, kind: str, obj_id: int) -> Any:
+        found = getattr(self, kind).get(obj_id)
+        if found is None:
+            raise not_found(f"{kind[:-1]} id {obj_id} is not in the P4Info")
+        return found
+
+
+# -- table entries -----------------------------------------------------------------------
+
+def match_to_switch(table: p4info_pb2.Table, fields: list[pb.FieldMatch]) -> list[dict]:
+    given = {}
+    for fm in fields:
+        if fm.field_id in given:
+            raise invalid(f"table {table.preamble.name}: match field {fm.field_id} given twice")
+        given[fm.field_id] = fm
+    known = {mf.id for mf in table.match_fields}
+    for field_id in given:
+        if field_id not in known:
+            raise invalid(f"table {table.preamble.name}: no match field id {field_id}")
+    return [_field_to_switch(table, mf, given.get(mf.id)) for mf in table.match_fields]
+
+
+def _field_to_switch(table: p4info_pb2.Table, mf: MatchField, fm: pb.FieldMatch | None) -> dict:
+    what = f"table {table.preamble.name} field {mf.name}"
+    kind = MatchField.MatchType.Name(mf.match_type)
+    if fm is None:
+        if kind == "EXACT":
+            raise invalid(f"{what}: an exact field cannot be left out")
+        return {"kind": "any"}
+    given = fm.WhichOneof("field_match_type")
+    if given != kind.lower():
+        raise invalid(f"{what}: is {kind.lower()}, the request gives {given}")
+    width = mf.bitwidth
+    if kind == "EXACT":
+        return {"kind": "exact", "v": to_hex(fm.exact.value, width, what)}
+    if kind == "OPTIONAL":
+        return {"kind": "exact", "v": to_hex(fm.optional.value, width, what)}
+    if kind == "LPM":
+        if not 0 < fm.lpm.prefix_len <= width:
+            raise invalid(f"{what}: prefix length {fm.lpm.prefix_len} not in 1..{width}")
+        return {"kind": "lpm", "v": to_hex(fm.lpm.value, width, what), "plen": fm.lpm.prefix_len}
+    if kind == "TERNARY":
+        mask = to_hex(fm.ternary.mask, width, what)
+        if int(mask, 16) == 0:
+            raise invalid(f"{what}: a zero mask must be left out (wildcard)")
+        return {"kind": "ternary", "v": to_hex(fm.ternary.value, width, what), "m": mask}
+    if kind == "RANGE":
+        lo, hi = to_hex(fm.range.low, width, what), to_hex(fm.range.high, width, what)
+        if int(lo, 16) > int(hi, 16):
+            raise invalid(f"{what}: range low > high")
+        return {"kind": "range", "lo": lo, "hi": hi}
+    raise invalid(f"{what}: match kind {kind} is not supported")
+
+
+def match_from_switch(table: p4info_pb2.Table, items: list[dict]) -> list[pb.FieldMatch]:
+    out = []
+    for mf, item in zip(table.match_fields, items, strict=True):
+        kind = MatchField.MatchType.Name(mf.match_type)
+        fm = pb.FieldMatch(field_id=mf.id)
+        if item["kind"] == "any":
+            continue
+        if kind == "EXACT":
+            fm.exact.value = to_bytes(item["v"])
+        elif kind == "OPTIONAL":
+            fm.optional.value = to_bytes(item["v"])
+        elif kind == "LPM":
+            fm.lpm.value, fm.lpm.prefix_len = to_bytes(item["v"]), item["plen"]
+        elif kind == "TERNARY":
+            fm.ternary.value = to_bytes(item["v"])
+            fm.ternary.mask = to_bytes(item.get("m", f"0x{(1 << mf.bitwidth) - 1:x}"))
+        elif kind == "RANGE":
+            fm.range.low = to_bytes(item.get("lo", item.get("v")))
+            fm.range.high = to_bytes(item.get("hi", item.get("v")))
+        out.append(fm)
+    return out
+
+
+def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Action) -> dict:
+    if action.action_id not in {ref.id for ref in table.action_refs}:
+        raise invalid(f"table {table.preamble.name}: action id {action.action_id} "
+                      "is not one of its actions")
+    info = index.lookup("actions", action.action_id)
+    given = {p.param_id: p.value for p in action.params}
+    known = {p.id for p in info.params}
+    if set(given) != known:
+        raise invalid(f"action {info.preamble.name}: needs parameters {sorted(known)}, "
+                      f"got {sorted(given)}")
+    args = [to_hex(given[p.id], p.bitwidth, f"action {info.preamble.name} param {p.name}")
+            for p in info.params]
+    return {"action": action.action_id, "args": args}
+
+
+def action_from_switch(index: P4InfoIndex, action: dict) -> pb.Action:
+    info = index.lookup("actions", action["action"])
+    out = pb.Action(action_id=action["action"])
+    for param, arg in zip(info.params, action["args"], strict=True):
+        out.params.add(param_id=param.id, value=to_bytes(arg))
+    return out
+
+
+def meter_to_switch(config: pb.MeterConfig) -> dict:
+    return {"cir": config.cir, "cburst": config.cburst, "pir": config.pir,
+            "pburst": config.pburst}
+
+
+def meter_from_switch(config: dict | None) -> pb.MeterConfig | None:
+    if config is None:
+        return None
+    return pb.MeterConfig(cir=config["cir"], cburst=config["cburst"], pir=config["pir"],
+                          pburst=config["pburst"])
+
+
+def entry_from_switch(index: P4InfoIndex, table: p4info_pb2.Table, item: dict,
+                      want_counter: bool, want_meter: bool) -> pb.TableEntry:
+    entry = pb.TableEntry(table_id=table.preamble.id, priority=item.get("priority") or 0)
+    entry.match.extend(match_from_switch(table, item["match"]))
+    entry.action.action.CopyFrom(action_from_switch(index, item["action"]))
+    entry.idle_timeout_ns = item.get("idle_timeout_ns") or 0
+    if want_counter:
+        entry.counter_data.packet_count = item.get("packets", 0)
+        entry.counter_data.byte_count = item.get("bytes", 0)
+    meter = meter_from_switch(item.get("meter"))
+    if want_meter and meter is not None:
+        entry.meter_config.CopyFrom(meter)
+    return entry
+
+
+def replicas_to_switch(replicas: list[pb.Replica]) -> list[dict]:
+    out = []
+    for r in replicas:
+        port = r.egress_port if r.WhichOneof("port_kind") == "egress_port" else (
+            int.from_bytes(r.port, "big") if r.port else 0)
+        out.append({"port": port, "rid": r.instance})
+    return out
+
+
+def replicas_from_switch(replicas: list[dict]) -> list[pb.Replica]:
+    return [pb.Replica(egress_port=r["port"], instance=r["rid"]) for r in replicas]

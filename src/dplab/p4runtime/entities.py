@@ -1,0 +1,255 @@
+"""Write and read of each P4Runtime entity, as calls on the switch's control socket."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from p4.v1 import p4runtime_pb2 as pb
+
+from dplab.p4runtime import codec
+from dplab.p4runtime.codec import P4InfoIndex
+from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
+from dplab.p4runtime.switch_link import SwitchLink
+
+INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
+
+
+class Entities:
+    def __init__(self, switch: SwitchLink, index: P4InfoIndex) -> None:
+        self.switch = switch
+        self.index = index
+
+    # -- write ---------------------------------------------------------------------------
+
+    def write(self, update: pb.Update) -> None:
+        kind = update.entity.WhichOneof("entity")
+        handler = getattr(self, f"_write_{kind}", None)
+        if handler is None:
+            raise P4RuntimeError("UNIMPLEMENTED", f"writing {kind} is not supported")
+        if update.type not in (INSERT, MODIFY, DELETE):
+            raise invalid("update type must be INSERT, MODIFY or DELETE")
+        handler(update.type, getattr(update.entity, kind))
+
+    def _write_table_entry(self, op: int, entry: pb.TableEntry) -> None:
+        table = self.index.table(entry.table_id)
+        if entry.is_default_action:
+            self._write_default(op, table, entry)
+            return
+        req = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
+               "priority": entry.priority}
+        if op == DELETE:
+            self.switch.call("table_delete", **req)
+            return
+        kind = entry.action.WhichOneof("type")
+        if kind != "action":
+            raise invalid("a table entry needs an action" if kind is None else
+                          f"{kind} (action profiles) is not supported")
+        req["action"] = codec.action_to_switch(self.index, table, entry.action.action)
+        if entry.idle_timeout_ns:
+            req["idle_timeout_ns"] = entry.idle_timeout_ns
+        if entry.HasField("meter_config"):
+            req["meter"] = codec.meter_to_switch(entry.meter_config)
+        self.switch.call("table_add" if op == INSERT else "table_modify", **req)
+        if entry.HasField("counter_data"):
+            self._write_entry_counter(entry, req, entry.counter_data)
+
+    def _write_default(self, op: int, table, entry: pb.TableEntry) -> None:
+        if op != MODIFY:
+            raise invalid(f"table {table.preamble.name}: the default entry can only be modified")
+        if entry.match or entry.priority:
+            raise invalid(f"table {table.preamble.name}: a default entry has no match")
+        if not entry.HasField("action"):
+            self.switch.call("table_reset_default", table=entry.table_id)
+            return
+        action = codec.action_to_switch(self.index, table, entry.action.action)
+        self.switch.call("table_set_default", table=entry.table_id, action=action)
+
+    def _write_entry_counter(self, entry: pb.TableEntry, req: dict, data: pb.CounterData) -> None:
+        self.switch.call("table_entry_counter_write", table=entry.table_id, match=req["match"],
+                         priority=req["priority"], packets=data.packet_count,
+                         bytes=data.byte_count)
+
+    def _write_direct_counter_entry(self, op: int, entry: pb.DirectCounterEntry) -> None:
+        if op != MODIFY:
+            raise invalid("direct counter entries can only be modified")
+        te = entry.table_entry
+        table = self.index.table(te.table_id)
+        req = {"match": codec.match_to_switch(table, te.match), "priority": te.priority}
+        self._write_entry_counter(te, req, entry.data)
+
+    def _write_counter_entry(self, op: int, entry: pb.CounterEntry) -> None:
+        if op != MODIFY:
+            raise invalid("counter entries can only be modified")
+        self.index.lookup("counters", entry.counter_id)
+        req = {"counter": entry.counter_id, "packets": entry.data.packet_count,
+               "bytes": entry.data.byte_count}
+        if entry.HasField("index"):
+            req["index"] = entry.index.index
+        self.switch.call("counter_write", **req)
+
+    def _write_meter_entry(self, op: int, entry: pb.MeterEntry) -> None:
+        if op != MODIFY:
+            raise invalid("meter entries can only be modified")
+        self.index.lookup("meters", entry.meter_id)
+        config = codec.meter_to_switch(entry.config) if entry.HasField("config") else None
+        req = {"meter": entry.meter_id, "config": config}
+        if entry.HasField("index"):
+            req["index"] = entry.index.index
+        self.switch.call("meter_set", **req)
+
+    def _write_register_entry(self, op: int, entry: pb.RegisterEntry) -> None:
+        if op != MODIFY:
+            raise invalid("register entries can only be modified")
+        info = self.index.lookup("registers", entry.register_id)
+        if entry.data.WhichOneof("data") != "bitstring":
+            raise invalid(f"register {info.preamble.name}: data must be a bitstring")
+        width = info.type_spec.bitstring.bit.bitwidth or None
+        req = {"register": entry.register_id,
+               "value": codec.to_hex(entry.data.bitstring, width, info.preamble.name)}
+        if entry.HasField("index"):
+            req["index"] = entry.index.index
+        self.switch.call("register_write", **req)
+
+    def _write_packet_replication_engine_entry(self, op: int, entry) -> None:
+        kind = entry.WhichOneof("type")
+        if kind == "multicast_group_entry":
+            group = entry.multicast_group_entry
+            self._check_exists(op, "mcast_group_read", "groups", "group",
+                               group.multicast_group_id)
+            if op == DELETE:
+                self.switch.call("mcast_group_delete", group=group.multicast_group_id)
+            else:
+                self.switch.call("mcast_group_set", group=group.multicast_group_id,
+                                 replicas=codec.replicas_to_switch(group.replicas))
+        elif kind == "clone_session_entry":
+            session = entry.clone_session_entry
+            self._check_exists(op, "clone_session_read", "sessions", "session",
+                               session.session_id)
+            if op == DELETE:
+                self.switch.call("clone_session_delete", session=session.session_id)
+            else:
+                self.switch.call("clone_session_set", session=session.session_id,
+                                 replicas=codec.replicas_to_switch(session.replicas),
+                                 class_of_service=session.class_of_service,
+                                 packet_length_bytes=session.packet_length_bytes)
+        else:
+            raise invalid("empty packet replication engine entry")
+
+    def _check_exists(self, op: int, read_cmd: str, key: str, field: str, ident: int) -> None:
+        """Multicast groups and clone sessions: INSERT must be new, MODIFY/DELETE must exist."""
+        if ident == 0:
+            raise invalid(f"{field} id 0 is not valid")
+        items = self.switch.call(read_cmd)[key]
+        exists = any(item[field] == ident for item in items)
+        if op == INSERT and exists:
+            raise P4RuntimeError("ALREADY_EXISTS", f"{field} {ident} already exists")
+        if op != INSERT and not exists:
+            raise not_found(f"{field} {ident} does not exist")
+
+    # -- read ----------------------------------------------------------------------------
+
+    def read(self, entity: pb.Entity) -> Iterator[pb.Entity]:
+        kind = entity.WhichOneof("entity")
+        handler = getattr(self, f"_read_{kind}", None)
+        if handler is None:
+            raise P4RuntimeError("UNIMPLEMENTED", f"reading {kind} is not supported")
+        for item in handler(getattr(entity, kind)):
+            out = pb.Entity()
+            getattr(out, kind).CopyFrom(item)
+            yield out
+
+    def _read_table_entry(self, want: pb.TableEntry) -> Iterator[pb.TableEntry]:
+        tables = [self.index.table(want.table_id)] if want.table_id else list(
+            self.index.tables.values())
+        for table in tables:
+            yield from self._read_one_table(table, want)
+
+    def _read_one_table(self, table, want: pb.TableEntry) -> Iterator[pb.TableEntry]:
+        got = self.switch.call("table_read", table=table.preamble.id)
+        counter, meter = want.HasField("counter_data"), want.HasField("meter_config")
+        if want.is_default_action:
+            entry = pb.TableEntry(table_id=table.preamble.id, is_default_action=True)
+            entry.action.action.CopyFrom(codec.action_from_switch(self.index,
+                                                                  got["default_action"]))
+            if counter:
+                entry.counter_data.packet_count = got.get("default_packets", 0)
+                entry.counter_data.byte_count = got.get("default_bytes", 0)
+            yield entry
+            return
+        match = codec.match_to_switch(table, want.match) if want.match else None
+        for item in got["entries"]:
+            if match is not None and (item["match"] != match
+                                      or (item.get("priority") or 0) != want.priority):
+                continue
+            yield codec.entry_from_switch(self.index, table, item, counter, meter)
+
+    def _read_direct_counter_entry(self, want: pb.DirectCounterEntry):
+        probe = pb.TableEntry()
+        probe.CopyFrom(want.table_entry)
+        probe.counter_data.SetInParent()
+        for entry in self._read_table_entry(probe):
+            out = pb.DirectCounterEntry(data=entry.counter_data)
+            entry.ClearField("counter_data")
+            out.table_entry.CopyFrom(entry)
+            yield out
+
+    def _read_counter_entry(self, want: pb.CounterEntry) -> Iterator[pb.CounterEntry]:
+        ids = [want.counter_id] if want.counter_id else list(self.index.counters)
+        for counter_id in ids:
+            self.index.lookup("counters", counter_id)
+            req = {"index": want.index.index} if want.HasField("index") else {}
+            for cell in self.switch.call("counter_read", counter=counter_id, **req)["cells"]:
+                out = pb.CounterEntry(counter_id=counter_id)
+                out.index.index = cell["index"]
+                out.data.packet_count = cell.get("packets", 0)
+                out.data.byte_count = cell.get("bytes", 0)
+                yield out
+
+    def _read_meter_entry(self, want: pb.MeterEntry) -> Iterator[pb.MeterEntry]:
+        ids = [want.meter_id] if want.meter_id else list(self.index.meters)
+        for meter_id in ids:
+            self.index.lookup("meters", meter_id)
+            req = {"index": want.index.index} if want.HasField("index") else {}
+            for cell in self.switch.call("meter_read", meter=meter_id, **req)["cells"]:
+                out = pb.MeterEntry(meter_id=meter_id)
+                out.index.index = cell["index"]
+                config = codec.meter_from_switch(cell.get("config"))
+                if config is not None:
+                    out.config.CopyFrom(config)
+                yield out
+
+    def _read_register_entry(self, want: pb.RegisterEntry) -> Iterator[pb.RegisterEntry]:
+        ids = [want.register_id] if want.register_id else list(self.index.registers)
+        for register_id in ids:
+            self.index.lookup("registers", register_id)
+            req = {"index": want.index.index} if want.HasField("index") else {}
+            for cell in self.switch.call("register_read", register=register_id, **req)["cells"]:
+                out = pb.RegisterEntry(register_id=register_id)
+                out.index.index = cell["index"]
+                out.data.bitstring = codec.to_bytes(cell["value"])
+                yield out
+
+    def _read_packet_replication_engine_entry(self, want) -> Iterator:
+        kind = want.WhichOneof("type")
+        if kind == "multicast_group_entry":
+            gid = want.multicast_group_entry.multicast_group_id
+            for group in self.switch.call("mcast_group_read")["groups"]:
+                if gid in (0, group["group"]):
+                    out = pb.PacketReplicationEngineEntry()
+                    out.multicast_group_entry.multicast_group_id = group["group"]
+                    out.multicast_group_entry.replicas.extend(
+                        codec.replicas_from_switch(group["replicas"]))
+                    yield out
+        elif kind == "clone_session_entry":
+            sid = want.clone_session_entry.session_id
+            for session in self.switch.call("clone_session_read")["sessions"]:
+                if sid in (0, session["session"]):
+                    out = pb.PacketReplicationEngineEntry()
+                    cs = out.clone_session_entry
+                    cs.session_id = session["session"]
+                    cs.replicas.extend(codec.replicas_from_switch(session["replicas"]))
+                    cs.class_of_service = session.get("class_of_service", 0)
+                    cs.packet_length_bytes = session.get("packet_length_bytes", 0)
+                    yield out
+        else:
+            raise invalid("empty packet replication engine entry")

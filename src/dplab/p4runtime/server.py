@@ -1,0 +1,254 @@
+"""The P4Runtime gRPC service of one switch (device): pipeline, Write/Read, StreamChannel."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from collections.abc import Iterator
+
+import grpc
+from google.rpc import status_pb2
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
+
+from dplab.p4runtime import codec
+from dplab.p4runtime.arbitration import Arbiter
+from dplab.p4runtime.codec import P4InfoIndex
+from dplab.p4runtime.entities import Entities
+from dplab.p4runtime.errors import P4RuntimeError, invalid
+from dplab.p4runtime.switch_link import SwitchLink
+
+API_VERSION = "1.5.0"
+Action = pb.SetForwardingPipelineConfigRequest
+
+
+class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
+    def __init__(self, switch_socket: str, device_id: int) -> None:
+        self.device_id = device_id
+        self.arbiter = Arbiter(device_id)
+        self.switch = SwitchLink(switch_socket, self._on_switch_event)
+        self._config: pb.ForwardingPipelineConfig | None = None
+        self._saved: pb.ForwardingPipelineConfig | None = None
+        self._index: P4InfoIndex | None = None
+        self._digest_list_id = 0
+
+    # -- unary RPCs ----------------------------------------------------------------------
+
+    def Capabilities(self, request, context):
+        return pb.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
+
+    def SetForwardingPipelineConfig(self, request, context):
+        return self._guard(context, self._set_pipeline, request)
+
+    def GetForwardingPipelineConfig(self, request, context):
+        return self._guard(context, self._get_pipeline, request)
+
+    def Write(self, request, context):
+        return self._guard(context, self._write, request)
+
+    def Read(self, request, context):
+        try:
+            entities = self._read(request)
+        except P4RuntimeError as err:
+            context.abort(err.grpc_code, err.message)
+        yield from entities
+
+    # -- pipeline ------------------------------------------------------------------------
+
+    def _set_pipeline(self, request: pb.SetForwardingPipelineConfigRequest):
+        self._check_device(request.device_id)
+        self.arbiter.check_primary(request.election_id, "SetForwardingPipelineConfig")
+        if request.action == Action.COMMIT:
+            if self._saved is None:
+                raise P4RuntimeError("FAILED_PRECONDITION", "COMMIT without a saved config")
+            self._load(self._saved)
+            return pb.SetForwardingPipelineConfigResponse()
+        ir = _verify(request.config)
+        if request.action == Action.VERIFY_AND_SAVE:
+            self._saved = request.config
+        elif request.action in (Action.VERIFY_AND_COMMIT, Action.RECONCILE_AND_COMMIT):
+            self._load(request.config, ir)
+        elif request.action != Action.VERIFY:
+            raise invalid(f"unknown action {request.action}")
+        return pb.SetForwardingPipelineConfigResponse()
+
+    def _load(self, config: pb.ForwardingPipelineConfig, ir: dict | None = None) -> None:
+        try:
+            self.switch.call("load_pipeline", ir=ir or _verify(config))
+        except P4RuntimeError as err:
+            raise invalid(f"the switch refused the pipeline: {err.message}") from err
+        self._config, self._index = config, P4InfoIndex(config.p4info)
+
+    def _get_pipeline(self, request: pb.GetForwardingPipelineConfigRequest):
+        self._check_device(request.device_id)
+        if self._config is None:
+            raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
+        out = pb.ForwardingPipelineConfig(cookie=self._config.cookie)
+        kind = pb.GetForwardingPipelineConfigRequest
+        if request.response_type in (kind.ALL, kind.P4INFO_AND_COOKIE):
+            out.p4info.CopyFrom(self._config.p4info)
+        if request.response_type in (kind.ALL, kind.DEVICE_CONFIG_AND_COOKIE):
+            out.p4_device_config = self._config.p4_device_config
+        return pb.GetForwardingPipelineConfigResponse(config=out)
+
+    # -- write and read ------------------------------------------------------------------
+
+    def _write(self, request: pb.WriteRequest):
+        self._check_device(request.device_id)
+        self.arbiter.check_primary(request.election_id, "Write")
+        entities = self._entities()
+        if request.atomicity != pb.WriteRequest.CONTINUE_ON_ERROR:
+            raise P4RuntimeError("UNIMPLEMENTED", "only CONTINUE_ON_ERROR atomicity")
+        errors: list[P4RuntimeError | None] = []
+        for update in request.updates:
+            try:
+                entities.write(update)
+                errors.append(None)
+            except P4RuntimeError as err:
+                errors.append(err)
+        if any(errors):
+            raise _BatchError(errors)
+        return pb.WriteResponse()
+
+    def _read(self, request: pb.ReadRequest) -> Iterator[pb.ReadResponse]:
+        self._check_device(request.device_id)
+        entities = self._entities()
+        found = [e for want in request.entities for e in entities.read(want)]
+        return iter([pb.ReadResponse(entities=found)])
+
+    def _entities(self) -> Entities:
+        if self._index is None:
+            raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
+        return Entities(self.switch, self._index)
+
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device_id:
+            raise P4RuntimeError("NOT_FOUND", f"no device {device_id} "
+                                 f"(this server is device {self.device_id})")
+
+    def _guard(self, context, method, request):
+        try:
+            return method(request)
+        except _BatchError as err:
+            _abort_batch(context, err)
+        except P4RuntimeError as err:
+            context.abort(err.grpc_code, err.message)
+
+    # -- stream --------------------------------------------------------------------------
+
+    def StreamChannel(self, request_iterator, context):
+        outbox: queue.Queue = queue.Queue()
+        state = {"eid": None}
+        reader = threading.Thread(target=self._serve_stream,
+                                  args=(request_iterator, outbox, state), daemon=True)
+        reader.start()
+        try:
+            while True:
+                msg = outbox.get()
+                if msg is None:
+                    return
+                if isinstance(msg, P4RuntimeError):
+                    context.abort(msg.grpc_code, msg.message)
+                yield msg
+        finally:
+            if state["eid"] is not None:
+                self.arbiter.leave(state["eid"])
+
+    def _serve_stream(self, requests, outbox: queue.Queue, state: dict) -> None:
+        try:
+            for req in requests:
+                kind = req.WhichOneof("update")
+                if kind == "arbitration":
+                    state["eid"] = self.arbiter.join(req.arbitration, outbox.put, state["eid"])
+                elif kind == "packet":
+                    self._packet_out(req.packet, state["eid"], outbox)
+        except P4RuntimeError as err:
+            outbox.put(err)
+            return
+        except grpc.RpcError:
+            pass  # the client went away
+        outbox.put(None)
+
+    def _packet_out(self, packet: pb.PacketOut, eid: int | None, outbox: queue.Queue) -> None:
+        if eid is None or eid != self.arbiter.primary():
+            _stream_error(outbox, "PERMISSION_DENIED", "packet-out from a non-primary client")
+            return
+        metadata = [{"id": m.metadata_id, "value": codec.to_hex(m.value, None, "metadata")}
+                    for m in packet.metadata if m.value]
+        try:
+            self.switch.call("packet_out", payload=packet.payload.hex(), metadata=metadata)
+        except P4RuntimeError as err:
+            _stream_error(outbox, err.code, err.message)
+
+    def _on_switch_event(self, event: dict) -> None:
+        send = self.arbiter.primary_sender()
+        if send is None:
+            return  # no controller: the spec drops packet-ins and notifications
+        msg = pb.StreamMessageResponse()
+        if event["event"] == "packet_in":
+            msg.packet.payload = bytes.fromhex(event["payload"])
+            for m in event.get("metadata", []):
+                msg.packet.metadata.add(metadata_id=m["id"], value=codec.to_bytes(m["value"]))
+        elif event["event"] == "digest":
+            self._digest_list_id += 1
+            msg.digest.digest_id = event["digest"]
+            msg.digest.list_id = self._digest_list_id
+            msg.digest.timestamp = time.time_ns()
+            data = msg.digest.data.add()
+            for value in event["data"]:
+                data.struct.members.add(bitstring=codec.to_bytes(value))
+        elif event["event"] == "idle_timeout" and self._index is not None:
+            note = msg.idle_timeout_notification
+            note.timestamp = time.time_ns()
+            table = self._index.table(event["table"])
+            for item in event["entries"]:
+                entry = note.table_entry.add(table_id=event["table"],
+                                             priority=item.get("priority") or 0)
+                entry.match.extend(codec.match_from_switch(table, item["match"]))
+        else:
+            return
+        send(msg)
+
+
+class _BatchError(Exception):
+    def __init__(self, errors: list[P4RuntimeError | None]) -> None:
+        self.errors = errors
+
+
+def _abort_batch(context, err: _BatchError) -> None:
+    """The spec's batch error: one p4.v1.Error per update in the status details; the
+    top-level code is the failure's own for a single update, UNKNOWN for a batch."""
+    details = status_pb2.Status()
+    for e in err.errors:
+        item = pb.Error(canonical_code=0 if e is None else e.grpc_code.value[0],
+                        message="" if e is None else e.message)
+        details.details.add().Pack(item)
+    failed = [e for e in err.errors if e is not None]
+    code = failed[0].grpc_code if len(err.errors) == 1 else grpc.StatusCode.UNKNOWN
+    message = "; ".join(e.message for e in failed)
+    details.code, details.message = code.value[0], message
+    context.set_trailing_metadata((("grpc-status-details-bin", details.SerializeToString()),))
+    context.abort(code, message)
+
+
+def _stream_error(outbox: queue.Queue, code: str, message: str) -> None:
+    msg = pb.StreamMessageResponse()
+    msg.error.canonical_code = grpc.StatusCode[code].value[0]
+    msg.error.message = message
+    outbox.put(msg)
+
+
+def _verify(config: pb.ForwardingPipelineConfig) -> dict:
+    """The device config must be our IR (JSON) and the P4Info must name tables/actions."""
+    if not config.p4_device_config:
+        raise invalid("p4_device_config is empty (expected the dplab IR JSON)")
+    try:
+        ir = json.loads(config.p4_device_config)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise invalid(f"p4_device_config is not JSON: {exc}") from exc
+    if not isinstance(ir, dict) or not isinstance(config.p4info, p4info_pb2.P4Info):
+        raise invalid("p4_device_config must be a JSON object")
+    return ir

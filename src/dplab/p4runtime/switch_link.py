@@ -1,0 +1,66 @@
+"""The server's connection to dplab-switch's control socket: requests from many gRPC
+threads at once, replies matched by id, events handed to a callback by a reader thread."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from dplab.p4runtime.errors import P4RuntimeError
+
+REPLY_TIMEOUT_S = 10.0
+
+
+class SwitchLink:
+    def __init__(self, path: str, on_event: Callable[[dict], None]) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.connect(path)
+        self._on_event = on_event
+        self._lock = threading.Lock()
+        self._waiting: dict[int, Future] = {}
+        self._next_id = 1
+        threading.Thread(target=self._read_forever, daemon=True, name="switch-reader").start()
+        self.call("subscribe")
+
+    def call(self, cmd: str, **fields: Any) -> Any:
+        """Sends one request; returns its result or raises P4RuntimeError with the switch's
+        status code name (UNAVAILABLE when the switch is gone)."""
+        reply = Future()
+        with self._lock:
+            rid = self._next_id
+            self._next_id += 1
+            self._waiting[rid] = reply
+            line = json.dumps({"id": rid, "cmd": cmd, **fields}) + "\n"
+            try:
+                self._sock.sendall(line.encode())
+            except OSError as exc:
+                del self._waiting[rid]
+                raise P4RuntimeError("UNAVAILABLE", f"switch control socket: {exc}") from exc
+        try:
+            msg = reply.result(REPLY_TIMEOUT_S)
+        except TimeoutError as exc:
+            raise P4RuntimeError("UNAVAILABLE", f"switch did not answer {cmd}") from exc
+        if not msg.get("ok"):
+            raise P4RuntimeError(msg.get("code", "UNKNOWN"), msg.get("error", "switch error"))
+        return msg.get("result")
+
+    def _read_forever(self) -> None:
+        stream = self._sock.makefile("rb")
+        for line in stream:
+            msg = json.loads(line)
+            if "event" in msg:
+                self._on_event(msg)
+                continue
+            with self._lock:
+                waiter = self._waiting.pop(msg.get("id"), None)
+            if waiter is not None:
+                waiter.set_result(msg)
+        with self._lock:  # switch gone: fail everyone still waiting
+            for waiter in self._waiting.values():
+                waiter.set_result({"ok": False, "code": "UNAVAILABLE",
+                                   "error": "switch closed its control socket"})
+            self._waiting.clear()

@@ -1,0 +1,224 @@
+"""The P4Runtime server against a real dplab-switch (throwaway namespaces from the rig),
+driven by a gRPC client built from the p4runtime package's stubs."""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
+from switch_rig import Rig, compile_p4, udp_frame
+
+pytestmark = pytest.mark.net
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = "BasicIngress.mac_exact"
+DST = "00:00:00:00:00:02"
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    out = tmp_path_factory.mktemp("p4")
+    ir = compile_p4(ROOT / "p4src" / "basic_fwd.p4", out)
+    info = p4info_pb2.P4Info()
+    info.ParseFromString((out / "basic_fwd.p4info.bin").read_bytes())
+    return ir, info
+
+
+@pytest.fixture()
+def server(tmp_path):
+    """A rig switch with a P4Runtime server on a unix socket; yields (rig, address)."""
+    with Rig(n_ports=3) as rig:
+        address = f"unix:{tmp_path}/p4rt.sock"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dplab.p4runtime", "--switch-socket", rig.control_path,
+             "--listen", address, "--device-id", "1"])
+        try:
+            grpc.channel_ready_future(grpc.insecure_channel(address)).result(timeout=10)
+            yield rig, address
+        finally:
+            proc.terminate()
+            proc.wait(5)
+
+
+class Client:
+    """A controller: one channel, one StreamChannel, received messages in a queue."""
+
+    def __init__(self, address: str, election: int) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.election = pb.Uint128(high=0, low=election)
+        self.outbox: queue.Queue = queue.Queue()
+        self.inbox: queue.Queue = queue.Queue()
+        self.stream = self.stub.StreamChannel(iter(self.outbox.get, None))
+        threading.Thread(target=self._receive, daemon=True).start()
+        req = pb.StreamMessageRequest()
+        req.arbitration.device_id = 1
+        req.arbitration.election_id.CopyFrom(self.election)
+        self.outbox.put(req)
+
+    def _receive(self) -> None:
+        try:
+            for msg in self.stream:
+                self.inbox.put(msg)
+        except grpc.RpcError as err:
+            self.inbox.put(err)
+
+    def next(self, kind: str, timeout: float = 3.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                msg = self.inbox.get(timeout=deadline - time.monotonic())
+            except queue.Empty:
+                break
+            if isinstance(msg, grpc.RpcError):
+                return msg
+            if msg.WhichOneof("update") == kind:
+                return getattr(msg, kind)
+        return None
+
+    def set_pipeline(self, program) -> None:
+        ir_path, info = program
+        req = pb.SetForwardingPipelineConfigRequest(
+            device_id=1, election_id=self.election,
+            action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.config.p4info.CopyFrom(info)
+        req.config.p4_device_config = Path(ir_path).read_bytes()
+        self.stub.SetForwardingPipelineConfig(req)
+
+    def write(self, *entities: pb.Entity, op=pb.Update.INSERT) -> None:
+        req = pb.WriteRequest(device_id=1, election_id=self.election)
+        for entity in entities:
+            req.updates.add(type=op, entity=entity)
+        self.stub.Write(req)
+
+    def read(self, entity: pb.Entity) -> list[pb.Entity]:
+        return [e for r in self.stub.Read(pb.ReadRequest(device_id=1, entities=[entity]))
+                for e in r.entities]
+
+    def close(self) -> None:
+        self.outbox.put(None)
+        self.channel.close()
+
+
+def ids(info: p4info_pb2.P4Info) -> dict[str, int]:
+    names = {t.preamble.name: t.preamble.id for t in info.tables}
+    names |= {a.preamble.name: a.preamble.id for a in info.actions}
+    return names
+
+
+def forward_entry(info, mac: str, port: int) -> pb.Entity:
+    n = ids(info)
+    entity = pb.Entity()
+    entry = entity.table_entry
+    entry.table_id = n[TABLE]
+    entry.match.add(field_id=1).exact.value = bytes.fromhex(mac.replace(":", ""))
+    entry.action.action.action_id = n["BasicIngress.forward"]
+    entry.action.action.params.add(param_id=1, value=bytes([port]))
+    return entity
+
+
+def test_arbitration_primary_and_backup(server, program):
+    _, address = server
+    low, high = Client(address, 5), Client(address, 9)
+    try:
+        assert low.next("arbitration").status.code == 0  # alone: primary
+        assert high.next("arbitration").status.code == 0  # higher id takes over
+        demoted = low.next("arbitration")
+        assert demoted.status.code == grpc.StatusCode.ALREADY_EXISTS.value[0]
+        assert demoted.election_id.low == 9
+        with pytest.raises(grpc.RpcError) as denied:
+            low.set_pipeline(program)
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        high.set_pipeline(program)
+        with pytest.raises(grpc.RpcError) as denied:
+            low.write(forward_entry(program[1], DST, 2))
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        high.close()  # the backup becomes primary
+        assert low.next("arbitration").status.code == 0
+        low.write(forward_entry(program[1], DST, 2))
+    finally:
+        low.close()
+        high.close()
+
+
+def test_table_write_read_and_forwarding(server, program):
+    rig, address = server
+    client = Client(address, 1)
+    try:
+        client.next("arbitration")
+        client.set_pipeline(program)
+        client.write(forward_entry(program[1], DST, 2))
+        rig.drain()
+        rig.send(1, udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2"))
+        assert len(rig.capture()[2]) == 1
+        probe = pb.Entity()
+        probe.table_entry.table_id = ids(program[1])[TABLE]
+        probe.table_entry.counter_data.SetInParent()
+        (read,) = client.read(probe)
+        assert read.table_entry.match[0].exact.value == bytes.fromhex("02")
+        assert read.table_entry.action.action.params[0].value == bytes([2])
+        assert read.table_entry.counter_data.packet_count == 1
+        config = client.stub.GetForwardingPipelineConfig(
+            pb.GetForwardingPipelineConfigRequest(device_id=1))
+        assert config.config.p4info == program[1]
+    finally:
+        client.close()
+
+
+def test_wrong_requests_get_spec_status_codes(server, program):
+    _, address = server
+    client = Client(address, 1)
+    try:
+        client.next("arbitration")
+        with pytest.raises(grpc.RpcError) as early:  # no pipeline yet
+            client.write(forward_entry(program[1], DST, 2))
+        assert early.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        client.set_pipeline(program)
+        client.write(forward_entry(program[1], DST, 2))
+        with pytest.raises(grpc.RpcError) as twice:
+            client.write(forward_entry(program[1], DST, 3))
+        assert twice.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        bad = forward_entry(program[1], DST, 2)
+        bad.table_entry.table_id = 12345
+        with pytest.raises(grpc.RpcError) as unknown:
+            client.write(bad)
+        assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+        too_wide = forward_entry(program[1], DST, 2)
+        too_wide.table_entry.action.action.params[0].value = b"\x04\x00"  # 1024 > 9 bits
+        with pytest.raises(grpc.RpcError) as wide:
+            client.write(too_wide, op=pb.Update.MODIFY)
+        assert wide.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(grpc.RpcError) as gone:
+            client.write(forward_entry(program[1], "00:00:00:00:00:09", 2), op=pb.Update.DELETE)
+        assert gone.value.code() == grpc.StatusCode.NOT_FOUND
+    finally:
+        client.close()
+
+
+def test_packet_out_and_packet_in(server, program):
+    rig, address = server
+    client = Client(address, 1)
+    try:
+        client.next("arbitration")
+        client.set_pipeline(program)
+        rig.drain()
+        frame = udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
+        out = pb.StreamMessageRequest()
+        out.packet.payload = frame
+        out.packet.metadata.add(metadata_id=1, value=bytes([3]))
+        client.outbox.put(out)
+        assert rig.capture()[3] == [frame]
+        rig.send(2, frame)  # table miss -> controller
+        packet_in = client.next("packet")
+        assert packet_in is not None and packet_in.payload == frame
+        assert {m.metadata_id: m.value for m in packet_in.metadata}[1] == bytes([2])
+    finally:
+        client.close()
