@@ -284,16 +284,19 @@ class OvsPlane(Plane):
         return float(total)
 
     def stop(self) -> None:
-        """SIGTERM the controller, then ovs-vswitchd, then ovsdb-server; SIGKILL stragglers."""
-        while self._daemons:
-            _, daemon = self._daemons.pop()
-            if daemon.poll() is None:
-                daemon.terminate()
-                try:
-                    daemon.wait(STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    daemon.kill()
-                    daemon.wait()
+        """SIGTERM every daemon at once (nothing they hold outlives the run), then SIGKILL
+        stragglers: stopping them one after another cost most of a second per run."""
+        daemons = [daemon for _, daemon in self._daemons if daemon.poll() is None]
+        self._daemons.clear()
+        for daemon in daemons:
+            daemon.terminate()
+        deadline = time.monotonic() + STOP_GRACE_S
+        for daemon in daemons:
+            try:
+                daemon.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+                daemon.wait()
 
     def _require_started(self) -> Network:
         if self.net is None:
