@@ -14,14 +14,14 @@ from typing import IO, Any, Protocol
 
 from dplab.measure.iperf_report import IperfParseError
 from dplab.measure.ping_report import PingParseError
-from dplab.workloads import iperf, ping
+from dplab.workloads import iperf, ping, voip
 from dplab.workloads.measured import Measured, missing
 
 FIRST_PORT = 5001
 LISTEN_TIMEOUT_S = 5.0
 SERVER_GRACE_S = 3.0  # time a server gets after its client ended to print its final report
 POLL_S = 0.02
-KINDS = ("icmp", "tcp", "udp")
+KINDS = ("icmp", "tcp", "udp", "voip")
 
 
 class FlowNetwork(Protocol):
@@ -74,19 +74,28 @@ def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
     Bad parameters raise ValueError before anything starts. A flow whose tool failed or
     timed out comes back with ok=False, the reason, and None for what was not measured.
     """
-    params = [_validate(flow) for flow in flows]
+    voice = voip.VoipFlows(net, [flow for flow in flows if flow.kind == "voip"])
+    others = [flow for flow in flows if flow.kind != "voip"]
+    params = [_validate(flow) for flow in others]
     with tempfile.TemporaryDirectory(prefix="dplab-flows-") as tmp:
-        pairs = enumerate(zip(flows, params, strict=True))
+        pairs = enumerate(zip(others, params, strict=True))
         jobs = [_job(flow, flow_params, index, Path(tmp)) for index, (flow, flow_params) in pairs]
         try:
+            voice.listen(Path(tmp))
             _start_servers(net, jobs)
             _wait_listening(net, jobs)
+            voice.send()
             _start_clients(net, jobs)
             _wait_clients(jobs)
             _wait_servers(jobs)
+            voice.wait()
         finally:
             _kill_all(jobs)
-        return [_result(job) for job in jobs]
+            voice.kill()
+        other_results = iter([_result(job) for job in jobs])
+        measured = zip(voice.flows, voice.results(), strict=True)
+        voice_results = iter([_from_measured(flow, m) for flow, m in measured])
+        return [next(voice_results if f.kind == "voip" else other_results) for f in flows]
 
 
 def _validate(flow: Flow) -> ping.PingParams | iperf.IperfParams:
@@ -216,6 +225,11 @@ def _result(job: _Job) -> FlowResult:
     measured = _measure(job)
     error = "; ".join([*job.problems, *([measured.error] if measured.error else [])]) or None
     return FlowResult(job.flow, error is None, error, measured.summary, measured.intervals)
+
+
+def _from_measured(flow: Flow, measured: Measured) -> FlowResult:
+    ok = measured.error is None
+    return FlowResult(flow, ok, measured.error, measured.summary, measured.intervals)
 
 
 def _measure(job: _Job) -> Measured:

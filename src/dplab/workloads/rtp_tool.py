@@ -1,0 +1,162 @@
+"""Sender and receiver of one G.711-like RTP stream, run inside the hosts' namespaces.
+
+    python -m dplab.workloads.rtp_tool send --dst IP --port P --count N [--packet-ms 20]
+        [--payload 160]
+    python -m dplab.workloads.rtp_tool recv --port P --out FILE --count N --timeout S
+
+The sender paces packets on absolute deadlines (start + i * packet_ms), so a late wake-up
+never shifts the packets after it. Each packet is a real RTP header (RFC 3550: version 2,
+payload type 0 = PCMU, sequence number, 8 kHz timestamp, SSRC) and a payload that starts
+with the send time (CLOCK_REALTIME ns, taken just before sendto) and the packet index,
+padded with PCMU silence (0xFF). At the end it prints one JSON line (packets_sent, errors,
+start_ns = the realtime of the schedule's start, late_max_ms = worst wake-up lateness).
+
+The receiver prints "ready" once bound, then writes one line per datagram:
+"index rtp_seq send_ns recv_ns", recv_ns being the kernel's receive timestamp
+(SO_TIMESTAMPNS), so Python's own scheduling does not enter the one-way delay. The hosts
+share one kernel clock, so recv_ns - send_ns is the one-way delay. It exits when the last
+packet (index N - 1) arrived, on SIGTERM, or after --timeout seconds.
+"""
+
+import argparse
+import json
+import random
+import signal
+import socket
+import struct
+import sys
+import time
+from typing import TextIO
+
+RTP_HEADER = struct.Struct("!BBHII")  # V/P/X/CC, M/PT, seq, timestamp, SSRC
+STAMP = struct.Struct("!QI")  # send time ns, packet index
+TIMESPEC = struct.Struct("@qq")
+RTP_VERSION_BITS = 0x80  # version 2, no padding, no extension, no CSRC
+MARKER = 0x80
+PCMU = 0
+SILENCE = 0xFF  # PCMU encoding of a zero sample
+SAMPLES_PER_MS = 8  # G.711 samples at 8 kHz
+RECV_POLL_S = 0.2
+# Linux's value (asm-generic, x86 and arm); Python's socket module only names it from 3.14.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+def rtp_packet(index: int, seq0: int, ts0: int, ssrc: int, send_ns: int, payload: int) -> bytes:
+    marker = MARKER if index == 0 else 0  # first packet of a talk spurt
+    samples = payload  # one byte per G.711 sample
+    header = RTP_HEADER.pack(
+        RTP_VERSION_BITS,
+        marker | PCMU,
+        (seq0 + index) & 0xFFFF,
+        (ts0 + index * samples) & 0xFFFFFFFF,
+        ssrc,
+    )
+    stamp = STAMP.pack(send_ns, index)
+    return header + stamp + bytes([SILENCE]) * (payload - STAMP.size)
+
+
+def send(dst: str, port: int, count: int, packet_ms: float, payload: int) -> dict:
+    period_ns = round(packet_ms * 1e6)
+    seq0, ts0, ssrc = random.getrandbits(16), random.getrandbits(32), random.getrandbits(32)
+    sent, errors, late_max_ns = 0, [], 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        start_mono = time.monotonic_ns()
+        start_ns = time.time_ns()
+        for index in range(count):
+            deadline = start_mono + index * period_ns
+            ahead = deadline - time.monotonic_ns()
+            if ahead > 0:
+                time.sleep(ahead / 1e9)
+            late_max_ns = max(late_max_ns, time.monotonic_ns() - deadline)
+            packet = rtp_packet(index, seq0, ts0, ssrc, time.time_ns(), payload)
+            try:
+                sock.sendto(packet, (dst, port))
+                sent += 1
+            except OSError as exc:  # e.g. no route: the packet never left, count it apart
+                errors.append(f"packet {index}: {exc.strerror}")
+    return {
+        "packets_sent": sent,
+        "send_errors": len(errors),
+        "first_error": errors[0] if errors else None,
+        "start_ns": start_ns,
+        "ssrc": ssrc,
+        "late_max_ms": late_max_ns / 1e6,
+    }
+
+
+def receive(port: int, out: TextIO, count: int, timeout_s: float) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        sock.bind(("0.0.0.0", port))
+        sock.settimeout(RECV_POLL_S)
+        print("ready", flush=True)
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            try:
+                data, ancillary, _, _ = sock.recvmsg(2048, socket.CMSG_SPACE(TIMESPEC.size))
+            except TimeoutError:
+                continue
+            record = _record(data, ancillary)
+            if record is None:
+                continue  # not one of our packets
+            out.write(" ".join(map(str, record)) + "\n")
+            if record[0] == count - 1:
+                return
+
+
+def _record(data: bytes, ancillary: list) -> tuple[int, int, int, int] | None:
+    if len(data) < RTP_HEADER.size + STAMP.size or data[0] != RTP_VERSION_BITS:
+        return None
+    recv_ns = _kernel_timestamp(ancillary) or time.time_ns()
+    _, _, seq, _, _ = RTP_HEADER.unpack_from(data)
+    send_ns, index = STAMP.unpack_from(data, RTP_HEADER.size)
+    return index, seq, send_ns, recv_ns
+
+
+def _kernel_timestamp(ancillary: list) -> int | None:
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            seconds, nanoseconds = TIMESPEC.unpack(payload[: TIMESPEC.size])
+            return seconds * 1_000_000_000 + nanoseconds
+    return None
+
+
+def _stop_on_sigterm() -> None:
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(0)  # unwinds the with-blocks, so every record is flushed
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="rtp_tool", description=__doc__.splitlines()[0])
+    roles = parser.add_subparsers(dest="role", required=True)
+    sender = roles.add_parser("send")
+    sender.add_argument("--dst", required=True)
+    sender.add_argument("--packet-ms", type=float, default=20.0)
+    sender.add_argument("--payload", type=int, default=160)
+    receiver = roles.add_parser("recv")
+    receiver.add_argument("--out", required=True)
+    receiver.add_argument("--timeout", type=float, required=True)
+    for role in (sender, receiver):
+        role.add_argument("--port", type=int, required=True)
+        role.add_argument("--count", type=int, required=True)
+    args = parser.parse_args(argv)
+    if args.role == "send" and args.payload < STAMP.size:
+        parser.error(f"--payload must be >= {STAMP.size} bytes (send time and index)")
+    return args
+
+
+def main(argv: list[str]) -> None:
+    args = _arguments(argv)
+    if args.role == "send":
+        report = send(args.dst, args.port, args.count, args.packet_ms, args.payload)
+        print(json.dumps(report), flush=True)
+        return
+    _stop_on_sigterm()
+    with open(args.out, "w") as out:
+        receive(args.port, out, args.count, args.timeout)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
