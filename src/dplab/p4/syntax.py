@@ -248,12 +248,16 @@ class Parser:
         params = self.params()
         return Node("action", name.loc, name=name.text, params=params, body=self.block())
 
-    def parser_decl(self) -> Node:
+    def block_decl_head(self) -> tuple:
+        """`parser`/`control` keyword, name (a type name from here on), type params, params."""
         self.advance()
         name = self.ident()
         self.type_names.add(name.text)
         self.type_params()
-        params = self.params()
+        return name, self.params()
+
+    def parser_decl(self) -> Node:
+        name, params = self.block_decl_head()
         if self.accept(";"):
             return Node("parser_type", name.loc, name=name.text)
         self.expect("{")
@@ -320,11 +324,7 @@ class Parser:
         return Node("exact", loc, value=value)
 
     def control_decl(self) -> Node:
-        self.advance()
-        name = self.ident()
-        self.type_names.add(name.text)
-        self.type_params()
-        params = self.params()
+        name, params = self.block_decl_head()
         if self.accept(";"):
             return Node("control_type", name.loc, name=name.text)
         self.expect("{")
