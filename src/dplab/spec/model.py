@@ -80,12 +80,25 @@ class UdpWorkload(Strict):
         return self
 
 
+class VoipWorkload(Strict):
+    """G.711-like RTP streams (dplab.workloads.voip); payload holds the send stamp (12 B)."""
+
+    kind: Literal["voip"]
+    pairs: Pairs = "voip"
+    duration: Annotated[float, Field(gt=0)] = 10.0
+    codec: Literal["g711"] = "g711"
+    packet_ms: Annotated[float, Field(gt=0, le=1000)] = 20.0
+    payload: Annotated[int, Field(ge=12, le=65495)] = 160
+
+
 def _require_one_of(duration: float | None, size: int | None) -> None:
     if (duration is None) == (size is None):
         raise ValueError("give exactly one of 'duration' (seconds) or 'bytes'")
 
 
-Workload = Annotated[IcmpWorkload | TcpWorkload | UdpWorkload, Field(discriminator="kind")]
+Workload = Annotated[
+    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload, Field(discriminator="kind")
+]
 
 
 class Experiment(Strict):

@@ -52,6 +52,7 @@ FIRST_PORT = 16384  # RTP's customary range, apart from iperf's 5001+
 READY_TIMEOUT_S = 5.0
 ARRIVAL_GRACE_S = 1.0  # how long the receiver may wait for stragglers after the sender ended
 POLL_S = 0.02
+MAX_PAYLOAD = 65507 - 12  # largest UDP payload minus the RTP header
 BIN_S = 1.0
 TOOL = [sys.executable, "-m", "dplab.workloads.rtp_tool"]
 
@@ -78,8 +79,11 @@ def validate(params: dict, where: str) -> VoipParams:
     if codec not in CODECS:
         raise ValueError(f"{where}: codec must be one of {list(CODECS)}, got {codec!r}")
     payload = positive_int(params, "payload", where, 160)
-    if payload < 12:
-        raise ValueError(f"{where}: payload must be >= 12 bytes (send time, index), got {payload}")
+    if not 12 <= payload <= MAX_PAYLOAD:
+        raise ValueError(
+            f"{where}: payload must be 12..{MAX_PAYLOAD} bytes (it holds the send time and "
+            f"index; RTP header + payload must fit one UDP datagram), got {payload}"
+        )
     return VoipParams(
         duration_s=duration,
         codec=codec,
