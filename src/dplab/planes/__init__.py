@@ -13,6 +13,7 @@ PLANES = {
     "bridge": "dplab.planes.bridge:BridgePlane",
     "router": "dplab.planes.router:RouterPlane",
     "ovs": "dplab.planes.ovs:OvsPlane",
+    "p4": "dplab.planes.p4:P4Plane",
 }
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-PLANE_KINDS = ("bridge", "router", "ovs")
+PLANE_KINDS = ("bridge", "router", "ovs", "p4")
 HostPair = tuple[str, str]
 
 
@@ -29,7 +29,7 @@ class TopologySpec(Strict):
 
 
 class PlaneSpec(Strict):
-    kind: Literal["bridge", "router", "ovs"]
+    kind: Literal["bridge", "router", "ovs", "p4"]
     label: str | None = Field(None, description="column name in the tables")
     options: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
