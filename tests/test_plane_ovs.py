@@ -119,3 +119,14 @@ def test_ovs_without_controller_learns_and_blocks_loops_with_rstp() -> None:
     assert int(tcp[7]) > 5_000_000
     assert stats["packet_ins"] is None and stats["ovs_path_flows"] is None
     assert stats["ovs_flows"] == 6  # OVS's own "normal" flow on each of the 6 bridges
+
+
+def test_datapath_option_picks_userspace_without_the_kernel_module() -> None:
+    has_module = Path("/sys/module/openvswitch").exists()
+    assert create("ovs", {}).datapath == ("system" if has_module else "netdev")
+    assert create("ovs", {"datapath": "netdev"}).datapath == "netdev"
+    with pytest.raises(PlaneError, match="datapath"):
+        create("ovs", {"datapath": "dpdk"})
+    if not has_module:
+        with pytest.raises(PlaneError, match="openvswitch module"):
+            create("ovs", {"datapath": "system"})

@@ -39,6 +39,7 @@ CONTROLLER_COUNTERS = (
 RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
 POLL_S = 0.1
 STOP_GRACE_S = 3.0
+DATAPATHS = ("netdev", "system")
 FRESH_STATS_WAIT_S = 1.0
 VSCTL_TIMEOUT_S = 30
 
@@ -47,7 +48,9 @@ class OvsPlane(Plane):
     kind = "ovs"
     addressing = "l2"
     shared_switch_ns = True
-    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True}
+    # datapath: "auto" takes the kernel datapath ("system") where the openvswitch module is
+    # loaded, else the userspace one ("netdev"), which works on any kernel.
+    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -57,6 +60,10 @@ class OvsPlane(Plane):
         if not isinstance(self.options["controller"], bool):
             raise PlaneError(f"plane ovs: option 'controller' must be true or false, "
                              f"not {self.options['controller']!r}")
+        if self.options["datapath"] not in ("auto", *DATAPATHS):
+            raise PlaneError(f"plane ovs: option 'datapath' must be auto, netdev or system, "
+                             f"not {self.options['datapath']!r}")
+        self.datapath = _pick_datapath(self.options["datapath"])
         self.net: Network | None = None
         self.dir = Path()
         self._daemons: list[tuple[str, subprocess.Popen]] = []  # stopped in reverse order
@@ -150,7 +157,8 @@ class OvsPlane(Plane):
         loops = _switches_have_loops(net)
         for switch in net.topo.switches():
             br = self.bridge(switch)
-            cmds += ["--", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
+            cmds += ["--", "add-br", br, "--", "set", "bridge", br,
+                     f"datapath_type={self.datapath}",
                      f"other-config:datapath-id={int(switch[1:]):016x}",
                      "other-config:disable-in-band=true", "protocols=OpenFlow13"]
             if self.options["controller"]:
@@ -302,6 +310,16 @@ class OvsPlane(Plane):
         if self.net is None:
             raise PlaneError("ovs: wait_ready() before start()")
         return self.net
+
+
+def _pick_datapath(wanted: str) -> str:
+    kernel_has_ovs = Path("/sys/module/openvswitch").exists()
+    if wanted == "auto":
+        return "system" if kernel_has_ovs else "netdev"
+    if wanted == "system" and not kernel_has_ovs:
+        raise PlaneError("plane ovs: datapath 'system' needs the kernel's openvswitch module, "
+                         "which this kernel does not have; use 'netdev' (userspace)")
+    return wanted
 
 
 def _switch_links(net: Network) -> int:
