@@ -26,6 +26,15 @@ pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
 .note { color: #555; font-size: .9em; }
 """
 
+PLOTS_NOTE = (
+    "cdf_*: distribution of per-interval values (every 1 s interval of every flow of the ok "
+    "runs). resources: sampled every 0.5 s during traffic; cpu_user/sys_pct and mem_rss_mb "
+    "are the plane's own processes in its switch namespaces (% of one core; peak RSS MiB), "
+    "missing for planes without user-space processes (bridge, router); host_*_pct are the "
+    "whole machine (% of all cores, including anything else running), where the kernel "
+    "data path shows up as softirq."
+)
+
 
 def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                tables: list[TableData], plots: list[Path], raw_files: list[Path]) -> Path:
@@ -41,6 +50,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
         "<h2>Plots</h2>",
+        f'<p class="note">{_esc(PLOTS_NOTE)}</p>',
         "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
         _failed_runs(analysis),
         _failed_flows(analysis),

@@ -1,4 +1,5 @@
-"""PNG plots from stored data: throughput over time and per-metric box plots.
+"""PNG plots from stored data: throughput over time, per-metric box plots, CDFs of
+per-interval values and box plots of the planes' resource use.
 
 Figures are made with ``matplotlib.figure.Figure`` directly (no pyplot): they render to
 PNG with the Agg backend, need no display and leave no global figure state behind.
@@ -19,6 +20,11 @@ from dplab.analysis.traffic import traffic_labels
 from dplab.report.tables import display_value, metric_label
 
 THROUGHPUT = "throughput_bps"
+# Per-interval metrics worth a distribution: each interval of each flow is one sample.
+CDF_METRICS = ("throughput_bps", "rtt_ms", "owd_ms", "jitter_ms")
+# Plane statistics of dplab.measure.resources, in display order.
+RESOURCE_STATS = ("cpu_user_pct", "cpu_sys_pct", "mem_rss_mb", "host_user_pct",
+                  "host_sys_pct", "host_softirq_pct")
 
 # (traffic, plane) -> interval index -> per-run summed throughput values
 Series = dict[tuple[str, str], dict[int, list[float]]]
@@ -85,6 +91,76 @@ def _box(ax: Axes, analysis: Analysis, traffic: str, metric: str) -> None:
     ax.set_ylabel(metric_label(metric))
     ax.tick_params(axis="x", labelrotation=20)
     ax.grid(axis="y", alpha=0.3)
+
+
+def cdf_plots(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
+              analysis: Analysis, out_dir: Path) -> list[Path]:
+    """One PNG per metric of CDF_METRICS with stored interval values: per traffic class a
+    subplot, per plane the empirical CDF over every interval of every flow of its ok runs."""
+    failed = {r["run_id"] for r in analysis.failed_runs}
+    labels = traffic_labels(flows)
+    samples: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))  # metric -> traffic -> plane -> values
+    for r in intervals:
+        if r["metric"] in CDF_METRICS and r["value"] is not None and r["run_id"] not in failed:
+            traffic = labels.get((r["run_id"], r["flow_id"]), r["kind"])
+            samples[r["metric"]][traffic][r["plane"]].append(display_value(r["metric"],
+                                                                           r["value"]))
+    paths = []
+    for metric in CDF_METRICS:
+        if samples.get(metric):
+            paths.append(_cdf_figure(metric, samples[metric], analysis.planes,
+                                     Path(out_dir) / f"cdf_{metric}.png"))
+    return paths
+
+
+def _cdf_figure(metric: str, by_traffic: dict[str, dict[str, list[float]]],
+                planes: list[str], path: Path) -> Path:
+    fig = Figure(figsize=(1.2 + 3.6 * len(by_traffic), 3.6))
+    axes = fig.subplots(1, len(by_traffic), squeeze=False)
+    for ax, (traffic, by_plane) in zip(axes[0], by_traffic.items(), strict=True):
+        for plane in planes:
+            values = sorted(by_plane.get(plane, []))
+            if values:
+                # from 0 at the smallest value, so even one sample draws a visible step
+                fractions = [i / len(values) for i in range(len(values) + 1)]
+                ax.step([values[0], *values], fractions, where="post",
+                        label=f"{plane} (n={len(values)})")
+        ax.set_title(f"{traffic} traffic: per-interval values", fontsize="medium")
+        ax.set_xlabel(metric_label(metric))
+        ax.set_ylabel("fraction of intervals ≤ x")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize="small")
+    return _save(fig, path)
+
+
+def resource_box_plots(analysis: Analysis, path: Path) -> Path | None:
+    """One PNG, a subplot per resource statistic with any value: a box of per-run values
+    per plane. Planes without a value (e.g. no user-space processes) get no box. None when
+    no resource use was stored."""
+    measured = [stat for stat in RESOURCE_STATS
+                if any(r.run_values for (t, s, _p), r in analysis.results.items()
+                       if t == PLANE and s == stat)]
+    if not measured:
+        return None
+    fig = Figure(figsize=(1.2 + 2.8 * len(measured), 3.8))
+    axes = fig.subplots(1, len(measured), squeeze=False)
+    for ax, stat in zip(axes[0], measured, strict=True):
+        results = {p: analysis.results.get((PLANE, stat, p)) for p in analysis.planes}
+        planes = [p for p, r in results.items() if r is not None and r.run_values]
+        data = [list(results[p].run_values) for p in planes]
+        ax.boxplot(data, tick_labels=planes)
+        for position, values in enumerate(data, start=1):
+            ax.plot([position] * len(values), values, "k.", alpha=0.6)
+        ax.set_title(stat, fontsize="medium")
+        ax.set_ylim(bottom=0)
+        ax.tick_params(axis="x", labelrotation=20)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("resource use during traffic (per run): plane processes "
+                 "(cpu_* % of one core, RSS MiB) and whole machine (host_* % of all cores)",
+                 fontsize="small")
+    return _save(fig, path)
 
 
 def throughput_per_interval(intervals: list[dict[str, Any]],
