@@ -222,3 +222,40 @@ def test_packet_out_and_packet_in(server, program):
         assert {m.metadata_id: m.value for m in packet_in.metadata}[1] == bytes([2])
     finally:
         client.close()
+
+
+def test_multicast_group_and_default_entry(server, program):
+    rig, address = server
+    client = Client(address, 1)
+    n = ids(program[1])
+    try:
+        client.next("arbitration")
+        client.set_pipeline(program)
+        group = pb.Entity()
+        mc = group.packet_replication_engine_entry.multicast_group_entry
+        mc.multicast_group_id = 1
+        mc.replicas.add(egress_port=2, instance=0)
+        mc.replicas.add(egress_port=3, instance=0)
+        client.write(group)
+        with pytest.raises(grpc.RpcError) as again:
+            client.write(group)
+        assert again.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        probe = pb.Entity()
+        probe.packet_replication_engine_entry.multicast_group_entry.SetInParent()
+        (read,) = client.read(probe)
+        assert [r.egress_port for r in
+                read.packet_replication_engine_entry.multicast_group_entry.replicas] == [2, 3]
+        default = pb.Entity()
+        default.table_entry.table_id = n[TABLE]
+        default.table_entry.is_default_action = True
+        default.table_entry.action.action.action_id = n["BasicIngress.flood"]
+        client.write(default, op=pb.Update.MODIFY)
+        (read,) = client.read(default)
+        assert read.table_entry.action.action.action_id == n["BasicIngress.flood"]
+        rig.drain()
+        frame = udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
+        rig.send(1, frame)  # miss -> flood through group 1
+        got = rig.capture()
+        assert got[2] == [frame] and got[3] == [frame] and got[1] == []
+    finally:
+        client.close()
