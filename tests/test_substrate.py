@@ -112,3 +112,18 @@ def test_two_networks_at_once_do_not_disturb_each_other():
         second.down()
         ping = first.run(first.host_ns("h1"), ["ping", "-c1", "-W1", first.host_ip("h2")])
         assert " 0% packet loss" in ping.stdout
+
+
+def test_links_with_delay_or_loss_get_netem_above_tbf():
+    from dplab.substrate.network import Link, LinkEnd, shaping_lines
+
+    def link(bw, delay=0.0, loss=0.0):
+        return Link(LinkEnd("s1", "s1-eth1"), LinkEnd("s2", "s2-eth1"), bw, delay, loss)
+
+    assert shaping_lines("x", link(None)) == []
+    assert [line.split()[5] for line in shaping_lines("x", link(10.0))] == ["tbf"]
+    netem, tbf = shaping_lines("x", link(10.0, delay=5.0, loss=1.0))
+    assert netem == "qdisc add dev x root handle 1: netem delay 5.0ms loss 1.0%"
+    assert tbf.startswith("qdisc add dev x parent 1:1 handle 10: tbf rate 10.0mbit")
+    assert shaping_lines("x", link(None, delay=2.0)) == [
+        "qdisc add dev x root handle 1: netem delay 2.0ms"]

@@ -44,6 +44,8 @@ class Link:
     a: LinkEnd
     b: LinkEnd
     bw_mbit: float | None
+    delay_ms: float = 0.0
+    loss_pct: float = 0.0
 
     @property
     def label(self) -> str:
@@ -137,7 +139,8 @@ class Network:
         for u, v, attrs in sorted(self.topo.graph.edges(data=True)):
             self._check_link_attrs(u, v, attrs)
             links.append(Link(LinkEnd(u, self._ifname(u, v)), LinkEnd(v, self._ifname(v, u)),
-                              attrs.get("bw_mbit")))
+                              attrs.get("bw_mbit"), attrs.get("delay_ms") or 0.0,
+                              attrs.get("loss_pct") or 0.0))
         return links
 
     def _check_link_attrs(self, u: str, v: str, attrs: dict) -> None:
@@ -184,9 +187,6 @@ class Network:
         asks = [(u, v, a) for u, v, a in sorted(self.topo.graph.edges(data=True))
                 if (a.get("delay_ms") or 0) > 0 or (a.get("loss_pct") or 0) > 0]
         if not asks or self.capabilities()["netem"]:
-            if asks:
-                raise SubstrateError("delay/loss emulation with netem is not implemented yet "
-                                     f"(link {asks[0][0]}–{asks[0][1]})")
             return
         u, v, a = asks[0]
         what = (f"{a['delay_ms']} ms delay" if (a.get("delay_ms") or 0) > 0
@@ -262,8 +262,7 @@ class Network:
             for end, other in ((link.a, link.b), (link.b, link.a)):
                 ns = self._netns_of(end.node)
                 ip_lines[ns] += self._end_config(end, other)
-                if link.bw_mbit is not None:
-                    tc_lines[ns].append(_tbf_line(end.ifname, link.bw_mbit))
+                tc_lines[ns] += shaping_lines(end.ifname, link)
             ip_lines[self._netns_of(link.b.node)].append(f"link set {link.b.ifname} up")
         if self.addressing == "l3":
             for host in self.topo.hosts():
@@ -349,6 +348,18 @@ class Network:
 
 def _self_identity() -> tuple[int, int | None]:
     return os.getpid(), registry.process_start_time(os.getpid())
+
+
+def shaping_lines(ifname: str, link: Link) -> list[str]:
+    """tc batch lines for one end of a link: netem for delay/loss (each direction gets the
+    link's delay and loss, as in Mininet) with TBF below it for the rate, or TBF alone."""
+    if not (link.delay_ms > 0 or link.loss_pct > 0):
+        return [] if link.bw_mbit is None else [_tbf_line(ifname, link.bw_mbit)]
+    netem = f"qdisc add dev {ifname} root handle 1: netem delay {link.delay_ms}ms"
+    netem += f" loss {link.loss_pct}%" if link.loss_pct > 0 else ""
+    if link.bw_mbit is None:
+        return [netem]
+    return [netem, _tbf_line(ifname, link.bw_mbit).replace(" root ", " parent 1:1 handle 10: ")]
 
 
 def _tbf_line(ifname: str, bw_mbit: float) -> str:
