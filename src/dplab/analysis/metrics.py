@@ -19,6 +19,8 @@ DIRECTION: dict[str, Direction] = {
     "jitter_ms": "lower",
     "out_of_order": "lower",
     "syn_delay_ms": "lower",
+    "r_factor": "higher",
+    "mos": "higher",
 }
 
 # Display order of metrics in tables; metrics not listed follow in alphabetical order.
