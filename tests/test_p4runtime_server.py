@@ -127,9 +127,10 @@ def forward_entry(info, mac: str, port: int) -> pb.Entity:
 
 def test_arbitration_primary_and_backup(server, program):
     _, address = server
-    low, high = Client(address, 5), Client(address, 9)
+    low = Client(address, 5)
+    assert low.next("arbitration").status.code == 0  # alone: primary
+    high = Client(address, 9)
     try:
-        assert low.next("arbitration").status.code == 0  # alone: primary
         assert high.next("arbitration").status.code == 0  # higher id takes over
         demoted = low.next("arbitration")
         assert demoted.status.code == grpc.StatusCode.ALREADY_EXISTS.value[0]
