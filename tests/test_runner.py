@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -35,8 +36,16 @@ def dplab(*args: str) -> list[str]:
     return [sys.executable, "-m", "dplab.cli", *args]
 
 
-def our_netns() -> set[str]:
-    return {n for n in registry.list_netns() if registry.OUR_NETNS_RE.match(n)}
+def prefixes_in(log: str) -> set[str]:
+    """The run prefixes the runner announced ("network up (dl3fa2)")."""
+    return set(re.findall(r"network up \((dl[0-9a-f]{4})\)", log))
+
+
+def assert_left_nothing(prefixes: set[str]) -> None:
+    assert prefixes, "the runner announced no network"
+    for prefix in prefixes:
+        assert registry.netns_with_prefix(prefix) == []
+        assert not (registry.RECORD_DIR / f"{prefix}.json").exists()
 
 
 def test_tier1_makes_one_phase_per_workload_and_tier2_one_phase():
@@ -62,7 +71,6 @@ def test_run_stores_measured_traffic_for_every_plane_and_writes_the_report(tmp_p
     spec = tmp_path / "e2e.yaml"
     spec.write_text(EXPERIMENT.format(tcp_s=1, reps=1, tier=1))
     results = tmp_path / "results"
-    before = our_netns()
     done = subprocess.run(dplab("run", str(spec), "--results", str(results)),
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -81,7 +89,7 @@ def test_run_stores_measured_traffic_for_every_plane_and_writes_the_report(tmp_p
     assert stats[("ovs-reactive", "packet_ins")] > 0
     assert stats[("ovs-reactive", "flow_installs")] > 0
     assert (results / "report.html").stat().st_size > 10_000
-    assert our_netns() == before
+    assert_left_nothing(prefixes_in(done.stderr))
 
     again = subprocess.run(dplab("run", str(spec), "--results", str(results)),
                            capture_output=True, text=True, timeout=120)
@@ -94,19 +102,20 @@ def test_ctrl_c_during_a_run_leaves_nothing_and_keeps_finished_runs(tmp_path: Pa
     spec = tmp_path / "long.yaml"
     spec.write_text(EXPERIMENT.format(tcp_s=30, reps=1, tier=1))
     results = tmp_path / "results"
-    before = our_netns()
     child = subprocess.Popen(dplab("run", str(spec), "--results", str(results)),
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert child.stderr is not None
     deadline = time.monotonic() + 120
+    log = ""
     for line in child.stderr:  # wait until the OVS run's traffic is flowing
+        log += line
         if "ovs-reactive-r1: traffic phase 2/3" in line or time.monotonic() > deadline:
             break
     time.sleep(1.0)
     child.send_signal(signal.SIGINT)
-    child.communicate(timeout=60)
+    log += child.communicate(timeout=60)[1]
     assert child.returncode == 130
-    assert our_netns() == before
+    assert_left_nothing(prefixes_in(log))
     assert not any(p.name.startswith("dl") and p.suffix == ".json" and
                    registry.RunRecord.load(p) is not None and
                    registry.RunRecord.load(p).owner_pid == child.pid

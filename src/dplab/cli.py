@@ -9,6 +9,8 @@ from pathlib import Path
 from rich.console import Console
 
 console = Console(stderr=True)
+if not console.is_terminal:  # logs and CI: one message per line, never wrapped
+    console = Console(stderr=True, width=200)
 
 
 def main(argv: list[str] | None = None) -> int:
