@@ -177,6 +177,8 @@ def _execute(key: RunKey, topo: Topology, phases: list[list[Flow]], say: Progres
                         f"({len(flows)} flows)")
                     results.extend(run_flows(net, flows))
             clock.lap("traffic")
-            return results, {**plane.stats(), **resources.stats()}
+            stats = {**plane.stats(), **resources.stats()}
+            clock.lap("collect_stats")
+            return results, stats
         finally:
             plane.stop()
