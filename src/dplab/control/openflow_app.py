@@ -8,8 +8,6 @@ buffering), and trap LLDP and ARP to the controller, since discovery and proxy A
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 from collections.abc import Sequence
 
@@ -27,6 +25,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from dplab.control import packets
+from dplab.control.counters_file import write_counters
 from dplab.control.forwarding import REACTIVE, Forwarding
 
 cfg.CONF.register_opts([
@@ -129,15 +128,8 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
     # -- housekeeping --------------------------------------------------------------------
 
     def write_stats(self) -> None:
-        """Counters to the stats file, replaced atomically so readers never see half a file."""
-        if self.stats_file is None:
-            return
-        with self._lock:
-            counters = self.logic.counters()
-        partial = f"{self.stats_file}.tmp"
-        with open(partial, "w") as out:
-            json.dump(counters, out)
-        os.replace(partial, self.stats_file)
+        """Counters to the stats file (see control.counters_file)."""
+        write_counters(self.stats_file, self.logic, self._lock)
 
     def _tick_forever(self) -> None:
         while True:

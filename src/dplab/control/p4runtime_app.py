@@ -33,6 +33,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
+from dplab.control.counters_file import write_counters
 from dplab.control.forwarding import MODES, REACTIVE, Forwarding
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
@@ -198,15 +199,8 @@ class P4RuntimeSouthbound:
         self.write_stats()
 
     def write_stats(self) -> None:
-        """Counters to the stats file, replaced atomically so readers never see half a file."""
-        if self.stats_file is None:
-            return
-        with self._lock:
-            counters = self.logic.counters()
-        partial = f"{self.stats_file}.tmp"
-        with open(partial, "w") as out:
-            json.dump(counters, out)
-        os.replace(partial, self.stats_file)
+        """Counters to the stats file (see control.counters_file)."""
+        write_counters(self.stats_file, self.logic, self._lock)
 
 
 def main(argv: list[str] | None = None) -> None:

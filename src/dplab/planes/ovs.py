@@ -14,7 +14,6 @@ controller learns all hosts from their ARP and installs every path before traffi
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -26,25 +25,18 @@ from typing import Any
 import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
-from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.planes.base import PlaneError
+from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.substrate.network import HOST_IF, Network
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 OPENFLOW_PORT = 6653  # private: the controller listens inside our own namespace
-CONTROLLER_COUNTERS = (
-    "packet_ins", "packet_ins_lldp", "packet_ins_arp", "flow_installs", "packet_outs",
-    "arp_replies", "arp_floods", "dropped", "switches", "lldp_links", "hosts",
-    "proactive_pairs", "flows_set_up", "setup_ms_mean", "setup_ms_p50", "setup_ms_max",
-)
 RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
-POLL_S = 0.1
-STOP_GRACE_S = 3.0
 DATAPATHS = ("netdev", "system")
-FRESH_STATS_WAIT_S = 1.0
 VSCTL_TIMEOUT_S = 30
 
 
-class OvsPlane(Plane):
+class OvsPlane(ControlledPlane):
     kind = "ovs"
     addressing = "l2"
     shared_switch_ns = True
@@ -64,11 +56,6 @@ class OvsPlane(Plane):
             raise PlaneError(f"plane ovs: option 'datapath' must be auto, netdev or system, "
                              f"not {self.options['datapath']!r}")
         self.datapath = _pick_datapath(self.options["datapath"])
-        self.net: Network | None = None
-        self.dir = Path()
-        self._daemons: list[tuple[str, subprocess.Popen]] = []  # stopped in reverse order
-        self._started = 0.0
-        self._ready_s: float | None = None
 
     # -- start ---------------------------------------------------------------------------
 
@@ -100,10 +87,6 @@ class OvsPlane(Plane):
     @property
     def db_sock(self) -> Path:
         return self.dir / "db.sock"
-
-    @property
-    def stats_file(self) -> Path:
-        return self.dir / "controller.json"
 
     def bridge(self, switch: str) -> str:
         assert self.net is not None
@@ -147,9 +130,7 @@ class OvsPlane(Plane):
         argv = [sys.executable, "-m", "dplab.control.controller_main",
                 "--mode", self.options["mode"], "--port", str(OPENFLOW_PORT),
                 "--stats-file", str(self.stats_file)]
-        with open(self.dir / "controller.log", "w") as log:
-            self._daemons.append(("controller", net.popen(self.switch_ns, argv, stdout=log,
-                                                          stderr=subprocess.STDOUT)))
+        self._spawn(net, self.switch_ns, "controller", argv)
 
     def _bridge_commands(self, net: Network) -> list[str]:
         """One ovs-vsctl transaction for all bridges and ports: a single database commit."""
@@ -182,60 +163,8 @@ class OvsPlane(Plane):
                              f"{done.stderr.strip()}")
         return done.stdout
 
-    # -- ready ---------------------------------------------------------------------------
-
-    def wait_ready(self, timeout: float) -> None:
-        net = self._require_started()
-        deadline = time.monotonic() + timeout
-        if self.options["controller"]:
-            self._wait_for_discovery(net, deadline, timeout)
-        if self.options["mode"] == "proactive" and self.options["controller"]:
-            self._wait_for_proactive_paths(net, deadline, timeout)
-        src, dst = farthest_hosts(net)
-        if not ping_until(net, src, dst, deadline):
-            raise PlaneError(f"ovs: {src} cannot ping {dst} within {timeout} s "
-                             f"(logs in {self.dir})")
-        self._ready_s = time.monotonic() - self._started
-
-    def _wait_for_discovery(self, net: Network, deadline: float, timeout: float) -> None:
-        switches = len(net.topo.switches())
-        links = _switch_links(net)
-
-        def discovered() -> bool:
-            counters = self._controller_counters()
-            # The controller counts a switch once it answered over its connection; OVS's own
-            # is_connected column lags by seconds.
-            return counters["switches"] == switches and counters["lldp_links"] == links
-
-        self._wait_for(discovered, deadline - time.monotonic(),
-                       f"not all {switches} bridges connected and {links} links discovered "
-                       f"within {timeout} s (now {self._controller_counters()})")
-
-    def _wait_for_proactive_paths(self, net: Network, deadline: float, timeout: float) -> None:
-        """Every host pings the next one once, so the controller hears every host's ARP."""
-        hosts = net.topo.hosts()
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            pings = [pool.submit(net.run, net.host_ns(h), ["ping", "-c1", "-W1", "-n",
-                                 net.host_ip(hosts[(i + 1) % len(hosts)])], check=False)
-                     for i, h in enumerate(hosts)]
-            for ping in pings:
-                ping.result()
-        pairs = len(hosts) * (len(hosts) - 1)
-        self._wait_for(lambda: self._controller_counters()["proactive_pairs"] == pairs,
-                       deadline - time.monotonic(),
-                       f"not all {pairs} host-pair paths installed within {timeout} s "
-                       f"(now {self._controller_counters()})")
-
-    def _wait_for(self, condition, seconds: float, failure: str) -> None:
-        deadline = time.monotonic() + seconds
-        while not condition():
-            for name, daemon in self._daemons:
-                if daemon.poll() is not None:
-                    raise PlaneError(f"ovs: {name} exited ({daemon.returncode}); "
-                                     f"logs in {self.dir}")
-            if time.monotonic() >= deadline:
-                raise PlaneError(f"ovs: {failure}")
-            time.sleep(POLL_S)
+    def _has_controller(self) -> bool:
+        return self.options["controller"]
 
     # -- stats and stop ------------------------------------------------------------------
 
@@ -254,30 +183,6 @@ class OvsPlane(Plane):
         out["ready_s"] = self._ready_s
         return out
 
-    def _fresh_controller_counters(self) -> dict[str, float | None]:
-        """Counters written after this call (the controller writes every 0.5 s), so that
-        nothing counted just before is missing."""
-        asked = time.time()
-        deadline = time.monotonic() + FRESH_STATS_WAIT_S
-        while self._controller_running() and time.monotonic() < deadline:
-            try:
-                if self.stats_file.stat().st_mtime > asked:
-                    break
-            except OSError:
-                pass
-            time.sleep(POLL_S / 2)
-        return self._controller_counters()
-
-    def _controller_running(self) -> bool:
-        return any(name == "controller" and d.poll() is None for name, d in self._daemons)
-
-    def _controller_counters(self) -> dict[str, float | None]:
-        try:
-            counters = json.loads(self.stats_file.read_text())
-        except (OSError, ValueError):
-            counters = {}
-        return {key: counters.get(key) for key in CONTROLLER_COUNTERS}
-
     def _ovs_flow_count(self, net: Network) -> float | None:
         if not any(d.poll() is None for _, d in self._daemons):
             return None
@@ -291,26 +196,6 @@ class OvsPlane(Plane):
             total += int(done.stdout.rsplit("flow_count=", 1)[1].split()[0])
         return float(total)
 
-    def stop(self) -> None:
-        """SIGTERM every daemon at once (nothing they hold outlives the run), then SIGKILL
-        stragglers: stopping them one after another cost most of a second per run."""
-        daemons = [daemon for _, daemon in self._daemons if daemon.poll() is None]
-        self._daemons.clear()
-        for daemon in daemons:
-            daemon.terminate()
-        deadline = time.monotonic() + STOP_GRACE_S
-        for daemon in daemons:
-            try:
-                daemon.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                daemon.kill()
-                daemon.wait()
-
-    def _require_started(self) -> Network:
-        if self.net is None:
-            raise PlaneError("ovs: wait_ready() before start()")
-        return self.net
-
 
 def _pick_datapath(wanted: str) -> str:
     kernel_has_ovs = Path("/sys/module/openvswitch").exists()
@@ -320,11 +205,6 @@ def _pick_datapath(wanted: str) -> str:
         raise PlaneError("plane ovs: datapath 'system' needs the kernel's openvswitch module, "
                          "which this kernel does not have; use 'netdev' (userspace)")
     return wanted
-
-
-def _switch_links(net: Network) -> int:
-    switches = set(net.topo.switches())
-    return sum(1 for u, v in net.topo.graph.edges if u in switches and v in switches)
 
 
 def _switches_have_loops(net: Network) -> bool:

@@ -16,7 +16,6 @@ farthest hosts.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,27 +25,20 @@ from typing import Any
 from dplab.control.forwarding import MODES, REACTIVE
 from dplab.p4.cli import compile_command
 from dplab.p4.errors import P4Error
-from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.planes.base import PlaneError
+from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.substrate.network import HOST_IF, Network
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
-CONTROLLER_COUNTERS = (
-    "packet_ins", "packet_ins_lldp", "packet_ins_arp", "flow_installs", "packet_outs",
-    "arp_replies", "arp_floods", "dropped", "switches", "lldp_links", "hosts",
-    "proactive_pairs", "flows_set_up", "setup_ms_mean", "setup_ms_p50", "setup_ms_max",
-)
-POLL_S = 0.1
-STOP_GRACE_S = 3.0
-FRESH_STATS_WAIT_S = 1.0
 START_TIMEOUT_S = 15.0
 OFFLOADS_OFF = ("for i in \"$@\"; do ethtool -K \"$i\" tx off tso off gso off >/dev/null "
                 "|| exit 1; done")
 
 
-class P4Plane(Plane):
+class P4Plane(ControlledPlane):
     kind = "p4"
     addressing = "l2"
     shared_switch_ns = False
@@ -61,15 +53,6 @@ class P4Plane(Plane):
         self.program = Path(program) if program is not None else DEFAULT_PROGRAM
         if not self.program.is_file():
             raise PlaneError(f"plane p4: option 'program': no file {self.program}")
-        self.net: Network | None = None
-        self.dir = Path()
-        self._daemons: list[tuple[str, subprocess.Popen]] = []  # stopped in reverse order
-        self._started = 0.0
-        self._ready_s: float | None = None
-
-    @property
-    def stats_file(self) -> Path:
-        return self.dir / "controller.json"
 
     # -- start ---------------------------------------------------------------------------
 
@@ -135,57 +118,6 @@ class P4Plane(Plane):
                 "--mode", self.options["mode"], "--stats-file", str(self.stats_file)]
         self._spawn(net, net.switch_ns(net.topo.switches()[0]), "controller", argv)
 
-    def _spawn(self, net: Network, ns: str, name: str, argv: list[str]) -> None:
-        with open(self.dir / f"{name}.log", "w") as log:
-            self._daemons.append((name, net.popen(ns, argv, stdout=log,
-                                                  stderr=subprocess.STDOUT)))
-
-    # -- ready ---------------------------------------------------------------------------
-
-    def wait_ready(self, timeout: float) -> None:
-        if self.net is None:
-            raise PlaneError("p4: wait_ready() before start()")
-        net = self.net
-        deadline = time.monotonic() + timeout
-        switches, links = len(net.topo.switches()), _switch_links(net)
-        self._wait_for(
-            lambda: (self._counters()["switches"], self._counters()["lldp_links"])
-            == (switches, links), deadline - time.monotonic(),
-            f"not all {switches} switches up and {links} links discovered within {timeout} s "
-            f"(now {self._counters()})")
-        if self.options["mode"] == "proactive":
-            self._wait_for_proactive_paths(net, deadline, timeout)
-        src, dst = farthest_hosts(net)
-        if not ping_until(net, src, dst, deadline):
-            raise PlaneError(f"p4: {src} cannot ping {dst} within {timeout} s "
-                             f"(logs in {self.dir})")
-        self._ready_s = time.monotonic() - self._started
-
-    def _wait_for_proactive_paths(self, net: Network, deadline: float, timeout: float) -> None:
-        """Every host pings the next one once, so the controller hears every host's ARP."""
-        hosts = net.topo.hosts()
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            for ping in [pool.submit(net.run, net.host_ns(h), [
-                    "ping", "-c1", "-W1", "-n", net.host_ip(hosts[(i + 1) % len(hosts)])],
-                    check=False) for i, h in enumerate(hosts)]:
-                ping.result()
-        pairs = len(hosts) * (len(hosts) - 1)
-        self._wait_for(lambda: self._counters()["proactive_pairs"] == pairs,
-                       deadline - time.monotonic(),
-                       f"not all {pairs} host-pair paths installed within {timeout} s "
-                       f"(now {self._counters()})")
-
-    def _wait_for(self, condition, seconds: float, failure: str) -> None:
-        deadline = time.monotonic() + seconds
-        while not condition():
-            for name, daemon in self._daemons:
-                if daemon.poll() is not None:
-                    raise PlaneError(f"p4: {name} exited ({daemon.returncode}); "
-                                     f"logs in {self.dir}")
-            if time.monotonic() >= deadline:
-                raise PlaneError(f"p4: {failure}")
-            time.sleep(POLL_S)
-
     # -- stats and stop ------------------------------------------------------------------
 
     def stats(self) -> dict[str, float | None]:
@@ -193,40 +125,4 @@ class P4Plane(Plane):
         missing) and the time it took to become ready."""
         if self.net is None:
             return dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s"))
-        asked = time.time()
-        deadline = time.monotonic() + FRESH_STATS_WAIT_S
-        while self._controller_running() and time.monotonic() < deadline:
-            try:
-                if self.stats_file.stat().st_mtime > asked:
-                    break
-            except OSError:
-                pass
-            time.sleep(POLL_S / 2)
-        return {**self._counters(), "ready_s": self._ready_s}
-
-    def _controller_running(self) -> bool:
-        return any(name == "controller" and d.poll() is None for name, d in self._daemons)
-
-    def _counters(self) -> dict[str, float | None]:
-        try:
-            counters = json.loads(self.stats_file.read_text())
-        except (OSError, ValueError):
-            counters = {}
-        return {key: counters.get(key) for key in CONTROLLER_COUNTERS}
-
-    def stop(self) -> None:
-        """SIGTERM the controller, the servers, then the switches; SIGKILL stragglers."""
-        while self._daemons:
-            _, daemon = self._daemons.pop()
-            if daemon.poll() is None:
-                daemon.terminate()
-                try:
-                    daemon.wait(STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    daemon.kill()
-                    daemon.wait()
-
-
-def _switch_links(net: Network) -> int:
-    switches = set(net.topo.switches())
-    return sum(1 for u, v in net.topo.graph.edges if u in switches and v in switches)
+        return {**self._fresh_controller_counters(), "ready_s": self._ready_s}

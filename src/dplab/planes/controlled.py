@@ -1,0 +1,166 @@
+"""What the planes driven by our controller share: their daemons, waiting on the
+controller's counters file (``controller.json`` in the plane's run directory), the
+readiness steps and stopping every daemon at once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from dplab.control.forwarding import PROACTIVE
+from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.substrate.network import Network
+
+CONTROLLER_COUNTERS = (
+    "packet_ins", "packet_ins_lldp", "packet_ins_arp", "flow_installs", "packet_outs",
+    "arp_replies", "arp_floods", "dropped", "switches", "lldp_links", "hosts",
+    "proactive_pairs", "flows_set_up", "setup_ms_mean", "setup_ms_p50", "setup_ms_max",
+)
+POLL_S = 0.1
+STOP_GRACE_S = 3.0
+FRESH_STATS_WAIT_S = 1.0
+
+
+class ControlledPlane(Plane):
+    """A plane whose daemons include one named "controller" that writes
+    CONTROLLER_COUNTERS to ``stats_file``. Subclasses set ``self.net`` and ``self.dir``
+    in start() and add every daemon they start to ``self._daemons``."""
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self.net: Network | None = None
+        self.dir = Path()
+        self._daemons: list[tuple[str, subprocess.Popen]] = []
+        self._started = 0.0
+        self._ready_s: float | None = None
+
+    @property
+    def stats_file(self) -> Path:
+        return self.dir / "controller.json"
+
+    def _has_controller(self) -> bool:
+        return True
+
+    def _spawn(self, net: Network, ns: str, name: str, argv: list[str]) -> None:
+        """Run ``argv`` in ``ns`` as daemon ``name``, its output in ``<name>.log``."""
+        with open(self.dir / f"{name}.log", "w") as log:
+            self._daemons.append((name, net.popen(ns, argv, stdout=log,
+                                                  stderr=subprocess.STDOUT)))
+
+    # -- ready ---------------------------------------------------------------------------
+
+    def wait_ready(self, timeout: float) -> None:
+        """Every switch connected and every link found by LLDP (proactive: all host-pair
+        paths installed), then a ping between the farthest hosts."""
+        if self.net is None:
+            raise PlaneError(f"{self.kind}: wait_ready() before start()")
+        net = self.net
+        deadline = time.monotonic() + timeout
+        if self._has_controller():
+            self._wait_for_discovery(net, deadline, timeout)
+            if self.options["mode"] == PROACTIVE:
+                self._wait_for_proactive_paths(net, deadline, timeout)
+        src, dst = farthest_hosts(net)
+        if not ping_until(net, src, dst, deadline):
+            raise PlaneError(f"{self.kind}: {src} cannot ping {dst} within {timeout} s "
+                             f"(logs in {self.dir})")
+        self._ready_s = time.monotonic() - self._started
+
+    def _wait_for_discovery(self, net: Network, deadline: float, timeout: float) -> None:
+        switches = len(net.topo.switches())
+        links = _switch_links(net)
+
+        def discovered() -> bool:
+            counters = self._controller_counters()
+            # The controller counts a switch once it answered over its connection (OVS's
+            # own is_connected column lags by seconds).
+            return counters["switches"] == switches and counters["lldp_links"] == links
+
+        self._wait_for(discovered, deadline - time.monotonic(),
+                       f"not all {switches} switches connected and {links} links discovered "
+                       f"within {timeout} s (now {self._controller_counters()})")
+
+    def _wait_for_proactive_paths(self, net: Network, deadline: float, timeout: float) -> None:
+        """Every host pings the next one once, so the controller hears every host's ARP."""
+        hosts = net.topo.hosts()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            pings = [pool.submit(net.run, net.host_ns(h), ["ping", "-c1", "-W1", "-n",
+                                 net.host_ip(hosts[(i + 1) % len(hosts)])], check=False)
+                     for i, h in enumerate(hosts)]
+            for ping in pings:
+                ping.result()
+        pairs = len(hosts) * (len(hosts) - 1)
+        self._wait_for(lambda: self._controller_counters()["proactive_pairs"] == pairs,
+                       deadline - time.monotonic(),
+                       f"not all {pairs} host-pair paths installed within {timeout} s "
+                       f"(now {self._controller_counters()})")
+
+    def _wait_for(self, condition: Callable[[], bool], seconds: float, failure: str) -> None:
+        """Poll ``condition`` for ``seconds``; fail at once if any daemon died."""
+        deadline = time.monotonic() + seconds
+        while not condition():
+            for name, daemon in self._daemons:
+                if daemon.poll() is not None:
+                    raise PlaneError(f"{self.kind}: {name} exited ({daemon.returncode}); "
+                                     f"logs in {self.dir}")
+            if time.monotonic() >= deadline:
+                raise PlaneError(f"{self.kind}: {failure}")
+            time.sleep(POLL_S)
+
+    # -- stats and stop ------------------------------------------------------------------
+
+    def _fresh_controller_counters(self) -> dict[str, float | None]:
+        """Counters written after this call (the controller writes every 0.5 s), so that
+        nothing counted just before is missing."""
+        asked = time.time()
+        deadline = time.monotonic() + FRESH_STATS_WAIT_S
+        while self._controller_running() and time.monotonic() < deadline:
+            try:
+                if self.stats_file.stat().st_mtime > asked:
+                    break
+            except OSError:
+                pass
+            time.sleep(POLL_S / 2)
+        return self._controller_counters()
+
+    def _controller_running(self) -> bool:
+        return any(name == "controller" and d.poll() is None for name, d in self._daemons)
+
+    def _controller_counters(self) -> dict[str, float | None]:
+        try:
+            counters = json.loads(self.stats_file.read_text())
+        except (OSError, ValueError):
+            counters = {}
+        return {key: counters.get(key) for key in CONTROLLER_COUNTERS}
+
+    def stop(self) -> None:
+        """SIGTERM the controller first, so that it writes its final counters while its
+        switches still answer, then every other daemon at once (nothing they hold outlives
+        the run: one by one cost most of a second per run); SIGKILL stragglers."""
+        running = [(name, daemon) for name, daemon in self._daemons if daemon.poll() is None]
+        self._daemons.clear()
+        deadline = time.monotonic() + STOP_GRACE_S
+        _terminate([daemon for name, daemon in running if name == "controller"], deadline)
+        _terminate([daemon for name, daemon in running if name != "controller"], deadline)
+
+
+def _terminate(daemons: list[subprocess.Popen], deadline: float) -> None:
+    """SIGTERM all ``daemons`` at once; SIGKILL those still running at ``deadline``."""
+    for daemon in daemons:
+        daemon.terminate()
+    for daemon in daemons:
+        try:
+            daemon.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+
+
+def _switch_links(net: Network) -> int:
+    switches = set(net.topo.switches())
+    return sum(1 for u, v in net.topo.graph.edges if u in switches and v in switches)
