@@ -13,6 +13,14 @@ SCOPES = {"table_and_default": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
           "default_only": p4info_pb2.ActionRef.DEFAULT_ONLY}
 
 
+def _unit_spec(msg, item: dict, units: dict, ir: dict) -> None:
+    """Counters and meters, direct or not: preamble, unit, and the table a direct one sits on."""
+    _preamble(msg, item)
+    msg.spec.unit = units[item["unit"]]
+    if item.get("table") is not None:
+        msg.direct_table_id = ir["tables"][item["table"]]["id"]
+
+
 def _preamble(msg: object, obj: dict) -> None:
     msg.preamble.id = obj["id"]
     msg.preamble.name = obj["name"]
@@ -31,25 +39,13 @@ def build_p4info(ir: dict) -> p4info_pb2.P4Info:
         for param in action["params"]:
             msg.params.add(id=param["id"], name=param["name"], bitwidth=param["w"])
     for counter in ir["counters"]:
-        msg = info.counters.add(size=counter["size"])
-        _preamble(msg, counter)
-        msg.spec.unit = COUNTER_UNITS[counter["unit"]]
+        _unit_spec(info.counters.add(size=counter["size"]), counter, COUNTER_UNITS, ir)
     for counter in ir["direct_counters"]:
-        msg = info.direct_counters.add()
-        _preamble(msg, counter)
-        msg.spec.unit = COUNTER_UNITS[counter["unit"]]
-        if counter["table"] is not None:
-            msg.direct_table_id = ir["tables"][counter["table"]]["id"]
+        _unit_spec(info.direct_counters.add(), counter, COUNTER_UNITS, ir)
     for meter in ir["meters"]:
-        msg = info.meters.add(size=meter["size"])
-        _preamble(msg, meter)
-        msg.spec.unit = METER_UNITS[meter["unit"]]
+        _unit_spec(info.meters.add(size=meter["size"]), meter, METER_UNITS, ir)
     for meter in ir["direct_meters"]:
-        msg = info.direct_meters.add()
-        _preamble(msg, meter)
-        msg.spec.unit = METER_UNITS[meter["unit"]]
-        if meter["table"] is not None:
-            msg.direct_table_id = ir["tables"][meter["table"]]["id"]
+        _unit_spec(info.direct_meters.add(), meter, METER_UNITS, ir)
     for register in ir["registers"]:
         msg = info.registers.add(size=register["size"])
         _preamble(msg, register)

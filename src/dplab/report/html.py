@@ -98,8 +98,7 @@ def _failed_runs(analysis: Analysis) -> str:
         for r in analysis.failed_runs
     )
     return ("<h2>Failed runs</h2><p class=\"note\">Left out of every figure above.</p>"
-            "<table><thead><tr><th>run</th><th>plane</th><th>repetition</th><th>error</th>"
-            f"</tr></thead><tbody>{rows}</tbody></table>")
+            + _table(("run", "plane", "repetition", "error"), rows))
 
 
 def _failed_flows(analysis: Analysis) -> str:
@@ -111,8 +110,12 @@ def _failed_flows(analysis: Analysis) -> str:
         for f in analysis.failed_flows
     )
     return ("<h2>Failed flows in ok runs</h2><p class=\"note\">Their values are counted as "
-            "missing.</p><table><thead><tr><th>run</th><th>flow</th><th>hosts</th>"
-            f"<th>error</th></tr></thead><tbody>{rows}</tbody></table>")
+            "missing.</p>" + _table(("run", "flow", "hosts", "error"), rows))
+
+
+def _table(headers: tuple[str, ...], rows_html: str) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows_html}</tbody></table>"
 
 
 def _raw_data(report_dir: Path, files: list[Path]) -> str:
