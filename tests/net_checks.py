@@ -90,9 +90,12 @@ def check_controlled_plane_on_multipath(kind: str, mode: str,
             tcp = iperf_server_report(net, "h1", "h8", [])
             udp = iperf_server_report(net, "h2", "h7", ["-u", "-b", "10M"])
             stats = plane.stats()
-            stopping = time.time()
+            # The file system's clock is coarser than time.time(): take "now" from it too.
+            marker = plane.stats_file.with_suffix(".stopping")
+            marker.touch()
+            stopping = marker.stat().st_mtime_ns
             plane.stop()
-            assert plane.stats_file.stat().st_mtime >= stopping  # final counters on SIGTERM
+            assert plane.stats_file.stat().st_mtime_ns >= stopping  # final counters on SIGTERM
             final = json.loads(plane.stats_file.read_text())
         finally:
             plane.stop()
