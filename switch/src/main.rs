@@ -127,8 +127,7 @@ fn main() {
         *shared.lock_runtime() = Some(rt);
         shared.generation.fetch_add(1, Ordering::AcqRel);
     }
-    let _ = std::fs::remove_file(&opts.control);
-    let listener = UnixListener::bind(&opts.control)
+    let listener = bind_control(&opts.control)
         .unwrap_or_else(|e| fail(&format!("control socket {}: {e}", opts.control.display())));
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
@@ -166,4 +165,18 @@ fn main() {
     stop.store(true, Ordering::Relaxed);
     let _ = dp.join();
     let _ = std::fs::remove_file(&opts.control);
+}
+
+/// Binds the control socket under a temporary name and renames it into place, so the path
+/// appears only once the socket is listening: clients that wait for the file never meet
+/// ECONNREFUSED in the gap between bind and listen.
+fn bind_control(path: &std::path::Path) -> std::io::Result<UnixListener> {
+    let mut staging = path.as_os_str().to_owned();
+    staging.push(".staging");
+    let staging = std::path::PathBuf::from(staging);
+    let _ = std::fs::remove_file(&staging);
+    let _ = std::fs::remove_file(path);
+    let listener = UnixListener::bind(&staging)?;
+    std::fs::rename(&staging, path)?;
+    Ok(listener)
 }
