@@ -21,7 +21,27 @@ FIRST_PORT = 5001
 LISTEN_TIMEOUT_S = 5.0
 SERVER_GRACE_S = 3.0  # time a server gets after its client ended to print its final report
 POLL_S = 0.02
-KINDS = ("icmp", "tcp", "udp", "voip")
+TOOL_KINDS = ("icmp", "tcp", "udp")  # run by ping/iperf processes managed here
+
+
+class StreamFlows(Protocol):
+    """Workloads that manage their own processes (voip.VoipFlows): receivers listen first,
+    senders start with the iperf/ping clients, results come back in `flows` order."""
+
+    flows: list["Flow"]
+
+    def listen(self, tmp: Path) -> None: ...
+    def send(self) -> None: ...
+    def wait(self) -> None: ...
+    def kill(self) -> None: ...
+    def results(self) -> list[Measured]: ...
+
+
+# kind -> class built as Cls(net, flows_of_that_kind); one line per stream workload.
+STREAMS: dict[str, Any] = {
+    "voip": voip.VoipFlows,
+}
+KINDS = (*TOOL_KINDS, *STREAMS)
 
 
 class FlowNetwork(Protocol):
@@ -74,28 +94,40 @@ def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
     Bad parameters raise ValueError before anything starts. A flow whose tool failed or
     timed out comes back with ok=False, the reason, and None for what was not measured.
     """
-    voice = voip.VoipFlows(net, [flow for flow in flows if flow.kind == "voip"])
-    others = [flow for flow in flows if flow.kind != "voip"]
-    params = [_validate(flow) for flow in others]
+    streams = {
+        kind: cls(net, [flow for flow in flows if flow.kind == kind])
+        for kind, cls in STREAMS.items()
+        if any(flow.kind == kind for flow in flows)
+    }
+    tool_flows = [flow for flow in flows if flow.kind not in STREAMS]
+    params = [_validate(flow) for flow in tool_flows]
     with tempfile.TemporaryDirectory(prefix="dplab-flows-") as tmp:
-        pairs = enumerate(zip(others, params, strict=True))
+        pairs = enumerate(zip(tool_flows, params, strict=True))
         jobs = [_job(flow, flow_params, index, Path(tmp)) for index, (flow, flow_params) in pairs]
         try:
-            voice.listen(Path(tmp))
+            for stream in streams.values():
+                stream.listen(Path(tmp))
             _start_servers(net, jobs)
             _wait_listening(net, jobs)
-            voice.send()
+            for stream in streams.values():
+                stream.send()
             _start_clients(net, jobs)
             _wait_clients(jobs)
             _wait_servers(jobs)
-            voice.wait()
+            for stream in streams.values():
+                stream.wait()
         finally:
             _kill_all(jobs)
-            voice.kill()
-        other_results = iter([_result(job) for job in jobs])
-        measured = zip(voice.flows, voice.results(), strict=True)
-        voice_results = iter([_from_measured(flow, m) for flow, m in measured])
-        return [next(voice_results if f.kind == "voip" else other_results) for f in flows]
+            for stream in streams.values():
+                stream.kill()
+        by_kind = {kind: iter(_stream_results(stream)) for kind, stream in streams.items()}
+        tool_results = iter([_result(job) for job in jobs])
+        return [next(by_kind.get(f.kind, tool_results)) for f in flows]
+
+
+def _stream_results(stream: StreamFlows) -> list[FlowResult]:
+    measured = zip(stream.flows, stream.results(), strict=True)
+    return [_from_measured(flow, m) for flow, m in measured]
 
 
 def _validate(flow: Flow) -> ping.PingParams | iperf.IperfParams:
