@@ -3,19 +3,13 @@ driven by a gRPC client built from the p4runtime package's stubs."""
 
 from __future__ import annotations
 
-import queue
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import grpc
 import pytest
-from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
-from p4.v1 import p4runtime_pb2_grpc
-from switch_rig import Rig, compile_p4, udp_frame
+from p4runtime_rig import Client, Names, compile_with_info, rig_with_server
+from switch_rig import udp_frame
 
 pytestmark = pytest.mark.net
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,97 +19,19 @@ DST = "00:00:00:00:00:02"
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    out = tmp_path_factory.mktemp("p4")
-    ir = compile_p4(ROOT / "p4src" / "basic_fwd.p4", out)
-    info = p4info_pb2.P4Info()
-    info.ParseFromString((out / "basic_fwd.p4info.bin").read_bytes())
-    return ir, info
+    return compile_with_info(ROOT / "p4src" / "basic_fwd.p4", tmp_path_factory.mktemp("p4"))
 
 
 @pytest.fixture()
 def server(tmp_path):
     """A rig switch with a P4Runtime server on a unix socket; yields (rig, address)."""
-    with Rig(n_ports=3) as rig:
-        address = f"unix:{tmp_path}/p4rt.sock"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dplab.p4runtime", "--switch-socket", rig.control_path,
-             "--listen", address, "--device-id", "1"])
-        try:
-            grpc.channel_ready_future(grpc.insecure_channel(address)).result(timeout=10)
-            yield rig, address
-        finally:
-            proc.terminate()
-            proc.wait(5)
-
-
-class Client:
-    """A controller: one channel, one StreamChannel, received messages in a queue."""
-
-    def __init__(self, address: str, election: int) -> None:
-        self.channel = grpc.insecure_channel(address)
-        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.election = pb.Uint128(high=0, low=election)
-        self.outbox: queue.Queue = queue.Queue()
-        self.inbox: queue.Queue = queue.Queue()
-        self.stream = self.stub.StreamChannel(iter(self.outbox.get, None))
-        threading.Thread(target=self._receive, daemon=True).start()
-        req = pb.StreamMessageRequest()
-        req.arbitration.device_id = 1
-        req.arbitration.election_id.CopyFrom(self.election)
-        self.outbox.put(req)
-
-    def _receive(self) -> None:
-        try:
-            for msg in self.stream:
-                self.inbox.put(msg)
-        except grpc.RpcError as err:
-            self.inbox.put(err)
-
-    def next(self, kind: str, timeout: float = 3.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                msg = self.inbox.get(timeout=deadline - time.monotonic())
-            except queue.Empty:
-                break
-            if isinstance(msg, grpc.RpcError):
-                return msg
-            if msg.WhichOneof("update") == kind:
-                return getattr(msg, kind)
-        return None
-
-    def set_pipeline(self, program) -> None:
-        ir_path, info = program
-        req = pb.SetForwardingPipelineConfigRequest(
-            device_id=1, election_id=self.election,
-            action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
-        req.config.p4info.CopyFrom(info)
-        req.config.p4_device_config = Path(ir_path).read_bytes()
-        self.stub.SetForwardingPipelineConfig(req)
-
-    def write(self, *entities: pb.Entity, op=pb.Update.INSERT) -> None:
-        req = pb.WriteRequest(device_id=1, election_id=self.election)
-        for entity in entities:
-            req.updates.add(type=op, entity=entity)
-        self.stub.Write(req)
-
-    def read(self, entity: pb.Entity) -> list[pb.Entity]:
-        return [e for r in self.stub.Read(pb.ReadRequest(device_id=1, entities=[entity]))
-                for e in r.entities]
-
-    def close(self) -> None:
-        self.outbox.put(None)
-        self.channel.close()
-
-
-def ids(info: p4info_pb2.P4Info) -> dict[str, int]:
-    names = {t.preamble.name: t.preamble.id for t in info.tables}
-    names |= {a.preamble.name: a.preamble.id for a in info.actions}
-    return names
+    address = f"unix:{tmp_path}/p4rt.sock"
+    with rig_with_server(address) as rig:
+        yield rig, address
 
 
 def forward_entry(info, mac: str, port: int) -> pb.Entity:
-    n = ids(info)
+    n = Names(info)
     entity = pb.Entity()
     entry = entity.table_entry
     entry.table_id = n[TABLE]
@@ -161,7 +77,7 @@ def test_table_write_read_and_forwarding(server, program):
         rig.send(1, udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2"))
         assert len(rig.capture()[2]) == 1
         probe = pb.Entity()
-        probe.table_entry.table_id = ids(program[1])[TABLE]
+        probe.table_entry.table_id = Names(program[1])[TABLE]
         probe.table_entry.counter_data.SetInParent()
         (read,) = client.read(probe)
         assert read.table_entry.match[0].exact.value == bytes.fromhex("02")
@@ -228,7 +144,7 @@ def test_packet_out_and_packet_in(server, program):
 def test_multicast_group_and_default_entry(server, program):
     rig, address = server
     client = Client(address, 1)
-    n = ids(program[1])
+    n = Names(program[1])
     try:
         client.next("arbitration")
         client.set_pipeline(program)

@@ -1,0 +1,131 @@
+"""What the P4Runtime tests share: a rig switch behind our P4Runtime server (a real
+subprocess on a unix socket or on TCP loopback), a controller-like client built from the
+p4runtime package's stubs, and P4Info lookups by name."""
+
+from __future__ import annotations
+
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
+from switch_rig import Rig, compile_p4
+
+
+def compile_with_info(source: Path, out: Path) -> tuple[Path, p4info_pb2.P4Info]:
+    """Compiles ``source``; returns (IR file, P4Info)."""
+    ir = compile_p4(source, out)
+    info = p4info_pb2.P4Info()
+    info.ParseFromString((out / f"{source.stem}.p4info.bin").read_bytes())
+    return ir, info
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def rig_with_server(address: str, n_ports: int = 3):
+    """A rig switch with our P4Runtime server (device 1) listening on ``address``
+    (``unix:/path`` or ``127.0.0.1:port``); yields the rig once the server answers."""
+    with Rig(n_ports=n_ports) as rig:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dplab.p4runtime", "--switch-socket", rig.control_path,
+             "--listen", address, "--device-id", "1"])
+        try:
+            with grpc.insecure_channel(address) as channel:
+                grpc.channel_ready_future(channel).result(timeout=10)
+            yield rig
+        finally:
+            proc.terminate()
+            proc.wait(5)
+
+
+class Names:
+    """P4Info ids by (short or full) name."""
+
+    def __init__(self, info: p4info_pb2.P4Info) -> None:
+        self.info = info
+        self.ids: dict[str, int] = {}
+        for kind in ("tables", "actions", "counters", "direct_counters", "meters",
+                     "direct_meters", "registers", "digests"):
+            for obj in getattr(info, kind):
+                self.ids[obj.preamble.name] = self.ids[obj.preamble.alias] = obj.preamble.id
+
+    def __getitem__(self, name: str) -> int:
+        return self.ids[name]
+
+
+class Client:
+    """A controller: one channel, one StreamChannel, received messages in a queue."""
+
+    def __init__(self, address: str, election: int) -> None:
+        self.channel = grpc.insecure_channel(address)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self.election = pb.Uint128(high=0, low=election)
+        self.outbox: queue.Queue = queue.Queue()
+        self.inbox: queue.Queue = queue.Queue()
+        self.stream = self.stub.StreamChannel(iter(self.outbox.get, None))
+        threading.Thread(target=self._receive, daemon=True).start()
+        req = pb.StreamMessageRequest()
+        req.arbitration.device_id = 1
+        req.arbitration.election_id.CopyFrom(self.election)
+        self.outbox.put(req)
+
+    def _receive(self) -> None:
+        try:
+            for msg in self.stream:
+                self.inbox.put(msg)
+        except grpc.RpcError as err:
+            self.inbox.put(err)
+
+    def next(self, kind: str, timeout: float = 3.0):
+        """The next stream message of ``kind`` (e.g. "arbitration", "packet", "digest"),
+        None if none came within ``timeout``; the stream's RpcError if it broke."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                msg = self.inbox.get(timeout=deadline - time.monotonic())
+            except queue.Empty:
+                break
+            if isinstance(msg, grpc.RpcError):
+                return msg
+            if msg.WhichOneof("update") == kind:
+                return getattr(msg, kind)
+        return None
+
+    def send(self, msg: pb.StreamMessageRequest) -> None:
+        self.outbox.put(msg)
+
+    def set_pipeline(self, program: tuple[Path, p4info_pb2.P4Info]) -> None:
+        ir_path, info = program
+        req = pb.SetForwardingPipelineConfigRequest(
+            device_id=1, election_id=self.election,
+            action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.config.p4info.CopyFrom(info)
+        req.config.p4_device_config = Path(ir_path).read_bytes()
+        self.stub.SetForwardingPipelineConfig(req)
+
+    def write(self, *entities: pb.Entity, op=pb.Update.INSERT) -> None:
+        req = pb.WriteRequest(device_id=1, election_id=self.election)
+        for entity in entities:
+            req.updates.add(type=op, entity=entity)
+        self.stub.Write(req)
+
+    def read(self, entity: pb.Entity) -> list[pb.Entity]:
+        return [e for r in self.stub.Read(pb.ReadRequest(device_id=1, entities=[entity]))
+                for e in r.entities]
+
+    def close(self) -> None:
+        self.outbox.put(None)
+        self.channel.close()
