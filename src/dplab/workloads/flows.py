@@ -14,7 +14,9 @@ from typing import IO, Any, Protocol
 
 from dplab.measure.iperf_report import IperfParseError
 from dplab.measure.ping_report import PingParseError
+from dplab.measure.syn_delay import Endpoint, syn_delays_ms
 from dplab.workloads import iperf, ping, voip
+from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
 from dplab.workloads.measured import Measured, missing
 
 FIRST_PORT = 5001
@@ -109,11 +111,12 @@ def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
                 stream.listen(Path(tmp))
             _start_servers(net, jobs)
             _wait_listening(net, jobs)
-            for stream in streams.values():
-                stream.send()
-            _start_clients(net, jobs)
-            _wait_clients(jobs)
-            _wait_servers(jobs)
+            with Captures(net, _syn_capture_points(net, jobs, Path(tmp)), SYN_FILTER) as syn:
+                for stream in streams.values():
+                    stream.send()
+                _start_clients(net, jobs)
+                _wait_clients(jobs)
+                _wait_servers(jobs)
             for stream in streams.values():
                 stream.wait()
         finally:
@@ -121,7 +124,8 @@ def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
             for stream in streams.values():
                 stream.kill()
         by_kind = {kind: iter(_stream_results(stream)) for kind, stream in streams.items()}
-        tool_results = iter([_result(job) for job in jobs])
+        delays = _syn_delays(syn)
+        tool_results = iter([_result(job, net, delays) for job in jobs])
         return [next(by_kind.get(f.kind, tool_results)) for f in flows]
 
 
@@ -253,8 +257,29 @@ def _kill_all(jobs: list[_Job]) -> None:
                 _stop(process)
 
 
-def _result(job: _Job) -> FlowResult:
+def _syn_capture_points(net: FlowNetwork, jobs: list[_Job], tmp: Path) -> list[CapturePoint]:
+    """One SYN capture on the interface of every host that opens a TCP flow."""
+    clients = sorted({job.flow.src for job in jobs if _is_tcp(job)})
+    return [CapturePoint(net.host_ns(host), "eth0", tmp / f"syn-{host}.pcap") for host in clients]
+
+
+def _syn_delays(captures: Captures) -> dict[Endpoint, float]:
+    delays: dict[Endpoint, float] = {}
+    for point in captures.points:
+        if point.path.is_file():
+            delays.update(syn_delays_ms(point.path))
+    return delays
+
+
+def _is_tcp(job: _Job) -> bool:
+    return isinstance(job.params, iperf.IperfParams) and not job.params.udp
+
+
+def _result(job: _Job, net: FlowNetwork, syn_delays: dict[Endpoint, float]) -> FlowResult:
     measured = _measure(job)
+    if _is_tcp(job) and measured.error is None:
+        key = (net.host_ip(job.flow.src), net.host_ip(job.flow.dst), job.port)
+        measured.summary["syn_delay_ms"] = syn_delays.get(key)
     error = "; ".join([*job.problems, *([measured.error] if measured.error else [])]) or None
     return FlowResult(job.flow, error is None, error, measured.summary, measured.intervals)
 

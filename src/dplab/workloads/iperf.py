@@ -21,7 +21,9 @@ from dplab.measure.iperf_report import (
 )
 from dplab.workloads.measured import Measured, check_keys, positive_int, positive_number
 
-TCP_METRICS = ("throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms")
+TCP_METRICS = (
+    "throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms", "connect_ms",
+)
 UDP_METRICS = (
     "throughput_bps",
     "throughput_pps",
@@ -125,13 +127,15 @@ def _common(row: IperfRow) -> dict[str, float | None]:
     }
 
 
-def _tcp_summary(received: IperfReport, syn_delay_ms: float | None) -> dict[str, float | None]:
+def _tcp_summary(received: IperfReport, connect_ms: float | None) -> dict[str, float | None]:
+    """syn_delay_ms is filled in by flows from the packet capture (None until then)."""
     final = received.final
     return {
         "throughput_bps": final.bps,
         "bytes": float(final.bytes),
         "transmission_time_s": final.t_end - final.t_start,
-        "syn_delay_ms": syn_delay_ms,
+        "syn_delay_ms": None,
+        "connect_ms": connect_ms,
     }
 
 

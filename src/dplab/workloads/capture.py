@@ -1,0 +1,109 @@
+"""Packet captures: tcpdump on chosen interfaces inside a run's namespaces.
+
+Used two ways: the runner's `capture:` list (full pcaps kept with the results) and the
+TCP flows' SYN-delay measurement (SYN/SYN-ACK only, read back by measure.syn_delay).
+A capture that could not start is reported, never silently empty.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Protocol
+
+READY_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = 5.0
+POLL_S = 0.02
+SYN_FILTER = "tcp[tcpflags] & tcp-syn != 0"  # SYNs and SYN-ACKs
+
+
+class CaptureNetwork(Protocol):
+    def popen(self, ns: str, argv: list[str], **kw: Any) -> subprocess.Popen: ...
+
+
+@dataclass(frozen=True)
+class CapturePoint:
+    """One interface to capture: namespace, interface name, pcap file to write."""
+
+    ns: str
+    ifname: str
+    path: Path
+
+
+@dataclass
+class _Tcpdump:
+    point: CapturePoint
+    log: IO[str]
+    process: subprocess.Popen
+
+
+class Captures:
+    """tcpdump on every point while the `with` block runs; `problems` says which failed."""
+
+    def __init__(self, net: CaptureNetwork, points: list[CapturePoint],
+                 bpf_filter: str | None = None) -> None:
+        self.net = net
+        self.points = points
+        self.bpf_filter = bpf_filter
+        self.problems: list[str] = []
+        self._running: list[_Tcpdump] = []
+
+    def __enter__(self) -> Captures:
+        for point in self.points:
+            point.path.parent.mkdir(parents=True, exist_ok=True)
+            log = open(point.path.with_suffix(".log"), "w+")  # noqa: SIM115 - closed in _stop
+            process = self.net.popen(point.ns, self._argv(point), stdout=subprocess.DEVNULL,
+                                     stderr=log, text=True)
+            self._running.append(_Tcpdump(point, log, process))
+        self._wait_listening()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        for dump in self._running:
+            if dump.process.poll() is None:
+                dump.process.send_signal(signal.SIGINT)  # tcpdump flushes its buffer on SIGINT
+        for dump in self._running:
+            self._stop(dump)
+
+    def _argv(self, point: CapturePoint) -> list[str]:
+        # -U: write each packet at once; nano stamps so sub-µs delays stay visible.
+        argv = ["tcpdump", "-i", point.ifname, "-n", "-U", "-s", "256",
+                "--time-stamp-precision=nano", "-w", str(point.path)]
+        return [*argv, self.bpf_filter] if self.bpf_filter else argv
+
+    def _wait_listening(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        waiting = list(self._running)
+        while waiting and time.monotonic() < deadline:
+            waiting = [d for d in waiting if not _said_listening(d) and d.process.poll() is None]
+            if waiting:
+                time.sleep(POLL_S)
+        for dump in self._running:
+            if not _said_listening(dump):
+                self.problems.append(f"capture on {dump.point.ns}/{dump.point.ifname} did not "
+                                     f"start: {_log_text(dump).strip()[-200:]}")
+
+    def _stop(self, dump: _Tcpdump) -> None:
+        try:
+            dump.process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            dump.process.kill()
+            dump.process.wait()
+            self.problems.append(f"capture on {dump.point.ifname} had to be killed")
+        dump.log.close()
+        dump.point.path.with_suffix(".log").unlink(missing_ok=True)
+
+
+def _said_listening(dump: _Tcpdump) -> bool:
+    return "listening on" in _log_text(dump)
+
+
+def _log_text(dump: _Tcpdump) -> str:
+    dump.log.flush()
+    dump.log.seek(0)
+    return dump.log.read()
