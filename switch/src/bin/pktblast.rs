@@ -1,11 +1,31 @@
 //! Packet source for the switch benchmarks: sends copies of one Ethernet frame out of an
-//! interface as fast as it can (or at a set rate) with batched `sendmmsg` on an AF_PACKET
-//! socket, and prints what it really sent as one JSON line.
+//! interface, as fast as it can or at a set rate, through an AF_PACKET transmit ring
+//! (PACKET_TX_RING, qdisc bypassed, one `send()` per batch), and prints what it really
+//! sent as one JSON line.
 //!
 //! usage: dplab-pktblast --iface NAME --frame HEX --seconds S [--pps N] [--batch B]
+//!
+//! The report: `sent` frames the kernel took from the ring and passed to the device,
+//! `seconds` from the first frame to the last one sent, `pps` = sent / seconds,
+//! `target_pps` and `rate_error` ((pps - target) / target) when `--pps` was given,
+//! `not_sent` frames still refused by the device at the end, and the interface's own
+//! `iface_tx_packets` / `iface_tx_dropped` counter deltas (null when unreadable; they
+//! count any other traffic on the interface too), and `cpu_seconds` this process used (user +
+//! system, which includes the kernel's receive work that veth runs on the sending core):
+//! on a shared machine `cpu_seconds / sent` is steadier than the rate.
+
+#[path = "../txring.rs"]
+mod txring;
 
 use std::ffi::CString;
 use std::time::{Duration, Instant};
+
+use txring::TxRing;
+
+const FRAME_SIZE: usize = 2048;
+const FRAME_COUNT: usize = 4096;
+/// How long to keep offering frames the device refuses after the run's time is up.
+const DRAIN: Duration = Duration::from_millis(200);
 
 struct Options {
     iface: String,
@@ -32,7 +52,7 @@ fn parse_args() -> Result<Options, String> {
         frame: Vec::new(),
         seconds: 1.0,
         pps: 0.0,
-        batch: 32,
+        batch: 256,
     };
     let mut i = 0;
     while i < args.len() {
@@ -52,101 +72,191 @@ fn parse_args() -> Result<Options, String> {
     if opts.iface.is_empty() || opts.frame.len() < 14 {
         return Err("need --iface and a --frame of at least 14 bytes".into());
     }
-    opts.batch = opts.batch.clamp(1, 1024);
+    let valid = opts.seconds.is_finite() && opts.seconds > 0.0;
+    if !valid || !opts.pps.is_finite() || opts.pps < 0.0 {
+        return Err("--seconds must be > 0 and --pps >= 0".into());
+    }
+    opts.batch = opts.batch.clamp(1, FRAME_COUNT / 2);
     Ok(opts)
 }
 
-fn open_socket(iface: &str) -> Result<i32, String> {
+/// A bound AF_PACKET socket with a mapped transmit ring.
+fn open_ring(iface: &str) -> Result<(i32, TxRing), String> {
     let cname = CString::new(iface).map_err(|_| "bad interface name")?;
     let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
     if ifindex == 0 {
         return Err(format!("no interface {iface}"));
     }
+    let os_err = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
     let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
     if fd < 0 {
-        return Err(format!("socket: {}", std::io::Error::last_os_error()));
+        return Err(os_err("socket"));
     }
+    let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
     let one: libc::c_int = 1;
-    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_PACKET,
-            libc::PACKET_QDISC_BYPASS,
-            &one as *const _ as *const _,
-            len,
-        )
-    };
+    let int_len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    for (opt, value) in [
+        (libc::PACKET_VERSION, &version),
+        (libc::PACKET_QDISC_BYPASS, &one),
+    ] {
+        let rc = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_PACKET,
+                opt,
+                value as *const _ as *const _,
+                int_len,
+            )
+        };
+        if rc != 0 {
+            return Err(os_err("setsockopt"));
+        }
+    }
+    txring::request(fd, FRAME_SIZE, FRAME_COUNT).map_err(|e| format!("PACKET_TX_RING: {e}"))?;
+    let len = FRAME_SIZE * FRAME_COUNT;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let map = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if map == libc::MAP_FAILED {
+        return Err(os_err("mmap of the transmit ring"));
+    }
     let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     addr.sll_family = libc::AF_PACKET as u16;
     addr.sll_ifindex = ifindex;
     let alen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
     if unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, alen) } != 0 {
-        return Err(format!("bind: {}", std::io::Error::last_os_error()));
+        return Err(os_err("bind"));
     }
-    Ok(fd)
+    Ok((fd, unsafe {
+        TxRing::new(map as *mut u8, FRAME_SIZE, FRAME_COUNT)
+    }))
 }
 
-fn send_batch(fd: i32, frame: &[u8], count: usize) -> usize {
-    let mut iov = libc::iovec {
-        iov_base: frame.as_ptr() as *mut libc::c_void,
-        iov_len: frame.len(),
-    };
-    let mut msgs: Vec<libc::mmsghdr> = (0..count)
-        .map(|_| {
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = &mut iov;
-            m.msg_hdr.msg_iovlen = 1;
-            m
-        })
-        .collect();
-    let n = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), count as u32, 0) };
-    n.max(0) as usize
+/// One of the interface's statistics counters (sysfs of this network namespace).
+fn iface_counter(iface: &str, name: &str) -> Option<u64> {
+    let path = format!("/sys/class/net/{iface}/statistics/{name}");
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[derive(Default)]
+struct Tally {
+    queued: u64,
+    sent: u64,
+    not_sent: u64,
+    send_calls: u64,
+    refused_calls: u64,
+}
+
+impl Tally {
+    fn flush(&mut self, fd: i32, ring: &mut TxRing) -> Result<(), String> {
+        let f = ring.flush(fd);
+        self.send_calls += 1;
+        self.sent += f.sent as u64;
+        if f.waiting > 0 {
+            self.refused_calls += 1;
+        }
+        match f.error {
+            Some(e) => Err(format!("send: {e}")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Frames to queue now: a batch, or (with a rate) what the schedule since `start` is owed.
+fn frames_due(opts: &Options, start: Instant, queued: u64) -> usize {
+    if opts.pps == 0.0 {
+        return opts.batch;
+    }
+    // Pace against the schedule since the start, so rounding errors do not accumulate.
+    let due = (start.elapsed().as_secs_f64() * opts.pps) as u64;
+    (due.saturating_sub(queued) as usize).min(opts.batch)
+}
+
+fn blast(opts: &Options, fd: i32, ring: &mut TxRing) -> Result<(Tally, f64), String> {
+    let mut tally = Tally::default();
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(opts.seconds);
+    while Instant::now() < end {
+        let want = frames_due(opts, start, tally.queued);
+        if want == 0 {
+            std::hint::spin_loop();
+            continue;
+        }
+        for _ in 0..want {
+            let Some(data) = ring.free_frame() else { break };
+            data[..opts.frame.len()].copy_from_slice(&opts.frame);
+            ring.queue(opts.frame.len());
+            tally.queued += 1;
+        }
+        tally.flush(fd, ring)?;
+    }
+    let drain_until = Instant::now() + DRAIN;
+    while tally.sent < tally.queued && Instant::now() < drain_until {
+        tally.flush(fd, ring)?;
+    }
+    tally.not_sent = ring.reclaim() as u64;
+    Ok((tally, start.elapsed().as_secs_f64()))
+}
+
+/// User + system CPU time this process has used so far.
+fn cpu_seconds() -> f64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+struct Counters {
+    iface_tx: Option<u64>,
+    iface_dropped: Option<u64>,
+    cpu_seconds: f64,
+}
+
+fn report(opts: &Options, tally: &Tally, seconds: f64, c: &Counters) {
+    let pps = tally.sent as f64 / seconds;
+    let json_opt = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.6}"));
+    let target = (opts.pps > 0.0).then_some(opts.pps);
+    let error = target.map(|t| (pps - t) / t);
+    let count = |v: Option<u64>| v.map_or("null".to_string(), |x| x.to_string());
+    println!(
+        "{{\"method\": \"tx_ring\", \"sent\": {}, \"seconds\": {seconds:.6}, \"pps\": {pps:.1}, \
+         \"target_pps\": {}, \"rate_error\": {}, \"not_sent\": {}, \"batch\": {}, \
+         \"send_calls\": {}, \"refused_calls\": {}, \"iface_tx_packets\": {}, \
+         \"iface_tx_dropped\": {}, \"cpu_seconds\": {:.3}}}",
+        tally.sent,
+        json_opt(target),
+        json_opt(error),
+        tally.not_sent,
+        opts.batch,
+        tally.send_calls,
+        tally.refused_calls,
+        count(c.iface_tx),
+        count(c.iface_dropped),
+        c.cpu_seconds,
+    );
 }
 
 fn main() {
-    let opts = match parse_args() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("dplab-pktblast: {e}");
-            std::process::exit(2);
-        }
+    let opts = parse_args().unwrap_or_else(|e| {
+        eprintln!("dplab-pktblast: {e}");
+        std::process::exit(2);
+    });
+    let fail = |e: String| -> ! {
+        eprintln!("dplab-pktblast: {}: {e}", opts.iface);
+        std::process::exit(1);
     };
-    let fd = match open_socket(&opts.iface) {
-        Ok(fd) => fd,
-        Err(e) => {
-            eprintln!("dplab-pktblast: {}: {e}", opts.iface);
-            std::process::exit(1);
-        }
-    };
-    let start = Instant::now();
-    let end = start + Duration::from_secs_f64(opts.seconds);
-    let mut sent: u64 = 0;
-    let mut failed_calls: u64 = 0;
-    loop {
-        let now = Instant::now();
-        if now >= end {
-            break;
-        }
-        let mut want = opts.batch;
-        if opts.pps > 0.0 {
-            // Pace against the schedule since the start, so errors do not accumulate.
-            let due = ((now - start).as_secs_f64() * opts.pps) as u64;
-            if due <= sent {
-                std::hint::spin_loop();
-                continue;
-            }
-            want = want.min((due - sent) as usize);
-        }
-        let n = send_batch(fd, &opts.frame, want);
-        if n == 0 {
-            failed_calls += 1;
-        }
-        sent += n as u64;
+    let (fd, mut ring) = open_ring(&opts.iface).unwrap_or_else(|e| fail(e));
+    if opts.frame.len() > ring.max_packet() {
+        fail(format!("frame longer than {} bytes", ring.max_packet()));
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    println!(
-        "{{\"sent\": {sent}, \"seconds\": {elapsed:.6}, \"pps\": {:.1}, \"failed_calls\": {failed_calls}}}",
-        sent as f64 / elapsed
-    );
+    let tx_before = iface_counter(&opts.iface, "tx_packets");
+    let dropped_before = iface_counter(&opts.iface, "tx_dropped");
+    let cpu_before = cpu_seconds();
+    let (tally, seconds) = blast(&opts, fd, &mut ring).unwrap_or_else(|e| fail(e));
+    let delta = |after: Option<u64>, before: Option<u64>| Some(after?.wrapping_sub(before?));
+    let counters = Counters {
+        iface_tx: delta(iface_counter(&opts.iface, "tx_packets"), tx_before),
+        iface_dropped: delta(iface_counter(&opts.iface, "tx_dropped"), dropped_before),
+        cpu_seconds: cpu_seconds() - cpu_before,
+    };
+    report(&opts, &tally, seconds, &counters);
 }

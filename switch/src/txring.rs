@@ -1,0 +1,194 @@
+//! PACKET_TX_RING: a memory-mapped transmit ring on an AF_PACKET (TPACKET_V2) socket.
+//!
+//! Packets are written straight into ring frames and handed to the kernel with one
+//! `send()` per batch, instead of one `sendmsg` (header copy, iovec import, skb set-up)
+//! per packet. The kernel walks the ring from its own head, sends every frame marked
+//! SEND_REQUEST and stops at the first frame that is not; so frames are always queued in
+//! ring order and our write position must stay equal to the kernel's head.
+//!
+//! Every frame starts with a virtio-net header (PACKET_VNET_HDR) whose `hdr_len` is the
+//! whole packet: that makes the kernel copy the packet into the skb's linear area. Without
+//! it the kernel attaches the ring page as a fragment, and veth must then copy that
+//! fragment into a freshly allocated page for every packet (skb_copy_ubufs), which costs
+//! more than the copy it saves. It also means the kernel does not check the MTU, so callers
+//! must keep packets within it.
+//!
+//! A frame the device refused (e.g. the veth peer's backlog is full) is put back to
+//! SEND_REQUEST by the kernel and retried by the next `send()`.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr;
+use std::sync::atomic::{fence, Ordering};
+
+/// Where packet data starts in a TX frame (TPACKET_V2 without PACKET_TX_HAS_OFF).
+const FRAME_OFFSET: usize = libc::TPACKET2_HDRLEN - std::mem::size_of::<libc::sockaddr_ll>();
+/// struct virtio_net_hdr: flags, gso_type (u8 each), hdr_len, gso_size, csum_start,
+/// csum_offset (u16, little-endian on this host).
+const VNET_HDR_LEN: usize = 10;
+/// Where packet data starts in a TX frame.
+const DATA_OFFSET: usize = FRAME_OFFSET + VNET_HDR_LEN;
+
+pub struct TxRing {
+    base: *mut u8,
+    frame_size: usize,
+    frame_count: usize,
+    /// Next frame to write; equals the kernel's head once nothing is queued.
+    next: usize,
+    /// Frames marked SEND_REQUEST that the kernel has not taken yet (just before `next`).
+    queued: usize,
+}
+
+/// What one [`TxRing::flush`] did.
+pub struct Flushed {
+    /// Frames the kernel took and passed to the device.
+    pub sent: usize,
+    /// Frames still waiting in the ring (the device refused them for now).
+    pub waiting: usize,
+    /// The error of the last `send()`, if it failed for a reason other than a full device.
+    pub error: Option<io::Error>,
+}
+
+/// Asks the kernel for a transmit ring of `frame_count` frames of `frame_size` bytes on
+/// `fd`; map it (after the receive ring, if any) and wrap it with [`TxRing::new`].
+pub fn request(fd: RawFd, frame_size: usize, frame_count: usize) -> io::Result<()> {
+    let block_size = frame_size.max(1 << 16);
+    let req = libc::tpacket_req {
+        tp_block_size: block_size as u32,
+        tp_block_nr: (frame_size * frame_count / block_size) as u32,
+        tp_frame_size: frame_size as u32,
+        tp_frame_nr: frame_count as u32,
+    };
+    // PACKET_LOSS: a malformed frame is skipped rather than blocking the ring for good.
+    let one: libc::c_int = 1;
+    setsockopt(fd, libc::PACKET_LOSS, &one)?;
+    setsockopt(fd, libc::PACKET_VNET_HDR, &one)?;
+    setsockopt(fd, libc::PACKET_TX_RING, &req)
+}
+
+fn setsockopt<T>(fd: RawFd, opt: i32, value: &T) -> io::Result<()> {
+    let len = std::mem::size_of::<T>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_PACKET,
+            opt,
+            value as *const T as *const _,
+            len,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+impl TxRing {
+    /// Wraps a mapped ring of `frame_count` frames of `frame_size` bytes at `base`.
+    ///
+    /// # Safety
+    /// `base` must point at the mapped transmit ring of a socket set up with [`request`]
+    /// with the same sizes, and stay mapped for the life of the `TxRing`.
+    pub unsafe fn new(base: *mut u8, frame_size: usize, frame_count: usize) -> TxRing {
+        TxRing {
+            base,
+            frame_size,
+            frame_count,
+            next: 0,
+            queued: 0,
+        }
+    }
+
+    /// Largest packet a frame holds.
+    pub fn max_packet(&self) -> usize {
+        self.frame_size - DATA_OFFSET
+    }
+
+    fn header(&self, index: usize) -> *mut libc::tpacket2_hdr {
+        unsafe { self.base.add(index * self.frame_size) as *mut libc::tpacket2_hdr }
+    }
+
+    fn status(&self, index: usize) -> u32 {
+        unsafe { ptr::read_volatile(&(*self.header(index)).tp_status) }
+    }
+
+    fn set_status(&self, index: usize, status: u32) {
+        unsafe { ptr::write_volatile(&mut (*self.header(index)).tp_status, status) };
+    }
+
+    /// The data area of the next free frame, or None when the ring is full (the kernel
+    /// still holds every frame). Fill it, then call [`TxRing::queue`].
+    pub fn free_frame(&mut self) -> Option<&mut [u8]> {
+        if self.status(self.next) != libc::TP_STATUS_AVAILABLE {
+            return None;
+        }
+        fence(Ordering::Acquire);
+        let data = unsafe { self.base.add(self.next * self.frame_size + DATA_OFFSET) };
+        Some(unsafe { std::slice::from_raw_parts_mut(data, self.max_packet()) })
+    }
+
+    /// Marks the frame just filled through [`TxRing::free_frame`] as holding `len` bytes to send.
+    pub fn queue(&mut self, len: usize) {
+        let hdr = self.header(self.next);
+        let mut vnet = [0u8; VNET_HDR_LEN];
+        vnet[2..4].copy_from_slice(&(len as u16).to_le_bytes());
+        unsafe {
+            let frame = self.base.add(self.next * self.frame_size + FRAME_OFFSET);
+            ptr::copy_nonoverlapping(vnet.as_ptr(), frame, VNET_HDR_LEN);
+            (*hdr).tp_len = (VNET_HDR_LEN + len) as u32;
+        }
+        fence(Ordering::Release);
+        self.set_status(self.next, libc::TP_STATUS_SEND_REQUEST);
+        self.next = (self.next + 1) % self.frame_count;
+        self.queued += 1;
+    }
+
+    /// Index of the oldest queued frame.
+    fn oldest(&self) -> usize {
+        (self.next + self.frame_count - self.queued) % self.frame_count
+    }
+
+    /// Hands the queued frames to the kernel with one `send()`.
+    pub fn flush(&mut self, fd: RawFd) -> Flushed {
+        if self.queued == 0 {
+            return Flushed {
+                sent: 0,
+                waiting: 0,
+                error: None,
+            };
+        }
+        let rc = unsafe { libc::send(fd, ptr::null(), 0, libc::MSG_DONTWAIT) };
+        let error = (rc < 0)
+            .then(io::Error::last_os_error)
+            .filter(|e| !matches!(e.raw_os_error(), Some(libc::ENOBUFS | libc::EAGAIN)));
+        // The kernel takes frames in order: count how many left SEND_REQUEST.
+        let mut sent = 0;
+        let mut index = self.oldest();
+        while sent < self.queued && self.status(index) != libc::TP_STATUS_SEND_REQUEST {
+            sent += 1;
+            index = (index + 1) % self.frame_count;
+        }
+        self.queued -= sent;
+        Flushed {
+            sent,
+            waiting: self.queued,
+            error,
+        }
+    }
+
+    /// Takes back every frame still waiting (the kernel is not sending them: it only
+    /// works on the ring inside `send()`), so they are dropped instead of going out
+    /// late; returns how many.
+    pub fn reclaim(&mut self) -> usize {
+        let dropped = self.queued;
+        let first = self.oldest();
+        for i in 0..dropped {
+            self.set_status((first + i) % self.frame_count, libc::TP_STATUS_AVAILABLE);
+        }
+        // The kernel's head still points at the first of them.
+        self.next = first;
+        self.queued = 0;
+        dropped
+    }
+}
