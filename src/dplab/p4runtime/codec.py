@@ -20,8 +20,9 @@ def to_hex(value: bytes, bitwidth: int | None, what: str) -> str:
     if not value:
         raise invalid(f"{what}: empty value")
     number = int.from_bytes(value, "big")
-    if bitwidth is not None and number >> bitwidth:
-        raise invalid(f"{what}: value 0x{number:x} does not fit in {bitwidth} bits")
+    if bitwidth is not None and (number >> bitwidth or len(value) > (bitwidth + 7) // 8):
+        raise invalid(f"{what}: value 0x{value.hex()} ({len(value)} bytes) does not fit "
+                      f"in {bitwidth} bits")
     return f"0x{number:x}"
 
 
@@ -41,6 +42,7 @@ class P4InfoIndex:
         self.counters = {c.preamble.id: c for c in info.counters}
         self.direct_counters = {c.preamble.id: c for c in info.direct_counters}
         self.meters = {m.preamble.id: m for m in info.meters}
+        self.direct_meters = {m.preamble.id: m for m in info.direct_meters}
         self.registers = {r.preamble.id: r for r in info.registers}
         self.digests = {d.preamble.id: d for d in info.digests}
         self.controller_headers = {h.preamble.name: h for h in info.controller_packet_metadata}
@@ -49,6 +51,9 @@ class P4InfoIndex:
         if table_id not in self.tables:
             raise not_found(f"table id {table_id} is not in the P4Info")
         return self.tables[table_id]
+
+    def has_direct_meter(self, table: p4info_pb2.Table) -> bool:
+        return any(r in self.direct_meters for r in table.direct_resource_ids)
 
     def lookup(self, kind: str, obj_id: int) -> Any:
         found = getattr(self, kind).get(obj_id)
@@ -88,20 +93,44 @@ def _field_to_switch(table: p4info_pb2.Table, mf: MatchField, fm: pb.FieldMatch 
     if kind == "OPTIONAL":
         return {"kind": "exact", "v": to_hex(fm.optional.value, width, what)}
     if kind == "LPM":
-        if not 0 < fm.lpm.prefix_len <= width:
-            raise invalid(f"{what}: prefix length {fm.lpm.prefix_len} not in 1..{width}")
-        return {"kind": "lpm", "v": to_hex(fm.lpm.value, width, what), "plen": fm.lpm.prefix_len}
+        return _lpm_to_switch(fm.lpm, width, what)
     if kind == "TERNARY":
-        mask = to_hex(fm.ternary.mask, width, what)
-        if int(mask, 16) == 0:
-            raise invalid(f"{what}: a zero mask must be left out (wildcard)")
-        return {"kind": "ternary", "v": to_hex(fm.ternary.value, width, what), "m": mask}
+        return _ternary_to_switch(fm.ternary, width, what)
     if kind == "RANGE":
-        lo, hi = to_hex(fm.range.low, width, what), to_hex(fm.range.high, width, what)
-        if int(lo, 16) > int(hi, 16):
-            raise invalid(f"{what}: range low > high")
-        return {"kind": "range", "lo": lo, "hi": hi}
+        return _range_to_switch(fm.range, width, what)
     raise invalid(f"{what}: match kind {kind} is not supported")
+
+
+# The spec (8.3) wants don't-care matches left out and no value bits outside the mask:
+# INVALID_ARGUMENT otherwise, so that every entry has one canonical form.
+
+def _lpm_to_switch(lpm: pb.FieldMatch.LPM, width: int, what: str) -> dict:
+    if not 0 < lpm.prefix_len <= width:
+        raise invalid(f"{what}: prefix length {lpm.prefix_len} not in 1..{width} "
+                      "(a /0 match must be left out)")
+    value = to_hex(lpm.value, width, what)
+    if int(value, 16) & ((1 << (width - lpm.prefix_len)) - 1):
+        raise invalid(f"{what}: value {value} has bits set beyond its /{lpm.prefix_len}")
+    return {"kind": "lpm", "v": value, "plen": lpm.prefix_len}
+
+
+def _ternary_to_switch(ternary: pb.FieldMatch.Ternary, width: int, what: str) -> dict:
+    mask = to_hex(ternary.mask, width, what)
+    if int(mask, 16) == 0:
+        raise invalid(f"{what}: a zero mask must be left out (wildcard)")
+    value = to_hex(ternary.value, width, what)
+    if int(value, 16) & ~int(mask, 16):
+        raise invalid(f"{what}: value {value} has bits set outside mask {mask}")
+    return {"kind": "ternary", "v": value, "m": mask}
+
+
+def _range_to_switch(match: pb.FieldMatch.Range, width: int, what: str) -> dict:
+    lo, hi = to_hex(match.low, width, what), to_hex(match.high, width, what)
+    if int(lo, 16) > int(hi, 16):
+        raise invalid(f"{what}: range low {lo} > high {hi}")
+    if int(lo, 16) == 0 and int(hi, 16) == (1 << width) - 1:
+        raise invalid(f"{what}: the full range must be left out (wildcard)")
+    return {"kind": "range", "lo": lo, "hi": hi}
 
 
 def match_from_switch(table: p4info_pb2.Table, items: list[dict]) -> list[pb.FieldMatch]:
@@ -109,8 +138,8 @@ def match_from_switch(table: p4info_pb2.Table, items: list[dict]) -> list[pb.Fie
     for mf, item in zip(table.match_fields, items, strict=True):
         kind = MatchField.MatchType.Name(mf.match_type)
         fm = pb.FieldMatch(field_id=mf.id)
-        if item["kind"] == "any":
-            continue
+        if _is_wildcard(item, mf.bitwidth):
+            continue  # don't-care matches are left out, as in writes
         if kind == "EXACT":
             fm.exact.value = to_bytes(item["v"])
         elif kind == "OPTIONAL":
@@ -125,6 +154,21 @@ def match_from_switch(table: p4info_pb2.Table, items: list[dict]) -> list[pb.Fie
             fm.range.high = to_bytes(item.get("hi", item.get("v")))
         out.append(fm)
     return out
+
+
+def _is_wildcard(item: dict, width: int) -> bool:
+    full = (1 << width) - 1
+    return (item["kind"] == "any"
+            or (item["kind"] == "range" and int(item["lo"], 16) == 0
+                and int(item["hi"], 16) == full)
+            or (item["kind"] == "ternary" and int(item["m"], 16) == 0)
+            or (item["kind"] == "lpm" and item["plen"] == 0))
+
+
+def canonical_match(table: p4info_pb2.Table, items: list[dict]) -> list[dict]:
+    """The switch's match of a read entry in the form match_to_switch gives a request,
+    so that the two compare equal when they name the same entry."""
+    return match_to_switch(table, match_from_switch(table, items))
 
 
 def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Action) -> dict:

@@ -8,6 +8,7 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime import codec
 from dplab.p4runtime.codec import P4InfoIndex
+from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
 from dplab.p4runtime.switch_link import SwitchLink
 
@@ -15,9 +16,10 @@ INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
 
 class Entities:
-    def __init__(self, switch: SwitchLink, index: P4InfoIndex) -> None:
+    def __init__(self, switch: SwitchLink, index: P4InfoIndex, digests: Digests) -> None:
         self.switch = switch
         self.index = index
+        self.digests = digests
 
     # -- write ---------------------------------------------------------------------------
 
@@ -48,6 +50,7 @@ class Entities:
         if entry.idle_timeout_ns:
             req["idle_timeout_ns"] = entry.idle_timeout_ns
         if entry.HasField("meter_config"):
+            self._check_direct_meter(table)
             req["meter"] = codec.meter_to_switch(entry.meter_config)
         self.switch.call("table_add" if op == INSERT else "table_modify", **req)
         if entry.HasField("counter_data"):
@@ -76,6 +79,34 @@ class Entities:
         table = self.index.table(te.table_id)
         req = {"match": codec.match_to_switch(table, te.match), "priority": te.priority}
         self._write_entry_counter(te, req, entry.data)
+
+    def _write_direct_meter_entry(self, op: int, entry: pb.DirectMeterEntry) -> None:
+        if op != MODIFY:
+            raise invalid("direct meter entries can only be modified")
+        te = entry.table_entry
+        table = self.index.table(te.table_id)
+        self._check_direct_meter(table)
+        if not entry.HasField("config"):
+            raise P4RuntimeError("UNIMPLEMENTED", "the switch cannot unconfigure a direct "
+                                 "meter; write a config instead")
+        match = codec.match_to_switch(table, te.match)
+        current = self._find_entry(table, match, te.priority)
+        self.switch.call("table_modify", table=te.table_id, match=match, priority=te.priority,
+                         action={"action": current["action"]["action"],
+                                 "args": current["action"]["args"]},
+                         meter=codec.meter_to_switch(entry.config))
+
+    def _check_direct_meter(self, table) -> None:
+        # The switch would insert the entry before refusing its meter: refuse it first.
+        if not self.index.has_direct_meter(table):
+            raise invalid(f"table {table.preamble.name} has no direct meter")
+
+    def _find_entry(self, table, match: list[dict], priority: int) -> dict:
+        for item in self.switch.call("table_read", table=table.preamble.id)["entries"]:
+            if (codec.canonical_match(table, item["match"]) == match
+                    and (item.get("priority") or 0) == priority):
+                return item
+        raise not_found(f"table {table.preamble.name}: no such entry")
 
     def _write_counter_entry(self, op: int, entry: pb.CounterEntry) -> None:
         if op != MODIFY:
@@ -109,6 +140,9 @@ class Entities:
         if entry.HasField("index"):
             req["index"] = entry.index.index
         self.switch.call("register_write", **req)
+
+    def _write_digest_entry(self, op: int, entry: pb.DigestEntry) -> None:
+        self.digests.write(op, entry, self.index.digests)
 
     def _write_packet_replication_engine_entry(self, op: int, entry) -> None:
         kind = entry.WhichOneof("type")
@@ -178,7 +212,7 @@ class Entities:
             return
         match = codec.match_to_switch(table, want.match) if want.match else None
         for item in got["entries"]:
-            if match is not None and (item["match"] != match
+            if match is not None and (codec.canonical_match(table, item["match"]) != match
                                       or (item.get("priority") or 0) != want.priority):
                 continue
             yield codec.entry_from_switch(self.index, table, item, counter, meter)
@@ -190,6 +224,22 @@ class Entities:
         for entry in self._read_table_entry(probe):
             out = pb.DirectCounterEntry(data=entry.counter_data)
             entry.ClearField("counter_data")
+            out.table_entry.CopyFrom(entry)
+            yield out
+
+    def _read_direct_meter_entry(self, want: pb.DirectMeterEntry):
+        probe = pb.TableEntry()
+        probe.CopyFrom(want.table_entry)
+        probe.meter_config.SetInParent()
+        if probe.table_id:
+            self._check_direct_meter(self.index.table(probe.table_id))
+        for entry in self._read_table_entry(probe):
+            if not self.index.has_direct_meter(self.index.table(entry.table_id)):
+                continue
+            out = pb.DirectMeterEntry()
+            if entry.HasField("meter_config"):
+                out.config.CopyFrom(entry.meter_config)
+            entry.ClearField("meter_config")
             out.table_entry.CopyFrom(entry)
             yield out
 
@@ -228,6 +278,11 @@ class Entities:
                 out.index.index = cell["index"]
                 out.data.bitstring = codec.to_bytes(cell["value"])
                 yield out
+
+    def _read_digest_entry(self, want: pb.DigestEntry) -> Iterator[pb.DigestEntry]:
+        if want.digest_id:
+            self.index.lookup("digests", want.digest_id)
+        return self.digests.read(want)
 
     def _read_packet_replication_engine_entry(self, want) -> Iterator:
         kind = want.WhichOneof("type")

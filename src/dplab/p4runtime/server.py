@@ -17,6 +17,7 @@ from p4.v1 import p4runtime_pb2_grpc
 from dplab.p4runtime import codec
 from dplab.p4runtime.arbitration import Arbiter
 from dplab.p4runtime.codec import P4InfoIndex
+from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entities import Entities
 from dplab.p4runtime.errors import P4RuntimeError, invalid
 from dplab.p4runtime.switch_link import SwitchLink
@@ -33,7 +34,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._config: pb.ForwardingPipelineConfig | None = None
         self._saved: pb.ForwardingPipelineConfig | None = None
         self._index: P4InfoIndex | None = None
-        self._digest_list_id = 0
+        self.digests = Digests(self._send_to_primary)
 
     # -- unary RPCs ----------------------------------------------------------------------
 
@@ -81,6 +82,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4RuntimeError as err:
             raise invalid(f"the switch refused the pipeline: {err.message}") from err
         self._config, self._index = config, P4InfoIndex(config.p4info)
+        self.digests.reset()
 
     def _get_pipeline(self, request: pb.GetForwardingPipelineConfigRequest):
         self._check_device(request.device_id)
@@ -122,7 +124,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _entities(self) -> Entities:
         if self._index is None:
             raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
-        return Entities(self.switch, self._index)
+        return Entities(self.switch, self._index, self.digests)
 
     def _check_device(self, device_id: int) -> None:
         if device_id != self.device_id:
@@ -165,6 +167,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     state["eid"] = self.arbiter.join(req.arbitration, outbox.put, state["eid"])
                 elif kind == "packet":
                     self._packet_out(req.packet, state["eid"], outbox)
+                elif kind == "digest_ack":
+                    self.digests.ack(req.digest_ack)
         except P4RuntimeError as err:
             outbox.put(err)
             return
@@ -183,23 +187,23 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4RuntimeError as err:
             _stream_error(outbox, err.code, err.message)
 
-    def _on_switch_event(self, event: dict) -> None:
+    def _send_to_primary(self, msg: pb.StreamMessageResponse) -> bool:
         send = self.arbiter.primary_sender()
         if send is None:
-            return  # no controller: the spec drops packet-ins and notifications
+            return False  # no controller: the spec drops packet-ins and notifications
+        send(msg)
+        return True
+
+    def _on_switch_event(self, event: dict) -> None:
+        if event["event"] == "digest":
+            self.digests.on_digest(event["digest"],
+                                   tuple(codec.to_bytes(v) for v in event["data"]))
+            return
         msg = pb.StreamMessageResponse()
         if event["event"] == "packet_in":
             msg.packet.payload = bytes.fromhex(event["payload"])
             for m in event.get("metadata", []):
                 msg.packet.metadata.add(metadata_id=m["id"], value=codec.to_bytes(m["value"]))
-        elif event["event"] == "digest":
-            self._digest_list_id += 1
-            msg.digest.digest_id = event["digest"]
-            msg.digest.list_id = self._digest_list_id
-            msg.digest.timestamp = time.time_ns()
-            data = msg.digest.data.add()
-            for value in event["data"]:
-                data.struct.members.add(bitstring=codec.to_bytes(value))
         elif event["event"] == "idle_timeout" and self._index is not None:
             note = msg.idle_timeout_notification
             note.timestamp = time.time_ns()
@@ -210,7 +214,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 entry.match.extend(codec.match_from_switch(table, item["match"]))
         else:
             return
-        send(msg)
+        self._send_to_primary(msg)
 
 
 class _BatchError(Exception):
