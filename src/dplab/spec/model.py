@@ -91,13 +91,37 @@ class VoipWorkload(Strict):
     payload: Annotated[int, Field(ge=12, le=65495)] = 160
 
 
+class VideoWorkload(Strict):
+    """CDN video (dplab.workloads.video): pairs are (viewer, server), as study 000's cdn."""
+
+    kind: Literal["video"]
+    pairs: Pairs = "cdn"
+    mode: Literal["http", "rtp"] = "http"
+    duration: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    resolution: Annotated[str, Field(pattern=r"^\d+x\d+$")] = "1280x720"
+    fps: Annotated[int, Field(gt=0, le=120)] = 25
+    bitrate_kbit: Annotated[int, Field(gt=0)] = 2000
+    segment_s: Annotated[float, Field(gt=0)] = 2.0
+    frame_at: Annotated[float, Field(gt=0)] | None = Field(
+        None, description="seconds into the stream of the frame capture; default: the middle"
+    )
+    max_buffer_s: Annotated[float, Field(gt=0)] = 30.0
+
+    @model_validator(mode="after")
+    def _frame_inside(self) -> VideoWorkload:
+        if self.frame_at is not None and self.frame_at >= self.duration:
+            raise ValueError(f"frame_at ({self.frame_at:g} s) must be below duration")
+        return self
+
+
 def _require_one_of(duration: float | None, size: int | None) -> None:
     if (duration is None) == (size is None):
         raise ValueError("give exactly one of 'duration' (seconds) or 'bytes'")
 
 
 Workload = Annotated[
-    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload, Field(discriminator="kind")
+    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload,
+    Field(discriminator="kind"),
 ]
 
 

@@ -15,7 +15,7 @@ from typing import IO, Any, Protocol
 from dplab.measure.iperf_report import IperfParseError
 from dplab.measure.ping_report import PingParseError
 from dplab.measure.syn_delay import Endpoint, syn_delays_ms
-from dplab.workloads import iperf, ping, voip
+from dplab.workloads import iperf, ping, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
 from dplab.workloads.measured import Measured, missing
 
@@ -42,6 +42,7 @@ class StreamFlows(Protocol):
 # kind -> class built as Cls(net, flows_of_that_kind); one line per stream workload.
 STREAMS: dict[str, Any] = {
     "voip": voip.VoipFlows,
+    "video": video.VideoFlows,
 }
 KINDS = (*TOOL_KINDS, *STREAMS)
 

@@ -1,0 +1,528 @@
+"""CDN video flows: real H.264 content served to several clients, over HTTP (HLS) or RTP.
+
+A flow is one viewer: `src` is the client (viewer), `dst` the server (the CDN), as in
+study 000's cdn pairs (H1..H4 -> H8 means four viewers of H8). Params (spec VideoWorkload):
+mode "http"|"rtp", duration (content s), resolution "WxH", fps, bitrate_kbit, segment_s,
+frame_at (s), max_buffer_s, timeout_s. Content comes from video_content (cached encode).
+
+http: one video_server per (server host, content), shared by its viewers; each viewer runs
+video_player (real TCP downloads, playout buffer in wall-clock time). rtp: per viewer, an
+ffmpeg on the server sends the content live (-re) over RTP/UDP; on the client
+video_rtp_recv records every packet and hands it to an ffmpeg that decodes the stream.
+
+Frames: at frame_at seconds, what the viewer sees and what was sent are written as PNGs.
+rtp: the client's ffmpeg writes the first decoded frame at or after frame_at (stream
+time), the sent one is the content's frame at frame_at. http: the player does not decode;
+TCP delivers the content's bytes unchanged, so the viewer's picture is the content's frame
+at the playout position at frame_at wall seconds after the request (behind by the startup
+delay and stalls), the sent one the content's frame at frame_at. frame_diff_pct compares
+them. The PNGs are kept only inside `keep_frames(folder)`, as
+<folder>/<flow_id>-sent.png and <flow_id>-received.png.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from dplab.measure import video as vm
+from dplab.measure.stats import mean
+from dplab.workloads import video_content
+from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
+from dplab.workloads.video_content import Content, ContentSpec
+
+if TYPE_CHECKING:
+    from dplab.workloads.flows import Flow, FlowNetwork
+
+HTTP_METRICS = (
+    "bytes",
+    "throughput_bps",
+    "transmission_time_s",
+    "startup_delay_ms",
+    "rebuffers",
+    "rebuffer_time_s",
+    "segment_time_ms",
+    "jitter_ms",
+    "segments_received",
+    "frame_lag_s",
+    "frame_diff_pct",
+)
+RTP_METRICS = (
+    "bytes",
+    "throughput_bps",
+    "transmission_time_s",
+    "packets_received",
+    "loss_pct",
+    "out_of_order",
+    "jitter_ms",
+    "frame_diff_pct",
+)
+MODES = ("http", "rtp")
+KEYS = {
+    "mode",
+    "duration",
+    "resolution",
+    "fps",
+    "bitrate_kbit",
+    "segment_s",
+    "frame_at",
+    "max_buffer_s",
+    "timeout_s",
+}
+HTTP_FIRST_PORT = 8080  # one per (server host, content)
+RTP_FIRST_PORT = 20000  # per viewer, even (ffmpeg sends RTCP to port + 1)
+DECODER_FIRST_PORT = 30000  # the client's ffmpeg, on its loopback
+READY_TIMEOUT_S = 10.0
+RTP_IDLE_S = 2.0  # a receiver ends this long after the stream's last packet
+DECODER_GRACE_S = 3.0
+POLL_S = 0.05
+PYTHON = [sys.executable, "-m"]
+FFMPEG = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error"]
+
+_frames_folder: ContextVar[Path | None] = ContextVar("video_frames_folder", default=None)
+
+
+@contextmanager
+def keep_frames(folder: Path) -> Iterator[Path]:
+    """Video flows run inside this keep their frame PNGs in folder (created when needed)."""
+    token = _frames_folder.set(folder)
+    try:
+        yield folder
+    finally:
+        _frames_folder.reset(token)
+
+
+@dataclass(frozen=True)
+class VideoParams:
+    mode: str
+    content: ContentSpec
+    frame_at_s: float
+    max_buffer_s: float
+    timeout_s: float
+
+
+def validate(params: dict, where: str) -> VideoParams:
+    if not isinstance(params, dict):
+        raise ValueError(f"{where}: params must be a mapping, got {type(params).__name__}")
+    check_keys(params, KEYS, where)
+    mode = params.get("mode", "http")
+    if mode not in MODES:
+        raise ValueError(f"{where}: mode must be one of {list(MODES)}, got {mode!r}")
+    duration = positive_number(params, "duration", where, 10.0)
+    width, height = _resolution(params.get("resolution", "1280x720"), where)
+    frame_at = positive_number(params, "frame_at", where, duration / 2)
+    if frame_at >= duration:
+        raise ValueError(
+            f"{where}: frame_at ({frame_at:g} s) must be within the content "
+            f"(duration {duration:g} s)"
+        )
+    content = ContentSpec(
+        width,
+        height,
+        positive_int(params, "fps", where, 25),
+        positive_int(params, "bitrate_kbit", where, 2000),
+        duration,
+        positive_number(params, "segment_s", where, 2.0),
+    )
+    timeout = positive_number(params, "timeout_s", where, duration * 2 + 10)
+    return VideoParams(
+        mode, content, frame_at, positive_number(params, "max_buffer_s", where, 30.0), timeout
+    )
+
+
+def _resolution(value: object, where: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)x(\d+)", value) if isinstance(value, str) else None
+    if not match or any(int(v) < 16 or int(v) % 2 for v in match.groups()):
+        raise ValueError(
+            f"{where}: resolution must be 'WIDTHxHEIGHT' with even sizes >= 16 "
+            f"(H.264 4:2:0), e.g. '1280x720', got {value!r}"
+        )
+    return int(match[1]), int(match[2])
+
+
+@dataclass
+class _Viewer:
+    """One flow's processes and files."""
+
+    flow: Flow
+    params: VideoParams
+    folder: Path  # this viewer's files (tool outputs, records, frames)
+    content: Content | None = None
+    port: int = 0  # http: its server's port; rtp: the receiver's UDP port
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)  # role -> process
+    problems: list[str] = field(default_factory=list)
+
+    def output(self, role: str) -> IO[str]:
+        return open(self.folder / f"{role}.txt", "w")  # noqa: SIM115 - the child owns it
+
+    def said(self, role: str) -> str:
+        path = self.folder / f"{role}.txt"
+        return path.read_text() if path.exists() else ""
+
+
+@dataclass
+class _Server:
+    host: str
+    content: Content
+    port: int
+    process: subprocess.Popen | None = None
+    out: Path | None = None
+
+
+class VideoFlows:
+    """The video flows of one run_flows call: listen, send together, wait, measure."""
+
+    def __init__(self, net: FlowNetwork, flows: Sequence[Flow]) -> None:
+        self.net = net
+        self.flows = list(flows)
+        self.params = [validate(f.params, f"flow '{f.flow_id}'") for f in self.flows]
+        self.viewers: list[_Viewer] = []
+        self.servers: dict[tuple[str, str], _Server] = {}
+
+    def listen(self, tmp: Path) -> None:
+        """Content ready, HTTP servers and RTP receivers started, each waited for."""
+        for index, (flow, params) in enumerate(zip(self.flows, self.params, strict=True)):
+            viewer = _Viewer(flow, params, tmp / f"video-{index}")
+            viewer.folder.mkdir()
+            self.viewers.append(viewer)
+            try:
+                viewer.content = video_content.ensure(params.content)
+            except video_content.ContentError as exc:
+                viewer.problems.append(str(exc))
+                continue
+            if params.mode == "http":
+                self._serve(viewer, tmp)
+            else:
+                self._receive(viewer, index)
+        self._wait_ready()
+
+    def _serve(self, viewer: _Viewer, tmp: Path) -> None:
+        key = (viewer.flow.dst, viewer.content.spec.key)
+        if key not in self.servers:
+            server = _Server(viewer.flow.dst, viewer.content, HTTP_FIRST_PORT + len(self.servers))
+            server.out = tmp / f"video-server-{len(self.servers)}.txt"
+            argv = [
+                *PYTHON,
+                "dplab.workloads.video_server",
+                "--dir",
+                str(viewer.content.hls),
+                "--port",
+                str(server.port),
+            ]
+            with open(server.out, "w") as out:
+                server.process = self._spawn(server.host, argv, out)
+            self.servers[key] = server
+        viewer.port = self.servers[key].port
+
+    def _receive(self, viewer: _Viewer, index: int) -> None:
+        viewer.port = RTP_FIRST_PORT + 2 * index
+        decoder_port = DECODER_FIRST_PORT + 2 * index
+        sdp = viewer.folder / "stream.sdp"
+        sdp.write_text(viewer.content.receiver_sdp(decoder_port))
+        recv = [
+            *PYTHON,
+            "dplab.workloads.video_rtp_recv",
+            "--port",
+            str(viewer.port),
+            "--relay-port",
+            str(decoder_port),
+            "--out",
+            str(viewer.folder / "packets.txt"),
+            "--timeout",
+            f"{viewer.params.timeout_s:g}",
+            "--idle",
+            f"{RTP_IDLE_S:g}",
+        ]
+        select = f"select='gte(t,{viewer.params.frame_at_s:g})'"
+        decode = [
+            *FFMPEG,
+            "-protocol_whitelist",
+            "file,udp,rtp",
+            "-i",
+            str(sdp),
+            "-vf",
+            select,
+            "-frames:v",
+            "1",
+            "-update",
+            "1",
+            "-y",
+            str(viewer.folder / "received.png"),
+        ]
+        viewer.processes["receiver"] = self._spawn(viewer.flow.src, recv, viewer.output("receiver"))
+        viewer.processes["decoder"] = self._spawn(viewer.flow.src, decode, viewer.output("decoder"))
+
+    def _spawn(self, host: str, argv: list[str], out: IO[str]) -> subprocess.Popen:
+        with out:
+            return self.net.popen(
+                self.net.host_ns(host), argv, stdout=out, stderr=subprocess.STDOUT, text=True
+            )
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline and not all(self._ready()):
+            time.sleep(POLL_S)
+        for server in self.servers.values():
+            if "ready" not in server.out.read_text():
+                self._fail_viewers_of(
+                    server,
+                    f"video server on {server.host} did not start: "
+                    f"{server.out.read_text().strip()[-300:]}",
+                )
+        for viewer in self.viewers:
+            if viewer.params.mode == "rtp" and not viewer.problems:
+                if "ready" not in viewer.said("receiver"):
+                    viewer.problems.append(f"RTP receiver on {viewer.flow.src} did not start")
+                elif not self._decoder_bound(viewer):
+                    viewer.problems.append(
+                        f"decoder on {viewer.flow.src} did not start: "
+                        f"{viewer.said('decoder').strip()[-300:]}"
+                    )
+
+    def _ready(self) -> Iterator[bool]:
+        for server in self.servers.values():
+            yield "ready" in server.out.read_text() or server.process.poll() is not None
+        for viewer in self.viewers:
+            if viewer.params.mode == "rtp" and not viewer.problems:
+                yield "ready" in viewer.said("receiver") and self._decoder_bound(viewer)
+
+    def _decoder_bound(self, viewer: _Viewer) -> bool:
+        port = viewer.port - RTP_FIRST_PORT + DECODER_FIRST_PORT
+        listing = self.net.popen(
+            self.net.host_ns(viewer.flow.src),
+            ["ss", "-Hlnu"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        out, _ = listing.communicate(timeout=READY_TIMEOUT_S)
+        return f":{port} " in out
+
+    def _fail_viewers_of(self, server: _Server, problem: str) -> None:
+        for viewer in self.viewers:
+            if (viewer.flow.dst, viewer.content and viewer.content.spec.key) == (
+                server.host,
+                server.content.spec.key,
+            ):
+                viewer.problems.append(problem)
+
+    def send(self) -> None:
+        """Players start (http) or the server's ffmpeg starts streaming (rtp), all at once."""
+        for viewer in self.viewers:
+            if viewer.problems:
+                continue
+            if viewer.params.mode == "http":
+                url = f"http://{self.net.host_ip(viewer.flow.dst)}:{viewer.port}/index.m3u8"
+                argv = [
+                    *PYTHON,
+                    "dplab.workloads.video_player",
+                    "--url",
+                    url,
+                    "--max-buffer",
+                    f"{viewer.params.max_buffer_s:g}",
+                    "--timeout",
+                    f"{viewer.params.timeout_s:g}",
+                ]
+                viewer.processes["player"] = self._spawn(
+                    viewer.flow.src, argv, viewer.output("player")
+                )
+            else:
+                dst = f"rtp://{self.net.host_ip(viewer.flow.src)}:{viewer.port}"
+                argv = [
+                    *FFMPEG,
+                    "-re",
+                    "-i",
+                    str(viewer.content.mp4),
+                    "-c",
+                    "copy",
+                    "-an",
+                    "-f",
+                    "rtp",
+                    dst,
+                ]
+                viewer.processes["sender"] = self._spawn(
+                    viewer.flow.dst, argv, viewer.output("sender")
+                )
+
+    def wait(self) -> None:
+        """Players/senders to their end (or timeout), then receivers and decoders."""
+        started = time.monotonic()
+        for viewer in self.viewers:
+            for role in ("player", "sender"):
+                if role in viewer.processes:
+                    left = viewer.params.timeout_s + 5 - (time.monotonic() - started)
+                    self._wait(viewer, role, left)
+        for viewer in self.viewers:
+            if "receiver" in viewer.processes:
+                self._wait(viewer, "receiver", RTP_IDLE_S + 2)
+                self._wait(viewer, "decoder", DECODER_GRACE_S, quiet=True)
+
+    def _wait(self, viewer: _Viewer, role: str, timeout: float, quiet: bool = False) -> None:
+        try:
+            viewer.processes[role].wait(timeout=max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            viewer.processes[role].kill()
+            viewer.processes[role].wait()
+            if not quiet:  # a decoder that never reached frame_at just has no frame
+                viewer.problems.append(f"{role} on {viewer.flow.flow_id} timed out")
+
+    def kill(self) -> None:
+        processes = [p for v in self.viewers for p in v.processes.values()]
+        processes += [s.process for s in self.servers.values() if s.process is not None]
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+    def results(self) -> list[Measured]:
+        return [_result(viewer) for viewer in self.viewers]
+
+
+def _result(viewer: _Viewer) -> Measured:
+    source = f"flow '{viewer.flow.flow_id}' ({viewer.flow.dst}->{viewer.flow.src})"
+    metrics = HTTP_METRICS if viewer.params.mode == "http" else RTP_METRICS
+    if viewer.problems and not viewer.processes:
+        return missing(metrics, f"{source}: " + "; ".join(viewer.problems))
+    measured = _http(viewer) if viewer.params.mode == "http" else _rtp(viewer)
+    errors = [f"{source}: {p}" for p in viewer.problems]
+    if measured.error:
+        errors.append(f"{source}: {measured.error}")
+    measured.error = "; ".join(errors) or None
+    return measured
+
+
+def _http(viewer: _Viewer) -> Measured:
+    text = viewer.said("player")
+    report = next(
+        (json.loads(line) for line in reversed(text.splitlines()) if line.startswith("{")), None
+    )
+    if report is None:
+        return missing(HTTP_METRICS, f"player printed no report: {text.strip()[-300:]}")
+    playout = vm.Playout()
+    for _, duration, _, done, _ in report["segments"]:
+        playout.arrived(done, duration)
+    summary = http_summary(report, playout)
+    position = playout.position_s(viewer.params.frame_at_s)
+    summary["frame_lag_s"] = None if position is None else viewer.params.frame_at_s - position
+    if position is not None:
+        summary["frame_diff_pct"] = _frames(viewer, position)
+    intervals = vm.byte_bins(report["chunks"])
+    for row in intervals:
+        row["buffer_s"] = playout.buffer_s(row["t_end"])
+    return Measured(summary, intervals, report["error"])
+
+
+def http_summary(report: dict, playout: vm.Playout) -> dict[str, float | None]:
+    """Summary of one player's report (see video_player) and its replayed playout."""
+    summary: dict[str, float | None] = dict.fromkeys(HTTP_METRICS)
+    chunks, segments = report["chunks"], report["segments"]
+    if not chunks:
+        return summary
+    received = sum(size for _, size in chunks)
+    elapsed = max(t for t, _ in chunks)
+    times = [done - requested for _, _, requested, done, _ in segments]
+    summary.update(
+        bytes=float(received),
+        transmission_time_s=elapsed,
+        throughput_bps=received * 8 / elapsed if elapsed > 0 else None,
+        segments_received=float(len(segments)),
+        segment_time_ms=None if not times else mean(times) * 1000,
+        jitter_ms=None if len(times) < 2 else vm.mean_abs_successive_difference(times) * 1000,
+    )
+    if playout.started_at is not None:
+        summary.update(
+            startup_delay_ms=playout.started_at * 1000,
+            rebuffers=float(playout.rebuffers),
+            rebuffer_time_s=playout.rebuffer_s,
+        )
+    return summary
+
+
+def _rtp(viewer: _Viewer) -> Measured:
+    packets = _packets(viewer.folder / "packets.txt")
+    sender = viewer.processes.get("sender")
+    problem = None
+    if sender is not None and sender.returncode not in (0, None):
+        problem = f"sender ffmpeg failed: {viewer.said('sender').strip()[-300:]}"
+    if not packets:
+        return missing(RTP_METRICS, problem or "no RTP packet arrived")
+    summary, intervals = rtp_summary(packets)
+    summary["frame_diff_pct"] = _frames(viewer, viewer.params.frame_at_s, decoded=True)
+    return Measured(summary, intervals, problem)
+
+
+def _packets(path: Path) -> list[vm.RtpPacket]:
+    if not path.exists():
+        return []
+    packets = []
+    for line in path.read_text().splitlines():
+        recv_ns, seq, timestamp, size = (int(v) for v in line.split())
+        packets.append(vm.RtpPacket(recv_ns / 1e9, seq, timestamp, size))
+    return packets
+
+
+def rtp_summary(packets: list[vm.RtpPacket]) -> tuple[dict[str, float | None], list[dict]]:
+    """Summary and 1 s intervals (from the first arrival) of one received RTP stream."""
+    stats = vm.rtp_stats(packets)
+    first = packets[0].recv_s
+    elapsed = packets[-1].recv_s - first
+    summary: dict[str, float | None] = dict.fromkeys(RTP_METRICS)
+    summary.update(
+        bytes=float(stats.bytes),
+        transmission_time_s=elapsed,
+        throughput_bps=stats.bytes * 8 / elapsed if elapsed > 0 else None,
+        packets_received=float(stats.packets_received),
+        loss_pct=stats.loss_pct,
+        out_of_order=float(stats.out_of_order),
+        jitter_ms=stats.jitter_ms[-1] if stats.jitter_ms else None,
+    )
+    intervals = vm.byte_bins([(p.recv_s - first, p.size) for p in packets])
+    jitter_after = [None, *stats.jitter_ms]
+    for row in intervals:
+        inside = [i for i, p in enumerate(packets) if _within(row, p.recv_s - first)]
+        row["packets_received"] = float(len(inside))
+        row["jitter_ms"] = jitter_after[inside[-1]] if inside else None
+    return summary, intervals
+
+
+def _within(row: dict, t: float) -> bool:
+    return row["t_start"] <= t < row["t_end"]
+
+
+def _frames(viewer: _Viewer, received_at_s: float, decoded: bool = False) -> float | None:
+    """Write sent.png (content at frame_at) and received.png, keep them if asked, compare.
+
+    decoded: the client's ffmpeg already wrote received.png (rtp); else (http) it is the
+    content's frame at received_at_s."""
+    sent, received = viewer.folder / "sent.png", viewer.folder / "received.png"
+    try:
+        video_content.extract_frame(viewer.content.mp4, viewer.params.frame_at_s, sent)
+        if not decoded:
+            video_content.extract_frame(viewer.content.mp4, received_at_s, received)
+    except video_content.ContentError as exc:
+        viewer.problems.append(str(exc))
+        return None
+    if not received.exists():
+        return None
+    _keep(viewer, sent, received)
+    a, b = video_content.decode_rgb(sent), video_content.decode_rgb(received)
+    return vm.frame_diff_pct(a, b) if len(a) == len(b) else None
+
+
+def _keep(viewer: _Viewer, sent: Path, received: Path) -> None:
+    folder = _frames_folder.get()
+    if folder is None:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sent, folder / f"{viewer.flow.flow_id}-sent.png")
+    shutil.copyfile(received, folder / f"{viewer.flow.flow_id}-received.png")
