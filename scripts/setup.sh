@@ -9,7 +9,7 @@ APT_PACKAGES=(
   iproute2 iputils-ping ethtool procps psmisc
   openvswitch-switch openvswitch-common
   iperf iperf3 tcpdump mininet bridge-utils
-  python3-venv chromium
+  python3-venv chromium ffmpeg
 )
 
 fingerprint() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }

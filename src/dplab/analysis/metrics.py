@@ -21,6 +21,8 @@ DIRECTION: dict[str, Direction] = {
     "syn_delay_ms": "lower",
     "r_factor": "higher",
     "mos": "higher",
+    "rebuffers": "lower",
+    "segments_received": "higher",
 }
 
 # Display order of metrics in tables; metrics not listed follow in alphabetical order.
