@@ -3,7 +3,7 @@
 //! One loop rather than a thread per port: the budget is "one core", a single loop needs
 //! no locking between ports, and batching per port keeps system calls few. Each round
 //! takes up to `BATCH` frames from every port under one lock of the runtime, then sends
-//! what the pipeline produced with one `sendmmsg` per output port.
+//! what the pipeline produced with one `send()` per output port (ports.rs).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -172,12 +172,9 @@ impl Loop {
             }
             let sent = self.ports[i].send_batch(batch);
             let counters = &shared.port_counters[i];
-            add(&counters.tx_packets, sent as u64);
-            add(
-                &counters.tx_bytes,
-                batch[..sent].iter().map(|b| b.len() as u64).sum(),
-            );
-            add(&counters.drops, (batch.len() - sent) as u64);
+            add(&counters.tx_packets, sent.packets);
+            add(&counters.tx_bytes, sent.bytes);
+            add(&counters.drops, batch.len() as u64 - sent.packets);
             batch.clear();
         }
     }

@@ -14,6 +14,7 @@ mod pre;
 mod program;
 mod shared;
 mod tables;
+mod txring;
 mod values;
 
 use std::os::unix::net::UnixListener;

@@ -3,17 +3,56 @@
 //! Receive uses a TPACKET_V2 memory-mapped ring: every frame has its own status word, so
 //! a packet is visible the moment the kernel writes it (TPACKET_V3 only hands over whole
 //! blocks, which adds up to a millisecond of latency at low load). Under load one poll
-//! drains many frames, which gives batching without waiting. Transmit batches packets
-//! with `sendmmsg` and bypasses the qdisc layer.
+//! drains many frames, which gives batching without waiting.
+//!
+//! Transmit uses a second socket per port with a memory-mapped transmit ring (see
+//! txring.rs): the packets of a round are written into the ring and sent with one `send()`,
+//! bypassing the qdisc layer. If that ring cannot be set up the port says so on stderr and
+//! sends with `sendmmsg` on the receive socket instead (also used for the rare packet
+//! longer than the MTU allows, so the kernel refuses it as it would any oversize frame).
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr;
 
+use crate::txring::{self, TxRing};
+
 const FRAME_SIZE: usize = 2048;
 const FRAME_COUNT: usize = 4096;
 const BLOCK_SIZE: usize = 1 << 20;
+const TX_FRAME_SIZE: usize = 2048;
+const TX_FRAME_COUNT: usize = 1024;
+/// `send()` calls per round for frames the device refused (peer backlog full) before
+/// they are dropped, so nothing goes out late.
+const TX_ATTEMPTS: usize = 3;
+
+/// What [`Port::send_batch`] got out.
+#[derive(Default)]
+pub struct Sent {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+/// The transmit socket and its mapped ring.
+struct TxPath {
+    fd: RawFd,
+    ring: TxRing,
+    map: *mut libc::c_void,
+    /// Longest packet that goes through the ring: the ring does not check the MTU.
+    max_len: usize,
+    /// Lengths of the packets queued in the ring this round, in ring order.
+    queued: Vec<u64>,
+}
+
+impl Drop for TxPath {
+    fn drop(&mut self) {
+        unsafe {
+            libc::munmap(self.map, TX_FRAME_SIZE * TX_FRAME_COUNT);
+            libc::close(self.fd);
+        }
+    }
+}
 
 /// A frame lent out of the receive ring; give it back with [`Port::release`].
 pub struct RxFrame {
@@ -27,6 +66,7 @@ pub struct Port {
     ring: *mut u8,
     next_frame: usize,
     pub ifindex: i32,
+    tx: Option<TxPath>,
 }
 
 // The ring is only touched by the thread that owns the port.
@@ -73,8 +113,16 @@ impl Port {
             ring: ptr::null_mut(),
             next_frame: 0,
             ifindex,
+            tx: None,
         };
         port.configure()?;
+        match open_tx_path(name, ifindex) {
+            Ok(tx) => port.tx = Some(tx),
+            Err(e) => eprintln!(
+                "dplab-switch: port {number} ({name}): no transmit ring ({e}); \
+                 sending with sendmmsg instead"
+            ),
+        }
         Ok(port)
     }
 
@@ -180,8 +228,47 @@ impl Port {
         unsafe { ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_KERNEL) };
     }
 
-    /// Sends a batch of packets; returns how many the kernel accepted.
-    pub fn send_batch(&self, packets: &[Vec<u8>]) -> usize {
+    /// Sends a batch of packets, in order; says how many the kernel took.
+    pub fn send_batch(&mut self, packets: &[Vec<u8>]) -> Sent {
+        let Some(tx) = self.tx.as_mut() else {
+            let n = self.send_mmsg(packets);
+            return Sent {
+                packets: n as u64,
+                bytes: packets[..n].iter().map(|p| p.len() as u64).sum(),
+            };
+        };
+        let mut sent = Sent::default();
+        tx.queued.clear();
+        for p in packets {
+            if p.len() > tx.max_len {
+                let n = send_one(self.fd, p);
+                sent.packets += n as u64;
+                sent.bytes += (n * p.len()) as u64;
+                continue;
+            }
+            let Some(frame) = tx.ring.free_frame() else {
+                continue; // ring full: the kernel still holds every frame, a drop
+            };
+            frame[..p.len()].copy_from_slice(p);
+            tx.ring.queue(p.len());
+            tx.queued.push(p.len() as u64);
+        }
+        let mut taken = 0;
+        for _ in 0..TX_ATTEMPTS {
+            let f = tx.ring.flush(tx.fd);
+            taken += f.sent;
+            if f.waiting == 0 || f.error.is_some() {
+                break;
+            }
+        }
+        tx.ring.reclaim();
+        sent.packets += taken as u64;
+        sent.bytes += tx.queued[..taken].iter().sum::<u64>();
+        sent
+    }
+
+    /// Sends a batch of packets with `sendmmsg`; returns how many the kernel accepted.
+    fn send_mmsg(&self, packets: &[Vec<u8>]) -> usize {
         const CHUNK: usize = 64;
         let mut iovs: [libc::iovec; CHUNK] = unsafe { std::mem::zeroed() };
         let mut msgs: [libc::mmsghdr; CHUNK] = unsafe { std::mem::zeroed() };
@@ -207,6 +294,81 @@ impl Port {
         }
         sent
     }
+}
+
+/// Sends one packet on `fd` with `sendmmsg`; returns 1 if the kernel took it.
+fn send_one(fd: RawFd, packet: &[u8]) -> usize {
+    let mut iov = libc::iovec {
+        iov_base: packet.as_ptr() as *mut libc::c_void,
+        iov_len: packet.len(),
+    };
+    let mut msg: libc::mmsghdr = unsafe { std::mem::zeroed() };
+    msg.msg_hdr.msg_iov = &mut iov;
+    msg.msg_hdr.msg_iovlen = 1;
+    (unsafe { libc::sendmmsg(fd, &mut msg, 1, 0) } == 1) as usize
+}
+
+/// A socket bound to the interface that only transmits (protocol 0: it receives nothing),
+/// with its transmit ring mapped.
+fn open_tx_path(name: &str, ifindex: i32) -> io::Result<TxPath> {
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fail = |what: &str, e: io::Error| {
+        unsafe { libc::close(fd) };
+        io::Error::new(e.kind(), format!("{what}: {e}"))
+    };
+    let version: libc::c_int = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+    let one: libc::c_int = 1;
+    if !set_option(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
+        || !set_option(fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one)
+    {
+        return Err(fail("setsockopt", io::Error::last_os_error()));
+    }
+    txring::request(fd, TX_FRAME_SIZE, TX_FRAME_COUNT).map_err(|e| fail("PACKET_TX_RING", e))?;
+    let len = TX_FRAME_SIZE * TX_FRAME_COUNT;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let map = unsafe { libc::mmap(ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if map == libc::MAP_FAILED {
+        return Err(fail("mmap", io::Error::last_os_error()));
+    }
+    // From here on TxPath's Drop unmaps and closes.
+    let ring = unsafe { TxRing::new(map as *mut u8, TX_FRAME_SIZE, TX_FRAME_COUNT) };
+    let mut tx = TxPath {
+        fd,
+        ring,
+        map,
+        max_len: 0,
+        queued: Vec::new(),
+    };
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_ifindex = ifindex;
+    let alen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    if unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, alen) } != 0 {
+        return Err(io::Error::other(format!(
+            "bind: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    tx.max_len = tx.ring.max_packet().min(interface_mtu(fd, name)? + 14);
+    Ok(tx)
+}
+
+/// The interface's MTU (the largest frame it takes is this plus the Ethernet header).
+fn interface_mtu(fd: RawFd, name: &str) -> io::Result<usize> {
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes()) {
+        *dst = src as libc::c_char;
+    }
+    if unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) } != 0 {
+        return Err(io::Error::other(format!(
+            "SIOCGIFMTU: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    Ok(unsafe { req.ifr_ifru.ifru_mtu } as usize)
 }
 
 impl Drop for Port {
