@@ -17,6 +17,7 @@ from dplab.substrate.network import Network
 from dplab.substrate.registry import SubstrateError
 from dplab.topology import catalog, importers
 from dplab.topology.model import Topology
+from dplab.workloads.capture import CapturePoint, Captures, requested_interfaces
 from dplab.workloads.flows import Flow, FlowResult, run_flows
 
 READY_TIMEOUT_S = 60.0
@@ -79,6 +80,32 @@ def _resolve_pairs(index: int, pairs, topo: Topology) -> list[tuple[str, str]]:
     return [tuple(p) for p in pairs]
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """What every run of an experiment does: its topology, traffic phases, captures."""
+
+    topo: Topology
+    phases: list[list[Flow]]
+    captures: list[tuple[str, str]]  # (node, interface)
+
+
+def _plan_captures(exp: Experiment, topo: Topology) -> list[tuple[str, str]]:
+    try:
+        return requested_interfaces(topo, exp.capture)
+    except ValueError as exc:
+        raise ExperimentError(str(exc)) from None
+
+
+def _capture_points(net: Network, interfaces: list[tuple[str, str]],
+                    out_dir: Path) -> list[CapturePoint]:
+    hosts = set(net.topo.hosts())
+    return [
+        CapturePoint(net.host_ns(node) if node in hosts else net.switch_ns(node), ifname,
+                     out_dir / f"{node}-{ifname}.pcap")
+        for node, ifname in interfaces
+    ]
+
+
 def _refuse_unsupported_links(topo: Topology) -> None:
     """A result that silently lacked the asked-for delay or loss would be wrong: stop first."""
     try:
@@ -93,6 +120,7 @@ def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = N
     say = progress or (lambda _msg: None)
     topo = build_topology(exp)
     phases = plan_flows(exp, topo)
+    captures = _plan_captures(exp, topo)
     _refuse_unsupported_links(topo)
     store = RunStore(results_dir)
     store.write_experiment(exp.model_dump(mode="json"))
@@ -104,19 +132,19 @@ def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = N
             if key.run_id in done:
                 say(f"{key.run_id}: already stored, skipped")
                 continue
-            _run_one(key, topo, phases, store, say)
+            _run_one(key, RunPlan(topo, phases, captures), store, say)
     return store
 
 
-def _run_one(key: RunKey, topo: Topology, phases: list[list[Flow]], store: RunStore,
-             say: Progress) -> None:
+def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None:
     started = time.time()
     clock = StageClock()
     results: list[FlowResult] = []
     stats: dict[str, float | None] = {}
     error: str | None = None
     try:
-        results, stats = _execute(key, topo, phases, say, clock)
+        pcap_dir = store.results_dir / "pcap" / key.run_id
+        results, stats = _execute(key, plan, pcap_dir, say, clock)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
@@ -157,8 +185,9 @@ class StageClock:
         return out
 
 
-def _execute(key: RunKey, topo: Topology, phases: list[list[Flow]], say: Progress,
+def _execute(key: RunKey, plan: RunPlan, pcap_dir: Path, say: Progress,
              clock: StageClock) -> tuple[list[FlowResult], dict[str, float | None]]:
+    topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
     say(f"{key.run_id}: building {topo.name}")
     with Network(topo, addressing=plane.addressing,
@@ -171,11 +200,14 @@ def _execute(key: RunKey, topo: Topology, phases: list[list[Flow]], say: Progres
             clock.lap("plane_ready")
             results: list[FlowResult] = []
             switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
-            with ResourceSampler(switch_namespaces) as resources:
-                for number, flows in enumerate(phases, start=1):
-                    say(f"{key.run_id}: traffic phase {number}/{len(phases)} "
+            points = _capture_points(net, plan.captures, pcap_dir)
+            with ResourceSampler(switch_namespaces) as resources, Captures(net, points) as pcap:
+                for number, flows in enumerate(plan.phases, start=1):
+                    say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
                     results.extend(run_flows(net, flows))
+            for problem in pcap.problems:
+                say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")
             stats = {**plane.stats(), **resources.stats()}
             clock.lap("collect_stats")

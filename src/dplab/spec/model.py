@@ -134,6 +134,11 @@ class Experiment(Strict):
     tier: Literal[1, 2] = 1
     repetitions: Annotated[int, Field(ge=1, le=1000)] = 1
     results: str | None = Field(None, description="results folder; default results/<name>")
+    capture: list[str] = Field(
+        default_factory=list,
+        description="pcap during traffic: a host (its eth0), a switch (all ports) or "
+        "'switch:interface'; files in <results>/pcap/<run>/",
+    )
 
     @model_validator(mode="after")
     def _unique_columns(self) -> Experiment:

@@ -15,6 +15,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Protocol
 
+from dplab.substrate.network import HOST_IF
+from dplab.topology.model import Topology
+
 READY_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 5.0
 POLL_S = 0.02
@@ -71,8 +74,10 @@ class Captures:
             self._stop(dump)
 
     def _argv(self, point: CapturePoint) -> list[str]:
-        # -U: write each packet at once; nano stamps so sub-µs delays stay visible.
-        argv = ["tcpdump", "-i", point.ifname, "-n", "-U", "-s", "256",
+        # Immediate mode: libpcap's TPACKET_V3 ring otherwise hands packets over only when a
+        # block retires (1 s), and a block still open at SIGINT is lost. -U: write each
+        # packet at once; nano stamps so sub-µs delays stay visible.
+        argv = ["tcpdump", "-i", point.ifname, "-n", "--immediate-mode", "-U", "-s", "256",
                 "--time-stamp-precision=nano", "-w", str(point.path)]
         return [*argv, self.bpf_filter] if self.bpf_filter else argv
 
@@ -107,3 +112,26 @@ def _log_text(dump: _Tcpdump) -> str:
     dump.log.flush()
     dump.log.seek(0)
     return dump.log.read()
+
+
+def requested_interfaces(topo: Topology, requests: list[str]) -> list[tuple[str, str]]:
+    """(node, interface) pairs an experiment's `capture:` list names: `h1` (its eth0), `s2`
+    (every port of s2) or `s2:s2-eth3` (one port). Raises ValueError naming the entry."""
+    hosts, switches = set(topo.hosts()), set(topo.switches())
+    ports = topo.port_numbers()
+    chosen: list[tuple[str, str]] = []
+    for index, request in enumerate(requests):
+        node, _, ifname = request.partition(":")
+        if node in hosts:
+            interfaces = [HOST_IF]
+        elif node in switches:
+            interfaces = [f"{node}-eth{p}" for (n, _), p in sorted(ports.items()) if n == node]
+        else:
+            raise ValueError(f"capture.{index}: {node!r} is not a host or switch of "
+                             f"topology {topo.name!r}")
+        if ifname and ifname not in interfaces:
+            raise ValueError(f"capture.{index}: {node} has no interface {ifname!r} "
+                             f"(it has: {', '.join(sorted(interfaces))})")
+        chosen += [(node, i) for i in ([ifname] if ifname else interfaces)
+                   if (node, i) not in chosen]
+    return chosen
