@@ -24,6 +24,7 @@ dt { font-weight: bold; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0 1.5em; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
 .note { color: #555; font-size: .9em; }
+img.frame { width: 24em; margin: 0; }
 """
 
 PLOTS_NOTE = (
@@ -52,6 +53,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         "<h2>Plots</h2>",
         f'<p class="note">{_esc(PLOTS_NOTE)}</p>',
         "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
+        _video_frames(path.parent, analysis),
         _failed_runs(analysis),
         _failed_flows(analysis),
         _raw_data(path.parent, raw_files),
@@ -87,6 +89,54 @@ def _image(path: Path) -> str:
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return f'<figure><img alt="{_esc(path.stem)}" src="data:image/png;base64,{data}">' \
            f"<figcaption>{_esc(path.name)}</figcaption></figure>"
+
+
+FRAMES_NOTE = (
+    "The frame each video viewer showed at the workload's frame_at seconds (right) next to "
+    "the frame sent at that moment (left); first stored repetition of each plane. rtp: "
+    "decoded by the viewer's ffmpeg from what arrived; http: the content at the viewer's "
+    "playout position (behind by startup delay and stalls). frame_diff_pct in the tables "
+    "measures the difference."
+)
+
+
+def _video_frames(report_dir: Path, analysis: Analysis) -> str:
+    """Sent vs received frame per video flow, from frames/<run_id>/<flow>-sent|received.png."""
+    sections = []
+    for plane in analysis.planes:
+        runs = sorted(_plane_runs(report_dir / "frames", plane), key=_repetition)
+        if not runs:
+            continue
+        rows = "".join(
+            f"<tr><td>{_esc(sent.name.removesuffix('-sent.png'))}</td>"
+            f"<td>{_frame(sent)}</td><td>{_frame(sent.with_name(sent.name[:-8] + 'received.png'))}"
+            "</td></tr>"
+            for sent in sorted(runs[0].glob("*-sent.png"))
+        )
+        sections.append(f"<h3>{_esc(plane)} ({_esc(runs[0].name)})</h3>"
+                        + _table(("flow", "sent", "viewer saw"), rows))
+    if not sections:
+        return ""
+    return "<h2>Video frames</h2>" + f'<p class="note">{_esc(FRAMES_NOTE)}</p>' + "".join(sections)
+
+
+def _plane_runs(frames_dir: Path, plane: str) -> list[Path]:
+    """Run folders <plane>-r<N> (run ids as the runner makes them) of exactly this plane."""
+    if not frames_dir.is_dir():
+        return []
+    return [d for d in frames_dir.iterdir()
+            if d.name.startswith(f"{plane}-r") and d.name[len(plane) + 2:].isdigit()]
+
+
+def _repetition(run_dir: Path) -> int:
+    return int(run_dir.name.rsplit("-r", 1)[-1])
+
+
+def _frame(png: Path) -> str:
+    if not png.exists():
+        return "missing"
+    data = base64.b64encode(png.read_bytes()).decode("ascii")
+    return f'<img class="frame" alt="{_esc(png.stem)}" src="data:image/png;base64,{data}">'
 
 
 def _failed_runs(analysis: Analysis) -> str:
