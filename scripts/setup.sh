@@ -61,6 +61,25 @@ build_p4_switch() {
   mark_done p4switch "$want"
 }
 
+# An off-the-shelf P4Runtime client for the conformance test (tests/test_p4runtime_shell.py),
+# in its own venv: p4runtime-shell pins its own p4runtime/protobuf versions.
+P4RT_SHELL_PACKAGES=(
+  p4runtime-shell==0.0.6 p4runtime==1.4.1 protobuf==3.20.3 grpcio==1.85.1
+  googleapis-common-protos==1.73.0 ipython==7.31.1 jedi==0.17.2 parso==0.7.1
+  prompt_toolkit==3.0.53 traitlets==5.16.1 Pygments==2.21.0
+)
+install_p4runtime_shell() {
+  local venv="$root/.venv-p4rt-shell"
+  local want; want="$(echo "${P4RT_SHELL_PACKAGES[*]}" | sha256sum | cut -c1-16)"
+  [ -x "$venv/bin/python" ] && done_before p4rt-shell "$want" && return 0
+  echo "setup: installing p4runtime-shell in $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "${P4RT_SHELL_PACKAGES[@]}"
+  echo "*" > "$venv/.gitignore"
+  mark_done p4rt-shell "$want"
+}
+
 install_debian_packages
 install_python_env
 build_p4_switch
+install_p4runtime_shell
