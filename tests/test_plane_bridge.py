@@ -1,12 +1,15 @@
-"""Bridge plane: Linux bridges (with STP where the switches form loops) carry real traffic."""
+"""Bridge plane: Linux bridges (loops broken by a spanning tree or kernel STP) carry real
+traffic."""
 
 from __future__ import annotations
 
+import networkx as nx
 import pytest
 from net_checks import tcp_received
 
 from dplab import planes
 from dplab.planes import PlaneError
+from dplab.planes.bridge import off_tree_links
 from dplab.substrate import Network
 from dplab.topology import catalog
 
@@ -23,8 +26,16 @@ def test_unknown_plane_is_named():
         planes.create("frobnicator", {})
 
 
-def run_bridge(topo_name: str, src: str, dst: str) -> tuple[dict, int, str]:
-    plane = planes.create("bridge", {})
+def test_tree_cuts_the_links_stp_would_block():
+    # a square s1-s2-s3-s4-s1 plus the diagonal s2-s4: root s1 reaches s2 and s4 first
+    square = nx.Graph([("s1", "s2"), ("s2", "s3"), ("s3", "s4"), ("s4", "s1"), ("s2", "s4")])
+    cut = off_tree_links(square, ["s1", "s2", "s3", "s4"])
+    assert cut == {frozenset(("s3", "s4")), frozenset(("s2", "s4"))}
+
+
+def run_bridge(topo_name: str, src: str, dst: str,
+               options: dict | None = None) -> tuple[dict, int, str]:
+    plane = planes.create("bridge", options or {})
     with Network(catalog.build(topo_name), addressing=plane.addressing) as net:
         plane.start(net)
         plane.wait_ready(timeout=20)
@@ -45,8 +56,19 @@ def test_bridge_forwards_across_a_line_without_stp():
 
 
 @pytest.mark.net
-def test_bridge_with_stp_blocks_loops_and_forwards():
+def test_bridge_breaks_loops_with_a_precomputed_tree_and_forwards():
     stats, received, ping = run_bridge("multipath", "h1", "h8")
+    assert " 0% packet loss" in ping
+    assert received > 1_000_000
+    topo = catalog.build("multipath")
+    switches = topo.graph.subgraph(topo.switches())
+    loops = switches.number_of_edges() - switches.number_of_nodes() + 1
+    assert stats["blocked_ports"] == loops > 0
+
+
+@pytest.mark.net
+def test_bridge_with_kernel_stp_blocks_loops_and_forwards():
+    stats, received, ping = run_bridge("multipath", "h1", "h8", {"stp": "kernel"})
     assert " 0% packet loss" in ping
     assert received > 1_000_000
     assert stats["blocked_ports"] > 0  # multipath has loops: STP must cut some

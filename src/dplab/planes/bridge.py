@@ -1,4 +1,9 @@
-"""Conventional L2: a Linux bridge in every switch namespace, kernel STP where there are loops."""
+"""Conventional L2: a Linux bridge in every switch namespace; loops broken by a spanning tree.
+
+Where the switches form loops, the default ("auto" = "tree") computes the spanning tree STP
+would converge to (root s1, equal port costs, lower switch first) and leaves the ports off
+the tree out of the bridges, so the plane is ready at once. `stp: kernel` runs the kernel's
+own STP instead (ready only after 2 x forward delay = 4 s, the kernel's minimum)."""
 
 from __future__ import annotations
 
@@ -22,37 +27,53 @@ class BridgePlane(Plane):
     kind = "bridge"
     addressing = "l2"
     shared_switch_ns = False
-    # stp: "auto" (on when the switches form a loop), True or False.
+    # stp: "auto" (a precomputed tree where the switches form a loop), "tree", "kernel"
+    # (kernel STP; true means the same), or false (no loop protection at all).
     OPTIONS: dict[str, Any] = {"stp": "auto"}
+    STP_CHOICES = ("auto", "tree", "kernel", True, False)
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        if self.options["stp"] not in ("auto", True, False):
-            raise PlaneError(f"plane bridge: option 'stp' must be auto, true or false, "
-                             f"not {self.options['stp']!r}")
+        if self.options["stp"] not in self.STP_CHOICES:
+            raise PlaneError(f"plane bridge: option 'stp' must be auto, tree, kernel, true or "
+                             f"false, not {self.options['stp']!r}")
         self.net: Network | None = None
         self.stp = False
+        self.cut_links: set[frozenset[str]] = set()
         self._started = 0.0
         self._ready_s: float | None = None
 
     def start(self, net: Network) -> None:
         self.net = net
-        self.stp = self._wants_stp(net)
+        mode = self._loop_mode(net)
+        self.stp = mode == "kernel"
+        self.cut_links = off_tree_links(net.topo.graph.subgraph(net.topo.switches()),
+                                        net.topo.switches()) if mode == "tree" else set()
         self._started = time.monotonic()
         net.ip_batch({net.switch_ns(s): self._bridge_lines(net, s, i)
                       for i, s in enumerate(net.topo.switches(), start=1)})
 
-    def _wants_stp(self, net: Network) -> bool:
-        if self.options["stp"] != "auto":
-            return bool(self.options["stp"])
+    def _loop_mode(self, net: Network) -> str:
+        """"kernel", "tree" or "none": how this run keeps frames from looping."""
+        choice = self.options["stp"]
+        if choice is True or choice == "kernel":
+            return "kernel"
+        if choice is False:
+            return "none"
+        if choice == "tree":
+            return "tree"
         switches = net.topo.graph.subgraph(net.topo.switches())
-        return bool(switches) and not nx.is_forest(switches)
+        return "none" if not switches or nx.is_forest(switches) else "tree"
 
     def _bridge_lines(self, net: Network, switch: str, order: int) -> list[str]:
         # A priority from the switch order makes s1 the STP root on every run: the same tree.
         stp = f"stp_state 1 priority {min(order, 0xFFFF)} {STP_TIMERS}" if self.stp else ""
         lines = [f"link add {BRIDGE} type bridge {stp}".strip()]
-        lines += [f"link set {port} master {BRIDGE}" for port in net.switch_ports(switch).values()]
+        for port, ifname in net.switch_ports(switch).items():
+            if frozenset((switch, net.neighbour(switch, port))) in self.cut_links:
+                lines.append(f"link set {ifname} down")
+            else:
+                lines.append(f"link set {ifname} master {BRIDGE}")
         return [*lines, f"link set {BRIDGE} up"]
 
     def wait_ready(self, timeout: float) -> None:
@@ -76,10 +97,11 @@ class BridgePlane(Plane):
         return True
 
     def stats(self) -> dict[str, float | None]:
-        """ready_s: start() to first ping across; blocked_ports: STP-blocked ports now."""
+        """ready_s: start() to first ping across; blocked_ports: STP-blocked ports now, or
+        with a precomputed tree the links left out (STP blocks one port per such link)."""
         if self.net is None:
             return {"ready_s": None, "blocked_ports": None}
-        blocked = 0
+        blocked = len(self.cut_links)
         for switch in self.net.topo.switches():
             out = self.net.run(self.net.switch_ns(switch), ["bridge", "-j", "link", "show"]).stdout
             blocked += sum(port.get("state") == "blocking" for port in json.loads(out or "[]"))
@@ -92,3 +114,23 @@ class BridgePlane(Plane):
         if self.net is None:
             raise PlaneError("bridge: wait_ready() before start()")
         return self.net
+
+
+def off_tree_links(switches: nx.Graph, order: list[str]) -> set[frozenset[str]]:
+    """Switch links outside the tree STP converges to with equal costs: breadth first from
+    the first switch, a switch's lower-ordered neighbours first (lower bridge id wins)."""
+    rank = {s: i for i, s in enumerate(order)}
+    tree: set[frozenset[str]] = set()
+    for component in nx.connected_components(switches):
+        root = min(component, key=rank.__getitem__)
+        seen, frontier = {root}, [root]
+        while frontier:
+            nxt = []
+            for node in frontier:
+                for nbr in sorted(switches.neighbors(node), key=rank.__getitem__):
+                    if nbr not in seen:
+                        seen.add(nbr)
+                        tree.add(frozenset((node, nbr)))
+                        nxt.append(nbr)
+            frontier = nxt
+    return {frozenset(e) for e in switches.edges} - tree
