@@ -1,11 +1,12 @@
 """Forwarding rate of the P4 switch (switch/) running the basic L3 program.
 
 The switch runs pinned to one core with two ports; `dplab-pktblast` (switch/src/bin) offers
-as many frames as it can from the other core into port 1; the kernel's receive counter of
-port 2's peer says how many came out. Rate = delivered / offered time, median of the
-repetitions. Writes a "P4 switch" section into docs/benchmarks.md (or prints with --no-write).
+frames from the other core into port 1, as fast as it can; the kernel's receive counter of
+port 2's peer says how many came out. Rates are delivered / offered time, median of the
+repetitions; one more run at a set rate checks the source's rate control. Prints a "P4
+switch" section, and writes it into docs/benchmarks.md with --write.
 
-usage: sudo .venv/bin/python benchmarks/switch_rate.py [--seconds 3] [--reps 3] [--no-write]
+usage: sudo .venv/bin/python benchmarks/switch_rate.py [--seconds 3] [--reps 3] [--write]
 """
 
 from __future__ import annotations
@@ -29,28 +30,38 @@ from doc_section import write_section  # noqa: E402  (beside this script)
 
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
+SET_RATE_PPS = 100_000  # the rate-control check: low enough for a busy shared machine
 
 SECTION = """## P4 switch
 
 Forwarding rate of `dplab-switch` running `benchmarks/switch_l3.p4` (IPv4 lpm, MAC rewrite,
-TTL decrement, checksum update), pinned to one core, two veth ports; `dplab-pktblast` offers
-frames as fast as it can from the other core. Median of {reps} runs of {seconds} s, measured
-{when} on {host} (2 cores, shared with other work; load average at the end {load}).
+TTL decrement, checksum update), pinned to one core, two veth ports; `dplab-pktblast`
+(AF_PACKET transmit ring, one `send()` per 256 frames) offers frames as fast as it can from
+the other core. Median of {reps} runs of {seconds} s, measured {when} on {host} (2 cores,
+shared with other work; load average at the start {load_start}, at the end {load_end}).
+The budget is 1 Mpps at 64 B on one core.
 
-| packet | offered | forwarded | forwarded | switch core busy | capacity |
-|---|---|---|---|---|---|
+| packet | offered | source CPU/frame | forwarded | forwarded | busy | switch CPU/pkt | capacity |
+|---|---|---|---|---|---|---|---|
 {rows}
 
-*Busy* is the share of the run the data-plane thread spent in rounds that moved packets (its
-kernel send work included, idle polling excluded); *capacity* = packets the switch sent / that
-busy time, the rate one fully busy core would sustain. Capacity is derived, not offered and
-forwarded. The veth receive work for the switch's input port runs on the sender's core, so the
-sender, not only the switch, limits the offered column.
+- *offered*: frames the source's kernel took from its ring and passed to the veth
+  (pktblast's `sent` / `seconds`; its interface counter agreed: {iface_check}).
+- *source CPU/frame*: pktblast's CPU time per frame. It includes the kernel's receive work
+  for the switch's input port, which veth runs on the sending core.
+- *forwarded*: frames that arrived at port 2's peer per second of the run.
+- *busy*: the share of the run the data-plane thread spent in rounds that moved packets;
+  *switch CPU/pkt*: the CPU time it ran in those rounds per packet sent, its kernel
+  transmit work and port 2's peer receive work (run in its system calls) included;
+  *capacity* = 1 / that, the rate one core of its own would sustain. Capacity is derived,
+  not offered and forwarded.
+- Rate control: pktblast asked for {set_target} kpps of 64 B frames for {seconds} s sent
+  {set_sent} frames, {set_rate} kpps ({set_error} off the target).
 
 Switch memory (RSS) before / after the runs: {rss_start} / {rss_end} KiB.
 BMv2 measured on a machine like this: 27.6 kpps at 64 B.
 
-Reproduce: `sudo .venv/bin/python benchmarks/switch_rate.py` (writes this section).
+Reproduce: `sudo .venv/bin/python benchmarks/switch_rate.py --write` (writes this section).
 """
 
 
@@ -79,49 +90,56 @@ def median(values: list[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
-def one_run(rig: switch_rig.Rig, size: int, seconds: float) -> dict:
+def blast(rig: switch_rig.Rig, frame: bytes, seconds: float, pps: int | None) -> dict:
+    """Runs pktblast on the host side of port 1; returns its JSON report."""
+    argv = ["ip", "netns", "exec", rig.host_ns, "taskset", "-c", str(BLAST_CORE)]
+    argv += [str(switch_rig.BLAST_BIN), "--iface", rig.host_if(1), "--frame", frame.hex()]
+    argv += ["--seconds", str(seconds)] + (["--pps", str(pps)] if pps else [])
+    done = subprocess.run(argv, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"dplab-pktblast failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def one_run(rig: switch_rig.Rig, size: int, seconds: float, pps: int | None = None) -> dict:
     frame = switch_rig.udp_frame(
         "02:00:00:00:00:aa", "02:00:00:00:00:01", "10.0.1.1", "10.0.2.5", size=size
     )
     before = rx_packets(rig.host_ns, rig.host_if(2))
     stats_before = rig.client.call("stats")
-    blast = subprocess.run(
-        [
-            "ip",
-            "netns",
-            "exec",
-            rig.host_ns,
-            "taskset",
-            "-c",
-            str(BLAST_CORE),
-            str(switch_rig.BLAST_BIN),
-            "--iface",
-            rig.host_if(1),
-            "--frame",
-            frame.hex(),
-            "--seconds",
-            str(seconds),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    offered = blast(rig, frame, seconds, pps)
     time.sleep(0.2)  # let the last frames drain through the switch
     delivered = rx_packets(rig.host_ns, rig.host_if(2)) - before
     stats_after = rig.client.call("stats")
-    offered = json.loads(blast.stdout)
-    busy = stats_after["dataplane_busy_s"] - stats_before["dataplane_busy_s"]
+
+    def delta(key: str) -> float:
+        return stats_after[key] - stats_before[key]
+
     sent_by_switch = stats_after["ports"][1]["tx_packets"] - stats_before["ports"][1]["tx_packets"]
+    cpu = delta("dataplane_cpu_s")
+    source_cpu = offered["cpu_seconds"] / offered["sent"] if offered["sent"] else None
     return {
-        "offered_pps": offered["sent"] / offered["seconds"],
+        "offered_pps": offered["pps"],
+        "source_cpu_us": None if source_cpu is None else source_cpu * 1e6,
         "delivered_pps": delivered / offered["seconds"],
         "delivered_mbit": delivered * size * 8 / offered["seconds"] / 1e6,
-        "busy_share": busy / offered["seconds"],
-        "capacity_pps": sent_by_switch / busy if busy > 0 else None,
+        "busy_share": delta("dataplane_busy_s") / offered["seconds"],
+        "switch_cpu_us": cpu / sent_by_switch * 1e6 if sent_by_switch else None,
+        "capacity_pps": sent_by_switch / cpu if cpu > 0 else None,
+        "pktblast": offered,
     }
 
 
+def summarize(runs: list[dict]) -> dict:
+    """Median of every figure over the runs; the runs themselves stay alongside."""
+    figures = [k for k in runs[0] if k != "pktblast"]
+    summary = {k: median([r[k] for r in runs]) for k in figures}
+    summary["runs"] = runs
+    return summary
+
+
 def measure(seconds: float, reps: int) -> dict:
+    load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         ir = switch_rig.compile_p4(ROOT / "benchmarks" / "switch_l3.p4", Path(tmp))
         with switch_rig.Rig(n_ports=2, core=SWITCH_CORE, capture=False) as rig:
@@ -135,39 +153,61 @@ def measure(seconds: float, reps: int) -> dict:
             rss_start = rss_kib(rig.proc.pid)
             results = {}
             for size in SIZES:
-                runs = [one_run(rig, size, seconds) for _ in range(reps)]
-                results[size] = {k: median([r[k] for r in runs]) for k in runs[0]}
-                results[size]["runs"] = runs
-            stats = rig.client.call("stats")
+                results[size] = summarize([one_run(rig, size, seconds) for _ in range(reps)])
+            set_rate = one_run(rig, SIZES[0], seconds, pps=SET_RATE_PPS)["pktblast"]
             return {
                 "results": results,
+                "set_rate": set_rate,
                 "rss_start_kib": rss_start,
                 "rss_end_kib": rss_kib(rig.proc.pid),
-                "switch_stats": stats,
-                "load": os.getloadavg(),
+                "switch_stats": rig.client.call("stats"),
+                "load_start": load_start,
+                "load_end": os.getloadavg(),
             }
+
+
+def kpps(pps: float | None) -> str:
+    return "n/a" if pps is None else f"{pps / 1e3:,.0f} kpps"
+
+
+def micros(us: float | None) -> str:
+    return "n/a" if us is None else f"{us:.2f} µs"
+
+
+def iface_check(results: dict) -> str:
+    """Whether pktblast's own count and its interface's tx counter agree in every run."""
+    runs = [r["pktblast"] for res in results.values() for r in res["runs"]]
+    if any(r["iface_tx_packets"] is None for r in runs):
+        return "not readable"
+    worst = max(abs(r["iface_tx_packets"] - r["sent"]) for r in runs)
+    return "in every run" if worst == 0 else f"within {worst} frames"
 
 
 def section(m: dict, seconds: float, reps: int) -> str:
     rows = []
     for size, r in m["results"].items():
-        capacity = "n/a" if r["capacity_pps"] is None else f"{r['capacity_pps'] / 1e3:,.0f} kpps"
         rows.append(
-            f"| {size + 4} B ({size} B frame) | {r['offered_pps'] / 1e3:,.0f} kpps | "
-            f"{r['delivered_pps'] / 1e3:,.0f} kpps | {r['delivered_mbit']:,.0f} Mbit/s | "
-            f"{r['busy_share']:.0%} | {capacity} |"
+            f"| {size + 4} B ({size} B frame) | {kpps(r['offered_pps'])} | "
+            f"{micros(r['source_cpu_us'])} | {kpps(r['delivered_pps'])} | "
+            f"{r['delivered_mbit']:,.0f} Mbit/s | {r['busy_share']:.0%} | "
+            f"{micros(r['switch_cpu_us'])} | {kpps(r['capacity_pps'])} |"
         )
-    load = ", ".join(f"{x:.1f}" for x in m["load"])
-    when = time.strftime("%Y-%m-%d %H:%M")
+    s = m["set_rate"]
+    loads = {k: ", ".join(f"{x:.1f}" for x in m[k]) for k in ("load_start", "load_end")}
     return SECTION.format(
         reps=reps,
         seconds=f"{seconds:g}",
-        when=when,
+        when=time.strftime("%Y-%m-%d %H:%M"),
         host=platform.node(),
-        load=load,
         rows="\n".join(rows),
+        iface_check=iface_check(m["results"]),
+        set_target=f"{SET_RATE_PPS / 1e3:,.0f}",
+        set_sent=f"{s['sent']:,}",
+        set_rate=f"{s['pps'] / 1e3:,.1f}",
+        set_error=f"{s['rate_error']:+.2%}",
         rss_start=m["rss_start_kib"],
         rss_end=m["rss_end_kib"],
+        **loads,
     )
 
 
@@ -175,16 +215,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument(
-        "--no-write", action="store_true", help="print, do not touch docs/benchmarks.md"
-    )
+    ap.add_argument("--write", action="store_true", help="write into docs/benchmarks.md")
     args = ap.parse_args()
     switch_rig.build_switch()
     m = measure(args.seconds, args.reps)
     text = section(m, args.seconds, args.reps)
     print(text)
     print(json.dumps({str(k): v for k, v in m["results"].items()}, indent=1))
-    if not args.no_write:
+    print(json.dumps({"set_rate": m["set_rate"]}))
+    if args.write:
         write_section("p4switch", text)
 
 

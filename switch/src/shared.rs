@@ -36,6 +36,8 @@ pub struct SwitchCounters {
     pub events_dropped: AtomicU64,
     /// Nanoseconds the data-plane thread spent in rounds that handled packets.
     pub busy_ns: AtomicU64,
+    /// CPU time of the data-plane thread in those rounds.
+    pub busy_cpu_ns: AtomicU64,
 }
 
 pub fn add(counter: &AtomicU64, n: u64) {
