@@ -7,9 +7,13 @@ any namespace), compiled program, controller config, counters and logs live in
 ``<run dir>/p4``. Switch sN is P4Runtime device N.
 
 Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
-``p4src/basic_fwd.p4``; the controller needs basic_fwd's table, action and controller
-headers, so a user program must keep those names). Ready = every switch up and every link
-found by LLDP (proactive: all host-pair paths installed), then a ping between the
+``p4src/basic_fwd.p4``), ``entries`` (a YAML/JSON file of table entries, see
+``dplab.p4runtime.entries``). Without ``entries`` the controller drives the switches; it
+needs basic_fwd's table, action and controller headers, so a program must keep those names.
+With ``entries`` the plane is static: no controller runs; the plane loads ``program`` into
+every switch over P4Runtime and writes the entries (each to the switches it names, else to
+all), and nothing changes them afterwards. Ready = every switch up and every link found by
+LLDP (proactive: all host-pair paths installed; static: skipped), then a ping between the
 farthest hosts.
 """
 
@@ -22,9 +26,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+
 from dplab.control.forwarding import MODES, REACTIVE
 from dplab.p4.cli import compile_command
 from dplab.p4.errors import P4Error
+from dplab.p4runtime import entries as entries_file
+from dplab.p4runtime.installer import InstallError, install
 from dplab.planes.base import PlaneError
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.substrate.network import HOST_IF, Network
@@ -42,7 +51,7 @@ class P4Plane(ControlledPlane):
     kind = "p4"
     addressing = "l2"
     shared_switch_ns = False
-    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None}
+    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None, "entries": None}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -53,6 +62,14 @@ class P4Plane(ControlledPlane):
         self.program = Path(program) if program is not None else DEFAULT_PROGRAM
         if not self.program.is_file():
             raise PlaneError(f"plane p4: option 'program': no file {self.program}")
+        entries = self.options["entries"]
+        self.entries_path = Path(entries) if entries is not None else None
+        if self.entries_path is not None and not self.entries_path.is_file():
+            raise PlaneError(f"plane p4: option 'entries': no file {self.entries_path}")
+        self._entries_written: int | None = None
+
+    def _has_controller(self) -> bool:
+        return self.entries_path is None
 
     # -- start ---------------------------------------------------------------------------
 
@@ -68,6 +85,7 @@ class P4Plane(ControlledPlane):
             compiled = compile_command(self.program, self.dir)
         except P4Error as exc:
             raise PlaneError(f"p4: option 'program': {exc}") from exc
+        entries = self._load_entries(net, compiled) if self.entries_path else None
         self._offloads_off(net)
         for switch in net.topo.switches():
             self._start_switch(net, switch)
@@ -75,7 +93,44 @@ class P4Plane(ControlledPlane):
                        START_TIMEOUT_S, "the switches did not open their control sockets")
         for switch in net.topo.switches():
             self._start_server(net, switch)
-        self._start_controller(net, compiled)
+        if entries is None:
+            self._start_controller(net, compiled)
+        else:
+            self._install_static(net, compiled, entries)
+
+    def _load_entries(self, net: Network,
+                      compiled: dict[str, Path]) -> list[entries_file.Entry]:
+        info = p4info_pb2.P4Info.FromString(compiled["p4info_bin"].read_bytes())
+        try:
+            entries = entries_file.load(self.entries_path, info)
+        except entries_file.EntriesError as exc:
+            raise PlaneError(f"p4: option 'entries': {exc}") from exc
+        switches = set(net.topo.switches())
+        for entry in entries:
+            unknown = sorted(set(entry.switches or ()) - switches)
+            if unknown:
+                raise PlaneError(f"p4: option 'entries': {self.entries_path}: entry "
+                                 f"{entry.index}: no switch {unknown[0]!r} in topology "
+                                 f"{net.topo.name} (switches: {sorted(switches)})")
+        return entries
+
+    def _install_static(self, net: Network, compiled: dict[str, Path],
+                        entries: list[entries_file.Entry]) -> None:
+        """Every switch gets the program and its entries over P4Runtime, all at once."""
+        config = pb.ForwardingPipelineConfig(p4_device_config=compiled["ir"].read_bytes())
+        config.p4info.ParseFromString(compiled["p4info_bin"].read_bytes())
+
+        def one(switch: str) -> int:
+            mine = [e for e in entries if e.switches is None or switch in e.switches]
+            install(self._grpc(switch), int(switch[1:]), config, mine, str(self.entries_path))
+            return len(mine)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            jobs = [pool.submit(one, s) for s in net.topo.switches()]
+            try:
+                self._entries_written = sum(job.result() for job in jobs)
+            except InstallError as exc:
+                raise PlaneError(f"p4: option 'entries': {exc}") from exc
 
     def _control(self, switch: str) -> Path:
         return self.dir / f"{switch}.sock"
@@ -123,6 +178,7 @@ class P4Plane(ControlledPlane):
     def stats(self) -> dict[str, float | None]:
         """The controller's counters (written after this call, so nothing just counted is
         missing) and the time it took to become ready."""
+        static = {} if self.entries_path is None else {"entries_written": self._entries_written}
         if self.net is None:
-            return dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s"))
-        return {**self._fresh_controller_counters(), "ready_s": self._ready_s}
+            return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s")), **static}
+        return {**self._fresh_controller_counters(), "ready_s": self._ready_s, **static}

@@ -1,0 +1,251 @@
+"""Table entries in a readable file (YAML or JSON) -> P4Runtime TableEntry messages, checked
+against the program's P4Info.
+
+    entries:                      # or the list alone
+      - table: MyIngress.port_fwd # full name or alias
+        match: {standard_metadata.ingress_port: 1}
+        action: forward           # full name or alias
+        params: {port: 2}
+        priority: 10              # tables with ternary/range/optional keys
+        switches: [s1]            # optional: only these switches (default: every switch)
+      - {table: port_fwd, default: true, action: drop}   # the default entry (MODIFY)
+
+Match values: numbers, ``0x..`` hex, IPv4 ``10.0.0.1``, MAC ``00:00:00:00:00:01``;
+lpm ``10.0.0.0/24``; ternary ``10.0.0.0 &&& 255.0.0.0``; range ``1000..2000``. A field
+left out is a wildcard (not allowed for exact keys). Errors name the file, the entry index
+and the problem (``EntriesError``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+
+ENTRY_KEYS = {"table", "match", "action", "params", "priority", "default", "switches"}
+MatchType = p4info_pb2.MatchField.MatchType
+
+
+class EntriesError(ValueError):
+    """A bad entries file; the message names the file, the entry and what is wrong."""
+
+
+@dataclass
+class Entry:
+    index: int                  # position in the file, for error messages
+    switches: list[str] | None  # None = every switch
+    entity: pb.Entity
+
+    @property
+    def is_default(self) -> bool:
+        return self.entity.table_entry.is_default_action
+
+
+def load(path: str | Path, info: p4info_pb2.P4Info) -> list[Entry]:
+    path = Path(path)
+    try:
+        text = path.read_text()
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise EntriesError(f"{path}: cannot read entries: {exc}") from exc
+    if isinstance(data, dict) and set(data) == {"entries"}:
+        data = data["entries"]
+    if not isinstance(data, list):
+        raise EntriesError(f"{path}: expected a list of entries (or a mapping 'entries: [...]')")
+    program = _Program(info)
+    out = []
+    for i, item in enumerate(data):
+        try:
+            out.append(program.entry(i, item))
+        except (EntriesError, ValueError) as exc:
+            raise EntriesError(f"{path}: entry {i}: {exc}") from exc
+    return out
+
+
+class _Program:
+    """Name lookups into one P4Info."""
+
+    def __init__(self, info: p4info_pb2.P4Info) -> None:
+        self.tables = _by_name(info.tables)
+        self.actions = _by_name(info.actions)
+
+    def entry(self, index: int, item: Any) -> Entry:
+        if not isinstance(item, dict):
+            raise EntriesError(f"must be a mapping, not {item!r}")
+        unknown = sorted(set(item) - ENTRY_KEYS)
+        if unknown:
+            raise EntriesError(f"unknown key {unknown[0]!r} (known: {sorted(ENTRY_KEYS)})")
+        table = _named(self.tables, item.get("table"), "table")
+        entity = pb.Entity()
+        entry = entity.table_entry
+        entry.table_id = table.preamble.id
+        entry.is_default_action = _boolean(item.get("default", False), "default")
+        match = item.get("match") or {}
+        if entry.is_default_action and (match or item.get("priority")):
+            raise EntriesError("a default entry has no match and no priority")
+        if not isinstance(match, dict):
+            raise EntriesError("'match' must be a mapping field -> value")
+        if not entry.is_default_action:
+            entry.match.extend(_match(table, match))
+        entry.priority = _priority(table, item.get("priority", 0), entry.is_default_action)
+        entry.action.action.CopyFrom(self._action(table, item))
+        return Entry(index, _switches(item.get("switches")), entity)
+
+    def _action(self, table: p4info_pb2.Table, item: dict) -> pb.Action:
+        action = _named(self.actions, item.get("action"), "action")
+        if action.preamble.id not in {ref.id for ref in table.action_refs}:
+            allowed = sorted(a.preamble.name for a in self.actions.values()
+                             if a.preamble.id in {r.id for r in table.action_refs})
+            raise EntriesError(f"action {action.preamble.name} is not an action of table "
+                               f"{table.preamble.name} (its actions: {allowed})")
+        params = item.get("params") or {}
+        if not isinstance(params, dict):
+            raise EntriesError("'params' must be a mapping name -> value")
+        names = [p.name for p in action.params]
+        if sorted(params) != sorted(names):
+            raise EntriesError(f"action {action.preamble.name} takes parameters {names}, "
+                               f"got {sorted(params)}")
+        out = pb.Action(action_id=action.preamble.id)
+        for p in action.params:
+            out.params.add(param_id=p.id, value=_bits(params[p.name], p.bitwidth,
+                                                      f"param {p.name}"))
+        return out
+
+
+def _by_name(objects) -> dict[str, Any]:
+    found = {}
+    for obj in objects:
+        found[obj.preamble.name] = found[obj.preamble.alias] = obj
+    return found
+
+
+def _named(known: dict[str, Any], name: Any, what: str) -> Any:
+    if name not in known:
+        names = sorted({obj.preamble.name for obj in known.values()})
+        raise EntriesError(f"{what} {name!r} is not in the program (known: {names})")
+    return known[name]
+
+
+def _boolean(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise EntriesError(f"'{key}' must be true or false, not {value!r}")
+    return value
+
+
+def _switches(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise EntriesError(f"'switches' must be a switch name or a list of them, not {value!r}")
+    return names
+
+
+def _priority(table: p4info_pb2.Table, value: Any, default: bool) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise EntriesError(f"'priority' must be a whole number >= 0, not {value!r}")
+    needs = any(mf.match_type in (MatchType.TERNARY, MatchType.RANGE, MatchType.OPTIONAL)
+                for mf in table.match_fields)
+    if needs and not default and value == 0:
+        raise EntriesError(f"table {table.preamble.name} has ternary/range/optional keys: "
+                           "the entry needs a 'priority' > 0 (higher wins)")
+    if not needs and value:
+        raise EntriesError(f"table {table.preamble.name} has only exact/lpm keys: "
+                           "leave 'priority' out")
+    return value
+
+
+def _match(table: p4info_pb2.Table, given: dict) -> list[pb.FieldMatch]:
+    fields = {mf.name: mf for mf in table.match_fields}
+    unknown = sorted(set(given) - set(fields))
+    if unknown:
+        raise EntriesError(f"table {table.preamble.name} has no key {unknown[0]!r} "
+                           f"(its keys: {list(fields)})")
+    out = []
+    for mf in table.match_fields:
+        if mf.name in given:
+            out.append(_field(mf, given[mf.name]))
+        elif mf.match_type == MatchType.EXACT:
+            raise EntriesError(f"exact key {mf.name!r} of table {table.preamble.name} "
+                               "must be given")
+    return out
+
+
+def _field(mf: p4info_pb2.MatchField, value: Any) -> pb.FieldMatch:
+    what, width = f"key {mf.name}", mf.bitwidth
+    fm = pb.FieldMatch(field_id=mf.id)
+    text = value if isinstance(value, str) else None
+    if mf.match_type == MatchType.EXACT:
+        fm.exact.value = _bits(value, width, what)
+    elif mf.match_type == MatchType.OPTIONAL:
+        fm.optional.value = _bits(value, width, what)
+    elif mf.match_type == MatchType.LPM:
+        address, _, plen = text.partition("/") if text else (value, "", "")
+        fm.lpm.value = _bits(address, width, what)
+        fm.lpm.prefix_len = _number(plen, what) if plen else width
+        _check_prefix(fm.lpm, width, what)
+    elif mf.match_type == MatchType.TERNARY:
+        val, sep, mask = text.partition("&&&") if text else (value, "", "")
+        fm.ternary.value = _bits(val.strip() if sep else val, width, what)
+        fm.ternary.mask = _bits(mask.strip(), width, what) if sep else _ones(width)
+    elif mf.match_type == MatchType.RANGE:
+        low, sep, high = text.partition("..") if text else (value, "", "")
+        fm.range.low = _bits(low.strip() if sep else low, width, what)
+        fm.range.high = _bits(high.strip(), width, what) if sep else fm.range.low
+    else:
+        raise EntriesError(f"{what}: match kind {MatchType.Name(mf.match_type)} is not supported")
+    return fm
+
+
+def _check_prefix(lpm: pb.FieldMatch.LPM, width: int, what: str) -> None:
+    if not 0 < lpm.prefix_len <= width:
+        raise EntriesError(f"{what}: prefix length {lpm.prefix_len} not in 1..{width} "
+                           "(leave the key out to match everything)")
+    host_bits = int.from_bytes(lpm.value, "big") & ((1 << (width - lpm.prefix_len)) - 1)
+    if host_bits:
+        raise EntriesError(f"{what}: the value has bits set beyond /{lpm.prefix_len}")
+
+
+def _ones(width: int) -> bytes:
+    return _canonical((1 << width) - 1)
+
+
+def _number(text: str, what: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError as exc:
+        raise EntriesError(f"{what}: {text!r} is not a number") from exc
+
+
+def _bits(value: Any, width: int, what: str) -> bytes:
+    """A readable value as P4Runtime's canonical byte string, checked against ``width``."""
+    number = _parse_value(value, what)
+    if number < 0 or number >> width:
+        raise EntriesError(f"{what}: {value!r} does not fit in {width} bits")
+    return _canonical(number)
+
+
+def _parse_value(value: Any, what: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise EntriesError(f"{what}: expected a number or an address, not {value!r}")
+    text = value.strip()
+    if text.count(":") == 5:
+        return _number("0x" + text.replace(":", ""), what)
+    if text.count(".") == 3:
+        try:
+            return int(ipaddress.IPv4Address(text))
+        except ValueError as exc:
+            raise EntriesError(f"{what}: {text!r} is not an IPv4 address") from exc
+    return _number(text, what)
+
+
+def _canonical(number: int) -> bytes:
+    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")

@@ -1,0 +1,77 @@
+"""Program one switch once over P4Runtime: become primary, set the pipeline, write the
+entries, leave. Used by the p4 plane for a user's program with static entries (no
+controller stays connected; the switch keeps what was written)."""
+
+from __future__ import annotations
+
+import queue
+
+import grpc
+from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
+
+from dplab.p4runtime.entries import Entry
+
+ELECTION_ID = pb.Uint128(high=0, low=1)
+CONNECT_TIMEOUT_S = 15.0
+
+
+class InstallError(RuntimeError):
+    """The server refused the pipeline or an entry; the message says which and why."""
+
+
+def install(address: str, device_id: int, config: pb.ForwardingPipelineConfig,
+            entries: list[Entry], where: str) -> None:
+    """``where`` names the entries' origin (e.g. the file) in error messages."""
+    with grpc.insecure_channel(address) as channel:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT_S)
+        except grpc.FutureTimeoutError as exc:
+            raise InstallError(f"no P4Runtime server at {address}") from exc
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        outbox: queue.Queue = queue.Queue()
+        stream = stub.StreamChannel(iter(outbox.get, None))
+        try:
+            _become_primary(stream, outbox, device_id, address)
+            _set_pipeline(stub, device_id, config, address)
+            for entry in entries:
+                _write(stub, device_id, entry, where)
+        finally:
+            outbox.put(None)
+            stream.cancel()
+
+
+def _become_primary(stream, outbox: queue.Queue, device_id: int, address: str) -> None:
+    hello = pb.StreamMessageRequest()
+    hello.arbitration.device_id = device_id
+    hello.arbitration.election_id.CopyFrom(ELECTION_ID)
+    outbox.put(hello)
+    try:
+        reply = next(stream)
+    except grpc.RpcError as exc:
+        raise InstallError(f"{address}: arbitration failed: {exc.details()}") from exc
+    if reply.arbitration.status.code != 0:
+        raise InstallError(f"{address}: another client is primary "
+                           f"({reply.arbitration.status.message})")
+
+
+def _set_pipeline(stub, device_id: int, config: pb.ForwardingPipelineConfig,
+                  address: str) -> None:
+    req = pb.SetForwardingPipelineConfigRequest(
+        device_id=device_id, election_id=ELECTION_ID, config=config,
+        action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+    try:
+        stub.SetForwardingPipelineConfig(req)
+    except grpc.RpcError as exc:
+        raise InstallError(f"{address}: pipeline refused: {exc.details()}") from exc
+
+
+def _write(stub, device_id: int, entry: Entry, where: str) -> None:
+    op = pb.Update.MODIFY if entry.is_default else pb.Update.INSERT
+    req = pb.WriteRequest(device_id=device_id, election_id=ELECTION_ID)
+    req.updates.add(type=op, entity=entry.entity)
+    try:
+        stub.Write(req)
+    except grpc.RpcError as exc:
+        raise InstallError(f"{where}: entry {entry.index}: the switch refused it: "
+                           f"{exc.code().name}: {exc.details()}") from exc
