@@ -1,5 +1,5 @@
 """Run the OpenFlow controller: ``python -m dplab.control.controller_main --mode reactive
---port 6653 --stats-file F``. Counters go to F every 0.5 s and once more on SIGTERM."""
+--port 6653 --stats-file F``. Counters go to F every 0.1 s and once more on SIGTERM."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ cfg.CONF.register_opts([
 
 PATH_RULE_PRIORITY = 10  # as ONOS fwd
 TRAP_PRIORITY = 40000
-TICK_S = 0.5  # LLDP scheduling and stats-file period
+TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
 
 
 def switch_name(dpid: int) -> str:

@@ -37,7 +37,7 @@ from dplab.control.counters_file import write_counters
 from dplab.control.forwarding import MODES, REACTIVE, Forwarding
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
-TICK_S = 0.5
+TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
 CONNECT_TIMEOUT_S = 30.0
 NS_PER_S = 1_000_000_000
 log = logging.getLogger("dplab.p4runtime_app")

@@ -115,7 +115,7 @@ class ControlledPlane(Plane):
     # -- stats and stop ------------------------------------------------------------------
 
     def _fresh_controller_counters(self) -> dict[str, float | None]:
-        """Counters written after this call (the controller writes every 0.5 s), so that
+        """Counters written after this call (the controller writes every 0.1 s), so that
         nothing counted just before is missing."""
         asked = time.time()
         deadline = time.monotonic() + FRESH_STATS_WAIT_S
