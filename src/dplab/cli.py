@@ -62,10 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     topo = sub.add_parser("topo", help="topologies").add_subparsers(required=True,
                                                                     metavar="ACTION")
     show = topo.add_parser("show", help="draw a topology to PNG or SVG")
-    show.add_argument("name", help="catalog name or GraphML/GML file")
+    show.add_argument("name", help="catalog name, GraphML/GML file, topohub:KEY or "
+                      "Mininet FILE.py[:NAME]")
     show.add_argument("-o", "--output", help="output .png or .svg")
     show.set_defaults(handler=_cmd_topo_show)
     listing = topo.add_parser("list", help="list the catalog")
+    listing.add_argument("--topohub", action="store_true", help="list topohub's graphs")
     listing.set_defaults(handler=_cmd_topo_list)
 
     p4 = sub.add_parser("p4", help="P4 programs").add_subparsers(required=True, metavar="ACTION")
@@ -132,11 +134,16 @@ def _cmd_topo_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_topo_list(_args: argparse.Namespace) -> int:
-    from dplab.topology import catalog
+def _cmd_topo_list(args: argparse.Namespace) -> int:
+    from dplab.topology import catalog, from_topohub
+    from dplab.topology.cli import import_sources
 
+    if args.topohub:
+        print("\n".join(from_topohub.keys()))
+        return 0
     for name in catalog.NAMES:
         print(f"{name:10} {catalog.describe(name)}")
+    print("imported:\n" + "\n".join(f"  {line}" for line in import_sources()))
     return 0
 
 

@@ -15,7 +15,7 @@ from dplab.store.runstore import RunStore
 from dplab.substrate import registry
 from dplab.substrate.network import Network
 from dplab.substrate.registry import SubstrateError
-from dplab.topology import catalog, importers
+from dplab.topology import catalog, from_mininet, from_topohub, importers
 from dplab.topology.model import Topology
 from dplab.workloads.capture import CapturePoint, Captures, requested_interfaces
 from dplab.workloads.flows import Flow, FlowResult, run_flows
@@ -44,6 +44,10 @@ def build_topology(exp: Experiment) -> Topology:
     spec = exp.topology
     if spec.file is not None:
         return importers.load(spec.file, **spec.params)
+    if spec.topohub is not None:
+        return from_topohub.load(spec.topohub, **spec.params)
+    if spec.mininet is not None:
+        return from_mininet.load(spec.mininet, spec.name, spec.params)
     return catalog.build(spec.name, **spec.params)
 
 

@@ -17,14 +17,23 @@ class Strict(BaseModel):
 
 
 class TopologySpec(Strict):
-    name: str | None = Field(None, description="a catalog topology, e.g. multipath")
+    name: str | None = Field(
+        None, description="a catalog topology, e.g. multipath; with 'mininet': which topology "
+        "of that file (a key of its topos dict or a Topo class name)"
+    )
     file: str | None = Field(None, description="a GraphML/GML file to import")
+    topohub: str | None = Field(None, description="a topohub graph, e.g. topozoo/Abilene")
+    mininet: str | None = Field(None, description="a Mininet custom-topology file (.py)")
     params: dict[str, int | float | str | None] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_source(self) -> TopologySpec:
-        if (self.name is None) == (self.file is None):
-            raise ValueError("give exactly one of 'name' (a catalog topology) or 'file'")
+        catalog_name = None if self.mininet is not None else self.name
+        sources = (catalog_name, self.file, self.topohub, self.mininet)
+        if sum(s is not None for s in sources) != 1:
+            raise ValueError("give exactly one of 'name' (a catalog topology), 'file' "
+                             "(GraphML/GML), 'topohub' (a topohub key) or 'mininet' (a Mininet "
+                             "file; 'name' then picks one of its topologies)")
         return self
 
 

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from dplab.topology import catalog, importers
+from dplab.topology import catalog, from_mininet, from_topohub, importers
 from dplab.topology.draw import draw
 from dplab.topology.model import Topology
 
 DEFAULT_DIR = Path("results") / "topologies"
+MININET_ARG = re.compile(r"^(?P<file>.+\.py)(?::(?P<name>[^:]+))?$")  # FILE.py[:NAME]
 
 
 def show(name_or_path: str, out: str | None = None) -> Path:
-    """Draw a catalog topology or a GraphML/GML file; default output
+    """Draw a catalog topology, a GraphML/GML file, a topohub graph (``topohub:KEY``) or a
+    Mininet file (``FILE.py`` or ``FILE.py:NAME``); default output
     ``results/topologies/<name>.png``. Returns the written path."""
     topo = resolve(name_or_path)
     path = Path(out) if out else DEFAULT_DIR / f"{topo.name}.png"
@@ -22,10 +25,25 @@ def show(name_or_path: str, out: str | None = None) -> Path:
 
 
 def resolve(name_or_path: str) -> Topology:
-    """A catalog name builds with default parameters; a file name (with a suffix) is read."""
+    """Catalog names and topohub keys build with default parameters; files are read."""
+    if name_or_path.startswith(from_topohub.PREFIX):
+        return from_topohub.load(name_or_path.removeprefix(from_topohub.PREFIX))
+    mininet = MININET_ARG.match(name_or_path)
+    if mininet:
+        return from_mininet.load(mininet["file"], mininet["name"])
     if name_or_path in catalog.NAMES or not Path(name_or_path).suffix:
         return catalog.build(name_or_path)
     return importers.load(name_or_path)
+
+
+def import_sources() -> list[str]:
+    """What else ``dplab topo show`` and experiment files take besides the catalog."""
+    return [
+        f"topohub:KEY     {len(from_topohub.keys())} graphs embedded in topohub "
+        f"({', '.join(from_topohub.groups())}), e.g. topohub:topozoo/Abilene",
+        "FILE.graphml    a GraphML/GML file (Internet Topology Zoo)",
+        "FILE.py[:NAME]  a Mininet custom-topology file (its 'topos' dict or a Topo class)",
+    ]
 
 
 def summary(topo: Topology) -> str:

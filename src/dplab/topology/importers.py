@@ -25,16 +25,24 @@ def load(path: str | Path, *, core_bw: float | None = CORE_BW_MBIT,
     """Read a GraphML/GML file. A graph in several separate parts is refused unless
     ``keep_largest`` (then only its largest part is kept)."""
     file = Path(path)
-    raw = _read(file)
+    return from_graph(file, file.stem, _read(file), core_bw=core_bw, edge_bw=edge_bw,
+                      keep_largest=keep_largest)
+
+
+def from_graph(source: str | Path, name: str, raw: nx.Graph, *,
+               core_bw: float | None = CORE_BW_MBIT, edge_bw: float | None = EDGE_BW_MBIT,
+               keep_largest: bool = False) -> Topology:
+    """A switch per node of ``raw`` (its ``label`` kept), a host on each; errors name ``source``.
+    Shared by every importer whose graph has no hosts of its own (files, topohub)."""
     if raw.number_of_nodes() == 0:
-        raise TopologyError(f"{file}: the graph has no nodes")
-    switches = _switch_graph(file, raw, core_bw)
-    switches = _connected(file, switches, keep_largest)
+        raise TopologyError(f"{source}: the graph has no nodes")
+    switches = _switch_graph(source, raw, core_bw)
+    switches = _connected(source, switches, keep_largest)
     if switches.number_of_nodes() < 2:
-        raise TopologyError(f"{file}: the graph has only one node; traffic needs two hosts")
+        raise TopologyError(f"{source}: the graph has only one node; traffic needs two hosts")
     graph = _with_hosts(switches, edge_bw)
     hosts = [f"h{i}" for i in range(1, switches.number_of_nodes() + 1)]
-    return Topology(file.stem, graph, across_pairs(hosts))
+    return Topology(name, graph, across_pairs(hosts))
 
 
 def _read(file: Path) -> nx.Graph:
@@ -53,7 +61,7 @@ def _read(file: Path) -> nx.Graph:
         raise TopologyError(f"{file}: not a readable {kind} file: {exc}") from None
 
 
-def _switch_graph(file: Path, raw: nx.Graph, core_bw: float | None) -> nx.Graph:
+def _switch_graph(source: str | Path, raw: nx.Graph, core_bw: float | None) -> nx.Graph:
     """One switch per node in file order; parallel links merge (the fastest one wins)."""
     names = {node: f"s{i}" for i, node in enumerate(raw.nodes, start=1)}
     graph = nx.Graph()
@@ -62,7 +70,7 @@ def _switch_graph(file: Path, raw: nx.Graph, core_bw: float | None) -> nx.Graph:
     for a, b, data in raw.edges(data=True):
         if a == b:
             continue  # a self-loop carries no traffic between switches
-        bw = _speed_mbit(file, (a, b), data)
+        bw = _speed_mbit(source, (a, b), data)
         bw = core_bw if bw is None else bw
         sa, sb = names[a], names[b]
         if graph.has_edge(sa, sb):
@@ -71,7 +79,7 @@ def _switch_graph(file: Path, raw: nx.Graph, core_bw: float | None) -> nx.Graph:
     return graph
 
 
-def _speed_mbit(file: Path, edge: tuple, data: dict) -> float | None:
+def _speed_mbit(source: str | Path, edge: tuple, data: dict) -> float | None:
     raw = data.get(SPEED_ATTR)
     if raw is None or raw == "":
         return None
@@ -80,7 +88,7 @@ def _speed_mbit(file: Path, edge: tuple, data: dict) -> float | None:
     except (TypeError, ValueError):
         bits = math.nan
     if not math.isfinite(bits) or bits <= 0:
-        raise TopologyError(f"{file}: link {edge[0]}-{edge[1]}: {SPEED_ATTR} must be a "
+        raise TopologyError(f"{source}: link {edge[0]}-{edge[1]}: {SPEED_ATTR} must be a "
                             f"positive number of bit/s, got {raw!r}")
     return bits / 1e6
 
@@ -90,13 +98,13 @@ def _faster(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else max(a, b)
 
 
-def _connected(file: Path, graph: nx.Graph, keep_largest: bool) -> nx.Graph:
+def _connected(source: str | Path, graph: nx.Graph, keep_largest: bool) -> nx.Graph:
     parts = sorted(nx.connected_components(graph), key=len, reverse=True)
     if len(parts) == 1:
         return graph
     if not keep_largest:
         sizes = ", ".join(str(len(p)) for p in parts)
-        raise TopologyError(f"{file}: the graph falls into {len(parts)} separate parts "
+        raise TopologyError(f"{source}: the graph falls into {len(parts)} separate parts "
                             f"(sizes {sizes}); traffic between them could never flow. "
                             "Load with keep_largest=True to keep the largest part.")
     kept = sorted(parts[0], key=lambda s: int(s[1:]))
