@@ -1,12 +1,13 @@
-"""The throughput time series adds flows of one interval and averages runs."""
+"""Time series: throughput adds the flows of one interval, jitter averages them; runs are
+averaged."""
 
-from dplab.report.plots import throughput_per_interval
+from dplab.report.plots import metric_per_interval
 
 
-def _interval(run_id, plane, flow_id, t_start, mbit):
+def _interval(run_id, plane, flow_id, t_start, mbit, metric="throughput_bps", scale=1e6):
     return {"run_id": run_id, "plane": plane, "flow_id": flow_id, "kind": "tcp",
-            "t_start": t_start, "t_end": t_start + 1.0, "metric": "throughput_bps",
-            "value": None if mbit is None else mbit * 1e6}
+            "t_start": t_start, "t_end": t_start + 1.0, "metric": metric,
+            "value": None if mbit is None else mbit * scale}
 
 
 def test_flows_of_a_run_are_summed_per_interval_and_runs_averaged():
@@ -20,6 +21,17 @@ def test_flows_of_a_run_are_summed_per_interval_and_runs_averaged():
         _interval("a3", "A", "f1", 0.0, 1000),
     ]
     labels = {(r["run_id"], r["flow_id"]): "tcp" for r in intervals}
-    series, width = throughput_per_interval(intervals, labels, failed_runs={"a3"})
+    series, width = metric_per_interval(intervals, labels, failed_runs={"a3"})
     assert width == 1.0
     assert dict(series[("tcp", "A")]) == {0: [30e6, 70e6], 1: [12e6]}
+
+
+def test_jitter_of_the_flows_of_one_interval_is_averaged():
+    intervals = [
+        _interval("a1", "A", "f1", 0.0, 1.0, "jitter_ms", 1), _interval("a1", "A", "f2", 0.0,
+                                                                        3.0, "jitter_ms", 1),
+        _interval("a2", "A", "f1", 0.0, 4.0, "jitter_ms", 1),
+    ]
+    labels = {(r["run_id"], r["flow_id"]): "udp" for r in intervals}
+    series, _ = metric_per_interval(intervals, labels, set(), "jitter_ms")
+    assert dict(series[("udp", "A")]) == {0: [2.0, 4.0]}

@@ -10,10 +10,11 @@ from rich.markup import escape
 from dplab.analysis import analyse
 from dplab.report.html import write_html
 from dplab.report.plots import (
+    TIMESERIES_METRICS,
     box_plots,
     cdf_plots,
     resource_box_plots,
-    throughput_timeseries,
+    timeseries,
 )
 from dplab.report.tables import NOTES, comparison_tables, to_rich
 from dplab.store import RunStore
@@ -30,12 +31,13 @@ def build(results_dir: Path) -> Path:
     store = RunStore.open(results_dir)
     analysis = analyse(store)
     plots_dir = results_dir / PLOTS_DIR
-    timeseries = throughput_timeseries(store.rows("intervals"), store.rows("flows"), analysis,
-                                       plots_dir / "throughput_timeseries.png")
+    intervals, flows = store.rows("intervals"), store.rows("flows")
+    series = [timeseries(intervals, flows, analysis, metric,
+                         plots_dir / f"{metric.split('_')[0]}_timeseries.png")
+              for metric in TIMESERIES_METRICS]
     resources = resource_box_plots(analysis, plots_dir / "resources.png")
-    plots = ([timeseries] if timeseries else []) + box_plots(analysis, plots_dir) \
-        + cdf_plots(store.rows("intervals"), store.rows("flows"), analysis, plots_dir) \
-        + ([resources] if resources else [])
+    plots = [p for p in series if p] + box_plots(analysis, plots_dir) \
+        + cdf_plots(intervals, flows, analysis, plots_dir) + ([resources] if resources else [])
     raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
                       comparison_tables(analysis), plots, raw)

@@ -1,4 +1,4 @@
-"""PNG plots from stored data: throughput over time, per-metric box plots, CDFs of
+"""PNG plots from stored data: throughput and jitter over time, per-metric box plots, CDFs of
 per-interval values and box plots of the planes' resource use.
 
 Figures are made with ``matplotlib.figure.Figure`` directly (no pyplot): they render to
@@ -20,23 +20,26 @@ from dplab.analysis.traffic import traffic_labels
 from dplab.report.tables import display_value, metric_label
 
 THROUGHPUT = "throughput_bps"
+# Time series drawn in every report; flows' values add up for these, average for the rest.
+TIMESERIES_METRICS = ("throughput_bps", "jitter_ms")
+SUMMED = ("throughput_bps", "throughput_pps", "bytes")
 # Per-interval metrics worth a distribution: each interval of each flow is one sample.
 CDF_METRICS = ("throughput_bps", "rtt_ms", "owd_ms", "jitter_ms")
 # Plane statistics of dplab.measure.resources, in display order.
 RESOURCE_STATS = ("cpu_user_pct", "cpu_sys_pct", "mem_rss_mb", "host_user_pct",
                   "host_sys_pct", "host_softirq_pct")
 
-# (traffic, plane) -> interval index -> per-run summed throughput values
+# (traffic, plane) -> interval index -> one value per run
 Series = dict[tuple[str, str], dict[int, list[float]]]
 
 
-def throughput_timeseries(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
-                          analysis: Analysis, path: Path) -> Path | None:
-    """Per traffic class a subplot, per plane a line: throughput summed over the class's
-    flows in each interval, averaged over the ok runs. None when nothing was measured.
-    """
+def timeseries(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
+               analysis: Analysis, metric: str, path: Path) -> Path | None:
+    """Per traffic class a subplot, per plane a line: the metric over the class's flows in
+    each interval (summed for throughput, averaged otherwise), averaged over the ok runs.
+    None when nothing was measured."""
     failed = {r["run_id"] for r in analysis.failed_runs}
-    series, width = throughput_per_interval(intervals, traffic_labels(flows), failed)
+    series, width = metric_per_interval(intervals, traffic_labels(flows), failed, metric)
     traffics = list(dict.fromkeys(t for t, _ in series))
     if not traffics:
         return None
@@ -49,13 +52,14 @@ def throughput_timeseries(intervals: list[dict[str, Any]], flows: list[dict[str,
             if not buckets:
                 continue
             xs = sorted(buckets)
-            ys = [display_value(THROUGHPUT, statistics.fmean(buckets[x])) for x in xs]
+            ys = [display_value(metric, statistics.fmean(buckets[x])) for x in xs]
             ax.plot([(x + 0.5) * width for x in xs], ys, marker=".", label=plane)
             top = max(top, *ys)
         # From zero: a zoomed axis would make a 1 % difference look dramatic.
         ax.set_ylim(0, top * 1.15 or 1.0)
-        ax.set_title(f"{traffic} traffic: throughput summed over flows, mean over runs")
-        ax.set_ylabel(metric_label(THROUGHPUT))
+        how = "summed over flows" if metric in SUMMED else "mean over flows"
+        ax.set_title(f"{traffic} traffic: {metric_label(metric)} {how}, mean over runs")
+        ax.set_ylabel(metric_label(metric))
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize="small")
     axes[-1, 0].set_xlabel("time since the first interval (s)")
@@ -163,18 +167,18 @@ def resource_box_plots(analysis: Analysis, path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def throughput_per_interval(intervals: list[dict[str, Any]],
-                            labels: dict[tuple[str, str], str],
-                            failed_runs: set[str]) -> tuple[Series, float]:
-    """(traffic, plane) -> interval index -> one summed throughput per run, and the interval
-    length in seconds.
+def metric_per_interval(intervals: list[dict[str, Any]],
+                        labels: dict[tuple[str, str], str],
+                        failed_runs: set[str], metric: str = THROUGHPUT) -> tuple[Series, float]:
+    """(traffic, plane) -> interval index -> one value per run (the flows' sum for
+    throughput, their mean otherwise), and the interval length in seconds.
 
     Interval times are taken relative to the class's first interval in each run, and
     bucketed by the typical interval length, so flows of one run line up even when their
     clocks started a few milliseconds apart. Flows without a value in an interval add
-    nothing to its sum.
+    nothing to it.
     """
-    rows = [r for r in intervals if r["metric"] == THROUGHPUT and r["value"] is not None
+    rows = [r for r in intervals if r["metric"] == metric and r["value"] is not None
             and r["run_id"] not in failed_runs]
     if not rows:
         return {}, 1.0
@@ -183,14 +187,15 @@ def throughput_per_interval(intervals: list[dict[str, Any]],
     for r in rows:
         key = (r["run_id"], labels.get((r["run_id"], r["flow_id"]), r["kind"]))
         starts[key] = min(starts.get(key, r["t_start"]), r["t_start"])
-    sums: dict[tuple[str, str, str, int], float] = defaultdict(float)
+    values: dict[tuple[str, str, str, int], list[float]] = defaultdict(list)
     for r in rows:
         traffic = labels.get((r["run_id"], r["flow_id"]), r["kind"])
         bucket = round((r["t_start"] - starts[(r["run_id"], traffic)]) / width)
-        sums[(traffic, r["plane"], r["run_id"], bucket)] += r["value"]
+        values[(traffic, r["plane"], r["run_id"], bucket)].append(r["value"])
+    combine = sum if metric in SUMMED else statistics.fmean
     series: Series = defaultdict(lambda: defaultdict(list))
-    for (traffic, plane, _run, bucket), total in sums.items():
-        series[(traffic, plane)][bucket].append(total)
+    for (traffic, plane, _run, bucket), found in values.items():
+        series[(traffic, plane)][bucket].append(combine(found))
     return series, width
 
 
