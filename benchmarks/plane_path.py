@@ -3,18 +3,21 @@
     sudo .venv/bin/python benchmarks/plane_path.py [--repeat 3] [--hops 4] [--write]
 
 Every plane forwards between two hosts on one switch (catalog ``single``, links unshaped).
-The same run measures the same two hosts on a direct veth pair, the floor every switch
-adds to. Per configuration and repetition:
+Beside it, a direct veth pair between two more hosts stays up for the whole repetition: the
+floor every switch adds to. Per plane and repetition:
 
 - one-way delay: a paced UDP stream (rtp_tool through the ``voip`` workload: 1000 packets
-  at 200 pps, 32-byte payload). The receiver takes kernel receive stamps and all namespaces
-  share one clock, so each packet's delay is exact. Added per hop = the plane's figure minus
-  the direct pair's figure of the same repetition (p50, p99, mean each on its own);
-- per-hop slope: the same stream across a ``linear`` chain of ``--hops`` switches, (chain −
-  one switch) / (hops − 1), which leaves the host ends out;
+  at 200 pps, 32-byte payload) through the switch and, at the same time, one over the
+  direct pair. The receivers take kernel receive stamps and all namespaces share one
+  clock, so each packet's delay is exact. Added per hop = the switch path's figure minus
+  the direct pair's (p50, p99, mean each on its own). Measuring both at once keeps the
+  shared machine's drift out of the difference;
+- per-hop slope: the same across a ``linear`` chain of ``--hops`` switches, (added by the
+  chain − added by one switch) / (hops − 1), which leaves the host ends out;
 - TCP: one iperf2 flow for 10 s, first with the offloads the plane leaves (its default),
   then with ``tx``/``tso``/``gso`` off on every host and switch port (what the p4 plane must
-  do; a plane already in that state is not measured twice).
+  do; a plane already in that state is not measured twice). The direct pair's TCP is
+  measured alone at the start of the repetition.
 
 Configurations interleave within a repetition so drift of the shared machine hits all alike.
 Medians over repetitions (with min–max); ``--write`` replaces this benchmark's section of
@@ -28,6 +31,7 @@ import contextlib
 import statistics
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +61,7 @@ TCP_BUDGET_GBIT = 2.0
 # stays "on" while any sub-feature (6.18: tx-tcp-accecn-segmentation) is on.
 FEATURES = {"tx-checksumming": "tx", "tx-tcp-segmentation": "tso",
             "generic-segmentation-offload": "gso"}
+ALL_OFF = "tx off tso off gso off"
 
 
 @dataclass(frozen=True)
@@ -163,47 +168,67 @@ def offloads_off(net: Network) -> None:
         net.run(ns, ["sh", "-c", OFFLOADS_OFF, "sh", *interfaces])
 
 
-def measure_one_switch(label: str, sizes: Sizes) -> dict[str, float | str | None]:
-    """Delay, TCP with the plane's own offloads, then TCP with offloads off."""
-    topo = direct_pair() if label == DIRECT else chain(1)
-    with forwarding(label, topo) as net:
-        figures: dict[str, float | str | None] = dict(one_way_delay(net, sizes))
-        figures["offloads"] = host_offloads(net)
-        figures["tcp_default_gbit"] = tcp_gbit(net, sizes.tcp_s)
-        if figures["offloads"] == "tx off tso off gso off":
-            figures["tcp_off_gbit"] = figures["tcp_default_gbit"]  # already in that state
-        else:
-            offloads_off(net)
-            figures["tcp_off_gbit"] = tcp_gbit(net, sizes.tcp_s)
+def paired_delay(net: Network, floor_net: Network, sizes: Sizes) -> tuple[dict, dict]:
+    """One stream through ``net`` and one over the direct pair, at the same time: both meet
+    the same moment of the shared machine, so their difference is what the path adds."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        path = pool.submit(one_way_delay, net, sizes)
+        floor = pool.submit(one_way_delay, floor_net, sizes)
+        return path.result(), floor.result()
+
+
+def tcp_figures(net: Network, sizes: Sizes) -> dict[str, float | str | None]:
+    """TCP with the offloads the plane left, then with offloads off (unless already so)."""
+    figures: dict[str, float | str | None] = {"offloads": host_offloads(net)}
+    figures["tcp_default_gbit"] = tcp_gbit(net, sizes.tcp_s)
+    if figures["offloads"] == ALL_OFF:
+        figures["tcp_off_gbit"] = figures["tcp_default_gbit"]  # the same setting: not twice
+    else:
+        offloads_off(net)
+        figures["tcp_off_gbit"] = tcp_gbit(net, sizes.tcp_s)
     return figures
 
 
-def measure_chain(label: str, hops: int, sizes: Sizes) -> dict[str, float | None]:
-    with forwarding(label, chain(hops)) as net:
-        return one_way_delay(net, sizes)
+def measure_plane(label: str, floor_net: Network, hops: int,
+                  sizes: Sizes) -> tuple[dict, list[dict]]:
+    """The plane's figures (one switch, and the chain if hops > 1) and the direct pair's
+    delays measured beside them."""
+    with forwarding(label, chain(1)) as net:
+        path, floor = paired_delay(net, floor_net, sizes)
+        figures = {**path, **added(path, floor), **tcp_figures(net, sizes)}
+    floors = [floor]
+    if hops > 1:
+        with forwarding(label, chain(hops)) as net:
+            far, far_floor = paired_delay(net, floor_net, sizes)
+        floors.append(far_floor)
+        figures["chain_added_p50_us"] = _minus(far["owd_p50_us"], far_floor["owd_p50_us"])
+        figures["slope_p50_us"] = _per_hop(figures["chain_added_p50_us"],
+                                           figures["added_p50_us"], hops)
+    return figures, floors
+
+
+def added(path: dict, floor: dict) -> dict[str, float | None]:
+    return {f"added_{stat}_us": _minus(path[f"owd_{stat}_us"], floor[f"owd_{stat}_us"])
+            for stat in ("mean", "p50", "p99")}
 
 
 # ------------------------------------------------------------------ the run
 
 
 def run(repeat: int, hops: int, sizes: Sizes, labels: list[str]) -> dict[str, list[dict]]:
-    """Per configuration, one dict of figures per repetition (added delays included)."""
+    """Per configuration, one dict of figures per measurement. The direct pair stays up
+    for a whole repetition: its TCP is measured alone, its delay beside every plane."""
     rows: dict[str, list[dict]] = {label: [] for label in [DIRECT, *labels]}
     for rep in range(repeat):
-        floor = measure_one_switch(DIRECT, sizes)
-        rows[DIRECT].append(floor)
-        print(f"rep {rep + 1}: {DIRECT}: {_brief(floor)}", flush=True)
-        for label in labels:
-            figures = measure_one_switch(label, sizes)
-            for stat in ("mean", "p50", "p99"):
-                figures[f"added_{stat}_us"] = _minus(figures[f"owd_{stat}_us"],
-                                                     floor[f"owd_{stat}_us"])
-            if hops > 1:
-                far = measure_chain(label, hops, sizes)
-                figures["chain_p50_us"] = far["owd_p50_us"]
-                figures["slope_p50_us"] = _per_hop(far["owd_p50_us"], figures["owd_p50_us"], hops)
-            rows[label].append(figures)
-            print(f"rep {rep + 1}: {label}: {_brief(figures)}", flush=True)
+        with forwarding(DIRECT, direct_pair()) as floor_net:
+            floor_tcp = tcp_figures(floor_net, sizes)
+            rows[DIRECT].append(floor_tcp)
+            print(f"rep {rep + 1}: {DIRECT}: {_brief(floor_tcp)}", flush=True)
+            for label in labels:
+                figures, floors = measure_plane(label, floor_net, hops, sizes)
+                rows[label].append(figures)
+                rows[DIRECT].extend(floors)
+                print(f"rep {rep + 1}: {label}: {_brief(figures)}", flush=True)
     return rows
 
 
@@ -254,15 +279,16 @@ def table(rows: dict[str, list[dict]], hops: int) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, reps in rows.items():
-        col = {key: [r.get(key) for r in reps] for key in reps[0]} if reps else {}
-        received = sum(r["packets_received"] or 0 for r in reps)
-        sent = sum(r["packets_sent"] or 0 for r in reps)
+        col = {key: [r.get(key) for r in reps] for key in {k for r in reps for k in r}}
+        received = sum(r.get("packets_received") or 0 for r in reps)
+        sent = sum(r.get("packets_sent") or 0 for r in reps)
         lines.append(" | ".join([
             f"| {label}", spread(col.get("owd_p50_us", [])),
             spread(col.get("added_p50_us", [])), spread(col.get("added_p99_us", [])),
             spread(col.get("added_mean_us", [])), spread(col.get("slope_p50_us", [])),
             spread_gbit(col.get("tcp_default_gbit", [])), spread_gbit(col.get("tcp_off_gbit", [])),
-            " / ".join(sorted(set(col.get("offloads", [])))), f"{received}/{sent} |",
+            " / ".join(sorted({o for o in col.get("offloads", []) if o})),
+            f"{received:.0f}/{sent:.0f} |",
         ]))
     return lines
 
@@ -296,13 +322,14 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         f"- One-way delay: {sizes.packets} UDP packets at {1000 / sizes.packet_ms:g} pps, "
         f"{sizes.payload}-byte payload (rtp_tool: send time in the payload, kernel receive",
         "  stamp, one shared clock), host to host through one switch (`single`, unshaped).",
-        f"  `added` = the plane's figure minus the `{DIRECT}` figure of the same repetition,",
-        "  each statistic on its own (a difference of percentiles, not a percentile of",
-        "  differences). One switch hop adds a forwarding step and one more veth crossing.",
-        "  The absolute OWD includes the sender's Python between stamping and `sendto`; it",
+        "  `added` = the plane's figure minus that of a second stream sent at the same time",
+        f"  over a `{DIRECT}` pair (kept up for the repetition), each statistic on its own (a",
+        "  difference of percentiles, not a percentile of differences); the two streams",
+        "  together are 400 pps. The `direct veth` row's OWD is those concurrent floor",
+        "  streams. One switch hop adds a forwarding step and one more veth crossing. The",
+        "  absolute OWD includes the sender's Python between stamping and `sendto`; it",
         "  cancels in `added`.",
-        f"- Per-hop slope: the same stream across a `linear` chain of {hops} switches, "
-        f"(chain − one switch) / {hops - 1}: what each further switch adds, host ends left out.",
+        *slope_note(hops),
         f"- TCP: one iperf2 flow, {sizes.tcp_s:g} s, receiver's goodput. `plane's offloads` =",
         "  as the plane leaves the interfaces: bridge and router keep the veth defaults",
         "  (checksum offload, TSO, GSO on: the kernel moves 64 KiB segments, never cut into",
@@ -319,6 +346,14 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         "",
         f"Reproduce: `{command}`",
     ])
+
+
+def slope_note(hops: int) -> list[str]:
+    if hops == 1:
+        return ["- Per-hop slope: not measured in this run (`--hops 1`)."]
+    return [f"- Per-hop slope: the same stream across a `linear` chain of {hops} switches, "
+            f"(added by the chain − added by one switch) / {hops - 1}: what each further "
+            "switch adds, host ends left out."]
 
 
 def load_1min() -> str:

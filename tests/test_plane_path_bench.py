@@ -14,19 +14,14 @@ TINY = plane_path.Sizes(packets=40, packet_ms=5.0, payload=32, tcp_s=1.0)
 
 
 @pytest.mark.net
-def test_one_bridge_hop_adds_delay_and_carries_tcp():
-    floor = plane_path.measure_one_switch(plane_path.DIRECT, TINY)
-    hop = plane_path.measure_one_switch("bridge", TINY)
-    for figures in (floor, hop):
-        assert figures["packets_received"] == figures["packets_sent"] == TINY.packets
-        assert 0 < figures["owd_p50_us"] <= figures["owd_p99_us"]
-        assert figures["tcp_default_gbit"] > 0.05
-        assert figures["tcp_off_gbit"] > 0.05
-    assert floor["offloads"] == hop["offloads"] == "tx on tso on gso on"  # veth defaults
-
-
-@pytest.mark.net
-def test_a_chain_of_two_bridges_delivers_the_stream():
-    far = plane_path.measure_chain("bridge", 2, TINY)
-    assert far["packets_received"] == far["packets_sent"] == TINY.packets
-    assert 0 < far["owd_p50_us"] <= far["owd_p99_us"]
+def test_bridge_hop_and_chain_beside_the_direct_pair_give_real_figures():
+    with plane_path.forwarding(plane_path.DIRECT, plane_path.direct_pair()) as floor_net:
+        hop, floors = plane_path.measure_plane("bridge", floor_net, 2, TINY)
+    assert len(floors) == 2  # one floor stream beside the single switch, one beside the chain
+    for stream in (hop, *floors):
+        assert stream["packets_received"] == stream["packets_sent"] == TINY.packets
+        assert 0 < stream["owd_p50_us"] <= stream["owd_p99_us"]
+    assert hop["added_p50_us"] == hop["owd_p50_us"] - floors[0]["owd_p50_us"]
+    assert hop["slope_p50_us"] is not None
+    assert hop["offloads"] == "tx on tso on gso on"  # veth defaults: the bridge keeps them
+    assert hop["tcp_default_gbit"] > 0.05 and hop["tcp_off_gbit"] > 0.05
