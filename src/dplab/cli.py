@@ -139,7 +139,7 @@ def _cmd_topo_list(args: argparse.Namespace) -> int:
     from dplab.topology.cli import import_sources
 
     if args.topohub:
-        print("\n".join(from_topohub.keys()))
+        print("\n".join(from_topohub.graph_keys()))
         return 0
     for name in catalog.NAMES:
         print(f"{name:10} {catalog.describe(name)}")

@@ -39,7 +39,7 @@ def resolve(name_or_path: str) -> Topology:
 def import_sources() -> list[str]:
     """What else ``dplab topo show`` and experiment files take besides the catalog."""
     return [
-        f"topohub:KEY     {len(from_topohub.keys())} graphs embedded in topohub "
+        f"topohub:KEY     {len(from_topohub.graph_keys())} graphs embedded in topohub "
         f"({', '.join(from_topohub.groups())}), e.g. topohub:topozoo/Abilene",
         "FILE.graphml    a GraphML/GML file (Internet Topology Zoo)",
         "FILE.py[:NAME]  a Mininet custom-topology file (its 'topos' dict or a Topo class)",

@@ -28,7 +28,7 @@ def load(key: str, **params: object) -> Topology:
     ``params``: ``core_bw``, ``edge_bw`` (Mbit/s, None = unshaped) and ``keep_largest``,
     as for GraphML files."""
     source = f"{PREFIX}{key}"
-    if key not in keys():
+    if key not in graph_keys():
         raise TopologyError(f"{source}: unknown topohub key. {_hint(key)}")
     _check_params(source, params)
     raw = _graph(_read(key))
@@ -49,7 +49,7 @@ def _check_params(source: str, params: dict[str, object]) -> None:
 
 
 @cache
-def keys() -> tuple[str, ...]:
+def graph_keys() -> tuple[str, ...]:
     """Every graph topohub ships, as ``group/.../name``, sorted."""
     data = importlib.resources.files("topohub") / "data"
     found: list[str] = []
@@ -65,12 +65,12 @@ def keys() -> tuple[str, ...]:
 
 
 def groups() -> list[str]:
-    return sorted({key.split("/", 1)[0] for key in keys()})
+    return sorted({key.split("/", 1)[0] for key in graph_keys()})
 
 
 def _hint(key: str) -> str:
     # Compare case-insensitively: "topozoo/abilene" should still suggest "topozoo/Abilene".
-    by_lower = {k.lower(): k for k in keys()}
+    by_lower = {k.lower(): k for k in graph_keys()}
     close = difflib.get_close_matches(key.lower(), list(by_lower), n=5, cutoff=0.6)
     if close:
         return "Close matches: " + ", ".join(by_lower[c] for c in close)
