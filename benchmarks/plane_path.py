@@ -39,6 +39,7 @@ import networkx as nx
 from doc_section import machine_line, write_section  # beside this script
 
 from dplab import planes
+from dplab.measure.resources import ResourceSampler
 from dplab.planes.p4 import OFFLOADS_OFF
 from dplab.substrate import Network, registry
 from dplab.substrate.network import HOST_IF
@@ -140,12 +141,20 @@ def _us(ms: float | None) -> float | None:
     return None if ms is None else ms * 1000
 
 
-def tcp_gbit(net: Network, seconds: float) -> float | None:
-    """Goodput (Gbit/s, receiver side) of one iperf2 TCP flow between the end hosts."""
+def tcp_gbit(net: Network, seconds: float) -> dict[str, float | None]:
+    """Goodput (Gbit/s, receiver side) of one iperf2 TCP flow between the end hosts, and
+    where the CPU went meanwhile: the plane's processes (switch daemons, controller) and
+    the machine's softirq time, where a kernel data path shows up."""
     src, dst = ends(net.topo)
-    result = run_flows(net, [Flow("tcp", "tcp", src, dst, {"duration": seconds})])[0]
+    switch_namespaces = {net.switch_ns(s) for s in net.topo.switches()}
+    with ResourceSampler(switch_namespaces) as sampler:
+        result = run_flows(net, [Flow("tcp", "tcp", src, dst, {"duration": seconds})])[0]
     bps = result.summary.get("throughput_bps")
-    return None if bps is None else bps / 1e9
+    cpu = sampler.stats()
+    user, system = cpu["cpu_user_pct"], cpu["cpu_sys_pct"]
+    return {"gbit": None if bps is None else bps / 1e9,
+            "plane_cpu_pct": None if user is None or system is None else user + system,
+            "softirq_pct": cpu["host_softirq_pct"]}
 
 
 def host_offloads(net: Network) -> str:
@@ -180,12 +189,12 @@ def paired_delay(net: Network, floor_net: Network, sizes: Sizes) -> tuple[dict, 
 def tcp_figures(net: Network, sizes: Sizes) -> dict[str, float | str | None]:
     """TCP with the offloads the plane left, then with offloads off (unless already so)."""
     figures: dict[str, float | str | None] = {"offloads": host_offloads(net)}
-    figures["tcp_default_gbit"] = tcp_gbit(net, sizes.tcp_s)
-    if figures["offloads"] == ALL_OFF:
-        figures["tcp_off_gbit"] = figures["tcp_default_gbit"]  # the same setting: not twice
-    else:
+    measured = tcp_gbit(net, sizes.tcp_s)
+    figures.update({f"tcp_default_{key}": value for key, value in measured.items()})
+    if figures["offloads"] != ALL_OFF:  # else the same setting: not measured twice
         offloads_off(net)
-        figures["tcp_off_gbit"] = tcp_gbit(net, sizes.tcp_s)
+        measured = tcp_gbit(net, sizes.tcp_s)
+    figures.update({f"tcp_off_{key}": value for key, value in measured.items()})
     return figures
 
 
@@ -248,21 +257,19 @@ def _brief(figures: dict) -> str:
 # ------------------------------------------------------------------ the table
 
 
-def spread(values: list) -> str:
-    """Median [min–max] over repetitions; — when no repetition measured it."""
+def spread(values: list, digits: int = 1) -> str:
+    """Median [min–max] over the measurements; — when none measured it."""
     got = [v for v in values if isinstance(v, int | float)]
     if not got:
         return "—"
     if len(got) == 1:
-        return f"{got[0]:.1f}"
-    return f"{statistics.median(got):.1f} [{min(got):.1f}–{max(got):.1f}]"
+        return f"{got[0]:.{digits}f}"
+    return (f"{statistics.median(got):.{digits}f} "
+            f"[{min(got):.{digits}f}–{max(got):.{digits}f}]")
 
 
 def spread_gbit(values: list) -> str:
-    got = [v for v in values if isinstance(v, int | float)]
-    if not got:
-        return "—"
-    return f"{statistics.median(got):.2f} [{min(got):.2f}–{max(got):.2f}]"
+    return spread(values, digits=2)
 
 
 def verdict(values: list, ok: Callable[[float], bool]) -> str:
@@ -270,26 +277,38 @@ def verdict(values: list, ok: Callable[[float], bool]) -> str:
     return "—" if not got else ("meets" if ok(statistics.median(got)) else "misses")
 
 
-def table(rows: dict[str, list[dict]], hops: int) -> list[str]:
-    slope_head = f"per-hop slope p50, {hops}-switch chain (µs)" if hops > 1 else "per-hop slope"
-    lines = [
-        f"| path | OWD p50 (µs) | added p50 (µs) | added p99 (µs) | added mean (µs) "
-        f"| {slope_head} | TCP, plane's offloads (Gbit/s) | TCP, offloads off (Gbit/s) "
-        f"| host offloads as the plane leaves them | received/sent |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+def columns(reps: list[dict]) -> dict[str, list]:
+    return {key: [r.get(key) for r in reps] for key in {k for r in reps for k in r}}
+
+
+def latency_table(rows: dict[str, list[dict]], hops: int) -> list[str]:
+    slope = f"per-hop slope p50, {hops}-switch chain (µs)" if hops > 1 else "per-hop slope"
+    lines = [f"| path | OWD p50 (µs) | added p50 (µs) | added p99 (µs) | added mean (µs) "
+             f"| {slope} | packets received/sent |", "|---|---|---|---|---|---|---|"]
     for label, reps in rows.items():
-        col = {key: [r.get(key) for r in reps] for key in {k for r in reps for k in r}}
+        col = columns(reps)
         received = sum(r.get("packets_received") or 0 for r in reps)
         sent = sum(r.get("packets_sent") or 0 for r in reps)
-        lines.append(" | ".join([
-            f"| {label}", spread(col.get("owd_p50_us", [])),
-            spread(col.get("added_p50_us", [])), spread(col.get("added_p99_us", [])),
-            spread(col.get("added_mean_us", [])), spread(col.get("slope_p50_us", [])),
-            spread_gbit(col.get("tcp_default_gbit", [])), spread_gbit(col.get("tcp_off_gbit", [])),
-            " / ".join(sorted({o for o in col.get("offloads", []) if o})),
-            f"{received:.0f}/{sent:.0f} |",
-        ]))
+        cells = [spread(col.get(key, [])) for key in (
+            "owd_p50_us", "added_p50_us", "added_p99_us", "added_mean_us", "slope_p50_us")]
+        lines.append(f"| {label} | {' | '.join(cells)} | {received:.0f}/{sent:.0f} |")
+    return lines
+
+
+def tcp_table(rows: dict[str, list[dict]]) -> list[str]:
+    lines = ["| path | host offloads as the plane leaves them | TCP, plane's offloads (Gbit/s) "
+             "| plane CPU (% of a core) | softirq (% of all cores) "
+             "| TCP, offloads off (Gbit/s) | plane CPU (% of a core) | softirq (% of all cores) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for label, reps in rows.items():
+        col = columns(reps)
+        offloads = " / ".join(sorted({o for o in col.get("offloads", []) if o}))
+        cells = []
+        for setting in ("default", "off"):
+            cells += [spread_gbit(col.get(f"tcp_{setting}_gbit", [])),
+                      spread(col.get(f"tcp_{setting}_plane_cpu_pct", []), digits=0),
+                      spread(col.get(f"tcp_{setting}_softirq_pct", []), digits=0)]
+        lines.append(f"| {label} | {offloads} | {' | '.join(cells)} |")
     return lines
 
 
@@ -315,10 +334,27 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         f"Load average (1 min) at the start: {load[0]}, at the end: {load[1]}. "
         f"Median [min–max] of {repeat} repetitions, configurations interleaved.",
         "",
-        *table(rows, hops),
+        "### One-way delay added per hop (low load)",
+        "",
+        *latency_table(rows, hops),
+        "",
+        "### One TCP flow through one switch",
+        "",
+        *tcp_table(rows),
+        "",
+        "### Budgets (medians)",
         "",
         *budgets(rows),
         "",
+        *notes(sizes, hops),
+        "",
+        f"Reproduce: `{command}`",
+    ])
+
+
+def notes(sizes: Sizes, hops: int) -> list[str]:
+    """What each figure is, how it was measured, and where the time goes."""
+    return [
         f"- One-way delay: {sizes.packets} UDP packets at {1000 / sizes.packet_ms:g} pps, "
         f"{sizes.payload}-byte payload (rtp_tool: send time in the payload, kernel receive",
         "  stamp, one shared clock), host to host through one switch (`single`, unshaped).",
@@ -330,11 +366,16 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         "  absolute OWD includes the sender's Python between stamping and `sendto`; it",
         "  cancels in `added`.",
         *slope_note(hops),
-        f"- TCP: one iperf2 flow, {sizes.tcp_s:g} s, receiver's goodput. `plane's offloads` =",
-        "  as the plane leaves the interfaces: bridge and router keep the veth defaults",
+        f"- TCP: one iperf2 flow, {sizes.tcp_s:g} s, receiver's goodput. CPU during the flow:",
+        "  `plane CPU` = the plane's processes in the switch namespaces (switch daemons, P4Runtime",
+        "  servers, controller; — for bridge/router, which have none), `softirq` = the whole",
+        "  machine's softirq time, where the kernel's packet path (veth, bridge, routing) runs.",
+        "  `plane's offloads` = as the plane leaves the interfaces: bridge and router keep",
+        "  the veth defaults",
         "  (checksum offload, TSO, GSO on: the kernel moves 64 KiB segments, never cut into",
         "  frames inside the namespaces); OVS's userspace datapath needs `tx off` (a checksum",
-        "  left to offload would never be filled in), which also drops TSO; the p4 switch",
+        "  left to offload would never be filled in), which also drops TSO (GSO stays on, so",
+        "  segments are cut into frames before they reach the switch); the p4 switch",
         "  needs whole, checksummed frames, so its plane turns `tx`, `tso` and `gso` off.",
         "  `offloads off` = the p4 plane's setting applied to every plane (host and switch",
         "  ports), the like-for-like comparison of per-packet forwarding cost. Where a plane",
@@ -343,9 +384,7 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         "  space: each packet crosses the kernel twice more than on a bridge and, at low load,",
         "  may wait for the switch's poll loop to wake. OVS (netdev datapath) is user space",
         "  too. Bridge and router stay in the kernel's softirq path.",
-        "",
-        f"Reproduce: `{command}`",
-    ])
+    ]
 
 
 def slope_note(hops: int) -> list[str]:

@@ -11,13 +11,13 @@ ffmpeg on the server sends the content live (-re) over RTP/UDP; on the client
 video_rtp_recv records every packet and hands it to an ffmpeg that decodes the stream.
 
 Frames: at frame_at seconds, what the viewer sees and what was sent are written as PNGs.
-rtp: the client's ffmpeg writes the first decoded frame at or after frame_at (stream
-time), the sent one is the content's frame at frame_at. http: the player does not decode;
-TCP delivers the content's bytes unchanged, so the viewer's picture is the content's frame
-at the playout position at frame_at wall seconds after the request (behind by the startup
-delay and stalls), the sent one the content's frame at frame_at. frame_diff_pct compares
-them. The PNGs are kept only inside `keep_frames(folder)`, as
-<folder>/<flow_id>-sent.png and <flow_id>-received.png.
+rtp: the client's ffmpeg writes its (frame_at * fps)-th decoded frame (counted from 0, the
+moment frame_at of the stream), the sent one is the content's frame at frame_at. http: the
+player does not decode; TCP delivers the content's bytes unchanged, so the viewer's
+picture is the content's frame at the playout position at frame_at wall seconds after the
+request (behind by the startup delay and stalls), the sent one the content's frame at
+frame_at. frame_diff_pct compares them. The PNGs are kept only inside
+`keep_frames(folder)`, as <folder>/<flow_id>-sent.png and <flow_id>-received.png.
 """
 
 from __future__ import annotations
@@ -243,7 +243,10 @@ class VideoFlows:
             "--idle",
             f"{RTP_IDLE_S:g}",
         ]
-        select = f"select='gte(t,{viewer.params.frame_at_s:g})'"
+        # By frame count, not time: the stream's RTP timestamps start at a random offset and
+        # ffmpeg's estimate of the start put every frame one frame early in our runs.
+        frame = round(viewer.params.frame_at_s * viewer.params.content.fps)
+        select = f"select='gte(n,{frame})'"
         decode = [
             *FFMPEG,
             "-protocol_whitelist",
