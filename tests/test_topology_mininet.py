@@ -30,6 +30,7 @@ def test_dumbbell_is_renamed_in_natural_order_keeping_mininet_names():
     assert topo.hosts() == ["h1", "h2", "h3", "h4"]
     assert labels(topo, topo.hosts()) == ["l1", "l2", "r1", "r2"]
     assert labels(topo, topo.switches()) == ["sl1", "sr1"]
+    assert [topo.graph.nodes[s]["layer"] for s in topo.switches()] == [0, 0]
     assert sorted(topo.graph.neighbors("s1")) == ["h1", "h2", "s2"]
     assert topo.graph.edges["s1", "s2"]["bw_mbit"] == 10.0
     assert topo.graph.edges["h3", "s2"]["bw_mbit"] == 100.0
@@ -66,6 +67,16 @@ class Pair(Topo):
 """)
     edge = from_mininet.load(path).graph.edges["s1", "s2"]
     assert (edge["bw_mbit"], edge["delay_ms"], edge["loss_pct"]) == (bw, delay_ms, loss)
+
+
+def test_mininets_own_tree_topo_through_the_topos_dict(tmp_path):
+    path = write(tmp_path, "from mininet.topolib import TreeTopo\ntopos = {'tree': TreeTopo}\n")
+    topo = from_mininet.load(path, "tree", {"depth": 2, "fanout": 3})
+    assert (len(topo.switches()), len(topo.hosts())) == (4, 9)
+    assert topo.graph.number_of_edges() == 3 + 9
+    layers = {topo.graph.nodes[s]["label"]: topo.graph.nodes[s]["layer"] for s in topo.switches()}
+    assert layers == {"s1": 0, "s2": 1, "s3": 1, "s4": 1}   # root on top, for drawing
+    assert {bw for *_, bw in topo.graph.edges(data="bw_mbit")} == {None}   # Mininet: unshaped
 
 
 def test_mininet_natural_sort_puts_h2_before_h10(tmp_path):

@@ -7,7 +7,8 @@ name order, each keeping its Mininet name as ``label``. Link options map ``bw`` 
 ``bw_mbit`` (absent = unshaped, as in Mininet), ``delay`` ("5ms", "250us", "1s"; a bare
 number is microseconds, as for tc) -> ``delay_ms``, ``loss`` (%) -> ``loss_pct``; other
 options (``max_queue_size``, ``cls``, ...) are not modelled. Mininet's own port numbers are
-kept for reference as ``mininet_ports`` ({node: port}); dplab numbers ports itself.
+kept for reference as ``mininet_ports`` ({node: port}); dplab numbers ports itself. Switches
+get a ``layer`` (hops from the centre of the switch graph) for drawing.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def _topology(file: Path, dump: dict) -> Topology:
         _add_link(where, graph, names, link)
     _check_hosts(where, graph, dump["hosts"], names)
     _check_connected(where, graph)
+    _set_layers(graph, [names[mn] for mn in dump["switches"]])
     hosts = [names[mn] for mn in dump["hosts"]]
     return Topology(dump["name"], graph, across_pairs(hosts))
 
@@ -155,3 +157,12 @@ def _check_connected(where: str, graph: nx.Graph) -> None:
         cut_off = sorted(graph.nodes[n]["label"] for part in parts[1:] for n in part)
         raise TopologyError(f"{where}: the topology falls into {len(parts)} separate parts; "
                             f"cut off from the largest: {', '.join(cut_off)}")
+
+
+def _set_layers(graph: nx.Graph, switches: list[str]) -> None:
+    """``layer`` = hops from the switch graph's centre, so a drawing shows a Mininet tree or
+    dumbbell in rows (the root or the bottleneck on top) rather than a tangle."""
+    core = graph.subgraph(switches)
+    hops = nx.multi_source_dijkstra_path_length(core, set(nx.center(core)))
+    for switch, layer in hops.items():
+        graph.nodes[switch]["layer"] = int(layer)
