@@ -117,7 +117,10 @@ class VideoWorkload(Strict):
     max_buffer_s: Annotated[float, Field(gt=0)] = 30.0
 
     @model_validator(mode="after")
-    def _frame_inside(self) -> VideoWorkload:
+    def _encodable(self) -> VideoWorkload:
+        if any(int(size) < 16 or int(size) % 2 for size in self.resolution.split("x")):
+            raise ValueError(f"resolution {self.resolution}: sizes must be even and >= 16 "
+                             "(H.264 4:2:0)")
         if self.frame_at is not None and self.frame_at >= self.duration:
             raise ValueError(f"frame_at ({self.frame_at:g} s) must be below duration")
         return self
