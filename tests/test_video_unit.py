@@ -158,3 +158,16 @@ def test_bad_params_are_refused_naming_the_flow(params, complaint):
     with pytest.raises(ValueError, match=complaint) as caught:
         video.validate(params, "flow 'v1'")
     assert "flow 'v1'" in str(caught.value)
+
+
+def test_spec_video_workload_defaults_to_the_cdn_pairs_and_refuses_odd_sizes():
+    from pydantic import ValidationError
+
+    from dplab.spec.model import VideoWorkload
+
+    w = VideoWorkload(kind="video")
+    assert (w.pairs, w.mode, w.resolution, w.frame_at) == ("cdn", "http", "1280x720", None)
+    with pytest.raises(ValidationError, match="even"):
+        VideoWorkload(kind="video", resolution="1280x719")
+    with pytest.raises(ValidationError, match="below duration"):
+        VideoWorkload(kind="video", duration=5, frame_at=5)
