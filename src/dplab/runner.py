@@ -17,6 +17,7 @@ from dplab.substrate.network import Network
 from dplab.substrate.registry import SubstrateError
 from dplab.topology import catalog, from_mininet, from_topohub, importers
 from dplab.topology.model import Topology
+from dplab.workloads import video
 from dplab.workloads.capture import CapturePoint, Captures, requested_interfaces
 from dplab.workloads.flows import Flow, FlowResult, run_flows
 
@@ -147,8 +148,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
     stats: dict[str, float | None] = {}
     error: str | None = None
     try:
-        pcap_dir = store.results_dir / "pcap" / key.run_id
-        results, stats = _execute(key, plan, pcap_dir, say, clock)
+        results, stats = _execute(key, plan, store.results_dir, say, clock)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
@@ -189,8 +189,9 @@ class StageClock:
         return out
 
 
-def _execute(key: RunKey, plan: RunPlan, pcap_dir: Path, say: Progress,
+def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
              clock: StageClock) -> tuple[list[FlowResult], dict[str, float | None]]:
+    """One run; its pcaps and video frames go to <results>/{pcap,frames}/<run_id>/."""
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
     say(f"{key.run_id}: building {topo.name}")
@@ -204,8 +205,10 @@ def _execute(key: RunKey, plan: RunPlan, pcap_dir: Path, say: Progress,
             clock.lap("plane_ready")
             results: list[FlowResult] = []
             switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
-            points = _capture_points(net, plan.captures, pcap_dir)
-            with ResourceSampler(switch_namespaces) as resources, Captures(net, points) as pcap:
+            points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
+            with ResourceSampler(switch_namespaces) as resources, \
+                    Captures(net, points) as pcap, \
+                    video.keep_frames(results_dir / "frames" / key.run_id):
                 for number, flows in enumerate(plan.phases, start=1):
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
