@@ -180,6 +180,13 @@ def test_direct_meter_entry_polices_its_table_entry(ctl):
                                                                 pburst=1))
     client.write(with_meter)
     assert len(send_and_capture(rig, 1, other)[2]) == 1
+    # A DirectMeterEntry without a config unconfigures the meter: everything GREEN again.
+    unconfigure = pb.Entity()
+    unconfigure.direct_meter_entry.table_entry.CopyFrom(with_meter.table_entry)
+    unconfigure.direct_meter_entry.table_entry.ClearField("action")
+    unconfigure.direct_meter_entry.table_entry.ClearField("meter_config")
+    client.write(unconfigure, op=pb.Update.MODIFY)
+    assert len(send_and_capture(rig, 1, other)[2]) == 10
 
 
 def test_register_entry_write_read_and_packets_add_to_it(ctl):

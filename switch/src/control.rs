@@ -465,7 +465,16 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
         )));
     }
     let (matches, priority) = entry_key(rt, t, req)?;
-    let direct_meter = def.direct_meter.is_some();
+    // Checked before the table changes: a refused request must leave no entry behind.
+    // None: keep the entry's meter; Some(None): no meter (all green); Some(Some(c)): c.
+    let meter: Option<Option<MeterConfig>> = match req.get("meter") {
+        None => None,
+        Some(Value::Null) => Some(None),
+        Some(_) if def.direct_meter.is_none() => {
+            return Err(invalid("this table has no direct meter"))
+        }
+        Some(m) => Some(Some(meter_config(m)?)),
+    };
     let slot = match cmd {
         "table_delete" => {
             rt.tables[t]
@@ -487,11 +496,6 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
                 .map_err(table_error)?
         }
     };
-    let meter = match req.get("meter") {
-        Some(Value::Null) | None => None,
-        Some(m) if direct_meter => Some(meter_config(m)?),
-        Some(_) => return Err(invalid("this table has no direct meter")),
-    };
     if let Some(e) = rt.tables[t].entry_mut(slot) {
         if let Some(ns) = req.get("idle_timeout_ns").and_then(Value::as_u64) {
             e.idle_timeout_ns = ns;
@@ -500,7 +504,7 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
             e.last_hit_ns = now;
         }
         if let Some(config) = meter {
-            e.meter = Some(crate::meters::Meter::new(config, now));
+            e.meter = config.map(|c| crate::meters::Meter::new(c, now));
         }
     }
     Ok(Value::Null)

@@ -86,18 +86,17 @@ class Entities:
         te = entry.table_entry
         table = self.index.table(te.table_id)
         self._check_direct_meter(table)
-        if not entry.HasField("config"):
-            raise P4RuntimeError("UNIMPLEMENTED", "the switch cannot unconfigure a direct "
-                                 "meter; write a config instead")
         match = codec.match_to_switch(table, te.match)
         current = self._find_entry(table, match, te.priority)
         self.switch.call("table_modify", table=te.table_id, match=match, priority=te.priority,
                          action={"action": current["action"]["action"],
                                  "args": current["action"]["args"]},
-                         meter=codec.meter_to_switch(entry.config))
+                         # no config: unconfigured, every packet GREEN (P4Runtime spec)
+                         meter=(codec.meter_to_switch(entry.config)
+                                if entry.HasField("config") else None))
 
     def _check_direct_meter(self, table) -> None:
-        # The switch would insert the entry before refusing its meter: refuse it first.
+        # A plain INVALID_ARGUMENT naming the table, before any entry is looked up.
         if not self.index.has_direct_meter(table):
             raise invalid(f"table {table.preamble.name} has no direct meter")
 
