@@ -66,7 +66,8 @@ pub fn request(fd: RawFd, frame_size: usize, frame_count: usize) -> io::Result<(
     setsockopt(fd, libc::PACKET_TX_RING, &req)
 }
 
-fn setsockopt<T>(fd: RawFd, opt: i32, value: &T) -> io::Result<()> {
+/// One SOL_PACKET socket option.
+pub fn setsockopt<T>(fd: RawFd, opt: i32, value: &T) -> io::Result<()> {
     let len = std::mem::size_of::<T>() as libc::socklen_t;
     let rc = unsafe {
         libc::setsockopt(

@@ -134,24 +134,9 @@ fn open_ring(iface: &str) -> Result<(i32, TxRing), String> {
     }
     let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
     let one: libc::c_int = 1;
-    let int_len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    for (opt, value) in [
-        (libc::PACKET_VERSION, &version),
-        (libc::PACKET_QDISC_BYPASS, &one),
-    ] {
-        let rc = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_PACKET,
-                opt,
-                value as *const _ as *const _,
-                int_len,
-            )
-        };
-        if rc != 0 {
-            return Err(os_err("setsockopt"));
-        }
-    }
+    txring::setsockopt(fd, libc::PACKET_VERSION, &version)
+        .and_then(|_| txring::setsockopt(fd, libc::PACKET_QDISC_BYPASS, &one))
+        .map_err(|e| format!("setsockopt: {e}"))?;
     txring::request(fd, FRAME_SIZE, FRAME_COUNT).map_err(|e| format!("PACKET_TX_RING: {e}"))?;
     let len = FRAME_SIZE * FRAME_COUNT;
     let prot = libc::PROT_READ | libc::PROT_WRITE;
