@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -17,10 +16,10 @@ from typing import IO, Any, Protocol
 
 from dplab.substrate.network import HOST_IF
 from dplab.topology.model import Topology
+from dplab.workloads.waiting import wait_ready
 
 READY_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 5.0
-POLL_S = 0.02
 SYN_FILTER = "tcp[tcpflags] & tcp-syn != 0"  # SYNs and SYN-ACKs
 
 
@@ -82,15 +81,10 @@ class Captures:
         return [*argv, self.bpf_filter] if self.bpf_filter else argv
 
     def _wait_listening(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        waiting = list(self._running)
-        while waiting and time.monotonic() < deadline:
-            waiting = [d for d in waiting if not _said_listening(d) and d.process.poll() is None]
-            if waiting:
-                time.sleep(POLL_S)
-        for dump in self._running:
-            if not _said_listening(dump):
-                self.problems.append(f"capture on {dump.point.ns}/{dump.point.ifname} did not "
+        silent = wait_ready(self._running, _said_listening, lambda d: d.process,
+                            READY_TIMEOUT_S)
+        for dump in silent:
+            self.problems.append(f"capture on {dump.point.ns}/{dump.point.ifname} did not "
                                      f"start: {_log_text(dump).strip()[-200:]}")
 
     def _stop(self, dump: _Tcpdump) -> None:

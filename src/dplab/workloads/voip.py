@@ -30,6 +30,7 @@ from dplab.measure import emodel
 from dplab.measure.jitter import rfc3550_jitter_series
 from dplab.measure.stats import mean, percentile
 from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
+from dplab.workloads.waiting import wait_ready
 
 if TYPE_CHECKING:
     from dplab.workloads.flows import Flow, FlowNetwork
@@ -51,7 +52,6 @@ CODECS = ("g711",)
 FIRST_PORT = 16384  # RTP's customary range, apart from iperf's 5001+
 READY_TIMEOUT_S = 5.0
 ARRIVAL_GRACE_S = 1.0  # how long the receiver may wait for stragglers after the sender ended
-POLL_S = 0.02
 MAX_PAYLOAD = 65507 - 12  # largest UDP payload minus the RTP header
 BIN_S = 1.0
 TOOL = [sys.executable, "-m", "dplab.workloads.rtp_tool"]
@@ -140,15 +140,9 @@ class VoipFlows:
         return self.net.popen(ns, argv, stdout=out, stderr=subprocess.STDOUT, text=True)
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        waiting = list(self.streams)
-        while waiting and time.monotonic() < deadline:
-            waiting = [s for s in waiting if not _said_ready(s) and s.receiver.poll() is None]
-            if waiting:
-                time.sleep(POLL_S)
-        for stream in self.streams:
-            if not _said_ready(stream):
-                stream.problems.append(f"RTP receiver on {stream.flow.dst} did not start")
+        silent = wait_ready(self.streams, _said_ready, lambda s: s.receiver, READY_TIMEOUT_S)
+        for stream in silent:
+            stream.problems.append(f"RTP receiver on {stream.flow.dst} did not start")
 
     def wait(self) -> None:
         """Senders to their end (or timeout), then receivers get a grace for stragglers."""
