@@ -63,6 +63,7 @@ TCP_BUDGET_GBIT = 2.0
 FEATURES = {"tx-checksumming": "tx", "tx-tcp-segmentation": "tso",
             "generic-segmentation-offload": "gso"}
 ALL_OFF = "tx off tso off gso off"
+TCP_PAYLOAD_BYTES = 1448  # MSS on a 1500-byte MTU with TCP timestamps
 
 
 @dataclass(frozen=True)
@@ -346,13 +347,13 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         "",
         *budgets(rows),
         "",
-        *notes(sizes, hops),
+        *notes(sizes, hops, rows),
         "",
         f"Reproduce: `{command}`",
     ])
 
 
-def notes(sizes: Sizes, hops: int) -> list[str]:
+def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
     """What each figure is, how it was measured, and where the time goes."""
     return [
         f"- One-way delay: {sizes.packets} UDP packets at {1000 / sizes.packet_ms:g} pps, "
@@ -371,20 +372,42 @@ def notes(sizes: Sizes, hops: int) -> list[str]:
         "  servers, controller; — for bridge/router, which have none), `softirq` = the whole",
         "  machine's softirq time, where the kernel's packet path (veth, bridge, routing) runs.",
         "  `plane's offloads` = as the plane leaves the interfaces: bridge and router keep",
-        "  the veth defaults",
-        "  (checksum offload, TSO, GSO on: the kernel moves 64 KiB segments, never cut into",
-        "  frames inside the namespaces); OVS's userspace datapath needs `tx off` (a checksum",
-        "  left to offload would never be filled in), which also drops TSO (GSO stays on, so",
+        "  the veth defaults (checksum offload, TSO, GSO on: the kernel moves 64 KiB",
+        "  segments, never cut into frames inside the namespaces); OVS's userspace datapath",
+        "  needs `tx off` (a checksum left to offload would never be filled in), which also",
+        "  drops TSO (GSO stays on, so",
         "  segments are cut into frames before they reach the switch); the p4 switch",
         "  needs whole, checksummed frames, so its plane turns `tx`, `tso` and `gso` off.",
         "  `offloads off` = the p4 plane's setting applied to every plane (host and switch",
         "  ports), the like-for-like comparison of per-packet forwarding cost. Where a plane",
         "  already runs in that state the figure is the same measurement.",
-        "- The p4 switch (`dplab-switch`) moves every frame through AF_PACKET rings in user",
-        "  space: each packet crosses the kernel twice more than on a bridge and, at low load,",
-        "  may wait for the switch's poll loop to wake. OVS (netdev datapath) is user space",
-        "  too. Bridge and router stay in the kernel's softirq path.",
+        "- Where the time goes. The p4 switch (`dplab-switch`) moves every frame through",
+        "  AF_PACKET rings in user space: two more kernel crossings per frame than a bridge,",
+        "  and at low load its thread sleeps in poll() between packets, so each packet pays",
+        "  a wake-up. In a chain every switch is its own process to wake, sharing two cores",
+        "  with the P4Runtime servers, the controller and the traffic, which is why its",
+        "  per-hop slope exceeds its first hop. OVS's netdev datapath (no DPDK here) is user",
+        "  space too, all bridges in one ovs-vswitchd. Bridge and router stay in the",
+        "  kernel's softirq path: no wake-up, no copy.",
+        *tcp_cost_note(rows),
     ]
+
+
+def tcp_cost_note(rows: dict[str, list[dict]]) -> list[str]:
+    """Frames per second the p4 switch carried in its TCP run, from the measured goodput."""
+    reps = rows.get("p4-proactive", [])
+    gbit = [r["tcp_default_gbit"] for r in reps if r.get("tcp_default_gbit") is not None]
+    cpu = [r["tcp_default_plane_cpu_pct"] for r in reps
+           if r.get("tcp_default_plane_cpu_pct") is not None]
+    if not gbit or not cpu:
+        return []
+    kfps = statistics.median(gbit) * 1e9 / (TCP_PAYLOAD_BYTES * 8) / 1000
+    return [f"- p4 TCP: {statistics.median(gbit):.2f} Gbit/s of goodput is ≈ {kfps:.0f} k data "
+            f"frames/s ({TCP_PAYLOAD_BYTES} B of payload each) plus their ACKs the other way,",
+            "  every one a trip through the switch, while its processes got "
+            f"{statistics.median(cpu):.0f} % of a core; iperf's two ends and the kernel's veth",
+            "  work took the rest of the two cores. Compare the switch's own rate (P4 switch",
+            "  section: packets per second of one fully busy core)."]
 
 
 def slope_note(hops: int) -> list[str]:
