@@ -385,10 +385,10 @@ def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
         "  AF_PACKET rings in user space: two more kernel crossings per frame than a bridge,",
         "  and at low load its thread sleeps in poll() between packets, so each packet pays",
         "  a wake-up. In a chain every switch is its own process to wake, sharing two cores",
-        "  with the P4Runtime servers, the controller and the traffic, which is why its",
-        "  per-hop slope exceeds its first hop. OVS's netdev datapath (no DPDK here) is user",
-        "  space too, all bridges in one ovs-vswitchd. Bridge and router stay in the",
-        "  kernel's softirq path: no wake-up, no copy.",
+        "  with the P4Runtime servers, the controller and the traffic, so the wake-ups add",
+        "  up per switch. OVS's netdev datapath (no DPDK here) is user space too, all",
+        "  bridges in one ovs-vswitchd. Bridge and router stay in the kernel's softirq",
+        "  path, run in the sender's own context: no process to wake.",
         *tcp_cost_note(rows),
     ]
 
