@@ -15,6 +15,7 @@ from typing import IO, Any, Protocol
 from dplab.measure.iperf_report import IperfParseError
 from dplab.measure.ping_report import PingParseError
 from dplab.measure.syn_delay import Endpoint, syn_delays_ms
+from dplab.substrate.network import HOST_IF
 from dplab.workloads import iperf, ping, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
 from dplab.workloads.measured import Measured, missing
@@ -261,7 +262,7 @@ def _kill_all(jobs: list[_Job]) -> None:
 def _syn_capture_points(net: FlowNetwork, jobs: list[_Job], tmp: Path) -> list[CapturePoint]:
     """One SYN capture on the interface of every host that opens a TCP flow."""
     clients = sorted({job.flow.src for job in jobs if _is_tcp(job)})
-    return [CapturePoint(net.host_ns(host), "eth0", tmp / f"syn-{host}.pcap") for host in clients]
+    return [CapturePoint(net.host_ns(host), HOST_IF, tmp / f"syn-{host}.pcap") for host in clients]
 
 
 def _syn_delays(captures: Captures) -> dict[Endpoint, float]:
