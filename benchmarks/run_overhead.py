@@ -71,9 +71,10 @@ def render(rows: dict[str, dict[str, float]], repeat: int) -> str:
     lines += [
         "",
         "- `traffic phase` includes starting the iperf servers and collecting their reports;",
-        "  `plane ready` for `bridge` is kernel STP settling (forward delay 2 s, the kernel's",
-        "  minimum, twice) because this topology has loops; `collect stats` waits for the",
-        "  controller's next counter write (every 0.5 s) so nothing counted is missed.",
+        "  `plane ready` for `bridge` is one ping across (its loops are cut by a spanning tree",
+        "  computed up front; `stp: kernel` would add 2 x 2 s of STP settling); `collect stats`",
+        "  waits for the controller's next counter write (every 0.1 s) so nothing counted is",
+        "  missed.",
         "",
         "Reproduce: `sudo .venv/bin/python benchmarks/run_overhead.py --repeat 3 --write`",
     ]
