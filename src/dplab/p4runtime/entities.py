@@ -243,40 +243,39 @@ class Entities:
             yield out
 
     def _read_counter_entry(self, want: pb.CounterEntry) -> Iterator[pb.CounterEntry]:
-        ids = [want.counter_id] if want.counter_id else list(self.index.counters)
-        for counter_id in ids:
-            self.index.lookup("counters", counter_id)
-            req = {"index": want.index.index} if want.HasField("index") else {}
-            for cell in self.switch.call("counter_read", counter=counter_id, **req)["cells"]:
-                out = pb.CounterEntry(counter_id=counter_id)
-                out.index.index = cell["index"]
-                out.data.packet_count = cell.get("packets", 0)
-                out.data.byte_count = cell.get("bytes", 0)
-                yield out
+        for counter_id, cell in self._indexed_cells("counters", want.counter_id, want):
+            out = pb.CounterEntry(counter_id=counter_id)
+            out.index.index = cell["index"]
+            out.data.packet_count = cell.get("packets", 0)
+            out.data.byte_count = cell.get("bytes", 0)
+            yield out
 
     def _read_meter_entry(self, want: pb.MeterEntry) -> Iterator[pb.MeterEntry]:
-        ids = [want.meter_id] if want.meter_id else list(self.index.meters)
-        for meter_id in ids:
-            self.index.lookup("meters", meter_id)
-            req = {"index": want.index.index} if want.HasField("index") else {}
-            for cell in self.switch.call("meter_read", meter=meter_id, **req)["cells"]:
-                out = pb.MeterEntry(meter_id=meter_id)
-                out.index.index = cell["index"]
-                config = codec.meter_from_switch(cell.get("config"))
-                if config is not None:
-                    out.config.CopyFrom(config)
-                yield out
+        for meter_id, cell in self._indexed_cells("meters", want.meter_id, want):
+            out = pb.MeterEntry(meter_id=meter_id)
+            out.index.index = cell["index"]
+            config = codec.meter_from_switch(cell.get("config"))
+            if config is not None:
+                out.config.CopyFrom(config)
+            yield out
 
     def _read_register_entry(self, want: pb.RegisterEntry) -> Iterator[pb.RegisterEntry]:
-        ids = [want.register_id] if want.register_id else list(self.index.registers)
-        for register_id in ids:
-            self.index.lookup("registers", register_id)
-            req = {"index": want.index.index} if want.HasField("index") else {}
-            for cell in self.switch.call("register_read", register=register_id, **req)["cells"]:
-                out = pb.RegisterEntry(register_id=register_id)
-                out.index.index = cell["index"]
-                out.data.bitstring = codec.to_bytes(cell["value"])
-                yield out
+        for register_id, cell in self._indexed_cells("registers", want.register_id, want):
+            out = pb.RegisterEntry(register_id=register_id)
+            out.index.index = cell["index"]
+            out.data.bitstring = codec.to_bytes(cell["value"])
+            yield out
+
+    def _indexed_cells(self, kind: str, wanted_id: int, want) -> Iterator[tuple[int, dict]]:
+        """(id, cell) of each counter/meter/register cell a read asks for: every instance
+        when the id is 0 (wildcard), one cell when the request names an index."""
+        ids = [wanted_id] if wanted_id else list(getattr(self.index, kind))
+        req = {"index": want.index.index} if want.HasField("index") else {}
+        extern = kind.removesuffix("s")  # the switch's command and field: counter_read ...
+        for ident in ids:
+            self.index.lookup(kind, ident)
+            for cell in self.switch.call(f"{extern}_read", **{extern: ident}, **req)["cells"]:
+                yield ident, cell
 
     def _read_digest_entry(self, want: pb.DigestEntry) -> Iterator[pb.DigestEntry]:
         if want.digest_id:
