@@ -129,3 +129,16 @@ class Client:
     def close(self) -> None:
         self.outbox.put(None)
         self.channel.close()
+
+
+@contextmanager
+def primary_client(address: str, program: tuple[Path, p4info_pb2.P4Info], election: int = 1):
+    """A client that asked to be primary and loaded ``program``; yields (client, its
+    arbitration reply) and closes the client afterwards."""
+    client = Client(address, election)
+    try:
+        won = client.next("arbitration")
+        client.set_pipeline(program)
+        yield client, won
+    finally:
+        client.close()

@@ -11,7 +11,7 @@ import grpc
 import pytest
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Client, Names, compile_with_info, rig_with_server
+from p4runtime_rig import Client, Names, compile_with_info, primary_client, rig_with_server
 from switch_rig import udp_frame
 
 pytestmark = pytest.mark.net
@@ -36,14 +36,11 @@ def served(tmp_path_factory):
 def ctl(served, program):
     """(rig, primary client with the pipeline freshly loaded, P4Info names)."""
     rig, address = served
-    client = Client(address, 10)
-    assert client.next("arbitration").status.code == 0
-    client.set_pipeline(program)  # a new pipeline clears every entry and cell
-    rig.drain()
-    try:
+    # a new pipeline clears every entry and cell
+    with primary_client(address, program, election=10) as (client, won):
+        assert won.status.code == 0
+        rig.drain()
         yield rig, client, Names(program[1])
-    finally:
-        client.close()
 
 
 def ip(text: str) -> bytes:

@@ -8,7 +8,7 @@ from pathlib import Path
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Client, Names, compile_with_info, rig_with_server
+from p4runtime_rig import Client, Names, compile_with_info, primary_client, rig_with_server
 from switch_rig import udp_frame
 
 pytestmark = pytest.mark.net
@@ -28,6 +28,14 @@ def server(tmp_path):
     address = f"unix:{tmp_path}/p4rt.sock"
     with rig_with_server(address) as rig:
         yield rig, address
+
+
+@pytest.fixture()
+def primary(server, program):
+    """(rig, a primary client with the program loaded)."""
+    rig, address = server
+    with primary_client(address, program) as (client, _):
+        yield rig, client
 
 
 def forward_entry(info, mac: str, port: int) -> pb.Entity:
@@ -66,28 +74,22 @@ def test_arbitration_primary_and_backup(server, program):
         high.close()
 
 
-def test_table_write_read_and_forwarding(server, program):
-    rig, address = server
-    client = Client(address, 1)
-    try:
-        client.next("arbitration")
-        client.set_pipeline(program)
-        client.write(forward_entry(program[1], DST, 2))
-        rig.drain()
-        rig.send(1, udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2"))
-        assert len(rig.capture()[2]) == 1
-        probe = pb.Entity()
-        probe.table_entry.table_id = Names(program[1])[TABLE]
-        probe.table_entry.counter_data.SetInParent()
-        (read,) = client.read(probe)
-        assert read.table_entry.match[0].exact.value == bytes.fromhex("02")
-        assert read.table_entry.action.action.params[0].value == bytes([2])
-        assert read.table_entry.counter_data.packet_count == 1
-        config = client.stub.GetForwardingPipelineConfig(
-            pb.GetForwardingPipelineConfigRequest(device_id=1))
-        assert config.config.p4info == program[1]
-    finally:
-        client.close()
+def test_table_write_read_and_forwarding(primary, program):
+    rig, client = primary
+    client.write(forward_entry(program[1], DST, 2))
+    rig.drain()
+    rig.send(1, udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2"))
+    assert len(rig.capture()[2]) == 1
+    probe = pb.Entity()
+    probe.table_entry.table_id = Names(program[1])[TABLE]
+    probe.table_entry.counter_data.SetInParent()
+    (read,) = client.read(probe)
+    assert read.table_entry.match[0].exact.value == bytes.fromhex("02")
+    assert read.table_entry.action.action.params[0].value == bytes([2])
+    assert read.table_entry.counter_data.packet_count == 1
+    config = client.stub.GetForwardingPipelineConfig(
+        pb.GetForwardingPipelineConfigRequest(device_id=1))
+    assert config.config.p4info == program[1]
 
 
 def test_wrong_requests_get_spec_status_codes(server, program):
@@ -120,59 +122,47 @@ def test_wrong_requests_get_spec_status_codes(server, program):
         client.close()
 
 
-def test_packet_out_and_packet_in(server, program):
-    rig, address = server
-    client = Client(address, 1)
-    try:
-        client.next("arbitration")
-        client.set_pipeline(program)
-        rig.drain()
-        frame = udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
-        out = pb.StreamMessageRequest()
-        out.packet.payload = frame
-        out.packet.metadata.add(metadata_id=1, value=bytes([3]))
-        client.outbox.put(out)
-        assert rig.capture()[3] == [frame]
-        rig.send(2, frame)  # table miss -> controller
-        packet_in = client.next("packet")
-        assert packet_in is not None and packet_in.payload == frame
-        assert {m.metadata_id: m.value for m in packet_in.metadata}[1] == bytes([2])
-    finally:
-        client.close()
+def test_packet_out_and_packet_in(primary, program):
+    rig, client = primary
+    rig.drain()
+    frame = udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
+    out = pb.StreamMessageRequest()
+    out.packet.payload = frame
+    out.packet.metadata.add(metadata_id=1, value=bytes([3]))
+    client.outbox.put(out)
+    assert rig.capture()[3] == [frame]
+    rig.send(2, frame)  # table miss -> controller
+    packet_in = client.next("packet")
+    assert packet_in is not None and packet_in.payload == frame
+    assert {m.metadata_id: m.value for m in packet_in.metadata}[1] == bytes([2])
 
 
-def test_multicast_group_and_default_entry(server, program):
-    rig, address = server
-    client = Client(address, 1)
+def test_multicast_group_and_default_entry(primary, program):
+    rig, client = primary
     n = Names(program[1])
-    try:
-        client.next("arbitration")
-        client.set_pipeline(program)
-        group = pb.Entity()
-        mc = group.packet_replication_engine_entry.multicast_group_entry
-        mc.multicast_group_id = 1
-        mc.replicas.add(egress_port=2, instance=0)
-        mc.replicas.add(egress_port=3, instance=0)
+    group = pb.Entity()
+    mc = group.packet_replication_engine_entry.multicast_group_entry
+    mc.multicast_group_id = 1
+    mc.replicas.add(egress_port=2, instance=0)
+    mc.replicas.add(egress_port=3, instance=0)
+    client.write(group)
+    with pytest.raises(grpc.RpcError) as again:
         client.write(group)
-        with pytest.raises(grpc.RpcError) as again:
-            client.write(group)
-        assert again.value.code() == grpc.StatusCode.ALREADY_EXISTS
-        probe = pb.Entity()
-        probe.packet_replication_engine_entry.multicast_group_entry.SetInParent()
-        (read,) = client.read(probe)
-        assert [r.egress_port for r in
-                read.packet_replication_engine_entry.multicast_group_entry.replicas] == [2, 3]
-        default = pb.Entity()
-        default.table_entry.table_id = n[TABLE]
-        default.table_entry.is_default_action = True
-        default.table_entry.action.action.action_id = n["BasicIngress.flood"]
-        client.write(default, op=pb.Update.MODIFY)
-        (read,) = client.read(default)
-        assert read.table_entry.action.action.action_id == n["BasicIngress.flood"]
-        rig.drain()
-        frame = udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
-        rig.send(1, frame)  # miss -> flood through group 1
-        got = rig.capture()
-        assert got[2] == [frame] and got[3] == [frame] and got[1] == []
-    finally:
-        client.close()
+    assert again.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    probe = pb.Entity()
+    probe.packet_replication_engine_entry.multicast_group_entry.SetInParent()
+    (read,) = client.read(probe)
+    assert [r.egress_port for r in
+            read.packet_replication_engine_entry.multicast_group_entry.replicas] == [2, 3]
+    default = pb.Entity()
+    default.table_entry.table_id = n[TABLE]
+    default.table_entry.is_default_action = True
+    default.table_entry.action.action.action_id = n["BasicIngress.flood"]
+    client.write(default, op=pb.Update.MODIFY)
+    (read,) = client.read(default)
+    assert read.table_entry.action.action.action_id == n["BasicIngress.flood"]
+    rig.drain()
+    frame = udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
+    rig.send(1, frame)  # miss -> flood through group 1
+    got = rig.capture()
+    assert got[2] == [frame] and got[3] == [frame] and got[1] == []
