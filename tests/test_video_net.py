@@ -87,7 +87,10 @@ def test_rtp_viewers_receive_the_live_stream_and_their_frames_are_kept(net, tmp_
         assert result.ok, result.error
         s = result.summary
         assert s["packets_received"] > 100 and s["loss_pct"] == 0.0
-        assert s["out_of_order"] == 0
+        # Counted, not zero by law: a veth hands each packet to the backlog of the CPU its
+        # sender runs on, so a sender that moves between cores can overtake itself (CI saw
+        # 13 of ~500 once). Loss is counted by distinct sequence numbers, so it stays 0.
+        assert 0 <= s["out_of_order"] < s["packets_received"] / 4
         assert 3.0 < s["transmission_time_s"] < 5.0  # paced live (-re), not a burst
         assert 0.5e6 < s["throughput_bps"] < 1.5e6  # about the 1 Mbit/s of the content
         assert 0 <= s["jitter_ms"] < 20
