@@ -1,6 +1,6 @@
 """Latency added per hop and single-flow TCP throughput: p4 vs OVS vs Linux bridge (and router).
 
-    sudo .venv/bin/python benchmarks/plane_path.py [--repeat 3] [--hops 4] [--write]
+    sudo .venv/bin/python benchmarks/plane_path.py [--repeat 3] [--hops 4] [--no-tcp] [--write]
 
 Every plane forwards between two hosts on one switch (catalog ``single``, links unshaped).
 Beside it, a direct veth pair between two more hosts stays up for the whole repetition: the
@@ -17,7 +17,8 @@ floor every switch adds to. Per plane and repetition:
 - TCP: one iperf2 flow for 10 s, first with the offloads the plane leaves (its default),
   then with ``tx``/``tso``/``gso`` off on every host and switch port (what the p4 plane must
   do; a plane already in that state is not measured twice). The direct pair's TCP is
-  measured alone at the start of the repetition.
+  measured alone at the start of the repetition. ``--no-tcp`` leaves TCP out (a quick
+  latency-only run).
 
 Configurations interleave within a repetition so drift of the shared machine hits all alike.
 Medians over repetitions (with min–max); ``--write`` replaces this benchmark's section of
@@ -73,7 +74,7 @@ class Sizes:
     packets: int = 1000
     packet_ms: float = 5.0  # 200 pps: low load, every packet meets an idle path
     payload: int = 32
-    tcp_s: float = 10.0
+    tcp_s: float | None = 10.0  # None: no TCP measurement
 
 
 # ------------------------------------------------------------------ networks
@@ -205,7 +206,9 @@ def measure_plane(label: str, floor_net: Network, hops: int,
     delays measured beside them."""
     with forwarding(label, chain(1)) as net:
         path, floor = paired_delay(net, floor_net, sizes)
-        figures = {**path, **added(path, floor), **tcp_figures(net, sizes)}
+        figures = {**path, **added(path, floor)}
+        if sizes.tcp_s is not None:
+            figures.update(tcp_figures(net, sizes))
     floors = [floor]
     if hops > 1:
         with forwarding(label, chain(hops)) as net:
@@ -231,9 +234,10 @@ def run(repeat: int, hops: int, sizes: Sizes, labels: list[str]) -> dict[str, li
     rows: dict[str, list[dict]] = {label: [] for label in [DIRECT, *labels]}
     for rep in range(repeat):
         with forwarding(DIRECT, direct_pair()) as floor_net:
-            floor_tcp = tcp_figures(floor_net, sizes)
-            rows[DIRECT].append(floor_tcp)
-            print(f"rep {rep + 1}: {DIRECT}: {_brief(floor_tcp)}", flush=True)
+            if sizes.tcp_s is not None:
+                floor_tcp = tcp_figures(floor_net, sizes)
+                rows[DIRECT].append(floor_tcp)
+                print(f"rep {rep + 1}: {DIRECT}: {_brief(floor_tcp)}", flush=True)
             for label in labels:
                 figures, floors = measure_plane(label, floor_net, hops, sizes)
                 rows[label].append(figures)
@@ -367,7 +371,7 @@ def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
         "  absolute OWD includes the sender's Python between stamping and `sendto`; it",
         "  cancels in `added`.",
         *slope_note(hops),
-        f"- TCP: one iperf2 flow, {sizes.tcp_s:g} s, receiver's goodput. CPU during the flow:",
+        f"- TCP: {tcp_run(sizes)}, receiver's goodput. CPU during the flow:",
         "  `plane CPU` = the plane's processes in the switch namespaces (switch daemons, P4Runtime",
         "  servers, controller; — for bridge/router, which have none), `softirq` = the whole",
         "  machine's softirq time, where the kernel's packet path (veth, bridge, routing) runs.",
@@ -391,6 +395,12 @@ def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
         "  path, run in the sender's own context: no process to wake.",
         *tcp_cost_note(rows),
     ]
+
+
+def tcp_run(sizes: Sizes) -> str:
+    if sizes.tcp_s is None:
+        return "not measured in this run (`--no-tcp`); else one iperf2 flow"
+    return f"one iperf2 flow, {sizes.tcp_s:g} s"
 
 
 def tcp_cost_note(rows: dict[str, list[dict]]) -> list[str]:
@@ -428,6 +438,7 @@ def main() -> None:
     parser.add_argument("--hops", type=int, default=4,
                         help="switches in the chain for the per-hop slope (1 = skip)")
     parser.add_argument("--planes", nargs="+", default=list(PLANES), choices=list(PLANES))
+    parser.add_argument("--no-tcp", action="store_true", help="measure the one-way delay only")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     if args.repeat < 1 or args.hops < 1:
@@ -435,7 +446,7 @@ def main() -> None:
     registry.cleanup_on_signals()
     registry.reclaim_stale()
     start_load = load_1min()
-    sizes = Sizes()
+    sizes = Sizes(tcp_s=None) if args.no_tcp else Sizes()
     rows = run(args.repeat, args.hops, sizes, args.planes)
     command = "sudo .venv/bin/python benchmarks/plane_path.py " + " ".join(sys.argv[1:])
     section = render(rows, args.repeat, args.hops, sizes, (start_load, load_1min()),

@@ -3,21 +3,32 @@
 //! One loop rather than a thread per port: the budget is "one core", a single loop needs
 //! no locking between ports, and batching per port keeps system calls few. Each round
 //! takes up to `BATCH` frames from every port under one lock of the runtime, then sends
-//! what the pipeline produced with one `send()` per output port (ports.rs).
+//! what the pipeline produced with one `send()` per output port (ports.rs). Between
+//! packets the thread spins or sleeps as the recent arrivals suggest (arrivals.rs).
+
+mod arrivals;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, TryLockError};
 
 use crate::pipeline::{Event, Worker};
-use crate::ports::{wait_readable, Port};
+use crate::ports::Port;
 use crate::shared::{add, drain, Shared};
+use arrivals::Arrivals;
 
 const BATCH: usize = 64;
-const IDLE_POLL_MS: i32 = 100;
-/// Empty rounds spent spinning before sleeping in poll(): keeps latency low right after
-/// traffic without burning a core when the switch is idle.
-const SPIN_ROUNDS: u32 = 200;
+/// Longest sleep without traffic: how soon an idle switch notices it should stop.
+const IDLE_POLL_NS: u64 = 100_000_000;
+/// Timer slack of the data-plane thread: its early wake-ups must come on time (the default
+/// lets the kernel defer a timer by 50 µs).
+const TIMER_SLACK_NS: libc::c_ulong = 1_000;
+/// The scheduler slice the data-plane thread asks for (the shortest the kernel grants).
+/// Under EEVDF (Linux 6.12+) a task with a shorter slice gets an earlier deadline, so when
+/// a packet wakes it, it preempts the task running on that core instead of waiting for
+/// that task's slice to end. Its share of the CPU stays that of any other task: this
+/// cannot starve the machine, unlike a real-time policy.
+const SLICE_NS: u64 = 100_000;
 
 struct Loop {
     shared: Arc<Shared>,
@@ -30,14 +41,21 @@ struct Loop {
     out: Vec<(u32, Vec<u8>)>,
     events: Vec<Event>,
     tx: Vec<Vec<Vec<u8>>>,
+    arrivals: Arrivals,
+    /// Every port's socket, then the eventfd that signals queued packet-outs.
+    wait_fds: Vec<libc::pollfd>,
 }
 
 pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>) {
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, TIMER_SLACK_NS) };
+    request_short_slice();
     let mut port_slot = vec![None; 512];
     for (i, p) in ports.iter().enumerate() {
         port_slot[p.number as usize & 511] = Some(i);
     }
     let tx = ports.iter().map(|_| Vec::with_capacity(BATCH)).collect();
+    let mut wait_fds: Vec<libc::pollfd> = ports.iter().map(|p| readable(p.fd())).collect();
+    wait_fds.push(readable(shared.wake_dataplane));
     let mut lp = Loop {
         shared,
         ports,
@@ -48,42 +66,86 @@ pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>) {
         out: Vec::with_capacity(BATCH * 4),
         events: Vec::new(),
         tx,
+        arrivals: Arrivals::default(),
+        wait_fds,
     };
-    let mut fds: Vec<i32> = lp.ports.iter().map(|p| p.fd()).collect();
-    fds.push(lp.shared.wake_dataplane);
-    let mut idle_rounds = 0;
+    // Thread CPU time at the end of the previous round, if that round moved packets.
+    let mut cpu_mark: Option<u64> = None;
     while !stop.load(Ordering::Relaxed) {
         let started = lp.shared.now_ns();
-        let cpu_started = thread_cpu_ns();
         let work = lp.round();
-        if work > 0 {
-            // Time spent on rounds that moved packets (kernel send work included): the
-            // basis of the switch's own capacity figure, apart from idle spinning. The CPU
-            // time leaves out the time other processes had the core (a shared machine).
-            add(&lp.shared.counters.busy_ns, lp.shared.now_ns() - started);
-            add(
-                &lp.shared.counters.busy_cpu_ns,
-                thread_cpu_ns() - cpu_started,
-            );
-            idle_rounds = 0;
+        if work == 0 {
+            cpu_mark = None;
+            lp.wait_for_traffic(&stop);
             continue;
         }
-        idle_rounds += 1;
-        if idle_rounds > SPIN_ROUNDS {
-            wait_readable(&fds, IDLE_POLL_MS);
-            drain(lp.shared.wake_dataplane);
-        }
+        // Time spent on rounds that moved packets (kernel send work included): the basis
+        // of the switch's own capacity figure, apart from idle spinning. The CPU time
+        // leaves out the time other processes had the core (a shared machine). It is read
+        // after the packets went out, once per round; the first round after idling has no
+        // reading before it (taking one would delay its packets), so its wall time stands in.
+        let wall = lp.shared.now_ns() - started;
+        let cpu = thread_cpu_ns();
+        add(&lp.shared.counters.busy_ns, wall);
+        add(
+            &lp.shared.counters.busy_cpu_ns,
+            cpu_mark.map_or(wall, |mark| cpu.saturating_sub(mark)),
+        );
+        cpu_mark = Some(cpu);
+    }
+}
+
+/// struct sched_attr, its first version (the libc crate has no binding).
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// Asks for a `SLICE_NS` slice under the normal policy; kernels before 6.12 ignore it,
+/// which only costs latency, so a failure is not an error.
+fn request_short_slice() {
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        runtime: SLICE_NS,
+        ..SchedAttr::default()
+    };
+    unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+}
+
+fn readable(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
     }
 }
 
 /// CPU time this thread has run (user and system, with the softirq work the kernel does
 /// in its system calls).
 fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// The wall clock the receive ring stamps frames with (a vDSO call, no system call).
+fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -107,11 +169,14 @@ impl Loop {
             add(&shared.counters.packet_out, 1);
             self.process(&mut guard, shared.cpu_port, &bytes, now);
         }
+        let wall = realtime_ns();
         for pi in 0..self.ports.len() {
             for _ in 0..BATCH {
                 let Some(frame) = self.ports[pi].next_rx() else {
                     break;
                 };
+                let stamp = self.ports[pi].rx_time_ns(&frame);
+                self.arrivals.on_packet(stamp, wall);
                 let whole = self.ports[pi].read_frame(&frame, &mut self.rx_buf);
                 self.ports[pi].release(frame);
                 work += 1;
@@ -136,6 +201,69 @@ impl Loop {
         }
         self.transmit();
         work
+    }
+
+    /// Returns once a port has a frame or a packet-out is queued, spinning or sleeping
+    /// as the recent arrivals suggest; after at most `IDLE_POLL_NS` in any case.
+    fn wait_for_traffic(&mut self, stop: &AtomicBool) {
+        if self.spin(self.arrivals.spin_until(), stop) {
+            return;
+        }
+        let now = realtime_ns();
+        let Some(plan) = self.arrivals.anticipate(now) else {
+            self.sleep(IDLE_POLL_NS);
+            return;
+        };
+        if self.sleep(plan.wake_at_ns - now) {
+            return;
+        }
+        self.arrivals.on_timer_wake(plan.wake_at_ns, realtime_ns());
+        self.spin(plan.give_up_ns, stop);
+    }
+
+    /// Spins until a port has a frame or a packet-out is queued (true), or until
+    /// `deadline_ns` (false). Reads only the rings' status words: no system call.
+    fn spin(&self, deadline_ns: u64, stop: &AtomicBool) -> bool {
+        loop {
+            if self.ports.iter().any(Port::rx_ready) || self.packet_out_queued() {
+                return true;
+            }
+            if realtime_ns() >= deadline_ns || stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    fn packet_out_queued(&self) -> bool {
+        match self.shared.packet_out.try_lock() {
+            Ok(q) => !q.is_empty(),
+            Err(TryLockError::WouldBlock) => true, // being queued right now
+            Err(TryLockError::Poisoned(q)) => !q.into_inner().is_empty(),
+        }
+    }
+
+    /// Sleeps in poll() until a port or the packet-out eventfd is readable (true) or
+    /// `timeout_ns` passed (false).
+    fn sleep(&mut self, timeout_ns: u64) -> bool {
+        let timeout = libc::timespec {
+            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+        };
+        let fds = &mut self.wait_fds;
+        let n = unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                &timeout,
+                std::ptr::null(),
+            )
+        };
+        let wake = fds.last().expect("the eventfd is always there");
+        if wake.revents & libc::POLLIN != 0 {
+            drain(wake.fd);
+        }
+        n > 0
     }
 
     fn process(

@@ -194,6 +194,18 @@ impl Port {
         Some(RxFrame { index })
     }
 
+    /// Whether the receive ring holds a frame, without taking it (for the idle spin).
+    pub fn rx_ready(&self) -> bool {
+        let hdr = self.header(self.next_frame);
+        unsafe { ptr::read_volatile(&(*hdr).tp_status) & libc::TP_STATUS_USER != 0 }
+    }
+
+    /// When the kernel received the frame: its ring timestamp, CLOCK_REALTIME in ns.
+    pub fn rx_time_ns(&self, frame: &RxFrame) -> u64 {
+        let h = unsafe { &*self.header(frame.index) };
+        h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64
+    }
+
     /// Copies the frame's packet into `out` (re-inserting a VLAN tag the kernel lifted
     /// out), returns false when the packet was truncated by the ring and must be dropped.
     pub fn read_frame(&self, frame: &RxFrame, out: &mut Vec<u8>) -> bool {
