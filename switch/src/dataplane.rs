@@ -320,7 +320,10 @@ impl Loop {
             add(&counters.tx_packets, sent.packets);
             add(&counters.tx_bytes, sent.bytes);
             add(&counters.drops, batch.len() as u64 - sent.packets);
-            batch.clear();
+            match self.worker.as_mut() {
+                Some(w) => batch.drain(..).for_each(|buf| w.recycle(buf)),
+                None => batch.clear(),
+            }
         }
     }
 }

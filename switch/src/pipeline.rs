@@ -118,7 +118,13 @@ pub struct Worker {
     cursor: usize,
     short: bool,
     pub stats: PipelineStats,
+    /// Output buffers handed back after sending, reused by the deparser: no allocation
+    /// per packet.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Most output buffers kept for reuse (a few batches' worth).
+const SPARE_BUFFERS: usize = 256;
 
 fn preserved_fields(prog: &Program, phv: &Phv, list: Option<u32>) -> Vec<(usize, u128)> {
     match list.and_then(|l| prog.field_lists.get(&l)) {
@@ -156,6 +162,14 @@ impl Worker {
             cursor: 0,
             short: false,
             stats: PipelineStats::default(),
+            spare: Vec::with_capacity(SPARE_BUFFERS),
+        }
+    }
+
+    /// Takes back an output buffer the caller is done with, for a later packet.
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS {
+            self.spare.push(buf);
         }
     }
 
@@ -463,7 +477,9 @@ impl Worker {
     }
 
     fn deparse(&mut self, prog: &Program, payload: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + payload.len());
+        let mut out = self.spare.pop().unwrap_or_default();
+        out.clear();
+        out.reserve(64 + payload.len());
         for &inst in &prog.deparser {
             if !self.phv.valid[inst] {
                 continue;
@@ -1162,5 +1178,26 @@ mod tests {
         assert!(worker.phv.valid[1] && !worker.phv.valid[4]);
         // The deparser writes the Ethernet header and the unparsed rest back unchanged.
         assert_eq!(out, vec![(2, packet)]);
+    }
+
+    #[test]
+    fn recycled_buffers_are_reused_and_hold_only_the_new_packet() {
+        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
+        let mut worker = Worker::new(&rt.prog);
+        let (mut out, mut events) = (Vec::new(), Vec::new());
+        let long: Vec<u8> = (0..100u8).collect();
+        worker.process(&mut rt, 1, &long, 0, &mut out, &mut events);
+        let (_, first) = out.pop().expect("forwarded");
+        let address = first.as_ptr();
+        worker.recycle(first);
+        let short: Vec<u8> = (0..30u8).rev().collect();
+        worker.process(&mut rt, 1, &short, 1, &mut out, &mut events);
+        let (_, second) = out.pop().expect("forwarded");
+        assert_eq!(
+            second.as_ptr(),
+            address,
+            "the recycled buffer was not reused"
+        );
+        assert_eq!(second, short, "leftovers of the longer packet came out");
     }
 }

@@ -18,6 +18,13 @@ pub fn read_bits(data: &[u8], bit_offset: usize, width: u32) -> Option<u128> {
     if end_bit > data.len() * 8 {
         return None;
     }
+    // Fast path, nearly every header field: the bits lie within 8 bytes that can be
+    // loaded at once.
+    let (first, skew) = (bit_offset / 8, (bit_offset % 8) as u32);
+    if width > 0 && skew + width <= 64 && first + 8 <= data.len() {
+        let word: [u8; 8] = data[first..first + 8].try_into().unwrap_or([0; 8]);
+        return Some(((u64::from_be_bytes(word) << skew) >> (64 - width)) as u128);
+    }
     let mut value: u128 = 0;
     let mut pos = bit_offset;
     let mut remaining = width;
@@ -37,6 +44,13 @@ pub fn read_bits(data: &[u8], bit_offset: usize, width: u32) -> Option<u128> {
 /// Appends `width` bits of `value` to a bit stream held in `out` with `bit_len` bits used.
 #[inline]
 pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u32) {
+    // Fast path, nearly every header field: whole bytes on a byte boundary.
+    if *bit_len % 8 == 0 && width % 8 == 0 && width <= 128 {
+        let bytes = (width / 8) as usize;
+        out.extend_from_slice(&value.to_be_bytes()[16 - bytes..]);
+        *bit_len += width as usize;
+        return;
+    }
     let mut remaining = width;
     while remaining > 0 {
         let used = (*bit_len % 8) as u32;
@@ -78,5 +92,37 @@ mod tests {
         assert_eq!(read_bits(&out, 17, 8), None);
         assert_eq!(read_bits(&out, 4, 12), Some(0x5ff));
         assert_eq!(read_bits(&out, 3, 10), Some(0b00_1011_1111));
+    }
+
+    /// The fast paths (8-byte window, whole bytes) against the bit-by-bit definition.
+    #[test]
+    fn fast_paths_agree_with_bit_by_bit() {
+        let data: Vec<u8> = (0u8..40)
+            .map(|i| i.wrapping_mul(37).wrapping_add(11))
+            .collect();
+        let slow = |off: usize, width: u32| -> u128 {
+            (0..width as usize).fold(0, |v, i| {
+                let bit = off + i;
+                (v << 1) | ((data[bit / 8] >> (7 - bit % 8)) & 1) as u128
+            })
+        };
+        for width in [1, 3, 8, 9, 16, 32, 48, 57, 64, 65, 128] {
+            for off in [0usize, 1, 7, 8, 13, 64, 120, 250] {
+                if off + width as usize <= data.len() * 8 {
+                    assert_eq!(
+                        read_bits(&data, off, width),
+                        Some(slow(off, width)),
+                        "{off}+{width}"
+                    );
+                }
+            }
+        }
+        for width in [8u32, 16, 48, 128] {
+            let (mut out, mut len) = (vec![0xaa], 8);
+            let value = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128 & mask(width);
+            write_bits(&mut out, &mut len, value, width);
+            assert_eq!(len, 8 + width as usize);
+            assert_eq!(read_bits(&out, 8, width), Some(value));
+        }
     }
 }
