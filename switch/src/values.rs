@@ -45,9 +45,11 @@ pub fn read_bits(data: &[u8], bit_offset: usize, width: u32) -> Option<u128> {
 #[inline]
 pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u32) {
     // Fast path, nearly every header field: whole bytes on a byte boundary.
-    if *bit_len % 8 == 0 && width % 8 == 0 && width <= 128 {
-        let bytes = (width / 8) as usize;
-        out.extend_from_slice(&value.to_be_bytes()[16 - bytes..]);
+    if bit_len.is_multiple_of(8) && width.is_multiple_of(8) {
+        // Byte by byte: a copy of a few bytes of varying length would cost a memcpy call.
+        for shift in (0..width).step_by(8).rev() {
+            out.push((value >> shift) as u8);
+        }
         *bit_len += width as usize;
         return;
     }
