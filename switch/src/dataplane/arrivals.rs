@@ -55,7 +55,9 @@ pub struct Anticipation {
 struct Rhythm {
     period: u64,
     expected: u64,
-    /// How far the arrivals stray from their schedule (half the spread of its estimates).
+    /// How far the arrivals stray from their schedule: the spread of its estimates (their
+    /// full range, not half: a paced sender on a shared machine strays further than six
+    /// arrivals show).
     jitter: u64,
 }
 
@@ -114,7 +116,7 @@ impl Arrivals {
         Some(Rhythm {
             period,
             expected: due[HISTORY / 2],
-            jitter: (due[HISTORY - 1] - due[0]) / 2,
+            jitter: due[HISTORY - 1] - due[0],
         })
     }
 
