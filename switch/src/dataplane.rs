@@ -20,6 +20,8 @@ use arrivals::Arrivals;
 const BATCH: usize = 64;
 /// Longest sleep without traffic: how soon an idle switch notices it should stop.
 const IDLE_POLL_NS: u64 = 100_000_000;
+/// Longest spin, whatever the arrivals and the wall clock say.
+const SPIN_LIMIT_NS: u64 = 10_000_000;
 /// Timer slack of the data-plane thread: its early wake-ups must come on time (the default
 /// lets the kernel defer a timer by 50 µs).
 const TIMER_SLACK_NS: libc::c_ulong = 1_000;
@@ -214,7 +216,7 @@ impl Loop {
             self.sleep(IDLE_POLL_NS);
             return;
         };
-        if self.sleep(plan.wake_at_ns - now) {
+        if self.sleep((plan.wake_at_ns - now).min(IDLE_POLL_NS)) {
             return;
         }
         self.arrivals.on_timer_wake(plan.wake_at_ns, realtime_ns());
@@ -222,13 +224,16 @@ impl Loop {
     }
 
     /// Spins until a port has a frame or a packet-out is queued (true), or until
-    /// `deadline_ns` (false). Reads only the rings' status words: no system call.
+    /// `deadline_ns` (false). Reads only the rings' status words: no system call. Timed
+    /// on the monotonic clock, so a step of the wall clock cannot make it spin on.
     fn spin(&self, deadline_ns: u64, stop: &AtomicBool) -> bool {
+        let budget = deadline_ns.saturating_sub(realtime_ns()).min(SPIN_LIMIT_NS);
+        let end = self.shared.now_ns() + budget;
         loop {
             if self.ports.iter().any(Port::rx_ready) || self.packet_out_queued() {
                 return true;
             }
-            if realtime_ns() >= deadline_ns || stop.load(Ordering::Relaxed) {
+            if self.shared.now_ns() >= end || stop.load(Ordering::Relaxed) {
                 return false;
             }
             std::hint::spin_loop();
