@@ -94,6 +94,9 @@ def test_rtp_viewers_receive_the_live_stream_and_their_frames_are_kept(net, tmp_
         assert 3.0 < s["transmission_time_s"] < 5.0  # paced live (-re), not a burst
         assert 0.5e6 < s["throughput_bps"] < 1.5e6  # about the 1 Mbit/s of the content
         assert 0 <= s["jitter_ms"] < 20
+        # from the sender's start to the first frame shown after the 200 ms jitter buffer
+        assert 200 < s["startup_delay_ms"] < 5000
+        assert s["rebuffers"] >= 0 and s["rebuffer_time_s"] >= 0
         assert s["frame_diff_pct"] == 0.0  # the same frame, decoded from what arrived
         for side in ("sent", "received"):
             png = tmp_path / f"{result.flow.flow_id}-{side}.png"

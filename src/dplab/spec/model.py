@@ -115,6 +115,7 @@ class VideoWorkload(Strict):
         None, description="seconds into the stream of the frame capture; default: the middle"
     )
     max_buffer_s: Annotated[float, Field(gt=0)] = 30.0
+    jitter_buffer_ms: Annotated[float, Field(ge=0, description="rtp: live player's delay")] = 200.0
 
     @model_validator(mode="after")
     def _encodable(self) -> VideoWorkload:
