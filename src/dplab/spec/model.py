@@ -25,6 +25,9 @@ class TopologySpec(Strict):
     topohub: str | None = Field(None, description="a topohub graph, e.g. topozoo/Abilene")
     mininet: str | None = Field(None, description="a Mininet custom-topology file (.py)")
     params: dict[str, int | float | str | None] = Field(default_factory=dict)
+    args: list[int | float | str] = Field(
+        default_factory=list, description="'mininet': positional arguments of the topology"
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> TopologySpec:
