@@ -27,10 +27,10 @@ Action = pb.SetForwardingPipelineConfigRequest
 
 
 class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
-    def __init__(self, switch_socket: str, device_id: int) -> None:
+    def __init__(self, switch_socket: str, device_id: int, switch_wait_s: float = 0.0) -> None:
         self.device_id = device_id
         self.arbiter = Arbiter(device_id)
-        self.switch = SwitchLink(switch_socket, self._on_switch_event)
+        self.switch = SwitchLink(switch_socket, self._on_switch_event, switch_wait_s)
         self._config: pb.ForwardingPipelineConfig | None = None
         self._saved: pb.ForwardingPipelineConfig | None = None
         self._index: P4InfoIndex | None = None
