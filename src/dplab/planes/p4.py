@@ -20,6 +20,8 @@ farthest hosts.
 from __future__ import annotations
 
 import json
+import select
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +37,7 @@ from dplab.p4.errors import P4Error
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes.base import PlaneError
-from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
+from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.substrate.network import HOST_IF, Network
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -43,6 +45,7 @@ DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
+SERVERS = "p4runtime"  # the P4Runtime server process: daemon and log name
 OFFLOADS_OFF = ("for i in \"$@\"; do ethtool -K \"$i\" tx off tso off gso off >/dev/null "
                 "|| exit 1; done")
 
@@ -86,13 +89,11 @@ class P4Plane(ControlledPlane):
         except P4Error as exc:
             raise PlaneError(f"p4: option 'program': {exc}") from exc
         entries = self._load_entries(net, compiled) if self.entries_path else None
+        servers = self._start_servers(net)  # its interpreter starts while the switches do
         self._offloads_off(net)
         for switch in net.topo.switches():
             self._start_switch(net, switch)
-        self._wait_for(lambda: all(self._control(s).exists() for s in net.topo.switches()),
-                       START_TIMEOUT_S, "the switches did not open their control sockets")
-        for switch in net.topo.switches():
-            self._start_server(net, switch)
+        self._wait_for_servers(servers)
         if entries is None:
             self._start_controller(net, compiled)
         else:
@@ -156,11 +157,36 @@ class P4Plane(ControlledPlane):
             argv += ["--port", f"{port}={ifname}"]
         self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv)
 
-    def _start_server(self, net: Network, switch: str) -> None:
-        argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-socket",
-                str(self._control(switch)), "--listen", self._grpc(switch),
-                "--device-id", switch[1:]]
-        self._spawn(net, net.switch_ns(switch), f"p4runtime-{switch}", argv)
+    def _start_servers(self, net: Network) -> subprocess.Popen:
+        """One process serves every switch, each on its own gRPC socket with its own state
+        (``python -m dplab.p4runtime --serve``): one interpreter start per run, not per
+        switch. It waits for the switches' control sockets itself."""
+        argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
+        for switch in net.topo.switches():
+            argv += ["--serve", switch[1:], str(self._control(switch)), self._grpc(switch)]
+        with open(self.dir / f"{SERVERS}.log", "w") as log:
+            servers = net.popen(net.switch_ns(net.topo.switches()[0]), argv,
+                                stdout=subprocess.PIPE, stderr=log)
+        self._daemons.append((SERVERS, servers))
+        return servers
+
+    def _wait_for_servers(self, servers: subprocess.Popen) -> None:
+        """Until the servers print ``ready`` (every switch connected, every gRPC socket
+        listening); fails at once when any daemon exits."""
+        assert servers.stdout is not None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not select.select([servers.stdout], [], [], POLL_S)[0]:
+            for name, daemon in self._daemons:
+                if daemon.poll() is not None:
+                    raise PlaneError(f"p4: {name} exited ({daemon.returncode}); "
+                                     f"logs in {self.dir}")
+            if time.monotonic() >= deadline:
+                raise PlaneError(f"p4: the P4Runtime servers were not ready within "
+                                 f"{START_TIMEOUT_S} s (log {self.dir / SERVERS}.log)")
+        if servers.stdout.readline().strip() != b"ready":
+            servers.wait()
+            raise PlaneError(f"p4: the P4Runtime servers exited ({servers.returncode}); "
+                             f"log {self.dir / SERVERS}.log")
 
     def _start_controller(self, net: Network, compiled: dict[str, Path]) -> None:
         config = self.dir / "controller-config.json"
