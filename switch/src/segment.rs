@@ -154,7 +154,8 @@ impl Segments {
         let size = vnet.gso_size as usize;
         let segments = payload_len.div_ceil(size);
         for i in 0..segments {
-            let chunk = &packet[at.payload + i * size..(at.payload + (i + 1) * size).min(packet.len())];
+            let chunk =
+                &packet[at.payload + i * size..(at.payload + (i + 1) * size).min(packet.len())];
             let buf = self.next_buf();
             buf.extend_from_slice(&packet[..at.payload]);
             buf.extend_from_slice(chunk);
@@ -198,7 +199,9 @@ fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
         _ => proto == 17,
     };
     if !fits {
-        return Err(Malformed::Headers("the L4 protocol does not match the GSO type"));
+        return Err(Malformed::Headers(
+            "the L4 protocol does not match the GSO type",
+        ));
     }
     let l4_len = if tcp {
         let doff = (*packet.get(l4 + 12).ok_or(short())? >> 4) as usize * 4;
@@ -265,7 +268,11 @@ fn fix_segment(seg: &mut [u8], at: &Layout, index: usize, count: usize, size: us
         at.l4 + 6
     };
     put16(seg, csum_at, 0);
-    let (addr_at, addr_len) = if at.ipv4 { (at.l3 + 12, 8) } else { (at.l3 + 8, 32) };
+    let (addr_at, addr_len) = if at.ipv4 {
+        (at.l3 + 12, 8)
+    } else {
+        (at.l3 + 8, 32)
+    };
     let proto = if at.tcp { 6 } else { 17 };
     let pseudo = sum_bytes(&seg[addr_at..addr_at + addr_len]) + proto + l4_len as u64;
     let sum = !fold(pseudo + sum_bytes(&seg[at.l4..]));
@@ -369,7 +376,11 @@ mod tests {
         let mut payload = Vec::new();
         for i in 0..3 {
             let s = segs.get(i);
-            let data_len = if i < 2 { MSS as usize } else { PAYLOAD - 2 * MSS as usize };
+            let data_len = if i < 2 {
+                MSS as usize
+            } else {
+                PAYLOAD - 2 * MSS as usize
+            };
             assert_eq!(s.len(), 66 + data_len);
             assert_eq!(be16(s, 16).unwrap() as usize, s.len() - 14);
             assert_eq!(be16(s, 18).unwrap(), 100 + i as u16);
@@ -466,8 +477,20 @@ mod tests {
         let sup = tcp4_super(0);
         let mut segs = Segments::default();
         let cases = [
-            (VnetHdr { gso_size: 0, ..tso(GSO_TCPV4) }, Malformed::ZeroGsoSize),
-            (VnetHdr { hdr_len: 60000, ..tso(GSO_TCPV4) }, Malformed::HeaderLength),
+            (
+                VnetHdr {
+                    gso_size: 0,
+                    ..tso(GSO_TCPV4)
+                },
+                Malformed::ZeroGsoSize,
+            ),
+            (
+                VnetHdr {
+                    hdr_len: 60000,
+                    ..tso(GSO_TCPV4)
+                },
+                Malformed::HeaderLength,
+            ),
             (tso(3), Malformed::UnsupportedGso(3)),
             (tso(0x42), Malformed::UnsupportedGso(0x42)),
         ];
@@ -476,18 +499,43 @@ mod tests {
             assert_eq!(segs.len(), 0);
         }
         // TCP GSO types on a packet that is not that TCP.
-        assert!(matches!(segs.fill(&tso(GSO_TCPV6), &sup), Err(Malformed::Headers(_))));
-        assert!(matches!(segs.fill(&tso(GSO_UDP_L4), &sup), Err(Malformed::Headers(_))));
-        let wrong_start = VnetHdr { csum_start: 20, ..tso(GSO_TCPV4) };
-        assert!(matches!(segs.fill(&wrong_start, &sup), Err(Malformed::Headers(_))));
+        assert!(matches!(
+            segs.fill(&tso(GSO_TCPV6), &sup),
+            Err(Malformed::Headers(_))
+        ));
+        assert!(matches!(
+            segs.fill(&tso(GSO_UDP_L4), &sup),
+            Err(Malformed::Headers(_))
+        ));
+        let wrong_start = VnetHdr {
+            csum_start: 20,
+            ..tso(GSO_TCPV4)
+        };
+        assert!(matches!(
+            segs.fill(&wrong_start, &sup),
+            Err(Malformed::Headers(_))
+        ));
         // Headers only, or cut inside them.
         assert!(segs.fill(&tso(GSO_TCPV4), &sup[..66]).is_err());
         for cut in [0, 10, 20, 40, 50] {
-            assert!(segs.fill(&tso(GSO_TCPV4), &sup[..cut]).is_err(), "cut at {cut}");
+            assert!(
+                segs.fill(&tso(GSO_TCPV4), &sup[..cut]).is_err(),
+                "cut at {cut}"
+            );
         }
-        let outside = VnetHdr { csum_start: 4000, ..tso(GSO_NONE) };
-        assert_eq!(segs.fill(&outside, &sup[..100]), Err(Malformed::ChecksumOutside));
-        let far = VnetHdr { csum_start: u16::MAX, csum_offset: u16::MAX, ..tso(GSO_NONE) };
+        let outside = VnetHdr {
+            csum_start: 4000,
+            ..tso(GSO_NONE)
+        };
+        assert_eq!(
+            segs.fill(&outside, &sup[..100]),
+            Err(Malformed::ChecksumOutside)
+        );
+        let far = VnetHdr {
+            csum_start: u16::MAX,
+            csum_offset: u16::MAX,
+            ..tso(GSO_NONE)
+        };
         assert_eq!(segs.fill(&far, &sup), Err(Malformed::ChecksumOutside));
     }
 
@@ -504,7 +552,8 @@ mod tests {
                 .try_into()
                 .unwrap();
             let mut vnet = VnetHdr::parse(&raw);
-            vnet.gso_type = [GSO_NONE, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4, 0x81, 3][vnet.gso_type as usize % 6];
+            vnet.gso_type =
+                [GSO_NONE, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4, 0x81, 3][vnet.gso_type as usize % 6];
             vnet.gso_size %= 2000; // keep the work per case small
             let cut = (state >> 40) as usize % (sup.len() + 1);
             let _ = segs.fill(&vnet, &sup[..cut]);
