@@ -287,13 +287,9 @@ impl Port {
             } else {
                 0x8100
             };
-            self.tagged.clear();
-            self.tagged.extend_from_slice(&packet[..12]);
-            self.tagged.extend_from_slice(&tpid.to_be_bytes());
-            self.tagged.extend_from_slice(&h.tp_vlan_tci.to_be_bytes());
-            self.tagged.extend_from_slice(&packet[12..]);
+            put_back_tag(&mut self.tagged, packet, tpid, h.tp_vlan_tci);
             if vnet.csum_start >= 12 {
-                vnet.csum_start += 4;
+                vnet.csum_start = vnet.csum_start.saturating_add(4);
             }
             packet = &self.tagged;
         }
@@ -372,6 +368,15 @@ impl Port {
         }
         sent
     }
+}
+
+/// `packet` with the VLAN tag the kernel lifted out of it put back, in `tagged`.
+fn put_back_tag(tagged: &mut Vec<u8>, packet: &[u8], tpid: u16, tci: u16) {
+    tagged.clear();
+    tagged.extend_from_slice(&packet[..12]);
+    tagged.extend_from_slice(&tpid.to_be_bytes());
+    tagged.extend_from_slice(&tci.to_be_bytes());
+    tagged.extend_from_slice(&packet[12..]);
 }
 
 /// An empty virtio-net header: the receive socket has PACKET_VNET_HDR, so everything
