@@ -46,6 +46,24 @@ SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
 SERVERS = "p4runtime"  # the P4Runtime server process: daemon and log name
+# The switch finishes partial checksums and cuts TCP/UDP super-packets into wire-sized
+# segments itself (switch/PROTOCOL.md), so hosts keep checksum offload, TSO and GSO: far
+# cheaper for their stacks. Off stays only what it cannot honour: SCTP's CRC32c,
+# tunnel and SCTP segmentation, fraglist GSO, TCP segments with fixed IPv4 ids
+# (mangleid) and AccECN's CWR on every segment.
+UNHONOURED_OFFLOADS = ("tx-checksum-sctp", "tx-sctp-segmentation", "tx-gso-list",
+                       "tx-tcp-mangleid-segmentation", "tx-tcp-accecn-segmentation",
+                       "tx-gre-segmentation", "tx-gre-csum-segmentation",
+                       "tx-ipxip4-segmentation", "tx-ipxip6-segmentation",
+                       "tx-udp_tnl-segmentation", "tx-udp_tnl-csum-segmentation")
+# Hosts also receive with GRO: the switch sends segments, the host's stack gets them merged.
+# Only the features this kernel has are named (older kernels lack some, e.g. AccECN's).
+HOST_OFFLOADS = ("for i in \"$@\"; do have=$(ethtool -k \"$i\") || exit 1; off=''; "
+                 f"for f in {' '.join(UNHONOURED_OFFLOADS)}; do "
+                 "case \"$have\" in *\"$f:\"*) off=\"$off $f off\";; esac; done; "
+                 "ethtool -K \"$i\" $off gro on >/dev/null || exit 1; done")
+# Every offload off: what a switch that forwards frames as they are needs (kept for
+# benchmarks/plane_path.py, which measures TCP both ways).
 OFFLOADS_OFF = ("for i in \"$@\"; do ethtool -K \"$i\" tx off tso off gso off >/dev/null "
                 "|| exit 1; done")
 
@@ -90,7 +108,7 @@ class P4Plane(ControlledPlane):
             raise PlaneError(f"p4: option 'program': {exc}") from exc
         entries = self._load_entries(net, compiled) if self.entries_path else None
         servers = self._start_servers(net)  # its interpreter starts while the switches do
-        self._offloads_off(net)
+        self._set_host_offloads(net)
         for switch in net.topo.switches():
             self._start_switch(net, switch)
         self._wait_for_servers(servers)
@@ -139,14 +157,11 @@ class P4Plane(ControlledPlane):
     def _grpc(self, switch: str) -> str:
         return f"unix:{self.dir / switch}.grpc"
 
-    def _offloads_off(self, net: Network) -> None:
-        """The switch forwards frames as they are: checksums must be filled in and
-        segments real (switch/PROTOCOL.md)."""
+    def _set_host_offloads(self, net: Network) -> None:
+        """Host ends: off what the switch cannot honour, GRO on (see HOST_OFFLOADS)."""
         jobs = [(net.host_ns(h), [HOST_IF]) for h in net.topo.hosts()]
-        jobs += [(net.switch_ns(s), list(net.switch_ports(s).values()))
-                 for s in net.topo.switches()]
         with ThreadPoolExecutor(max_workers=8) as pool:
-            for done in [pool.submit(net.run, ns, ["sh", "-c", OFFLOADS_OFF, "sh", *ifs])
+            for done in [pool.submit(net.run, ns, ["sh", "-c", HOST_OFFLOADS, "sh", *ifs])
                          for ns, ifs in jobs]:
                 done.result()
 
