@@ -129,8 +129,10 @@ def one_way_delay(net: Network, sizes: Sizes) -> dict[str, float | None]:
     flow = Flow("owd", "voip", src, dst, {"duration": sizes.packets * sizes.packet_ms / 1000,
                                           "packet_ms": sizes.packet_ms,
                                           "payload": sizes.payload})
-    summary = run_flows(net, [flow])[0].summary
+    result = run_flows(net, [flow])[0]
+    summary = result.summary
     return {
+        "error": result.error,
         "owd_mean_us": _us(summary.get("owd_ms")),
         "owd_p50_us": _us(summary.get("owd_p50_ms")),
         "owd_p99_us": _us(summary.get("owd_p99_ms")),

@@ -19,6 +19,7 @@ def test_bridge_hop_and_chain_beside_the_direct_pair_give_real_figures():
         hop, floors = plane_path.measure_plane("bridge", floor_net, 2, TINY)
     assert len(floors) == 2  # one floor stream beside the single switch, one beside the chain
     for stream in (hop, *floors):
+        assert stream["error"] is None
         assert stream["packets_received"] == stream["packets_sent"] == TINY.packets
         assert 0 < stream["owd_p50_us"] <= stream["owd_p99_us"]
     assert hop["added_p50_us"] == hop["owd_p50_us"] - floors[0]["owd_p50_us"]

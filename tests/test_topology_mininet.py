@@ -49,6 +49,18 @@ def test_params_are_keyword_arguments_and_class_names_work_too():
         f"r{i}" for i in range(1, 6)]
 
 
+def test_positional_arguments_as_mininets_topo_option():
+    assert from_mininet.parse_topo_option("dumbbell,3,2.5,delay=5ms") == (
+        "dumbbell", [3, 2.5], {"delay": "5ms"})
+    topo = from_mininet.load(DUMBBELL, "dumbbell", {"edge_bw": 50}, [4, 2.5])
+    assert len(topo.hosts()) == 8
+    assert topo.graph.edges["s1", "s2"]["bw_mbit"] == 2.5
+    shown = resolve(f"{DUMBBELL}:dumbbell,3,bottleneck_bw=7")
+    assert len(shown.hosts()) == 6 and shown.graph.edges["s1", "s2"]["bw_mbit"] == 7
+    with pytest.raises(TopologyError, match=r"building 'dumbbell'\(1, 2, 3, 4, 5\) failed"):
+        from_mininet.load(DUMBBELL, "dumbbell", args=[1, 2, 3, 4, 5])
+
+
 @pytest.mark.parametrize("opts, bw, delay_ms, loss", [
     ("", None, 0.0, 0.0),
     ("bw=1000, delay='5ms', loss=2", 1000.0, 5.0, 2.0),
@@ -165,7 +177,7 @@ class Bad(Topo):
 """)
     with pytest.raises(TopologyError) as err:
         from_mininet.load(path)
-    assert f"building 'Bad' with {{}} failed: {path}:6: ZeroDivisionError" in str(err.value)
+    assert f"building 'Bad'() failed: {path}:6: ZeroDivisionError" in str(err.value)
 
 
 def test_unknown_name_lists_what_the_file_has():
@@ -207,6 +219,13 @@ workloads: [{{kind: icmp}}]
     assert exp.topology.mininet == str(DUMBBELL) and exp.topology.name == "dumbbell"
     from dplab.runner import build_topology
     assert len(build_topology(exp).hosts()) == 6
+    positional = parse(f"""
+name: mn
+topology: {{mininet: {DUMBBELL}, name: dumbbell, args: [2]}}
+planes: [bridge]
+workloads: [{{kind: icmp}}]
+""")
+    assert len(build_topology(positional).hosts()) == 4
     assert resolve(f"{DUMBBELL}:Dumbbell").name == "Dumbbell"
     with pytest.raises(SpecError, match="give exactly one of"):
         parse(f"""

@@ -94,8 +94,24 @@ def test_rtp_viewers_receive_the_live_stream_and_their_frames_are_kept(net, tmp_
         assert 3.0 < s["transmission_time_s"] < 5.0  # paced live (-re), not a burst
         assert 0.5e6 < s["throughput_bps"] < 1.5e6  # about the 1 Mbit/s of the content
         assert 0 <= s["jitter_ms"] < 20
+        # from the sender's start to the first frame shown after the 200 ms jitter buffer
+        assert 200 < s["startup_delay_ms"] < 5000
+        assert s["rebuffers"] >= 0 and s["rebuffer_time_s"] >= 0
         assert s["frame_diff_pct"] == 0.0  # the same frame, decoded from what arrived
         for side in ("sent", "received"):
             png = tmp_path / f"{result.flow.flow_id}-{side}.png"
             assert png_size(png) == (640, 360)
             assert len(video_content.decode_rgb(png)) == 640 * 360 * 3
+
+
+def test_a_live_stream_over_a_link_below_its_bitrate_loses_packets():
+    topo = catalog.build("single", hosts=2, edge_bw=0.6)  # 0.6 Mbit/s < 1 Mbit/s video
+    params = {"mode": "rtp", "duration": 4, "frame_at": 2, **LIGHT}
+    for net in bridged(topo):
+        [result] = run_flows(net, [Flow("live-slow", "video", "h1", "h2", params)])
+    assert result.ok, result.error
+    s = result.summary
+    # a live sender does not slow down: the shaper's short queue drops what does not fit
+    assert s["loss_pct"] > 10
+    assert s["throughput_bps"] < 0.6e6 * 1.1
+    assert s["startup_delay_ms"] > 200 and s["rebuffers"] >= 0

@@ -66,6 +66,31 @@ def test_rtp_jitter_is_rfc3550_over_90khz_timestamps_even_when_they_wrap():
     assert jitter == pytest.approx([10 / 16, 10 / 16 + (10 - 10 / 16) / 16])
 
 
+def test_frames_group_packets_by_timestamp_in_media_order_across_the_wrap():
+    top = 1 << 32
+    # frame A (2 packets, media 0), then a B-frame-like reorder: C (media 80 ms) before B (40 ms)
+    packets = [
+        vm.RtpPacket(1.000, 1, top - 1800, 100),
+        vm.RtpPacket(1.004, 2, top - 1800, 100),
+        vm.RtpPacket(1.050, 3, 5400, 100),
+        vm.RtpPacket(1.060, 4, 1800, 100),
+    ]
+    frames = vm.frame_arrivals(packets)
+    assert [media for media, _ in frames] == pytest.approx([0.0, 0.04, 0.08])
+    assert [arrived for _, arrived in frames] == [1.004, 1.060, 1.050]
+
+
+def test_a_live_player_stalls_only_for_frames_later_than_its_jitter_buffer():
+    frames = [(0.0, 1.0), (0.04, 1.05), (0.08, 1.30), (0.12, 1.31)]
+    calm = vm.live_playout(frames, buffer_s=0.3)  # frames due 1.30, 1.34, 1.38, 1.42
+    assert calm.started_at == pytest.approx(1.3)
+    assert (calm.rebuffers, calm.rebuffer_s) == (0, 0.0)
+    tight = vm.live_playout(frames, buffer_s=0.1)  # due 1.10, 1.14, 1.18 (came 1.30), ...
+    assert tight.rebuffers == 1 and tight.rebuffer_s == pytest.approx(0.12)
+    # after the stall the clock runs 0.12 s late: the 4th frame is due 1.34, came 1.31
+    assert vm.live_playout([], 0.2) is None
+
+
 def test_byte_bins_cover_every_second_up_to_the_last_arrival():
     rows = vm.byte_bins([(0.2, 100), (0.9, 50), (2.5, 10)])
     assert [(r["t_start"], r["bytes"], r["throughput_bps"]) for r in rows] == [
@@ -152,6 +177,7 @@ def test_defaults_and_content_identity():
         ({"duration": 4, "frame_at": 4}, "within the content"),
         ({"fps": 0}, "'fps' must be an integer > 0"),
         ({"colour": "red"}, "unknown parameter"),
+        ({"jitter_buffer_ms": -5}, "jitter_buffer_ms must be a number >= 0"),
     ],
 )
 def test_bad_params_are_refused_naming_the_flow(params, complaint):

@@ -48,7 +48,7 @@ def build_topology(exp: Experiment) -> Topology:
     if spec.topohub is not None:
         return from_topohub.load(spec.topohub, **spec.params)
     if spec.mininet is not None:
-        return from_mininet.load(spec.mininet, spec.name, spec.params)
+        return from_mininet.load(spec.mininet, spec.name, spec.params, spec.args)
     return catalog.build(spec.name, **spec.params)
 
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, TryLockError};
 
 use crate::pipeline::{Event, Worker};
 use crate::ports::Port;
+use crate::segment::Segments;
 use crate::shared::{add, drain, Shared};
 use arrivals::Arrivals;
 
@@ -39,7 +40,7 @@ struct Loop {
     port_slot: Vec<Option<usize>>,
     worker: Option<Worker>,
     generation: u64,
-    rx_buf: Vec<u8>,
+    rx: Segments,
     out: Vec<(u32, Vec<u8>)>,
     events: Vec<Event>,
     tx: Vec<Vec<Vec<u8>>>,
@@ -64,7 +65,7 @@ pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>) {
         port_slot,
         worker: None,
         generation: u64::MAX,
-        rx_buf: Vec::with_capacity(2048),
+        rx: Segments::default(),
         out: Vec::with_capacity(BATCH * 4),
         events: Vec::new(),
         tx,
@@ -179,19 +180,22 @@ impl Loop {
                 };
                 let stamp = self.ports[pi].rx_time_ns(&frame);
                 self.arrivals.on_packet(stamp, wall);
-                let whole = self.ports[pi].read_frame(&frame, &mut self.rx_buf);
+                let got = self.ports[pi].read_frame(&frame, &mut self.rx);
                 self.ports[pi].release(frame);
                 work += 1;
                 let counters = &shared.port_counters[pi];
-                add(&counters.rx_packets, 1);
-                add(&counters.rx_bytes, self.rx_buf.len() as u64);
-                if !whole {
+                add(&counters.rx_packets, got.packets);
+                add(&counters.rx_bytes, got.bytes);
+                if !got.ok {
                     add(&counters.drops, 1);
                     continue;
                 }
-                let (number, buf) = (self.ports[pi].number, std::mem::take(&mut self.rx_buf));
-                self.process(&mut guard, number, &buf, now);
-                self.rx_buf = buf;
+                // Each wire packet (segment) goes through the pipeline on its own.
+                let (number, rx) = (self.ports[pi].number, std::mem::take(&mut self.rx));
+                for i in 0..rx.len() {
+                    self.process(&mut guard, number, rx.get(i), now);
+                }
+                self.rx = rx;
             }
         }
         drop(guard);

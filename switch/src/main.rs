@@ -12,6 +12,7 @@ mod pipeline;
 mod ports;
 mod pre;
 mod program;
+mod segment;
 mod shared;
 mod tables;
 mod txring;

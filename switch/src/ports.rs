@@ -5,10 +5,17 @@
 //! blocks, which adds up to a millisecond of latency at low load). Under load one poll
 //! drains many frames, which gives batching without waiting.
 //!
+//! Every received packet comes with a virtio-net header (PACKET_VNET_HDR): hosts keep their
+//! checksum and segmentation offloads, and segment.rs turns what they hand over into the
+//! packets a wire would carry. A packet too long for a ring frame (a TSO/GSO super-packet
+//! of up to 64 KiB) is not truncated: PACKET_COPY_THRESH makes the kernel flag its frame
+//! TP_STATUS_COPY and queue the whole packet on the socket, where `recv` fetches it, in
+//! ring order. Small packets, the common case, keep the zero-syscall ring path.
+//!
 //! Transmit uses a second socket per port with a memory-mapped transmit ring (see
 //! txring.rs): the packets of a round are written into the ring and sent with one `send()`,
 //! bypassing the qdisc layer. If that ring cannot be set up the port says so on stderr and
-//! sends with `sendmmsg` on the receive socket instead (also used for the rare packet
+//! sends packet by packet on the receive socket instead (also used for the rare packet
 //! longer than the MTU allows, so the kernel refuses it as it would any oversize frame).
 
 use std::ffi::CString;
@@ -16,9 +23,14 @@ use std::io;
 use std::os::fd::RawFd;
 use std::ptr;
 
+use crate::segment::{Segments, VnetHdr, VNET_HDR_LEN};
 use crate::txring::{self, TxRing};
 
 const FRAME_SIZE: usize = 2048;
+/// Largest packet fetched from the socket queue (GSO packets are at most 64 KiB).
+const BIG_PACKET: usize = 1 << 17;
+/// Socket receive buffer for those packets: bounds the memory they may hold while queued.
+const RCVBUF_BYTES: libc::c_int = 16 << 20;
 const FRAME_COUNT: usize = 4096;
 const BLOCK_SIZE: usize = 1 << 20;
 const TX_FRAME_SIZE: usize = 2048;
@@ -45,6 +57,25 @@ struct TxPath {
     queued: Vec<u64>,
 }
 
+impl TxPath {
+    /// Hands the queued frames to the kernel, drops those it would not take (so nothing
+    /// goes out late) and adds what went out to `sent`.
+    fn push_out(&mut self, sent: &mut Sent) {
+        let mut taken = 0;
+        for _ in 0..TX_ATTEMPTS {
+            let f = self.ring.flush(self.fd);
+            taken += f.sent;
+            if f.waiting == 0 || f.error.is_some() {
+                break;
+            }
+        }
+        self.ring.reclaim();
+        sent.packets += taken as u64;
+        sent.bytes += self.queued[..taken].iter().sum::<u64>();
+        self.queued.clear();
+    }
+}
+
 impl Drop for TxPath {
     fn drop(&mut self) {
         unsafe {
@@ -59,6 +90,16 @@ pub struct RxFrame {
     pub index: usize,
 }
 
+/// What one received frame was on the wire, from [`Port::read_frame`].
+pub struct Received {
+    /// Wire packets (segments of a super-packet count one by one).
+    pub packets: u64,
+    pub bytes: u64,
+    /// False when the frame is dropped: truncated, or offload metadata that does not
+    /// describe the packet.
+    pub ok: bool,
+}
+
 pub struct Port {
     pub number: u32,
     pub name: String,
@@ -67,6 +108,10 @@ pub struct Port {
     next_frame: usize,
     pub ifindex: i32,
     tx: Option<TxPath>,
+    /// Room for a packet fetched from the socket queue, behind its virtio-net header.
+    queued: Vec<u8>,
+    /// A packet with its VLAN tag put back.
+    tagged: Vec<u8>,
 }
 
 // The ring is only touched by the thread that owns the port.
@@ -114,13 +159,15 @@ impl Port {
             next_frame: 0,
             ifindex,
             tx: None,
+            queued: vec![0; VNET_HDR_LEN + BIG_PACKET],
+            tagged: Vec::new(),
         };
         port.configure()?;
         match open_tx_path(name, ifindex) {
             Ok(tx) => port.tx = Some(tx),
             Err(e) => eprintln!(
                 "dplab-switch: port {number} ({name}): no transmit ring ({e}); \
-                 sending with sendmmsg instead"
+                 sending packet by packet instead"
             ),
         }
         Ok(port)
@@ -138,6 +185,15 @@ impl Port {
             return Err(os_error("PACKET_IGNORE_OUTGOING", &self.name));
         }
         set_option(fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+        // Both must precede the ring: the kernel refuses them once it exists.
+        if !set_option(fd, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one) {
+            return Err(os_error("PACKET_VNET_HDR", &self.name));
+        }
+        if !set_option(fd, libc::SOL_PACKET, libc::PACKET_COPY_THRESH, &one)
+            || !set_option(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &RCVBUF_BYTES)
+        {
+            return Err(os_error("PACKET_COPY_THRESH/SO_RCVBUFFORCE", &self.name));
+        }
         let req = libc::tpacket_req {
             tp_block_size: BLOCK_SIZE as u32,
             tp_block_nr: (FRAME_SIZE * FRAME_COUNT / BLOCK_SIZE) as u32,
@@ -206,9 +262,9 @@ impl Port {
         h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64
     }
 
-    /// Copies the frame's packet into `out` (re-inserting a VLAN tag the kernel lifted
-    /// out), returns false when the packet was truncated by the ring and must be dropped.
-    pub fn read_frame(&self, frame: &RxFrame, out: &mut Vec<u8>) -> bool {
+    /// Turns the frame's packet into the wire packets it stands for, in `out` (segments
+    /// of a super-packet, checksums finished; a VLAN tag the kernel lifted out put back).
+    pub fn read_frame(&mut self, frame: &RxFrame, out: &mut Segments) -> Received {
         let hdr = self.header(frame.index);
         let h = unsafe { &*hdr };
         let data = unsafe {
@@ -217,21 +273,60 @@ impl Port {
                 h.tp_snaplen as usize,
             )
         };
-        out.clear();
-        if h.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && data.len() >= 12 {
+        let raw_vnet = unsafe {
+            &*((hdr as *const u8).add(h.tp_mac as usize - VNET_HDR_LEN)
+                as *const [u8; VNET_HDR_LEN])
+        };
+        let mut vnet = VnetHdr::parse(raw_vnet);
+        let dropped = |bytes: u32| Received {
+            packets: 1,
+            bytes: bytes as u64,
+            ok: false,
+        };
+        let mut packet = data;
+        if h.tp_status & libc::TP_STATUS_COPY != 0 {
+            if !self.fetch_queued(h.tp_len as usize) {
+                return dropped(h.tp_len);
+            }
+            vnet = VnetHdr::parse(self.queued[..VNET_HDR_LEN].try_into().unwrap());
+            packet = &self.queued[VNET_HDR_LEN..VNET_HDR_LEN + h.tp_len as usize];
+        } else if h.tp_len != h.tp_snaplen {
+            return dropped(h.tp_len);
+        }
+        if h.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && packet.len() >= 12 {
             let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
                 h.tp_vlan_tpid
             } else {
                 0x8100
             };
-            out.extend_from_slice(&data[..12]);
-            out.extend_from_slice(&tpid.to_be_bytes());
-            out.extend_from_slice(&h.tp_vlan_tci.to_be_bytes());
-            out.extend_from_slice(&data[12..]);
-        } else {
-            out.extend_from_slice(data);
+            put_back_tag(&mut self.tagged, packet, tpid, h.tp_vlan_tci);
+            if vnet.csum_start >= 12 {
+                vnet.csum_start = vnet.csum_start.saturating_add(4);
+            }
+            packet = &self.tagged;
         }
-        h.tp_len == h.tp_snaplen
+        match out.fill(&vnet, packet) {
+            Ok(()) => Received {
+                packets: out.len() as u64,
+                bytes: out.wire_bytes(),
+                ok: true,
+            },
+            Err(_) => dropped(h.tp_len),
+        }
+    }
+
+    /// Fetches the packet behind a TP_STATUS_COPY frame (the next one queued on the
+    /// socket) into `queued`, behind its virtio-net header; false if it is not there whole.
+    fn fetch_queued(&mut self, expected_len: usize) -> bool {
+        let n = unsafe {
+            libc::recv(
+                self.fd,
+                self.queued.as_mut_ptr() as *mut libc::c_void,
+                self.queued.len(),
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+            )
+        };
+        n >= 0 && n as usize == VNET_HDR_LEN + expected_len && n as usize <= self.queued.len()
     }
 
     pub fn release(&self, frame: RxFrame) {
@@ -243,7 +338,7 @@ impl Port {
     /// Sends a batch of packets, in order; says how many the kernel took.
     pub fn send_batch(&mut self, packets: &[Vec<u8>]) -> Sent {
         let Some(tx) = self.tx.as_mut() else {
-            let n = self.send_mmsg(packets);
+            let n = self.send_each(packets);
             return Sent {
                 packets: n as u64,
                 bytes: packets[..n].iter().map(|p| p.len() as u64).sum(),
@@ -258,6 +353,11 @@ impl Port {
                 sent.bytes += (n * p.len()) as u64;
                 continue;
             }
+            if tx.ring.free_frame().is_none() {
+                // A batch longer than the ring (the segments of super-packets): send what
+                // is queued so its frames come free.
+                tx.push_out(&mut sent);
+            }
             let Some(frame) = tx.ring.free_frame() else {
                 continue; // ring full: the kernel still holds every frame, a drop
             };
@@ -265,59 +365,52 @@ impl Port {
             tx.ring.queue(p.len());
             tx.queued.push(p.len() as u64);
         }
-        let mut taken = 0;
-        for _ in 0..TX_ATTEMPTS {
-            let f = tx.ring.flush(tx.fd);
-            taken += f.sent;
-            if f.waiting == 0 || f.error.is_some() {
-                break;
-            }
-        }
-        tx.ring.reclaim();
-        sent.packets += taken as u64;
-        sent.bytes += tx.queued[..taken].iter().sum::<u64>();
+        tx.push_out(&mut sent);
         sent
     }
 
-    /// Sends a batch of packets with `sendmmsg`; returns how many the kernel accepted.
-    fn send_mmsg(&self, packets: &[Vec<u8>]) -> usize {
-        const CHUNK: usize = 64;
-        let mut iovs: [libc::iovec; CHUNK] = unsafe { std::mem::zeroed() };
-        let mut msgs: [libc::mmsghdr; CHUNK] = unsafe { std::mem::zeroed() };
+    /// Sends packets one by one, in order; returns how many the kernel accepted.
+    fn send_each(&self, packets: &[Vec<u8>]) -> usize {
         let mut sent = 0;
-        while sent < packets.len() {
-            let chunk = &packets[sent..packets.len().min(sent + CHUNK)];
-            for (i, p) in chunk.iter().enumerate() {
-                iovs[i] = libc::iovec {
-                    iov_base: p.as_ptr() as *mut libc::c_void,
-                    iov_len: p.len(),
-                };
-                msgs[i].msg_hdr.msg_iov = &mut iovs[i];
-                msgs[i].msg_hdr.msg_iovlen = 1;
-            }
-            let n = unsafe { libc::sendmmsg(self.fd, msgs.as_mut_ptr(), chunk.len() as u32, 0) };
-            if n <= 0 {
+        for p in packets {
+            if send_one(self.fd, p) == 0 {
                 break;
             }
-            sent += n as usize;
-            if (n as usize) < chunk.len() {
-                break;
-            }
+            sent += 1;
         }
         sent
     }
 }
 
-/// Sends one packet on `fd` with `sendmmsg`; returns 1 if the kernel took it.
+/// `packet` with the VLAN tag the kernel lifted out of it put back, in `tagged`.
+fn put_back_tag(tagged: &mut Vec<u8>, packet: &[u8], tpid: u16, tci: u16) {
+    tagged.clear();
+    tagged.extend_from_slice(&packet[..12]);
+    tagged.extend_from_slice(&tpid.to_be_bytes());
+    tagged.extend_from_slice(&tci.to_be_bytes());
+    tagged.extend_from_slice(&packet[12..]);
+}
+
+/// An empty virtio-net header: the receive socket has PACKET_VNET_HDR, so everything
+/// sent on it starts with one (no offloads asked for).
+const NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
+
+/// Sends one packet on the receive socket `fd`; returns 1 if the kernel took it.
 fn send_one(fd: RawFd, packet: &[u8]) -> usize {
-    let mut iov = libc::iovec {
-        iov_base: packet.as_ptr() as *mut libc::c_void,
-        iov_len: packet.len(),
-    };
-    let mut msg: libc::mmsghdr = unsafe { std::mem::zeroed() };
-    msg.msg_hdr.msg_iov = &mut iov;
-    msg.msg_hdr.msg_iovlen = 1;
-    (unsafe { libc::sendmmsg(fd, &mut msg, 1, 0) } == 1) as usize
+    let mut iov = [
+        libc::iovec {
+            iov_base: NO_OFFLOAD.as_ptr() as *mut libc::c_void,
+            iov_len: VNET_HDR_LEN,
+        },
+        libc::iovec {
+            iov_base: packet.as_ptr() as *mut libc::c_void,
+            iov_len: packet.len(),
+        },
+    ];
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = 2;
+    (unsafe { libc::sendmsg(fd, &msg, 0) } >= 0) as usize
 }
 
 /// A socket bound to the interface that only transmits (protocol 0: it receives nothing),

@@ -148,6 +148,42 @@ def rtp_stats(packets: Sequence[RtpPacket]) -> RtpStats:
     )
 
 
+def frame_arrivals(packets: Sequence[RtpPacket]) -> list[tuple[float, float]]:
+    """Per video frame (packets sharing an RTP timestamp): (media time in s after the
+    earliest frame, arrival of its last packet), in media-time order."""
+    stamps = unwrap([p.timestamp for p in packets], TS_MOD)
+    last: dict[int, float] = {}
+    for stamp, packet in zip(stamps, packets, strict=True):
+        last[stamp] = max(last.get(stamp, -math.inf), packet.recv_s)
+    origin = min(last, default=0)
+    return [((stamp - origin) / RTP_CLOCK_HZ, last[stamp]) for stamp in sorted(last)]
+
+
+@dataclass(frozen=True)
+class LivePlayout:
+    started_at: float  # wall time the first frame was shown
+    rebuffers: int
+    rebuffer_s: float
+
+
+def live_playout(frames: Sequence[tuple[float, float]], buffer_s: float) -> LivePlayout | None:
+    """A live player with a jitter buffer of buffer_s: it shows the first frame buffer_s
+    after that frame arrived and every later frame at its media time on that clock. A frame
+    that has not arrived by its time freezes the picture until it does (one rebuffer); the
+    clock then runs that much later. frames: frame_arrivals(...)."""
+    if not frames:
+        return None
+    started = frames[0][1] + buffer_s
+    late_by, rebuffers, stalled = 0.0, 0, 0.0
+    for media_s, arrived in frames:
+        due = started + media_s + late_by
+        if arrived > due:
+            rebuffers += 1
+            stalled += arrived - due
+            late_by += arrived - due
+    return LivePlayout(started, rebuffers, stalled)
+
+
 def frame_diff_pct(a: bytes, b: bytes) -> float:
     """Mean absolute difference of two same-sized 8-bit images, in % of full scale (255).
 

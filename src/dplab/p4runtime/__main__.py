@@ -1,10 +1,20 @@
-"""``python -m dplab.p4runtime --switch-socket S --listen unix:/path [--device-id 1]``:
-serve P4Runtime for one dplab-switch until SIGTERM."""
+"""Serve P4Runtime for one or several dplab-switches until SIGTERM:
+
+    python -m dplab.p4runtime --switch-socket S --listen unix:/path [--device-id 1]
+    python -m dplab.p4runtime --serve 1 S1 unix:/p/s1.grpc --serve 2 S2 unix:/p/s2.grpc
+
+Each ``--serve DEVICE_ID SWITCH_SOCKET LISTEN`` is one logical server: its own gRPC server,
+address, thread pool, switch connection and state; they only share the interpreter (one
+process start and one grpc import for a whole run instead of one per switch). Switch
+sockets that do not exist yet are waited for (``--switch-wait``). Once every server
+listens, the process prints ``ready`` on stdout: a launcher can block on that line.
+"""
 
 from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from concurrent import futures
 
@@ -12,29 +22,69 @@ import grpc
 from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.p4runtime.server import P4RuntimeServicer
+from dplab.p4runtime.switch_link import SwitchLinkError
 
 # Every StreamChannel holds one thread for its life; leave room for unary calls.
 WORKERS = 16
+STOP_GRACE_S = 0.5
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--switch-socket", required=True, help="dplab-switch control socket")
-    parser.add_argument("--listen", required=True,
-                        help="gRPC address, e.g. unix:/run/dplab/x/s1.grpc or 127.0.0.1:9559")
-    parser.add_argument("--device-id", type=int, default=1)
-    args = parser.parse_args(argv)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=WORKERS))
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(
-        P4RuntimeServicer(args.switch_socket, args.device_id), server)
-    if not server.add_insecure_port(args.listen):
-        raise SystemExit(f"p4runtime: cannot listen on {args.listen}")
-    server.start()
+    args = _parser().parse_args(argv)
+    devices = _devices(args)
+    servers = [_serve(device_id, socket_path, address, args.switch_wait)
+               for device_id, socket_path, address in devices]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print("ready", flush=True)
     stop.wait()
-    server.stop(grace=0.5).wait()
+    for done in [server.stop(grace=STOP_GRACE_S) for server in servers]:
+        done.wait()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--serve", nargs=3, action="append", default=[],
+                        metavar=("DEVICE_ID", "SWITCH_SOCKET", "LISTEN"),
+                        help="one logical server; repeat for several switches")
+    parser.add_argument("--switch-socket", help="dplab-switch control socket (one device)")
+    parser.add_argument("--listen",
+                        help="gRPC address, e.g. unix:/run/dplab/x/s1.grpc or 127.0.0.1:9559")
+    parser.add_argument("--device-id", type=int, default=1)
+    parser.add_argument("--switch-wait", type=float, default=15.0,
+                        help="seconds to wait for a switch's control socket to accept")
+    return parser
+
+
+def _devices(args: argparse.Namespace) -> list[tuple[int, str, str]]:
+    devices = []
+    for device_id, socket_path, address in args.serve:
+        if not device_id.isdigit():
+            raise SystemExit(f"p4runtime: --serve {device_id}: the device id must be a number")
+        devices.append((int(device_id), socket_path, address))
+    if args.switch_socket or args.listen:
+        if not (args.switch_socket and args.listen):
+            raise SystemExit("p4runtime: --switch-socket and --listen go together")
+        devices.append((args.device_id, args.switch_socket, args.listen))
+    if not devices:
+        raise SystemExit("p4runtime: nothing to serve (give --serve or --switch-socket/--listen)")
+    return devices
+
+
+def _serve(device_id: int, socket_path: str, address: str, switch_wait: float) -> grpc.Server:
+    try:
+        servicer = P4RuntimeServicer(socket_path, device_id, switch_wait)
+    except SwitchLinkError as exc:
+        sys.exit(f"p4runtime: device {device_id}: {exc}")
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=WORKERS,
+                                                    thread_name_prefix=f"dev{device_id}"))
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    if not server.add_insecure_port(address):
+        sys.exit(f"p4runtime: device {device_id}: cannot listen on {address}")
+    server.start()
+    return server
 
 
 if __name__ == "__main__":

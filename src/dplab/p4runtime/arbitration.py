@@ -26,11 +26,7 @@ class Arbiter:
     def join(self, update: pb.MasterArbitrationUpdate, send: Send, current: int | None) -> int:
         """Registers (or re-registers) a stream; returns its election id. Everyone is told
         who is primary now."""
-        if update.device_id != self.device_id:
-            raise P4RuntimeError("NOT_FOUND", f"no device {update.device_id} "
-                                 f"(this server is device {self.device_id})")
-        if update.role.name or update.role.id:
-            raise P4RuntimeError("UNIMPLEMENTED", "only the default role is supported")
+        _check_update(update, self.device_id, current is not None)
         eid = election_key(update.election_id)
         with self._lock:
             if eid in self._streams and self._streams[eid] is not send:
@@ -74,3 +70,19 @@ class Arbiter:
             arb.status.code = 0 if eid == top else 6  # OK / ALREADY_EXISTS (a backup)
             arb.status.message = "primary" if eid == top else "backup"
             send(msg)
+
+
+def _check_update(update: pb.MasterArbitrationUpdate, device_id: int, live: bool) -> None:
+    """Spec 5.4 for a server with the default role only: a first update for an unknown
+    device or role is NOT_FOUND; a live stream changing either is FAILED_PRECONDITION; a
+    role config (no role scheme was agreed on) is INVALID_ARGUMENT."""
+    changed = "FAILED_PRECONDITION" if live else "NOT_FOUND"
+    if update.device_id != device_id:
+        raise P4RuntimeError(changed, f"no device {update.device_id} "
+                             f"(this server is device {device_id})")
+    if update.role.name or update.role.id:
+        raise P4RuntimeError(changed, f"no role {update.role.name or update.role.id} "
+                             "(this server has only the default role)")
+    if update.role.HasField("config"):
+        raise P4RuntimeError("INVALID_ARGUMENT", "role.config given, but this server has "
+                             "no role scheme (only the default role, full access)")

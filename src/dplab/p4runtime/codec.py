@@ -11,7 +11,7 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.p4runtime.errors import invalid, not_found
+from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
 
 MatchField = p4info_pb2.MatchField
 
@@ -171,11 +171,20 @@ def canonical_match(table: p4info_pb2.Table, items: list[dict]) -> list[dict]:
     return match_to_switch(table, match_from_switch(table, items))
 
 
-def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Action) -> dict:
-    if action.action_id not in {ref.id for ref in table.action_refs}:
+def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Action,
+                     default: bool) -> dict:
+    """``default``: for the default entry (else a match entry), whose scope it must fit."""
+    refs = {ref.id: ref for ref in table.action_refs}
+    if action.action_id not in refs:
         raise invalid(f"table {table.preamble.name}: action id {action.action_id} "
                       "is not one of its actions")
     info = index.lookup("actions", action.action_id)
+    wrong_scope = (p4info_pb2.ActionRef.TABLE_ONLY if default
+                   else p4info_pb2.ActionRef.DEFAULT_ONLY)
+    if refs[action.action_id].scope == wrong_scope:  # spec 9.1.2: PERMISSION_DENIED
+        only = "@tableonly" if default else "@defaultonly"
+        raise P4RuntimeError("PERMISSION_DENIED", f"table {table.preamble.name}: action "
+                             f"{info.preamble.name} is {only}")
     given = {p.param_id: p.value for p in action.params}
     known = {p.id for p in info.params}
     if set(given) != known:

@@ -34,19 +34,29 @@ class Entities:
 
     def _write_table_entry(self, op: int, entry: pb.TableEntry) -> None:
         table = self.index.table(entry.table_id)
+        if entry.is_const:
+            raise invalid("is_const must be false in a write (P4Runtime spec 9.1)")
         if entry.is_default_action:
             self._write_default(op, table, entry)
             return
+        if op == INSERT and not table.match_fields:
+            raise invalid(f"table {table.preamble.name} has no key: only its default entry "
+                          "can be written")
         req = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
                "priority": entry.priority}
+        kind = entry.action.WhichOneof("type")
+        _check_const_table(table, op, kind)
         if op == DELETE:
             self.switch.call("table_delete", **req)
             return
-        kind = entry.action.WhichOneof("type")
+        if kind is None and op == MODIFY:  # the action stays; only direct resources change
+            self._modify_direct_resources(table, entry, req)
+            return
         if kind != "action":
             raise invalid("a table entry needs an action" if kind is None else
                           f"{kind} (action profiles) is not supported")
-        req["action"] = codec.action_to_switch(self.index, table, entry.action.action)
+        req["action"] = codec.action_to_switch(self.index, table, entry.action.action,
+                                               default=False)
         if entry.idle_timeout_ns:
             req["idle_timeout_ns"] = entry.idle_timeout_ns
         if entry.HasField("meter_config"):
@@ -56,15 +66,29 @@ class Entities:
         if entry.HasField("counter_data"):
             self._write_entry_counter(entry, req, entry.counter_data)
 
+    def _modify_direct_resources(self, table, entry: pb.TableEntry, req: dict) -> None:
+        """A MODIFY without an action (spec 9.1.2): the entry keeps its action; its direct
+        counter and meter take what the request gives."""
+        current = self._find_entry(table, req["match"], req["priority"])
+        if entry.HasField("meter_config"):
+            self._check_direct_meter(table)
+            self.switch.call("table_modify", **req, action=_action_of(current),
+                             meter=codec.meter_to_switch(entry.meter_config))
+        if entry.HasField("counter_data"):
+            self._write_entry_counter(entry, req, entry.counter_data)
+
     def _write_default(self, op: int, table, entry: pb.TableEntry) -> None:
         if op != MODIFY:
             raise invalid(f"table {table.preamble.name}: the default entry can only be modified")
         if entry.match or entry.priority:
             raise invalid(f"table {table.preamble.name}: a default entry has no match")
+        if table.const_default_action_id:
+            raise P4RuntimeError("PERMISSION_DENIED", f"table {table.preamble.name}: its "
+                                 "default action is const (P4Runtime spec 9.1.3)")
         if not entry.HasField("action"):
             self.switch.call("table_reset_default", table=entry.table_id)
             return
-        action = codec.action_to_switch(self.index, table, entry.action.action)
+        action = codec.action_to_switch(self.index, table, entry.action.action, default=True)
         self.switch.call("table_set_default", table=entry.table_id, action=action)
 
     def _write_entry_counter(self, entry: pb.TableEntry, req: dict, data: pb.CounterData) -> None:
@@ -89,8 +113,7 @@ class Entities:
         match = codec.match_to_switch(table, te.match)
         current = self._find_entry(table, match, te.priority)
         self.switch.call("table_modify", table=te.table_id, match=match, priority=te.priority,
-                         action={"action": current["action"]["action"],
-                                 "args": current["action"]["args"]},
+                         action=_action_of(current),
                          # no config: unconfigured, every packet GREEN (P4Runtime spec)
                          meter=(codec.meter_to_switch(entry.config)
                                 if entry.HasField("config") else None))
@@ -101,11 +124,18 @@ class Entities:
             raise invalid(f"table {table.preamble.name} has no direct meter")
 
     def _find_entry(self, table, match: list[dict], priority: int) -> dict:
+        found = self.find_entry(table, match, priority)
+        if found is None:
+            raise not_found(f"table {table.preamble.name}: no such entry")
+        return found
+
+    def find_entry(self, table, match: list[dict], priority: int) -> dict | None:
+        """The switch's entry with this key (``match`` as codec.match_to_switch gives)."""
         for item in self.switch.call("table_read", table=table.preamble.id)["entries"]:
             if (codec.canonical_match(table, item["match"]) == match
                     and (item.get("priority") or 0) == priority):
                 return item
-        raise not_found(f"table {table.preamble.name}: no such entry")
+        return None
 
     def _write_counter_entry(self, op: int, entry: pb.CounterEntry) -> None:
         if op != MODIFY:
@@ -210,11 +240,16 @@ class Entities:
             yield entry
             return
         match = codec.match_to_switch(table, want.match) if want.match else None
+        action_id = want.action.action.action_id if want.action.HasField("action") else 0
         for item in got["entries"]:
-            if match is not None and (codec.canonical_match(table, item["match"]) != match
-                                      or (item.get("priority") or 0) != want.priority):
+            # Filters (spec 9.1.6): each field left at its default matches everything.
+            if ((match is not None and codec.canonical_match(table, item["match"]) != match)
+                    or (want.priority and (item.get("priority") or 0) != want.priority)
+                    or (action_id and item["action"]["action"] != action_id)):
                 continue
-            yield codec.entry_from_switch(self.index, table, item, counter, meter)
+            entry = codec.entry_from_switch(self.index, table, item, counter, meter)
+            entry.is_const = table.is_const_table
+            yield entry
 
     def _read_direct_counter_entry(self, want: pb.DirectCounterEntry):
         probe = pb.TableEntry()
@@ -306,3 +341,16 @@ class Entities:
                     yield out
         else:
             raise invalid("empty packet replication engine entry")
+
+
+def _action_of(item: dict) -> dict:
+    """A read entry's action, as table_add/table_modify take it."""
+    return {"action": item["action"]["action"], "args": item["action"]["args"]}
+
+
+def _check_const_table(table, op: int, action_kind: str | None) -> None:
+    """Spec 9.1.4: in a table with const entries only MODIFY without an action (its
+    entries' direct resources) is allowed."""
+    if table.is_const_table and (op != MODIFY or action_kind is not None):
+        raise P4RuntimeError("PERMISSION_DENIED", f"table {table.preamble.name} has const "
+                             "entries: only their direct counters and meters can be modified")

@@ -19,22 +19,27 @@ from dplab.p4runtime.arbitration import Arbiter
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entities import Entities
-from dplab.p4runtime.errors import P4RuntimeError, invalid
+from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
+from dplab.p4runtime.rollback import write_all_or_none
 from dplab.p4runtime.switch_link import SwitchLink
 
 API_VERSION = "1.5.0"
 Action = pb.SetForwardingPipelineConfigRequest
+Atomicity = pb.WriteRequest
 
 
 class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
-    def __init__(self, switch_socket: str, device_id: int) -> None:
+    def __init__(self, switch_socket: str, device_id: int, switch_wait_s: float = 0.0) -> None:
         self.device_id = device_id
         self.arbiter = Arbiter(device_id)
-        self.switch = SwitchLink(switch_socket, self._on_switch_event)
+        self.switch = SwitchLink(switch_socket, self._on_switch_event, switch_wait_s)
         self._config: pb.ForwardingPipelineConfig | None = None
         self._saved: pb.ForwardingPipelineConfig | None = None
         self._index: P4InfoIndex | None = None
         self.digests = Digests(self._send_to_primary)
+        # Writes one batch at a time, reads between batches: a rolled-back batch is never
+        # seen half applied (the spec wants Write/Read strictly serializable).
+        self._serial = threading.Lock()
 
     # -- unary RPCs ----------------------------------------------------------------------
 
@@ -61,6 +66,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _set_pipeline(self, request: pb.SetForwardingPipelineConfigRequest):
         self._check_device(request.device_id)
+        _check_default_role(request.role, request.role_id)
         self.arbiter.check_primary(request.election_id, "SetForwardingPipelineConfig")
         if request.action == Action.COMMIT:
             if self._saved is None:
@@ -100,25 +106,29 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _write(self, request: pb.WriteRequest):
         self._check_device(request.device_id)
+        _check_default_role(request.role, request.role_id)
         self.arbiter.check_primary(request.election_id, "Write")
         entities = self._entities()
-        if request.atomicity != pb.WriteRequest.CONTINUE_ON_ERROR:
-            raise P4RuntimeError("UNIMPLEMENTED", "only CONTINUE_ON_ERROR atomicity")
-        errors: list[P4RuntimeError | None] = []
-        for update in request.updates:
-            try:
-                entities.write(update)
-                errors.append(None)
-            except P4RuntimeError as err:
-                errors.append(err)
+        if request.atomicity == Atomicity.DATAPLANE_ATOMIC:  # optional in the spec (12.3)
+            raise P4RuntimeError("UNIMPLEMENTED", "DATAPLANE_ATOMIC batches are not "
+                                 "supported (CONTINUE_ON_ERROR and ROLLBACK_ON_ERROR are)")
+        if request.atomicity not in (Atomicity.CONTINUE_ON_ERROR, Atomicity.ROLLBACK_ON_ERROR):
+            raise invalid(f"unknown atomicity {request.atomicity}")
+        with self._serial:
+            if request.atomicity == Atomicity.ROLLBACK_ON_ERROR:
+                errors = write_all_or_none(entities, request.updates)
+            else:
+                errors = [_attempt(entities, update) for update in request.updates]
         if any(errors):
             raise _BatchError(errors)
         return pb.WriteResponse()
 
     def _read(self, request: pb.ReadRequest) -> Iterator[pb.ReadResponse]:
         self._check_device(request.device_id)
+        _check_default_role(request.role, 0)
         entities = self._entities()
-        found = [e for want in request.entities for e in entities.read(want)]
+        with self._serial:  # a read sees a batch whole or not at all (spec 12.5)
+            found = [e for want in request.entities for e in entities.read(want)]
         return iter([pb.ReadResponse(entities=found)])
 
     def _entities(self) -> Entities:
@@ -215,6 +225,21 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         else:
             return
         self._send_to_primary(msg)
+
+
+def _attempt(entities: Entities, update: pb.Update) -> P4RuntimeError | None:
+    try:
+        entities.write(update)
+    except P4RuntimeError as err:
+        return err
+    return None
+
+
+def _check_default_role(role: str, role_id: int) -> None:
+    """This server has the default role only; a request naming another role names one
+    the device does not have (spec 12.1, 13: NOT_FOUND)."""
+    if role or role_id:
+        raise not_found(f"no role {role or role_id} (this server has only the default role)")
 
 
 class _BatchError(Exception):

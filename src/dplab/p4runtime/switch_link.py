@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -13,12 +14,18 @@ from typing import Any
 from dplab.p4runtime.errors import P4RuntimeError
 
 REPLY_TIMEOUT_S = 10.0
+# A switch started at the same time as its server opens its socket within milliseconds;
+# nothing signals that moment, so connecting is retried this often.
+CONNECT_RETRY_S = 0.01
+
+
+class SwitchLinkError(OSError):
+    """The switch's control socket did not accept a connection in time."""
 
 
 class SwitchLink:
-    def __init__(self, path: str, on_event: Callable[[dict], None]) -> None:
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect(path)
+    def __init__(self, path: str, on_event: Callable[[dict], None], wait_s: float = 0.0) -> None:
+        self._sock = _connect(path, wait_s)
         self._on_event = on_event
         self._lock = threading.Lock()
         self._waiting: dict[int, Future] = {}
@@ -64,3 +71,19 @@ class SwitchLink:
                 waiter.set_result({"ok": False, "code": "UNAVAILABLE",
                                    "error": "switch closed its control socket"})
             self._waiting.clear()
+
+
+def _connect(path: str, wait_s: float) -> socket.socket:
+    """A connection to ``path``, retried for ``wait_s`` while the socket is not there yet."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            sock.close()
+            if time.monotonic() >= deadline:
+                raise SwitchLinkError(f"switch control socket {path}: {exc.strerror} "
+                                      f"(waited {wait_s:g} s)") from exc
+        time.sleep(CONNECT_RETRY_S)

@@ -20,6 +20,8 @@ farthest hosts.
 from __future__ import annotations
 
 import json
+import select
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +37,7 @@ from dplab.p4.errors import P4Error
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes.base import PlaneError
-from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
+from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.substrate.network import HOST_IF, Network
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -43,6 +45,25 @@ DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
+SERVERS = "p4runtime"  # the P4Runtime server process: daemon and log name
+# The switch finishes partial checksums and cuts TCP/UDP super-packets into wire-sized
+# segments itself (switch/PROTOCOL.md), so hosts keep checksum offload, TSO and GSO: far
+# cheaper for their stacks. Off stays only what it cannot honour: SCTP's CRC32c,
+# tunnel and SCTP segmentation, fraglist GSO, TCP segments with fixed IPv4 ids
+# (mangleid) and AccECN's CWR on every segment.
+UNHONOURED_OFFLOADS = ("tx-checksum-sctp", "tx-sctp-segmentation", "tx-gso-list",
+                       "tx-tcp-mangleid-segmentation", "tx-tcp-accecn-segmentation",
+                       "tx-gre-segmentation", "tx-gre-csum-segmentation",
+                       "tx-ipxip4-segmentation", "tx-ipxip6-segmentation",
+                       "tx-udp_tnl-segmentation", "tx-udp_tnl-csum-segmentation")
+# Hosts also receive with GRO: the switch sends segments, the host's stack gets them merged.
+# Only the features this kernel has are named (older kernels lack some, e.g. AccECN's).
+HOST_OFFLOADS = ("for i in \"$@\"; do have=$(ethtool -k \"$i\") || exit 1; off=''; "
+                 f"for f in {' '.join(UNHONOURED_OFFLOADS)}; do "
+                 "case \"$have\" in *\"$f:\"*) off=\"$off $f off\";; esac; done; "
+                 "ethtool -K \"$i\" $off gro on >/dev/null || exit 1; done")
+# Every offload off: what a switch that forwards frames as they are needs (kept for
+# benchmarks/plane_path.py, which measures TCP both ways).
 OFFLOADS_OFF = ("for i in \"$@\"; do ethtool -K \"$i\" tx off tso off gso off >/dev/null "
                 "|| exit 1; done")
 
@@ -86,13 +107,11 @@ class P4Plane(ControlledPlane):
         except P4Error as exc:
             raise PlaneError(f"p4: option 'program': {exc}") from exc
         entries = self._load_entries(net, compiled) if self.entries_path else None
-        self._offloads_off(net)
+        servers = self._start_servers(net)  # its interpreter starts while the switches do
+        self._set_host_offloads(net)
         for switch in net.topo.switches():
             self._start_switch(net, switch)
-        self._wait_for(lambda: all(self._control(s).exists() for s in net.topo.switches()),
-                       START_TIMEOUT_S, "the switches did not open their control sockets")
-        for switch in net.topo.switches():
-            self._start_server(net, switch)
+        self._wait_for_servers(servers)
         if entries is None:
             self._start_controller(net, compiled)
         else:
@@ -138,14 +157,11 @@ class P4Plane(ControlledPlane):
     def _grpc(self, switch: str) -> str:
         return f"unix:{self.dir / switch}.grpc"
 
-    def _offloads_off(self, net: Network) -> None:
-        """The switch forwards frames as they are: checksums must be filled in and
-        segments real (switch/PROTOCOL.md)."""
+    def _set_host_offloads(self, net: Network) -> None:
+        """Host ends: off what the switch cannot honour, GRO on (see HOST_OFFLOADS)."""
         jobs = [(net.host_ns(h), [HOST_IF]) for h in net.topo.hosts()]
-        jobs += [(net.switch_ns(s), list(net.switch_ports(s).values()))
-                 for s in net.topo.switches()]
         with ThreadPoolExecutor(max_workers=8) as pool:
-            for done in [pool.submit(net.run, ns, ["sh", "-c", OFFLOADS_OFF, "sh", *ifs])
+            for done in [pool.submit(net.run, ns, ["sh", "-c", HOST_OFFLOADS, "sh", *ifs])
                          for ns, ifs in jobs]:
                 done.result()
 
@@ -156,11 +172,36 @@ class P4Plane(ControlledPlane):
             argv += ["--port", f"{port}={ifname}"]
         self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv)
 
-    def _start_server(self, net: Network, switch: str) -> None:
-        argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-socket",
-                str(self._control(switch)), "--listen", self._grpc(switch),
-                "--device-id", switch[1:]]
-        self._spawn(net, net.switch_ns(switch), f"p4runtime-{switch}", argv)
+    def _start_servers(self, net: Network) -> subprocess.Popen:
+        """One process serves every switch, each on its own gRPC socket with its own state
+        (``python -m dplab.p4runtime --serve``): one interpreter start per run, not per
+        switch. It waits for the switches' control sockets itself."""
+        argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
+        for switch in net.topo.switches():
+            argv += ["--serve", switch[1:], str(self._control(switch)), self._grpc(switch)]
+        with open(self.dir / f"{SERVERS}.log", "w") as log:
+            servers = net.popen(net.switch_ns(net.topo.switches()[0]), argv,
+                                stdout=subprocess.PIPE, stderr=log)
+        self._daemons.append((SERVERS, servers))
+        return servers
+
+    def _wait_for_servers(self, servers: subprocess.Popen) -> None:
+        """Until the servers print ``ready`` (every switch connected, every gRPC socket
+        listening); fails at once when any daemon exits."""
+        assert servers.stdout is not None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not select.select([servers.stdout], [], [], POLL_S)[0]:
+            for name, daemon in self._daemons:
+                if daemon.poll() is not None:
+                    raise PlaneError(f"p4: {name} exited ({daemon.returncode}); "
+                                     f"logs in {self.dir}")
+            if time.monotonic() >= deadline:
+                raise PlaneError(f"p4: the P4Runtime servers were not ready within "
+                                 f"{START_TIMEOUT_S} s (log {self.dir / SERVERS}.log)")
+        if servers.stdout.readline().strip() != b"ready":
+            servers.wait()
+            raise PlaneError(f"p4: the P4Runtime servers exited ({servers.returncode}); "
+                             f"log {self.dir / SERVERS}.log")
 
     def _start_controller(self, net: Network, compiled: dict[str, Path]) -> None:
         config = self.dir / "controller-config.json"

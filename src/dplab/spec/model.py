@@ -25,6 +25,9 @@ class TopologySpec(Strict):
     topohub: str | None = Field(None, description="a topohub graph, e.g. topozoo/Abilene")
     mininet: str | None = Field(None, description="a Mininet custom-topology file (.py)")
     params: dict[str, int | float | str | None] = Field(default_factory=dict)
+    args: list[int | float | str] = Field(
+        default_factory=list, description="'mininet': positional arguments of the topology"
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> TopologySpec:
@@ -115,6 +118,7 @@ class VideoWorkload(Strict):
         None, description="seconds into the stream of the frame capture; default: the middle"
     )
     max_buffer_s: Annotated[float, Field(gt=0)] = 30.0
+    jitter_buffer_ms: Annotated[float, Field(ge=0, description="rtp: live player's delay")] = 200.0
 
     @model_validator(mode="after")
     def _encodable(self) -> VideoWorkload:

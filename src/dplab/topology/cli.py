@@ -10,12 +10,13 @@ from dplab.topology.draw import draw
 from dplab.topology.model import Topology
 
 DEFAULT_DIR = Path("results") / "topologies"
-MININET_ARG = re.compile(r"^(?P<file>.+\.py)(?::(?P<name>[^:]+))?$")  # FILE.py[:NAME]
+MININET_ARG = re.compile(r"^(?P<file>.+\.py)(?::(?P<topo>[^:]+))?$")  # FILE.py[:NAME,ARGS]
 
 
 def show(name_or_path: str, out: str | None = None) -> Path:
     """Draw a catalog topology, a GraphML/GML file, a topohub graph (``topohub:KEY``) or a
-    Mininet file (``FILE.py`` or ``FILE.py:NAME``); default output
+    Mininet file (``FILE.py`` or ``FILE.py:NAME[,ARG...,KEY=VALUE...]`` as Mininet's
+    ``--topo``); default output
     ``results/topologies/<name>.png``. Returns the written path."""
     topo = resolve(name_or_path)
     path = Path(out) if out else DEFAULT_DIR / f"{topo.name}.png"
@@ -30,7 +31,8 @@ def resolve(name_or_path: str) -> Topology:
         return from_topohub.load(name_or_path.removeprefix(from_topohub.PREFIX))
     mininet = MININET_ARG.match(name_or_path)
     if mininet:
-        return from_mininet.load(mininet["file"], mininet["name"])
+        name, args, params = from_mininet.parse_topo_option(mininet["topo"] or "")
+        return from_mininet.load(mininet["file"], name, params, args)
     if name_or_path in catalog.NAMES or not Path(name_or_path).suffix:
         return catalog.build(name_or_path)
     return importers.load(name_or_path)
@@ -42,7 +44,8 @@ def import_sources() -> list[str]:
         f"topohub:KEY     {len(from_topohub.graph_keys())} graphs embedded in topohub "
         f"({', '.join(from_topohub.groups())}), e.g. topohub:topozoo/Abilene",
         "FILE.graphml    a GraphML/GML file (Internet Topology Zoo)",
-        "FILE.py[:NAME]  a Mininet custom-topology file (its 'topos' dict or a Topo class)",
+        "FILE.py[:NAME[,ARGS]]  a Mininet custom-topology file (its 'topos' dict or a Topo "
+        "class; ARGS as Mininet's --topo: 3,2,k=v)",
     ]
 
 

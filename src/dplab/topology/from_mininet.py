@@ -32,21 +32,44 @@ DELAY_UNITS_MS = {"us": 1e-3, "usec": 1e-3, "ms": 1.0, "msec": 1.0, "s": 1e3, "s
 DELAY_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*$")
 
 Params = dict[str, object]
+Args = list[object]
 
 
-def load(path: str | Path, name: str | None = None, params: Params | None = None) -> Topology:
-    """Build topology ``name`` of the Mininet file ``path`` with keyword ``params``; without
-    ``name`` the file must define exactly one."""
+def load(
+    path: str | Path, name: str | None = None, params: Params | None = None,
+    args: Args | None = None,
+) -> Topology:
+    """Build topology ``name`` of the Mininet file ``path`` with positional ``args`` and
+    keyword ``params``; without ``name`` the file must define exactly one."""
     file = Path(path)
     if not file.is_file():
         raise TopologyError(f"{file}: no such file")
-    dump = _dump(file, name or "", params or {})
+    dump = _dump(file, name or "", params or {}, args or [])
     return _topology(file, dump)
 
 
-def _dump(file: Path, name: str, params: Params) -> dict:
+def parse_topo_option(text: str) -> tuple[str, Args, Params]:
+    """Mininet's ``--topo`` syntax ``NAME,3,2,k=v`` -> (name, [3, 2], {"k": "v"}); values
+    become int or float where they read as one, as Mininet's own parser does."""
+    name, *rest = text.split(",")
+    args: Args = [_typed(v) for v in rest if "=" not in v]
+    params: Params = {k: _typed(v) for k, v in (item.split("=", 1) for item in rest if "=" in item)}
+    return name, args, params
+
+
+def _typed(value: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _dump(file: Path, name: str, params: Params, args: Args) -> dict:
     # -I: the dumper's folder (our modules) must not shadow what the user's file imports.
-    argv = [SYSTEM_PYTHON, "-I", str(DUMPER), str(file), name, json.dumps(params)]
+    argv = [SYSTEM_PYTHON, "-I", str(DUMPER), str(file), name, json.dumps(params),
+            json.dumps(args)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S,
                               check=False)

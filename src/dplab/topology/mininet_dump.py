@@ -1,11 +1,12 @@
 """Run by Debian's /usr/bin/python3 (where Mininet lives), not by dplab's venv: execute a
 Mininet custom-topology file, build one of its topologies and print it as JSON.
 
-    /usr/bin/python3 mininet_dump.py FILE NAME PARAMS_JSON
+    /usr/bin/python3 mininet_dump.py FILE NAME PARAMS_JSON [ARGS_JSON]
 
 NAME is a key of the file's ``topos`` dict (Mininet's ``--custom`` convention) or the name
 of a ``Topo`` class it defines; "" picks the only one. PARAMS_JSON are keyword arguments for
-it. Prints ``{"topology": {...}}`` or ``{"error": "..."}`` on stdout, exit 0 or 1.
+it, ARGS_JSON a list of positional ones (Mininet's ``--topo NAME,3,2``).
+Prints ``{"topology": {...}}`` or ``{"error": "..."}`` on stdout, exit 0 or 1.
 Without a ``topos`` dict, the Topo classes the file defines are the choices.
 Standard library and Mininet only: this file cannot import dplab.
 """
@@ -22,6 +23,7 @@ RUN_NAME = "__mininet_custom__"
 
 def main(argv: list[str]) -> int:
     path, name, params = argv[1], argv[2], json.loads(argv[3])
+    args = json.loads(argv[4]) if len(argv) > 4 else []
     out = sys.stdout
     try:
         from mininet.topo import Topo
@@ -43,9 +45,10 @@ def main(argv: list[str]) -> int:
             return _reply(out, error=f"{path}: {problem}; it defines "
                           f"{_listing(topos, classes)}; choose one with 'name'")
         try:
-            topo = factory(**params)
+            topo = factory(*args, **params)
         except Exception as exc:
-            return _reply(out, error=f"{path}: building {key!r} with {params} failed: "
+            given = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in params.items())])
+            return _reply(out, error=f"{path}: building {key!r}({given}) failed: "
                           f"{_where(exc, path)}")
     if not isinstance(topo, Topo):
         return _reply(out, error=f"{path}: {key!r} gave a {type(topo).__name__}, "

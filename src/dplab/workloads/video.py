@@ -61,6 +61,9 @@ RTP_METRICS = (
     "bytes",
     "throughput_bps",
     "transmission_time_s",
+    "startup_delay_ms",
+    "rebuffers",
+    "rebuffer_time_s",
     "packets_received",
     "loss_pct",
     "out_of_order",
@@ -77,6 +80,7 @@ KEYS = {
     "segment_s",
     "frame_at",
     "max_buffer_s",
+    "jitter_buffer_ms",
     "timeout_s",
 }
 HTTP_FIRST_PORT = 8080  # one per (server host, content)
@@ -109,6 +113,7 @@ class VideoParams:
     frame_at_s: float
     max_buffer_s: float
     timeout_s: float
+    jitter_buffer_s: float = 0.2
 
 
 def validate(params: dict, where: str) -> VideoParams:
@@ -135,8 +140,16 @@ def validate(params: dict, where: str) -> VideoParams:
         positive_number(params, "segment_s", where, 2.0),
     )
     timeout = positive_number(params, "timeout_s", where, duration * 2 + 10)
+    buffer_ms = params.get("jitter_buffer_ms", 200.0)
+    if not isinstance(buffer_ms, int | float) or buffer_ms < 0:
+        raise ValueError(f"{where}: jitter_buffer_ms must be a number >= 0, got {buffer_ms!r}")
     return VideoParams(
-        mode, content, frame_at, positive_number(params, "max_buffer_s", where, 30.0), timeout
+        mode,
+        content,
+        frame_at,
+        positive_number(params, "max_buffer_s", where, 30.0),
+        timeout,
+        buffer_ms / 1000,
     )
 
 
@@ -161,6 +174,7 @@ class _Viewer:
     port: int = 0  # http: its server's port; rtp: the receiver's UDP port
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)  # role -> process
     problems: list[str] = field(default_factory=list)
+    sender_started: float | None = None  # rtp: wall time (s) the server's ffmpeg was started
 
     def output(self, role: str) -> IO[str]:
         return open(self.folder / f"{role}.txt", "w")  # noqa: SIM115 - the child owns it
@@ -353,6 +367,7 @@ class VideoFlows:
                     "rtp",
                     dst,
                 ]
+                viewer.sender_started = time.time()  # the receive stamps' clock
                 viewer.processes["sender"] = self._spawn(
                     viewer.flow.dst, argv, viewer.output("sender")
                 )
@@ -460,6 +475,7 @@ def _rtp(viewer: _Viewer) -> Measured:
     if not packets:
         return missing(RTP_METRICS, problem or "no RTP packet arrived")
     summary, intervals = rtp_summary(packets)
+    summary.update(_live_playout(packets, viewer))
     summary["frame_diff_pct"] = _frames(viewer, viewer.params.frame_at_s, decoded=True)
     return Measured(summary, intervals, problem)
 
@@ -496,6 +512,19 @@ def rtp_summary(packets: list[vm.RtpPacket]) -> tuple[dict[str, float | None], l
         row["packets_received"] = float(len(inside))
         row["jitter_ms"] = jitter_after[inside[-1]] if inside else None
     return summary, intervals
+
+
+def _live_playout(packets: list[vm.RtpPacket], viewer: _Viewer) -> dict[str, float]:
+    """Startup delay (sender started -> first frame shown after the jitter buffer; includes
+    ffmpeg's own start, the same on every plane) and stalls of a live player."""
+    playout = vm.live_playout(vm.frame_arrivals(packets), viewer.params.jitter_buffer_s)
+    if playout is None or viewer.sender_started is None:
+        return {}
+    return {
+        "startup_delay_ms": (playout.started_at - viewer.sender_started) * 1000,
+        "rebuffers": float(playout.rebuffers),
+        "rebuffer_time_s": playout.rebuffer_s,
+    }
 
 
 def _within(row: dict, t: float) -> bool:

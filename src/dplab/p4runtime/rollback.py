@@ -1,0 +1,202 @@
+"""ROLLBACK_ON_ERROR batches (P4Runtime spec 12.3, "Batch Atomicity"): the updates are
+applied one by one; before each, what it will change is read back from the switch. When
+one fails, every update already applied (and the failed one, which may be half done) is
+undone in reverse order, so that the switch is left as it was before the batch.
+
+Per-update errors of a rolled-back batch: the failed update's own error; ABORTED for the
+updates undone and for those never attempted; INTERNAL for an update whose undo failed
+(the switch then differs from before the batch, and the message says where).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from p4.v1 import p4runtime_pb2 as pb
+
+from dplab.p4runtime import codec
+from dplab.p4runtime.entities import DELETE, INSERT, MODIFY, Entities
+from dplab.p4runtime.errors import P4RuntimeError
+
+Undo = Callable[[], None]
+
+
+def write_all_or_none(entities: Entities, updates) -> list[P4RuntimeError | None]:
+    """Applies ``updates`` in order; on the first failure undoes them all. Returns one
+    error (or None) per update."""
+    undos: list[Undo] = []
+    for position, update in enumerate(updates):
+        try:
+            undos.append(undo_for(entities, update))
+            entities.write(update)
+        except P4RuntimeError as err:
+            return _roll_back(undos, position, err, len(updates))
+    return [None] * len(updates)
+
+
+def _roll_back(undos: list[Undo], failed: int, err: P4RuntimeError,
+               total: int) -> list[P4RuntimeError | None]:
+    errors: list[P4RuntimeError | None] = [
+        P4RuntimeError("ABORTED", f"not attempted: update {failed} failed")] * total
+    for position in reversed(range(len(undos))):
+        try:
+            undos[position]()
+            errors[position] = P4RuntimeError("ABORTED", f"rolled back: update {failed} failed")
+        except P4RuntimeError as undo_err:
+            errors[position] = P4RuntimeError(
+                "INTERNAL", f"applied, and could not be rolled back: {undo_err.message}")
+    if errors[failed].code != "INTERNAL":
+        errors[failed] = err
+    return errors
+
+
+def undo_for(entities: Entities, update: pb.Update) -> Undo:
+    """Reads the state ``update`` touches; the returned function puts it back."""
+    kind = update.entity.WhichOneof("entity")
+    snapshot = _SNAPSHOTS.get(kind or "")
+    if snapshot is None:
+        return lambda: None  # Entities.write refuses such an update: nothing to undo
+    return snapshot(entities, getattr(update.entity, kind))
+
+
+# -- tables ------------------------------------------------------------------------------
+
+def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
+    table = entities.index.table(entry.table_id)
+    switch = entities.switch
+    if entry.is_default_action:
+        before = switch.call("table_read", table=entry.table_id)["default_action"]
+        action = {"action": before["action"], "args": before["args"]}
+        return lambda: switch.call("table_set_default", table=entry.table_id, action=action)
+    key = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
+           "priority": entry.priority}
+    before = entities.find_entry(table, key["match"], entry.priority)
+
+    def undo() -> None:
+        now = entities.find_entry(table, key["match"], entry.priority)
+        if before is None:
+            if now is not None:
+                switch.call("table_delete", **key)
+            return
+        restore = {**key, **_entry_state(before, entities.index.has_direct_meter(table))}
+        if now is None:
+            switch.call("table_add", **restore)
+        elif _entry_state(now, True) != _entry_state(before, True):
+            switch.call("table_modify", **restore)  # not for counters only: const tables
+        switch.call("table_entry_counter_write", **key, packets=before.get("packets", 0),
+                    bytes=before.get("bytes", 0))
+
+    return undo
+
+
+def _entry_state(item: dict, with_meter: bool) -> dict:
+    """What table_add/table_modify set, from a read entry."""
+    state = {"action": {"action": item["action"]["action"], "args": item["action"]["args"]},
+             "idle_timeout_ns": item.get("idle_timeout_ns") or 0}
+    if with_meter:
+        state["meter"] = item.get("meter")
+    return state
+
+
+def _direct_entry(entities: Entities, entry) -> Undo:
+    return _table_entry(entities, entry.table_entry)
+
+
+# -- indexed externs ---------------------------------------------------------------------
+
+def _cells(entities: Entities, kind: str, extern_id: int, entry) -> list[dict]:
+    entities.index.lookup(f"{kind}s", extern_id)
+    req = {"index": entry.index.index} if entry.HasField("index") else {}
+    return entities.switch.call(f"{kind}_read", **{kind: extern_id}, **req)["cells"]
+
+
+def _counter_entry(entities: Entities, entry: pb.CounterEntry) -> Undo:
+    cells = _cells(entities, "counter", entry.counter_id, entry)
+
+    def undo() -> None:
+        for cell in cells:
+            entities.switch.call("counter_write", counter=entry.counter_id,
+                                 index=cell["index"], packets=cell.get("packets", 0),
+                                 bytes=cell.get("bytes", 0))
+    return undo
+
+
+def _meter_entry(entities: Entities, entry: pb.MeterEntry) -> Undo:
+    cells = _cells(entities, "meter", entry.meter_id, entry)
+
+    def undo() -> None:
+        for cell in cells:
+            entities.switch.call("meter_set", meter=entry.meter_id, index=cell["index"],
+                                 config=cell.get("config"))
+    return undo
+
+
+def _register_entry(entities: Entities, entry: pb.RegisterEntry) -> Undo:
+    cells = _cells(entities, "register", entry.register_id, entry)
+
+    def undo() -> None:
+        for cell in cells:
+            entities.switch.call("register_write", register=entry.register_id,
+                                 index=cell["index"], value=cell["value"])
+    return undo
+
+
+# -- keyed objects: digests, multicast groups, clone sessions -------------------------------
+
+def _restore_keyed(before: object | None, now: object | None, write: Callable) -> None:
+    """Brings an object keyed by an id back to ``before`` (None: it did not exist)."""
+    if before is None:
+        if now is not None:
+            write(DELETE, now)
+    elif now is None:
+        write(INSERT, before)
+    elif now != before:
+        write(MODIFY, before)
+
+
+def _digest_entry(entities: Entities, entry: pb.DigestEntry) -> Undo:
+    def current() -> pb.DigestEntry | None:
+        found = list(entities.digests.read(pb.DigestEntry(digest_id=entry.digest_id)))
+        return found[0] if entry.digest_id and found else None
+
+    before = current()
+    return lambda: _restore_keyed(before, current(), lambda op, config: entities.digests.write(
+        op, config, entities.index.digests))
+
+
+def _replication_entry(entities: Entities, entry: pb.PacketReplicationEngineEntry) -> Undo:
+    kind = entry.WhichOneof("type")
+    if kind == "multicast_group_entry":
+        cmd, key, field = "mcast_group", "groups", "group"
+        ident = entry.multicast_group_entry.multicast_group_id
+    elif kind == "clone_session_entry":
+        cmd, key, field = "clone_session", "sessions", "session"
+        ident = entry.clone_session_entry.session_id
+    else:
+        return lambda: None  # refused by Entities.write
+
+    def current() -> dict | None:
+        found = [item for item in entities.switch.call(f"{cmd}_read")[key]
+                 if item[field] == ident]
+        return found[0] if found else None
+
+    def write(op: int, item: dict) -> None:
+        if op == DELETE:
+            entities.switch.call(f"{cmd}_delete", **{field: ident})
+        else:
+            entities.switch.call(f"{cmd}_set", **item)
+
+    before = current()
+    return lambda: _restore_keyed(before, current(), write)
+
+
+_SNAPSHOTS: dict[str, Callable[[Entities, object], Undo]] = {
+    "table_entry": _table_entry,
+    "direct_counter_entry": _direct_entry,
+    "direct_meter_entry": _direct_entry,
+    "counter_entry": _counter_entry,
+    "meter_entry": _meter_entry,
+    "register_entry": _register_entry,
+    "digest_entry": _digest_entry,
+    "packet_replication_engine_entry": _replication_entry,
+}

@@ -1,0 +1,562 @@
+//! From what a host's stack handed over to what a wire would carry.
+//!
+//! Hosts keep their checksum and segmentation offloads on (far cheaper for their stacks),
+//! so the receive ring hands over packets with a virtio-net header (PACKET_VNET_HDR):
+//! a checksum still to be finished (`NEEDS_CSUM`) or a TCP/UDP super-packet to be cut
+//! into `gso_size` segments. The pipeline must see every packet exactly as a wire would
+//! carry it, so this module finishes checksums and segments here, as a NIC's TSO would:
+//! each segment gets its own IP length, IPv4 id and header checksum, TCP sequence number
+//! and flags (FIN/PSH on the last segment only, CWR on the first only) and a complete
+//! L4 checksum. Metadata that does not describe the packet is refused, never trusted.
+
+/// struct virtio_net_hdr: flags, gso_type (u8 each), hdr_len, gso_size, csum_start,
+/// csum_offset (u16, little-endian on this host).
+pub const VNET_HDR_LEN: usize = 10;
+const F_NEEDS_CSUM: u8 = 1;
+const GSO_NONE: u8 = 0;
+const GSO_TCPV4: u8 = 1;
+const GSO_TCPV6: u8 = 4;
+const GSO_UDP_L4: u8 = 5;
+/// Set with TCP GSO types when the flow uses ECN; segmentation is the same.
+const GSO_ECN: u8 = 0x80;
+const ETH_HLEN: usize = 14;
+const TCP_FIN: u8 = 0x01;
+const TCP_PSH: u8 = 0x08;
+const TCP_CWR: u8 = 0x80;
+
+/// The virtio-net header the kernel wrote in front of a received packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct VnetHdr {
+    pub flags: u8,
+    pub gso_type: u8,
+    pub hdr_len: u16,
+    pub gso_size: u16,
+    pub csum_start: u16,
+    pub csum_offset: u16,
+}
+
+impl VnetHdr {
+    pub fn parse(raw: &[u8; VNET_HDR_LEN]) -> VnetHdr {
+        let word = |i: usize| u16::from_le_bytes([raw[i], raw[i + 1]]);
+        VnetHdr {
+            flags: raw[0],
+            gso_type: raw[1],
+            hdr_len: word(2),
+            gso_size: word(4),
+            csum_start: word(6),
+            csum_offset: word(8),
+        }
+    }
+}
+
+/// Why a packet's offload metadata could not be turned into wire packets.
+#[derive(Debug, PartialEq)]
+pub enum Malformed {
+    /// The checksum position lies outside the packet.
+    ChecksumOutside,
+    /// A GSO type this switch does not segment (UFO, tunnels, unknown).
+    UnsupportedGso(u8),
+    /// GSO with a segment size of 0.
+    ZeroGsoSize,
+    /// hdr_len longer than the packet.
+    HeaderLength,
+    /// The headers do not match the GSO type (wrong protocol, IP options or extension
+    /// headers where not supported, fragments, truncated headers, no payload).
+    Headers(&'static str),
+}
+
+/// The wire packets made from one received packet. Buffers are kept between packets so
+/// the data path allocates nothing once warm.
+#[derive(Default)]
+pub struct Segments {
+    bufs: Vec<Vec<u8>>,
+    count: usize,
+}
+
+/// Where a GSO packet's headers are.
+struct Layout {
+    l3: usize,
+    l4: usize,
+    /// Start of the payload (end of the L4 header).
+    payload: usize,
+    ipv4: bool,
+    tcp: bool,
+}
+
+impl Segments {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn get(&self, i: usize) -> &[u8] {
+        &self.bufs[i]
+    }
+
+    /// Total length of the packets: the bytes a wire would carry.
+    pub fn wire_bytes(&self) -> u64 {
+        self.bufs[..self.count].iter().map(|b| b.len() as u64).sum()
+    }
+
+    /// Replaces the contents with the wire packets `packet` stands for under `vnet`.
+    /// On error the set is empty.
+    pub fn fill(&mut self, vnet: &VnetHdr, packet: &[u8]) -> Result<(), Malformed> {
+        self.count = 0;
+        let result = if vnet.gso_type == GSO_NONE {
+            self.single(vnet, packet)
+        } else {
+            self.segment(vnet, packet)
+        };
+        if result.is_err() {
+            self.count = 0;
+        }
+        result
+    }
+
+    fn next_buf(&mut self) -> &mut Vec<u8> {
+        if self.count == self.bufs.len() {
+            self.bufs.push(Vec::with_capacity(2048));
+        }
+        self.count += 1;
+        let buf = &mut self.bufs[self.count - 1];
+        buf.clear();
+        buf
+    }
+
+    /// A packet that is already wire-sized: at most its checksum is still to be finished.
+    fn single(&mut self, vnet: &VnetHdr, packet: &[u8]) -> Result<(), Malformed> {
+        let buf = self.next_buf();
+        buf.extend_from_slice(packet);
+        if vnet.flags & F_NEEDS_CSUM != 0 {
+            finish_checksum(buf, vnet.csum_start as usize, vnet.csum_offset as usize)?;
+        }
+        Ok(())
+    }
+
+    fn segment(&mut self, vnet: &VnetHdr, packet: &[u8]) -> Result<(), Malformed> {
+        let kind = vnet.gso_type & !GSO_ECN;
+        if !matches!(kind, GSO_TCPV4 | GSO_TCPV6 | GSO_UDP_L4) {
+            return Err(Malformed::UnsupportedGso(vnet.gso_type));
+        }
+        if vnet.gso_size == 0 {
+            return Err(Malformed::ZeroGsoSize);
+        }
+        if vnet.hdr_len as usize > packet.len() {
+            return Err(Malformed::HeaderLength);
+        }
+        let at = layout(packet, kind)?;
+        if vnet.flags & F_NEEDS_CSUM != 0 && vnet.csum_start as usize != at.l4 {
+            return Err(Malformed::Headers("csum_start is not the L4 header"));
+        }
+        let payload_len = packet.len() - at.payload;
+        if payload_len == 0 {
+            return Err(Malformed::Headers("no payload to segment"));
+        }
+        let size = vnet.gso_size as usize;
+        let segments = payload_len.div_ceil(size);
+        for i in 0..segments {
+            let chunk =
+                &packet[at.payload + i * size..(at.payload + (i + 1) * size).min(packet.len())];
+            let buf = self.next_buf();
+            buf.extend_from_slice(&packet[..at.payload]);
+            buf.extend_from_slice(chunk);
+            fix_segment(buf, &at, i, segments, size);
+        }
+        Ok(())
+    }
+}
+
+/// Finds the L3 and L4 headers of a GSO packet of type `kind` and checks they fit it.
+fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
+    let (mut l3, mut ethertype) = (ETH_HLEN, be16(packet, 12).ok_or(short())?);
+    while ethertype == 0x8100 || ethertype == 0x88a8 {
+        ethertype = be16(packet, l3 + 2).ok_or(short())?;
+        l3 += 4;
+    }
+    let (ipv4, l4, proto) = match ethertype {
+        0x0800 => {
+            let ihl = (*packet.get(l3).ok_or(short())? & 0x0f) as usize * 4;
+            if packet.len() < l3 + 20 || ihl < 20 || packet[l3] >> 4 != 4 {
+                return Err(Malformed::Headers("bad IPv4 header"));
+            }
+            if be16(packet, l3 + 6).ok_or(short())? & 0x3fff != 0 {
+                return Err(Malformed::Headers("IPv4 fragment"));
+            }
+            (true, l3 + ihl, packet[l3 + 9])
+        }
+        0x86dd => {
+            if packet.len() < l3 + 40 || packet[l3] >> 4 != 6 {
+                return Err(Malformed::Headers("bad IPv6 header"));
+            }
+            // Extension headers would need walking; the stacks here do not send them.
+            (false, l3 + 40, packet[l3 + 6])
+        }
+        _ => return Err(Malformed::Headers("not IPv4 or IPv6")),
+    };
+    let tcp = kind != GSO_UDP_L4;
+    let fits = match kind {
+        GSO_TCPV4 => ipv4 && proto == 6,
+        GSO_TCPV6 => !ipv4 && proto == 6,
+        _ => proto == 17,
+    };
+    if !fits {
+        return Err(Malformed::Headers(
+            "the L4 protocol does not match the GSO type",
+        ));
+    }
+    let l4_len = if tcp {
+        let doff = (*packet.get(l4 + 12).ok_or(short())? >> 4) as usize * 4;
+        if doff < 20 {
+            return Err(Malformed::Headers("TCP data offset below 20"));
+        }
+        doff
+    } else {
+        8
+    };
+    let payload = l4 + l4_len;
+    if payload > packet.len() {
+        return Err(short());
+    }
+    Ok(Layout {
+        l3,
+        l4,
+        payload,
+        ipv4,
+        tcp,
+    })
+}
+
+fn short() -> Malformed {
+    Malformed::Headers("headers cut short")
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+fn put16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_be_bytes());
+}
+
+/// Makes segment `index` of `count` (headers copied from the super-packet) what a wire
+/// carries: lengths, IPv4 id and checksum, TCP sequence and flags, L4 checksum.
+fn fix_segment(seg: &mut [u8], at: &Layout, index: usize, count: usize, size: usize) {
+    let l4_len = seg.len() - at.l4;
+    if at.ipv4 {
+        put16(seg, at.l3 + 2, (seg.len() - at.l3) as u16);
+        let id = be16(seg, at.l3 + 4).unwrap_or(0).wrapping_add(index as u16);
+        put16(seg, at.l3 + 4, id);
+        put16(seg, at.l3 + 10, 0);
+        let ihl = at.l4 - at.l3;
+        let sum = !fold(sum_bytes(&seg[at.l3..at.l3 + ihl]));
+        put16(seg, at.l3 + 10, sum);
+    } else {
+        put16(seg, at.l3 + 4, (seg.len() - at.l3 - 40) as u16);
+    }
+    let csum_at = if at.tcp {
+        let seq = u32::from_be_bytes(seg[at.l4 + 4..at.l4 + 8].try_into().unwrap());
+        let seq = seq.wrapping_add((index * size) as u32);
+        seg[at.l4 + 4..at.l4 + 8].copy_from_slice(&seq.to_be_bytes());
+        if index + 1 < count {
+            seg[at.l4 + 13] &= !(TCP_FIN | TCP_PSH);
+        }
+        if index > 0 {
+            seg[at.l4 + 13] &= !TCP_CWR;
+        }
+        at.l4 + 16
+    } else {
+        put16(seg, at.l4 + 4, l4_len as u16);
+        at.l4 + 6
+    };
+    put16(seg, csum_at, 0);
+    let (addr_at, addr_len) = if at.ipv4 {
+        (at.l3 + 12, 8)
+    } else {
+        (at.l3 + 8, 32)
+    };
+    let proto = if at.tcp { 6 } else { 17 };
+    let pseudo = sum_bytes(&seg[addr_at..addr_at + addr_len]) + proto + l4_len as u64;
+    let sum = !fold(pseudo + sum_bytes(&seg[at.l4..]));
+    // UDP sends a computed 0 as 0xffff (0 means "no checksum"); for TCP both are equal.
+    put16(seg, csum_at, if sum == 0 { 0xffff } else { sum });
+}
+
+/// Completes a partial checksum as the NIC would: the field at `start + offset` holds the
+/// pseudo-header sum; the checksum covers everything from `start` on.
+fn finish_checksum(packet: &mut [u8], start: usize, offset: usize) -> Result<(), Malformed> {
+    let field = start + offset;
+    if field + 2 > packet.len() {
+        return Err(Malformed::ChecksumOutside);
+    }
+    let sum = !fold(sum_bytes(&packet[start..]));
+    put16(packet, field, if sum == 0 { 0xffff } else { sum });
+    Ok(())
+}
+
+/// One's-complement sum of big-endian 16-bit words (a trailing odd byte padded with 0),
+/// not yet folded.
+fn sum_bytes(data: &[u8]) -> u64 {
+    let mut words = data.chunks_exact(4);
+    let mut sum: u64 = words
+        .by_ref()
+        .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as u64)
+        .sum();
+    let rest = words.remainder();
+    let mut pairs = rest.chunks_exact(2);
+    sum += pairs
+        .by_ref()
+        .map(|p| u16::from_be_bytes([p[0], p[1]]) as u64)
+        .sum::<u64>();
+    if let [last] = pairs.remainder() {
+        sum += (*last as u64) << 8;
+    }
+    sum
+}
+
+fn fold(mut sum: u64) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAYLOAD: usize = 4000;
+    const MSS: u16 = 1448;
+
+    /// Ethernet + IPv4 (id 100) + TCP (seq 1000, flags `flags`) + PAYLOAD bytes, as a
+    /// host's stack hands it to a TSO device: total length of the whole, checksums as
+    /// the NIC would find them (IP header complete, TCP field holding the pseudo sum).
+    fn tcp4_super(flags: u8) -> Vec<u8> {
+        let mut p = vec![0u8; 14 + 20 + 32 + PAYLOAD];
+        p[12..14].copy_from_slice(&[0x08, 0x00]);
+        p[14] = 0x45;
+        put16(&mut p, 16, (20 + 32 + PAYLOAD) as u16);
+        put16(&mut p, 18, 100);
+        p[20] = 0x40; // DF
+        p[22] = 64;
+        p[23] = 6;
+        p[26..30].copy_from_slice(&[10, 0, 0, 1]);
+        p[30..34].copy_from_slice(&[10, 0, 0, 2]);
+        put16(&mut p, 34, 5001);
+        put16(&mut p, 36, 40000);
+        p[38..42].copy_from_slice(&1000u32.to_be_bytes());
+        p[46] = 8 << 4;
+        p[47] = flags;
+        for (i, b) in p[66..].iter_mut().enumerate() {
+            *b = (i * 7 % 251) as u8;
+        }
+        p
+    }
+
+    fn tso(gso_type: u8) -> VnetHdr {
+        VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type,
+            hdr_len: 66,
+            gso_size: MSS,
+            csum_start: 34,
+            csum_offset: 16,
+        }
+    }
+
+    fn tcp4_checksum_ok(seg: &[u8]) -> bool {
+        let l4_len = seg.len() - 34;
+        fold(sum_bytes(&seg[26..34]) + 6 + l4_len as u64 + sum_bytes(&seg[34..])) == 0xffff
+    }
+
+    #[test]
+    fn tcpv4_super_packet_becomes_mss_segments_with_valid_headers() {
+        let sup = tcp4_super(TCP_PSH | TCP_FIN | TCP_CWR | 0x10);
+        let mut segs = Segments::default();
+        segs.fill(&tso(GSO_TCPV4), &sup).unwrap();
+        assert_eq!(segs.len(), 3);
+        let mut payload = Vec::new();
+        for i in 0..3 {
+            let s = segs.get(i);
+            let data_len = if i < 2 {
+                MSS as usize
+            } else {
+                PAYLOAD - 2 * MSS as usize
+            };
+            assert_eq!(s.len(), 66 + data_len);
+            assert_eq!(be16(s, 16).unwrap() as usize, s.len() - 14);
+            assert_eq!(be16(s, 18).unwrap(), 100 + i as u16);
+            assert_eq!(fold(sum_bytes(&s[14..34])), 0xffff, "IPv4 header checksum");
+            let seq = u32::from_be_bytes(s[38..42].try_into().unwrap());
+            assert_eq!(seq, 1000 + (i * MSS as usize) as u32);
+            let flags = s[47];
+            assert_eq!(flags & TCP_CWR != 0, i == 0);
+            assert_eq!(flags & (TCP_FIN | TCP_PSH) != 0, i == 2);
+            assert_eq!(flags & 0x10, 0x10, "ACK kept everywhere");
+            assert!(tcp4_checksum_ok(s));
+            payload.extend_from_slice(&s[66..]);
+        }
+        assert_eq!(payload, sup[66..]);
+        assert_eq!(segs.wire_bytes(), (3 * 66 + PAYLOAD) as u64);
+    }
+
+    #[test]
+    fn payload_within_one_segment_stays_one_packet() {
+        let sup = tcp4_super(TCP_PSH);
+        let mut segs = Segments::default();
+        let vnet = VnetHdr {
+            gso_size: 9000,
+            ..tso(GSO_TCPV4 | GSO_ECN)
+        };
+        segs.fill(&vnet, &sup).unwrap();
+        assert_eq!(segs.len(), 1);
+        assert_eq!(segs.get(0)[47], TCP_PSH);
+        assert!(tcp4_checksum_ok(segs.get(0)));
+    }
+
+    #[test]
+    fn partial_checksum_is_finished_like_a_nic() {
+        let mut p = tcp4_super(0x10);
+        p.truncate(66 + 100);
+        put16(&mut p, 16, (20 + 32 + 100) as u16);
+        // Seed the field with the pseudo-header sum, as the stack does.
+        let seed = fold(sum_bytes(&p[26..34]) + 6 + (32 + 100) as u64);
+        put16(&mut p, 50, seed);
+        let mut segs = Segments::default();
+        let vnet = VnetHdr {
+            gso_type: GSO_NONE,
+            gso_size: 0,
+            ..tso(GSO_NONE)
+        };
+        segs.fill(&vnet, &p).unwrap();
+        assert_eq!(segs.len(), 1);
+        assert!(tcp4_checksum_ok(segs.get(0)));
+        assert_eq!(segs.get(0)[..50], p[..50]);
+    }
+
+    #[test]
+    fn without_metadata_the_packet_passes_unchanged() {
+        let p = tcp4_super(0);
+        let mut segs = Segments::default();
+        segs.fill(&VnetHdr::default(), &p).unwrap();
+        assert_eq!((segs.len(), segs.get(0)), (1, &p[..]));
+    }
+
+    #[test]
+    fn tcpv6_and_udp_l4_segment_with_lengths_and_checksums() {
+        // IPv6 + UDP, 3000 bytes payload in 1000-byte segments.
+        let mut p = vec![0u8; 14 + 40 + 8 + 3000];
+        p[12..14].copy_from_slice(&[0x86, 0xdd]);
+        p[14] = 0x60;
+        p[20] = 17;
+        p[22..38].copy_from_slice(&[0xfd; 16]);
+        p[38..54].copy_from_slice(&[0xfe; 16]);
+        for (i, b) in p[62..].iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let vnet = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_UDP_L4,
+            hdr_len: 62,
+            gso_size: 1000,
+            csum_start: 54,
+            csum_offset: 6,
+        };
+        let mut segs = Segments::default();
+        segs.fill(&vnet, &p).unwrap();
+        assert_eq!(segs.len(), 3);
+        for i in 0..3 {
+            let s = segs.get(i);
+            assert_eq!(be16(s, 18).unwrap(), 1008, "IPv6 payload length");
+            assert_eq!(be16(s, 58).unwrap(), 1008, "UDP length");
+            let sum = sum_bytes(&s[22..54]) + 17 + 1008 + sum_bytes(&s[54..]);
+            assert_eq!(fold(sum), 0xffff);
+        }
+    }
+
+    #[test]
+    fn malformed_metadata_is_refused_and_leaves_nothing() {
+        let sup = tcp4_super(0);
+        let mut segs = Segments::default();
+        let cases = [
+            (
+                VnetHdr {
+                    gso_size: 0,
+                    ..tso(GSO_TCPV4)
+                },
+                Malformed::ZeroGsoSize,
+            ),
+            (
+                VnetHdr {
+                    hdr_len: 60000,
+                    ..tso(GSO_TCPV4)
+                },
+                Malformed::HeaderLength,
+            ),
+            (tso(3), Malformed::UnsupportedGso(3)),
+            (tso(0x42), Malformed::UnsupportedGso(0x42)),
+        ];
+        for (vnet, expected) in cases {
+            assert_eq!(segs.fill(&vnet, &sup), Err(expected));
+            assert_eq!(segs.len(), 0);
+        }
+        // TCP GSO types on a packet that is not that TCP.
+        assert!(matches!(
+            segs.fill(&tso(GSO_TCPV6), &sup),
+            Err(Malformed::Headers(_))
+        ));
+        assert!(matches!(
+            segs.fill(&tso(GSO_UDP_L4), &sup),
+            Err(Malformed::Headers(_))
+        ));
+        let wrong_start = VnetHdr {
+            csum_start: 20,
+            ..tso(GSO_TCPV4)
+        };
+        assert!(matches!(
+            segs.fill(&wrong_start, &sup),
+            Err(Malformed::Headers(_))
+        ));
+        // Headers only, or cut inside them.
+        assert!(segs.fill(&tso(GSO_TCPV4), &sup[..66]).is_err());
+        for cut in [0, 10, 20, 40, 50] {
+            assert!(
+                segs.fill(&tso(GSO_TCPV4), &sup[..cut]).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let outside = VnetHdr {
+            csum_start: 4000,
+            ..tso(GSO_NONE)
+        };
+        assert_eq!(
+            segs.fill(&outside, &sup[..100]),
+            Err(Malformed::ChecksumOutside)
+        );
+        let far = VnetHdr {
+            csum_start: u16::MAX,
+            csum_offset: u16::MAX,
+            ..tso(GSO_NONE)
+        };
+        assert_eq!(segs.fill(&far, &sup), Err(Malformed::ChecksumOutside));
+    }
+
+    #[test]
+    fn random_metadata_never_panics() {
+        let sup = tcp4_super(0);
+        let mut segs = Segments::default();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..5_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let raw: [u8; VNET_HDR_LEN] = state.to_le_bytes()[..].repeat(2)[..VNET_HDR_LEN]
+                .try_into()
+                .unwrap();
+            let mut vnet = VnetHdr::parse(&raw);
+            vnet.gso_type =
+                [GSO_NONE, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4, 0x81, 3][vnet.gso_type as usize % 6];
+            vnet.gso_size %= 2000; // keep the work per case small
+            let cut = (state >> 40) as usize % (sup.len() + 1);
+            let _ = segs.fill(&vnet, &sup[..cut]);
+        }
+    }
+}

@@ -1,0 +1,289 @@
+"""Write atomicity, const tables, roles and the multi-switch server process, against real
+dplab-switches over real gRPC (P4Runtime spec 12.3, 9.1.3-9.1.4, 5.4, 12.1)."""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import grpc
+import pytest
+from google.rpc import status_pb2
+from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
+from p4runtime_rig import Client, Names, compile_with_info, primary_client, rig_with_server
+from switch_rig import Rig, udp_frame
+from test_p4runtime_entities import acl, code_of, lpm, send_and_capture
+
+from dplab.p4runtime.entries import Entry
+from dplab.p4runtime.installer import InstallError, install
+
+pytestmark = pytest.mark.net
+HERE = Path(__file__).resolve().parent
+ROLLBACK = pb.WriteRequest.ROLLBACK_ON_ERROR
+CONST_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
+struct headers_t { ethernet_t ethernet; }
+struct metadata_t { }
+parser CtParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+    state start { packet.extract(hdr.ethernet); transition accept; }
+}
+control CtVerify(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control CtIngress(inout headers_t hdr, inout metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {
+    action forward(bit<9> port) { standard_metadata.egress_spec = port; }
+    action drop() { mark_to_drop(standard_metadata); }
+    table fixed {
+        key = { standard_metadata.ingress_port: exact; }
+        actions = { forward; drop; }
+        const entries = { 1 : forward(2); }
+        const default_action = drop();
+    }
+    table learned {
+        key = { hdr.ethernet.dst: exact; }
+        actions = { forward; @defaultonly drop; }
+        default_action = drop();
+    }
+    apply {
+        if (!learned.apply().hit) {
+            fixed.apply();
+        }
+    }
+}
+control CtEgress(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) { apply { } }
+control CtCompute(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control CtDeparser(packet_out packet, in headers_t hdr) { apply { packet.emit(hdr.ethernet); } }
+V1Switch(CtParser(), CtVerify(), CtIngress(), CtEgress(), CtCompute(), CtDeparser()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("p4")
+    source = out / "const_tables.p4"
+    source.write_text(CONST_PROGRAM)
+    return {"rt": compile_with_info(HERE / "p4" / "rt_features.p4", out),
+            "const": compile_with_info(source, out)}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    address = f"unix:{tmp_path_factory.mktemp('grpc')}/p4rt.sock"
+    with rig_with_server(address) as rig:
+        yield rig, address
+
+
+@pytest.fixture()
+def rt(served, programs):
+    rig, address = served
+    with primary_client(address, programs["rt"], election=10) as (client, _):
+        rig.drain()
+        yield rig, client, Names(programs["rt"][1])
+
+
+def frame(dst_ip: str, src_ip: str = "10.0.0.1", ttl: int = 64) -> bytes:
+    return udp_frame("00:00:00:00:00:02", "00:00:00:00:00:01", src_ip, dst_ip, ttl=ttl)
+
+
+def write(client: Client, updates: list[tuple[int, pb.Entity]], atomicity=ROLLBACK) -> None:
+    req = pb.WriteRequest(device_id=1, election_id=client.election, atomicity=atomicity)
+    for op, entity in updates:
+        req.updates.add(type=op, entity=entity)
+    client.stub.Write(req)
+
+
+def update_codes(failed: grpc.RpcError) -> list[int]:
+    details = dict(failed.trailing_metadata())["grpc-status-details-bin"]
+    codes = []
+    for any_msg in status_pb2.Status.FromString(details).details:
+        err = pb.Error()
+        any_msg.Unpack(err)
+        codes.append(err.canonical_code)
+    return codes
+
+
+def table_state(client: Client, n: Names) -> list[pb.Entity]:
+    probes = []
+    for table in ("fwd_lpm", "acl"):
+        probe = pb.Entity()
+        probe.table_entry.table_id = n[table]
+        probe.table_entry.counter_data.SetInParent()
+        probes.append(probe)
+    return sorted((e for p in probes for e in client.read(p)), key=lambda e: str(e))
+
+
+def test_rollback_leaves_tables_counters_and_packets_as_before(rt):
+    rig, client, n = rt
+    client.write(lpm(n, "10.0.2.0", 24, "forward", b"\x02"),
+                 lpm(n, "10.0.3.0", 24, "forward", b"\x02"),
+                 acl(n, 10, "set_port", b"\x03", src=("10.1.0.0", "255.255.0.0")))
+    assert send_and_capture(rig, 1, [frame("10.0.2.9")])[2] == [frame("10.0.2.9")]
+    before = table_state(client, n)
+    assert before[0].table_entry.counter_data.packet_count + \
+        before[1].table_entry.counter_data.packet_count == 1
+    register = pb.Entity()
+    register.register_entry.register_id = n["scratch"]
+    register.register_entry.index.index = 0
+    register_before = client.read(register)
+    new_register = pb.Entity()
+    new_register.CopyFrom(register)
+    new_register.register_entry.data.bitstring = b"\x07"
+    batch = [(pb.Update.INSERT, lpm(n, "10.0.4.0", 24, "forward", b"\x03")),   # new entry
+             (pb.Update.MODIFY, lpm(n, "10.0.2.0", 24, "forward", b"\x03")),   # re-pointed
+             (pb.Update.DELETE, lpm(n, "10.0.3.0", 24, "drop")),               # deleted
+             (pb.Update.DELETE, acl(n, 10, "police", src=("10.1.0.0", "255.255.0.0"))),
+             (pb.Update.MODIFY, new_register),
+             (pb.Update.INSERT, lpm(n, "10.0.3.0", 24, "forward", b"\x01")),   # re-inserted
+             (pb.Update.INSERT, lpm(n, "10.0.2.0", 24, "drop"))]               # fails
+    with pytest.raises(grpc.RpcError) as failed:
+        write(client, batch)
+    aborted, exists = grpc.StatusCode.ABORTED.value[0], grpc.StatusCode.ALREADY_EXISTS.value[0]
+    assert update_codes(failed.value) == [aborted] * 6 + [exists]
+    assert table_state(client, n) == before
+    assert client.read(register) == register_before
+    sent = [frame("10.0.2.9"), frame("10.0.3.9"), frame("10.0.4.9"), frame("10.0.5.1")]
+    got = send_and_capture(rig, 1, sent)
+    assert (got[2], got[3]) == (sent[:2], [])  # as before the batch: 10.0.4/24 never came
+
+
+def test_rollback_batch_without_error_applies_everything(rt):
+    rig, client, n = rt
+    write(client, [(pb.Update.INSERT, lpm(n, "10.0.2.0", 24, "forward", b"\x02")),
+                   (pb.Update.INSERT, lpm(n, "10.0.4.0", 24, "forward", b"\x03"))])
+    got = send_and_capture(rig, 1, [frame("10.0.2.9"), frame("10.0.4.9")])
+    assert (got[2], got[3]) == ([frame("10.0.2.9")], [frame("10.0.4.9")])
+
+
+def test_continue_on_error_keeps_what_succeeded_and_dataplane_atomic_is_unimplemented(rt):
+    _, client, n = rt
+    batch = [(pb.Update.INSERT, lpm(n, "10.0.2.0", 24, "forward", b"\x02")),
+             (pb.Update.INSERT, lpm(n, "10.0.2.0", 24, "drop"))]
+    assert code_of(lambda: write(client, batch, pb.WriteRequest.DATAPLANE_ATOMIC)) == \
+        grpc.StatusCode.UNIMPLEMENTED
+    probe = pb.Entity()
+    probe.table_entry.table_id = n["fwd_lpm"]
+    assert client.read(probe) == []  # refused before any update was attempted
+    with pytest.raises(grpc.RpcError) as failed:
+        write(client, batch, pb.WriteRequest.CONTINUE_ON_ERROR)
+    assert update_codes(failed.value) == [0, grpc.StatusCode.ALREADY_EXISTS.value[0]]
+    assert len(client.read(probe)) == 1
+
+
+def test_const_tables_and_const_default_actions_are_permission_denied(served, programs):
+    rig, address = served
+    n = Names(programs["const"][1])
+    with primary_client(address, programs["const"], election=10) as (client, _):
+        fixed = pb.Entity()
+        fixed.table_entry.table_id = n["fixed"]
+        fixed.table_entry.match.add(field_id=1).exact.value = b"\x01"
+        (const_entry,) = client.read(fixed)
+        assert const_entry.table_entry.is_const  # spec 9.1.4: static entries read as const
+        action = fixed.table_entry.action.action
+        action.action_id = n["forward"]
+        action.params.add(param_id=1, value=b"\x03")
+        default = pb.Entity()
+        default.CopyFrom(fixed)
+        default.table_entry.ClearField("match")
+        default.table_entry.is_default_action = True
+        learned_default = pb.Entity()
+        learned_default.table_entry.table_id = n["learned"]
+        learned_default.table_entry.is_default_action = True
+        learned_default.table_entry.action.action.CopyFrom(action)
+        denied = grpc.StatusCode.PERMISSION_DENIED
+        assert code_of(lambda: client.write(fixed, op=pb.Update.MODIFY)) == denied
+        assert code_of(lambda: client.write(fixed, op=pb.Update.DELETE)) == denied
+        fixed.table_entry.match[0].exact.value = b"\x02"
+        assert code_of(lambda: client.write(fixed)) == denied
+        assert code_of(lambda: client.write(default, op=pb.Update.MODIFY)) == denied
+        # @defaultonly action as an entry, and an entry flagged is_const
+        learned = pb.Entity()
+        learned.table_entry.table_id = n["learned"]
+        learned.table_entry.match.add(field_id=1).exact.value = b"\x02"
+        learned.table_entry.action.action.action_id = n["drop"]
+        assert code_of(lambda: client.write(learned)) == denied
+        learned.table_entry.action.action.CopyFrom(action)
+        learned.table_entry.is_const = True
+        assert code_of(lambda: client.write(learned)) == grpc.StatusCode.INVALID_ARGUMENT
+        client.write(learned_default, op=pb.Update.MODIFY)  # allowed: not const
+        (now,) = client.read(learned_default)
+        assert now.table_entry.action.action == action
+        # the const entry still forwards port 1 -> 2, the const default still drops
+        rig.drain()
+        sent = udp_frame("00:00:00:00:00:09", "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
+        assert send_and_capture(rig, 1, [sent])[2] == [sent]
+        assert send_and_capture(rig, 2, [sent]) == {1: [], 2: [], 3: []}
+
+
+def test_roles_other_than_the_default_are_refused_as_the_spec_says(rt, served):
+    _, client, n = rt
+    config = pb.Role()
+    config.config.Pack(pb.Uint128(low=1))  # any message: no role scheme was agreed on
+    for role, code in ((pb.Role(name="acl-app"), grpc.StatusCode.NOT_FOUND),
+                       (pb.Role(id=5), grpc.StatusCode.NOT_FOUND),
+                       (config, grpc.StatusCode.INVALID_ARGUMENT)):
+        hello = pb.StreamMessageRequest()
+        hello.arbitration.device_id = 1
+        hello.arbitration.election_id.low = 30
+        hello.arbitration.role.CopyFrom(role)
+        assert _arbitration_refusal(served[1], hello) == code
+    fwd = lpm(n, "10.0.2.0", 24, "drop")
+    req = pb.WriteRequest(device_id=1, election_id=client.election, role="acl-app")
+    req.updates.add(type=pb.Update.INSERT, entity=fwd)
+    assert code_of(lambda: client.stub.Write(req)) == grpc.StatusCode.NOT_FOUND
+    read = pb.ReadRequest(device_id=1, role="acl-app", entities=[fwd])
+    assert code_of(lambda: list(client.stub.Read(read))) == grpc.StatusCode.NOT_FOUND
+    assert client.read(fwd) == []  # nothing was written under the unknown role
+
+
+def _arbitration_refusal(address: str, hello: pb.StreamMessageRequest) -> grpc.StatusCode:
+    """The code the server ends a new stream with after its first arbitration message."""
+    outbox: queue.Queue = queue.Queue()
+    outbox.put(hello)
+    with grpc.insecure_channel(address) as channel:
+        stream = p4runtime_pb2_grpc.P4RuntimeStub(channel).StreamChannel(
+            iter(outbox.get, None), timeout=10)
+        try:
+            with pytest.raises(grpc.RpcError) as failed:
+                list(stream)
+        finally:
+            outbox.put(None)
+        return failed.value.code()
+
+
+def test_one_server_process_serves_each_switch_as_its_own_device(tmp_path, programs):
+    """The p4 plane's launch: one process, ``--serve`` per switch; each switch is reached
+    and programmed over its own socket as its own device; one switch dying leaves the
+    other served."""
+    n = Names(programs["rt"][1])
+    ir, info = programs["rt"]
+    config = pb.ForwardingPipelineConfig(p4_device_config=ir.read_bytes(), p4info=info)
+    with ExitStack() as stack:
+        rigs = [stack.enter_context(Rig(n_ports=3)) for _ in range(2)]
+        argv = [sys.executable, "-m", "dplab.p4runtime"]
+        for device, rig in enumerate(rigs, start=1):
+            argv += ["--serve", str(device), rig.control_path, f"unix:{tmp_path}/s{device}.grpc"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE)
+        stack.callback(proc.wait, 5)
+        stack.callback(proc.terminate)
+        assert proc.stdout.readline() == b"ready\n"
+        for device, rig in enumerate(rigs, start=1):  # device d forwards to port d + 1
+            route = lpm(n, "10.0.2.0", 24, "forward", bytes([device + 1]))
+            install(f"unix:{tmp_path}/s{device}.grpc", device, config,
+                    [Entry(0, None, route)], "test")
+            got = send_and_capture(rig, 1, [frame("10.0.2.9")])
+            assert got[device + 1] == [frame("10.0.2.9")]
+        with pytest.raises(InstallError, match="no device 1"):  # s2's socket is device 2
+            install(f"unix:{tmp_path}/s2.grpc", 1, config, [], "test")
+        rigs[0].proc.kill()
+        rigs[0].proc.wait()
+        route = lpm(n, "10.0.3.0", 24, "forward", b"\x02")
+        install(f"unix:{tmp_path}/s2.grpc", 2, config, [Entry(0, None, route)], "test")
+        assert send_and_capture(rigs[1], 1, [frame("10.0.3.9")])[2] == [frame("10.0.3.9")]
+        assert proc.poll() is None
