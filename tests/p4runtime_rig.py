@@ -34,6 +34,14 @@ def free_tcp_port() -> int:
         return s.getsockname()[1]
 
 
+def served_on_unix_socket(folder: Path):
+    """A fixture body: a rig switch and its server on a unix socket in ``folder``; yields
+    (rig, address)."""
+    address = f"unix:{folder}/p4rt.sock"
+    with rig_with_server(address) as rig:
+        yield rig, address
+
+
 @contextmanager
 def rig_with_server(address: str, n_ports: int = 3):
     """A rig switch with our P4Runtime server (device 1) listening on ``address``

@@ -14,7 +14,13 @@ import pytest
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
-from p4runtime_rig import Client, Names, compile_with_info, primary_client, rig_with_server
+from p4runtime_rig import (
+    Client,
+    Names,
+    compile_with_info,
+    primary_client,
+    served_on_unix_socket,
+)
 from switch_rig import Rig, udp_frame
 from test_p4runtime_entities import acl, code_of, lpm, send_and_capture
 
@@ -75,9 +81,7 @@ def programs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    address = f"unix:{tmp_path_factory.mktemp('grpc')}/p4rt.sock"
-    with rig_with_server(address) as rig:
-        yield rig, address
+    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
 
 
 @pytest.fixture()

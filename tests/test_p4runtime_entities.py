@@ -11,7 +11,13 @@ import grpc
 import pytest
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Client, Names, compile_with_info, primary_client, rig_with_server
+from p4runtime_rig import (
+    Client,
+    Names,
+    compile_with_info,
+    primary_client,
+    served_on_unix_socket,
+)
 from switch_rig import udp_frame
 
 pytestmark = pytest.mark.net
@@ -27,9 +33,7 @@ def program(tmp_path_factory):
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """One rig switch and server for the module; each test loads the pipeline afresh."""
-    address = f"unix:{tmp_path_factory.mktemp('grpc')}/p4rt.sock"
-    with rig_with_server(address) as rig:
-        yield rig, address
+    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
 
 
 @pytest.fixture()

@@ -8,7 +8,13 @@ from pathlib import Path
 import grpc
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Client, Names, compile_with_info, primary_client, rig_with_server
+from p4runtime_rig import (
+    Client,
+    Names,
+    compile_with_info,
+    primary_client,
+    served_on_unix_socket,
+)
 from switch_rig import udp_frame
 
 pytestmark = pytest.mark.net
@@ -25,9 +31,7 @@ def program(tmp_path_factory):
 @pytest.fixture()
 def server(tmp_path):
     """A rig switch with a P4Runtime server on a unix socket; yields (rig, address)."""
-    address = f"unix:{tmp_path}/p4rt.sock"
-    with rig_with_server(address) as rig:
-        yield rig, address
+    yield from served_on_unix_socket(tmp_path)
 
 
 @pytest.fixture()
