@@ -96,6 +96,20 @@ pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>) {
         );
         cpu_mark = Some(cpu);
     }
+    close_in_parallel(std::mem::take(&mut lp.ports));
+}
+
+/// Closes the ports on threads of their own. Closing a packet socket waits for an RCU
+/// grace period (tens of ms on a VM); waits that overlap end together, so the switch
+/// stops in about one grace period instead of one per socket (two per port).
+fn close_in_parallel(ports: Vec<Port>) {
+    let closers: Vec<_> = ports
+        .into_iter()
+        .map(|port| std::thread::spawn(move || drop(port)))
+        .collect();
+    for closer in closers {
+        let _ = closer.join();
+    }
 }
 
 /// struct sched_attr, its first version (the libc crate has no binding).

@@ -162,9 +162,10 @@ fn main() {
         opts.control.display()
     );
     while !STOP.load(Ordering::Relaxed) {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
     stop.store(true, Ordering::Relaxed);
+    shared::signal(shared.wake_dataplane); // out of its idle wait now, not at its timeout
     let _ = dp.join();
     let _ = std::fs::remove_file(&opts.control);
 }
