@@ -19,6 +19,8 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 from switch_rig import Rig, compile_p4
 
+PRIMARY_WAIT_S = 10.0
+
 
 def compile_with_info(source: Path, out: Path) -> tuple[Path, p4info_pb2.P4Info]:
     """Compiles ``source``; returns (IR file, P4Info)."""
@@ -139,13 +141,28 @@ class Client:
         self.channel.close()
 
 
+def is_primary(reply: object) -> bool:
+    """An arbitration reply that made its client primary (status OK, per the spec)."""
+    return isinstance(reply, pb.MasterArbitrationUpdate) and reply.status.code == 0
+
+
 @contextmanager
 def primary_client(address: str, program: tuple[Path, p4info_pb2.P4Info], election: int = 1):
     """A client that asked to be primary and loaded ``program``; yields (client, its
-    arbitration reply) and closes the client afterwards."""
-    client = Client(address, election)
-    try:
+    arbitration reply) and closes the client afterwards.
+
+    A previous client's stream with the same election id may still be closing on the
+    server (closing is asynchronous), and while it is, the id is taken: the new client
+    then asks again until the server has let the old stream go."""
+    deadline = time.monotonic() + PRIMARY_WAIT_S
+    while True:
+        client = Client(address, election)
         won = client.next("arbitration")
+        if is_primary(won) or time.monotonic() > deadline:
+            break
+        client.close()
+        time.sleep(0.05)
+    try:
         client.set_pipeline(program)
         yield client, won
     finally:
