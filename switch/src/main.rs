@@ -91,10 +91,21 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
     Ok(opts)
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
+/// SIGTERM and SIGINT, blocked in every thread: the main thread takes them with sigwait,
+/// so stopping needs no handler and no polling.
+fn stop_signals() -> libc::sigset_t {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        set
+    }
+}
 
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
+fn wait_for_stop_signal(set: &libc::sigset_t) {
+    let mut signal = 0;
+    while unsafe { libc::sigwait(set, &mut signal) } != 0 {}
 }
 
 fn pin_to_core(core: usize) {
@@ -131,9 +142,10 @@ fn main() {
     }
     let listener = bind_control(&opts.control)
         .unwrap_or_else(|e| fail(&format!("control socket {}: {e}", opts.control.display())));
+    // Before any thread starts, so that every thread inherits the blocked mask.
+    let stop_set = stop_signals();
     unsafe {
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &stop_set, std::ptr::null_mut());
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -161,9 +173,7 @@ fn main() {
         opts.cpu_port,
         opts.control.display()
     );
-    while !STOP.load(Ordering::Relaxed) {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_stop_signal(&stop_set);
     stop.store(true, Ordering::Relaxed);
     shared::signal(shared.wake_dataplane); // out of its idle wait now, not at its timeout
     let _ = dp.join();
