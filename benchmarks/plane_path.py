@@ -41,12 +41,15 @@ from doc_section import machine_line, write_section  # beside this script
 
 from dplab import planes
 from dplab.measure.resources import ResourceSampler
-from dplab.planes.p4 import OFFLOADS_OFF
 from dplab.substrate import Network, registry
 from dplab.substrate.network import HOST_IF
 from dplab.topology import catalog
 from dplab.topology.model import HOST, Topology
 from dplab.workloads.flows import Flow, run_flows
+
+# Every offload off on the given interfaces: the "offloads off" TCP column.
+OFFLOADS_OFF = ("for i in \"$@\"; do ethtool -K \"$i\" tx off tso off gso off >/dev/null "
+                "|| exit 1; done")
 
 DIRECT = "direct veth"
 # label -> (plane kind, options); DIRECT has no plane at all.

@@ -50,8 +50,7 @@ def rig_with_server(address: str, n_ports: int = 3):
     (``unix:/path`` or ``127.0.0.1:port``); yields the rig once the server answers."""
     with Rig(n_ports=n_ports) as rig:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "dplab.p4runtime", "--switch-socket", rig.control_path,
-             "--listen", address, "--device-id", "1"])
+            [sys.executable, "-m", "dplab.p4runtime", "--serve", "1", rig.control_path, address])
         try:
             with grpc.insecure_channel(address) as channel:
                 grpc.channel_ready_future(channel).result(timeout=10)

@@ -1,7 +1,6 @@
 """Serve P4Runtime for one or several dplab-switches until SIGTERM:
 
-    python -m dplab.p4runtime --switch-socket S --listen unix:/path [--device-id 1]
-    python -m dplab.p4runtime --serve 1 S1 unix:/p/s1.grpc --serve 2 S2 unix:/p/s2.grpc
+    python -m dplab.p4runtime --serve 1 S1 unix:/p/s1.grpc [--serve 2 S2 127.0.0.1:9559 ...]
 
 Each ``--serve DEVICE_ID SWITCH_SOCKET LISTEN`` is one logical server: its own gRPC server,
 address, thread pool, switch connection and state; they only share the interpreter (one
@@ -46,13 +45,10 @@ def main(argv: list[str] | None = None) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--serve", nargs=3, action="append", default=[],
+    parser.add_argument("--serve", nargs=3, action="append", required=True,
                         metavar=("DEVICE_ID", "SWITCH_SOCKET", "LISTEN"),
-                        help="one logical server; repeat for several switches")
-    parser.add_argument("--switch-socket", help="dplab-switch control socket (one device)")
-    parser.add_argument("--listen",
-                        help="gRPC address, e.g. unix:/run/dplab/x/s1.grpc or 127.0.0.1:9559")
-    parser.add_argument("--device-id", type=int, default=1)
+                        help="one logical server (LISTEN: unix:/path or 127.0.0.1:port); "
+                        "repeat for several switches")
     parser.add_argument("--switch-wait", type=float, default=15.0,
                         help="seconds to wait for a switch's control socket to accept")
     return parser
@@ -64,12 +60,6 @@ def _devices(args: argparse.Namespace) -> list[tuple[int, str, str]]:
         if not device_id.isdigit():
             raise SystemExit(f"p4runtime: --serve {device_id}: the device id must be a number")
         devices.append((int(device_id), socket_path, address))
-    if args.switch_socket or args.listen:
-        if not (args.switch_socket and args.listen):
-            raise SystemExit("p4runtime: --switch-socket and --listen go together")
-        devices.append((args.device_id, args.switch_socket, args.listen))
-    if not devices:
-        raise SystemExit("p4runtime: nothing to serve (give --serve or --switch-socket/--listen)")
     return devices
 
 

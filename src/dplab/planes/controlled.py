@@ -46,11 +46,15 @@ class ControlledPlane(Plane):
     def _has_controller(self) -> bool:
         return True
 
-    def _spawn(self, net: Network, ns: str, name: str, argv: list[str]) -> None:
-        """Run ``argv`` in ``ns`` as daemon ``name``, its output in ``<name>.log``."""
+    def _spawn(self, net: Network, ns: str, name: str, argv: list[str],
+               stdout_pipe: bool = False) -> subprocess.Popen:
+        """Run ``argv`` in ``ns`` as daemon ``name``, its output in ``<name>.log`` (only
+        stderr there with ``stdout_pipe``: stdout is then the caller's to read)."""
         with open(self.dir / f"{name}.log", "w") as log:
-            self._daemons.append((name, net.popen(ns, argv, stdout=log,
-                                                  stderr=subprocess.STDOUT)))
+            daemon = net.popen(ns, argv, stdout=subprocess.PIPE if stdout_pipe else log,
+                               stderr=log if stdout_pipe else subprocess.STDOUT)
+        self._daemons.append((name, daemon))
+        return daemon
 
     # -- ready ---------------------------------------------------------------------------
 

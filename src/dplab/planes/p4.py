@@ -62,10 +62,6 @@ HOST_OFFLOADS = ("for i in \"$@\"; do have=$(ethtool -k \"$i\") || exit 1; off='
                  f"for f in {' '.join(UNHONOURED_OFFLOADS)}; do "
                  "case \"$have\" in *\"$f:\"*) off=\"$off $f off\";; esac; done; "
                  "ethtool -K \"$i\" $off gro on >/dev/null || exit 1; done")
-# Every offload off: what a switch that forwards frames as they are needs (kept for
-# benchmarks/plane_path.py, which measures TCP both ways).
-OFFLOADS_OFF = ("for i in \"$@\"; do ethtool -K \"$i\" tx off tso off gso off >/dev/null "
-                "|| exit 1; done")
 
 
 class P4Plane(ControlledPlane):
@@ -179,11 +175,8 @@ class P4Plane(ControlledPlane):
         argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
         for switch in net.topo.switches():
             argv += ["--serve", switch[1:], str(self._control(switch)), self._grpc(switch)]
-        with open(self.dir / f"{SERVERS}.log", "w") as log:
-            servers = net.popen(net.switch_ns(net.topo.switches()[0]), argv,
-                                stdout=subprocess.PIPE, stderr=log)
-        self._daemons.append((SERVERS, servers))
-        return servers
+        return self._spawn(net, net.switch_ns(net.topo.switches()[0]), SERVERS, argv,
+                           stdout_pipe=True)
 
     def _wait_for_servers(self, servers: subprocess.Popen) -> None:
         """Until the servers print ``ready`` (every switch connected, every gRPC socket
