@@ -44,13 +44,17 @@ from dplab.workloads.video_content import Content, ContentSpec
 if TYPE_CHECKING:
     from dplab.workloads.flows import Flow, FlowNetwork
 
-HTTP_METRICS = (
+# What every viewer reports, live or not: data, rate and its player's start and stalls.
+PLAYER_METRICS = (
     "bytes",
     "throughput_bps",
     "transmission_time_s",
     "startup_delay_ms",
     "rebuffers",
     "rebuffer_time_s",
+)
+HTTP_METRICS = (
+    *PLAYER_METRICS,
     "segment_time_ms",
     "jitter_ms",
     "segments_received",
@@ -58,12 +62,7 @@ HTTP_METRICS = (
     "frame_diff_pct",
 )
 RTP_METRICS = (
-    "bytes",
-    "throughput_bps",
-    "transmission_time_s",
-    "startup_delay_ms",
-    "rebuffers",
-    "rebuffer_time_s",
+    *PLAYER_METRICS,
     "packets_received",
     "loss_pct",
     "out_of_order",
