@@ -154,6 +154,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def StreamChannel(self, request_iterator, context):
         outbox: queue.Queue = queue.Queue()
         state = {"eid": None}
+        # However the RPC ends (client gone, server stopping), the loop below is told: it
+        # would otherwise wait on the outbox forever and keep its worker thread, and with
+        # it the process, alive.
+        context.add_callback(lambda: outbox.put(None))
         reader = threading.Thread(target=self._serve_stream,
                                   args=(request_iterator, outbox, state), daemon=True)
         reader.start()
