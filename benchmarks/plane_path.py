@@ -8,7 +8,7 @@ floor every switch adds to. Per plane and repetition:
 
 - one-way delay: a paced UDP stream (rtp_tool through the ``voip`` workload: 1000 packets
   at 200 pps, 32-byte payload) through the switch and, at the same time, one over the
-  direct pair. The receivers take kernel receive stamps and all namespaces share one
+  direct pair, half a period apart. The receivers take kernel receive stamps and all namespaces share one
   clock, so each packet's delay is exact. Added per hop = the switch path's figure minus
   the direct pair's (p50, p99, mean each on its own). Measuring both at once keeps the
   shared machine's drift out of the difference;
@@ -126,12 +126,14 @@ def forwarding(label: str, topo: Topology) -> Iterator[Network]:
 # ------------------------------------------------------------------ measurements
 
 
-def one_way_delay(net: Network, sizes: Sizes) -> dict[str, float | None]:
-    """Mean, p50, p99 one-way delay (µs) and packet counts of one paced UDP stream."""
+def one_way_delay(net: Network, sizes: Sizes, phase_ms: float) -> dict[str, float | None]:
+    """Mean, p50, p99 one-way delay (µs) and packet counts of one paced UDP stream whose
+    packets leave `phase_ms` into each period of the machine's monotonic clock."""
     src, dst = ends(net.topo)
     flow = Flow("owd", "voip", src, dst, {"duration": sizes.packets * sizes.packet_ms / 1000,
                                           "packet_ms": sizes.packet_ms,
-                                          "payload": sizes.payload})
+                                          "payload": sizes.payload,
+                                          "phase_ms": phase_ms})
     result = run_flows(net, [flow])[0]
     summary = result.summary
     return {
@@ -186,10 +188,12 @@ def offloads_off(net: Network) -> None:
 
 def paired_delay(net: Network, floor_net: Network, sizes: Sizes) -> tuple[dict, dict]:
     """One stream through ``net`` and one over the direct pair, at the same time: both meet
-    the same moment of the shared machine, so their difference is what the path adds."""
+    the same minutes of the shared machine, so their difference is what the path adds. The
+    two interleave, half a period apart: in step, the floor's sender and receiver would wake
+    with the measured packet and compete with it for the two cores."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        path = pool.submit(one_way_delay, net, sizes)
-        floor = pool.submit(one_way_delay, floor_net, sizes)
+        path = pool.submit(one_way_delay, net, sizes, 0.0)
+        floor = pool.submit(one_way_delay, floor_net, sizes, sizes.packet_ms / 2)
         return path.result(), floor.result()
 
 
@@ -371,7 +375,9 @@ def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
         "  `added` = the plane's figure minus that of a second stream sent at the same time",
         f"  over a `{DIRECT}` pair (kept up for the repetition), each statistic on its own (a",
         "  difference of percentiles, not a percentile of differences); the two streams",
-        "  together are 400 pps. The `direct veth` row's OWD is those concurrent floor",
+        "  together are 400 pps, interleaved half a period apart (voip `phase_ms`) so the",
+        "  floor's sender and receiver do not wake with the measured packet and take a core",
+        "  from it. The `direct veth` row's OWD is those concurrent floor",
         "  streams. One switch hop adds a forwarding step and one more veth crossing. The",
         "  absolute OWD includes the sender's Python between stamping and `sendto`; it",
         "  cancels in `added`.",

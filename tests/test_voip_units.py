@@ -3,7 +3,7 @@
 import pytest
 
 from dplab.spec.model import VoipWorkload
-from dplab.workloads import voip
+from dplab.workloads import rtp_tool, voip
 
 MS = 1_000_000  # ns
 
@@ -30,6 +30,8 @@ def test_validate_defaults_and_packet_count():
         ({"colour": 1}, r"unknown parameter\(s\) \['colour'\]"),
         ({"payload": 8}, "payload must be 12.."),
         ({"duration": -1}, "'duration' must be a number > 0"),
+        ({"phase_ms": 20}, r"phase_ms must be a number in \[0, packet_ms=20\)"),
+        ({"phase_ms": "late"}, "phase_ms must be a number"),
     ],
 )
 def test_bad_params_are_named(params, message):
@@ -99,3 +101,23 @@ def test_the_spec_workload_gives_params_the_voip_flow_accepts():
     assert workload.pairs == "voip"
     params = workload.model_dump(exclude={"kind", "pairs"}, exclude_none=True)  # as the runner
     assert voip.validate(params, "flow 'v'").count == 150
+
+
+def test_a_phase_puts_the_first_send_on_the_clock_s_period_grid():
+    period = 5 * MS
+    # now = 12.3 ms: with phase 2.5 ms the next grid point is 12.5 ms, with phase 0 it is 15
+    assert rtp_tool.first_send_ns(12_300_000, period, 2_500_000) == 12_500_000
+    assert rtp_tool.first_send_ns(12_300_000, period, 0) == 15_000_000
+    assert rtp_tool.first_send_ns(12_300_000, period, None) == 12_300_000  # no phase: now
+    # two streams half a period apart never send within a quarter period of each other
+    a = rtp_tool.first_send_ns(7_100_000, period, 0)
+    b = rtp_tool.first_send_ns(7_900_000, period, 2_500_000)
+    assert (b - a) % period == 2_500_000
+
+
+def test_the_spec_workload_takes_a_phase_within_the_period():
+    workload = VoipWorkload(kind="voip", duration=1, packet_ms=5, phase_ms=2.5)
+    params = workload.model_dump(exclude={"kind", "pairs"}, exclude_none=True)
+    assert voip.validate(params, "flow 'v'").phase_ms == 2.5
+    with pytest.raises(ValueError, match="phase_ms .* must be less than packet_ms"):
+        VoipWorkload(kind="voip", packet_ms=5, phase_ms=5)

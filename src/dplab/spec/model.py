@@ -101,6 +101,14 @@ class VoipWorkload(Strict):
     codec: Literal["g711"] = "g711"
     packet_ms: Annotated[float, Field(gt=0, le=1000)] = 20.0
     payload: Annotated[int, Field(ge=12, le=65495)] = 160
+    phase_ms: Annotated[float | None, Field(ge=0)] = None
+
+    @model_validator(mode="after")
+    def _phase_within_period(self) -> VoipWorkload:
+        if self.phase_ms is not None and self.phase_ms >= self.packet_ms:
+            raise ValueError(f"phase_ms ({self.phase_ms:g}) must be less than packet_ms "
+                             f"({self.packet_ms:g})")
+        return self
 
 
 class VideoWorkload(Strict):

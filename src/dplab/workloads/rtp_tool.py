@@ -55,13 +55,25 @@ def rtp_packet(index: int, seq0: int, ts0: int, ssrc: int, send_ns: int, payload
     return header + stamp + bytes([SILENCE]) * (payload - STAMP.size)
 
 
-def send(dst: str, port: int, count: int, packet_ms: float, payload: int) -> dict:
+def first_send_ns(now_ns: int, period_ns: int, phase_ns: int | None) -> int:
+    """When the first packet leaves: now, or with a phase the first moment after now that is
+    `phase_ns` past a whole multiple of the period (the monotonic clock is one for every
+    namespace, so streams given different phases interleave)."""
+    if phase_ns is None:
+        return now_ns
+    return (now_ns - phase_ns) // period_ns * period_ns + period_ns + phase_ns
+
+
+def send(dst: str, port: int, count: int, packet_ms: float, payload: int,
+         phase_ms: float | None = None) -> dict:
     period_ns = round(packet_ms * 1e6)
+    phase_ns = None if phase_ms is None else round(phase_ms * 1e6)
     seq0, ts0, ssrc = random.getrandbits(16), random.getrandbits(32), random.getrandbits(32)
     sent, errors, late_max_ns = 0, [], 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        start_mono = time.monotonic_ns()
-        start_ns = time.time_ns()
+        now_mono, start_ns = time.monotonic_ns(), time.time_ns()
+        start_mono = first_send_ns(now_mono, period_ns, phase_ns)
+        start_ns += start_mono - now_mono  # the wall time of the first send
         for index in range(count):
             deadline = start_mono + index * period_ns
             ahead = deadline - time.monotonic_ns()
@@ -135,6 +147,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     sender.add_argument("--dst", required=True)
     sender.add_argument("--packet-ms", type=float, default=20.0)
     sender.add_argument("--payload", type=int, default=160)
+    sender.add_argument("--phase-ms", type=float, default=None)
     receiver = roles.add_parser("recv")
     receiver.add_argument("--out", required=True)
     receiver.add_argument("--timeout", type=float, required=True)
@@ -150,7 +163,8 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> None:
     args = _arguments(argv)
     if args.role == "send":
-        report = send(args.dst, args.port, args.count, args.packet_ms, args.payload)
+        report = send(args.dst, args.port, args.count, args.packet_ms, args.payload,
+                      args.phase_ms)
         print(json.dumps(report), flush=True)
         return
     _stop_on_sigterm()

@@ -2,7 +2,9 @@
 
 Params: duration in s (default 10), codec "g711" (the only one), packet_ms (default 20),
 payload bytes (default 160 = 20 ms of 8 kHz G.711), timeout_s (default: duration
-+ 10 % + 5 s).
++ 10 % + 5 s), phase_ms (optional: packets leave phase_ms after each whole multiple of
+packet_ms on the machine's monotonic clock, which all namespaces share, so concurrent
+streams can be set to interleave instead of colliding; without it a stream starts at once).
 
 Every packet carries its send time; the receiver stamps arrivals in the kernel, and the
 hosts share one clock, so each packet's one-way delay is measured exactly. jitter_ms is
@@ -64,6 +66,7 @@ class VoipParams:
     packet_ms: float
     payload: int
     timeout_s: float
+    phase_ms: float | None = None
 
     @property
     def count(self) -> int:
@@ -73,7 +76,8 @@ class VoipParams:
 def validate(params: dict, where: str) -> VoipParams:
     if not isinstance(params, dict):
         raise ValueError(f"{where}: params must be a mapping, got {type(params).__name__}")
-    check_keys(params, {"duration", "codec", "packet_ms", "payload", "timeout_s"}, where)
+    check_keys(params, {"duration", "codec", "packet_ms", "payload", "timeout_s", "phase_ms"},
+               where)
     duration = positive_number(params, "duration", where, 10.0)
     codec = params.get("codec", "g711")
     if codec not in CODECS:
@@ -84,13 +88,25 @@ def validate(params: dict, where: str) -> VoipParams:
             f"{where}: payload must be 12..{MAX_PAYLOAD} bytes (it holds the send time and "
             f"index; RTP header + payload must fit one UDP datagram), got {payload}"
         )
+    packet_ms = positive_number(params, "packet_ms", where, 20.0)
     return VoipParams(
         duration_s=duration,
         codec=codec,
-        packet_ms=positive_number(params, "packet_ms", where, 20.0),
+        packet_ms=packet_ms,
         payload=payload,
         timeout_s=positive_number(params, "timeout_s", where, duration * 1.1 + 5),
+        phase_ms=_phase(params, packet_ms, where),
     )
+
+
+def _phase(params: dict, packet_ms: float, where: str) -> float | None:
+    phase = params.get("phase_ms")
+    if phase is None:
+        return None
+    if isinstance(phase, bool) or not isinstance(phase, int | float) or not 0 <= phase < packet_ms:
+        raise ValueError(f"{where}: phase_ms must be a number in [0, packet_ms={packet_ms:g}), "
+                         f"got {phase!r}")
+    return float(phase)
 
 
 @dataclass
@@ -180,8 +196,9 @@ def _receiver_argv(stream: _Stream) -> list[str]:
 
 def _sender_argv(stream: _Stream, dst_ip: str) -> list[str]:
     p = stream.params
+    phase = [] if p.phase_ms is None else ["--phase-ms", f"{p.phase_ms:g}"]
     return [*TOOL, "send", "--dst", dst_ip, "--port", str(stream.port), "--count", str(p.count),
-            "--packet-ms", f"{p.packet_ms:g}", "--payload", str(p.payload)]  # fmt: skip
+            "--packet-ms", f"{p.packet_ms:g}", "--payload", str(p.payload), *phase]  # fmt: skip
 
 
 def _said_ready(stream: _Stream) -> bool:
