@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
+import pytest
+from google.rpc import status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
@@ -138,6 +140,37 @@ class Client:
     def close(self) -> None:
         self.outbox.put(None)
         self.channel.close()
+
+
+def code_of(call) -> grpc.StatusCode:
+    """The status code ``call`` fails with (an RPC-wide error: bad device, not primary...)."""
+    with pytest.raises(grpc.RpcError) as failed:
+        call()
+    return failed.value.code()
+
+
+def update_codes(failed: grpc.RpcError) -> list[int]:
+    """The canonical code of each update (or read request) in a failed batch, in order: the
+    p4.v1.Error list of the grpc-status-details-bin trailer (spec 12.4)."""
+    details = dict(failed.trailing_metadata())["grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(details)
+    assert (status.code, status.message) == (failed.code().value[0], failed.details())
+    codes = []
+    for any_msg in status.details:
+        err = pb.Error()
+        any_msg.Unpack(err)
+        codes.append(err.canonical_code)
+    return codes
+
+
+def update_code_of(call) -> grpc.StatusCode:
+    """The code of the one update ``call`` writes: the spec's batch error (UNKNOWN at the
+    top, the update's own code in its p4.v1.Error) even for a batch of one."""
+    with pytest.raises(grpc.RpcError) as failed:
+        call()
+    assert failed.value.code() == grpc.StatusCode.UNKNOWN, failed.value.details()
+    (code,) = update_codes(failed.value)
+    return next(c for c in grpc.StatusCode if c.value[0] == code)
 
 
 def is_primary(reply: object) -> bool:
