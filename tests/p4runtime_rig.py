@@ -21,6 +21,8 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 from switch_rig import Rig, compile_p4
 
+from dplab.p4runtime import errors
+
 PRIMARY_WAIT_S = 10.0
 
 
@@ -150,17 +152,12 @@ def code_of(call) -> grpc.StatusCode:
 
 
 def update_codes(failed: grpc.RpcError) -> list[int]:
-    """The canonical code of each update (or read request) in a failed batch, in order: the
-    p4.v1.Error list of the grpc-status-details-bin trailer (spec 12.4)."""
+    """The canonical code of each update (or read request) in a failed batch, in order; the
+    details' own status must repeat the RPC's code and message (spec 10)."""
     details = dict(failed.trailing_metadata())["grpc-status-details-bin"]
     status = status_pb2.Status.FromString(details)
     assert (status.code, status.message) == (failed.code().value[0], failed.details())
-    codes = []
-    for any_msg in status.details:
-        err = pb.Error()
-        any_msg.Unpack(err)
-        codes.append(err.canonical_code)
-    return codes
+    return [code.value[0] for code in errors.update_codes(failed)]
 
 
 def update_code_of(call) -> grpc.StatusCode:
@@ -169,8 +166,8 @@ def update_code_of(call) -> grpc.StatusCode:
     with pytest.raises(grpc.RpcError) as failed:
         call()
     assert failed.value.code() == grpc.StatusCode.UNKNOWN, failed.value.details()
-    (code,) = update_codes(failed.value)
-    return next(c for c in grpc.StatusCode if c.value[0] == code)
+    assert len(update_codes(failed.value)) == 1
+    return errors.update_code(failed.value)
 
 
 def is_primary(reply: object) -> bool:
