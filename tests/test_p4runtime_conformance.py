@@ -20,6 +20,7 @@ from p4runtime_rig import (
     update_code_of,
     update_codes,
 )
+from switch_rig import udp_frame
 
 pytestmark = pytest.mark.net
 ROOT = Path(__file__).resolve().parents[1]
@@ -266,3 +267,44 @@ def _varint(number: int) -> bytes:
         out.append(byte | (0x80 if number else 0))
         if not number:
             return bytes(out)
+
+
+def test_stream_errors_name_the_message_that_caused_them(ctl, served):
+    """Spec 16.4: a refused PacketOut or DigestListAck comes back as a StreamError whose
+    details name it (with the packet-out copied); the stream stays open."""
+    rig, client, n = ctl
+    frame = udp_frame(DST, "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
+    unknown_field = pb.StreamMessageRequest()
+    unknown_field.packet.payload = frame
+    unknown_field.packet.metadata.add(metadata_id=7, value=b"\x01")
+    too_wide = pb.StreamMessageRequest()
+    too_wide.packet.payload = frame
+    too_wide.packet.metadata.add(metadata_id=1, value=b"\x04\x00")  # 1024: 9-bit port
+    for bad in (unknown_field, too_wide):
+        client.send(bad)
+        error = client.next("error")
+        assert error is not None and error.canonical_code == INVALID
+        assert error.packet_out.packet_out == bad.packet
+    ack = pb.StreamMessageRequest()
+    ack.digest_ack.digest_id, ack.digest_ack.list_id = 12345, 1
+    client.send(ack)
+    error = client.next("error")
+    assert error is not None and error.canonical_code == INVALID
+    assert error.digest_list_ack.digest_list_ack == ack.digest_ack
+    backup = Client(served[1], 3)
+    try:
+        assert backup.next("arbitration").status.code == \
+            grpc.StatusCode.ALREADY_EXISTS.value[0]
+        out = pb.StreamMessageRequest()
+        out.packet.payload = frame
+        out.packet.metadata.add(metadata_id=1, value=b"\x02")
+        backup.send(out)
+        error = backup.next("error")
+        assert error is not None
+        assert error.canonical_code == grpc.StatusCode.PERMISSION_DENIED.value[0]
+        assert error.HasField("packet_out")
+    finally:
+        backup.close()
+    rig.drain()
+    client.send(out)  # the primary's stream still works: the packet leaves on port 2
+    assert rig.capture(wait=1.0)[2] == [frame]

@@ -214,7 +214,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 elif kind == "packet":
                     self._packet_out(req.packet, state["eid"], outbox)
                 elif kind == "digest_ack":
-                    self.digests.ack(req.digest_ack)
+                    self._digest_ack(req.digest_ack, outbox)
         except P4RuntimeError as err:
             outbox.put(err)
             return
@@ -223,15 +223,45 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         outbox.put(None)
 
     def _packet_out(self, packet: pb.PacketOut, eid: int | None, outbox: queue.Queue) -> None:
-        if eid is None or eid != self.arbiter.primary():
-            _stream_error(outbox, "PERMISSION_DENIED", "packet-out from a non-primary client")
-            return
-        metadata = [{"id": m.metadata_id, "value": codec.to_hex(m.value, None, "metadata")}
-                    for m in packet.metadata if m.value]
+        """Errors go back as StreamErrors naming the packet-out (spec 16.4)."""
         try:
-            self.switch.call("packet_out", payload=packet.payload.hex(), metadata=metadata)
+            if eid is None or eid != self.arbiter.primary():
+                raise P4RuntimeError("PERMISSION_DENIED", "packet-out from a non-primary client")
+            self.switch.call("packet_out", payload=packet.payload.hex(),
+                             metadata=self._packet_out_metadata(packet))
         except P4RuntimeError as err:
-            _stream_error(outbox, err.code, err.message)
+            msg = _stream_error(err)
+            msg.error.packet_out.packet_out.CopyFrom(packet)
+            outbox.put(msg)
+
+    def _packet_out_metadata(self, packet: pb.PacketOut) -> list[dict]:
+        """Each metadata must be a field of the P4Info's packet_out header, once, and fit
+        its width (spec 16.1); fields left out are sent as 0."""
+        if self._index is None:
+            raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
+        header = self._index.controller_headers.get("packet_out")
+        fields = {m.id: m for m in header.metadata} if header is not None else {}
+        out: list[dict] = []
+        for m in packet.metadata:
+            field = fields.get(m.metadata_id)
+            if field is None:
+                raise invalid(f"packet-out metadata id {m.metadata_id} is not a field of the "
+                              f"packet_out header (fields: {sorted(fields)})")
+            if any(item["id"] == m.metadata_id for item in out):
+                raise invalid(f"packet-out metadata {field.name} given twice")
+            out.append({"id": m.metadata_id,
+                        "value": codec.to_hex(m.value, field.bitwidth or None,
+                                              f"packet-out metadata {field.name}")})
+        return out
+
+    def _digest_ack(self, ack: pb.DigestListAck, outbox: queue.Queue) -> None:
+        if self._index is None or ack.digest_id not in self._index.digests:
+            msg = _stream_error(invalid(f"digest list ack for digest id {ack.digest_id}, "
+                                        "which is not in the P4Info"))
+            msg.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
+            outbox.put(msg)
+            return
+        self.digests.ack(ack)
 
     def _send_to_primary(self, msg: pb.StreamMessageResponse) -> bool:
         send = self.arbiter.primary_sender()
@@ -314,11 +344,11 @@ def _status_details(errors: list[P4RuntimeError | None], message: str,
     return status.SerializeToString()
 
 
-def _stream_error(outbox: queue.Queue, code: str, message: str) -> None:
+def _stream_error(err: P4RuntimeError) -> pb.StreamMessageResponse:
     msg = pb.StreamMessageResponse()
-    msg.error.canonical_code = grpc.StatusCode[code].value[0]
-    msg.error.message = message
-    outbox.put(msg)
+    msg.error.canonical_code = err.grpc_code.value[0]
+    msg.error.message = err.message
+    return msg
 
 
 def _verify(config: pb.ForwardingPipelineConfig) -> dict:
