@@ -14,10 +14,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
+import pytest
+from google.rpc import status_pb2
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 from switch_rig import Rig, compile_p4
+
+from dplab.p4runtime import errors
 
 PRIMARY_WAIT_S = 10.0
 
@@ -138,6 +142,32 @@ class Client:
     def close(self) -> None:
         self.outbox.put(None)
         self.channel.close()
+
+
+def code_of(call) -> grpc.StatusCode:
+    """The status code ``call`` fails with (an RPC-wide error: bad device, not primary...)."""
+    with pytest.raises(grpc.RpcError) as failed:
+        call()
+    return failed.value.code()
+
+
+def update_codes(failed: grpc.RpcError) -> list[int]:
+    """The canonical code of each update (or read request) in a failed batch, in order; the
+    details' own status must repeat the RPC's code and message (spec 10)."""
+    details = dict(failed.trailing_metadata())["grpc-status-details-bin"]
+    status = status_pb2.Status.FromString(details)
+    assert (status.code, status.message) == (failed.code().value[0], failed.details())
+    return [code.value[0] for code in errors.update_codes(failed)]
+
+
+def update_code_of(call) -> grpc.StatusCode:
+    """The code of the one update ``call`` writes: the spec's batch error (UNKNOWN at the
+    top, the update's own code in its p4.v1.Error) even for a batch of one."""
+    with pytest.raises(grpc.RpcError) as failed:
+        call()
+    assert failed.value.code() == grpc.StatusCode.UNKNOWN, failed.value.details()
+    assert len(update_codes(failed.value)) == 1
+    return errors.update_code(failed.value)
 
 
 def is_primary(reply: object) -> bool:

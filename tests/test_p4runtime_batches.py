@@ -11,18 +11,20 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 from p4runtime_rig import (
     Client,
     Names,
+    code_of,
     compile_with_info,
     primary_client,
     served_on_unix_socket,
+    update_code_of,
+    update_codes,
 )
 from switch_rig import Rig, udp_frame
-from test_p4runtime_entities import acl, code_of, lpm, send_and_capture
+from test_p4runtime_entities import acl, lpm, send_and_capture
 
 from dplab.p4runtime.entries import Entry
 from dplab.p4runtime.installer import InstallError, install
@@ -35,7 +37,7 @@ CONST_PROGRAM = """
 #include <v1model.p4>
 header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
 struct headers_t { ethernet_t ethernet; }
-struct metadata_t { }
+struct metadata_t { bit<2> color; }
 parser CtParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                 inout standard_metadata_t standard_metadata) {
     state start { packet.extract(hdr.ethernet); transition accept; }
@@ -56,9 +58,26 @@ control CtIngress(inout headers_t hdr, inout metadata_t meta,
         actions = { forward; @defaultonly drop; }
         default_action = drop();
     }
+    direct_counter(CounterType.packets_and_bytes) policed_hits;
+    direct_meter<bit<2>>(MeterType.packets) policed_meter;
+    action police() {
+        policed_meter.read(meta.color);
+        policed_hits.count();
+    }
+    table policed {
+        key = { hdr.ethernet.src: exact; }
+        actions = { police; NoAction; }
+        const entries = { 0x000000000001 : police(); }
+        counters = policed_hits;
+        meters = policed_meter;
+    }
     apply {
         if (!learned.apply().hit) {
             fixed.apply();
+        }
+        policed.apply();
+        if (meta.color == 2) {
+            mark_to_drop(standard_metadata);
         }
     }
 }
@@ -101,16 +120,6 @@ def write(client: Client, updates: list[tuple[int, pb.Entity]], atomicity=ROLLBA
     for op, entity in updates:
         req.updates.add(type=op, entity=entity)
     client.stub.Write(req)
-
-
-def update_codes(failed: grpc.RpcError) -> list[int]:
-    details = dict(failed.trailing_metadata())["grpc-status-details-bin"]
-    codes = []
-    for any_msg in status_pb2.Status.FromString(details).details:
-        err = pb.Error()
-        any_msg.Unpack(err)
-        codes.append(err.canonical_code)
-    return codes
 
 
 def table_state(client: Client, n: Names) -> list[pb.Entity]:
@@ -201,20 +210,20 @@ def test_const_tables_and_const_default_actions_are_permission_denied(served, pr
         learned_default.table_entry.is_default_action = True
         learned_default.table_entry.action.action.CopyFrom(action)
         denied = grpc.StatusCode.PERMISSION_DENIED
-        assert code_of(lambda: client.write(fixed, op=pb.Update.MODIFY)) == denied
-        assert code_of(lambda: client.write(fixed, op=pb.Update.DELETE)) == denied
+        assert update_code_of(lambda: client.write(fixed, op=pb.Update.MODIFY)) == denied
+        assert update_code_of(lambda: client.write(fixed, op=pb.Update.DELETE)) == denied
         fixed.table_entry.match[0].exact.value = b"\x02"
-        assert code_of(lambda: client.write(fixed)) == denied
-        assert code_of(lambda: client.write(default, op=pb.Update.MODIFY)) == denied
+        assert update_code_of(lambda: client.write(fixed)) == denied
+        assert update_code_of(lambda: client.write(default, op=pb.Update.MODIFY)) == denied
         # @defaultonly action as an entry, and an entry flagged is_const
         learned = pb.Entity()
         learned.table_entry.table_id = n["learned"]
         learned.table_entry.match.add(field_id=1).exact.value = b"\x02"
         learned.table_entry.action.action.action_id = n["drop"]
-        assert code_of(lambda: client.write(learned)) == denied
+        assert update_code_of(lambda: client.write(learned)) == denied
         learned.table_entry.action.action.CopyFrom(action)
         learned.table_entry.is_const = True
-        assert code_of(lambda: client.write(learned)) == grpc.StatusCode.INVALID_ARGUMENT
+        assert update_code_of(lambda: client.write(learned)) == grpc.StatusCode.INVALID_ARGUMENT
         client.write(learned_default, op=pb.Update.MODIFY)  # allowed: not const
         (now,) = client.read(learned_default)
         assert now.table_entry.action.action == action
@@ -223,6 +232,58 @@ def test_const_tables_and_const_default_actions_are_permission_denied(served, pr
         sent = udp_frame("00:00:00:00:00:09", "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
         assert send_and_capture(rig, 1, [sent])[2] == [sent]
         assert send_and_capture(rig, 2, [sent]) == {1: [], 2: [], 3: []}
+
+
+def test_direct_resources_of_const_entries_stay_writable(served, programs):
+    """Spec 9.1.4: a const table's entries are immutable, their direct counter and meter
+    are not (DirectCounterEntry, DirectMeterEntry, TableEntry MODIFY without an action),
+    also inside a rolled-back batch."""
+    rig, address = served
+    n = Names(programs["const"][1])
+    with primary_client(address, programs["const"], election=10) as (client, _):
+        key = pb.TableEntry(table_id=n["policed"])
+        key.match.add(field_id=1).exact.value = b"\x01"
+        sent = udp_frame("00:00:00:00:00:09", "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
+        burst = [sent] * 10
+        rig.drain()
+        assert len(send_and_capture(rig, 1, burst)[2]) == 10  # meter unconfigured: GREEN
+        counter = pb.Entity()
+        counter.direct_counter_entry.table_entry.CopyFrom(key)
+        (read,) = client.read(counter)
+        assert read.direct_counter_entry.data.packet_count == 10
+        counter.direct_counter_entry.data.packet_count = 100
+        client.write(counter, op=pb.Update.MODIFY)
+        meter = pb.Entity()
+        meter.direct_meter_entry.table_entry.CopyFrom(key)
+        meter.direct_meter_entry.config.CopyFrom(pb.MeterConfig(cir=1, cburst=1, pir=1,
+                                                                pburst=2))
+        client.write(meter, op=pb.Update.MODIFY)
+        (read,) = client.read(meter)
+        assert read.direct_meter_entry.config == meter.direct_meter_entry.config
+        # 1 packet/s, peak burst 2: two pass, the rest are RED (sent within milliseconds)
+        assert len(send_and_capture(rig, 1, burst)[2]) == 2
+        entry = pb.Entity()
+        entry.table_entry.CopyFrom(key)
+        entry.table_entry.meter_config.CopyFrom(pb.MeterConfig(cir=1, cburst=1, pir=1,
+                                                               pburst=4))
+        client.write(entry, op=pb.Update.MODIFY)  # no action: only direct resources
+        assert len(send_and_capture(rig, 1, burst)[2]) == 4
+        unconfigured = pb.Entity()
+        unconfigured.direct_meter_entry.table_entry.CopyFrom(key)
+        fixed = pb.Entity()
+        fixed.table_entry.table_id = n["fixed"]
+        fixed.table_entry.match.add(field_id=1).exact.value = b"\x01"
+        fixed.table_entry.action.action.action_id = n["drop"]
+        with pytest.raises(grpc.RpcError) as failed:  # the meter change is rolled back
+            write(client, [(pb.Update.MODIFY, unconfigured), (pb.Update.MODIFY, fixed)])
+        assert update_codes(failed.value) == [grpc.StatusCode.ABORTED.value[0],
+                                              grpc.StatusCode.PERMISSION_DENIED.value[0]]
+        (read,) = client.read(meter)
+        assert read.direct_meter_entry.config.pburst == 4
+        client.write(unconfigured, op=pb.Update.MODIFY)
+        assert len(send_and_capture(rig, 1, burst)[2]) == 10
+        (read,) = client.read(counter)  # every hit counted, RED or not
+        assert read.direct_counter_entry.data.packet_count == 100 + 3 * 10  # 3 bursts since
 
 
 def test_roles_other_than_the_default_are_refused_as_the_spec_says(rt, served):

@@ -1,12 +1,19 @@
 """The p4 plane on a looped topology: real switches, P4Runtime servers, the controller,
-real traffic; nothing left behind."""
+real traffic; nothing left behind, also when its P4Runtime server dies mid-run."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from pathlib import Path
+
 import pytest
-from net_checks import check_controlled_plane_on_multipath
+from net_checks import check_controlled_plane_on_multipath, leftovers, ping_failures
 
 from dplab.planes import PlaneError, create
+from dplab.substrate.network import Network
+from dplab.topology import catalog
 
 
 @pytest.mark.net
@@ -21,3 +28,52 @@ def test_p4_options_are_checked(tmp_path) -> None:
         create("p4", {"mode": "fast"})
     with pytest.raises(PlaneError, match="'program'.*nowhere.p4"):
         create("p4", {"program": str(tmp_path / "nowhere.p4")})
+
+
+@pytest.mark.net
+def test_a_p4runtime_server_killed_mid_run_fails_the_run_and_leaves_nothing_behind() -> None:
+    """kill -9 of the one P4Runtime server process after the plane is ready: the switches
+    keep forwarding what they had, but stats() (which the runner calls after the traffic)
+    fails with a reason naming the server, and stop() still removes everything."""
+    plane = create("p4", {"mode": "proactive"})
+    with Network(catalog.build("linear", switches=2, hosts_per_switch=1), addressing="l2",
+                 shared_switch_ns=plane.shared_switch_ns) as net:
+        prefix, run_dir = net.prefix, net.run_dir
+        try:
+            plane.start(net)
+            plane.wait_ready(40)
+            server = _p4runtime_server_pid(run_dir)
+            os.kill(server, signal.SIGKILL)
+            _wait_until_gone(server)
+            assert ping_failures(net) == []  # the data plane alone still forwards
+            with pytest.raises(PlaneError, match=r"p4runtime exited \(-9\) during the run"):
+                plane.stats()
+        finally:
+            plane.stop()
+    assert leftovers(prefix, run_dir) == []
+
+
+def _p4runtime_server_pid(run_dir: Path) -> int:
+    """The process running ``python -m dplab.p4runtime`` for this run."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"dplab.p4runtime" in argv and any(str(run_dir).encode() in a for a in argv):
+            return int(cmdline.parent.name)
+    raise AssertionError(f"no P4Runtime server process for {run_dir}")
+
+
+def _wait_until_gone(pid: int) -> None:
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}/cmdline").exists() and _state(pid) != "Z":
+        assert time.monotonic() < deadline, f"process {pid} still runs after SIGKILL"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

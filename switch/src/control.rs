@@ -194,6 +194,7 @@ impl Handler<'_> {
             "table_read" => self.with_runtime(|rt| table_read(rt, req, self.now())),
             "table_clear" => self.with_runtime(|rt| table_clear(rt, req)),
             "table_entry_counter_write" => self.with_runtime(|rt| entry_counter_write(rt, req)),
+            "table_entry_meter_set" => self.with_runtime(|rt| entry_meter_set(rt, req, self.now())),
             "counter_read" | "counter_write" => self.with_runtime(|rt| counter_op(rt, req, cmd)),
             "meter_set" | "meter_read" => {
                 self.with_runtime(|rt| meter_op(rt, req, cmd, self.now()))
@@ -576,6 +577,25 @@ fn entry_counter_write(rt: &mut Runtime, req: &Value) -> Reply {
     if let Some(e) = rt.tables[t].entry_mut(slot) {
         e.packets = packets;
         e.bytes = bytes;
+    }
+    Ok(Value::Null)
+}
+
+/// Sets (or, with `null`, unconfigures) one entry's direct meter and nothing else: allowed
+/// on const entries too, whose direct resources stay writable (P4Runtime spec 9.1.4).
+fn entry_meter_set(rt: &mut Runtime, req: &Value, now: u64) -> Reply {
+    let t = table_index(rt, req)?;
+    if rt.prog.tables[t].direct_meter.is_none() {
+        return Err(invalid("this table has no direct meter"));
+    }
+    let config = match req.get("meter") {
+        None | Some(Value::Null) => None,
+        Some(m) => Some(meter_config(m)?),
+    };
+    let (matches, priority) = entry_key(rt, t, req)?;
+    let slot = rt.tables[t].find(&matches, priority).map_err(table_error)?;
+    if let Some(e) = rt.tables[t].entry_mut(slot) {
+        e.meter = config.map(|c| crate::meters::Meter::new(c, now));
     }
     Ok(Value::Null)
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime import codec
@@ -25,6 +26,8 @@ class Entities:
 
     def write(self, update: pb.Update) -> None:
         kind = update.entity.WhichOneof("entity")
+        if kind is None:
+            raise invalid("the update's entity is empty")
         handler = getattr(self, f"_write_{kind}", None)
         if handler is None:
             raise P4RuntimeError("UNIMPLEMENTED", f"writing {kind} is not supported")
@@ -36,6 +39,7 @@ class Entities:
         table = self.index.table(entry.table_id)
         if entry.is_const:
             raise invalid("is_const must be false in a write (P4Runtime spec 9.1)")
+        _check_idle_timeout(table, entry)
         if entry.is_default_action:
             self._write_default(op, table, entry)
             return
@@ -68,14 +72,13 @@ class Entities:
 
     def _modify_direct_resources(self, table, entry: pb.TableEntry, req: dict) -> None:
         """A MODIFY without an action (spec 9.1.2): the entry keeps its action; its direct
-        counter and meter take what the request gives."""
-        current = self._find_entry(table, req["match"], req["priority"])
+        counter and meter take what the request gives (const entries too, spec 9.1.4)."""
         if entry.HasField("meter_config"):
-            self._check_direct_meter(table)
-            self.switch.call("table_modify", **req, action=_action_of(current),
-                             meter=codec.meter_to_switch(entry.meter_config))
+            self._set_entry_meter(table, req, entry.meter_config)
         if entry.HasField("counter_data"):
             self._write_entry_counter(entry, req, entry.counter_data)
+        if not (entry.HasField("meter_config") or entry.HasField("counter_data")):
+            self._find_entry(table, req["match"], req["priority"])  # a no-op, if it exists
 
     def _write_default(self, op: int, table, entry: pb.TableEntry) -> None:
         if op != MODIFY:
@@ -109,14 +112,16 @@ class Entities:
             raise invalid("direct meter entries can only be modified")
         te = entry.table_entry
         table = self.index.table(te.table_id)
+        req = {"match": codec.match_to_switch(table, te.match), "priority": te.priority}
+        # no config: unconfigured, every packet GREEN (P4Runtime spec 9.2.2)
+        self._set_entry_meter(table, req, entry.config if entry.HasField("config") else None)
+
+    def _set_entry_meter(self, table, req: dict, config: pb.MeterConfig | None) -> None:
+        """Only the entry's direct meter changes: allowed on const entries too."""
         self._check_direct_meter(table)
-        match = codec.match_to_switch(table, te.match)
-        current = self._find_entry(table, match, te.priority)
-        self.switch.call("table_modify", table=te.table_id, match=match, priority=te.priority,
-                         action=_action_of(current),
-                         # no config: unconfigured, every packet GREEN (P4Runtime spec)
-                         meter=(codec.meter_to_switch(entry.config)
-                                if entry.HasField("config") else None))
+        self.switch.call("table_entry_meter_set", table=table.preamble.id, match=req["match"],
+                         priority=req["priority"],
+                         meter=None if config is None else codec.meter_to_switch(config))
 
     def _check_direct_meter(self, table) -> None:
         # A plain INVALID_ARGUMENT naming the table, before any entry is looked up.
@@ -213,6 +218,8 @@ class Entities:
 
     def read(self, entity: pb.Entity) -> Iterator[pb.Entity]:
         kind = entity.WhichOneof("entity")
+        if kind is None:  # spec 11.1: no wildcard over all entity kinds
+            raise invalid("an empty entity cannot be read (name its kind)")
         handler = getattr(self, f"_read_{kind}", None)
         if handler is None:
             raise P4RuntimeError("UNIMPLEMENTED", f"reading {kind} is not supported")
@@ -249,6 +256,8 @@ class Entities:
                 continue
             entry = codec.entry_from_switch(self.index, table, item, counter, meter)
             entry.is_const = table.is_const_table
+            if want.HasField("time_since_last_hit"):  # set in a reply only when asked
+                entry.time_since_last_hit.elapsed_ns = item.get("idle_ns") or 0
             yield entry
 
     def _read_direct_counter_entry(self, want: pb.DirectCounterEntry):
@@ -343,14 +352,23 @@ class Entities:
             raise invalid("empty packet replication engine entry")
 
 
-def _action_of(item: dict) -> dict:
-    """A read entry's action, as table_add/table_modify take it."""
-    return {"action": item["action"]["action"], "args": item["action"]["args"]}
+def _check_idle_timeout(table, entry: pb.TableEntry) -> None:
+    """Spec 9.1.8: an idle timeout only for tables that support it, never for the default
+    entry; time_since_last_hit is for reads only."""
+    if entry.HasField("time_since_last_hit"):
+        raise invalid("time_since_last_hit must be unset in a write")
+    if not entry.idle_timeout_ns:
+        return
+    if entry.is_default_action:
+        raise invalid(f"table {table.preamble.name}: a default entry has no idle timeout")
+    if table.idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT:
+        raise invalid(f"table {table.preamble.name} does not support idle timeouts "
+                      "(no support_timeout = true)")
 
 
 def _check_const_table(table, op: int, action_kind: str | None) -> None:
     """Spec 9.1.4: in a table with const entries only MODIFY without an action (its
-    entries' direct resources) is allowed."""
+    entries' direct resources) is allowed; its default entry is checked apart."""
     if table.is_const_table and (op != MODIFY or action_kind is not None):
         raise P4RuntimeError("PERMISSION_DENIED", f"table {table.preamble.name} has const "
                              "entries: only their direct counters and meters can be modified")

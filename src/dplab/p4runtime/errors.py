@@ -1,8 +1,11 @@
-"""A P4Runtime error: a gRPC status code name and a message for the client."""
+"""A P4Runtime error: a gRPC status code name and a message for the client; and, for
+clients, the per-update codes of a failed batch."""
 
 from __future__ import annotations
 
 import grpc
+from google.rpc import status_pb2
+from p4.v1 import p4runtime_pb2
 
 
 class P4RuntimeError(Exception):
@@ -22,3 +25,26 @@ def invalid(message: str) -> P4RuntimeError:
 
 def not_found(message: str) -> P4RuntimeError:
     return P4RuntimeError("NOT_FOUND", message)
+
+
+def update_codes(err: grpc.RpcError) -> list[grpc.StatusCode]:
+    """A client's view of a failed Write or Read batch: the code of each update (or read
+    request) in order, from the p4.v1.Errors of the ``grpc-status-details-bin`` trailer
+    (P4Runtime spec 12.4); empty when the error was about the whole RPC (no details)."""
+    details = dict(err.trailing_metadata() or ()).get("grpc-status-details-bin")
+    if details is None:
+        return []
+    by_number = {code.value[0]: code for code in grpc.StatusCode}
+    codes = []
+    for packed in status_pb2.Status.FromString(details).details:
+        item = p4runtime_pb2.Error()
+        packed.Unpack(item)
+        codes.append(by_number.get(item.canonical_code, grpc.StatusCode.UNKNOWN))
+    return codes
+
+
+def update_code(err: grpc.RpcError) -> grpc.StatusCode:
+    """Why a one-update Write failed: its update's code (the RPC's code is UNKNOWN then),
+    or the RPC's own code for an error about the whole request (not primary, ...)."""
+    codes = update_codes(err)
+    return codes[0] if len(codes) == 1 else err.code()

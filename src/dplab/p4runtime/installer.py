@@ -11,6 +11,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.p4runtime.entries import Entry
+from dplab.p4runtime.errors import update_code
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
 CONNECT_TIMEOUT_S = 15.0
@@ -74,4 +75,4 @@ def _write(stub, device_id: int, entry: Entry, where: str) -> None:
         stub.Write(req)
     except grpc.RpcError as exc:
         raise InstallError(f"{where}: entry {entry.index}: the switch refused it: "
-                           f"{exc.code().name}: {exc.details()}") from exc
+                           f"{update_code(exc).name}: {exc.details()}") from exc

@@ -81,8 +81,10 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
         restore = {**key, **_entry_state(before, entities.index.has_direct_meter(table))}
         if now is None:
             switch.call("table_add", **restore)
-        elif _entry_state(now, True) != _entry_state(before, True):
-            switch.call("table_modify", **restore)  # not for counters only: const tables
+        elif _entry_state(now, False) != _entry_state(before, False):
+            switch.call("table_modify", **restore)  # never needed on const tables
+        elif now.get("meter") != before.get("meter"):  # const entries too
+            switch.call("table_entry_meter_set", **key, meter=before.get("meter"))
         switch.call("table_entry_counter_write", **key, packets=before.get("packets", 0),
                     bytes=before.get("bytes", 0))
 

@@ -6,7 +6,6 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Iterator
 
 import grpc
 from google.rpc import status_pb2
@@ -25,6 +24,10 @@ from dplab.p4runtime.switch_link import SwitchLink
 
 API_VERSION = "1.5.0"
 Action = pb.SetForwardingPipelineConfigRequest
+# A batch error's status details travel (base64) in a trailer; gRPC clients refuse trailers
+# above 8 KiB by default (their soft limit), so the details stay below that.
+DETAILS_BUDGET = 6000
+SHOWN_FAILURES = 3  # failures named in a batch error's message
 Atomicity = pb.WriteRequest
 
 
@@ -57,10 +60,12 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def Read(self, request, context):
         try:
-            entities = self._read(request)
+            found, errors = self._read(request)
         except P4RuntimeError as err:
             context.abort(err.grpc_code, err.message)
-        yield from entities
+        yield pb.ReadResponse(entities=found)
+        if any(errors):
+            _abort_batch(context, _BatchError(errors))
 
     # -- pipeline ------------------------------------------------------------------------
 
@@ -68,16 +73,20 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._check_device(request.device_id)
         _check_default_role(request.role, request.role_id)
         self.arbiter.check_primary(request.election_id, "SetForwardingPipelineConfig")
-        if request.action == Action.COMMIT:
+        if request.action == Action.COMMIT:  # spec 12: NOT_FOUND / INVALID_ARGUMENT
+            if request.HasField("config"):
+                raise invalid("COMMIT takes no config (it commits the saved one)")
             if self._saved is None:
-                raise P4RuntimeError("FAILED_PRECONDITION", "COMMIT without a saved config")
+                raise not_found("COMMIT without a saved config (VERIFY_AND_SAVE first)")
             self._load(self._saved)
             return pb.SetForwardingPipelineConfigResponse()
         ir = _verify(request.config)
         if request.action == Action.VERIFY_AND_SAVE:
             self._saved = request.config
-        elif request.action in (Action.VERIFY_AND_COMMIT, Action.RECONCILE_AND_COMMIT):
+        elif request.action == Action.VERIFY_AND_COMMIT:
             self._load(request.config, ir)
+        elif request.action == Action.RECONCILE_AND_COMMIT:
+            self._reconcile(request.config, ir)
         elif request.action != Action.VERIFY:
             raise invalid(f"unknown action {request.action}")
         return pb.SetForwardingPipelineConfigResponse()
@@ -90,10 +99,22 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._config, self._index = config, P4InfoIndex(config.p4info)
         self.digests.reset()
 
+    def _reconcile(self, config: pb.ForwardingPipelineConfig, ir: dict) -> None:
+        """RECONCILE_AND_COMMIT must keep the forwarding state: this server can only when
+        the program stays the same (then only the cookie changes) or none is loaded yet."""
+        if self._config is None:
+            self._load(config, ir)
+        elif (config.p4info == self._config.p4info
+              and config.p4_device_config == self._config.p4_device_config):
+            self._config = config
+        else:
+            raise invalid("RECONCILE_AND_COMMIT: the forwarding state cannot be kept across "
+                          "a different program (use VERIFY_AND_COMMIT, which clears it)")
+
     def _get_pipeline(self, request: pb.GetForwardingPipelineConfigRequest):
         self._check_device(request.device_id)
-        if self._config is None:
-            raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
+        if self._config is None:  # spec 13: no pipeline yet is not an error, config unset
+            return pb.GetForwardingPipelineConfigResponse()
         out = pb.ForwardingPipelineConfig(cookie=self._config.cookie)
         kind = pb.GetForwardingPipelineConfigRequest
         if request.response_type in (kind.ALL, kind.P4INFO_AND_COOKIE):
@@ -123,13 +144,24 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise _BatchError(errors)
         return pb.WriteResponse()
 
-    def _read(self, request: pb.ReadRequest) -> Iterator[pb.ReadResponse]:
+    def _read(self, request: pb.ReadRequest) -> tuple[list[pb.Entity],
+                                                      list[P4RuntimeError | None]]:
+        """The entities every valid request finds, and one error (or None) per request: a
+        bad request fails alone, the others are still answered (spec 11.2, "Batch
+        Processing")."""
         self._check_device(request.device_id)
         _check_default_role(request.role, 0)
         entities = self._entities()
+        found: list[pb.Entity] = []
+        errors: list[P4RuntimeError | None] = []
         with self._serial:  # a read sees a batch whole or not at all (spec 12.5)
-            found = [e for want in request.entities for e in entities.read(want)]
-        return iter([pb.ReadResponse(entities=found)])
+            for want in request.entities:
+                try:
+                    found.extend(list(entities.read(want)))
+                    errors.append(None)
+                except P4RuntimeError as err:
+                    errors.append(err)
+        return found, errors
 
     def _entities(self) -> Entities:
         if self._index is None:
@@ -182,7 +214,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 elif kind == "packet":
                     self._packet_out(req.packet, state["eid"], outbox)
                 elif kind == "digest_ack":
-                    self.digests.ack(req.digest_ack)
+                    self._digest_ack(req.digest_ack, outbox)
         except P4RuntimeError as err:
             outbox.put(err)
             return
@@ -191,15 +223,45 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         outbox.put(None)
 
     def _packet_out(self, packet: pb.PacketOut, eid: int | None, outbox: queue.Queue) -> None:
-        if eid is None or eid != self.arbiter.primary():
-            _stream_error(outbox, "PERMISSION_DENIED", "packet-out from a non-primary client")
-            return
-        metadata = [{"id": m.metadata_id, "value": codec.to_hex(m.value, None, "metadata")}
-                    for m in packet.metadata if m.value]
+        """Errors go back as StreamErrors naming the packet-out (spec 16.4)."""
         try:
-            self.switch.call("packet_out", payload=packet.payload.hex(), metadata=metadata)
+            if eid is None or eid != self.arbiter.primary():
+                raise P4RuntimeError("PERMISSION_DENIED", "packet-out from a non-primary client")
+            self.switch.call("packet_out", payload=packet.payload.hex(),
+                             metadata=self._packet_out_metadata(packet))
         except P4RuntimeError as err:
-            _stream_error(outbox, err.code, err.message)
+            msg = _stream_error(err)
+            msg.error.packet_out.packet_out.CopyFrom(packet)
+            outbox.put(msg)
+
+    def _packet_out_metadata(self, packet: pb.PacketOut) -> list[dict]:
+        """Each metadata must be a field of the P4Info's packet_out header, once, and fit
+        its width (spec 16.1); fields left out are sent as 0."""
+        if self._index is None:
+            raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
+        header = self._index.controller_headers.get("packet_out")
+        fields = {m.id: m for m in header.metadata} if header is not None else {}
+        out: list[dict] = []
+        for m in packet.metadata:
+            field = fields.get(m.metadata_id)
+            if field is None:
+                raise invalid(f"packet-out metadata id {m.metadata_id} is not a field of the "
+                              f"packet_out header (fields: {sorted(fields)})")
+            if any(item["id"] == m.metadata_id for item in out):
+                raise invalid(f"packet-out metadata {field.name} given twice")
+            out.append({"id": m.metadata_id,
+                        "value": codec.to_hex(m.value, field.bitwidth or None,
+                                              f"packet-out metadata {field.name}")})
+        return out
+
+    def _digest_ack(self, ack: pb.DigestListAck, outbox: queue.Queue) -> None:
+        if self._index is None or ack.digest_id not in self._index.digests:
+            msg = _stream_error(invalid(f"digest list ack for digest id {ack.digest_id}, "
+                                        "which is not in the P4Info"))
+            msg.error.digest_list_ack.digest_list_ack.CopyFrom(ack)
+            outbox.put(msg)
+            return
+        self.digests.ack(ack)
 
     def _send_to_primary(self, msg: pb.StreamMessageResponse) -> bool:
         send = self.arbiter.primary_sender()
@@ -252,26 +314,41 @@ class _BatchError(Exception):
 
 
 def _abort_batch(context, err: _BatchError) -> None:
-    """The spec's batch error: one p4.v1.Error per update in the status details; the
-    top-level code is the failure's own for a single update, UNKNOWN for a batch."""
-    details = status_pb2.Status()
-    for e in err.errors:
+    """The spec's batch error (12.4, 11.2): UNKNOWN, with one p4.v1.Error per update (or
+    read request), in order, in the status details; OK for those that succeeded. Details
+    that would not fit a client's trailer limit lose their messages first (codes stay);
+    if even the codes do not fit, they are left out and the message says so."""
+    failed = [(i, e) for i, e in enumerate(err.errors) if e is not None]
+    message = f"{len(failed)} of {len(err.errors)} failed: " + "; ".join(
+        f"#{i}: {e.code}: {e.message}" for i, e in failed[:SHOWN_FAILURES])
+    if len(failed) > SHOWN_FAILURES:
+        message += f"; and {len(failed) - SHOWN_FAILURES} more"
+    for with_messages in (True, False):
+        details = _status_details(err.errors, message, with_messages)
+        if len(details) <= DETAILS_BUDGET:
+            context.set_trailing_metadata((("grpc-status-details-bin", details),))
+            break
+    else:
+        message += (f" (the {len(err.errors)} p4.v1.Errors exceed gRPC's trailer limit; "
+                    "send smaller batches to get them)")
+    context.abort(grpc.StatusCode.UNKNOWN, message)
+
+
+def _status_details(errors: list[P4RuntimeError | None], message: str,
+                    with_messages: bool) -> bytes:
+    status = status_pb2.Status(code=grpc.StatusCode.UNKNOWN.value[0], message=message)
+    for e in errors:
         item = pb.Error(canonical_code=0 if e is None else e.grpc_code.value[0],
-                        message="" if e is None else e.message)
-        details.details.add().Pack(item)
-    failed = [e for e in err.errors if e is not None]
-    code = failed[0].grpc_code if len(err.errors) == 1 else grpc.StatusCode.UNKNOWN
-    message = "; ".join(e.message for e in failed)
-    details.code, details.message = code.value[0], message
-    context.set_trailing_metadata((("grpc-status-details-bin", details.SerializeToString()),))
-    context.abort(code, message)
+                        message=e.message if e is not None and with_messages else "")
+        status.details.add().Pack(item)
+    return status.SerializeToString()
 
 
-def _stream_error(outbox: queue.Queue, code: str, message: str) -> None:
+def _stream_error(err: P4RuntimeError) -> pb.StreamMessageResponse:
     msg = pb.StreamMessageResponse()
-    msg.error.canonical_code = grpc.StatusCode[code].value[0]
-    msg.error.message = message
-    outbox.put(msg)
+    msg.error.canonical_code = err.grpc_code.value[0]
+    msg.error.message = err.message
+    return msg
 
 
 def _verify(config: pb.ForwardingPipelineConfig) -> dict:
