@@ -35,6 +35,7 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.control.counters_file import write_counters
 from dplab.control.forwarding import MODES, REACTIVE, Forwarding
+from dplab.p4runtime.errors import update_code
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
@@ -133,7 +134,7 @@ class P4RuntimeSouthbound:
         try:
             session.write(pb.Update.INSERT, entry)
         except grpc.RpcError as err:
-            if err.code() != grpc.StatusCode.ALREADY_EXISTS:
+            if update_code(err) != grpc.StatusCode.ALREADY_EXISTS:
                 log.warning("%s: rule for %s refused: %s", switch, eth_dst, err.details())
                 return
             session.write(pb.Update.MODIFY, entry)
@@ -173,7 +174,7 @@ class P4RuntimeSouthbound:
             try:
                 session.write(pb.Update.DELETE, entry)
             except grpc.RpcError as err:
-                if err.code() != grpc.StatusCode.NOT_FOUND:  # NOT_FOUND: already gone
+                if update_code(err) != grpc.StatusCode.NOT_FOUND:  # NOT_FOUND: already gone
                     log.warning("%s: idle entry not deleted: %s", session.name, err.details())
 
     def on_switch_gone(self, session: SwitchSession) -> None:
