@@ -92,7 +92,9 @@ class P4Switch:
 
 
 @contextmanager
-def p4_switch(name: str, ir: Path, entries: list[dict], core: int) -> Iterator[P4Switch]:
+def p4_switch(
+    name: str, ir: Path, entries: list[dict], core: int | None
+) -> Iterator[P4Switch]:
     """dplab-switch pinned to `core`, running the compiled program `ir` with table `entries`
     (keyword arguments of the control protocol's table_add)."""
     with switch_rig.Rig(n_ports=2, core=core, capture=False) as rig:

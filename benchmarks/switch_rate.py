@@ -146,6 +146,7 @@ def one_run(fwd: forwarders.Forwarder, size: int, seconds: float, pps: int | Non
     delivered = rx_packets(rig.host_ns, rig.host_if(2)) - before
     cpu = fwd.cpu_seconds() - cpu_before
     return {
+        "delivered": delivered,
         "offered_pps": offered["pps"],
         "delivered_pps": delivered / offered["seconds"],
         "delivered_mbit": delivered * size * 8 / offered["seconds"] / 1e6,
