@@ -40,6 +40,7 @@ SWITCH_CORE, BLAST_CORE = 0, 1
 SET_RATE_PPS = 100_000  # the rate-control check: low enough for a busy shared machine
 PERF_SECONDS = 2.0
 L3_PROGRAM, FORWARD_PROGRAM = "switch_l3.p4", "switch_forward.p4"
+L3_NAME, FORWARD_NAME = "P4 switch, L3", "P4 switch, forward only"
 L3_ROUTE = {
     "table": "L3Ingress.ipv4_lpm",
     "match": [{"kind": "lpm", "v": "0x0a000200", "plen": 24}],
@@ -72,10 +73,13 @@ before the runs, with no traffic of ours). The budget is 1 Mpps at 64 B on one c
   `ip_forward`, a permanent neighbour entry for the next hop.
 - *offered*: frames the source's veth counted as sent, per second.
 - *forwarded*: frames that arrived at the sink, per second.
-- *CPU/pkt*: CPU time on core {core} counted as the *CPU counted* column says, per packet
-  forwarded; *capacity* = 1 / that, the rate one core of its own would sustain (derived,
-  neither offered nor forwarded). *switch thread, busy rounds*: the switch's data-plane
-  thread in rounds that moved packets (it polls; idle rounds are left out).
+- *CPU/pkt*: CPU time on core {core} counted as the *counted* column says, per frame the
+  forwarder sent out of port 2 (veth's tx packets + tx dropped: when the source overloads
+  core {core}, the sink's receive queue there, which RPS shares, drops some frames after
+  the forwarder's work; {sink_dropped}); *capacity* = 1 / that, the rate one core of its
+  own would sustain (derived, neither offered nor forwarded).
+  *switch thread, busy rounds*: the switch's data-plane thread in rounds that moved
+  packets (it polls; idle rounds are left out).
   *ovs-vswitchd*: the process's user + system time, all threads. Both include the kernel
   work done in their system calls: the packet socket's transmit and the sink's receive,
   which veth runs inside the send. *core's softirq + irq*: the kernel forwarders have no
@@ -92,21 +96,32 @@ before the runs, with no traffic of ours). The budget is 1 Mpps at 64 B on one c
 
 {meaning}
 
-Switch memory (RSS) before / after the L3 runs: {rss_start} / {rss_end} KiB.
+Switch memory (RSS) before / after the L3 runs: {rss} KiB.
 BMv2 measured on a machine like this: 27.6 kpps at 64 B.
 
 Reproduce: `sudo .venv/bin/python benchmarks/switch_rate.py --write` (writes this section).
 """
 
 
-def rx_packets(ns: str, ifname: str) -> int:
+def link_stats(ns: str, ifname: str) -> dict:
     out = subprocess.run(
         ["ip", "-n", ns, "-s", "-j", "link", "show", ifname],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    return json.loads(out)[0]["stats64"]["rx"]["packets"]
+    return json.loads(out)[0]["stats64"]
+
+
+def rx_packets(ns: str, ifname: str) -> int:
+    return link_stats(ns, ifname)["rx"]["packets"]
+
+
+def sent_out(ns: str, ifname: str) -> int:
+    """Frames a forwarder sent out of a veth port: those the peer took and those its full
+    receive queue dropped (veth counts them as the port's tx_dropped)."""
+    tx = link_stats(ns, ifname)["tx"]
+    return tx["packets"] + tx["dropped"]
 
 
 def rss_kib(pid: int) -> int | None:
@@ -140,18 +155,21 @@ def blast(rig: switch_rig.Rig, frame: bytes, seconds: float, pps: int | None) ->
 def one_run(fwd: forwarders.Forwarder, size: int, seconds: float, pps: int | None = None) -> dict:
     rig = fwd.rig
     before = rx_packets(rig.host_ns, rig.host_if(2))
+    out_before = sent_out(rig.sw_ns, rig.switch_if(2))
     cpu_before = fwd.cpu_seconds()
     offered = blast(rig, forwarders.frame(size), seconds, pps)
     time.sleep(0.2)  # let the last frames drain through the forwarder
     delivered = rx_packets(rig.host_ns, rig.host_if(2)) - before
+    forwarded = sent_out(rig.sw_ns, rig.switch_if(2)) - out_before
     cpu = fwd.cpu_seconds() - cpu_before
     return {
         "delivered": delivered,
+        "sink_dropped": forwarded - delivered,
         "offered_pps": offered["pps"],
         "delivered_pps": delivered / offered["seconds"],
         "delivered_mbit": delivered * size * 8 / offered["seconds"] / 1e6,
-        "cpu_us": cpu / delivered * 1e6 if delivered and cpu > 0 else None,
-        "capacity_pps": delivered / cpu if cpu > 0 else None,
+        "cpu_us": cpu / forwarded * 1e6 if forwarded and cpu > 0 else None,
+        "capacity_pps": forwarded / cpu if cpu > 0 else None,
         "pktblast": offered,
     }
 
@@ -182,17 +200,15 @@ def perf_breakdown(fwd: forwarders.P4Switch, tmp: Path) -> dict | None:
     return perf_shares.shares(data, fwd.rig.proc.pid)
 
 
-def measure_l3_switch(fwd: forwarders.P4Switch, seconds: float, reps: int, tmp: Path) -> dict:
-    """The L3 rows, plus what only the P4 switch gets: perf split, rate check, memory."""
-    rss_start = rss_kib(fwd.rig.proc.pid)
-    rows = measure_rows(fwd, seconds, reps)
-    return {
-        "rows": rows,
-        "perf": perf_breakdown(fwd, tmp),
-        "set_rate": one_run(fwd, SIZES[0], seconds, pps=SET_RATE_PPS)["pktblast"],
-        "rss_start_kib": rss_start,
-        "rss_end_kib": rss_kib(fwd.rig.proc.pid),
-    }
+def measure_forwarder(fwd: forwarders.Forwarder, seconds: float, reps: int, tmp: Path) -> dict:
+    """Its rows; for a P4 switch also the perf split of its core and its memory."""
+    switch = fwd if isinstance(fwd, forwarders.P4Switch) else None
+    rss_start = rss_kib(switch.rig.proc.pid) if switch else None
+    out = {"cpu_counted": fwd.cpu_counted, "rows": measure_rows(fwd, seconds, reps)}
+    if switch:
+        out["perf"] = perf_breakdown(switch, tmp)
+        out["rss_kib"] = [rss_start, rss_kib(switch.rig.proc.pid)]
+    return out
 
 
 def core_softirq_share(core: int, seconds: float = 1.0) -> float:
@@ -207,28 +223,25 @@ def measure(seconds: float, reps: int) -> dict:
     load_start = os.getloadavg()
     baseline = core_softirq_share(SWITCH_CORE)
     results: dict[str, dict] = {}
-    counted: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         l3_ir = switch_rig.compile_p4(ROOT / "benchmarks" / L3_PROGRAM, tmp)
         forward_ir = switch_rig.compile_p4(ROOT / "benchmarks" / FORWARD_PROGRAM, tmp)
-        with forwarders.p4_switch("P4 switch, L3", l3_ir, [L3_ROUTE], SWITCH_CORE) as fwd:
-            l3 = measure_l3_switch(fwd, seconds, reps, tmp)
-            results[fwd.name], counted[fwd.name] = l3.pop("rows"), fwd.cpu_counted
+        with forwarders.p4_switch(L3_NAME, l3_ir, [L3_ROUTE], SWITCH_CORE) as fwd:
+            results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
+            set_rate = one_run(fwd, SIZES[0], seconds, pps=SET_RATE_PPS)["pktblast"]
         others: list[Callable[[], AbstractContextManager[forwarders.Forwarder]]] = [
-            lambda: forwarders.p4_switch("P4 switch, forward only", forward_ir, [], SWITCH_CORE),
+            lambda: forwarders.p4_switch(FORWARD_NAME, forward_ir, [], SWITCH_CORE),
             lambda: forwarders.ovs(SWITCH_CORE),
             lambda: forwarders.linux_bridge(SWITCH_CORE),
             lambda: forwarders.linux_router(SWITCH_CORE),
         ]
         for start in others:
             with start() as fwd:
-                results[fwd.name] = measure_rows(fwd, seconds, reps)
-                counted[fwd.name] = fwd.cpu_counted
+                results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
     return {
         "results": results,
-        "cpu_counted": counted,
-        **l3,
+        "set_rate": set_rate,
         "baseline_softirq_share": baseline,
         "load_start": load_start,
         "load_end": os.getloadavg(),
@@ -245,44 +258,97 @@ def micros(us: float | None) -> str:
 
 def table_rows(m: dict) -> str:
     rows = []
-    for name, by_size in m["results"].items():
-        what = m["cpu_counted"][name]
-        for size, r in by_size.items():
+    for name, result in m["results"].items():
+        for size, r in result["rows"].items():
             rows.append(
                 f"| {name} | {size + 4} B | {kpps(r['offered_pps'])} | "
                 f"{kpps(r['delivered_pps'])} | {r['delivered_mbit']:,.0f} Mbit/s | "
-                f"{micros(r['cpu_us'])} | {kpps(r['capacity_pps'])} | {what} |"
+                f"{micros(r['cpu_us'])} | {kpps(r['capacity_pps'])} | {result['cpu_counted']} |"
             )
     return "\n".join(rows)
 
 
-def perf_text(p: dict | None) -> str:
-    if p is None or p["shares"] is None:
-        return "- Where the L3 switch's core time goes: — (perf is not installed)."
-    parts = "; ".join(f"{name}: {share:.0%}" for name, share in p["shares"].items())
-    return (
-        f"- Where the L3 switch's core time goes, 64 B, {PERF_SECONDS:g} s under "
-        f"`perf record -C {SWITCH_CORE} -g` ({p['samples']:,} samples of the switch, "
-        f"{p['samples'] / p['busy_core_samples']:.0%} of the core's busy ones): {parts}. "
-        "Each sample counts once, in the first bucket its stack matches in this order: "
-        "net_rx_action or process_backlog, packet_sendmsg, a kernel leaf frame, else user "
-        "space (`benchmarks/perf_shares.py`)."
-    )
+def sink_drops(m: dict) -> str:
+    """The sink's drops per forwarder, as a share of what the forwarder sent at 64 B."""
+    parts = []
+    for name, result in m["results"].items():
+        r = result["rows"][SIZES[0]]
+        sent = r["delivered"] + r["sink_dropped"]
+        if sent:
+            parts.append(f"{name} {r['sink_dropped'] / sent:.0%}")
+    return "the sink dropped, at 64 B: " + ", ".join(parts)
+
+
+def perf_text(results: dict) -> str:
+    switches = {name: r["perf"] for name, r in results.items() if "perf" in r}
+    if not any(p and p["shares"] for p in switches.values()):
+        return "- Where the switch's core time goes: — (perf is not installed)."
+    lines = [
+        f"- Where the switch's core time goes at 64 B: `perf record -C {SWITCH_CORE} -g` "
+        f"during one more {PERF_SECONDS:g} s run per program. Each sample of the switch "
+        "counts once, in the first bucket its stack matches: net_rx_action or "
+        "process_backlog (the sink's receive), packet_sendmsg (the rest of the transmit), a "
+        "kernel leaf frame (other kernel), else user space (`benchmarks/perf_shares.py`).",
+        "",
+        "| program | switch samples (of the core's busy) | "
+        + " | ".join(perf_shares.BUCKETS) + " |",
+        "|---|---|" + "---|" * len(perf_shares.BUCKETS),
+    ]
+    for name, p in switches.items():
+        if not p or not p["shares"]:
+            lines.append(f"| {name} | — |" + " — |" * len(perf_shares.BUCKETS))
+            continue
+        share = p["samples"] / p["busy_core_samples"]
+        cells = " | ".join(f"{p['shares'][b]:.0%}" for b in perf_shares.BUCKETS)
+        lines.append(f"| {name} | {p['samples']:,} ({share:.0%}) | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def cpu_us(m: dict, name: str) -> float | None:
+    return m["results"][name]["rows"][SIZES[0]]["cpu_us"]
+
+
+def perf_us(m: dict, name: str, buckets: tuple[str, ...]) -> float | None:
+    """The switch's CPU per packet spent in the given perf buckets (µs)."""
+    p, us = m["results"][name].get("perf"), cpu_us(m, name)
+    if not p or not p["shares"] or us is None:
+        return None
+    return us * sum(p["shares"][b] for b in buckets)
 
 
 def meaning(m: dict) -> str:
     """What the figures say about the 1 Mpps budget, from the figures themselves."""
-    floor = m["results"]["P4 switch, forward only"][SIZES[0]]["cpu_us"]
-    l3 = m["results"]["P4 switch, L3"][SIZES[0]]["cpu_us"]
+    floor, l3 = cpu_us(m, FORWARD_NAME), cpu_us(m, L3_NAME)
     if floor is None or l3 is None:
         return "What this means for the budget: — (the switch's CPU per packet was not measured)."
-    return (
-        f"What this means for the 1 Mpps budget: 1 Mpps leaves 1.00 µs per packet. On this "
-        f"machine the switch's packet I/O alone (forward only) costs {floor:.2f} µs per packet "
-        f"at 64 B, {min(floor, 1.0):.0%} of that budget before any P4 is run; the L3 program "
-        f"adds {l3 - floor:.2f} µs. A user-space switch on AF_PACKET veth rings cannot reach "
-        f"{1 / floor:,.1f} Mpps here, whatever its interpreter does."
+    text = (
+        "What this means for the 1 Mpps budget: one core at 1 Mpps has 1.00 µs per packet. "
+        f"The forward-only switch, which runs no P4 work worth the name, spends {floor:.2f} µs "
+        f"per 64 B packet here; the L3 program {l3:.2f} µs ({l3 - floor:+.2f} µs for parsing, "
+        "the table, the rewrite and the checksum)."
     )
+    sink = perf_us(m, FORWARD_NAME, (perf_shares.SINK_RECEIVE,))
+    send = perf_us(m, FORWARD_NAME, (perf_shares.TRANSMIT, perf_shares.OTHER_KERNEL))
+    if sink is not None and send is not None:
+        kernel = sink + send
+        text += (
+            f" Of the forward-only {floor:.2f} µs, {kernel:.2f} µs is the kernel: {send:.2f} µs "
+            f"the packet socket's transmit and the rest of its I/O, {sink:.2f} µs the sink's "
+            "receive, which on veth runs inside the switch's send (a NIC would take that part "
+            "off the core). "
+            + (f"So AF_PACKET on veth leaves {1 - kernel:.2f} µs of the budget to any "
+               "user-space switch on this machine, for its rings and its pipeline together."
+               if kernel < 1 else
+               "So the kernel's packet I/O alone exceeds the budget: no user-space switch on "
+               "AF_PACKET veth rings reaches 1 Mpps on one core of this machine"
+               + (f"; without the sink's receive it would leave {1 - send:.2f} µs."
+                  if send < 1 else "."))
+        )
+    kernel_rows = [n for n in ("Linux bridge", "Linux router") if cpu_us(m, n) is not None]
+    if kernel_rows:
+        text += " For scale, the kernel's own forwarding in softirq: " + ", ".join(
+            f"{n} {cpu_us(m, n):.2f} µs" for n in kernel_rows) + " per 64 B packet."
+    return text
 
 
 def ovs_version() -> str:
@@ -302,16 +368,16 @@ def section(m: dict, seconds: float, reps: int) -> str:
         host=platform.node(),
         baseline=f"{m['baseline_softirq_share']:.0%}",
         rows=table_rows(m),
+        sink_dropped=sink_drops(m),
         ovs_version=ovs_version(),
-        perf=perf_text(m["perf"]),
+        perf=perf_text(m["results"]),
         meaning=meaning(m),
         set_iface="—" if s["iface_tx_packets"] is None else f"{s['iface_tx_packets']:,}",
         set_target=f"{SET_RATE_PPS / 1e3:,.0f}",
         set_sent=f"{s['sent']:,}",
         set_rate=f"{s['pps'] / 1e3:,.1f}",
         set_error=f"{s['rate_error']:+.2%}",
-        rss_start=m["rss_start_kib"],
-        rss_end=m["rss_end_kib"],
+        rss=" / ".join(str(k) for k in m["results"][L3_NAME]["rss_kib"]),
         **loads,
     )
 
