@@ -216,8 +216,7 @@ def ovs(core: int) -> Iterator[Ovs]:
             yield Ovs(rig, daemons[-1])
         finally:
             for daemon in reversed(daemons):
-                daemon.terminate()
-                daemon.wait(timeout=10)
+                _stop(daemon)
 
 
 def _ovs_daemon(rig: switch_rig.Rig, env: dict[str, str], name: str, args: list[str],
@@ -229,6 +228,15 @@ def _ovs_daemon(rig: switch_rig.Rig, env: dict[str, str], name: str, args: list[
             f"--unixctl={run_dir / name}.ctl", f"--pidfile={run_dir / name}.pid",
             f"--log-file={run_dir / name}.log"]
     return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop(daemon: subprocess.Popen) -> None:
+    daemon.terminate()
+    try:
+        daemon.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
 
 
 def _wait_for(path: Path, what: str, timeout: float = 10.0) -> None:
