@@ -127,7 +127,12 @@ class Rig:
     """Namespaces, veths and a running switch; use as a context manager."""
 
     def __init__(
-        self, n_ports: int = 3, cpu_port: int = 255, core: int | None = None, capture: bool = True
+        self,
+        n_ports: int = 3,
+        cpu_port: int = 255,
+        core: int | None = None,
+        capture: bool = True,
+        run_switch: bool = True,
     ) -> None:
         self.prefix = "dls" + secrets.token_hex(2)[:3]
         self.sw_ns = f"{self.prefix}-sw"
@@ -138,6 +143,9 @@ class Rig:
         # Capture sockets see every frame on the host side; benchmarks leave them out
         # because each open socket costs the kernel a clone per packet.
         self.capture_enabled = capture
+        # Without the switch the rig is just its namespaces and veths, for another forwarder
+        # (the benchmark's Linux bridge, router or OVS) to join port 1 to port 2.
+        self.run_switch = run_switch
         self.tmp = tempfile.TemporaryDirectory(prefix=f"{self.prefix}-")
         self.control_path = f"{self.tmp.name}/switch.sock"
         self.proc: subprocess.Popen | None = None
@@ -192,6 +200,18 @@ class Rig:
             )
             _ip("-n", self.sw_ns, "link", "set", self.switch_if(p), "up")
             _ip("-n", self.host_ns, "link", "set", self.host_if(p), "up")
+        if self.run_switch:
+            self._start_switch()
+        if not self.capture_enabled:
+            return
+        with in_netns(self.host_ns):
+            for p in range(1, self.n_ports + 1):
+                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+                s.bind((self.host_if(p), 0))
+                s.setblocking(False)
+                self.sockets[p] = s
+
+    def _start_switch(self) -> None:
         argv = [
             "ip",
             "netns",
@@ -216,14 +236,6 @@ class Rig:
                 )
             time.sleep(0.02)
         self.client = SwitchClient(self.control_path)
-        if not self.capture_enabled:
-            return
-        with in_netns(self.host_ns):
-            for p in range(1, self.n_ports + 1):
-                s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-                s.bind((self.host_if(p), 0))
-                s.setblocking(False)
-                self.sockets[p] = s
 
     def __exit__(self, *exc) -> None:
         for s in self.sockets.values():

@@ -1,0 +1,247 @@
+"""The forwarders benchmarks/switch_rate.py compares, each joining port 1 to port 2 of a
+tests/switch_rig.Rig, and the CPU time each spends on the measured core.
+
+Every forwarder gets the same frame on port 1 (`FRAME_DST` -> 10.0.2.5) and sends it out of
+port 2; each says how it counts its CPU (`cpu_counted`), because a user-space switch has a
+process to charge and kernel forwarding has none:
+
+- the P4 switch: its data-plane thread's CPU in rounds that moved packets (the switch's own
+  counter), kernel work done in its system calls included: transmit, and the sink's
+  receive, which veth runs inside the send;
+- OVS: ovs-vswitchd's CPU (all its threads, /proc/<pid>/stat), likewise with its kernel work;
+- Linux bridge and router: no process, so RPS on port 1 (`rps_cpus`) moves their receive,
+  forwarding, transmit and the sink's receive to the measured core as softirq work, and
+  the core's softirq + hardirq time in /proc/stat is what they spent (tick-sampled: the
+  kernel has no IRQ_TIME_ACCOUNTING; other softirq work on that core is counted too).
+
+The user-space switches take frames from a packet socket whose receive (packet_rcv) runs
+on the source's core, where veth's NAPI for port 1 runs; the kernel forwarders' stack receive
+runs on the measured core after RPS. Their counts differ by that much.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol
+
+import switch_rig
+
+FRAME_DST, FRAME_SRC = "02:00:00:00:00:aa", "02:00:00:00:00:01"
+SRC_IP, DST_IP = "10.0.1.1", "10.0.2.5"
+NEXT_HOP_MAC = "02:00:00:00:00:02"  # what the L3 forwarders write as the frame's destination
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def frame(size: int) -> bytes:
+    return switch_rig.udp_frame(FRAME_DST, FRAME_SRC, SRC_IP, DST_IP, size=size)
+
+
+class Forwarder(Protocol):
+    name: str
+    cpu_counted: str
+    rig: switch_rig.Rig
+
+    def cpu_seconds(self) -> float:
+        """CPU time spent forwarding so far (a counter: take differences)."""
+        ...
+
+
+def run_in(ns: str, *argv: str) -> str:
+    done = subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"in {ns}: {' '.join(argv)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def accept_xdp_frames(rig: switch_rig.Rig) -> None:
+    """veth takes the source's XDP frames only into a peer that runs NAPI, which GRO turns on."""
+    run_in(rig.sw_ns, "ethtool", "-K", rig.switch_if(1), "gro", "on")
+
+
+def core_irq_seconds(core: int) -> float:
+    """Softirq + hardirq time of one core so far (/proc/stat, USER_HZ ticks)."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        fields = line.split()
+        if fields[0] == f"cpu{core}":
+            return (int(fields[6]) + int(fields[7])) / CLK_TCK  # irq, softirq
+    raise RuntimeError(f"/proc/stat has no line for cpu{core}")
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system time of a process, all its threads (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+# -- the P4 switch ------------------------------------------------------------------------
+
+
+class P4Switch:
+    cpu_counted = "switch thread, busy rounds"
+
+    def __init__(self, rig: switch_rig.Rig, name: str) -> None:
+        self.rig, self.name = rig, name
+
+    def cpu_seconds(self) -> float:
+        return self.rig.client.call("stats")["dataplane_cpu_s"]
+
+
+@contextmanager
+def p4_switch(
+    name: str, ir: Path, entries: list[dict], core: int | None
+) -> Iterator[P4Switch]:
+    """dplab-switch pinned to `core`, running the compiled program `ir` with table `entries`
+    (keyword arguments of the control protocol's table_add)."""
+    with switch_rig.Rig(n_ports=2, core=core, capture=False) as rig:
+        rig.load(ir)
+        for entry in entries:
+            rig.client.call("table_add", **entry)
+        accept_xdp_frames(rig)
+        yield P4Switch(rig, name)
+
+
+# -- Linux bridge and router -----------------------------------------------------------------
+
+
+class KernelForwarder:
+    cpu_counted = "core's softirq + irq"
+
+    def __init__(self, rig: switch_rig.Rig, name: str, core: int) -> None:
+        self.rig, self.name, self.core = rig, name, core
+
+    def cpu_seconds(self) -> float:
+        return core_irq_seconds(self.core)
+
+
+def steer_to(rig: switch_rig.Rig, core: int) -> None:
+    """RPS: port 1's received frames are processed (forwarded, sent, received by the sink)
+    in softirq on `core`; the source's core only builds their socket buffers."""
+    rps = f"/sys/class/net/{rig.switch_if(1)}/queues/rx-0/rps_cpus"
+    run_in(rig.sw_ns, "sh", "-c", f"echo {1 << core:x} > {rps}")
+
+
+@contextmanager
+def linux_bridge(core: int) -> Iterator[KernelForwarder]:
+    """A Linux bridge over ports 1 and 2; the frame's destination is a static entry on port 2,
+    so it is forwarded, not flooded."""
+    with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
+        br = f"{rig.prefix}-br"
+        run_in(rig.sw_ns, "ip", "link", "add", br, "type", "bridge")
+        for port in (1, 2):
+            run_in(rig.sw_ns, "ip", "link", "set", rig.switch_if(port), "master", br)
+        run_in(rig.sw_ns, "ip", "link", "set", br, "up")
+        run_in(rig.sw_ns, "bridge", "fdb", "add", FRAME_DST, "dev", rig.switch_if(2),
+               "master", "static")
+        accept_xdp_frames(rig)
+        steer_to(rig, core)
+        yield KernelForwarder(rig, "Linux bridge", core)
+
+
+@contextmanager
+def linux_router(core: int) -> Iterator[KernelForwarder]:
+    """IPv4 forwarding in the switch namespace: port 1 owns the frame's destination MAC, the
+    next hop's neighbour entry on port 2 is permanent (no ARP in the run)."""
+    with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
+        p1, p2 = rig.switch_if(1), rig.switch_if(2)
+        run_in(rig.sw_ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        run_in(rig.sw_ns, "ip", "link", "set", p1, "address", FRAME_DST)
+        run_in(rig.sw_ns, "ip", "addr", "add", "10.0.1.254/24", "dev", p1)
+        run_in(rig.sw_ns, "ip", "addr", "add", "10.0.2.254/24", "dev", p2)
+        run_in(rig.sw_ns, "ip", "neigh", "replace", DST_IP, "lladdr", NEXT_HOP_MAC,
+               "dev", p2, "nud", "permanent")
+        accept_xdp_frames(rig)
+        steer_to(rig, core)
+        yield KernelForwarder(rig, "Linux router", core)
+
+
+# -- Open vSwitch, userspace datapath -------------------------------------------------------------
+
+OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
+# The L3 program's work as OpenFlow actions: port 1's IPv4 to 10.0.2.0/24 gets the next
+# hop's MAC, the old destination as source, one TTL less, and leaves by port 2.
+OVS_FLOWS = (
+    "priority=10,in_port=1,ip,nw_dst=10.0.2.0/24,"
+    f"actions=mod_dl_src:{FRAME_DST},mod_dl_dst:{NEXT_HOP_MAC},dec_ttl,output:2",
+    "priority=0,actions=drop",
+)
+
+
+class Ovs:
+    name = "OVS (netdev datapath)"
+    cpu_counted = "ovs-vswitchd"
+
+    def __init__(self, rig: switch_rig.Rig, vswitchd: subprocess.Popen) -> None:
+        self.rig, self.vswitchd = rig, vswitchd
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.vswitchd.pid)
+
+
+@contextmanager
+def ovs(core: int) -> Iterator[Ovs]:
+    """A private ovsdb-server and ovs-vswitchd in the switch namespace (their files in the
+    rig's temporary directory, never the host's /run/openvswitch), vswitchd and all its
+    threads pinned to `core`; one netdev bridge with proactive L3 flows."""
+    with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
+        run_dir = Path(rig.tmp.name)
+        env = {**os.environ, "OVS_RUNDIR": str(run_dir), "OVS_LOGDIR": str(run_dir),
+               "OVS_DBDIR": str(run_dir)}
+        db, db_sock = run_dir / "conf.db", run_dir / "db.sock"
+        subprocess.run(["ovsdb-tool", "create", str(db), str(OVS_SCHEMA)], check=True,
+                       capture_output=True)
+        daemons: list[subprocess.Popen] = []
+        try:
+            daemons.append(_ovs_daemon(rig, env, "ovsdb-server",
+                                       [str(db), f"--remote=punix:{db_sock}"]))
+            _wait_for(db_sock, "ovsdb-server's socket")
+            daemons.append(_ovs_daemon(rig, env, "ovs-vswitchd", [f"unix:{db_sock}"], core))
+            br = f"{rig.prefix}br"
+            vsctl = ["ovs-vsctl", f"--db=unix:{db_sock}", "--timeout=30"]
+            cmds = ["--", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
+                    "fail-mode=secure", "other-config:disable-in-band=true"]
+            for port in (1, 2):
+                ifname = rig.switch_if(port)
+                cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
+                         f"ofport_request={port}"]
+            subprocess.run([*vsctl, *cmds], check=True, capture_output=True, env=env)
+            for flow in OVS_FLOWS:
+                subprocess.run(["ovs-ofctl", "add-flow", f"unix:{run_dir / br}.mgmt", flow],
+                               check=True, capture_output=True)
+            accept_xdp_frames(rig)
+            yield Ovs(rig, daemons[-1])
+        finally:
+            for daemon in reversed(daemons):
+                _stop(daemon)
+
+
+def _ovs_daemon(rig: switch_rig.Rig, env: dict[str, str], name: str, args: list[str],
+                core: int | None = None) -> subprocess.Popen:
+    """`name` in the foreground in the switch namespace, its sockets and logs in our dir."""
+    run_dir = Path(rig.tmp.name)
+    pin = ["taskset", "-c", str(core)] if core is not None else []
+    argv = ["ip", "netns", "exec", rig.sw_ns, *pin, name, *args,
+            f"--unixctl={run_dir / name}.ctl", f"--pidfile={run_dir / name}.pid",
+            f"--log-file={run_dir / name}.log"]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _stop(daemon: subprocess.Popen) -> None:
+    daemon.terminate()
+    try:
+        daemon.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait()
+
+
+def _wait_for(path: Path, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} ({path}) did not appear within {timeout:g} s")
+        time.sleep(0.02)
