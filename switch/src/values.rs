@@ -75,6 +75,66 @@ pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u3
     }
 }
 
+/// A run of at most 56 bits of a field laid out in a byte string (network order). With
+/// its bit skew it lies within the big-endian 8-byte window starting at `byte`, so reading
+/// or writing it is one load, a shift and a mask. Fields wider than 56 bits are cut into
+/// several pieces, most significant first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub byte: usize,
+    /// Right shift that brings the piece from its place in the window to the low bits.
+    pub shift: u32,
+    pub width: u32,
+    /// Bits of the field's value below this piece.
+    pub rest: u32,
+}
+
+const PIECE_BITS: u32 = 56;
+
+impl Piece {
+    /// The pieces of a `width`-bit field starting `bit_offset` bits into a byte string.
+    pub fn split(bit_offset: usize, width: u32) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        let mut done = 0;
+        while done < width {
+            let take = (width - done).min(PIECE_BITS);
+            let at = bit_offset + done as usize;
+            pieces.push(Piece {
+                byte: at / 8,
+                shift: 64 - (at % 8) as u32 - take,
+                width: take,
+                rest: width - done - take,
+            });
+            done += take;
+        }
+        pieces
+    }
+
+    /// This piece's bits from `data`, placed where they belong in the field's value.
+    /// `data` must reach 8 bytes past `byte`.
+    #[inline]
+    pub fn read(&self, data: &[u8]) -> u128 {
+        let window = u64::from_be_bytes(window(data, self.byte));
+        (((window >> self.shift) & ((1u64 << self.width) - 1)) as u128) << self.rest
+    }
+
+    /// ORs this piece of `value` into `data` (whose bits there must be zero). `data` must
+    /// reach 8 bytes past `byte`.
+    #[inline]
+    pub fn write(&self, data: &mut [u8], value: u128) {
+        let bits = ((value >> self.rest) as u64) & ((1u64 << self.width) - 1);
+        let word = u64::from_be_bytes(window(data, self.byte)) | (bits << self.shift);
+        data[self.byte..self.byte + 8].copy_from_slice(&word.to_be_bytes());
+    }
+}
+
+#[inline]
+fn window(data: &[u8], byte: usize) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&data[byte..byte + 8]);
+    w
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +185,30 @@ mod tests {
             write_bits(&mut out, &mut len, value, width);
             assert_eq!(len, 8 + width as usize);
             assert_eq!(read_bits(&out, 8, width), Some(value));
+        }
+    }
+
+    /// Pieces read and write what the bit-by-bit helpers do, for every width and skew.
+    #[test]
+    fn pieces_agree_with_bit_helpers() {
+        let data: Vec<u8> = (0u8..40)
+            .map(|i| i.wrapping_mul(73).wrapping_add(5))
+            .collect();
+        for width in [1u32, 3, 8, 13, 32, 55, 56, 57, 64, 100, 128] {
+            for off in [0usize, 1, 5, 7, 8, 19, 64, 100] {
+                let pieces = Piece::split(off, width);
+                assert!(pieces.iter().all(|p| p.width <= PIECE_BITS));
+                let value = pieces.iter().fold(0, |v, p| v | p.read(&data));
+                assert_eq!(Some(value), read_bits(&data, off, width), "{off}+{width}");
+                let mut out = vec![0u8; 40];
+                pieces.iter().for_each(|p| p.write(&mut out, value));
+                assert_eq!(read_bits(&out, off, width), Some(value), "{off}+{width}");
+                let before = read_bits(&out, 0, off as u32).unwrap_or(0);
+                assert_eq!(
+                    before, 0,
+                    "{off}+{width}: bits before the field were written"
+                );
+            }
         }
     }
 }
