@@ -131,8 +131,8 @@ pub struct Worker {
 
 /// Most output buffers kept for reuse (a few batches' worth).
 const SPARE_BUFFERS: usize = 256;
-/// Zero bytes after a header or hash data, so every 8-byte window read or written stays
-/// inside the buffer.
+/// Zero bytes after a header copied for extract, so every 8-byte window read stays inside
+/// the buffer.
 const WINDOW_PAD: usize = 8;
 
 fn preserved_fields(prog: &Program, phv: &Phv, list: Option<u32>) -> Vec<(usize, u128)> {
@@ -474,14 +474,10 @@ impl Worker {
             if !self.phv.valid[inst] {
                 continue;
             }
-            let header = &prog.instances[inst];
-            let (start, len) = (out.len(), header.bits as usize / 8);
-            out.resize(start + len + WINDOW_PAD, 0);
-            let area = &mut out[start..];
-            for wb in &header.wire {
-                wb.piece.write(area, self.phv.fields[wb.slot]);
-            }
-            out.truncate(start + len);
+            let fields = &self.phv.fields;
+            prog.instances[inst]
+                .emit
+                .emit(&mut out, |slot| fields[slot]);
         }
         out.extend_from_slice(payload);
         out
@@ -834,13 +830,9 @@ impl Worker {
             let v = self.eval(e, params, packet);
             self.values.push(v);
         }
-        let bits = &mut self.bits;
+        let (bits, values) = (&mut self.bits, &self.values);
         bits.clear();
-        bits.resize(data.bytes + WINDOW_PAD, 0);
-        for (item, piece) in &data.pieces {
-            piece.write(bits, self.values[*item]);
-        }
-        bits.truncate(data.bytes);
+        data.plan.emit(bits, |item| values[item]);
         match algo {
             Algo::Standard(a) => a.compute(bits),
             Algo::Xor16 => bits.chunks(2).fold(0u16, |acc, c| {

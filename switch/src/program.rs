@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::hashes::HashAlgorithm;
 use crate::tables::MatchKind;
-use crate::values::Piece;
+use crate::values::{Piece, WordPlan};
 
 pub type LoadResult<T> = Result<T, String>;
 
@@ -24,9 +24,10 @@ pub struct Instance {
     pub base: usize,
     /// (width, bit offset) per field.
     pub fields: Vec<(u32, u32)>,
-    /// Headers: where each field's bits lie in the header's bytes (fields tile the header,
-    /// so extract and emit share this).
+    /// Headers: where each field's bits lie in the header's bytes, for extract.
     pub wire: Vec<WireBits>,
+    /// Headers: how emit writes the fields (they tile the header) as bytes.
+    pub emit: WordPlan,
 }
 
 /// One piece of a header field: the field's slot and where its bits are in the header.
@@ -43,23 +44,15 @@ pub struct WireBits {
 #[derive(Debug)]
 pub struct Packed {
     pub items: Vec<Expr>,
-    /// (item index, piece) for every piece of every item.
-    pub pieces: Vec<(usize, Piece)>,
-    pub bytes: usize,
+    /// Writes the items' values (by item index) as bytes.
+    pub plan: WordPlan,
 }
 
 impl Packed {
     fn new(items: Vec<(Expr, u32)>) -> Packed {
-        let mut pieces = Vec::new();
-        let mut bit = 0usize;
-        for (i, (_, w)) in items.iter().enumerate() {
-            pieces.extend(Piece::split(bit, *w).into_iter().map(|p| (i, p)));
-            bit += *w as usize;
-        }
         Packed {
+            plan: WordPlan::new(items.iter().enumerate().map(|(i, (_, w))| (i, *w))),
             items: items.into_iter().map(|(e, _)| e).collect(),
-            pieces,
-            bytes: bit.div_ceil(8),
         }
     }
 }
@@ -763,6 +756,10 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
             is_header,
             bits,
             base,
+            emit: match is_header {
+                true => WordPlan::new(fields.iter().enumerate().map(|(j, (w, _))| (base + j, *w))),
+                false => WordPlan::default(),
+            },
             fields,
             wire,
         });

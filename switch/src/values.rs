@@ -77,7 +77,7 @@ pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u3
 
 /// A run of at most 56 bits of a field laid out in a byte string (network order). With
 /// its bit skew it lies within the big-endian 8-byte window starting at `byte`, so reading
-/// or writing it is one load, a shift and a mask. Fields wider than 56 bits are cut into
+/// it is one load, a shift and a mask. Fields wider than 56 bits are cut into
 /// several pieces, most significant first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Piece {
@@ -117,15 +117,6 @@ impl Piece {
         let window = u64::from_be_bytes(window(data, self.byte));
         (((window >> self.shift) & ((1u64 << self.width) - 1)) as u128) << self.rest
     }
-
-    /// ORs this piece of `value` into `data` (whose bits there must be zero). `data` must
-    /// reach 8 bytes past `byte`.
-    #[inline]
-    pub fn write(&self, data: &mut [u8], value: u128) {
-        let bits = ((value >> self.rest) as u64) & ((1u64 << self.width) - 1);
-        let word = u64::from_be_bytes(window(data, self.byte)) | (bits << self.shift);
-        data[self.byte..self.byte + 8].copy_from_slice(&word.to_be_bytes());
-    }
 }
 
 #[inline]
@@ -133,6 +124,80 @@ fn window(data: &[u8], byte: usize) -> [u8; 8] {
     let mut w = [0u8; 8];
     w.copy_from_slice(&data[byte..byte + 8]);
     w
+}
+
+/// One field's share of a 64-bit word of a byte string: `((value >> rshift) & mask) << lshift`.
+#[derive(Clone, Copy, Debug)]
+struct Share {
+    src: usize,
+    rshift: u32,
+    mask: u64,
+    lshift: u32,
+}
+
+/// How to write fields laid out one after the other (MSB first, as P4 emits headers and
+/// concatenates hash data) as bytes: word by word, each 64-bit word assembled in a
+/// register from the fields' shares and appended once (writing field by field into
+/// memory would make each write wait for the one before it).
+#[derive(Debug, Default)]
+pub struct WordPlan {
+    shares: Vec<Share>,
+    /// Index into `shares` where each word's shares end.
+    word_ends: Vec<usize>,
+    /// Bytes the fields fill (the last one zero-padded).
+    pub bytes: usize,
+}
+
+impl WordPlan {
+    /// `fields`: (source index, width) in layout order.
+    pub fn new(fields: impl IntoIterator<Item = (usize, u32)>) -> WordPlan {
+        let mut words: Vec<Vec<Share>> = Vec::new();
+        let mut bit = 0usize;
+        for (src, width) in fields {
+            let end_bit = bit + width as usize;
+            let mut at = bit;
+            while at < end_bit {
+                let word = at / 64;
+                let end = end_bit.min(64 * (word + 1));
+                let take = (end - at) as u32;
+                if words.len() <= word {
+                    words.resize_with(word + 1, Vec::new);
+                }
+                words[word].push(Share {
+                    src,
+                    rshift: (end_bit - end) as u32,
+                    mask: (mask(take)) as u64,
+                    lshift: (64 * (word + 1) - end) as u32,
+                });
+                at = end;
+            }
+            bit = end_bit;
+        }
+        let mut plan = WordPlan {
+            bytes: bit.div_ceil(8),
+            ..WordPlan::default()
+        };
+        for shares in words {
+            plan.shares.extend(shares);
+            plan.word_ends.push(plan.shares.len());
+        }
+        plan
+    }
+
+    /// Appends the fields' bytes to `out`; `value(src)` gives each field's value.
+    #[inline]
+    pub fn emit(&self, out: &mut Vec<u8>, value: impl Fn(usize) -> u128) {
+        let start = out.len();
+        let mut from = 0;
+        for &end in &self.word_ends {
+            let word = self.shares[from..end].iter().fold(0u64, |acc, s| {
+                acc | ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)
+            });
+            out.extend_from_slice(&word.to_be_bytes());
+            from = end;
+        }
+        out.truncate(start + self.bytes);
+    }
 }
 
 #[cfg(test)]
@@ -188,9 +253,9 @@ mod tests {
         }
     }
 
-    /// Pieces read and write what the bit-by-bit helpers do, for every width and skew.
+    /// Pieces read what the bit-by-bit helper does, for every width and skew.
     #[test]
-    fn pieces_agree_with_bit_helpers() {
+    fn pieces_agree_with_read_bits() {
         let data: Vec<u8> = (0u8..40)
             .map(|i| i.wrapping_mul(73).wrapping_add(5))
             .collect();
@@ -200,15 +265,27 @@ mod tests {
                 assert!(pieces.iter().all(|p| p.width <= PIECE_BITS));
                 let value = pieces.iter().fold(0, |v, p| v | p.read(&data));
                 assert_eq!(Some(value), read_bits(&data, off, width), "{off}+{width}");
-                let mut out = vec![0u8; 40];
-                pieces.iter().for_each(|p| p.write(&mut out, value));
-                assert_eq!(read_bits(&out, off, width), Some(value), "{off}+{width}");
-                let before = read_bits(&out, 0, off as u32).unwrap_or(0);
-                assert_eq!(
-                    before, 0,
-                    "{off}+{width}: bits before the field were written"
-                );
             }
         }
+    }
+
+    /// A word plan writes what the bit-by-bit helper does, fields crossing words included.
+    #[test]
+    fn word_plan_agrees_with_write_bits() {
+        let widths = [4u32, 4, 8, 16, 3, 13, 57, 128, 1, 9, 7, 64, 2];
+        let values: Vec<u128> = widths
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834u128 >> i) & mask(*w))
+            .collect();
+        let (mut expected, mut len) = (vec![0xee], 8);
+        for (v, w) in values.iter().zip(widths) {
+            write_bits(&mut expected, &mut len, *v, w);
+        }
+        let plan = WordPlan::new(widths.iter().enumerate().map(|(i, w)| (i, *w)));
+        let mut out = vec![0xee];
+        plan.emit(&mut out, |i| values[i]);
+        assert_eq!(plan.bytes, len.div_ceil(8) - 1);
+        assert_eq!(out, expected);
     }
 }
