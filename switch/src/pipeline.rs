@@ -825,14 +825,20 @@ impl Worker {
 
     /// H(data): the items' values bit-concatenated into bytes as section 7 of the IR says.
     fn hash(&mut self, algo: Algo, data: &Packed, params: &[u128], packet: Option<&[u8]>) -> u128 {
-        self.values.clear();
-        for e in &data.items {
-            let v = self.eval(e, params, packet);
-            self.values.push(v);
+        self.bits.clear();
+        if data.of_fields {
+            let fields = &self.phv.fields;
+            data.plan.emit(&mut self.bits, |slot| fields[slot]);
+        } else {
+            self.values.clear();
+            for e in &data.items {
+                let v = self.eval(e, params, packet);
+                self.values.push(v);
+            }
+            let values = &self.values;
+            data.plan.emit(&mut self.bits, |item| values[item]);
         }
-        let (bits, values) = (&mut self.bits, &self.values);
-        bits.clear();
-        data.plan.emit(bits, |item| values[item]);
+        let bits = &self.bits;
         match algo {
             Algo::Standard(a) => a.compute(bits),
             Algo::Xor16 => bits.chunks(2).fold(0u16, |acc, c| {

@@ -44,14 +44,29 @@ pub struct WireBits {
 #[derive(Debug)]
 pub struct Packed {
     pub items: Vec<Expr>,
-    /// Writes the items' values (by item index) as bytes.
+    /// Writes the items' values as bytes: by field slot when `of_fields`, else by item index.
     pub plan: WordPlan,
+    /// Every item is a plain field (checksums over header fields, the common case): the
+    /// plan reads the fields directly, no expression is evaluated.
+    pub of_fields: bool,
 }
 
 impl Packed {
     fn new(items: Vec<(Expr, u32)>) -> Packed {
+        let slots: Option<Vec<(usize, u32)>> = items
+            .iter()
+            .map(|(e, w)| match e {
+                Expr::Field(slot) => Some((*slot, *w)),
+                _ => None,
+            })
+            .collect();
+        let plan = match &slots {
+            Some(slots) => WordPlan::new(slots.iter().copied()),
+            None => WordPlan::new(items.iter().enumerate().map(|(i, (_, w))| (i, *w))),
+        };
         Packed {
-            plan: WordPlan::new(items.iter().enumerate().map(|(i, (_, w))| (i, *w))),
+            plan,
+            of_fields: slots.is_some(),
             items: items.into_iter().map(|(e, _)| e).collect(),
         }
     }
