@@ -120,6 +120,8 @@ pub struct Worker {
     tail: Vec<u8>,
     rng: u64,
     now_ns: u64,
+    /// `now_ns` as the timestamp fields hold it: microseconds, 48 bits.
+    now_stamp: u128,
     /// Parser cursor in bytes, and whether a lookahead ran past the end.
     cursor: usize,
     short: bool,
@@ -172,6 +174,7 @@ impl Worker {
             tail: Vec::with_capacity(64),
             rng: seed | 1,
             now_ns: 0,
+            now_stamp: 0,
             cursor: 0,
             short: false,
             stats: PipelineStats::default(),
@@ -212,6 +215,7 @@ impl Worker {
         events: &mut Vec<Event>,
     ) {
         self.now_ns = now_ns;
+        self.now_stamp = ((now_ns / 1000) as u128) & mask(48);
         self.stats.packets += 1;
         let Runtime {
             prog,
@@ -256,7 +260,7 @@ impl Worker {
         f[sm::INGRESS_PORT] = port;
         f[sm::INSTANCE_TYPE] = itype;
         f[sm::PACKET_LENGTH] = bytes.len() as u128;
-        f[sm::INGRESS_TIMESTAMP] = ((self.now_ns / 1000) as u128) & mask(48);
+        f[sm::INGRESS_TIMESTAMP] = self.now_stamp;
         for (slot, v) in preserved {
             f[*slot] = *v;
         }
@@ -334,7 +338,7 @@ impl Worker {
         let f = &mut self.phv.fields;
         f[sm::EGRESS_PORT] = port & mask(9);
         f[sm::EGRESS_SPEC] = port & mask(9);
-        f[sm::EGRESS_TIMESTAMP] = ((self.now_ns / 1000) as u128) & mask(48);
+        f[sm::EGRESS_TIMESTAMP] = self.now_stamp;
         self.flags.clone_e2e = None;
         self.flags.recirculate = None;
         self.run_control(cx, &prog.egress);
@@ -847,12 +851,23 @@ impl Worker {
         }
     }
 
+    /// Evaluates an expression; leaves (most operands) without a call.
+    #[inline(always)]
     fn eval(&mut self, e: &Expr, params: &[u128], packet: Option<&[u8]>) -> u128 {
         match e {
             Expr::Const(v) => *v,
             Expr::Field(slot) => self.phv.fields[*slot],
             Expr::Valid(inst) => self.phv.valid[*inst] as u128,
             Expr::Param(i) => params.get(*i).copied().unwrap_or(0),
+            _ => self.eval_node(e, params, packet),
+        }
+    }
+
+    fn eval_node(&mut self, e: &Expr, params: &[u128], packet: Option<&[u8]>) -> u128 {
+        match e {
+            Expr::Const(_) | Expr::Field(_) | Expr::Valid(_) | Expr::Param(_) => {
+                self.eval(e, params, packet)
+            }
             Expr::Lookahead(w) => {
                 let bytes = packet.unwrap_or(&[]);
                 match read_bits(bytes, self.cursor * 8, *w) {
