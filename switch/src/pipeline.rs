@@ -461,6 +461,9 @@ impl Worker {
             &self.tail
         };
         let fields = &mut self.phv.fields;
+        for (slot, piece) in &header.wire_narrow {
+            fields[*slot] = piece.read_low(data) as u128;
+        }
         for wb in &header.wire {
             let v = wb.piece.read(data);
             fields[wb.slot] = if wb.first { v } else { fields[wb.slot] | v };

@@ -24,7 +24,9 @@ pub struct Instance {
     pub base: usize,
     /// (width, bit offset) per field.
     pub fields: Vec<(u32, u32)>,
-    /// Headers: where each field's bits lie in the header's bytes, for extract.
+    /// Headers: where each field's bits lie in the header's bytes, for extract: fields of
+    /// one piece (nearly all) by slot, then the pieces of wider fields.
+    pub wire_narrow: Vec<(usize, Piece)>,
     pub wire: Vec<WireBits>,
     /// Headers: how emit writes the fields (they tile the header) as bytes.
     pub emit: WordPlan,
@@ -734,7 +736,7 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
         let is_header = text(inst, "kind", &at)? == "header";
         let bits = num(inst, "bits", &at).unwrap_or(0).max(0) as u32;
         let mut fields = Vec::new();
-        let mut wire = Vec::new();
+        let (mut wire_narrow, mut wire) = (Vec::new(), Vec::new());
         for (j, f) in arr(inst, "fields", &at)?.iter().enumerate() {
             let fat = format!("{at} ({name}).fields[{j}]");
             let w = width(f, "w", &fat)?;
@@ -746,12 +748,16 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
                         "{fat}: offset {offset}, but the fields before it end at bit {expected}"
                     ));
                 }
-                let pieces = Piece::split(offset as usize, w);
-                wire.extend(pieces.into_iter().enumerate().map(|(k, piece)| WireBits {
-                    slot: base + j,
-                    piece,
-                    first: k == 0,
-                }));
+                match Piece::split(offset as usize, w)[..] {
+                    [piece] => wire_narrow.push((base + j, piece)),
+                    ref pieces => {
+                        wire.extend(pieces.iter().enumerate().map(|(k, piece)| WireBits {
+                            slot: base + j,
+                            piece: *piece,
+                            first: k == 0,
+                        }))
+                    }
+                }
             }
             fields.push((w, offset));
         }
@@ -776,6 +782,7 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
                 false => WordPlan::default(),
             },
             fields,
+            wire_narrow,
             wire,
         });
         base += instances.last().map(|i| i.fields.len()).unwrap_or(0);

@@ -114,8 +114,14 @@ impl Piece {
     /// `data` must reach 8 bytes past `byte`.
     #[inline]
     pub fn read(&self, data: &[u8]) -> u128 {
+        (self.read_low(data) as u128) << self.rest
+    }
+
+    /// This piece's bits from `data` as the low bits (the whole value of a one-piece field).
+    #[inline]
+    pub fn read_low(&self, data: &[u8]) -> u64 {
         let window = u64::from_be_bytes(window(data, self.byte));
-        (((window >> self.shift) & ((1u64 << self.width) - 1)) as u128) << self.rest
+        (window >> self.shift) & ((1u64 << self.width) - 1)
     }
 }
 
@@ -141,9 +147,11 @@ struct Share {
 /// memory would make each write wait for the one before it).
 #[derive(Debug, Default)]
 pub struct WordPlan {
-    shares: Vec<Share>,
-    /// Index into `shares` where each word's shares end.
-    word_ends: Vec<usize>,
+    /// Shares of fields of at most 64 bits (worked on as u64), then of wider fields.
+    narrow: Vec<Share>,
+    wide: Vec<Share>,
+    /// Indexes into `narrow` and `wide` where each word's shares end.
+    word_ends: Vec<(usize, usize)>,
     /// Bytes the fields fill (the last one zero-padded).
     pub bytes: usize,
 }
@@ -151,7 +159,7 @@ pub struct WordPlan {
 impl WordPlan {
     /// `fields`: (source index, width) in layout order.
     pub fn new(fields: impl IntoIterator<Item = (usize, u32)>) -> WordPlan {
-        let mut words: Vec<Vec<Share>> = Vec::new();
+        let mut words: Vec<Vec<(bool, Share)>> = Vec::new();
         let mut bit = 0usize;
         for (src, width) in fields {
             let end_bit = bit + width as usize;
@@ -163,12 +171,15 @@ impl WordPlan {
                 if words.len() <= word {
                     words.resize_with(word + 1, Vec::new);
                 }
-                words[word].push(Share {
-                    src,
-                    rshift: (end_bit - end) as u32,
-                    mask: (mask(take)) as u64,
-                    lshift: (64 * (word + 1) - end) as u32,
-                });
+                words[word].push((
+                    width > 64,
+                    Share {
+                        src,
+                        rshift: (end_bit - end) as u32,
+                        mask: (mask(take)) as u64,
+                        lshift: (64 * (word + 1) - end) as u32,
+                    },
+                ));
                 at = end;
             }
             bit = end_bit;
@@ -178,8 +189,13 @@ impl WordPlan {
             ..WordPlan::default()
         };
         for shares in words {
-            plan.shares.extend(shares);
-            plan.word_ends.push(plan.shares.len());
+            for (wide, share) in shares {
+                match wide {
+                    true => plan.wide.push(share),
+                    false => plan.narrow.push(share),
+                }
+            }
+            plan.word_ends.push((plan.narrow.len(), plan.wide.len()));
         }
         plan
     }
@@ -188,13 +204,20 @@ impl WordPlan {
     #[inline]
     pub fn emit(&self, out: &mut Vec<u8>, value: impl Fn(usize) -> u128) {
         let start = out.len();
-        let mut from = 0;
-        for &end in &self.word_ends {
-            let word = self.shares[from..end].iter().fold(0u64, |acc, s| {
-                acc | ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)
-            });
+        let (mut narrow_from, mut wide_from) = (0, 0);
+        for &(narrow_end, wide_end) in &self.word_ends {
+            let narrow = self.narrow[narrow_from..narrow_end]
+                .iter()
+                .fold(0u64, |acc, s| {
+                    acc | (((value(s.src) as u64) >> s.rshift) & s.mask) << s.lshift
+                });
+            let word = self.wide[wide_from..wide_end]
+                .iter()
+                .fold(narrow, |acc, s| {
+                    acc | ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)
+                });
             out.extend_from_slice(&word.to_be_bytes());
-            from = end;
+            (narrow_from, wide_from) = (narrow_end, wide_end);
         }
         out.truncate(start + self.bytes);
     }
