@@ -1046,12 +1046,16 @@ mod tests {
     /// A parser with everything that can run off a packet's end: extract, a header stack,
     /// lookahead, advance, verify; ingress forwards on a table hit and uses the fields.
     fn fuzz_program() -> Program {
+        crate::program::load(&fuzz_ir()).unwrap()
+    }
+
+    fn fuzz_ir() -> serde_json::Value {
         let sm_fields: Vec<_> = [9, 9, 9, 32, 32, 32, 19, 32, 19, 48, 48, 16, 16, 1, 32, 3]
             .iter()
             .enumerate()
             .map(|(i, w)| json!({"name": format!("f{i}"), "w": w, "offset": 0}))
             .collect();
-        let ir = json!({
+        json!({
             "format": "dplab-p4-ir", "version": 1, "program": "fuzz",
             "instances": [
                 {"name": "standard_metadata", "kind": "metadata", "bits": 0, "fields": sm_fields},
@@ -1116,8 +1120,31 @@ mod tests {
                 "default_action": {"action": 0, "args": ["0x2"], "const": false},
                 "const_entries": [{"priority": 1, "matches": [{"kind": "ternary", "v": "0x0600", "m": "0xff00"}],
                                    "action": {"action": 1, "args": []}}]}]
-        });
-        crate::program::load(&ir).unwrap()
+        })
+    }
+
+    /// The data path relies on two things the compiler always gives: header fields that
+    /// tile the header, and actions that apply no table. Other IR gets a clear error.
+    #[test]
+    fn loader_rejects_gapped_headers_and_actions_that_apply_tables() {
+        let mut gapped = fuzz_ir();
+        gapped["instances"][1]["fields"][1]["offset"] = json!(50);
+        let err = crate::program::load(&gapped).unwrap_err();
+        assert!(
+            err.contains("hdr.eth") && err.contains("offset 50"),
+            "{err}"
+        );
+        let mut short = fuzz_ir();
+        short["instances"][1]["bits"] = json!(120);
+        let err = crate::program::load(&short).unwrap_err();
+        assert!(err.contains("fields make 112 bits"), "{err}");
+        let mut applying = fuzz_ir();
+        applying["actions"][0]["body"] = json!([{"kind": "apply", "table": 0}]);
+        let err = crate::program::load(&applying).unwrap_err();
+        assert!(
+            err.contains("fwd") && err.contains("cannot apply a table"),
+            "{err}"
+        );
     }
 
     #[test]
