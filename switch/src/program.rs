@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::hashes::HashAlgorithm;
 use crate::tables::MatchKind;
+use crate::values::{Piece, WordPlan};
 
 pub type LoadResult<T> = Result<T, String>;
 
@@ -23,6 +24,54 @@ pub struct Instance {
     pub base: usize,
     /// (width, bit offset) per field.
     pub fields: Vec<(u32, u32)>,
+    /// Headers: where each field's bits lie in the header's bytes, for extract: fields of
+    /// one piece (nearly all) by slot, then the pieces of wider fields.
+    pub wire_narrow: Vec<(usize, Piece)>,
+    pub wire: Vec<WireBits>,
+    /// Headers: how emit writes the fields (they tile the header) as bytes.
+    pub emit: WordPlan,
+}
+
+/// One piece of a header field: the field's slot and where its bits are in the header.
+#[derive(Clone, Copy, Debug)]
+pub struct WireBits {
+    pub slot: usize,
+    pub piece: Piece,
+    /// The field's most significant piece (reading it starts the field's value afresh).
+    pub first: bool,
+}
+
+/// Expressions bit-concatenated MSB-first into a byte string zero-padded to whole bytes
+/// (hash and checksum data), with each item's place in that string worked out at load.
+#[derive(Debug)]
+pub struct Packed {
+    pub items: Vec<Expr>,
+    /// Writes the items' values as bytes: by field slot when `of_fields`, else by item index.
+    pub plan: WordPlan,
+    /// Every item is a plain field (checksums over header fields, the common case): the
+    /// plan reads the fields directly, no expression is evaluated.
+    pub of_fields: bool,
+}
+
+impl Packed {
+    fn new(items: Vec<(Expr, u32)>) -> Packed {
+        let slots: Option<Vec<(usize, u32)>> = items
+            .iter()
+            .map(|(e, w)| match e {
+                Expr::Field(slot) => Some((*slot, *w)),
+                _ => None,
+            })
+            .collect();
+        let plan = match &slots {
+            Some(slots) => WordPlan::new(slots.iter().copied()),
+            None => WordPlan::new(items.iter().enumerate().map(|(i, (_, w))| (i, *w))),
+        };
+        Packed {
+            plan,
+            of_fields: slots.is_some(),
+            items: items.into_iter().map(|(e, _)| e).collect(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +180,7 @@ pub enum Stmt {
         dst: Dest,
         algo: Algo,
         base: Expr,
-        data: Vec<(Expr, u32)>,
+        data: Packed,
         max: Expr,
     },
     Random(Dest, Expr, Expr),
@@ -145,13 +194,13 @@ pub enum Stmt {
     Digest(usize, Vec<(Expr, u32)>),
     VerifyChecksum {
         cond: Expr,
-        data: Vec<(Expr, u32)>,
+        data: Packed,
         checksum: Expr,
         algo: Algo,
     },
     UpdateChecksum {
         cond: Expr,
-        data: Vec<(Expr, u32)>,
+        data: Packed,
         dst: Dest,
         algo: Algo,
     },
@@ -587,7 +636,7 @@ impl Loader<'_> {
                 dst: self.dest_at(v, "dst", at)?,
                 algo: self.algo(v, at)?,
                 base: self.expr_at(v, "base", at)?,
-                data: self.sized_exprs(v, "data", at)?,
+                data: Packed::new(self.sized_exprs(v, "data", at)?),
                 max: self.expr_at(v, "max", at)?,
             },
             "random" => Stmt::Random(
@@ -612,13 +661,13 @@ impl Loader<'_> {
             ),
             "verify_checksum" => Stmt::VerifyChecksum {
                 cond: self.expr_at(v, "cond", at)?,
-                data: self.sized_exprs(v, "data", at)?,
+                data: Packed::new(self.sized_exprs(v, "data", at)?),
                 checksum: self.expr_at(v, "checksum", at)?,
                 algo: self.algo(v, at)?,
             },
             "update_checksum" => Stmt::UpdateChecksum {
                 cond: self.expr_at(v, "cond", at)?,
-                data: self.sized_exprs(v, "data", at)?,
+                data: Packed::new(self.sized_exprs(v, "data", at)?),
                 dst: self.dest_at(v, "dst", at)?,
                 algo: self.algo(v, at)?,
             },
@@ -687,14 +736,36 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
         let is_header = text(inst, "kind", &at)? == "header";
         let bits = num(inst, "bits", &at).unwrap_or(0).max(0) as u32;
         let mut fields = Vec::new();
+        let (mut wire_narrow, mut wire) = (Vec::new(), Vec::new());
         for (j, f) in arr(inst, "fields", &at)?.iter().enumerate() {
             let fat = format!("{at} ({name}).fields[{j}]");
             let w = width(f, "w", &fat)?;
             let offset = num(f, "offset", &fat).unwrap_or(0).max(0) as u32;
-            if is_header && offset + w > bits {
-                return Err(format!("{fat}: field ends past the header's {bits} bits"));
+            if is_header {
+                let expected: u32 = fields.iter().map(|(w, _)| w).sum();
+                if offset != expected {
+                    return Err(format!(
+                        "{fat}: offset {offset}, but the fields before it end at bit {expected}"
+                    ));
+                }
+                match Piece::split(offset as usize, w)[..] {
+                    [piece] => wire_narrow.push((base + j, piece)),
+                    ref pieces => {
+                        wire.extend(pieces.iter().enumerate().map(|(k, piece)| WireBits {
+                            slot: base + j,
+                            piece: *piece,
+                            first: k == 0,
+                        }))
+                    }
+                }
             }
             fields.push((w, offset));
+        }
+        let used: u32 = fields.iter().map(|(w, _)| w).sum();
+        if is_header && used != bits {
+            return Err(format!(
+                "{at} ({name}): fields make {used} bits, the header has {bits}"
+            ));
         }
         if is_header && !bits.is_multiple_of(8) {
             return Err(format!(
@@ -706,7 +777,13 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
             is_header,
             bits,
             base,
+            emit: match is_header {
+                true => WordPlan::new(fields.iter().enumerate().map(|(j, (w, _))| (base + j, *w))),
+                false => WordPlan::default(),
+            },
             fields,
+            wire_narrow,
+            wire,
         });
         base += instances.last().map(|i| i.fields.len()).unwrap_or(0);
     }
@@ -767,6 +844,9 @@ fn load_actions(ir: &Value, loader: &Loader) -> LoadResult<Vec<Action>> {
         }
         let name = text(a, "name", &at)?.to_string();
         let body = loader.block(a, "body", &format!("{at} ({name})"))?;
+        if applies_a_table(&body) {
+            return Err(format!("{at} ({name}): an action cannot apply a table"));
+        }
         actions.push(Action {
             id: num(a, "id", &at)? as u32,
             name,
@@ -775,6 +855,16 @@ fn load_actions(ir: &Value, loader: &Loader) -> LoadResult<Vec<Action>> {
         });
     }
     Ok(actions)
+}
+
+/// Whether statements apply a table (an action's may not: the data path runs an action
+/// while it holds the table entry that chose it).
+fn applies_a_table(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Apply { .. } => true,
+        Stmt::If(_, then, other) => applies_a_table(then) || applies_a_table(other),
+        _ => false,
+    })
 }
 
 fn args(v: &Value, at: &str) -> LoadResult<Vec<u128>> {

@@ -363,6 +363,10 @@ impl Table {
         self.list.clear();
     }
 
+    pub fn entry(&self, slot: usize) -> Option<&Entry> {
+        self.slab.get(slot).and_then(|e| e.as_ref())
+    }
+
     pub fn entry_mut(&mut self, slot: usize) -> Option<&mut Entry> {
         self.slab.get_mut(slot).and_then(|e| e.as_mut())
     }

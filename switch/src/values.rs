@@ -75,6 +75,154 @@ pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u3
     }
 }
 
+/// A run of at most 56 bits of a field laid out in a byte string (network order). With
+/// its bit skew it lies within the big-endian 8-byte window starting at `byte`, so reading
+/// it is one load, a shift and a mask. Fields wider than 56 bits are cut into
+/// several pieces, most significant first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub byte: usize,
+    /// Right shift that brings the piece from its place in the window to the low bits.
+    pub shift: u32,
+    pub width: u32,
+    /// Bits of the field's value below this piece.
+    pub rest: u32,
+}
+
+const PIECE_BITS: u32 = 56;
+
+impl Piece {
+    /// The pieces of a `width`-bit field starting `bit_offset` bits into a byte string.
+    pub fn split(bit_offset: usize, width: u32) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        let mut done = 0;
+        while done < width {
+            let take = (width - done).min(PIECE_BITS);
+            let at = bit_offset + done as usize;
+            pieces.push(Piece {
+                byte: at / 8,
+                shift: 64 - (at % 8) as u32 - take,
+                width: take,
+                rest: width - done - take,
+            });
+            done += take;
+        }
+        pieces
+    }
+
+    /// This piece's bits from `data`, placed where they belong in the field's value.
+    /// `data` must reach 8 bytes past `byte`.
+    #[inline]
+    pub fn read(&self, data: &[u8]) -> u128 {
+        (self.read_low(data) as u128) << self.rest
+    }
+
+    /// This piece's bits from `data` as the low bits (the whole value of a one-piece field).
+    #[inline]
+    pub fn read_low(&self, data: &[u8]) -> u64 {
+        let window = u64::from_be_bytes(window(data, self.byte));
+        (window >> self.shift) & ((1u64 << self.width) - 1)
+    }
+}
+
+#[inline]
+fn window(data: &[u8], byte: usize) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&data[byte..byte + 8]);
+    w
+}
+
+/// One field's share of a 64-bit word of a byte string: `((value >> rshift) & mask) << lshift`.
+#[derive(Clone, Copy, Debug)]
+struct Share {
+    src: usize,
+    rshift: u32,
+    mask: u64,
+    lshift: u32,
+}
+
+/// How to write fields laid out one after the other (MSB first, as P4 emits headers and
+/// concatenates hash data) as bytes: word by word, each 64-bit word assembled in a
+/// register from the fields' shares and appended once (writing field by field into
+/// memory would make each write wait for the one before it).
+#[derive(Debug, Default)]
+pub struct WordPlan {
+    /// Shares of fields of at most 64 bits (worked on as u64), then of wider fields.
+    narrow: Vec<Share>,
+    wide: Vec<Share>,
+    /// Indexes into `narrow` and `wide` where each word's shares end.
+    word_ends: Vec<(usize, usize)>,
+    /// Bytes the fields fill (the last one zero-padded).
+    pub bytes: usize,
+}
+
+impl WordPlan {
+    /// `fields`: (source index, width) in layout order.
+    pub fn new(fields: impl IntoIterator<Item = (usize, u32)>) -> WordPlan {
+        let mut words: Vec<Vec<(bool, Share)>> = Vec::new();
+        let mut bit = 0usize;
+        for (src, width) in fields {
+            let end_bit = bit + width as usize;
+            let mut at = bit;
+            while at < end_bit {
+                let word = at / 64;
+                let end = end_bit.min(64 * (word + 1));
+                let take = (end - at) as u32;
+                if words.len() <= word {
+                    words.resize_with(word + 1, Vec::new);
+                }
+                words[word].push((
+                    width > 64,
+                    Share {
+                        src,
+                        rshift: (end_bit - end) as u32,
+                        mask: (mask(take)) as u64,
+                        lshift: (64 * (word + 1) - end) as u32,
+                    },
+                ));
+                at = end;
+            }
+            bit = end_bit;
+        }
+        let mut plan = WordPlan {
+            bytes: bit.div_ceil(8),
+            ..WordPlan::default()
+        };
+        for shares in words {
+            for (wide, share) in shares {
+                match wide {
+                    true => plan.wide.push(share),
+                    false => plan.narrow.push(share),
+                }
+            }
+            plan.word_ends.push((plan.narrow.len(), plan.wide.len()));
+        }
+        plan
+    }
+
+    /// Appends the fields' bytes to `out`; `value(src)` gives each field's value.
+    #[inline]
+    pub fn emit(&self, out: &mut Vec<u8>, value: impl Fn(usize) -> u128) {
+        let start = out.len();
+        let (mut narrow_from, mut wide_from) = (0, 0);
+        for &(narrow_end, wide_end) in &self.word_ends {
+            let narrow = self.narrow[narrow_from..narrow_end]
+                .iter()
+                .fold(0u64, |acc, s| {
+                    acc | (((value(s.src) as u64) >> s.rshift) & s.mask) << s.lshift
+                });
+            let word = self.wide[wide_from..wide_end]
+                .iter()
+                .fold(narrow, |acc, s| {
+                    acc | ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)
+                });
+            out.extend_from_slice(&word.to_be_bytes());
+            (narrow_from, wide_from) = (narrow_end, wide_end);
+        }
+        out.truncate(start + self.bytes);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +274,41 @@ mod tests {
             assert_eq!(len, 8 + width as usize);
             assert_eq!(read_bits(&out, 8, width), Some(value));
         }
+    }
+
+    /// Pieces read what the bit-by-bit helper does, for every width and skew.
+    #[test]
+    fn pieces_agree_with_read_bits() {
+        let data: Vec<u8> = (0u8..40)
+            .map(|i| i.wrapping_mul(73).wrapping_add(5))
+            .collect();
+        for width in [1u32, 3, 8, 13, 32, 55, 56, 57, 64, 100, 128] {
+            for off in [0usize, 1, 5, 7, 8, 19, 64, 100] {
+                let pieces = Piece::split(off, width);
+                assert!(pieces.iter().all(|p| p.width <= PIECE_BITS));
+                let value = pieces.iter().fold(0, |v, p| v | p.read(&data));
+                assert_eq!(Some(value), read_bits(&data, off, width), "{off}+{width}");
+            }
+        }
+    }
+
+    /// A word plan writes what the bit-by-bit helper does, fields crossing words included.
+    #[test]
+    fn word_plan_agrees_with_write_bits() {
+        let widths = [4u32, 4, 8, 16, 3, 13, 57, 128, 1, 9, 7, 64, 2];
+        let values: Vec<u128> = widths
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834u128 >> i) & mask(*w))
+            .collect();
+        let (mut expected, mut len) = (vec![0xee], 8);
+        for (v, w) in values.iter().zip(widths) {
+            write_bits(&mut expected, &mut len, *v, w);
+        }
+        let plan = WordPlan::new(widths.iter().enumerate().map(|(i, w)| (i, *w)));
+        let mut out = vec![0xee];
+        plan.emit(&mut out, |i| values[i]);
+        assert_eq!(plan.bytes, len.div_ceil(8) - 1);
+        assert_eq!(out, expected);
     }
 }

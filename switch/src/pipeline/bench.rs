@@ -1,0 +1,108 @@
+//! A micro-benchmark of the interpreter alone: benchmarks/switch_l3.p4 (the program of
+//! benchmarks/switch_rate.py, with its one route) over real 64-byte frames, in process,
+//! no I/O. Prints CPU nanoseconds per packet (the thread's CPU time, so time the machine
+//! gave to other work does not count); asserts only that every frame was forwarded.
+//!
+//!     cd switch && cargo test --release l3_ns_per_packet -- --ignored --nocapture
+//!
+//! It compiles the program with the repository's `.venv/bin/dplab`, or reads the IR from
+//! `DPLAB_L3_IR` when that is set.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{Runtime, Worker};
+use crate::tables::{ActionCall, FieldMatch};
+
+fn l3_ir() -> PathBuf {
+    if let Ok(path) = std::env::var("DPLAB_L3_IR") {
+        return PathBuf::from(path);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = std::env::temp_dir().join(format!("dplab-l3bench-{}", std::process::id()));
+    let done = std::process::Command::new(root.join(".venv/bin/dplab"))
+        .args(["p4", "compile"])
+        .arg(root.join("benchmarks/switch_l3.p4"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run .venv/bin/dplab (or set DPLAB_L3_IR)");
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    out.join("switch_l3.ir.json")
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// 60-byte Ethernet/IPv4/UDP frame to 10.0.2.<host>, IPv4 checksum correct.
+fn frame(host: u8) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 0xaa, 2, 0, 0, 0, 0, 1, 8, 0];
+    let mut ip = vec![
+        0x45, 0, 0, 46, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 1, 1, 10, 0, 2, host,
+    ];
+    let sum = crate::hashes::csum16(&ip);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&[0x04, 0xd2, 0x16, 0x2e, 0, 26, 0, 0]);
+    f.resize(60, 0);
+    f
+}
+
+#[test]
+#[ignore]
+fn l3_ns_per_packet() {
+    let ir: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(l3_ir()).expect("read the IR")).expect("IR JSON");
+    let prog = Arc::new(crate::program::load(&ir).expect("load the IR"));
+    let mut rt = Runtime::new(prog.clone()).expect("runtime");
+    let forward = prog
+        .actions
+        .iter()
+        .position(|a| a.name == "L3Ingress.ipv4_forward");
+    let call = ActionCall {
+        action: forward.expect("ipv4_forward"),
+        params: vec![0x0200_0000_0002, 2],
+    };
+    rt.tables[0]
+        .insert(&[FieldMatch::Lpm(0x0a00_0200, 24)], 0, call)
+        .expect("route");
+    let frames: Vec<Vec<u8>> = (1..=16).map(frame).collect();
+    let mut worker = Worker::new(&prog);
+    let (mut out, mut events) = (Vec::new(), Vec::new());
+    let mut run = |n: usize| {
+        let start = thread_cpu_ns();
+        for i in 0..n {
+            worker.process(
+                &mut rt,
+                1,
+                &frames[i % frames.len()],
+                i as u64,
+                &mut out,
+                &mut events,
+            );
+            for (port, bytes) in out.drain(..) {
+                assert_eq!(port, 2);
+                worker.recycle(bytes);
+            }
+        }
+        (thread_cpu_ns() - start) as f64 / n as f64
+    };
+    run(200_000);
+    let mut samples: Vec<f64> = (0..5).map(|_| run(1_000_000)).collect();
+    samples.sort_by(f64::total_cmp);
+    let all: Vec<String> = samples.iter().map(|s| format!("{s:.0}")).collect();
+    println!(
+        "switch_l3: {:.1} CPU ns/packet (median of 5 x 1M; all {all:?})",
+        samples[2]
+    );
+}
