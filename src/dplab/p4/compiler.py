@@ -1,5 +1,6 @@
 """The program pass: declarations, instances, parser, controls, tables -> the IR dict."""
 
+import json
 from pathlib import Path
 
 from dplab.p4.errors import Loc, P4Error
@@ -56,7 +57,10 @@ class Compiler:
                          "controls": {}, "actions": [], "tables": [], "counters": [],
                          "direct_counters": [], "meters": [], "direct_meters": [],
                          "registers": [], "digests": [], "controller_headers": {}}
-        self.action_index: dict[str, int] = {}
+        self.action_index: dict[tuple[str, str], int] = {}   # (name, binding) -> index
+        self.signatures: dict[str, tuple[list, list[dict]]] = {}
+        self.table_bindings: dict[str, int] = {}
+        self.deferred_calls: list[tuple[dict, str, list, Loc]] = []
         self.table_nodes: list[Node] = []
         self.digest_types: dict[str, int] = {}
         self.locals_inst: int | None = None
@@ -82,6 +86,7 @@ class Compiler:
         for stage in STAGES[1:-1]:
             self.ir["controls"][stage] = self.compile_control(stages[stage], root_env)
         self.ir["deparser"] = self.compile_deparser(stages["deparser"], root_env)
+        self.compile_deferred_calls()
         self.ids.assign(self.ir)
         return self.ir
 
@@ -105,6 +110,7 @@ class Compiler:
         elif kind == "action":
             self.action_nodes[decl.name] = (decl, self.globals, "")
             self.globals[decl.name] = ActionRef(decl.name)
+            self.action_params(decl.name)   # checks the parameters where they are declared
         elif kind in ("parser", "control"):
             self.decls[decl.name] = decl
         elif kind == "extern_function" and decl.name in FUNCTIONS:
@@ -384,6 +390,7 @@ class Compiler:
             qualified = self.qualified(local, owner)
             self.action_nodes[qualified] = (local, dict(env), owner)
             env[local.name] = ActionRef(qualified)
+            self.action_params(qualified)
             return []
         if local.kind == "table":
             env[local.name] = TableRef(self.compile_table(local, owner, env))
@@ -435,45 +442,122 @@ class Compiler:
         return ExternRef(kind, len(group) - 1, elem)
 
     # --- actions -------------------------------------------------------------------
-    def action_ir_index(self, name: str, loc: Loc) -> int:
-        """Compile the action (once) and return its index in `actions`."""
-        if name in self.action_index:
-            return self.action_index[name]
-        node, env, _ = self.action_nodes[name]
-        env = dict(env)
-        params = []
-        for i, param in enumerate(node.params):
-            if param.direction:
-                raise P4Error(param.loc, "directional action parameters are not supported; "
-                              "use the block's parameters directly")
+    def action_params(self, name: str) -> tuple[list[tuple[Node, object]], list[dict]]:
+        """(directional parameters with their types, action-data parameters) of an action."""
+        if name in self.signatures:
+            return self.signatures[name]
+        directional: list[tuple[Node, object]] = []
+        data: list[dict] = []
+        for param in self.action_nodes[name][0].params:
             typ = self.resolve_type(param.type)
-            w = width_of(typ)
-            if w is None:
+            if param.direction:
+                if data:
+                    raise P4Error(param.loc, f"directional parameter {param.name} follows an "
+                                  "action-data parameter; P4 puts directional parameters first")
+                directional.append((param, typ))
+                continue
+            if width_of(typ) is None:
                 raise P4Error(param.loc, "action parameters must be bit<W> or bool")
-            params.append({"name": param.name, "w": w})
-            env[param.name] = Val({"op": "param", "w": w, "index": i}, typ)
+            data.append({"name": param.name, "w": width_of(typ), "type": typ})
+        self.signatures[name] = (directional, data)
+        return directional, data
+
+    def bind(self, name: str, args: list[Node], env: Env) -> list[object]:
+        """Evaluate the arguments of an action's directional parameters in the caller's env:
+        `in` -> a value, `out`/`inout` -> the l-value itself (field, variable, header, struct)."""
+        bound = []
+        for (param, typ), arg in zip(self.action_params(name)[0], args, strict=True):
+            if param.direction == "in":
+                if width_of(typ) is None:
+                    raise P4Error(param.loc, "in parameters must be bit<W> or bool")
+                val = self.exprs.value(arg, env, width_of(typ))
+                if val.type != typ and not isinstance(val.type, IntType):
+                    raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
+                                  f"argument is {type_name(val.type)}")
+                bound.append(val)
+                continue
+            target = self.exprs.denote(arg, env) if arg.kind in ("name", "member", "index") \
+                else None
+            if not (isinstance(target, Val) and target.is_field
+                    or isinstance(target, HeaderRef | StructRef)):
+                raise P4Error(arg.loc, f"the argument of {param.direction} parameter "
+                              f"{param.name} must be an l-value (a field, variable, header or "
+                              "struct)")
+            if target.type != typ:
+                raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
+                              f"argument is {type_name(target.type)}")
+            bound.append(target)
+        return bound
+
+    def action_ir_index(self, name: str, loc: Loc, bound: list[object] | None = None) -> int:
+        """Compile the action (once per binding of its directional parameters) and return
+        its index in `actions`. Every specialisation keeps the P4 name (one P4Info action)."""
+        bound = bound or []
+        key = (name, json.dumps([binding_key(b) for b in bound]))
+        if key in self.action_index:
+            return self.action_index[key]
+        node, env, _ = self.action_nodes[name]
+        directional, data = self.action_params(name)
+        if len(bound) != len(directional):
+            raise P4Error(loc, f"action {name} has {len(directional)} directional "
+                          "parameter(s) to bind")
+        env = dict(env)
+        prologue = []
+        for (param, typ), target in zip(directional, bound, strict=True):
+            if param.direction == "in":   # copy-in: the body may write its own copy
+                env[param.name] = self.new_local(param.name, typ, param.loc)
+                prologue.append({"kind": "assign", "dst": {"inst": env[param.name].ir["inst"],
+                                 "field": env[param.name].ir["field"]}, "src": target.ir})
+            else:                         # out/inout: the body works on the l-value itself
+                env[param.name] = target
+        for i, param in enumerate(data):
+            env[param["name"]] = Val({"op": "param", "w": param["w"], "index": i},
+                                     param["type"])
         index = len(self.ir["actions"])
-        self.action_index[name] = index
-        entry = {"name": name, "params": params, "body": []}
+        self.action_index[key] = index
+        entry = {"name": name, "params": [{"name": p["name"], "w": p["w"]} for p in data],
+                 "body": []}
         self.ir["actions"].append(entry)
-        entry["body"] = self.stmts.block(node.body.body, env, Scope(in_action=True))
+        entry["body"] = prologue + self.stmts.block(node.body.body, env, Scope(in_action=True))
+        return index
+
+    def table_action_ir_index(self, name: str, args: list[Node], env: Env, loc: Loc) -> int:
+        """The action a table's action list binds. The switch resolves a control-plane action
+        id to the first IR action with that id, so all tables must bind an action alike."""
+        bound = self.bind(name, args, env)
+        index = self.action_ir_index(name, loc, bound)
+        first = self.table_bindings.setdefault(name, index)
+        if first != index:
+            raise P4Error(loc, f"action {name} is bound to other arguments in another table; "
+                          "one P4 action can be bound only one way across tables")
         return index
 
     def direct_action_call(self, name: str, call: Node, env: Env) -> list[dict]:
-        index = self.action_ir_index(name, call.loc)
-        params = self.ir["actions"][index]["params"]
-        if len(call.args) != len(params):
-            raise P4Error(call.loc, f"action {name} takes {len(params)} argument(s)")
-        args = [self.exprs.bits(a, env, p["w"]).ir if p["w"] else None
-                for a, p in zip(call.args, params, strict=True)]
-        return [{"kind": "call", "action": index, "args": args}]
+        directional, data = self.action_params(name)
+        if len(call.args) != len(directional) + len(data):
+            raise P4Error(call.loc, f"action {name} takes {len(directional) + len(data)} "
+                          "argument(s)")
+        count = len(directional)
+        bound = self.bind(name, call.args[:count], env)
+        args = [self.exprs.bits(a, env, p["w"]).ir
+                for a, p in zip(call.args[count:], data, strict=True)]
+        stmt = {"kind": "call", "action": None, "args": args}
+        if bound:   # compiled after all tables, so a table's binding comes first (see above)
+            self.deferred_calls.append((stmt, name, bound, call.loc))
+        else:
+            stmt["action"] = self.action_ir_index(name, call.loc)
+        return [stmt]
 
-    def action_args(self, index: int, call: Node, env: Env) -> list[str]:
+    def compile_deferred_calls(self) -> None:
+        while self.deferred_calls:
+            stmt, name, bound, loc = self.deferred_calls.pop(0)
+            stmt["action"] = self.action_ir_index(name, loc, bound)
+
+    def action_args(self, index: int, args: list[Node], loc: Loc, env: Env) -> list[str]:
         params = self.ir["actions"][index]["params"]
-        args = call.args if call.kind == "call" else []
         if len(args) != len(params):
-            raise P4Error(call.loc, f"action {self.ir['actions'][index]['name']} takes "
-                          f"{len(params)} argument(s)")
+            raise P4Error(loc, f"action {self.ir['actions'][index]['name']} takes "
+                          f"{len(params)} action-data argument(s)")
         out = []
         for arg, param in zip(args, params, strict=True):
             val = self.exprs.value(arg, env, param["w"])
@@ -535,6 +619,17 @@ class Compiler:
         if isinstance(target, StructRef):
             return [i for m in target.members.values() for i in self.emitted(m, loc)]
         raise P4Error(loc, "emit needs a header, a header stack or a struct of headers")
+
+
+def binding_key(target: object) -> object:
+    """What a directional argument denotes, comparable across calls (IR of fields/instances)."""
+    if isinstance(target, Val):
+        return target.ir
+    if isinstance(target, HeaderRef):
+        return {"header": target.inst}
+    if isinstance(target, StackRef):
+        return {"stack": target.stack}
+    return {name: binding_key(m) for name, m in target.members.items()}
 
 
 def compile_program(path: Path) -> dict:

@@ -24,8 +24,11 @@ class IdAllocator:
         """Give every P4Info-visible object its id, in a name order independent of layout."""
         for group, prefix in PREFIXES.items():
             objects = ir[group].values() if group == "controller_headers" else ir[group]
+            by_name: dict[str, int] = {}   # an action's specialisations share its id
             for obj in sorted(objects, key=lambda o: o["name"]):
-                obj["id"] = self.id_for(prefix, obj["name"])
+                if obj["name"] not in by_name:
+                    by_name[obj["name"]] = self.id_for(prefix, obj["name"])
+                obj["id"] = by_name[obj["name"]]
         for action in ir["actions"]:
             for i, param in enumerate(action["params"]):
                 param["id"] = i + 1

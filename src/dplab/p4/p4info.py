@@ -33,7 +33,11 @@ def build_p4info(ir: dict) -> p4info_pb2.P4Info:
     info.pkg_info.name = ir["program"]
     for table in ir["tables"]:
         _table(info.tables.add(), table, ir)
+    listed: set[int] = set()
     for action in ir["actions"]:
+        if action["id"] in listed:   # another specialisation of the same P4 action
+            continue
+        listed.add(action["id"])
         msg = info.actions.add()
         _preamble(msg, action)
         for param in action["params"]:

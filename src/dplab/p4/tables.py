@@ -55,33 +55,47 @@ class TableCompiler:
         return {"name": names[0].text if names else node.text, "match": node.match.text,
                 "w": val.ir["w"], "expr": val.ir}
 
-    def action_of(self, node: Node) -> tuple[int, Node]:
-        call = node
+    def action_of(self, node: Node, with_data: bool) -> tuple[int, list[Node]]:
+        """The IR action an action-list entry, default action or entry names, and its
+        action-data arguments. Its first arguments bind the directional parameters."""
         name_node = node.func if node.kind == "call" else node
         target = self.c.exprs.denote(name_node, self.env) if name_node.kind == "name" else None
         if not isinstance(target, ActionRef):
             raise P4Error(node.loc, "expected an action name")
-        return self.c.action_ir_index(target.name, node.loc), call
+        args = node.args if node.kind == "call" else []
+        count = len(self.c.action_params(target.name)[0])
+        if with_data:
+            if len(args) < count:
+                raise P4Error(node.loc, f"action {target.name} needs its {count} directional "
+                              "argument(s) first")
+            return self.c.action_ir_index(target.name, node.loc,
+                                          self.c.bind(target.name, args[:count], self.env)), \
+                args[count:]
+        if len(args) != count:
+            raise P4Error(node.loc, f"action {target.name} has {count} directional "
+                          f"parameter(s); the action list binds exactly those, found "
+                          f"{len(args)} argument(s)")
+        return self.c.table_action_ir_index(target.name, args, self.env, node.loc), []
 
     def action_ref(self, ref: Node) -> dict:
-        index, call = self.action_of(ref.call)
-        if call.kind == "call" and call.args:
-            raise P4Error(call.loc, "binding action arguments in the action list is not supported")
+        index, _ = self.action_of(ref.call, with_data=False)
         scope = next((SCOPES[a] for a in ref.annos if a in SCOPES), "table_and_default")
         return {"action": index, "scope": scope}
 
     def allowed(self, index: int, table: dict, node: Node) -> None:
         if index not in [a["action"] for a in table["actions"]]:
-            raise P4Error(node.loc, f"action {self.c.ir['actions'][index]['name']} is not in "
-                          f"the actions of table {table['name']}")
+            raise P4Error(node.loc, f"action {self.c.ir['actions'][index]['name']} (with these "
+                          f"directional arguments) is not in the actions of table "
+                          f"{table['name']}")
 
     def default_action(self, prop: Node | None, table: dict) -> dict:
         if prop is None:
             index = self.c.action_ir_index("NoAction", table.get("loc"))
             return {"action": index, "args": [], "const": False}
-        index, call = self.action_of(prop.value)
+        index, data = self.action_of(prop.value, with_data=True)
         self.allowed(index, table, prop.value)
-        return {"action": index, "args": self.c.action_args(index, call, self.env),
+        return {"action": index,
+                "args": self.c.action_args(index, data, prop.value.loc, self.env),
                 "const": prop.const}
 
     def direct(self, node: Node, kind: str, table: int) -> int:
@@ -102,11 +116,11 @@ class TableCompiler:
                 raise P4Error(node.loc, f"the table has {len(table['keys'])} key(s), this entry "
                               f"{len(sets)}")
             matches = [self.match(s, k) for s, k in zip(sets, table["keys"], strict=True)]
-            index, call = self.action_of(node.action)
+            index, data = self.action_of(node.action, with_data=True)
             self.allowed(index, table, node.action)
+            args = self.c.action_args(index, data, node.action.loc, self.env)
             out.append({"priority": len(nodes) - position, "matches": matches,
-                        "action": {"action": index,
-                                   "args": self.c.action_args(index, call, self.env)}})
+                        "action": {"action": index, "args": args}})
         return out
 
     def value(self, node: Node, width: int) -> int:
