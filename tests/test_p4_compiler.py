@@ -124,3 +124,60 @@ def test_garbled_programs_never_crash(tmp_path: Path) -> None:
         path.write_text(variant)
         with contextlib.suppress(P4Error):
             compile_command(path, tmp_path / "out")
+
+
+DIR_PARAMS = ROOT / "tests" / "p4" / "dir_params.p4"
+
+
+def test_directional_parameters_specialise_the_action_per_binding(tmp_path: Path) -> None:
+    ir, info = compiled(DIR_PARAMS, tmp_path)
+    fields = {i["name"]: n for n, i in enumerate(ir["instances"])}
+    tag, meta = fields["hdr.tag"], fields["meta"]
+    add_to = [a for a in ir["actions"] if a["name"] == "DirIngress.add_to"]
+    assert len(add_to) == 2 and add_to[0]["id"] == add_to[1]["id"]   # table + direct call
+    adder = next(t for t in ir["tables"] if t["name"] == "DirIngress.adder")
+    bound = ir["actions"][adder["actions"][0]["action"]]
+    assert bound["params"] == [{"name": "extra", "w": 8, "id": 1}]
+    copy_in, _, write = bound["body"]
+    assert copy_in["src"] == {"op": "field", "w": 8, "inst": tag, "field": 1}   # in: hdr.tag.b
+    assert write["dst"] == {"inst": tag, "field": 0}                            # inout: hdr.tag.a
+    marker = next(t for t in ir["tables"] if t["name"] == "DirIngress.marker")
+    assert marker["default_action"]["args"] == ["0x33"]
+    assert ir["actions"][marker["default_action"]["action"]]["body"][0]["dst"] == \
+        {"inst": meta, "field": 0}
+    calls = [s for s in ir["controls"]["ingress"]["body"] if s["kind"] == "call"]
+    assert ir["actions"][calls[0]["action"]]["body"][0]["dst"] == {"inst": 0, "field": 1}
+    assert calls[1]["action"] == ir["actions"].index(add_to[1])
+    actions = {a.preamble.name: [(p.id, p.name) for p in a.params] for a in info.actions}
+    assert [a.preamble.name for a in info.actions].count("DirIngress.add_to") == 1
+    assert actions["DirIngress.add_to"] == [(1, "extra")]
+    assert actions["set_port"] == [(1, "v")] and actions["DirIngress.swap_macs"] == []
+
+
+DIR_BAD = [
+    ("action mark(out bit<8> dst, bit<8> v) {",
+     "action mark(bit<8> v, out bit<8> dst) {", "dst) {", "follows an action-data"),
+    ("add_to(meta.x, 1, 0);", "add_to(8w7, 1, 0);", "8w7", "must be an l-value"),
+    ("add_to(hdr.tag.a, hdr.tag.b);", "add_to(hdr.tag.a);", "add_to(hdr.tag.a);",
+     "binds exactly those, found 1"),
+    ("mark(meta.x);\n", "mark;\n", "mark;", "binds exactly those, found 0"),
+    ("default_action = mark(meta.x, 0x33);", "default_action = mark(hdr.tag.d, 0x33);",
+     "mark(hdr.tag.d", "is not in the actions of table"),
+    ("NoAction;\n", "NoAction;\n            add_to(hdr.tag.d, hdr.tag.b);\n",
+     "add_to(hdr.tag.d", "bound to other arguments"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "at", "reason"), DIR_BAD)
+def test_bad_directional_bindings_give_exact_locations(tmp_path: Path, old: str, new: str,
+                                                       at: str, reason: str) -> None:
+    text = DIR_PARAMS.read_text()
+    assert old in text
+    text = text.replace(old, new, 1)
+    path = tmp_path / "bad.p4"
+    path.write_text(text)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if at in s)
+    with pytest.raises(P4Error) as info:
+        compile_command(path, tmp_path / "out")
+    assert reason in info.value.reason
+    assert (info.value.line, info.value.col) == (line, text.splitlines()[line - 1].index(at) + 1)
