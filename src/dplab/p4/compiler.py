@@ -498,9 +498,6 @@ class Compiler:
             return self.action_index[key]
         node, env, _ = self.action_nodes[name]
         directional, data = self.action_params(name)
-        if len(bound) != len(directional):
-            raise P4Error(loc, f"action {name} has {len(directional)} directional "
-                          "parameter(s) to bind")
         env = dict(env)
         prologue = []
         for (param, typ), target in zip(directional, bound, strict=True):
