@@ -9,9 +9,9 @@ floor every switch adds to. Per plane and repetition:
 - one-way delay: a paced UDP stream (rtp_tool through the ``voip`` workload: 1000 packets
   at 200 pps, 32-byte payload) through the switch and, at the same time, one over the
   direct pair, half a period apart. The receivers take kernel receive stamps and all
-  namespaces share one clock, so each packet's delay is exact. Added per hop = the switch path's figure minus
-  the direct pair's (p50, p99, mean each on its own). Measuring both at once keeps the
-  shared machine's drift out of the difference;
+  namespaces share one clock, so each packet's delay is exact. Added per hop = the switch
+  path's figure minus the direct pair's (p50, p99, mean each on its own). Measuring both
+  at once keeps the shared machine's drift out of the difference;
 - per-hop slope: the same across a ``linear`` chain of ``--hops`` switches, (added by the
   chain − added by one switch) / (hops − 1), which leaves the host ends out;
 - TCP: one iperf2 flow for 10 s, first with the offloads the plane leaves (its default),
