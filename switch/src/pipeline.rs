@@ -1147,17 +1147,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn random_bytes_never_panic_and_output_stays_bounded() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
-        let mut seed = 0x1234_5678_9abc_def1u64;
-        let mut rand = move || {
+    /// A small deterministic random source (xorshift64) for the packet fuzz tests.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             seed
-        };
+        }
+    }
+
+    #[test]
+    fn random_bytes_never_panic_and_output_stays_bounded() {
+        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
+        let mut worker = Worker::new(&rt.prog);
+        let mut rand = xorshift(0x1234_5678_9abc_def1);
         let (mut out, mut events) = (Vec::new(), Vec::new());
         let mut forwarded = 0;
         for i in 0..50_000 {
@@ -1194,13 +1198,7 @@ mod tests {
     fn random_packets_give_the_recorded_outputs() {
         let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
         let mut worker = Worker::new(&rt.prog);
-        let mut seed = 0x0bad_cafe_f00d_1234u64;
-        let mut rand = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rand = xorshift(0x0bad_cafe_f00d_1234);
         let (mut out, mut events) = (Vec::new(), Vec::new());
         let mut record = Vec::new();
         for i in 0..20_000u64 {
