@@ -217,21 +217,13 @@ impl Worker {
         self.now_ns = now_ns;
         self.now_stamp = ((now_ns / 1000) as u128) & mask(48);
         self.stats.packets += 1;
-        let Runtime {
-            prog,
-            tables,
-            counters,
-            meters,
-            registers,
-            pre,
-        } = rt;
         let mut cx = Ctx {
-            prog,
-            tables,
-            counters,
-            meters,
-            registers,
-            pre,
+            prog: &rt.prog,
+            tables: &mut rt.tables,
+            counters: &mut rt.counters,
+            meters: &mut rt.meters,
+            registers: &mut rt.registers,
+            pre: &rt.pre,
             out,
             events,
             pending: Vec::new(),
