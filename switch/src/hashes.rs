@@ -63,19 +63,35 @@ pub fn crc32(data: &[u8]) -> u32 {
 
 /// The Internet checksum: ones' complement of the ones' complement sum of 16-bit words.
 pub fn csum16(data: &[u8]) -> u16 {
-    let mut sum: u32 = 0;
-    for pair in data.chunks(2) {
-        let word = if pair.len() == 2 {
-            u16::from_be_bytes([pair[0], pair[1]])
-        } else {
-            (pair[0] as u16) << 8
-        };
-        sum += word as u32;
+    !fold(sum_bytes(data))
+}
+
+/// Ones' complement sum of big-endian 16-bit words (a trailing odd byte padded with 0),
+/// not yet folded: partial sums (a pseudo-header, then data) add up before one fold.
+pub fn sum_bytes(data: &[u8]) -> u64 {
+    let mut words = data.chunks_exact(4);
+    let mut sum: u64 = words
+        .by_ref()
+        .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as u64)
+        .sum();
+    let rest = words.remainder();
+    let mut pairs = rest.chunks_exact(2);
+    sum += pairs
+        .by_ref()
+        .map(|p| u16::from_be_bytes([p[0], p[1]]) as u64)
+        .sum::<u64>();
+    if let [last] = pairs.remainder() {
+        sum += (*last as u64) << 8;
     }
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
+    sum
+}
+
+/// Folds a [`sum_bytes`] sum into 16 bits (end-around carry).
+pub fn fold(mut sum: u64) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
     }
-    !(sum as u16)
+    sum as u16
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 //! and flags (FIN/PSH on the last segment only, CWR on the first only) and a complete
 //! L4 checksum. Metadata that does not describe the packet is refused, never trusted.
 
+use crate::hashes::{csum16, fold, sum_bytes};
+
 /// struct virtio_net_hdr: flags, gso_type (u8 each), hdr_len, gso_size, csum_start,
 /// csum_offset (u16, little-endian on this host).
 pub const VNET_HDR_LEN: usize = 10;
@@ -247,8 +249,7 @@ fn fix_segment(seg: &mut [u8], at: &Layout, index: usize, count: usize, size: us
         put16(seg, at.l3 + 4, id);
         put16(seg, at.l3 + 10, 0);
         let ihl = at.l4 - at.l3;
-        let sum = !fold(sum_bytes(&seg[at.l3..at.l3 + ihl]));
-        put16(seg, at.l3 + 10, sum);
+        put16(seg, at.l3 + 10, csum16(&seg[at.l3..at.l3 + ihl]));
     } else {
         put16(seg, at.l3 + 4, (seg.len() - at.l3 - 40) as u16);
     }
@@ -287,36 +288,9 @@ fn finish_checksum(packet: &mut [u8], start: usize, offset: usize) -> Result<(),
     if field + 2 > packet.len() {
         return Err(Malformed::ChecksumOutside);
     }
-    let sum = !fold(sum_bytes(&packet[start..]));
+    let sum = csum16(&packet[start..]);
     put16(packet, field, if sum == 0 { 0xffff } else { sum });
     Ok(())
-}
-
-/// One's-complement sum of big-endian 16-bit words (a trailing odd byte padded with 0),
-/// not yet folded.
-fn sum_bytes(data: &[u8]) -> u64 {
-    let mut words = data.chunks_exact(4);
-    let mut sum: u64 = words
-        .by_ref()
-        .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]) as u64)
-        .sum();
-    let rest = words.remainder();
-    let mut pairs = rest.chunks_exact(2);
-    sum += pairs
-        .by_ref()
-        .map(|p| u16::from_be_bytes([p[0], p[1]]) as u64)
-        .sum::<u64>();
-    if let [last] = pairs.remainder() {
-        sum += (*last as u64) << 8;
-    }
-    sum
-}
-
-fn fold(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
 }
 
 #[cfg(test)]
