@@ -156,7 +156,7 @@ fn readable(fd: i32) -> libc::pollfd {
 
 /// CPU time this thread has run (user and system, with the softirq work the kernel does
 /// in its system calls).
-fn thread_cpu_ns() -> u64 {
+pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 

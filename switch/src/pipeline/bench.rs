@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{Runtime, Worker};
+use crate::dataplane::thread_cpu_ns;
 use crate::tables::{ActionCall, FieldMatch};
 
 fn l3_ir() -> PathBuf {
@@ -33,15 +34,6 @@ fn l3_ir() -> PathBuf {
         String::from_utf8_lossy(&done.stderr)
     );
     out.join("switch_l3.ir.json")
-}
-
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// 60-byte Ethernet/IPv4/UDP frame to 10.0.2.<host>, IPv4 checksum correct.
