@@ -50,7 +50,6 @@ pub struct Sent {
 struct TxPath {
     fd: RawFd,
     ring: TxRing,
-    map: *mut libc::c_void,
     /// Longest packet that goes through the ring: the ring does not check the MTU.
     max_len: usize,
     /// Lengths of the packets queued in the ring this round, in ring order.
@@ -78,10 +77,8 @@ impl TxPath {
 
 impl Drop for TxPath {
     fn drop(&mut self) {
-        unsafe {
-            libc::munmap(self.map, TX_FRAME_SIZE * TX_FRAME_COUNT);
-            libc::close(self.fd);
-        }
+        self.ring.unmap();
+        unsafe { libc::close(self.fd) };
     }
 }
 
@@ -413,50 +410,16 @@ fn send_one(fd: RawFd, packet: &[u8]) -> usize {
     (unsafe { libc::sendmsg(fd, &msg, 0) } >= 0) as usize
 }
 
-/// A socket bound to the interface that only transmits (protocol 0: it receives nothing),
-/// with its transmit ring mapped.
+/// The transmit socket of interface `name`, with its transmit ring mapped.
 fn open_tx_path(name: &str, ifindex: i32) -> io::Result<TxPath> {
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fail = |what: &str, e: io::Error| {
-        unsafe { libc::close(fd) };
-        io::Error::new(e.kind(), format!("{what}: {e}"))
-    };
-    let version: libc::c_int = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
-    let one: libc::c_int = 1;
-    if !set_option(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
-        || !set_option(fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one)
-    {
-        return Err(fail("setsockopt", io::Error::last_os_error()));
-    }
-    txring::request(fd, TX_FRAME_SIZE, TX_FRAME_COUNT).map_err(|e| fail("PACKET_TX_RING", e))?;
-    let len = TX_FRAME_SIZE * TX_FRAME_COUNT;
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
-    let map = unsafe { libc::mmap(ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
-    if map == libc::MAP_FAILED {
-        return Err(fail("mmap", io::Error::last_os_error()));
-    }
+    let (fd, ring) = txring::open(ifindex, TX_FRAME_SIZE, TX_FRAME_COUNT)?;
     // From here on TxPath's Drop unmaps and closes.
-    let ring = unsafe { TxRing::new(map as *mut u8, TX_FRAME_SIZE, TX_FRAME_COUNT) };
     let mut tx = TxPath {
         fd,
         ring,
-        map,
         max_len: 0,
         queued: Vec::new(),
     };
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_ifindex = ifindex;
-    let alen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-    if unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, alen) } != 0 {
-        return Err(io::Error::other(format!(
-            "bind: {}",
-            io::Error::last_os_error()
-        )));
-    }
     tx.max_len = tx.ring.max_packet().min(interface_mtu(fd, name)? + 14);
     Ok(tx)
 }

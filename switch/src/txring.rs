@@ -49,9 +49,51 @@ pub struct Flushed {
     pub error: Option<io::Error>,
 }
 
-/// Asks the kernel for a transmit ring of `frame_count` frames of `frame_size` bytes on
-/// `fd`; map it (after the receive ring, if any) and wrap it with [`TxRing::new`].
-pub fn request(fd: RawFd, frame_size: usize, frame_count: usize) -> io::Result<()> {
+/// A socket bound to interface `ifindex` that only transmits (protocol 0: it receives
+/// nothing), bypassing the qdisc layer, with a transmit ring of `frame_count` frames of
+/// `frame_size` bytes mapped. On error nothing is left open.
+pub fn open(ifindex: i32, frame_size: usize, frame_count: usize) -> io::Result<(RawFd, TxRing)> {
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fail = |what: &str, e: io::Error| {
+        unsafe { libc::close(fd) };
+        io::Error::new(e.kind(), format!("{what}: {e}"))
+    };
+    let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+    let one: libc::c_int = 1;
+    setsockopt(fd, libc::PACKET_VERSION, &version)
+        .and_then(|_| setsockopt(fd, libc::PACKET_QDISC_BYPASS, &one))
+        .map_err(|e| fail("setsockopt", e))?;
+    request(fd, frame_size, frame_count).map_err(|e| fail("PACKET_TX_RING", e))?;
+    let len = frame_size * frame_count;
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let map = unsafe { libc::mmap(ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if map == libc::MAP_FAILED {
+        return Err(fail("mmap", io::Error::last_os_error()));
+    }
+    let ring = TxRing {
+        base: map as *mut u8,
+        frame_size,
+        frame_count,
+        next: 0,
+        queued: 0,
+    };
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_ifindex = ifindex;
+    let alen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    if unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, alen) } != 0 {
+        let e = io::Error::last_os_error();
+        ring.unmap();
+        return Err(fail("bind", e));
+    }
+    Ok((fd, ring))
+}
+
+/// Asks the kernel for a transmit ring of `frame_count` frames of `frame_size` bytes on `fd`.
+fn request(fd: RawFd, frame_size: usize, frame_count: usize) -> io::Result<()> {
     let block_size = frame_size.max(1 << 16);
     let req = libc::tpacket_req {
         tp_block_size: block_size as u32,
@@ -67,7 +109,7 @@ pub fn request(fd: RawFd, frame_size: usize, frame_count: usize) -> io::Result<(
 }
 
 /// One SOL_PACKET socket option.
-pub fn setsockopt<T>(fd: RawFd, opt: i32, value: &T) -> io::Result<()> {
+fn setsockopt<T>(fd: RawFd, opt: i32, value: &T) -> io::Result<()> {
     let len = std::mem::size_of::<T>() as libc::socklen_t;
     let rc = unsafe {
         libc::setsockopt(
@@ -86,19 +128,14 @@ pub fn setsockopt<T>(fd: RawFd, opt: i32, value: &T) -> io::Result<()> {
 }
 
 impl TxRing {
-    /// Wraps a mapped ring of `frame_count` frames of `frame_size` bytes at `base`.
-    ///
-    /// # Safety
-    /// `base` must point at the mapped transmit ring of a socket set up with [`request`]
-    /// with the same sizes, and stay mapped for the life of the `TxRing`.
-    pub unsafe fn new(base: *mut u8, frame_size: usize, frame_count: usize) -> TxRing {
-        TxRing {
-            base,
-            frame_size,
-            frame_count,
-            next: 0,
-            queued: 0,
-        }
+    /// Unmaps the ring; the socket stays open. The ring is not to be used after this.
+    pub fn unmap(&self) {
+        unsafe {
+            libc::munmap(
+                self.base as *mut libc::c_void,
+                self.frame_size * self.frame_count,
+            )
+        };
     }
 
     /// Largest packet a frame holds.

@@ -126,34 +126,7 @@ fn interface_index(iface: &str) -> Result<i32, String> {
 
 /// A bound AF_PACKET socket with a mapped transmit ring.
 fn open_ring(iface: &str) -> Result<(i32, TxRing), String> {
-    let ifindex = interface_index(iface)?;
-    let os_err = |what: &str| format!("{what}: {}", std::io::Error::last_os_error());
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
-    if fd < 0 {
-        return Err(os_err("socket"));
-    }
-    let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
-    let one: libc::c_int = 1;
-    txring::setsockopt(fd, libc::PACKET_VERSION, &version)
-        .and_then(|_| txring::setsockopt(fd, libc::PACKET_QDISC_BYPASS, &one))
-        .map_err(|e| format!("setsockopt: {e}"))?;
-    txring::request(fd, FRAME_SIZE, FRAME_COUNT).map_err(|e| format!("PACKET_TX_RING: {e}"))?;
-    let len = FRAME_SIZE * FRAME_COUNT;
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
-    let map = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
-    if map == libc::MAP_FAILED {
-        return Err(os_err("mmap of the transmit ring"));
-    }
-    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    addr.sll_family = libc::AF_PACKET as u16;
-    addr.sll_ifindex = ifindex;
-    let alen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-    if unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, alen) } != 0 {
-        return Err(os_err("bind"));
-    }
-    Ok((fd, unsafe {
-        TxRing::new(map as *mut u8, FRAME_SIZE, FRAME_COUNT)
-    }))
+    txring::open(interface_index(iface)?, FRAME_SIZE, FRAME_COUNT).map_err(|e| e.to_string())
 }
 
 /// One of the interface's statistics counters (sysfs of this network namespace).
