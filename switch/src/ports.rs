@@ -342,7 +342,6 @@ impl Port {
             };
         };
         let mut sent = Sent::default();
-        tx.queued.clear();
         for p in packets {
             if p.len() > tx.max_len {
                 let n = send_one(self.fd, p);
