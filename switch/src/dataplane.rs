@@ -196,6 +196,8 @@ impl Loop {
         }
         let wall = realtime_ns();
         for pi in 0..self.ports.len() {
+            // Tallied per port and round: the shared counters are atomics.
+            let (mut packets, mut bytes) = (0, 0);
             for _ in 0..BATCH {
                 let Some(frame) = self.ports[pi].next_rx() else {
                     break;
@@ -205,11 +207,10 @@ impl Loop {
                 let got = self.ports[pi].read_frame(&frame, &mut self.rx);
                 self.ports[pi].release(frame);
                 work += 1;
-                let counters = &shared.port_counters[pi];
-                add(&counters.rx_packets, got.packets);
-                add(&counters.rx_bytes, got.bytes);
+                packets += got.packets;
+                bytes += got.bytes;
                 if !got.ok {
-                    add(&counters.drops, 1);
+                    add(&shared.port_counters[pi].drops, 1);
                     continue;
                 }
                 // Each wire packet (segment) goes through the pipeline on its own.
@@ -218,6 +219,10 @@ impl Loop {
                     self.process(&mut guard, number, rx.get(i), now);
                 }
                 self.rx = rx;
+            }
+            if packets > 0 {
+                add(&shared.port_counters[pi].rx_packets, packets);
+                add(&shared.port_counters[pi].rx_bytes, bytes);
             }
         }
         drop(guard);
