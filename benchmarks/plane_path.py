@@ -282,10 +282,6 @@ def spread(values: list, digits: int = 1) -> str:
             f"[{min(got):.{digits}f}–{max(got):.{digits}f}]")
 
 
-def spread_gbit(values: list) -> str:
-    return spread(values, digits=2)
-
-
 def verdict(values: list, ok: Callable[[float], bool]) -> str:
     got = [v for v in values if isinstance(v, int | float)]
     return "—" if not got else ("meets" if ok(statistics.median(got)) else "misses")
@@ -319,7 +315,7 @@ def tcp_table(rows: dict[str, list[dict]]) -> list[str]:
         offloads = " / ".join(sorted({o for o in col.get("offloads", []) if o}))
         cells = []
         for setting in ("default", "off"):
-            cells += [spread_gbit(col.get(f"tcp_{setting}_gbit", [])),
+            cells += [spread(col.get(f"tcp_{setting}_gbit", []), digits=2),
                       spread(col.get(f"tcp_{setting}_plane_cpu_pct", []), digits=0),
                       spread(col.get(f"tcp_{setting}_softirq_pct", []), digits=0)]
         lines.append(f"| {label} | {offloads} | {' | '.join(cells)} |")
