@@ -112,7 +112,7 @@ def forwarding(label: str, topo: Topology) -> Iterator[Network]:
             yield net
         return
     kind, options = PLANES[label]
-    plane = planes.create(kind, dict(options))
+    plane = planes.create(kind, options)
     with Network(topo, addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:
         try:
