@@ -15,10 +15,10 @@ floor every switch adds to. Per plane and repetition:
 - per-hop slope: the same across a ``linear`` chain of ``--hops`` switches, (added by the
   chain − added by one switch) / (hops − 1), which leaves the host ends out;
 - TCP: one iperf2 flow for 10 s, first with the offloads the plane leaves (its default),
-  then with ``tx``/``tso``/``gso`` off on every host and switch port (what the p4 plane must
-  do; a plane already in that state is not measured twice). The direct pair's TCP is
-  measured alone at the start of the repetition. ``--no-tcp`` leaves TCP out (a quick
-  latency-only run).
+  then with ``tx``/``tso``/``gso`` off on every host and switch port (every plane moving
+  wire-sized frames; a plane already in that state is not measured twice). The direct
+  pair's TCP is measured alone at the start of the repetition. ``--no-tcp`` leaves TCP out
+  (a quick latency-only run).
 
 Configurations interleave within a repetition so drift of the shared machine hits all alike.
 Medians over repetitions (with min–max); ``--write`` replaces this benchmark's section of
@@ -112,7 +112,7 @@ def forwarding(label: str, topo: Topology) -> Iterator[Network]:
             yield net
         return
     kind, options = PLANES[label]
-    plane = planes.create(kind, dict(options))
+    plane = planes.create(kind, options)
     with Network(topo, addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:
         try:
@@ -178,7 +178,7 @@ def host_offloads(net: Network) -> str:
 
 
 def offloads_off(net: Network) -> None:
-    """tx checksum, TSO and GSO off on every host and switch port, as the p4 plane does."""
+    """tx checksum, TSO and GSO off on every host and switch port."""
     jobs = {net.host_ns(h): [HOST_IF] for h in net.topo.hosts()}
     for switch in net.topo.switches():
         jobs.setdefault(net.switch_ns(switch), []).extend(net.switch_ports(switch).values())
@@ -282,10 +282,6 @@ def spread(values: list, digits: int = 1) -> str:
             f"[{min(got):.{digits}f}–{max(got):.{digits}f}]")
 
 
-def spread_gbit(values: list) -> str:
-    return spread(values, digits=2)
-
-
 def verdict(values: list, ok: Callable[[float], bool]) -> str:
     got = [v for v in values if isinstance(v, int | float)]
     return "—" if not got else ("meets" if ok(statistics.median(got)) else "misses")
@@ -319,7 +315,7 @@ def tcp_table(rows: dict[str, list[dict]]) -> list[str]:
         offloads = " / ".join(sorted({o for o in col.get("offloads", []) if o}))
         cells = []
         for setting in ("default", "off"):
-            cells += [spread_gbit(col.get(f"tcp_{setting}_gbit", [])),
+            cells += [spread(col.get(f"tcp_{setting}_gbit", []), digits=2),
                       spread(col.get(f"tcp_{setting}_plane_cpu_pct", []), digits=0),
                       spread(col.get(f"tcp_{setting}_softirq_pct", []), digits=0)]
         lines.append(f"| {label} | {offloads} | {' | '.join(cells)} |")
@@ -390,12 +386,12 @@ def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
         "  the veth defaults (checksum offload, TSO, GSO on: the kernel moves 64 KiB",
         "  segments, never cut into frames inside the namespaces); OVS's userspace datapath",
         "  needs `tx off` (a checksum left to offload would never be filled in), which also",
-        "  drops TSO (GSO stays on, so",
-        "  segments are cut into frames before they reach the switch); the p4 switch",
-        "  needs whole, checksummed frames, so its plane turns `tx`, `tso` and `gso` off.",
-        "  `offloads off` = the p4 plane's setting applied to every plane (host and switch",
-        "  ports), the like-for-like comparison of per-packet forwarding cost. Where a plane",
-        "  already runs in that state the figure is the same measurement.",
+        "  drops TSO (GSO stays on, so segments are cut into frames before they reach the",
+        "  switch); the p4 plane keeps them on, its switch finishes checksums and cuts",
+        "  super-packets into frames itself. `offloads off` = `tx`, `tso` and `gso` off on",
+        "  every host and switch port, for every plane: the like-for-like comparison of",
+        "  per-packet forwarding cost. Where a plane already runs in that state the figure",
+        "  is the same measurement.",
         "- Where the time goes. The p4 switch (`dplab-switch`) moves every frame through",
         "  AF_PACKET rings in user space: two more kernel crossings per frame than a bridge,",
         "  and at low load its thread sleeps between packets; waking it costs tens of µs on",

@@ -23,8 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,14 +228,14 @@ def measure(seconds: float, reps: int) -> dict:
         with forwarders.p4_switch(L3_NAME, l3_ir, [L3_ROUTE], SWITCH_CORE) as fwd:
             results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
             set_rate = one_run(fwd, SIZES[0], seconds, pps=SET_RATE_PPS)["pktblast"]
-        others: list[Callable[[], AbstractContextManager[forwarders.Forwarder]]] = [
-            lambda: forwarders.p4_switch(FORWARD_NAME, forward_ir, [], SWITCH_CORE),
-            lambda: forwarders.ovs(SWITCH_CORE),
-            lambda: forwarders.linux_bridge(SWITCH_CORE),
-            lambda: forwarders.linux_router(SWITCH_CORE),
-        ]
-        for start in others:
-            with start() as fwd:
+        others = (  # each starts only when its `with` enters, after the one before stopped
+            forwarders.p4_switch(FORWARD_NAME, forward_ir, [], SWITCH_CORE),
+            forwarders.ovs(SWITCH_CORE),
+            forwarders.linux_bridge(SWITCH_CORE),
+            forwarders.linux_router(SWITCH_CORE),
+        )
+        for other in others:
+            with other as fwd:
                 results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
     return {
         "results": results,

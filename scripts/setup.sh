@@ -12,12 +12,13 @@ APT_PACKAGES=(
   python3-venv chromium ffmpeg
 )
 
+# A short hash of the given files, or of stdin without arguments.
 fingerprint() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
 done_before() { [ -f "$stamps/$1" ] && [ "$(cat "$stamps/$1")" = "$2" ]; }
 mark_done() { mkdir -p "$stamps"; echo "$2" > "$stamps/$1"; }
 
 install_debian_packages() {
-  local want; want="$(echo "${APT_PACKAGES[*]}" | sha256sum | cut -c1-16)"
+  local want; want="$(echo "${APT_PACKAGES[*]}" | fingerprint)"
   done_before apt "$want" && return 0
   local missing=()
   for p in "${APT_PACKAGES[@]}"; do
@@ -46,7 +47,7 @@ install_python_env() {
 # The P4 software switch (Rust, switch/): rebuilt in release mode when its sources change.
 build_p4_switch() {
   local crate="$root/switch" cargo
-  local want; want="$(find "$crate/src" "$crate/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | sha256sum | cut -c1-16)"
+  local want; want="$(find "$crate/src" "$crate/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | fingerprint)"
   [ -x "$crate/target/release/dplab-switch" ] && done_before p4switch "$want" && return 0
   cargo="$(command -v cargo || true)"
   [ -n "$cargo" ] || for c in "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" /root/.cargo/bin/cargo; do
@@ -70,7 +71,7 @@ P4RT_SHELL_PACKAGES=(
 )
 install_p4runtime_shell() {
   local venv="$root/.venv-p4rt-shell"
-  local want; want="$(echo "${P4RT_SHELL_PACKAGES[*]}" | sha256sum | cut -c1-16)"
+  local want; want="$(echo "${P4RT_SHELL_PACKAGES[*]}" | fingerprint)"
   [ -x "$venv/bin/python" ] && done_before p4rt-shell "$want" && return 0
   echo "setup: installing p4runtime-shell in $venv" >&2
   python3 -m venv "$venv"

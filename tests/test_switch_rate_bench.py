@@ -46,14 +46,11 @@ def without_source_mac(frame: bytes) -> bytes:
 
 
 def expected(kind: str) -> bytes:
-    sent = forwarders.frame(SIZE)
     if kind == L2:
-        return sent
-    ttl = bytes([sent[22] - 1])
-    header = sent[14:22] + ttl + sent[23:24] + b"\0\0" + sent[26:34]
-    checksum = switch_rig.ipv4_checksum(header).to_bytes(2, "big")
-    return (switch_rig.mac(forwarders.NEXT_HOP_MAC) + sent[6:22] + ttl + sent[23:24]
-            + checksum + sent[26:])
+        return forwarders.frame(SIZE)
+    # The sent frame (TTL 64) to the next hop with one TTL less and its checksum redone.
+    return switch_rig.udp_frame(forwarders.NEXT_HOP_MAC, forwarders.FRAME_SRC, forwarders.SRC_IP,
+                                forwarders.DST_IP, size=SIZE, ttl=63)
 
 
 def check_delivery(fwd: forwarders.Forwarder, kind: str) -> None:
