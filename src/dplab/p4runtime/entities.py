@@ -314,12 +314,16 @@ class Entities:
         """(id, cell) of each counter/meter/register cell a read asks for: every instance
         when the id is 0 (wildcard), one cell when the request names an index."""
         ids = [wanted_id] if wanted_id else list(getattr(self.index, kind))
-        req = {"index": want.index.index} if want.HasField("index") else {}
-        extern = kind.removesuffix("s")  # the switch's command and field: counter_read ...
         for ident in ids:
-            self.index.lookup(kind, ident)
-            for cell in self.switch.call(f"{extern}_read", **{extern: ident}, **req)["cells"]:
+            for cell in self.cells(kind.removesuffix("s"), ident, want):
                 yield ident, cell
+
+    def cells(self, extern: str, ident: int, want) -> list[dict]:
+        """The cells of counter/meter/register ``ident`` (``extern``: the switch's command
+        and field, e.g. counter_read): all, or the one whose index ``want`` names."""
+        self.index.lookup(f"{extern}s", ident)
+        req = {"index": want.index.index} if want.HasField("index") else {}
+        return self.switch.call(f"{extern}_read", **{extern: ident}, **req)["cells"]
 
     def _read_digest_entry(self, want: pb.DigestEntry) -> Iterator[pb.DigestEntry]:
         if want.digest_id:
