@@ -23,7 +23,7 @@ from p4runtime_rig import (
     update_code_of,
     update_codes,
 )
-from switch_rig import Rig
+from switch_rig import Rig, udp_frame
 from test_p4runtime_entities import acl, frame, lpm, send_and_capture
 
 from dplab.p4runtime.entries import Entry
