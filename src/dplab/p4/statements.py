@@ -12,7 +12,6 @@ from dplab.p4.types import (
     FunctionRef,
     HeaderRef,
     IntType,
-    StackRef,
     StructRef,
     TableRef,
     Val,
