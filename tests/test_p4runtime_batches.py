@@ -24,7 +24,7 @@ from p4runtime_rig import (
     update_codes,
 )
 from switch_rig import Rig, udp_frame
-from test_p4runtime_entities import acl, lpm, send_and_capture
+from test_p4runtime_entities import acl, frame, lpm, send_and_capture
 
 from dplab.p4runtime.entries import Entry
 from dplab.p4runtime.installer import InstallError, install
@@ -109,10 +109,6 @@ def rt(served, programs):
     with primary_client(address, programs["rt"], election=10) as (client, _):
         rig.drain()
         yield rig, client, Names(programs["rt"][1])
-
-
-def frame(dst_ip: str, src_ip: str = "10.0.0.1", ttl: int = 64) -> bytes:
-    return udp_frame("00:00:00:00:00:02", "00:00:00:00:00:01", src_ip, dst_ip, ttl=ttl)
 
 
 def write(client: Client, updates: list[tuple[int, pb.Entity]], atomicity=ROLLBACK) -> None:

@@ -21,11 +21,10 @@ from p4runtime_rig import (
     update_codes,
 )
 from switch_rig import udp_frame
+from test_p4runtime_server import DST, TABLE, forward_entry
 
 pytestmark = pytest.mark.net
 ROOT = Path(__file__).resolve().parents[1]
-TABLE = "BasicIngress.mac_exact"
-DST = "00:00:00:00:00:02"
 SET_PIPELINE = pb.SetForwardingPipelineConfigRequest
 OK, INVALID = 0, grpc.StatusCode.INVALID_ARGUMENT.value[0]
 
@@ -47,16 +46,6 @@ def ctl(served, program):
     with primary_client(address, program, election=10) as (client, _):
         rig.drain()
         yield rig, client, Names(program[1])
-
-
-def forward(n: Names, mac: str, port: int) -> pb.Entity:
-    entity = pb.Entity()
-    entry = entity.table_entry
-    entry.table_id = n[TABLE]
-    entry.match.add(field_id=1).exact.value = bytes.fromhex(mac.replace(":", ""))
-    entry.action.action.action_id = n["BasicIngress.forward"]
-    entry.action.action.params.add(param_id=1, value=bytes([port]))
-    return entity
 
 
 def table_probe(n: Names) -> pb.Entity:
@@ -82,16 +71,16 @@ def test_a_failed_update_is_reported_as_a_batch_error_and_rpc_wide_errors_are_no
     """Spec 12.4: UNKNOWN with one p4.v1.Error per update, even for one update; an error
     before any update is tried (bad device, not primary) is the RPC's own, no details."""
     _, client, n = ctl
-    client.write(forward(n, DST, 2))
+    client.write(forward_entry(n.info, DST, 2))
     with pytest.raises(grpc.RpcError) as failed:
-        client.write(forward(n, DST, 3))
+        client.write(forward_entry(n.info, DST, 3))
     assert failed.value.code() == grpc.StatusCode.UNKNOWN
     assert update_codes(failed.value) == [grpc.StatusCode.ALREADY_EXISTS.value[0]]
     for req, code in ((pb.WriteRequest(device_id=9, election_id=client.election),
                        grpc.StatusCode.NOT_FOUND),
                       (pb.WriteRequest(device_id=1, election_id=pb.Uint128(low=3)),
                        grpc.StatusCode.PERMISSION_DENIED)):
-        req.updates.add(type=pb.Update.INSERT, entity=forward(n, "00:00:00:00:00:05", 2))
+        req.updates.add(type=pb.Update.INSERT, entity=forward_entry(n.info, "00:00:00:00:00:05", 2))
         with pytest.raises(grpc.RpcError) as refused:
             client.stub.Write(req)
         assert refused.value.code() == code
@@ -103,7 +92,7 @@ def test_a_bad_read_request_fails_alone(ctl):
     """Spec 11.2: the valid requests of a Read batch are answered, the status is UNKNOWN
     with one p4.v1.Error per request (OK for the valid ones)."""
     _, client, n = ctl
-    client.write(forward(n, DST, 2))
+    client.write(forward_entry(n.info, DST, 2))
     unknown_table = pb.Entity()
     unknown_table.table_entry.table_id = 12345
     empty = pb.Entity()  # no entity kind: INVALID_ARGUMENT, not a wildcard over everything
@@ -148,7 +137,7 @@ def test_pipeline_config_actions_and_their_errors(tmp_path, program):
         client.stub.SetForwardingPipelineConfig(pipeline_request(
             client, SET_PIPELINE.VERIFY_AND_COMMIT, loaded_config(program)))
         n = Names(program[1])
-        client.write(forward(n, DST, 2))
+        client.write(forward_entry(n.info, DST, 2))
         same = loaded_config(program)
         same.cookie.cookie = 8
         client.stub.SetForwardingPipelineConfig(pipeline_request(
@@ -176,7 +165,7 @@ def test_idle_timeouts_only_where_the_spec_allows_them(ctl):
     """Spec 9.1.8: time_since_last_hit is for reads (set iff asked), a default entry takes
     no idle timeout."""
     _, client, n = ctl
-    entry = forward(n, DST, 2)
+    entry = forward_entry(n.info, DST, 2)
     entry.table_entry.idle_timeout_ns = 60 * 10**9
     client.write(entry)
     asked = table_probe(n)
@@ -186,7 +175,7 @@ def test_idle_timeouts_only_where_the_spec_allows_them(ctl):
     assert read.table_entry.idle_timeout_ns == 60 * 10**9
     (plain,) = client.read(table_probe(n))
     assert not plain.table_entry.HasField("time_since_last_hit")
-    hit = forward(n, "00:00:00:00:00:03", 2)
+    hit = forward_entry(n.info, "00:00:00:00:00:03", 2)
     hit.table_entry.time_since_last_hit.elapsed_ns = 5
     assert update_code_of(lambda: client.write(hit)) == grpc.StatusCode.INVALID_ARGUMENT
     default = pb.Entity()
@@ -218,13 +207,13 @@ def test_malformed_requests_never_kill_the_server(ctl, program):
         req = pipeline_request(client, SET_PIPELINE.VERIFY_AND_COMMIT, config)
         assert code_of(lambda r=req: client.stub.SetForwardingPipelineConfig(r)) == \
             grpc.StatusCode.INVALID_ARGUMENT
-    too_long, empty_value = forward(n, DST, 2), forward(n, DST, 2)
+    too_long, empty_value = forward_entry(n.info, DST, 2), forward_entry(n.info, DST, 2)
     too_long.table_entry.match[0].exact.value = b"\x01" * 7  # 56 bits for a 48-bit key
     empty_value.table_entry.match[0].exact.value = b""
     nothing = pb.Entity()
     assert _batch_codes(client, [too_long, empty_value, nothing]) == [INVALID] * 3
     oversized = pb.WriteRequest(device_id=1, election_id=client.election)
-    bulky = forward(n, "00:00:00:00:00:07", 2)
+    bulky = forward_entry(n.info, "00:00:00:00:00:07", 2)
     bulky.table_entry.metadata = bytes(64 * 1024)
     for _ in range(80):  # 5 MB: over gRPC's 4 MB message limit
         oversized.updates.add(type=pb.Update.INSERT, entity=bulky)
@@ -234,7 +223,7 @@ def test_malformed_requests_never_kill_the_server(ctl, program):
         _batch_codes(client, [too_long] * 1000)
     assert failed.value.code() == grpc.StatusCode.UNKNOWN
     assert failed.value.details().startswith("1000 of 1000 failed: #0: INVALID_ARGUMENT")
-    client.write(forward(n, DST, 2))  # the server is still there and still right
+    client.write(forward_entry(n.info, DST, 2))  # the server is still there and still right
     (entry,) = client.read(table_probe(n))
     assert entry.table_entry.action.action.params[0].value == b"\x02"
 

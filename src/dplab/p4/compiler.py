@@ -60,7 +60,7 @@ class Compiler:
         self.action_index: dict[tuple[str, str], int] = {}   # (name, binding) -> index
         self.signatures: dict[str, tuple[list, list[dict]]] = {}
         self.table_bindings: dict[str, int] = {}
-        self.deferred_calls: list[tuple[dict, str, list, Loc]] = []
+        self.deferred_calls: list[tuple[dict, str, list]] = []
         self.table_nodes: list[Node] = []
         self.digest_types: dict[str, int] = {}
         self.locals_inst: int | None = None
@@ -489,7 +489,7 @@ class Compiler:
             bound.append(target)
         return bound
 
-    def action_ir_index(self, name: str, loc: Loc, bound: list[object] | None = None) -> int:
+    def action_ir_index(self, name: str, bound: list[object] | None = None) -> int:
         """Compile the action (once per binding of its directional parameters) and return
         its index in `actions`. Every specialisation keeps the P4 name (one P4Info action)."""
         bound = bound or []
@@ -522,7 +522,7 @@ class Compiler:
         """The action a table's action list binds. The switch resolves a control-plane action
         id to the first IR action with that id, so all tables must bind an action alike."""
         bound = self.bind(name, args, env)
-        index = self.action_ir_index(name, loc, bound)
+        index = self.action_ir_index(name, bound)
         first = self.table_bindings.setdefault(name, index)
         if first != index:
             raise P4Error(loc, f"action {name} is bound to other arguments in another table; "
@@ -540,15 +540,15 @@ class Compiler:
                 for a, p in zip(call.args[count:], data, strict=True)]
         stmt = {"kind": "call", "action": None, "args": args}
         if bound:   # compiled after all tables, so a table's binding comes first (see above)
-            self.deferred_calls.append((stmt, name, bound, call.loc))
+            self.deferred_calls.append((stmt, name, bound))
         else:
-            stmt["action"] = self.action_ir_index(name, call.loc)
+            stmt["action"] = self.action_ir_index(name)
         return [stmt]
 
     def compile_deferred_calls(self) -> None:
         while self.deferred_calls:
-            stmt, name, bound, loc = self.deferred_calls.pop(0)
-            stmt["action"] = self.action_ir_index(name, loc, bound)
+            stmt, name, bound = self.deferred_calls.pop(0)
+            stmt["action"] = self.action_ir_index(name, bound)
 
     def action_args(self, index: int, args: list[Node], loc: Loc, env: Env) -> list[str]:
         params = self.ir["actions"][index]["params"]

@@ -12,7 +12,6 @@ from dplab.p4.types import (
     FunctionRef,
     HeaderRef,
     IntType,
-    StackRef,
     StructRef,
     TableRef,
     Val,
@@ -324,6 +323,3 @@ class StatementCompiler:
         index = self.program.digest_index(typ, data, call.loc)
         self.exprs.value(receiver, env, 32)
         return [{"kind": "digest", "digest": index, "data": [v.ir for v in data]}]
-
-    def is_stack(self, target: object) -> bool:
-        return isinstance(target, StackRef)

@@ -68,9 +68,8 @@ class TableCompiler:
             if len(args) < count:
                 raise P4Error(node.loc, f"action {target.name} needs its {count} directional "
                               "argument(s) first")
-            return self.c.action_ir_index(target.name, node.loc,
-                                          self.c.bind(target.name, args[:count], self.env)), \
-                args[count:]
+            bound = self.c.bind(target.name, args[:count], self.env)
+            return self.c.action_ir_index(target.name, bound), args[count:]
         if len(args) != count:
             raise P4Error(node.loc, f"action {target.name} has {count} directional "
                           f"parameter(s); the action list binds exactly those, found "
@@ -90,7 +89,7 @@ class TableCompiler:
 
     def default_action(self, prop: Node | None, table: dict) -> dict:
         if prop is None:
-            index = self.c.action_ir_index("NoAction", table.get("loc"))
+            index = self.c.action_ir_index("NoAction")
             return {"action": index, "args": [], "const": False}
         index, data = self.action_of(prop.value, with_data=True)
         self.allowed(index, table, prop.value)

@@ -27,8 +27,11 @@ def to_hex(value: bytes, bitwidth: int | None, what: str) -> str:
 
 
 def to_bytes(hex_text: str) -> bytes:
-    """Canonical byte string: as few bytes as the value needs, at least one."""
-    number = int(hex_text, 16)
+    return canonical_bytes(int(hex_text, 16))
+
+
+def canonical_bytes(number: int) -> bytes:
+    """As few bytes as the value needs, at least one."""
     return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
 
 

@@ -100,21 +100,21 @@ class Entities:
                          bytes=data.byte_count)
 
     def _write_direct_counter_entry(self, op: int, entry: pb.DirectCounterEntry) -> None:
-        if op != MODIFY:
-            raise invalid("direct counter entries can only be modified")
-        te = entry.table_entry
-        table = self.index.table(te.table_id)
-        req = {"match": codec.match_to_switch(table, te.match), "priority": te.priority}
-        self._write_entry_counter(te, req, entry.data)
+        _, key = self._direct_entry_key(op, entry.table_entry, "counter")
+        self._write_entry_counter(entry.table_entry, key, entry.data)
 
     def _write_direct_meter_entry(self, op: int, entry: pb.DirectMeterEntry) -> None:
-        if op != MODIFY:
-            raise invalid("direct meter entries can only be modified")
-        te = entry.table_entry
-        table = self.index.table(te.table_id)
-        req = {"match": codec.match_to_switch(table, te.match), "priority": te.priority}
+        table, key = self._direct_entry_key(op, entry.table_entry, "meter")
         # no config: unconfigured, every packet GREEN (P4Runtime spec 9.2.2)
-        self._set_entry_meter(table, req, entry.config if entry.HasField("config") else None)
+        self._set_entry_meter(table, key, entry.config if entry.HasField("config") else None)
+
+    def _direct_entry_key(self, op: int, te: pb.TableEntry,
+                          what: str) -> tuple[p4info_pb2.Table, dict]:
+        """The table and key of the entry a direct counter/meter entry names."""
+        if op != MODIFY:
+            raise invalid(f"direct {what} entries can only be modified")
+        table = self.index.table(te.table_id)
+        return table, {"match": codec.match_to_switch(table, te.match), "priority": te.priority}
 
     def _set_entry_meter(self, table, req: dict, config: pb.MeterConfig | None) -> None:
         """Only the entry's direct meter changes: allowed on const entries too."""
@@ -314,12 +314,16 @@ class Entities:
         """(id, cell) of each counter/meter/register cell a read asks for: every instance
         when the id is 0 (wildcard), one cell when the request names an index."""
         ids = [wanted_id] if wanted_id else list(getattr(self.index, kind))
-        req = {"index": want.index.index} if want.HasField("index") else {}
-        extern = kind.removesuffix("s")  # the switch's command and field: counter_read ...
         for ident in ids:
-            self.index.lookup(kind, ident)
-            for cell in self.switch.call(f"{extern}_read", **{extern: ident}, **req)["cells"]:
+            for cell in self.cells(kind.removesuffix("s"), ident, want):
                 yield ident, cell
+
+    def cells(self, extern: str, ident: int, want) -> list[dict]:
+        """The cells of counter/meter/register ``ident`` (``extern``: the switch's command
+        and field, e.g. counter_read): all, or the one whose index ``want`` names."""
+        self.index.lookup(f"{extern}s", ident)
+        req = {"index": want.index.index} if want.HasField("index") else {}
+        return self.switch.call(f"{extern}_read", **{extern: ident}, **req)["cells"]
 
     def _read_digest_entry(self, want: pb.DigestEntry) -> Iterator[pb.DigestEntry]:
         if want.digest_id:

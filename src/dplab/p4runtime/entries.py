@@ -28,6 +28,8 @@ import yaml
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
+from dplab.p4runtime.codec import canonical_bytes
+
 ENTRY_KEYS = {"table", "match", "action", "params", "priority", "default", "switches"}
 MatchType = p4info_pb2.MatchField.MatchType
 
@@ -213,7 +215,7 @@ def _check_prefix(lpm: pb.FieldMatch.LPM, width: int, what: str) -> None:
 
 
 def _ones(width: int) -> bytes:
-    return _canonical((1 << width) - 1)
+    return canonical_bytes((1 << width) - 1)
 
 
 def _number(text: str, what: str) -> int:
@@ -228,7 +230,7 @@ def _bits(value: Any, width: int, what: str) -> bytes:
     number = _parse_value(value, what)
     if number < 0 or number >> width:
         raise EntriesError(f"{what}: {value!r} does not fit in {width} bits")
-    return _canonical(number)
+    return canonical_bytes(number)
 
 
 def _parse_value(value: Any, what: str) -> int:
@@ -245,7 +247,3 @@ def _parse_value(value: Any, what: str) -> int:
         except ValueError as exc:
             raise EntriesError(f"{what}: {text!r} is not an IPv4 address") from exc
     return _number(text, what)
-
-
-def _canonical(number: int) -> bytes:
-    return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")

@@ -106,14 +106,8 @@ def _direct_entry(entities: Entities, entry) -> Undo:
 
 # -- indexed externs ---------------------------------------------------------------------
 
-def _cells(entities: Entities, kind: str, extern_id: int, entry) -> list[dict]:
-    entities.index.lookup(f"{kind}s", extern_id)
-    req = {"index": entry.index.index} if entry.HasField("index") else {}
-    return entities.switch.call(f"{kind}_read", **{kind: extern_id}, **req)["cells"]
-
-
 def _counter_entry(entities: Entities, entry: pb.CounterEntry) -> Undo:
-    cells = _cells(entities, "counter", entry.counter_id, entry)
+    cells = entities.cells("counter", entry.counter_id, entry)
 
     def undo() -> None:
         for cell in cells:
@@ -124,7 +118,7 @@ def _counter_entry(entities: Entities, entry: pb.CounterEntry) -> Undo:
 
 
 def _meter_entry(entities: Entities, entry: pb.MeterEntry) -> Undo:
-    cells = _cells(entities, "meter", entry.meter_id, entry)
+    cells = entities.cells("meter", entry.meter_id, entry)
 
     def undo() -> None:
         for cell in cells:
@@ -134,7 +128,7 @@ def _meter_entry(entities: Entities, entry: pb.MeterEntry) -> Undo:
 
 
 def _register_entry(entities: Entities, entry: pb.RegisterEntry) -> Undo:
-    cells = _cells(entities, "register", entry.register_id, entry)
+    cells = entities.cells("register", entry.register_id, entry)
 
     def undo() -> None:
         for cell in cells:
