@@ -104,17 +104,26 @@ class ControlledPlane(Plane):
                        f"not all {pairs} host-pair paths installed within {timeout} s "
                        f"(now {self._controller_counters()})")
 
-    def _wait_for(self, condition: Callable[[], bool], seconds: float, failure: str) -> None:
-        """Poll ``condition`` for ``seconds``; fail at once if any daemon died."""
+    def _wait_for(self, condition: Callable[[], bool], seconds: float, failure: str,
+                  pause: Callable[[], None] = lambda: time.sleep(POLL_S)) -> None:
+        """Poll ``condition`` for ``seconds``, calling ``pause`` between checks (a condition
+        that itself waits for an event passes a pause that does nothing); fail at once if
+        any daemon died."""
         deadline = time.monotonic() + seconds
         while not condition():
-            for name, daemon in self._daemons:
-                if daemon.poll() is not None:
-                    raise PlaneError(f"{self.kind}: {name} exited ({daemon.returncode}); "
-                                     f"logs in {self.dir}")
+            dead = self._dead_daemon()
+            if dead is not None:
+                raise PlaneError(f"{self.kind}: {dead[0]} exited ({dead[1]}); logs in {self.dir}")
             if time.monotonic() >= deadline:
                 raise PlaneError(f"{self.kind}: {failure}")
-            time.sleep(POLL_S)
+            pause()
+
+    def _dead_daemon(self) -> tuple[str, int] | None:
+        """The first of this plane's daemons that has exited, with its exit code."""
+        for name, daemon in self._daemons:
+            if daemon.poll() is not None:
+                return name, daemon.returncode
+        return None
 
     # -- stats and stop ------------------------------------------------------------------
 

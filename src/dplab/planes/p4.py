@@ -181,17 +181,14 @@ class P4Plane(ControlledPlane):
     def _wait_for_servers(self, servers: subprocess.Popen) -> None:
         """Until the servers print ``ready`` (every switch connected, every gRPC socket
         listening); fails at once when any daemon exits."""
-        assert servers.stdout is not None
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not select.select([servers.stdout], [], [], POLL_S)[0]:
-            for name, daemon in self._daemons:
-                if daemon.poll() is not None:
-                    raise PlaneError(f"p4: {name} exited ({daemon.returncode}); "
-                                     f"logs in {self.dir}")
-            if time.monotonic() >= deadline:
-                raise PlaneError(f"p4: the P4Runtime servers were not ready within "
-                                 f"{START_TIMEOUT_S} s (log {self.dir / SERVERS}.log)")
-        if servers.stdout.readline().strip() != b"ready":
+        stdout = servers.stdout
+        assert stdout is not None
+        self._wait_for(lambda: bool(select.select([stdout], [], [], POLL_S)[0]),
+                       START_TIMEOUT_S,
+                       f"the P4Runtime servers were not ready within {START_TIMEOUT_S} s "
+                       f"(log {self.dir / SERVERS}.log)",
+                       pause=lambda: None)  # select() above waits
+        if stdout.readline().strip() != b"ready":
             servers.wait()
             raise PlaneError(f"p4: the P4Runtime servers exited ({servers.returncode}); "
                              f"log {self.dir / SERVERS}.log")
@@ -221,9 +218,8 @@ class P4Plane(ControlledPlane):
         return {**self._fresh_controller_counters(), "ready_s": self._ready_s, **static}
 
     def _check_daemons(self) -> None:
-        dead = [(name, daemon.returncode) for name, daemon in self._daemons
-                if daemon.poll() is not None]
-        if dead:
-            name, code = dead[0]
+        dead = self._dead_daemon()
+        if dead is not None:
+            name, code = dead
             raise PlaneError(f"p4: {name} exited ({code}) during the run, so the switches "
                              f"were not under their control plane; log {self.dir / name}.log")
