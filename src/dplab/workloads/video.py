@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from dplab.measure import video as vm
+from dplab.measure.jitter import mean_abs_consecutive_difference
 from dplab.measure.stats import mean
 from dplab.workloads import video_content
 from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
@@ -454,7 +455,7 @@ def http_summary(report: dict, playout: vm.Playout) -> dict[str, float | None]:
         throughput_bps=received * 8 / elapsed if elapsed > 0 else None,
         segments_received=float(len(segments)),
         segment_time_ms=None if not times else mean(times) * 1000,
-        jitter_ms=None if len(times) < 2 else vm.mean_abs_successive_difference(times) * 1000,
+        jitter_ms=None if len(times) < 2 else mean_abs_consecutive_difference(times) * 1000,
     )
     if playout.started_at is not None:
         summary.update(
