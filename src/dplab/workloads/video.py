@@ -40,7 +40,7 @@ from dplab.measure.jitter import mean_abs_consecutive_difference
 from dplab.measure.stats import mean
 from dplab.workloads import video_content
 from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
-from dplab.workloads.video_content import Content, ContentSpec
+from dplab.workloads.video_content import FFMPEG, Content, ContentSpec
 
 if TYPE_CHECKING:
     from dplab.workloads.flows import Flow, FlowNetwork
@@ -91,7 +91,6 @@ RTP_IDLE_S = 2.0  # a receiver ends this long after the stream's last packet
 DECODER_GRACE_S = 3.0
 POLL_S = 0.05
 PYTHON = [sys.executable, "-m"]
-FFMPEG = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error"]
 
 _frames_folder: ContextVar[Path | None] = ContextVar("video_frames_folder", default=None)
 
