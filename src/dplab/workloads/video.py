@@ -41,6 +41,7 @@ from dplab.measure.stats import mean
 from dplab.workloads import video_content
 from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
 from dplab.workloads.video_content import FFMPEG, Content, ContentSpec
+from dplab.workloads.waiting import wait_ready
 
 if TYPE_CHECKING:
     from dplab.workloads.flows import Flow, FlowNetwork
@@ -89,7 +90,7 @@ DECODER_FIRST_PORT = 30000  # the client's ffmpeg, on its loopback
 READY_TIMEOUT_S = 10.0
 RTP_IDLE_S = 2.0  # a receiver ends this long after the stream's last packet
 DECODER_GRACE_S = 3.0
-POLL_S = 0.05
+POLL_S = 0.05  # readiness polls run `ss` per RTP viewer: not as often as waiting's
 PYTHON = [sys.executable, "-m"]
 
 _frames_folder: ContextVar[Path | None] = ContextVar("video_frames_folder", default=None)
@@ -285,32 +286,30 @@ class VideoFlows:
             )
 
     def _wait_ready(self) -> None:
+        """Servers, then RTP receivers and their decoders, within one READY_TIMEOUT_S."""
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline and not all(self._ready()):
-            time.sleep(POLL_S)
-        for server in self.servers.values():
-            if "ready" not in server.out.read_text():
-                self._fail_viewers_of(
-                    server,
-                    f"video server on {server.host} did not start: "
-                    f"{server.out.read_text().strip()[-300:]}",
+        servers = list(self.servers.values())
+        for server in wait_ready(servers, _server_ready, lambda s: s.process, READY_TIMEOUT_S,
+                                 POLL_S):
+            self._fail_viewers_of(
+                server,
+                f"video server on {server.host} did not start: "
+                f"{server.out.read_text().strip()[-300:]}",
+            )
+        receivers = [v for v in self.viewers if v.params.mode == "rtp" and not v.problems]
+        left = max(deadline - time.monotonic(), 0.0)
+        for viewer in wait_ready(receivers, self._receiving, lambda v: v.processes["receiver"],
+                                 left, POLL_S):
+            if "ready" not in viewer.said("receiver"):
+                viewer.problems.append(f"RTP receiver on {viewer.flow.src} did not start")
+            else:
+                viewer.problems.append(
+                    f"decoder on {viewer.flow.src} did not start: "
+                    f"{viewer.said('decoder').strip()[-300:]}"
                 )
-        for viewer in self.viewers:
-            if viewer.params.mode == "rtp" and not viewer.problems:
-                if "ready" not in viewer.said("receiver"):
-                    viewer.problems.append(f"RTP receiver on {viewer.flow.src} did not start")
-                elif not self._decoder_bound(viewer):
-                    viewer.problems.append(
-                        f"decoder on {viewer.flow.src} did not start: "
-                        f"{viewer.said('decoder').strip()[-300:]}"
-                    )
 
-    def _ready(self) -> Iterator[bool]:
-        for server in self.servers.values():
-            yield "ready" in server.out.read_text() or server.process.poll() is not None
-        for viewer in self.viewers:
-            if viewer.params.mode == "rtp" and not viewer.problems:
-                yield "ready" in viewer.said("receiver") and self._decoder_bound(viewer)
+    def _receiving(self, viewer: _Viewer) -> bool:
+        return "ready" in viewer.said("receiver") and self._decoder_bound(viewer)
 
     def _decoder_bound(self, viewer: _Viewer) -> bool:
         port = viewer.port - RTP_FIRST_PORT + DECODER_FIRST_PORT
@@ -403,6 +402,10 @@ class VideoFlows:
 
     def results(self) -> list[Measured]:
         return [_result(viewer) for viewer in self.viewers]
+
+
+def _server_ready(server: _Server) -> bool:
+    return "ready" in server.out.read_text()
 
 
 def _result(viewer: _Viewer) -> Measured:

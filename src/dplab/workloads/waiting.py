@@ -12,7 +12,8 @@ POLL_S = 0.02
 
 
 def wait_ready(items: Sequence[Item], ready: Callable[[Item], bool],
-               process: Callable[[Item], subprocess.Popen], timeout_s: float) -> list[Item]:
+               process: Callable[[Item], subprocess.Popen], timeout_s: float,
+               poll_s: float = POLL_S) -> list[Item]:
     """Poll until every item is ready or its process has ended, for at most timeout_s;
     returns the items that are not ready (in order), for the caller to report."""
     deadline = time.monotonic() + timeout_s
@@ -20,5 +21,5 @@ def wait_ready(items: Sequence[Item], ready: Callable[[Item], bool],
     while waiting and time.monotonic() < deadline:
         waiting = [i for i in waiting if not ready(i) and process(i).poll() is None]
         if waiting:
-            time.sleep(POLL_S)
+            time.sleep(poll_s)
     return [item for item in items if not ready(item)]
