@@ -41,7 +41,7 @@ from dplab.measure.stats import mean
 from dplab.workloads import video_content
 from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
 from dplab.workloads.video_content import FFMPEG, Content, ContentSpec
-from dplab.workloads.waiting import wait_ready
+from dplab.workloads.waiting import bound_ports, wait_ready
 
 if TYPE_CHECKING:
     from dplab.workloads.flows import Flow, FlowNetwork
@@ -313,15 +313,7 @@ class VideoFlows:
 
     def _decoder_bound(self, viewer: _Viewer) -> bool:
         port = viewer.port - RTP_FIRST_PORT + DECODER_FIRST_PORT
-        listing = self.net.popen(
-            self.net.host_ns(viewer.flow.src),
-            ["ss", "-Hlnu"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        out, _ = listing.communicate(timeout=READY_TIMEOUT_S)
-        return f":{port} " in out
+        return port in bound_ports(self.net, self.net.host_ns(viewer.flow.src), udp=True)
 
     def _fail_viewers_of(self, server: _Server, problem: str) -> None:
         for viewer in self.viewers:

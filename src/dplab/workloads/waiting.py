@@ -5,10 +5,14 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from dplab.workloads.flows import FlowNetwork
 
 Item = TypeVar("Item")
 POLL_S = 0.02
+LISTING_TIMEOUT_S = 5.0
 
 
 def wait_ready(items: Sequence[Item], ready: Callable[[Item], bool],
@@ -23,3 +27,16 @@ def wait_ready(items: Sequence[Item], ready: Callable[[Item], bool],
         if waiting:
             time.sleep(poll_s)
     return [item for item in items if not ready(item)]
+
+
+def bound_ports(net: FlowNetwork, ns: str, udp: bool) -> set[int]:
+    """Local ports of the listening TCP (or bound UDP) sockets in namespace ns, from `ss`."""
+    listing = net.run(ns, ["ss", "-Hln", "-u" if udp else "-t"], timeout=LISTING_TIMEOUT_S,
+                      check=False)
+    ports = set()
+    for line in listing.stdout.splitlines():
+        fields = line.split()
+        port = fields[3].rsplit(":", 1)[-1] if len(fields) > 3 else ""
+        if port.isdigit():
+            ports.add(int(port))
+    return ports
