@@ -189,8 +189,8 @@ class _Server:
     host: str
     content: Content
     port: int
-    process: subprocess.Popen | None = None
-    out: Path | None = None
+    process: subprocess.Popen
+    out: Path  # its output, where it says "ready"
 
 
 class VideoFlows:
@@ -223,19 +223,18 @@ class VideoFlows:
     def _serve(self, viewer: _Viewer, tmp: Path) -> None:
         key = (viewer.flow.dst, viewer.content.spec.key)
         if key not in self.servers:
-            server = _Server(viewer.flow.dst, viewer.content, HTTP_FIRST_PORT + len(self.servers))
-            server.out = tmp / f"video-server-{len(self.servers)}.txt"
+            number = len(self.servers)
+            port, out = HTTP_FIRST_PORT + number, tmp / f"video-server-{number}.txt"
             argv = [
                 *PYTHON,
                 "dplab.workloads.video_server",
                 "--dir",
                 str(viewer.content.hls),
                 "--port",
-                str(server.port),
+                str(port),
             ]
-            with open(server.out, "w") as out:
-                server.process = self._spawn(server.host, argv, out)
-            self.servers[key] = server
+            process = self._spawn(viewer.flow.dst, argv, open(out, "w"))  # noqa: SIM115 - _spawn closes it
+            self.servers[key] = _Server(viewer.flow.dst, viewer.content, port, process, out)
         viewer.port = self.servers[key].port
 
     def _receive(self, viewer: _Viewer, index: int) -> None:
@@ -386,7 +385,7 @@ class VideoFlows:
 
     def kill(self) -> None:
         processes = [p for v in self.viewers for p in v.processes.values()]
-        processes += [s.process for s in self.servers.values() if s.process is not None]
+        processes += [s.process for s in self.servers.values()]
         for process in processes:
             if process.poll() is None:
                 process.kill()
