@@ -67,13 +67,6 @@ class Playout:
         return min(t, self.play_end) - self.started_at - stalled
 
 
-def mean_abs_successive_difference(values: Sequence[float]) -> float | None:
-    """Mean of |v[i] - v[i-1]|; None with fewer than two values."""
-    if len(values) < 2:
-        return None
-    return sum(abs(b - a) for a, b in zip(values, values[1:], strict=False)) / (len(values) - 1)
-
-
 def byte_bins(chunks: Sequence[tuple[float, int]], bin_s: float = 1.0) -> list[dict]:
     """1 s rows (t_start, t_end, bytes, throughput_bps) from (time, bytes) arrivals.
 

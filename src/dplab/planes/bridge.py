@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
@@ -120,17 +121,11 @@ def off_tree_links(switches: nx.Graph, order: list[str]) -> set[frozenset[str]]:
     """Switch links outside the tree STP converges to with equal costs: breadth first from
     the first switch, a switch's lower-ordered neighbours first (lower bridge id wins)."""
     rank = {s: i for i, s in enumerate(order)}
-    tree: set[frozenset[str]] = set()
-    for component in nx.connected_components(switches):
-        root = min(component, key=rank.__getitem__)
-        seen, frontier = {root}, [root]
-        while frontier:
-            nxt = []
-            for node in frontier:
-                for nbr in sorted(switches.neighbors(node), key=rank.__getitem__):
-                    if nbr not in seen:
-                        seen.add(nbr)
-                        tree.add(frozenset((node, nbr)))
-                        nxt.append(nbr)
-            frontier = nxt
+
+    def by_rank(nodes: Iterable[str]) -> list[str]:
+        return sorted(nodes, key=rank.__getitem__)
+
+    tree = {frozenset(edge) for component in nx.connected_components(switches)
+            for edge in nx.bfs_edges(switches, min(component, key=rank.__getitem__),
+                                     sort_neighbors=by_rank)}
     return {frozenset(e) for e in switches.edges} - tree

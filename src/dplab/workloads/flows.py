@@ -19,6 +19,7 @@ from dplab.substrate.network import HOST_IF
 from dplab.workloads import iperf, ping, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
 from dplab.workloads.measured import Measured, missing
+from dplab.workloads.waiting import bound_ports
 
 FIRST_PORT = 5001
 LISTEN_TIMEOUT_S = 5.0
@@ -54,6 +55,8 @@ class FlowNetwork(Protocol):
     def host_ns(self, host: str) -> str: ...
     def host_ip(self, host: str) -> str: ...
     def popen(self, ns: str, argv: list[str], **kw: Any) -> subprocess.Popen: ...
+    def run(self, ns: str, argv: list[str], timeout: float | None = None,
+            check: bool = True) -> subprocess.CompletedProcess: ...
 
 
 @dataclass
@@ -173,11 +176,12 @@ def _wait_listening(net: FlowNetwork, jobs: list[_Job]) -> None:
     waiting = [job for job in jobs if job.server is not None]
     deadline = time.monotonic() + LISTEN_TIMEOUT_S
     while waiting and time.monotonic() < deadline:
-        bound = _bound_ports(net, {(net.host_ns(j.flow.dst), j.params.udp) for j in waiting})
+        sockets = {(net.host_ns(j.flow.dst), j.params.udp) for j in waiting}
+        bound = {socket: bound_ports(net, *socket) for socket in sockets}
         waiting = [
             j
             for j in waiting
-            if (net.host_ns(j.flow.dst), j.params.udp, j.port) not in bound
+            if j.port not in bound[(net.host_ns(j.flow.dst), j.params.udp)]
             and j.server.poll() is None
         ]
         if waiting:
@@ -185,25 +189,6 @@ def _wait_listening(net: FlowNetwork, jobs: list[_Job]) -> None:
     for job in jobs:
         if job.server is not None and (job in waiting or job.server.poll() is not None):
             job.problems.append(f"iperf server on {job.flow.dst} port {job.port} did not start")
-
-
-def _bound_ports(net: FlowNetwork, sockets: set[tuple[str, bool]]) -> set[tuple[str, bool, int]]:
-    bound = set()
-    for ns, udp in sockets:
-        listing = net.popen(
-            ns,
-            ["ss", "-Hln", "-u" if udp else "-t"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        out, _ = listing.communicate(timeout=LISTEN_TIMEOUT_S)
-        for line in out.splitlines():
-            local = line.split()[3] if len(line.split()) > 3 else ""
-            port = local.rsplit(":", 1)[-1]
-            if port.isdigit():
-                bound.add((ns, udp, int(port)))
-    return bound
 
 
 def _start_clients(net: FlowNetwork, jobs: list[_Job]) -> None:

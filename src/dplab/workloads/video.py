@@ -36,10 +36,12 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from dplab.measure import video as vm
+from dplab.measure.jitter import mean_abs_consecutive_difference
 from dplab.measure.stats import mean
 from dplab.workloads import video_content
 from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
-from dplab.workloads.video_content import Content, ContentSpec
+from dplab.workloads.video_content import FFMPEG, Content, ContentSpec
+from dplab.workloads.waiting import bound_ports, wait_ready
 
 if TYPE_CHECKING:
     from dplab.workloads.flows import Flow, FlowNetwork
@@ -88,9 +90,8 @@ DECODER_FIRST_PORT = 30000  # the client's ffmpeg, on its loopback
 READY_TIMEOUT_S = 10.0
 RTP_IDLE_S = 2.0  # a receiver ends this long after the stream's last packet
 DECODER_GRACE_S = 3.0
-POLL_S = 0.05
+POLL_S = 0.05  # readiness polls run `ss` per RTP viewer: not as often as waiting's
 PYTHON = [sys.executable, "-m"]
-FFMPEG = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error"]
 
 _frames_folder: ContextVar[Path | None] = ContextVar("video_frames_folder", default=None)
 
@@ -188,8 +189,8 @@ class _Server:
     host: str
     content: Content
     port: int
-    process: subprocess.Popen | None = None
-    out: Path | None = None
+    process: subprocess.Popen
+    out: Path  # its output, where it says "ready"
 
 
 class VideoFlows:
@@ -222,19 +223,18 @@ class VideoFlows:
     def _serve(self, viewer: _Viewer, tmp: Path) -> None:
         key = (viewer.flow.dst, viewer.content.spec.key)
         if key not in self.servers:
-            server = _Server(viewer.flow.dst, viewer.content, HTTP_FIRST_PORT + len(self.servers))
-            server.out = tmp / f"video-server-{len(self.servers)}.txt"
+            number = len(self.servers)
+            port, out = HTTP_FIRST_PORT + number, tmp / f"video-server-{number}.txt"
             argv = [
                 *PYTHON,
                 "dplab.workloads.video_server",
                 "--dir",
                 str(viewer.content.hls),
                 "--port",
-                str(server.port),
+                str(port),
             ]
-            with open(server.out, "w") as out:
-                server.process = self._spawn(server.host, argv, out)
-            self.servers[key] = server
+            process = self._spawn(viewer.flow.dst, argv, open(out, "w"))  # noqa: SIM115 - _spawn closes it
+            self.servers[key] = _Server(viewer.flow.dst, viewer.content, port, process, out)
         viewer.port = self.servers[key].port
 
     def _receive(self, viewer: _Viewer, index: int) -> None:
@@ -285,44 +285,34 @@ class VideoFlows:
             )
 
     def _wait_ready(self) -> None:
+        """Servers, then RTP receivers and their decoders, within one READY_TIMEOUT_S."""
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline and not all(self._ready()):
-            time.sleep(POLL_S)
-        for server in self.servers.values():
-            if "ready" not in server.out.read_text():
-                self._fail_viewers_of(
-                    server,
-                    f"video server on {server.host} did not start: "
-                    f"{server.out.read_text().strip()[-300:]}",
+        servers = list(self.servers.values())
+        for server in wait_ready(servers, _server_ready, lambda s: s.process, READY_TIMEOUT_S,
+                                 POLL_S):
+            self._fail_viewers_of(
+                server,
+                f"video server on {server.host} did not start: "
+                f"{server.out.read_text().strip()[-300:]}",
+            )
+        receivers = [v for v in self.viewers if v.params.mode == "rtp" and not v.problems]
+        left = max(deadline - time.monotonic(), 0.0)
+        for viewer in wait_ready(receivers, self._receiving, lambda v: v.processes["receiver"],
+                                 left, POLL_S):
+            if "ready" not in viewer.said("receiver"):
+                viewer.problems.append(f"RTP receiver on {viewer.flow.src} did not start")
+            else:
+                viewer.problems.append(
+                    f"decoder on {viewer.flow.src} did not start: "
+                    f"{viewer.said('decoder').strip()[-300:]}"
                 )
-        for viewer in self.viewers:
-            if viewer.params.mode == "rtp" and not viewer.problems:
-                if "ready" not in viewer.said("receiver"):
-                    viewer.problems.append(f"RTP receiver on {viewer.flow.src} did not start")
-                elif not self._decoder_bound(viewer):
-                    viewer.problems.append(
-                        f"decoder on {viewer.flow.src} did not start: "
-                        f"{viewer.said('decoder').strip()[-300:]}"
-                    )
 
-    def _ready(self) -> Iterator[bool]:
-        for server in self.servers.values():
-            yield "ready" in server.out.read_text() or server.process.poll() is not None
-        for viewer in self.viewers:
-            if viewer.params.mode == "rtp" and not viewer.problems:
-                yield "ready" in viewer.said("receiver") and self._decoder_bound(viewer)
+    def _receiving(self, viewer: _Viewer) -> bool:
+        return "ready" in viewer.said("receiver") and self._decoder_bound(viewer)
 
     def _decoder_bound(self, viewer: _Viewer) -> bool:
         port = viewer.port - RTP_FIRST_PORT + DECODER_FIRST_PORT
-        listing = self.net.popen(
-            self.net.host_ns(viewer.flow.src),
-            ["ss", "-Hlnu"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        out, _ = listing.communicate(timeout=READY_TIMEOUT_S)
-        return f":{port} " in out
+        return port in bound_ports(self.net, self.net.host_ns(viewer.flow.src), udp=True)
 
     def _fail_viewers_of(self, server: _Server, problem: str) -> None:
         for viewer in self.viewers:
@@ -395,7 +385,7 @@ class VideoFlows:
 
     def kill(self) -> None:
         processes = [p for v in self.viewers for p in v.processes.values()]
-        processes += [s.process for s in self.servers.values() if s.process is not None]
+        processes += [s.process for s in self.servers.values()]
         for process in processes:
             if process.poll() is None:
                 process.kill()
@@ -403,6 +393,10 @@ class VideoFlows:
 
     def results(self) -> list[Measured]:
         return [_result(viewer) for viewer in self.viewers]
+
+
+def _server_ready(server: _Server) -> bool:
+    return "ready" in server.out.read_text()
 
 
 def _result(viewer: _Viewer) -> Measured:
@@ -454,7 +448,7 @@ def http_summary(report: dict, playout: vm.Playout) -> dict[str, float | None]:
         throughput_bps=received * 8 / elapsed if elapsed > 0 else None,
         segments_received=float(len(segments)),
         segment_time_ms=None if not times else mean(times) * 1000,
-        jitter_ms=None if len(times) < 2 else vm.mean_abs_successive_difference(times) * 1000,
+        jitter_ms=None if len(times) < 2 else mean_abs_consecutive_difference(times) * 1000,
     )
     if playout.started_at is not None:
         summary.update(
