@@ -73,7 +73,7 @@ def test_l2_hosts_get_address_mac_and_reach_each_other():
         assert "UP" in by_name["lo"]["flags"]
         no_v6 = net.run(net.host_ns("h1"), ["sysctl", "-n", "net.ipv6.conf.all.disable_ipv6"])
         assert no_v6.stdout.strip() == "1"
-        ping = net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W1", net.host_ip("h2")])
+        ping = net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W2", net.host_ip("h2")])
         assert " 0% packet loss" in ping.stdout
 
 
