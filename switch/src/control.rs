@@ -294,7 +294,7 @@ impl Handler<'_> {
             "cpu_port": s.cpu_port,
             "pipeline": {"packets": get(&c.pipeline_packets), "drops": get(&c.pipeline_drops),
                          "loop_drops": get(&c.loop_drops), "unknown_port_drops": get(&c.unknown_port_drops),
-                         "no_pipeline_drops": get(&c.no_pipeline_drops)},
+                         "no_pipeline_drops": get(&c.no_pipeline_drops), "rehearsals": get(&c.rehearsals)},
             "cpu": {"packet_in": get(&c.packet_in), "packet_out": get(&c.packet_out),
                     "digests": get(&c.digests), "events_dropped": get(&c.events_dropped)},
             "dataplane_busy_s": get(&c.busy_ns) as f64 / 1e9,

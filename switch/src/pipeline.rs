@@ -126,6 +126,8 @@ pub struct Worker {
     cursor: usize,
     short: bool,
     pub stats: PipelineStats,
+    /// A rehearsal is running: nothing the packet does may last (see `rehearse`).
+    rehearsing: bool,
     /// Output buffers handed back after sending, reused by the deparser: no allocation
     /// per packet.
     spare: Vec<Vec<u8>>,
@@ -178,11 +180,29 @@ impl Worker {
             cursor: 0,
             short: false,
             stats: PipelineStats::default(),
+            rehearsing: false,
             spare: Vec::with_capacity(SPARE_BUFFERS),
         }
     }
 
     /// Takes back an output buffer the caller is done with, for a later packet.
+    /// Runs `packet` through the pipeline without leaving a trace: no counter, meter,
+    /// register, table-hit or statistics update, no digest, and its output is thrown
+    /// away. Why: a lone packet after an idle spell costs ten times a warm one (the
+    /// interpreter's code and the program's data left the caches), so the data-plane
+    /// thread rehearses the latest packet just before the next one of a steady stream
+    /// is due. Random numbers drawn are used up, which no program can tell apart.
+    pub fn rehearse(&mut self, rt: &mut Runtime, port: u32, packet: &[u8], now_ns: u64) {
+        let (stats, mut out, mut events) = (self.stats, Vec::new(), Vec::new());
+        self.rehearsing = true;
+        self.process(rt, port, packet, now_ns, &mut out, &mut events);
+        self.rehearsing = false;
+        self.stats = stats;
+        for (_, buf) in out {
+            self.recycle(buf);
+        }
+    }
+
     pub fn recycle(&mut self, buf: Vec<u8>) {
         if self.spare.len() < SPARE_BUFFERS {
             self.spare.push(buf);
@@ -591,7 +611,8 @@ impl Worker {
             Stmt::CounterCount(c, index) => {
                 let i = self.eval(index, params, packet);
                 let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
-                if let Some(cell) = cx.counters[*c].get_mut(i.min(usize::MAX as u128) as usize) {
+                let cell = cx.counters[*c].get_mut(i.min(usize::MAX as u128) as usize);
+                if let (Some(cell), false) = (cell, self.rehearsing) {
                     cell.0 += 1;
                     cell.1 += len;
                 }
@@ -604,7 +625,7 @@ impl Worker {
                 };
                 let now = self.now_ns;
                 let color = match cx.meters[*m].get_mut(i) {
-                    Some(Some(meter)) => meter.execute(amount, now),
+                    Some(Some(meter)) if !self.rehearsing => meter.execute(amount, now),
                     _ => Color::Green,
                 };
                 write_dest(&mut self.phv.fields, *dst, color as u128);
@@ -620,7 +641,7 @@ impl Worker {
             Stmt::RegisterWrite(r, index, value) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
                 let v = self.eval(value, params, packet) & mask(prog.registers[*r].width);
-                if let Some(cell) = cx.registers[*r].get_mut(i) {
+                if let (Some(cell), false) = (cx.registers[*r].get_mut(i), self.rehearsing) {
                     *cell = v;
                 }
             }
@@ -672,7 +693,9 @@ impl Worker {
                     .iter()
                     .map(|(e, _)| self.eval(e, params, packet))
                     .collect();
-                cx.events.push(Event::Digest { digest: *d, values });
+                if !self.rehearsing {
+                    cx.events.push(Event::Digest { digest: *d, values });
+                }
             }
             Stmt::VerifyChecksum {
                 cond,
@@ -796,13 +819,31 @@ impl Worker {
         } else {
             t.lookup(&self.key, &mut self.key_scratch)
         };
+        if !self.rehearsing {
+            self.count_hit(prog, def.direct_meter, t, slot);
+        }
+        match slot.and_then(|s| t.entry(s)) {
+            Some(entry) => (true, &entry.action),
+            None => (false, &t.default_action),
+        }
+    }
+
+    /// A packet's marks on the table: the entry's (or the default's) counters and
+    /// last hit, and the entry's direct meter, whose colour the packet carries on.
+    fn count_hit(
+        &mut self,
+        prog: &Program,
+        meter: Option<usize>,
+        t: &mut Table,
+        slot: Option<usize>,
+    ) {
         let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
         let now = self.now_ns;
         if let Some(entry) = slot.and_then(|s| t.entry_mut(s)) {
             entry.packets += 1;
             entry.bytes += len;
             entry.last_hit_ns = now;
-            if let (Some(m), Some(dm)) = (entry.meter.as_mut(), def.direct_meter) {
+            if let (Some(m), Some(dm)) = (entry.meter.as_mut(), meter) {
                 let amount = if prog.direct_meters[dm].unit == Unit::Bytes {
                     len
                 } else {
@@ -813,10 +854,6 @@ impl Worker {
         } else {
             t.default_packets += 1;
             t.default_bytes += len;
-        }
-        match slot.and_then(|s| t.entry(s)) {
-            Some(entry) => (true, &entry.action),
-            None => (false, &t.default_action),
         }
     }
 

@@ -38,6 +38,8 @@ pub struct SwitchCounters {
     pub busy_ns: AtomicU64,
     /// CPU time of the data-plane thread in those rounds.
     pub busy_cpu_ns: AtomicU64,
+    /// Packets run through the pipeline again, without effect, to warm the caches.
+    pub rehearsals: AtomicU64,
 }
 
 pub fn add(counter: &AtomicU64, n: u64) {
