@@ -304,7 +304,7 @@ def test_roles_other_than_the_default_are_refused_as_the_spec_says(rt, served):
     client.write(fwd)
     # Spec 11: a Read's role is a filter; no entity belongs to a role the server lacks
     read = pb.ReadRequest(device_id=1, role="acl-app", entities=[fwd])
-    assert [r.entities for r in client.stub.Read(read)] == [[]]
+    assert [list(r.entities) for r in client.stub.Read(read)] == [[]]
     assert len(client.read(fwd)) == 1
 
 
