@@ -245,3 +245,38 @@ def test_static_entries_take_no_idle_timeout(served, programs):
         rig.drain()
         sent = udp_frame("00:00:00:00:00:09", "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
         assert send_and_capture(rig, 1, [sent])[2] == [sent]
+
+
+def test_direct_resource_fields_need_the_resource(rt):
+    """Spec 9.1.5: counter_data, meter_config or meter_counter_data for a table without
+    that direct resource is INVALID_ARGUMENT, and nothing is written; per-colour meter
+    counters can only be written as zero. Spec 9.1.8: time_since_last_hit asked of a
+    table without idle timeouts is INVALID_ARGUMENT (a read of all tables leaves it out)."""
+    rig, client, n = rt
+    counted = acl(n, 10, "police", src=("10.0.0.1", "255.255.255.255"))
+    counted.table_entry.counter_data.packet_count = 5  # acl has a meter, no counter
+    metered = lpm(n, "10.0.2.0", 24, "forward", b"\x02")
+    metered.table_entry.meter_config.CopyFrom(pb.MeterConfig(cir=1, cburst=1, pir=1,
+                                                             pburst=1))
+    coloured = acl(n, 10, "police", src=("10.0.0.1", "255.255.255.255"))
+    coloured.table_entry.meter_counter_data.green.packet_count = 1
+    direct = pb.Entity()
+    direct.direct_counter_entry.table_entry.CopyFrom(coloured.table_entry)
+    direct.direct_counter_entry.table_entry.ClearField("meter_counter_data")
+    for bad, op in ((counted, pb.Update.INSERT), (metered, pb.Update.INSERT),
+                    (coloured, pb.Update.INSERT), (direct, MODIFY)):
+        assert update_code_of(lambda b=bad, o=op: client.write(b, op=o)) == INVALID
+    assert client.read(probe(n, "fwd_lpm")) == client.read(probe(n, "acl")) == []
+    coloured.table_entry.meter_counter_data.green.packet_count = 0  # zero: accepted
+    client.write(coloured, lpm(n, "10.0.2.0", 24, "forward", b"\x02"))
+    assert len(send_and_capture(rig, 1, [frame("10.0.2.9")] * 3)[2]) == 3
+
+    asked = probe(n, "fwd_lpm")
+    asked.table_entry.time_since_last_hit.SetInParent()
+    with pytest.raises(grpc.RpcError) as failed:
+        client.read(asked)
+    assert update_codes(failed.value) == [INVALID.value[0]]
+    asked.table_entry.table_id = 0  # every table: the field only where timeouts exist
+    found = client.read(asked)
+    assert len(found) == 2
+    assert not any(e.table_entry.HasField("time_since_last_hit") for e in found)

@@ -47,6 +47,8 @@ class Entities:
         if entry.is_default_action:
             self._write_default(op, table, entry)
             return
+        if op != DELETE:
+            self._check_direct_resources(table, entry)
         if op == INSERT and not table.match_fields:
             raise invalid(f"table {table.preamble.name} has no key: only its default entry "
                           "can be written")
@@ -130,7 +132,8 @@ class Entities:
                          bytes=data.byte_count)
 
     def _write_direct_counter_entry(self, op: int, entry: pb.DirectCounterEntry) -> None:
-        _, key = self._direct_entry_key(op, entry.table_entry, "counter")
+        table, key = self._direct_entry_key(op, entry.table_entry, "counter")
+        self._check_direct_counter(table)
         self._write_entry_counter(entry.table_entry, key, entry.data)
 
     def _write_direct_meter_entry(self, op: int, entry: pb.DirectMeterEntry) -> None:
@@ -152,6 +155,24 @@ class Entities:
         self.switch.call("table_entry_meter_set", table=table.preamble.id, match=req["match"],
                          priority=req["priority"],
                          meter=None if config is None else codec.meter_to_switch(config))
+
+    def _check_direct_resources(self, table, entry: pb.TableEntry) -> None:
+        """Spec 9.1.5: a direct resource field is an error for a table without that
+        resource; per-colour meter counters can only be written as zero (this switch
+        keeps none, so zero is what they are)."""
+        if entry.HasField("meter_config") or entry.HasField("meter_counter_data"):
+            self._check_direct_meter(table)
+        if entry.HasField("counter_data"):
+            self._check_direct_counter(table)
+        colours = entry.meter_counter_data
+        if any(c.packet_count or c.byte_count
+               for c in (colours.green, colours.yellow, colours.red)):
+            raise invalid(f"table {table.preamble.name}: meter_counter_data can only be "
+                          "written as zero (P4Runtime spec 9.1.5)")
+
+    def _check_direct_counter(self, table) -> None:
+        if not self.index.has_direct_counter(table):
+            raise invalid(f"table {table.preamble.name} has no direct counter")
 
     def _check_direct_meter(self, table) -> None:
         # A plain INVALID_ARGUMENT naming the table, before any entry is looked up.
@@ -261,6 +282,10 @@ class Entities:
     def _read_table_entry(self, want: pb.TableEntry) -> Iterator[pb.TableEntry]:
         tables = [self.index.table(want.table_id)] if want.table_id else list(
             self.index.tables.values())
+        if want.table_id and want.HasField("time_since_last_hit") and not _supports_timeout(
+                tables[0]):  # spec 9.1.8; a read of all tables leaves it out there
+            raise invalid(f"table {tables[0].preamble.name} does not support idle timeouts: "
+                          "time_since_last_hit cannot be asked for")
         for table in tables:
             yield from self._read_one_table(table, want)
 
@@ -280,6 +305,7 @@ class Entities:
         match = codec.match_to_switch(table, want.match) if want.match else None
         action_id = want.action.action.action_id if want.action.HasField("action") else 0
         annotated = self.extras.annotated(table.preamble.id)
+        supports_timeout = _supports_timeout(table)
         for item in got["entries"]:
             # Filters (spec 9.1.6): each field left at its default matches everything.
             if ((match is not None and codec.canonical_match(table, item["match"]) != match)
@@ -296,7 +322,7 @@ class Entities:
             entry = codec.entry_from_switch(self.index, table, item, counter, meter)
             extras.fill(entry)
             entry.is_const = table.is_const_table
-            if want.HasField("time_since_last_hit"):  # set in a reply only when asked
+            if want.HasField("time_since_last_hit") and supports_timeout:  # only if asked
                 entry.time_since_last_hit.elapsed_ns = item.get("idle_ns") or 0
             yield entry
 
@@ -405,9 +431,13 @@ def _check_idle_timeout(table, entry: pb.TableEntry) -> None:
         return
     if entry.is_default_action:
         raise invalid(f"table {table.preamble.name}: a default entry has no idle timeout")
-    if table.idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT:
+    if not _supports_timeout(table):
         raise invalid(f"table {table.preamble.name} does not support idle timeouts "
                       "(no support_timeout = true)")
+
+
+def _supports_timeout(table: p4info_pb2.Table) -> bool:
+    return table.idle_timeout_behavior != p4info_pb2.Table.NO_TIMEOUT
 
 
 def _check_const_table(table, op: int, action_kind: str | None) -> None:
