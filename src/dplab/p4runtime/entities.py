@@ -70,7 +70,6 @@ class Entities:
                                                default=False)
         req["idle_timeout_ns"] = entry.idle_timeout_ns  # a MODIFY to 0 clears it
         if entry.HasField("meter_config"):
-            self._check_direct_meter(table)
             req["meter"] = codec.meter_to_switch(entry.meter_config)
         elif op == MODIFY and self.index.has_direct_meter(table):
             req["meter"] = None  # spec 9.1.5: a MODIFY without meter_config resets it
