@@ -283,6 +283,8 @@ def test_direct_resources_of_const_entries_stay_writable(served, programs):
 
 
 def test_roles_other_than_the_default_are_refused_as_the_spec_says(rt, served):
+    """Spec 5.4, 12, 14: an unknown role is NOT_FOUND for arbitration, Write and
+    SetForwardingPipelineConfig; for a Read it only filters (spec 11)."""
     _, client, n = rt
     config = pb.Role()
     config.config.Pack(pb.Uint128(low=1))  # any message: no role scheme was agreed on
@@ -298,9 +300,12 @@ def test_roles_other_than_the_default_are_refused_as_the_spec_says(rt, served):
     req = pb.WriteRequest(device_id=1, election_id=client.election, role="acl-app")
     req.updates.add(type=pb.Update.INSERT, entity=fwd)
     assert code_of(lambda: client.stub.Write(req)) == grpc.StatusCode.NOT_FOUND
-    read = pb.ReadRequest(device_id=1, role="acl-app", entities=[fwd])
-    assert code_of(lambda: list(client.stub.Read(read))) == grpc.StatusCode.NOT_FOUND
     assert client.read(fwd) == []  # nothing was written under the unknown role
+    client.write(fwd)
+    # Spec 11: a Read's role is a filter; no entity belongs to a role the server lacks
+    read = pb.ReadRequest(device_id=1, role="acl-app", entities=[fwd])
+    assert [list(r.entities) for r in client.stub.Read(read)] == [[]]
+    assert len(client.read(fwd)) == 1
 
 
 def _arbitration_refusal(address: str, hello: pb.StreamMessageRequest) -> grpc.StatusCode:

@@ -58,6 +58,9 @@ class P4InfoIndex:
     def has_direct_meter(self, table: p4info_pb2.Table) -> bool:
         return any(r in self.direct_meters for r in table.direct_resource_ids)
 
+    def has_direct_counter(self, table: p4info_pb2.Table) -> bool:
+        return any(r in self.direct_counters for r in table.direct_resource_ids)
+
     def lookup(self, kind: str, obj_id: int) -> Any:
         found = getattr(self, kind).get(obj_id)
         if found is None:

@@ -10,6 +10,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from dplab.p4runtime import codec
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
+from dplab.p4runtime.entry_extras import NONE, EntryExtras, Extras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
 from dplab.p4runtime.switch_link import SwitchLink
 
@@ -17,10 +18,12 @@ INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
 
 class Entities:
-    def __init__(self, switch: SwitchLink, index: P4InfoIndex, digests: Digests) -> None:
+    def __init__(self, switch: SwitchLink, index: P4InfoIndex, digests: Digests,
+                 extras: EntryExtras) -> None:
         self.switch = switch
         self.index = index
         self.digests = digests
+        self.extras = extras
 
     # -- write ---------------------------------------------------------------------------
 
@@ -39,10 +42,13 @@ class Entities:
         table = self.index.table(entry.table_id)
         if entry.is_const:
             raise invalid("is_const must be false in a write (P4Runtime spec 9.1)")
-        _check_idle_timeout(table, entry)
+        if op != DELETE:  # a DELETE ignores all but the key (spec 9.1)
+            _check_idle_timeout(table, entry)
         if entry.is_default_action:
             self._write_default(op, table, entry)
             return
+        if op != DELETE:
+            self._check_direct_resources(table, entry)
         if op == INSERT and not table.match_fields:
             raise invalid(f"table {table.preamble.name} has no key: only its default entry "
                           "can be written")
@@ -52,6 +58,7 @@ class Entities:
         _check_const_table(table, op, kind)
         if op == DELETE:
             self.switch.call("table_delete", **req)
+            self.extras.put(entry.table_id, req["match"], entry.priority, NONE)
             return
         if kind is None and op == MODIFY:  # the action stays; only direct resources change
             self._modify_direct_resources(table, entry, req)
@@ -61,24 +68,46 @@ class Entities:
                           f"{kind} (action profiles) is not supported")
         req["action"] = codec.action_to_switch(self.index, table, entry.action.action,
                                                default=False)
-        if entry.idle_timeout_ns:
-            req["idle_timeout_ns"] = entry.idle_timeout_ns
+        req["idle_timeout_ns"] = entry.idle_timeout_ns  # a MODIFY to 0 clears it
         if entry.HasField("meter_config"):
-            self._check_direct_meter(table)
             req["meter"] = codec.meter_to_switch(entry.meter_config)
+        elif op == MODIFY and self.index.has_direct_meter(table):
+            req["meter"] = None  # spec 9.1.5: a MODIFY without meter_config resets it
         self.switch.call("table_add" if op == INSERT else "table_modify", **req)
-        if entry.HasField("counter_data"):
+        # MODIFY assigns the entry's whole state (spec 12.2), its opaque metadata too
+        self.extras.put(entry.table_id, req["match"], entry.priority, Extras.of(entry))
+        if entry.HasField("counter_data"):  # without it a MODIFY keeps the count (9.1.5)
             self._write_entry_counter(entry, req, entry.counter_data)
 
     def _modify_direct_resources(self, table, entry: pb.TableEntry, req: dict) -> None:
-        """A MODIFY without an action (spec 9.1.2): the entry keeps its action; its direct
-        counter and meter take what the request gives (const entries too, spec 9.1.4)."""
+        """A MODIFY without an action (spec 9.1.2): the entry keeps its action and its
+        metadata; its direct counter and meter take what the request gives (const entries
+        too, spec 9.1.4), and so does its idle timeout when one is given; else the MODIFY
+        is a no-op."""
+        if entry.idle_timeout_ns:
+            self._set_entry_idle_timeout(table, req, entry.idle_timeout_ns)
         if entry.HasField("meter_config"):
             self._set_entry_meter(table, req, entry.meter_config)
         if entry.HasField("counter_data"):
             self._write_entry_counter(entry, req, entry.counter_data)
-        if not (entry.HasField("meter_config") or entry.HasField("counter_data")):
+        if not (entry.idle_timeout_ns or entry.HasField("meter_config")
+                or entry.HasField("counter_data")):
             self._find_entry(table, req["match"], req["priority"])  # a no-op, if it exists
+
+    def _set_entry_idle_timeout(self, table, req: dict, idle_timeout_ns: int) -> None:
+        """Spec 9.1.4: static entries take no idle timeout; INVALID_ARGUMENT as for any
+        table without idle timeout support (9.1.8)."""
+        if table.is_const_table:
+            raise invalid(f"table {table.preamble.name} has const entries: static entries "
+                          "take no idle timeout (P4Runtime spec 9.1.4)")
+        found = self._find_entry(table, req["match"], req["priority"])
+        self.switch.call("table_modify", **req, idle_timeout_ns=idle_timeout_ns,
+                         action={"action": found["action"]["action"],
+                                 "args": found["action"]["args"]})
+        table_id, match, priority = req["table"], req["match"], req["priority"]
+        kept = self.extras.get(table_id, match, priority)
+        self.extras.put(table_id, match, priority,
+                        Extras(kept.controller_metadata, kept.metadata, idle_timeout_ns))
 
     def _write_default(self, op: int, table, entry: pb.TableEntry) -> None:
         if op != MODIFY:
@@ -88,11 +117,13 @@ class Entities:
         if table.const_default_action_id:
             raise P4RuntimeError("PERMISSION_DENIED", f"table {table.preamble.name}: its "
                                  "default action is const (P4Runtime spec 9.1.3)")
-        if not entry.HasField("action"):
+        if not entry.HasField("action"):  # back to the program's, metadata reset (9.1.3)
             self.switch.call("table_reset_default", table=entry.table_id)
+            self.extras.put(entry.table_id, None, 0, NONE)
             return
         action = codec.action_to_switch(self.index, table, entry.action.action, default=True)
         self.switch.call("table_set_default", table=entry.table_id, action=action)
+        self.extras.put(entry.table_id, None, 0, Extras.of(entry))
 
     def _write_entry_counter(self, entry: pb.TableEntry, req: dict, data: pb.CounterData) -> None:
         self.switch.call("table_entry_counter_write", table=entry.table_id, match=req["match"],
@@ -100,7 +131,8 @@ class Entities:
                          bytes=data.byte_count)
 
     def _write_direct_counter_entry(self, op: int, entry: pb.DirectCounterEntry) -> None:
-        _, key = self._direct_entry_key(op, entry.table_entry, "counter")
+        table, key = self._direct_entry_key(op, entry.table_entry, "counter")
+        self._check_direct_counter(table)
         self._write_entry_counter(entry.table_entry, key, entry.data)
 
     def _write_direct_meter_entry(self, op: int, entry: pb.DirectMeterEntry) -> None:
@@ -122,6 +154,24 @@ class Entities:
         self.switch.call("table_entry_meter_set", table=table.preamble.id, match=req["match"],
                          priority=req["priority"],
                          meter=None if config is None else codec.meter_to_switch(config))
+
+    def _check_direct_resources(self, table, entry: pb.TableEntry) -> None:
+        """Spec 9.1.5: a direct resource field is an error for a table without that
+        resource; per-colour meter counters can only be written as zero (this switch
+        keeps none, so zero is what they are)."""
+        if entry.HasField("meter_config") or entry.HasField("meter_counter_data"):
+            self._check_direct_meter(table)
+        if entry.HasField("counter_data"):
+            self._check_direct_counter(table)
+        colours = entry.meter_counter_data
+        if any(c.packet_count or c.byte_count
+               for c in (colours.green, colours.yellow, colours.red)):
+            raise invalid(f"table {table.preamble.name}: meter_counter_data can only be "
+                          "written as zero (P4Runtime spec 9.1.5)")
+
+    def _check_direct_counter(self, table) -> None:
+        if not self.index.has_direct_counter(table):
+            raise invalid(f"table {table.preamble.name} has no direct counter")
 
     def _check_direct_meter(self, table) -> None:
         # A plain INVALID_ARGUMENT naming the table, before any entry is looked up.
@@ -231,6 +281,10 @@ class Entities:
     def _read_table_entry(self, want: pb.TableEntry) -> Iterator[pb.TableEntry]:
         tables = [self.index.table(want.table_id)] if want.table_id else list(
             self.index.tables.values())
+        if want.table_id and want.HasField("time_since_last_hit") and not _supports_timeout(
+                tables[0]):  # spec 9.1.8; a read of all tables leaves it out there
+            raise invalid(f"table {tables[0].preamble.name} does not support idle timeouts: "
+                          "time_since_last_hit cannot be asked for")
         for table in tables:
             yield from self._read_one_table(table, want)
 
@@ -244,19 +298,30 @@ class Entities:
             if counter:
                 entry.counter_data.packet_count = got.get("default_packets", 0)
                 entry.counter_data.byte_count = got.get("default_bytes", 0)
+            self.extras.get(table.preamble.id, None, 0).fill(entry)
             yield entry
             return
         match = codec.match_to_switch(table, want.match) if want.match else None
         action_id = want.action.action.action_id if want.action.HasField("action") else 0
+        annotated = self.extras.annotated(table.preamble.id)
+        supports_timeout = _supports_timeout(table)
         for item in got["entries"]:
             # Filters (spec 9.1.6): each field left at its default matches everything.
             if ((match is not None and codec.canonical_match(table, item["match"]) != match)
                     or (want.priority and (item.get("priority") or 0) != want.priority)
                     or (action_id and item["action"]["action"] != action_id)):
                 continue
+            extras = NONE if not annotated else self.extras.get(
+                table.preamble.id, codec.canonical_match(table, item["match"]),
+                item.get("priority") or 0)
+            if ((want.controller_metadata
+                 and extras.controller_metadata != want.controller_metadata)
+                    or (want.metadata and extras.metadata != want.metadata)):
+                continue
             entry = codec.entry_from_switch(self.index, table, item, counter, meter)
+            extras.fill(entry)
             entry.is_const = table.is_const_table
-            if want.HasField("time_since_last_hit"):  # set in a reply only when asked
+            if want.HasField("time_since_last_hit") and supports_timeout:  # only if asked
                 entry.time_since_last_hit.elapsed_ns = item.get("idle_ns") or 0
             yield entry
 
@@ -365,9 +430,13 @@ def _check_idle_timeout(table, entry: pb.TableEntry) -> None:
         return
     if entry.is_default_action:
         raise invalid(f"table {table.preamble.name}: a default entry has no idle timeout")
-    if table.idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT:
+    if not _supports_timeout(table):
         raise invalid(f"table {table.preamble.name} does not support idle timeouts "
                       "(no support_timeout = true)")
+
+
+def _supports_timeout(table: p4info_pb2.Table) -> bool:
+    return table.idle_timeout_behavior != p4info_pb2.Table.NO_TIMEOUT
 
 
 def _check_const_table(table, op: int, action_kind: str | None) -> None:

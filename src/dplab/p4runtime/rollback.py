@@ -67,12 +67,19 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
     if entry.is_default_action:
         before = switch.call("table_read", table=entry.table_id)["default_action"]
         action = {"action": before["action"], "args": before["args"]}
-        return lambda: switch.call("table_set_default", table=entry.table_id, action=action)
+        extras = entities.extras.get(entry.table_id, None, 0)
+
+        def undo_default() -> None:
+            switch.call("table_set_default", table=entry.table_id, action=action)
+            entities.extras.put(entry.table_id, None, 0, extras)
+        return undo_default
     key = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
            "priority": entry.priority}
     before = entities.find_entry(table, key["match"], entry.priority)
+    extras = entities.extras.get(entry.table_id, key["match"], entry.priority)
 
     def undo() -> None:
+        entities.extras.put(entry.table_id, key["match"], entry.priority, extras)
         now = entities.find_entry(table, key["match"], entry.priority)
         if before is None:
             if now is not None:

@@ -18,6 +18,7 @@ from dplab.p4runtime.arbitration import Arbiter
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entities import Entities
+from dplab.p4runtime.entry_extras import EntryExtras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
 from dplab.p4runtime.rollback import write_all_or_none
 from dplab.p4runtime.switch_link import SwitchLink
@@ -40,6 +41,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._saved: pb.ForwardingPipelineConfig | None = None
         self._index: P4InfoIndex | None = None
         self.digests = Digests(self._send_to_primary)
+        self.extras = EntryExtras()
         # Writes one batch at a time, reads between batches: a rolled-back batch is never
         # seen half applied (the spec wants Write/Read strictly serializable).
         self._serial = threading.Lock()
@@ -63,6 +65,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             found, errors = self._read(request)
         except P4RuntimeError as err:
             context.abort(err.grpc_code, err.message)
+        if request.role:  # a filter (spec 11): no entity belongs to a role but the default
+            found = []
         yield pb.ReadResponse(entities=found)
         if any(errors):
             _abort_batch(context, _BatchError(errors))
@@ -98,6 +102,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise invalid(f"the switch refused the pipeline: {err.message}") from err
         self._config, self._index = config, P4InfoIndex(config.p4info)
         self.digests.reset()
+        self.extras.clear()
 
     def _reconcile(self, config: pb.ForwardingPipelineConfig, ir: dict) -> None:
         """RECONCILE_AND_COMMIT must keep the forwarding state: this server can only when
@@ -150,7 +155,6 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         bad request fails alone, the others are still answered (spec 11.2, "Batch
         Processing")."""
         self._check_device(request.device_id)
-        _check_default_role(request.role, 0)
         entities = self._entities()
         found: list[pb.Entity] = []
         errors: list[P4RuntimeError | None] = []
@@ -166,7 +170,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _entities(self) -> Entities:
         if self._index is None:
             raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
-        return Entities(self.switch, self._index, self.digests)
+        return Entities(self.switch, self._index, self.digests, self.extras)
 
     def _check_device(self, device_id: int) -> None:
         if device_id != self.device_id:
@@ -288,6 +292,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 entry = note.table_entry.add(table_id=event["table"],
                                              priority=item.get("priority") or 0)
                 entry.match.extend(codec.match_from_switch(table, item["match"]))
+                # the key, the metadata and the TTL (spec "Table Idle Timeout Notification")
+                extras = self.extras.get(event["table"], codec.canonical_match(
+                    table, item["match"]), entry.priority)
+                extras.fill(entry)
+                entry.idle_timeout_ns = extras.idle_timeout_ns
         else:
             return
         self._send_to_primary(msg)

@@ -1,0 +1,282 @@
+"""What a table entry carries beside its key and action, as P4Runtime 1.5 prescribes it:
+the controller's opaque metadata (spec 9.1), MODIFY of its direct meter and counter
+(9.1.5), its idle timeout (9.1.4, 9.1.8) and the idle notification (16). A real gRPC
+client from the p4runtime package's stubs against a rig switch; packets check that the
+switch does what the entries say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import pytest
+from p4.v1 import p4runtime_pb2 as pb
+from p4runtime_rig import (
+    Names,
+    compile_with_info,
+    primary_client,
+    served_on_unix_socket,
+    update_code_of,
+    update_codes,
+)
+from switch_rig import udp_frame
+from test_p4runtime_entities import acl, frame, lpm, send_and_capture
+from test_p4runtime_server import DST, TABLE, forward_entry
+
+pytestmark = pytest.mark.net
+HERE = Path(__file__).resolve().parent
+MODIFY, DELETE = pb.Update.MODIFY, pb.Update.DELETE
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
+CONST_TTL_PROGRAM = """
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
+struct headers_t { ethernet_t ethernet; }
+struct metadata_t { bit<1> unused; }
+parser TtParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+    state start { packet.extract(hdr.ethernet); transition accept; }
+}
+control TtVerify(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control TtIngress(inout headers_t hdr, inout metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {
+    action forward(bit<9> port) { standard_metadata.egress_spec = port; }
+    table fixed {
+        key = { standard_metadata.ingress_port: exact; }
+        actions = { forward; NoAction; }
+        const entries = { 1 : forward(2); }
+        support_timeout = true;
+    }
+    apply { fixed.apply(); }
+}
+control TtEgress(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) { apply { } }
+control TtCompute(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control TtDeparser(packet_out packet, in headers_t hdr) { apply { packet.emit(hdr.ethernet); } }
+V1Switch(TtParser(), TtVerify(), TtIngress(), TtEgress(), TtCompute(), TtDeparser()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("p4")
+    source = out / "const_ttl.p4"
+    source.write_text(CONST_TTL_PROGRAM)
+    return {"rt": compile_with_info(HERE / "p4" / "rt_features.p4", out),
+            "basic": compile_with_info(HERE.parent / "p4src" / "basic_fwd.p4", out),
+            "const_ttl": compile_with_info(source, out)}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
+
+
+@pytest.fixture()
+def rt(served, programs):
+    """(rig, primary client with rt_features freshly loaded, names)."""
+    rig, address = served
+    with primary_client(address, programs["rt"], election=10) as (client, _):
+        rig.drain()
+        yield rig, client, Names(programs["rt"][1])
+
+
+def probe(n: Names, table: str, **fields) -> pb.Entity:
+    entity = pb.Entity()
+    entity.table_entry.table_id = n[table]
+    for name, value in fields.items():
+        setattr(entity.table_entry, name, value)
+    return entity
+
+
+def notes(entity: pb.Entity) -> tuple[int, bytes]:
+    return entity.table_entry.controller_metadata, entity.table_entry.metadata
+
+
+def got_on(rig, dst_ip: str) -> int | None:
+    """The port one frame to ``dst_ip`` sent in on port 1 leaves by (None: dropped)."""
+    got = send_and_capture(rig, 1, [frame(dst_ip)])
+    ports = [port for port, frames in got.items() if frames]
+    assert len(ports) <= 1
+    return ports[0] if ports else None
+
+
+def test_entry_metadata_is_read_back_as_written(rt):
+    """Spec 9.1: controller_metadata and metadata come back with the entry; a MODIFY with
+    an action replaces them (12.2: full state), one without an action keeps them, a
+    DELETE forgets them; reads filter by them (9.1.6); a rolled-back batch restores them."""
+    rig, client, n = rt
+    route = lpm(n, "10.0.2.0", 24, "forward", b"\x02")
+    route.table_entry.controller_metadata, route.table_entry.metadata = 7, b"route-a"
+    police = acl(n, 10, "police", src=("10.0.0.1", "255.255.255.255"))
+    police.table_entry.metadata = b"\x00acl"
+    client.write(route, police)
+    assert [notes(e) for e in client.read(probe(n, "fwd_lpm"))] == [(7, b"route-a")]
+    assert [notes(e) for e in client.read(probe(n, "acl"))] == [(0, b"\x00acl")]
+    assert len(client.read(probe(n, "fwd_lpm", metadata=b"route-a"))) == 1
+    assert client.read(probe(n, "fwd_lpm", metadata=b"route-b")) == []
+    assert client.read(probe(n, "fwd_lpm", controller_metadata=8)) == []
+    assert got_on(rig, "10.0.2.9") == 2  # the entry forwards as its action says
+
+    moved = lpm(n, "10.0.2.0", 24, "forward", b"\x03")
+    moved.table_entry.metadata = b"route-b"
+    client.write(moved, op=MODIFY)
+    assert [notes(e) for e in client.read(probe(n, "fwd_lpm"))] == [(0, b"route-b")]
+    assert got_on(rig, "10.0.2.9") == 3
+    counter_only = lpm(n, "10.0.2.0", 24, "forward")
+    counter_only.table_entry.ClearField("action")
+    counter_only.table_entry.counter_data.packet_count = 0
+    client.write(counter_only, op=MODIFY)
+    assert [notes(e) for e in client.read(probe(n, "fwd_lpm"))] == [(0, b"route-b")]
+
+    renamed = lpm(n, "10.0.2.0", 24, "forward", b"\x03")
+    renamed.table_entry.metadata = b"route-c"
+    failing = lpm(n, "10.0.9.0", 24, "forward", b"\x02")  # no such entry to modify
+    req = pb.WriteRequest(device_id=1, election_id=client.election,
+                          atomicity=pb.WriteRequest.ROLLBACK_ON_ERROR)
+    req.updates.add(type=MODIFY, entity=renamed)
+    req.updates.add(type=MODIFY, entity=failing)
+    with pytest.raises(grpc.RpcError) as failed:
+        client.stub.Write(req)
+    assert update_codes(failed.value) == [grpc.StatusCode.ABORTED.value[0],
+                                          grpc.StatusCode.NOT_FOUND.value[0]]
+    assert [notes(e) for e in client.read(probe(n, "fwd_lpm"))] == [(0, b"route-b")]
+
+    gone = lpm(n, "10.0.2.0", 24, "forward")
+    gone.table_entry.idle_timeout_ns = 5  # nonsense outside the key: a DELETE ignores it
+    client.write(gone, op=DELETE)
+    client.write(lpm(n, "10.0.2.0", 24, "forward", b"\x02"))
+    assert [notes(e) for e in client.read(probe(n, "fwd_lpm"))] == [(0, b"")]
+
+
+def test_default_entry_metadata_is_kept_until_it_is_reset(rt):
+    """Spec 9.1.3: the default entry takes metadata like any entry; resetting it (MODIFY
+    without an action) resets its metadata too."""
+    rig, client, n = rt
+    default = probe(n, "fwd_lpm", is_default_action=True, controller_metadata=3)
+    default.table_entry.action.action.action_id = n["forward"]
+    default.table_entry.action.action.params.add(param_id=1, value=b"\x03")
+    client.write(default, op=MODIFY)
+    (read,) = client.read(probe(n, "fwd_lpm", is_default_action=True))
+    assert notes(read) == (3, b"")
+    assert got_on(rig, "10.0.7.7") == 3  # every route misses: the default forwards
+    client.write(probe(n, "fwd_lpm", is_default_action=True), op=MODIFY)
+    (read,) = client.read(probe(n, "fwd_lpm", is_default_action=True))
+    assert notes(read) == (0, b"")
+    assert got_on(rig, "10.0.7.7") is None  # the program's default again: drop
+
+
+def test_modify_resets_an_unset_meter_and_keeps_an_unset_counter(rt):
+    """Spec 9.1.5: a MODIFY (with an action) without meter_config puts the direct meter
+    back to its default (all GREEN); without counter_data it leaves the count alone."""
+    rig, client, n = rt
+    client.write(lpm(n, "10.0.2.0", 24, "forward", b"\x02"))
+    police = acl(n, 10, "police", src=("10.0.0.1", "255.255.255.255"))
+    police.table_entry.meter_config.CopyFrom(pb.MeterConfig(cir=1, cburst=1, pir=1,
+                                                            pburst=2))
+    client.write(police)
+    burst = [frame("10.0.2.9")] * 10
+    assert len(send_and_capture(rig, 1, burst)[2]) == 2  # 1 packet/s, peak burst 2
+    police.table_entry.ClearField("meter_config")
+    client.write(police, op=MODIFY)
+    with_meter = probe(n, "acl")
+    with_meter.table_entry.meter_config.SetInParent()
+    (read,) = client.read(with_meter)
+    assert not read.table_entry.HasField("meter_config")  # the default configuration
+    assert len(send_and_capture(rig, 1, burst)[2]) == 10
+
+    with_counter = probe(n, "fwd_lpm")
+    with_counter.table_entry.counter_data.SetInParent()
+    (read,) = client.read(with_counter)
+    assert read.table_entry.counter_data.packet_count == 20
+    client.write(lpm(n, "10.0.2.0", 24, "forward", b"\x03"), op=MODIFY)
+    (read,) = client.read(with_counter)
+    assert read.table_entry.counter_data.packet_count == 20
+    assert len(send_and_capture(rig, 1, burst)[3]) == 10
+    reset = lpm(n, "10.0.2.0", 24, "forward", b"\x03")
+    reset.table_entry.counter_data.SetInParent()  # set, to zero
+    client.write(reset, op=MODIFY)
+    (read,) = client.read(with_counter)
+    assert read.table_entry.counter_data.packet_count == 0
+
+
+def test_idle_timeout_is_set_cleared_and_notified_with_the_entry_metadata(served, programs):
+    """Spec 9.1.8: a read returns the TTL last written (a MODIFY to 0 clears it; one
+    without an action sets it and keeps the action); the idle notification carries the
+    key, the metadata and the TTL (16, "Table Idle Timeout Notification")."""
+    rig, address = served
+    n = Names(programs["basic"][1])
+    with primary_client(address, programs["basic"], election=10) as (client, _):
+        learned = forward_entry(n.info, DST, 2)
+        learned.table_entry.idle_timeout_ns = 100 * 10**6
+        learned.table_entry.controller_metadata, learned.table_entry.metadata = 9, b"mac"
+        client.write(learned)
+        note = client.next("idle_timeout_notification", timeout=10)
+        assert note is not None
+        (expired,) = note.table_entry
+        assert expired.match[0].exact.value == b"\x02"  # canonical: no leading zeros
+        assert (expired.controller_metadata, expired.metadata, expired.idle_timeout_ns) == \
+            (9, b"mac", 100 * 10**6)
+        longer = forward_entry(n.info, DST, 3)
+        longer.table_entry.ClearField("action")
+        longer.table_entry.idle_timeout_ns = 3600 * 10**9
+        client.write(longer, op=MODIFY)
+        (read,) = client.read(probe(n, TABLE))
+        assert read.table_entry.idle_timeout_ns == 3600 * 10**9
+        assert read.table_entry.action.action.params[0].value == b"\x02"  # kept
+        assert notes(read) == (9, b"mac")
+        client.write(forward_entry(n.info, DST, 2), op=MODIFY)
+        (read,) = client.read(probe(n, TABLE))
+        assert read.table_entry.idle_timeout_ns == 0
+        assert notes(read) == (0, b"")
+
+
+def test_static_entries_take_no_idle_timeout(served, programs):
+    """Spec 9.1.4: idle timeouts are not supported for the entries of a const table, even
+    when the table supports them; INVALID_ARGUMENT as in 9.1.8. The entry is unchanged."""
+    rig, address = served
+    n = Names(programs["const_ttl"][1])
+    with primary_client(address, programs["const_ttl"], election=10) as (client, _):
+        fixed = probe(n, "fixed", idle_timeout_ns=10**9)
+        fixed.table_entry.match.add(field_id=1).exact.value = b"\x01"
+        assert update_code_of(lambda: client.write(fixed, op=MODIFY)) == INVALID
+        (read,) = client.read(probe(n, "fixed"))
+        assert read.table_entry.is_const and read.table_entry.idle_timeout_ns == 0
+        rig.drain()
+        sent = udp_frame("00:00:00:00:00:09", "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")
+        assert send_and_capture(rig, 1, [sent])[2] == [sent]
+
+
+def test_direct_resource_fields_need_the_resource(rt):
+    """Spec 9.1.5: counter_data, meter_config or meter_counter_data for a table without
+    that direct resource is INVALID_ARGUMENT, and nothing is written; per-colour meter
+    counters can only be written as zero. Spec 9.1.8: time_since_last_hit asked of a
+    table without idle timeouts is INVALID_ARGUMENT (a read of all tables leaves it out)."""
+    rig, client, n = rt
+    counted = acl(n, 10, "police", src=("10.0.0.1", "255.255.255.255"))
+    counted.table_entry.counter_data.packet_count = 5  # acl has a meter, no counter
+    metered = lpm(n, "10.0.2.0", 24, "forward", b"\x02")
+    metered.table_entry.meter_config.CopyFrom(pb.MeterConfig(cir=1, cburst=1, pir=1,
+                                                             pburst=1))
+    coloured = acl(n, 10, "police", src=("10.0.0.1", "255.255.255.255"))
+    coloured.table_entry.meter_counter_data.green.packet_count = 1
+    direct = pb.Entity()
+    direct.direct_counter_entry.table_entry.CopyFrom(coloured.table_entry)
+    direct.direct_counter_entry.table_entry.ClearField("meter_counter_data")
+    for bad, op in ((counted, pb.Update.INSERT), (metered, pb.Update.INSERT),
+                    (coloured, pb.Update.INSERT), (direct, MODIFY)):
+        assert update_code_of(lambda b=bad, o=op: client.write(b, op=o)) == INVALID
+    assert client.read(probe(n, "fwd_lpm")) == client.read(probe(n, "acl")) == []
+    coloured.table_entry.meter_counter_data.green.packet_count = 0  # zero: accepted
+    client.write(coloured, lpm(n, "10.0.2.0", 24, "forward", b"\x02"))
+    assert len(send_and_capture(rig, 1, [frame("10.0.2.9")] * 3)[2]) == 3
+
+    asked = probe(n, "fwd_lpm")
+    asked.table_entry.time_since_last_hit.SetInParent()
+    with pytest.raises(grpc.RpcError) as failed:
+        client.read(asked)
+    assert update_codes(failed.value) == [INVALID.value[0]]
+    asked.table_entry.table_id = 0  # every table: the field only where timeouts exist
+    found = client.read(asked)
+    assert len(found) == 2
+    assert not any(e.table_entry.HasField("time_since_last_hit") for e in found)
