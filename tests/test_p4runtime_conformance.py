@@ -269,11 +269,17 @@ def test_stream_errors_name_the_message_that_caused_them(ctl, served):
     too_wide = pb.StreamMessageRequest()
     too_wide.packet.payload = frame
     too_wide.packet.metadata.add(metadata_id=1, value=b"\x04\x00")  # 1024: 9-bit port
-    for bad in (unknown_field, too_wide):
+    too_wide.packet.metadata.add(metadata_id=2, value=b"\x00")
+    no_pad = pb.StreamMessageRequest()  # spec 16.1: every packet_out field is required
+    no_pad.packet.payload = frame
+    no_pad.packet.metadata.add(metadata_id=1, value=b"\x02")
+    rig.drain()
+    for bad in (unknown_field, too_wide, no_pad):
         client.send(bad)
         error = client.next("error")
         assert error is not None and error.canonical_code == INVALID
         assert error.packet_out.packet_out == bad.packet
+    assert rig.capture(wait=0.3)[2] == [], "a refused packet-out was sent"
     ack = pb.StreamMessageRequest()
     ack.digest_ack.digest_id, ack.digest_ack.list_id = 12345, 1
     client.send(ack)
@@ -287,6 +293,7 @@ def test_stream_errors_name_the_message_that_caused_them(ctl, served):
         out = pb.StreamMessageRequest()
         out.packet.payload = frame
         out.packet.metadata.add(metadata_id=1, value=b"\x02")
+        out.packet.metadata.add(metadata_id=2, value=b"\x00")
         backup.send(out)
         error = backup.next("error")
         assert error is not None

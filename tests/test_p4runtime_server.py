@@ -131,6 +131,7 @@ def test_packet_out_and_packet_in(primary, program):
     out = pb.StreamMessageRequest()
     out.packet.payload = frame
     out.packet.metadata.add(metadata_id=1, value=bytes([3]))
+    out.packet.metadata.add(metadata_id=2, value=b"\x00")  # _pad: every field is required
     client.outbox.put(out)
     assert rig.capture()[3] == [frame]
     rig.send(2, frame)  # table miss -> controller

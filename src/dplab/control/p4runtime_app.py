@@ -55,6 +55,9 @@ class Program:
         actions = {a.preamble.alias: a.preamble.id for a in self.p4info.actions}
         headers = {h.preamble.name: {m.name: m.id for m in h.metadata}
                    for h in self.p4info.controller_packet_metadata}
+        # A packet-out carries every field of the header (P4Runtime 16.1); all but the
+        # egress port are zero.
+        self.packet_out_ids = list(headers.get("packet_out", {}).values())
         try:
             self.table_id = tables["mac_exact"].preamble.id
             self.forward_id = actions["forward"]
@@ -146,8 +149,10 @@ class P4RuntimeSouthbound:
         for port in ports:
             msg = pb.StreamMessageRequest()
             msg.packet.payload = data
-            msg.packet.metadata.add(metadata_id=self.program.egress_port_id,
-                                    value=port.to_bytes(2, "big"))
+            for field_id in self.program.packet_out_ids:
+                value = port.to_bytes(2, "big") if field_id == self.program.egress_port_id \
+                    else b"\x00"
+                msg.packet.metadata.add(metadata_id=field_id, value=value)
             session.outbox.put(msg)
 
     # -- stream events -------------------------------------------------------------------

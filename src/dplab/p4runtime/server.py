@@ -239,8 +239,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             outbox.put(msg)
 
     def _packet_out_metadata(self, packet: pb.PacketOut) -> list[dict]:
-        """Each metadata must be a field of the P4Info's packet_out header, once, and fit
-        its width (spec 16.1); fields left out are sent as 0."""
+        """Each field of the P4Info's packet_out header must be given, once, and fit its
+        width (spec 16.1: a packet-out missing one is dropped)."""
         if self._index is None:
             raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
         header = self._index.controller_headers.get("packet_out")
@@ -256,6 +256,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             out.append({"id": m.metadata_id,
                         "value": codec.to_hex(m.value, field.bitwidth or None,
                                               f"packet-out metadata {field.name}")})
+        missing = sorted(f.name for f in fields.values()
+                         if not any(item["id"] == f.id for item in out))
+        if missing:
+            raise invalid(f"packet-out metadata missing: {', '.join(missing)} (every field of "
+                          "the packet_out header must be given)")
         return out
 
     def _digest_ack(self, ack: pb.DigestListAck, outbox: queue.Queue) -> None:
