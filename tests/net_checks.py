@@ -17,17 +17,7 @@ from dplab.topology import catalog
 
 def tcp_received(net: Network, src: str, dst: str, seconds: float = 1.0) -> tuple[int, float]:
     """Run iperf2 TCP src -> dst; return (bytes the server received, bits/s it measured)."""
-    server = net.popen(net.host_ns(dst), ["iperf", "-s", "-y", "C"], stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL, text=True)
-    try:
-        time.sleep(0.3)  # let the server listen
-        net.run(net.host_ns(src), ["iperf", "-c", net.host_ip(dst), "-t", str(seconds)],
-                timeout=seconds + 10)
-        time.sleep(0.3)  # the server prints its report when the connection closes
-    finally:
-        server.terminate()
-        out, _ = server.communicate(timeout=5)
-    fields = out.strip().splitlines()[-1].split(",")
+    fields = iperf_server_report(net, src, dst, [], seconds)
     return int(fields[7]), float(fields[8])
 
 
@@ -45,15 +35,16 @@ def ping_failures(net: Network) -> list[tuple[str, str, str]]:
         return [failure for failure in pool.map(ping, pairs) if failure is not None]
 
 
-def iperf_server_report(net: Network, src: str, dst: str, client_args: list[str]) -> list[str]:
-    """Run iperf2 from src to dst for 2 s; the server's CSV report fields."""
+def iperf_server_report(net: Network, src: str, dst: str, client_args: list[str],
+                        seconds: float = 2.0) -> list[str]:
+    """Run iperf2 from src to dst for `seconds`; the server's CSV report fields."""
     udp = ["-u"] if "-u" in client_args else []
     server = net.popen(net.host_ns(dst), ["iperf", "-s", "-y", "C", *udp],
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         time.sleep(0.3)  # let the server listen
-        net.run(net.host_ns(src), ["iperf", "-c", net.host_ip(dst), "-t", "2", *client_args],
-                timeout=15)
+        net.run(net.host_ns(src), ["iperf", "-c", net.host_ip(dst), "-t", str(seconds),
+                                   *client_args], timeout=seconds + 13)
         time.sleep(0.5)  # the server reports when the flow ends
     finally:
         server.terminate()
