@@ -27,6 +27,11 @@ const MAX_PARSER_STEPS: usize = 1000;
 /// Passes (resubmit/recirculate) one arriving packet may make before it is dropped.
 const MAX_PASSES: u32 = 16;
 pub const DROP_PORT: u128 = 511;
+/// standard_metadata's queue fields (docs/p4-ir.md, instance 0), set as a packet enters egress.
+const SM_ENQ_TIMESTAMP: usize = 5;
+const SM_ENQ_QDEPTH: usize = 6;
+const SM_DEQ_TIMEDELTA: usize = 7;
+const SM_DEQ_QDEPTH: usize = 8;
 
 pub const INSTANCE_NORMAL: u128 = 0;
 pub const INSTANCE_INGRESS_CLONE: u128 = 1;
@@ -131,6 +136,10 @@ pub struct Worker {
     /// Output buffers handed back after sending, reused by the deparser: no allocation
     /// per packet.
     spare: Vec<Vec<u8>>,
+    /// Packets in the caller's `out` per egress port: each port's queue (see `egress_pass`).
+    queued: Vec<u32>,
+    /// Ports with a non-zero `queued` count, so emptying the queues touches only them.
+    queued_ports: Vec<usize>,
 }
 
 /// Most output buffers kept for reuse (a few batches' worth).
@@ -182,6 +191,8 @@ impl Worker {
             stats: PipelineStats::default(),
             rehearsing: false,
             spare: Vec::with_capacity(SPARE_BUFFERS),
+            queued: vec![0; DROP_PORT as usize + 1],
+            queued_ports: Vec::new(),
         }
     }
 
@@ -237,6 +248,12 @@ impl Worker {
         self.now_ns = now_ns;
         self.now_stamp = ((now_ns / 1000) as u128) & mask(48);
         self.stats.packets += 1;
+        if out.is_empty() {
+            // The caller sent everything queued: every port's queue is empty again.
+            for port in self.queued_ports.drain(..) {
+                self.queued[port] = 0;
+            }
+        }
         let mut cx = Ctx {
             prog: &rt.prog,
             tables: &mut rt.tables,
@@ -351,6 +368,14 @@ impl Worker {
         f[sm::EGRESS_PORT] = port & mask(9);
         f[sm::EGRESS_SPEC] = port & mask(9);
         f[sm::EGRESS_TIMESTAMP] = self.now_stamp;
+        // The traffic manager hands the packet to egress at once (run to completion): it
+        // joins its port's queue behind the packets of this round already waiting there
+        // for the round's send, and waits no time in between.
+        let depth = self.queued[(port & mask(9)) as usize] as u128;
+        f[SM_ENQ_TIMESTAMP] = self.now_stamp & mask(32);
+        f[SM_ENQ_QDEPTH] = depth.min(mask(19));
+        f[SM_DEQ_TIMEDELTA] = 0;
+        f[SM_DEQ_QDEPTH] = depth.min(mask(19));
         self.flags.clone_e2e = None;
         self.flags.recirculate = None;
         self.run_control(cx, &prog.egress);
@@ -374,8 +399,12 @@ impl Worker {
             });
             return;
         }
-        cx.out
-            .push((self.phv.fields[sm::EGRESS_PORT] as u32, bytes));
+        let port = self.phv.fields[sm::EGRESS_PORT] as usize;
+        if self.queued[port] == 0 {
+            self.queued_ports.push(port);
+        }
+        self.queued[port] += 1;
+        cx.out.push((port as u32, bytes));
     }
 
     fn clone_egress(&mut self, cx: &mut Ctx, session: u32, list: Option<u32>, payload: &[u8]) {
