@@ -1,6 +1,7 @@
 """The P4 switch with host offloads on: a real TCP flow (the sender's kernel hands TSO
-super-packets to its veth) crosses the switch as wire-sized segments with valid checksums,
-and the pipeline sees every segment on its own."""
+super-packets to its veth) crosses the switch, whose pipeline sees every wire segment on its
+own; on the way out the switch joins the segments of the flow again into super-packets
+(coalesce.rs) unless the pipeline made them differ, and counts wire segments either way."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 import threading
 import time
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 import pytest
 import switch_rig as rig_mod
@@ -22,6 +24,10 @@ pytestmark = pytest.mark.net
 TRANSFER_BYTES = 2 << 20
 WIRE_MAX = 1514  # a 1500-byte MTU plus the Ethernet header
 SO_RCVBUFFORCE = 33
+SOL_PACKET = 263
+PACKET_VNET_HDR = 15
+VNET_HDR_LEN = 10
+GSO_TCPV4 = 1
 ENDS = {1: ("a", "10.0.1.1", "10.0.1.254"), 2: ("b", "10.0.2.2", "10.0.2.254")}
 
 
@@ -58,24 +64,46 @@ def two_hosts(rig: Rig):
 
 
 def capture_socket(ns: str, ifname: str) -> socket.socket:
+    """A tap on `ifname` that reads every frame behind its virtio-net header, which says
+    whether the frame is a super-packet (GSO type and segment size)."""
     with in_netns(ns):
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(rig_mod.ETH_P_ALL))
     s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 << 20)
+    s.setsockopt(SOL_PACKET, PACKET_VNET_HDR, 1)
     s.bind((ifname, 0))
     s.setblocking(False)
     return s
 
 
-def drain(s: socket.socket, outgoing: bool) -> list[bytes]:
-    """IPv4 frames captured so far in one direction (the socket's host sending or not)."""
+def drain(s: socket.socket, outgoing: bool) -> list[tuple[int, bytes]]:
+    """IPv4 frames captured so far in one direction (the socket's host sending or not),
+    each with its GSO segment size (0: a frame as a wire carries it)."""
     frames = []
     while True:
         try:
             data, addr = s.recvfrom(1 << 17)
         except BlockingIOError:
             return frames
-        if (addr[2] == PACKET_OUTGOING) == outgoing and data[12:14] == b"\x08\x00":
-            frames.append(data)
+        vnet, frame = data[:VNET_HDR_LEN], data[VNET_HDR_LEN:]
+        gso_type, gso_size = vnet[1] & 0x7F, struct.unpack("<H", vnet[4:6])[0]
+        if (addr[2] == PACKET_OUTGOING) == outgoing and frame[12:14] == b"\x08\x00":
+            frames.append((gso_size if gso_type == GSO_TCPV4 else 0, frame))
+
+
+def headers_len(frame: bytes) -> int:
+    """Ethernet, IPv4 and TCP headers of a frame."""
+    ihl = (frame[14] & 0x0F) * 4
+    return 14 + ihl + (frame[14 + ihl + 12] >> 4) * 4
+
+
+def wire_segments(gso_size: int, frame: bytes) -> tuple[int, int]:
+    """How many frames and bytes a wire carries for a captured frame: a super-packet
+    counts as the segments its GSO size cuts it into, each with its own headers."""
+    if not gso_size:
+        return 1, len(frame)
+    headers = headers_len(frame)
+    count = -(-(len(frame) - headers) // gso_size)
+    return count, len(frame) + (count - 1) * headers
 
 
 def transfer(ns_from: str, ns_to: str, data: bytes) -> bytes:
@@ -107,12 +135,28 @@ def transfer(ns_from: str, ns_to: str, data: bytes) -> bytes:
     return bytes(received)
 
 
-def tcp_checksum_ok(frame: bytes) -> bool:
+def tcp_sum(frame: bytes, length: int | None = None) -> int:
+    """The TCP checksum of a frame (0 when valid); with `length`, only the folded
+    pseudo-header sum for a TCP length of `length` (what a super-packet carries)."""
     ihl = (frame[14] & 0x0F) * 4
     total = struct.unpack("!H", frame[16:18])[0]
     segment = frame[14 + ihl:14 + total]
-    pseudo = frame[26:34] + struct.pack("!HH", 6, len(segment))
-    return ipv4_checksum(pseudo + segment + b"\0" * (len(segment) % 2)) == 0
+    pseudo = frame[26:34] + struct.pack("!HH", 6, len(segment) if length is None else length)
+    if length is not None:
+        return ~ipv4_checksum(pseudo) & 0xFFFF
+    return ipv4_checksum(pseudo + segment + b"\0" * (len(segment) % 2))
+
+
+def tcp_checksum_ok(frame: bytes) -> bool:
+    return tcp_sum(frame) == 0
+
+
+def partial_checksum_ok(frame: bytes) -> bool:
+    """A super-packet's TCP checksum field holds the pseudo-header sum of its whole TCP
+    length, for the kernel to finish in each segment."""
+    ihl = (frame[14] & 0x0F) * 4
+    field = struct.unpack("!H", frame[14 + ihl + 16:14 + ihl + 18])[0]
+    return field == tcp_sum(frame, len(frame) - 14 - ihl)
 
 
 def settled_port(rig: Rig, port: int) -> dict:
@@ -132,47 +176,108 @@ def entry_counter(rig: Rig, prefix: str) -> dict:
     return next(e for e in table["entries"] if int(e["match"][0]["v"], 16) == int(prefix, 16))
 
 
-@pytest.fixture(scope="module")
-def l3_ir(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for network namespaces")
-    rig_mod.build_switch()
-    out = tmp_path_factory.mktemp("switch_gso_ir")
-    return rig_mod.compile_p4(rig_mod.ROOT / "benchmarks" / "switch_l3.p4", out)
+def add_routes(rig: Rig, macs: dict[int, str]) -> None:
+    for port, prefix in ((2, "0x0a000200"), (1, "0x0a000100")):
+        rig.client.call(
+            "table_add", table="L3Ingress.ipv4_lpm",
+            match=[{"kind": "lpm", "v": prefix, "plen": 24}],
+            action={"action": "L3Ingress.ipv4_forward",
+                    "args": ["0x" + macs[port].replace(":", ""), hex(port)]})
 
 
-def test_tso_super_packets_cross_as_counted_wire_segments(l3_ir):
+@contextmanager
+def flow_through_switch(ir, switch_port_offloads: str = ""):
+    """A switch running `ir` between two hosts, routes set; yields the rig and taps on
+    the sender's and the receiver's interface. `switch_port_offloads`, if given, are
+    ethtool -K settings for the switch's port towards the receiver."""
     with ExitStack() as stack:
         rig = stack.enter_context(Rig(n_ports=2, capture=False))
         macs = stack.enter_context(two_hosts(rig))
-        rig.load(l3_ir)
-        for port, prefix in ((2, "0x0a000200"), (1, "0x0a000100")):
-            rig.client.call(
-                "table_add", table="L3Ingress.ipv4_lpm",
-                match=[{"kind": "lpm", "v": prefix, "plen": 24}],
-                action={"action": "L3Ingress.ipv4_forward",
-                        "args": ["0x" + macs[port].replace(":", ""), hex(port)]})
-        ns_a, ns_b = f"{rig.prefix}-a", f"{rig.prefix}-b"
-        sent_tap = stack.enter_context(capture_socket(ns_a, rig.host_if(1)))
-        received_tap = stack.enter_context(capture_socket(ns_b, rig.host_if(2)))
-        data = os.urandom(TRANSFER_BYTES)
+        if switch_port_offloads:
+            _ns(rig.sw_ns, "ethtool", "-K", rig.switch_if(2), *switch_port_offloads.split())
+        rig.load(ir)
+        add_routes(rig, macs)
+        sent_tap = stack.enter_context(capture_socket(f"{rig.prefix}-a", rig.host_if(1)))
+        received_tap = stack.enter_context(capture_socket(f"{rig.prefix}-b", rig.host_if(2)))
+        yield rig, sent_tap, received_tap
 
-        arrived = transfer(ns_a, ns_b, data)
 
-        assert hashlib.sha256(arrived).digest() == hashlib.sha256(data).digest()
-        port2 = settled_port(rig, 2)
-        sent = drain(sent_tap, outgoing=True)
-        assert max(len(f) for f in sent) > WIRE_MAX, "the sender's kernel used TSO"
+def send_stream(rig: Rig, sent_tap: socket.socket) -> None:
+    """Sends random bytes over TCP from host a to host b and checks they arrived whole,
+    handed to the sender's veth as TSO super-packets (whose TCP checksum field holds
+    what the switch puts in its own super-packets)."""
+    data = os.urandom(TRANSFER_BYTES)
+    arrived = transfer(f"{rig.prefix}-a", f"{rig.prefix}-b", data)
+    assert hashlib.sha256(arrived).digest() == hashlib.sha256(data).digest()
+    sent = [f for gso_size, f in drain(sent_tap, outgoing=True) if gso_size]
+    assert sent and all(len(f) > WIRE_MAX for f in sent), "the sender's kernel used TSO"
+    assert all(partial_checksum_ok(f) for f in sent)
+
+
+def assert_counted_as_wire_segments(rig: Rig, frames: list[tuple[int, bytes]]) -> None:
+    """The table entry's direct counter and port 2's transmit counters count the wire
+    segments of what the receiver got: each super-packet as its segments."""
+    port2 = settled_port(rig, 2)
+    wire = [wire_segments(gso_size, f) for gso_size, f in frames]
+    counted = entry_counter(rig, "0x0a000200")
+    assert counted["packets"] == port2["tx_packets"] == sum(n for n, _ in wire)
+    assert counted["bytes"] == port2["tx_bytes"] == sum(b for _, b in wire)
+    assert counted["packets"] >= TRANSFER_BYTES // 1448
+    assert port2["drops"] == 0
+
+
+def compiled(name: Path, tmp_path_factory) -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("needs root for network namespaces")
+    rig_mod.build_switch()
+    return rig_mod.compile_p4(name, tmp_path_factory.mktemp(f"switch_gso_{name.stem}"))
+
+
+@pytest.fixture(scope="module")
+def l3_ir(tmp_path_factory):
+    return compiled(rig_mod.ROOT / "benchmarks" / "switch_l3.p4", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def ttl_by_id_ir(tmp_path_factory):
+    return compiled(rig_mod.ROOT / "tests" / "p4" / "ttl_by_id.p4", tmp_path_factory)
+
+
+def test_segments_of_one_flow_leave_joined_and_count_as_wire_segments(l3_ir):
+    with flow_through_switch(l3_ir) as (rig, sent_tap, received_tap):
+        send_stream(rig, sent_tap)
         frames = drain(received_tap, outgoing=False)
-        data_frames = [f for f in frames if len(f) > 66]
-        assert len(data_frames) >= TRANSFER_BYTES // 1460
-        assert max(len(f) for f in frames) <= WIRE_MAX
-        assert all(ipv4_checksum(f[14:34]) == 0 for f in frames)
-        assert all(tcp_checksum_ok(f) for f in frames)
-        counted = entry_counter(rig, "0x0a000200")
-        # The pipeline counted each segment: as many as left the switch on port 2 and
-        # as the receiver's tap saw, far more than the super-packets the sender handed over.
-        assert counted["packets"] == port2["tx_packets"] == len(frames)
-        assert counted["bytes"] == port2["tx_bytes"] == sum(len(f) for f in frames)
-        assert counted["packets"] > len(sent)
-        assert port2["drops"] == 0
+        joined = [f for gso_size, f in frames if gso_size]
+        assert joined, "the receiver got super-packets"
+        assert all(len(f) > WIRE_MAX for f in joined)
+        assert all(len(f) <= WIRE_MAX for gso_size, f in frames if not gso_size)
+        assert all(ipv4_checksum(f[14:34]) == 0 for _, f in frames)
+        assert all(partial_checksum_ok(f) for f in joined)
+        assert all(tcp_checksum_ok(f) for gso_size, f in frames if not gso_size)
+        assert_counted_as_wire_segments(rig, frames)
+        assert entry_counter(rig, "0x0a000200")["packets"] > len(frames)
+
+
+def test_without_tso_on_its_port_the_switch_sends_wire_packets(l3_ir):
+    # The kernel would drop a super-packet such a port cannot take whole (the switch's
+    # sends bypass the qdisc layer, where it would be cut): the switch does not join.
+    with flow_through_switch(l3_ir, "tx off") as (rig, sent_tap, received_tap):
+        send_stream(rig, sent_tap)
+        frames = drain(received_tap, outgoing=False)
+        assert all(not gso_size and len(f) <= WIRE_MAX for gso_size, f in frames)
+        assert all(ipv4_checksum(f[14:34]) == 0 for _, f in frames)
+        assert all(tcp_checksum_ok(f) for _, f in frames)
+        assert_counted_as_wire_segments(rig, frames)
+
+
+def test_segments_the_pipeline_made_differ_leave_one_by_one(ttl_by_id_ir):
+    with flow_through_switch(ttl_by_id_ir) as (rig, sent_tap, received_tap):
+        send_stream(rig, sent_tap)
+        frames = drain(received_tap, outgoing=False)
+        assert all(not gso_size and len(f) <= WIRE_MAX for gso_size, f in frames)
+        data = [f for _, f in frames if len(f) > headers_len(f)]
+        # The sender's TTL is 64: ingress takes one, egress one more for odd ids.
+        assert {f[22] for f in data} == {62, 63}
+        assert all(f[22] == 63 - (struct.unpack("!H", f[18:20])[0] & 1) for f in data)
+        assert all(tcp_checksum_ok(f) and ipv4_checksum(f[14:34]) == 0 for _, f in frames)
+        assert_counted_as_wire_segments(rig, frames)

@@ -3,6 +3,7 @@
 //! usage: dplab-switch --port 1=s1-eth1 [--port 2=s1-eth2 ...] --cpu-port 255
 //!                     --control /run/dplab/<run>/s1.sock [--pipeline prog.ir.json] [--core N]
 
+mod coalesce;
 mod control;
 mod dataplane;
 mod fasthash;

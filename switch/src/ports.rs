@@ -17,12 +17,21 @@
 //! bypassing the qdisc layer. If that ring cannot be set up the port says so on stderr and
 //! sends packet by packet on the receive socket instead (also used for the rare packet
 //! longer than the MTU allows, so the kernel refuses it as it would any oversize frame).
+//! Consecutive segments of one TCP flow are joined into one super-packet (coalesce.rs)
+//! and sent with its virtio-net header on the receive socket, after the frames queued
+//! before them in the ring, so a port's packets keep their order. That socket bypasses
+//! the qdisc layer too (so super-packets and frames cannot overtake each other), and on
+//! that path the kernel drops a super-packet the device cannot take whole instead of
+//! cutting it: so segments are joined only while the interface has TSO on, and the
+//! segments of a super-packet the kernel refused go out one by one instead.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr;
+use std::time::{Duration, Instant};
 
+use crate::coalesce::{Coalescer, Run};
 use crate::segment::{Segments, VnetHdr, VNET_HDR_LEN};
 use crate::txring::{self, TxRing};
 
@@ -43,8 +52,13 @@ const TX_FRAME_COUNT: usize = 256;
 /// `send()` calls per round for frames the device refused (peer backlog full) before
 /// they are dropped, so nothing goes out late.
 const TX_ATTEMPTS: usize = 3;
+/// How often a port whose interface has TSO off looks again (`ethtool -K` may turn it on).
+const TSO_RECHECK: Duration = Duration::from_secs(1);
+/// ethtool's "get TCP segmentation offload" command (linux/ethtool.h).
+const ETHTOOL_GTSO: u32 = 0x1e;
 
-/// What [`Port::send_batch`] got out.
+/// What [`Port::send_batch`] got out, as a wire carries it (a super-packet counts as
+/// its segments).
 #[derive(Default)]
 pub struct Sent {
     pub packets: u64,
@@ -110,6 +124,14 @@ pub struct Port {
     next_frame: usize,
     pub ifindex: i32,
     tx: Option<TxPath>,
+    /// Longest frame the interface sends: its MTU plus the Ethernet header.
+    wire_max: usize,
+    /// Whether the interface takes super-packets (TSO on), and when that was last read.
+    tso: bool,
+    tso_read: Instant,
+    coalescer: Coalescer,
+    /// The I/O vector of a super-packet's `sendmsg`, kept between sends.
+    iov: Vec<libc::iovec>,
     /// Room for a packet fetched from the socket queue, behind its virtio-net header.
     queued: Vec<u8>,
     /// A packet with its VLAN tag put back.
@@ -161,11 +183,18 @@ impl Port {
             next_frame: 0,
             ifindex,
             tx: None,
+            wire_max: 0,
+            tso: false,
+            tso_read: Instant::now(),
+            coalescer: Coalescer::default(),
+            iov: Vec::new(),
             queued: vec![0; VNET_HDR_LEN + BIG_PACKET],
             tagged: Vec::new(),
         };
         port.configure()?;
-        match open_tx_path(name, ifindex) {
+        port.wire_max = interface_mtu(fd, name)? + 14;
+        port.tso = interface_tso(fd, name);
+        match open_tx_path(ifindex, port.wire_max) {
             Ok(tx) => port.tx = Some(tx),
             Err(e) => eprintln!(
                 "dplab-switch: port {number} ({name}): no transmit ring ({e}); \
@@ -337,49 +366,84 @@ impl Port {
         unsafe { ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_KERNEL) };
     }
 
-    /// Sends a batch of packets, in order; says how many the kernel took.
+    /// Sends a batch of packets, in order, segments of one TCP flow joined where they
+    /// may be; says how many wire packets the kernel took.
     pub fn send_batch(&mut self, packets: &[Vec<u8>]) -> Sent {
-        let Some(tx) = self.tx.as_mut() else {
-            let n = self.send_each(packets);
-            return Sent {
-                packets: n as u64,
-                bytes: packets[..n].iter().map(|p| p.len() as u64).sum(),
-            };
-        };
+        if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
+            self.read_tso();
+        }
         let mut sent = Sent::default();
-        for p in packets {
-            if p.len() > tx.max_len {
-                let n = send_one(self.fd, p);
-                sent.packets += n as u64;
-                sent.bytes += (n * p.len()) as u64;
+        let mut i = 0;
+        while i < packets.len() {
+            let run = if self.tso {
+                self.coalescer.run(packets, i, self.wire_max)
+            } else {
+                Run { first: i, count: 1 }
+            };
+            if run.count > 1 && self.send_super(packets, run, &mut sent) {
+                i += run.count;
                 continue;
             }
-            if tx.ring.free_frame().is_none() {
-                // A batch longer than the ring (the segments of super-packets): send what
-                // is queued so its frames come free.
-                tx.push_out(&mut sent);
+            for p in &packets[i..i + run.count] {
+                self.send_single(p, &mut sent);
             }
-            let Some(frame) = tx.ring.free_frame() else {
-                continue; // ring full: the kernel still holds every frame, a drop
-            };
-            frame[..p.len()].copy_from_slice(p);
-            tx.ring.queue(p.len());
-            tx.queued.push(p.len() as u64);
+            i += run.count;
         }
-        tx.push_out(&mut sent);
+        if let Some(tx) = self.tx.as_mut() {
+            tx.push_out(&mut sent);
+        }
         sent
     }
 
-    /// Sends packets one by one, in order; returns how many the kernel accepted.
-    fn send_each(&self, packets: &[Vec<u8>]) -> usize {
-        let mut sent = 0;
-        for p in packets {
-            if send_one(self.fd, p) == 0 {
-                break;
-            }
-            sent += 1;
+    /// Queues a packet in the transmit ring, or sends it on its own if there is no ring
+    /// or it is too long for one.
+    fn send_single(&mut self, p: &[u8], sent: &mut Sent) {
+        let Some(tx) = self.tx.as_mut().filter(|tx| p.len() <= tx.max_len) else {
+            let n = send_one(self.fd, p) as u64;
+            sent.packets += n;
+            sent.bytes += n * p.len() as u64;
+            return;
+        };
+        if tx.ring.free_frame().is_none() {
+            // A batch longer than the ring (the segments of super-packets): send what
+            // is queued so its frames come free.
+            tx.push_out(sent);
         }
-        sent
+        let Some(frame) = tx.ring.free_frame() else {
+            return; // ring full: the kernel still holds every frame, a drop
+        };
+        frame[..p.len()].copy_from_slice(p);
+        tx.ring.queue(p.len());
+        tx.queued.push(p.len() as u64);
+    }
+
+    /// Sends the packets of `run` joined into one super-packet, after whatever the ring
+    /// holds, and counts them as their segments; false if the kernel refused it (then
+    /// they are still to be sent).
+    fn send_super(&mut self, packets: &[Vec<u8>], run: Run, sent: &mut Sent) -> bool {
+        if let Some(tx) = self.tx.as_mut() {
+            tx.push_out(sent);
+        }
+        let segments = &packets[run.first..run.first + run.count];
+        let sp = self.coalescer.super_packet(packets, run);
+        self.iov.clear();
+        self.iov.push(io_slice(&sp.vnet));
+        self.iov.push(io_slice(sp.header));
+        self.iov
+            .extend(segments.iter().map(|p| io_slice(&p[sp.payload_at..])));
+        if send_iov(self.fd, &self.iov).is_err() {
+            // A full device queue, or TSO turned off since it was read.
+            self.read_tso();
+            return false;
+        }
+        sent.packets += run.count as u64;
+        sent.bytes += segments.iter().map(|p| p.len() as u64).sum::<u64>();
+        true
+    }
+
+    fn read_tso(&mut self) {
+        self.tso = interface_tso(self.fd, &self.name);
+        self.tso_read = Instant::now();
     }
 }
 
@@ -398,47 +462,63 @@ const NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
 /// Sends one packet on the receive socket `fd`; returns 1 if the kernel took it.
 fn send_one(fd: RawFd, packet: &[u8]) -> usize {
-    let mut iov = [
-        libc::iovec {
-            iov_base: NO_OFFLOAD.as_ptr() as *mut libc::c_void,
-            iov_len: VNET_HDR_LEN,
-        },
-        libc::iovec {
-            iov_base: packet.as_ptr() as *mut libc::c_void,
-            iov_len: packet.len(),
-        },
-    ];
+    send_iov(fd, &[io_slice(&NO_OFFLOAD), io_slice(packet)]).is_ok() as usize
+}
+
+/// One `sendmsg` of the packet made of `iov`'s parts on `fd`.
+fn send_iov(fd: RawFd, iov: &[libc::iovec]) -> io::Result<()> {
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = iov.as_mut_ptr();
-    msg.msg_iovlen = 2;
-    (unsafe { libc::sendmsg(fd, &msg, 0) } >= 0) as usize
+    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = iov.len();
+    if unsafe { libc::sendmsg(fd, &msg, 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
-/// The transmit socket of interface `name`, with its transmit ring mapped.
-fn open_tx_path(name: &str, ifindex: i32) -> io::Result<TxPath> {
+/// An I/O vector entry for `bytes` (which the kernel only reads).
+fn io_slice(bytes: &[u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    }
+}
+
+/// The transmit socket of interface `ifindex`, with its transmit ring mapped, for frames
+/// of up to `wire_max` bytes.
+fn open_tx_path(ifindex: i32, wire_max: usize) -> io::Result<TxPath> {
     let (fd, ring) = txring::open(ifindex, TX_FRAME_SIZE, TX_FRAME_COUNT)?;
-    // From here on TxPath's Drop unmaps and closes.
-    let mut tx = TxPath {
+    Ok(TxPath {
         fd,
+        max_len: ring.max_packet().min(wire_max),
         ring,
-        max_len: 0,
         queued: Vec::new(),
-    };
-    tx.max_len = tx.ring.max_packet().min(interface_mtu(fd, name)? + 14);
-    Ok(tx)
+    })
 }
 
-/// The interface's MTU (the largest frame it takes is this plus the Ethernet header).
-fn interface_mtu(fd: RawFd, name: &str) -> io::Result<usize> {
+/// An interface request naming interface `name`.
+fn ifreq(name: &str) -> libc::ifreq {
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes()) {
         *dst = src as libc::c_char;
     }
+    req
+}
+
+/// Whether the interface has TCP segmentation offload on (false if that cannot be read).
+fn interface_tso(fd: RawFd, name: &str) -> bool {
+    let mut value = [ETHTOOL_GTSO, 0u32]; // struct ethtool_value: cmd, data
+    let mut req = ifreq(name);
+    req.ifr_ifru.ifru_data = value.as_mut_ptr() as *mut libc::c_char;
+    let ok = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, &mut req) } == 0;
+    ok && value[1] != 0
+}
+
+/// The interface's MTU (the largest frame it takes is this plus the Ethernet header).
+fn interface_mtu(fd: RawFd, name: &str) -> io::Result<usize> {
+    let mut req = ifreq(name);
     if unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) } != 0 {
-        return Err(io::Error::other(format!(
-            "SIOCGIFMTU: {}",
-            io::Error::last_os_error()
-        )));
+        return Err(os_error("SIOCGIFMTU", name));
     }
     Ok(unsafe { req.ifr_ifru.ifru_mtu } as usize)
 }

@@ -1,0 +1,496 @@
+//! From wire packets back to what a host's stack takes whole: transmit segmentation offload.
+//!
+//! The pipeline sees every wire packet on its own (segment.rs cuts super-packets apart on
+//! receive). On transmit, consecutive packets for one port that are in-order segments of
+//! one TCP flow are joined again into one super-packet, sent with a virtio-net header
+//! (GSO_TCPV4/TCPV6) so the kernel cuts it (or the receiving stack takes it whole, as on a
+//! direct veth): one socket buffer, one veth crossing and one TCP receive instead of one
+//! per segment. Which packets may be joined follows the kernel's own GRO rules
+//! (inet_gro_receive, ipv6_gro_receive, tcp_gro_receive), so re-cutting the super-packet
+//! gives back exactly the packets the pipeline produced:
+//!
+//! - Ethernet without VLAN tags; IPv4 without options and not fragmented, or IPv6 whose
+//!   next header is TCP; each packet's IPv4 header and TCP checksums valid;
+//! - every header byte identical except IP length, IPv4 id (one more per segment), IPv4
+//!   header checksum, TCP sequence number (the previous one plus its payload), TCP
+//!   checksum and the flags CWR (first segment only), PSH and FIN (last segment only);
+//! - payload: the first segment's length is the segment size, later ones are not longer;
+//!   a shorter one, or one with PSH or FIN, ends the run; SYN, RST or URG are never joined.
+//!
+//! Anything else goes out packet by packet, as it came from the pipeline.
+
+use crate::hashes::{csum16, fold, sum_bytes};
+use crate::segment::VNET_HDR_LEN;
+
+/// Most segments in one super-packet (keeps the `sendmsg` I/O vector short).
+const MAX_SEGMENTS: usize = 64;
+/// Largest IP packet (IPv4 total length and IPv6 payload length are 16 bits).
+const MAX_IP_LEN: usize = 65_535;
+const ETH_HLEN: usize = 14;
+const F_NEEDS_CSUM: u8 = 1;
+const GSO_TCPV4: u8 = 1;
+const GSO_TCPV6: u8 = 4;
+const GSO_ECN: u8 = 0x80;
+const TCP_FIN: u8 = 0x01;
+const TCP_SYN: u8 = 0x02;
+const TCP_RST: u8 = 0x04;
+const TCP_PSH: u8 = 0x08;
+const TCP_URG: u8 = 0x20;
+const TCP_CWR: u8 = 0x80;
+/// Flags that may differ between the segments of one super-packet.
+const SEGMENT_FLAGS: u8 = TCP_CWR | TCP_PSH | TCP_FIN;
+/// Where a TCP checksum sits in its header.
+const TCP_CSUM_OFFSET: usize = 16;
+
+/// Where a TCP segment's headers are.
+#[derive(Clone, Copy, PartialEq, Debug)]
+struct Tcp {
+    l3: usize,
+    l4: usize,
+    /// Start of the payload (end of the TCP header, options included).
+    payload: usize,
+    ipv4: bool,
+}
+
+impl Tcp {
+    /// The headers of a TCP packet that may start or join a super-packet; None for
+    /// anything else (checksums are checked later, only for packets that are joined).
+    fn parse(p: &[u8]) -> Option<Tcp> {
+        let ethertype = be16(p, 12)?;
+        let l3 = ETH_HLEN;
+        let (ipv4, l4) = match ethertype {
+            // 0x45: IPv4 without options; not a fragment; TCP; length as captured.
+            0x0800 if *p.get(l3)? == 0x45 => {
+                let whole = be16(p, l3 + 2)? as usize == p.len() - l3;
+                let fragment = be16(p, l3 + 6)? & 0x3fff != 0;
+                (whole && !fragment && p[l3 + 9] == 6).then_some((true, l3 + 20))?
+            }
+            0x86dd if p.len() >= l3 + 40 && p[l3] >> 4 == 6 => {
+                let whole = be16(p, l3 + 4)? as usize == p.len() - l3 - 40;
+                (whole && p[l3 + 6] == 6).then_some((false, l3 + 40))?
+            }
+            _ => return None,
+        };
+        let doff = (*p.get(l4 + 12)? >> 4) as usize * 4;
+        let payload = l4 + doff;
+        (doff >= 20 && payload < p.len()).then_some(Tcp {
+            l3,
+            l4,
+            payload,
+            ipv4,
+        })
+    }
+
+    fn flags(&self, p: &[u8]) -> u8 {
+        p[self.l4 + 13]
+    }
+
+    fn seq(&self, p: &[u8]) -> u32 {
+        u32::from_be_bytes(p[self.l4 + 4..self.l4 + 8].try_into().unwrap())
+    }
+
+    fn ip_id(&self, p: &[u8]) -> u16 {
+        be16(p, self.l3 + 4).unwrap_or(0)
+    }
+
+    /// Byte ranges of the headers that must be equal in every segment: all but the
+    /// lengths, IPv4 id, checksums, sequence number and flags (compared apart).
+    fn fixed_ranges(&self) -> [(usize, usize); 6] {
+        let (l3, l4) = (self.l3, self.l4);
+        let ip = if self.ipv4 {
+            // Ethernet, version to TOS; fragment field, TTL, protocol; addresses, ports.
+            [(0, l3 + 2), (l3 + 6, l3 + 10), (l3 + 12, l4 + 4)]
+        } else {
+            // Ethernet, version to flow label; next header to addresses, ports.
+            [(0, l3 + 4), (l3 + 6, l4 + 4), (l4, l4)]
+        };
+        [
+            ip[0],
+            ip[1],
+            ip[2],
+            (l4 + 8, l4 + 13),       // acknowledgement number, data offset
+            (l4 + 14, l4 + 16),      // window
+            (l4 + 18, self.payload), // urgent pointer, options
+        ]
+    }
+
+    /// Whether `next` has the same headers as `first` where segments must agree.
+    fn same_headers(&self, first: &[u8], next: &[u8]) -> bool {
+        let same = |(from, to): (usize, usize)| first[from..to] == next[from..to];
+        self.fixed_ranges().into_iter().all(same)
+            && (self.flags(first) ^ self.flags(next)) & !SEGMENT_FLAGS == 0
+    }
+
+    /// Whether the packet's IPv4 header checksum and TCP checksum are right.
+    fn checksums_ok(&self, p: &[u8]) -> bool {
+        if self.ipv4 && fold(sum_bytes(&p[self.l3..self.l4])) != 0xffff {
+            return false;
+        }
+        fold(self.pseudo_sum(p, p.len() - self.l4) + sum_bytes(&p[self.l4..])) == 0xffff
+    }
+
+    /// The unfolded pseudo-header sum for a TCP segment of `l4_len` bytes.
+    fn pseudo_sum(&self, p: &[u8], l4_len: usize) -> u64 {
+        let (at, len) = if self.ipv4 {
+            (self.l3 + 12, 8)
+        } else {
+            (self.l3 + 8, 32)
+        };
+        sum_bytes(&p[at..at + len]) + 6 + l4_len as u64
+    }
+}
+
+/// A run of consecutive packets of a batch to send as one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Run {
+    pub first: usize,
+    pub count: usize,
+}
+
+/// Finds runs in a batch and builds their super-packet headers. Keeps its buffer between
+/// batches so the data path allocates nothing once warm.
+#[derive(Default)]
+pub struct Coalescer {
+    header: Vec<u8>,
+}
+
+impl Coalescer {
+    /// The run that starts at `packets[first]`: the packets that join it into one
+    /// super-packet, or just that packet. Packets longer than `max_len` (what the port
+    /// takes as a frame) never join, so the kernel refuses them as before.
+    pub fn run(&self, packets: &[Vec<u8>], first: usize, max_len: usize) -> Run {
+        let single = Run { first, count: 1 };
+        let head = &packets[first];
+        let Some(at) = Tcp::parse(head) else {
+            return single;
+        };
+        let mss = head.len() - at.payload;
+        let stops_here = TCP_SYN | TCP_RST | TCP_URG | TCP_PSH | TCP_FIN;
+        if at.flags(head) & stops_here != 0 || head.len() > max_len {
+            return single;
+        }
+        let mut ip_len = head.len() - at.l3;
+        let mut count = 1;
+        while first + count < packets.len() && count < MAX_SEGMENTS {
+            let (prev, next) = (&packets[first + count - 1], &packets[first + count]);
+            let len = next.len().saturating_sub(at.payload);
+            let joins = next.len() <= max_len
+                && len > 0
+                && len <= mss
+                && ip_len + len <= MAX_IP_LEN
+                && Tcp::parse(next) == Some(at)
+                && at.same_headers(head, next)
+                && at.flags(next) & TCP_CWR == 0
+                && at.seq(next) == at.seq(prev).wrapping_add((prev.len() - at.payload) as u32)
+                && (!at.ipv4 || at.ip_id(next) == at.ip_id(prev).wrapping_add(1))
+                && at.checksums_ok(next)
+                && (count > 1 || at.checksums_ok(head));
+            if !joins {
+                break;
+            }
+            count += 1;
+            ip_len += len;
+            if len < mss || at.flags(next) & (TCP_PSH | TCP_FIN) != 0 {
+                break;
+            }
+        }
+        Run { first, count }
+    }
+
+    /// The super-packet joining `run` (at least two packets, as [`Coalescer::run`]
+    /// found them): its virtio-net header and packet headers; its payload is every
+    /// packet's payload in turn, from `payload_at` on.
+    pub fn super_packet(&mut self, packets: &[Vec<u8>], run: Run) -> SuperPacket<'_> {
+        let segments = &packets[run.first..run.first + run.count];
+        let (head, last) = (&segments[0], &segments[run.count - 1]);
+        let at = Tcp::parse(head).expect("a run starts with a TCP segment");
+        let payload: usize = segments.iter().map(|p| p.len() - at.payload).sum();
+        let h = &mut self.header;
+        h.clear();
+        h.extend_from_slice(&head[..at.payload]);
+        let ip_len = at.payload - at.l3 + payload;
+        if at.ipv4 {
+            put16(h, at.l3 + 2, ip_len as u16);
+            put16(h, at.l3 + 10, 0);
+            let sum = csum16(&h[at.l3..at.l4]);
+            put16(h, at.l3 + 10, sum);
+        } else {
+            put16(h, at.l3 + 4, (ip_len - 40) as u16);
+        }
+        h[at.l4 + 13] |= at.flags(last) & (TCP_PSH | TCP_FIN);
+        // The field holds the pseudo-header sum over the whole TCP length, as a stack
+        // hands a TSO packet over; the kernel derives each segment's checksum from it.
+        let pseudo = fold(at.pseudo_sum(h, ip_len - (at.l4 - at.l3)));
+        put16(h, at.l4 + TCP_CSUM_OFFSET, pseudo);
+        let mut gso_type = if at.ipv4 { GSO_TCPV4 } else { GSO_TCPV6 };
+        if at.flags(head) & TCP_CWR != 0 {
+            gso_type |= GSO_ECN;
+        }
+        let mss = head.len() - at.payload;
+        let mut vnet = [0u8; VNET_HDR_LEN];
+        vnet[0] = F_NEEDS_CSUM;
+        vnet[1] = gso_type;
+        for (i, value) in [at.payload, mss, at.l4, TCP_CSUM_OFFSET]
+            .into_iter()
+            .enumerate()
+        {
+            vnet[2 + 2 * i..4 + 2 * i].copy_from_slice(&(value as u16).to_le_bytes());
+        }
+        SuperPacket {
+            vnet,
+            header: &self.header,
+            payload_at: at.payload,
+        }
+    }
+}
+
+/// A super-packet to send: virtio-net header, packet headers, then the payloads of its
+/// segments.
+pub struct SuperPacket<'a> {
+    pub vnet: [u8; VNET_HDR_LEN],
+    pub header: &'a [u8],
+    /// Where the payload starts in each segment.
+    pub payload_at: usize,
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+fn put16(b: &mut [u8], at: usize, v: u16) {
+    b[at..at + 2].copy_from_slice(&v.to_be_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::{Segments, VnetHdr};
+
+    const MSS: usize = 1448;
+    /// Ethernet + IPv4 + TCP with a timestamp option (12 bytes).
+    const HDRS4: usize = 14 + 20 + 32;
+
+    /// A TSO super-packet as a host's stack hands it over (IPv4 id 100, seq 1000,
+    /// `flags`, `payload` bytes) and its virtio-net header.
+    fn tso4(flags: u8, payload: usize) -> (VnetHdr, Vec<u8>) {
+        let mut p = vec![0u8; HDRS4 + payload];
+        p[..12].copy_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1]);
+        p[12..14].copy_from_slice(&[0x08, 0x00]);
+        p[14] = 0x45;
+        put16(&mut p, 16, (HDRS4 - 14 + payload) as u16);
+        put16(&mut p, 18, 100);
+        p[20] = 0x40;
+        p[22] = 64;
+        p[23] = 6;
+        p[26..34].copy_from_slice(&[10, 0, 1, 1, 10, 0, 2, 2]);
+        put16(&mut p, 34, 40000);
+        put16(&mut p, 36, 5001);
+        p[38..42].copy_from_slice(&1000u32.to_be_bytes());
+        p[42..46].copy_from_slice(&77u32.to_be_bytes());
+        p[46] = 8 << 4;
+        p[47] = flags;
+        put16(&mut p, 48, 502);
+        p[54..58].copy_from_slice(&[1, 1, 8, 10]);
+        p[58..66].copy_from_slice(&[9, 8, 7, 6, 5, 4, 3, 2]);
+        for (i, b) in p[HDRS4..].iter_mut().enumerate() {
+            *b = (i * 13 % 251) as u8;
+        }
+        let vnet = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV4,
+            hdr_len: HDRS4 as u16,
+            gso_size: MSS as u16,
+            csum_start: 34,
+            csum_offset: 16,
+        };
+        (vnet, p)
+    }
+
+    /// The same as IPv6 (hop limit 64, flow label 0x12345), in segments of 1428 bytes
+    /// (the IPv6 header is 20 bytes longer).
+    fn tso6(payload: usize) -> (VnetHdr, Vec<u8>) {
+        let (_, v4) = tso4(0x10, payload);
+        let mut p = v4[..14].to_vec();
+        p[12..14].copy_from_slice(&[0x86, 0xdd]);
+        p.extend_from_slice(&[0x60, 0x01, 0x23, 0x45, 0, 0, 6, 64]);
+        put16(&mut p, 18, (32 + payload) as u16);
+        p.extend_from_slice(&[0xfd; 16]);
+        p.extend_from_slice(&[0xfe; 16]);
+        p.extend_from_slice(&v4[34..]);
+        let vnet = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV6,
+            hdr_len: (14 + 40 + 32) as u16,
+            gso_size: MSS as u16 - 20,
+            csum_start: 54,
+            csum_offset: 16,
+        };
+        (vnet, p)
+    }
+
+    /// What a NIC's TSO (segment.rs) cuts the super-packet into.
+    fn wire(vnet: &VnetHdr, packet: &[u8]) -> Vec<Vec<u8>> {
+        let mut segs = Segments::default();
+        segs.fill(vnet, packet).unwrap();
+        (0..segs.len()).map(|i| segs.get(i).to_vec()).collect()
+    }
+
+    /// The super-packet of `run` as sent: its virtio-net header and bytes.
+    fn joined(packets: &[Vec<u8>], run: Run) -> (VnetHdr, Vec<u8>) {
+        let mut c = Coalescer::default();
+        let sp = c.super_packet(packets, run);
+        let mut bytes = sp.header.to_vec();
+        for p in &packets[run.first..run.first + run.count] {
+            bytes.extend_from_slice(&p[sp.payload_at..]);
+        }
+        (VnetHdr::parse(&sp.vnet), bytes)
+    }
+
+    fn runs(packets: &[Vec<u8>]) -> Vec<usize> {
+        let c = Coalescer::default();
+        let mut counts = Vec::new();
+        let mut i = 0;
+        while i < packets.len() {
+            let run = c.run(packets, i, 1514);
+            counts.push(run.count);
+            i += run.count;
+        }
+        counts
+    }
+
+    /// Recomputes the IPv4 header and TCP checksums of a segment after a test edited it.
+    fn fix_checksums(p: &mut [u8]) {
+        put16(p, 24, 0);
+        let sum = csum16(&p[14..34]);
+        put16(p, 24, sum);
+        put16(p, 50, 0);
+        let pseudo = sum_bytes(&p[26..34]) + 6 + (p.len() - 34) as u64;
+        put16(p, 50, !fold(pseudo + sum_bytes(&p[34..])));
+    }
+
+    #[test]
+    fn segments_of_a_tso_packet_join_back_into_it() {
+        let (vnet, sup) = tso4(0x10 | TCP_CWR | TCP_PSH, 5 * MSS + 100);
+        let segs = wire(&vnet, &sup);
+        assert_eq!(runs(&segs), [6]);
+        let (back_vnet, back) = joined(&segs, Run { first: 0, count: 6 });
+        assert_eq!(back_vnet.gso_type, GSO_TCPV4 | GSO_ECN);
+        assert_eq!(
+            (back_vnet.hdr_len, back_vnet.gso_size, back_vnet.csum_start),
+            (HDRS4 as u16, MSS as u16, 34)
+        );
+        // Same headers as the stack's (flags of first and last merged), IPv4 header
+        // checksum valid, TCP field holding the pseudo-header sum of the whole.
+        assert_eq!(back[..24], sup[..24]);
+        assert_eq!(back[26..50], sup[26..50]);
+        assert_eq!(back[52..], sup[52..]);
+        assert_eq!(fold(sum_bytes(&back[14..34])), 0xffff);
+        let pseudo = fold(sum_bytes(&back[26..34]) + 6 + (back.len() - 34) as u64);
+        assert_eq!(u16::from_be_bytes([back[50], back[51]]), pseudo);
+        // Cut again, it gives back exactly the wire packets the switch had.
+        assert_eq!(wire(&back_vnet, &back), segs);
+    }
+
+    #[test]
+    fn ipv6_segments_join_back_too() {
+        let (vnet, sup) = tso6(3 * (MSS - 20));
+        let segs = wire(&vnet, &sup);
+        assert_eq!(runs(&segs), [3]);
+        let (back_vnet, back) = joined(&segs, Run { first: 0, count: 3 });
+        assert_eq!(back_vnet.gso_type, GSO_TCPV6);
+        assert_eq!(wire(&back_vnet, &back), segs);
+    }
+
+    #[test]
+    fn consecutive_super_packets_join_until_a_push() {
+        let (vnet, first) = tso4(0x10, 2 * MSS);
+        let mut segs = wire(&vnet, &first);
+        let (_, mut second) = tso4(0x10 | TCP_PSH, 2 * MSS);
+        second[38..42].copy_from_slice(&(1000 + 2 * MSS as u32).to_be_bytes());
+        put16(&mut second, 18, 102);
+        segs.extend(wire(&vnet, &second));
+        segs.extend(wire(&vnet, &first));
+        assert_eq!(runs(&segs), [4, 2]);
+    }
+
+    #[test]
+    fn a_segment_that_differs_beyond_segmentation_is_sent_on_its_own() {
+        let (vnet, sup) = tso4(0x10, 4 * MSS);
+        let segs = wire(&vnet, &sup);
+        type Edit = fn(&mut Vec<u8>);
+        let edits: [(&str, Edit); 9] = [
+            ("TTL", |p| p[22] = 63),
+            ("TOS", |p| p[15] = 2),
+            ("window", |p| p[48] = 9),
+            ("ack", |p| p[45] = 1),
+            ("timestamp option", |p| p[65] = 1),
+            ("destination MAC", |p| p[0] = 4),
+            ("sequence gap", |p| p[41] = p[41].wrapping_add(1)),
+            ("IPv4 id not the next", |p| p[19] = p[19].wrapping_add(1)),
+            ("longer than the first", |p| {
+                p.push(0);
+                let ip_len = (p.len() - 14) as u16;
+                put16(p, 16, ip_len);
+            }),
+        ];
+        for (what, edit) in edits {
+            let mut changed = segs.clone();
+            edit(&mut changed[2]);
+            fix_checksums(&mut changed[2]);
+            assert_eq!(runs(&changed), [2, 1, 1], "{what}");
+        }
+        let mut bad_sum = segs.clone();
+        bad_sum[2][70] ^= 1;
+        assert_eq!(runs(&bad_sum), [2, 1, 1], "TCP checksum wrong");
+        let mut bad_ip = segs.clone();
+        bad_ip[0][24] ^= 1;
+        assert_eq!(runs(&bad_ip), [1, 3], "IPv4 header checksum wrong");
+    }
+
+    #[test]
+    fn control_packets_and_other_traffic_are_never_joined() {
+        let (vnet, sup) = tso4(0x10, 2 * MSS);
+        let segs = wire(&vnet, &sup);
+        let mut syn = segs.clone();
+        syn.iter_mut().for_each(|p| {
+            p[47] |= TCP_SYN;
+            fix_checksums(p);
+        });
+        assert_eq!(runs(&syn), [1, 1]);
+        let (_, pure_ack) = tso4(0x10, 0);
+        assert_eq!(runs(&[pure_ack.clone(), pure_ack]), [1, 1]);
+        let mut udp = segs.clone();
+        udp.iter_mut().for_each(|p| p[23] = 17);
+        assert_eq!(runs(&udp), [1, 1]);
+        // Longer than the port's frames: left to the kernel to refuse, one by one.
+        let c = Coalescer::default();
+        assert_eq!(c.run(&segs, 0, 1000).count, 1);
+    }
+
+    #[test]
+    fn a_run_stops_at_the_segment_limit_and_the_ip_length() {
+        let (vnet, sup) = tso4(0x10, 30 * MSS);
+        let mut segs = wire(&vnet, &sup);
+        let (_, more) = tso4(0x10, 30 * MSS);
+        let mut more_segs = wire(&vnet, &more);
+        for (i, p) in more_segs.iter_mut().enumerate() {
+            let seq = (1000 + (30 + i) * MSS) as u32;
+            p[38..42].copy_from_slice(&seq.to_be_bytes());
+            put16(p, 18, 100 + (segs.len() + i) as u16);
+            fix_checksums(p);
+        }
+        segs.extend(more_segs);
+        let counts = runs(&segs);
+        assert_eq!(counts.iter().sum::<usize>(), segs.len());
+        // 65535 bytes of IP packet hold 45 segments of 1448 bytes.
+        assert_eq!(counts[0], (MAX_IP_LEN - 52) / MSS);
+        assert!(counts.iter().all(|&n| n <= MAX_SEGMENTS));
+
+        let (vnet, small) = tso4(0x10, 100 * 100);
+        let small_vnet = VnetHdr {
+            gso_size: 100,
+            ..vnet
+        };
+        assert_eq!(runs(&wire(&small_vnet, &small)), [64, 36]);
+    }
+}
