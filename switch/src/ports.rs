@@ -13,17 +13,17 @@
 //! ring order. Small packets, the common case, keep the zero-syscall ring path.
 //!
 //! Transmit uses a second socket per port with a memory-mapped transmit ring (see
-//! txring.rs): the packets of a round are written into the ring and sent with one `send()`,
-//! bypassing the qdisc layer. If that ring cannot be set up the port says so on stderr and
-//! sends packet by packet on the receive socket instead (also used for the rare packet
-//! longer than the MTU allows, so the kernel refuses it as it would any oversize frame).
-//! Consecutive segments of one TCP flow are joined into one super-packet (coalesce.rs)
-//! and sent with its virtio-net header on the receive socket, after the frames queued
-//! before them in the ring, so a port's packets keep their order. That socket bypasses
-//! the qdisc layer too (so super-packets and frames cannot overtake each other), and on
-//! that path the kernel drops a super-packet the device cannot take whole instead of
-//! cutting it: so segments are joined only while the interface has TSO on, and the
-//! segments of a super-packet the kernel refused go out one by one instead.
+//! txring.rs): the packets of a round are written into the ring and sent with one `send()`.
+//! Both sockets send through the interface's qdisc: a shaped link (TBF on the switch's end)
+//! stays shaped in the switch's direction too. If that ring cannot be set up the port says
+//! so on stderr and sends packet by packet on the receive socket instead (also used for
+//! the rare packet longer than the MTU allows, so the kernel refuses it as it would any
+//! oversize frame). Consecutive segments of one TCP flow are joined into one super-packet
+//! (coalesce.rs) and sent with its virtio-net header on the receive socket, after the
+//! frames queued before them in the ring, so a port's packets keep their order (one qdisc
+//! queue takes both). Segments are joined only while the interface has TSO on (the kernel
+//! would cut the super-packet again in software otherwise), and the segments of a
+//! super-packet the kernel refused go out one by one instead.
 
 use std::ffi::CString;
 use std::io;
@@ -215,7 +215,6 @@ impl Port {
         if !set_option(fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one) {
             return Err(os_error("PACKET_IGNORE_OUTGOING", &self.name));
         }
-        set_option(fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
         // Both must precede the ring: the kernel refuses them once it exists.
         if !set_option(fd, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one) {
             return Err(os_error("PACKET_VNET_HDR", &self.name));
@@ -487,7 +486,7 @@ fn io_slice(bytes: &[u8]) -> libc::iovec {
 /// The transmit socket of interface `ifindex`, with its transmit ring mapped, for frames
 /// of up to `wire_max` bytes.
 fn open_tx_path(ifindex: i32, wire_max: usize) -> io::Result<TxPath> {
-    let (fd, ring) = txring::open(ifindex, TX_FRAME_SIZE, TX_FRAME_COUNT)?;
+    let (fd, ring) = txring::open(ifindex, TX_FRAME_SIZE, TX_FRAME_COUNT, false)?;
     Ok(TxPath {
         fd,
         max_len: ring.max_packet().min(wire_max),

@@ -50,9 +50,16 @@ pub struct Flushed {
 }
 
 /// A socket bound to interface `ifindex` that only transmits (protocol 0: it receives
-/// nothing), bypassing the qdisc layer, with a transmit ring of `frame_count` frames of
-/// `frame_size` bytes mapped. On error nothing is left open.
-pub fn open(ifindex: i32, frame_size: usize, frame_count: usize) -> io::Result<(RawFd, TxRing)> {
+/// nothing), with a transmit ring of `frame_count` frames of `frame_size` bytes mapped.
+/// `bypass_qdisc`: hand frames straight to the device, past the interface's qdisc (a packet
+/// source measuring rates wants that; a switch port must keep its link's shaping). On
+/// error nothing is left open.
+pub fn open(
+    ifindex: i32,
+    frame_size: usize,
+    frame_count: usize,
+    bypass_qdisc: bool,
+) -> io::Result<(RawFd, TxRing)> {
     let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
@@ -62,9 +69,9 @@ pub fn open(ifindex: i32, frame_size: usize, frame_count: usize) -> io::Result<(
         io::Error::new(e.kind(), format!("{what}: {e}"))
     };
     let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
-    let one: libc::c_int = 1;
+    let bypass = bypass_qdisc as libc::c_int;
     setsockopt(fd, libc::PACKET_VERSION, &version)
-        .and_then(|_| setsockopt(fd, libc::PACKET_QDISC_BYPASS, &one))
+        .and_then(|_| setsockopt(fd, libc::PACKET_QDISC_BYPASS, &bypass))
         .map_err(|e| fail("setsockopt", e))?;
     request(fd, frame_size, frame_count).map_err(|e| fail("PACKET_TX_RING", e))?;
     let len = frame_size * frame_count;

@@ -126,7 +126,7 @@ fn interface_index(iface: &str) -> Result<i32, String> {
 
 /// A bound AF_PACKET socket with a mapped transmit ring.
 fn open_ring(iface: &str) -> Result<(i32, TxRing), String> {
-    txring::open(interface_index(iface)?, FRAME_SIZE, FRAME_COUNT).map_err(|e| e.to_string())
+    txring::open(interface_index(iface)?, FRAME_SIZE, FRAME_COUNT, true).map_err(|e| e.to_string())
 }
 
 /// One of the interface's statistics counters (sysfs of this network namespace).
