@@ -136,6 +136,7 @@ class OvsPlane(ControlledPlane):
         """One ovs-vsctl transaction for all bridges and ports: a single database commit."""
         cmds: list[str] = []
         loops = _switches_have_loops(net)
+        shaped = _switch_port_rates(net)
         for switch in net.topo.switches():
             br = self.bridge(switch)
             cmds += ["--", "add-br", br, "--", "set", "bridge", br,
@@ -152,6 +153,7 @@ class OvsPlane(ControlledPlane):
             for port, ifname in net.switch_ports(switch).items():
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
                          f"ofport_request={port}"]
+                cmds += _shaping_qos(ifname, shaped.get(ifname))
         return cmds
 
     def vsctl(self, *args: str) -> str:
@@ -195,6 +197,23 @@ class OvsPlane(ControlledPlane):
                 return None
             total += int(done.stdout.rsplit("flow_count=", 1)[1].split()[0])
         return float(total)
+
+
+def _switch_port_rates(net: Network) -> dict[str, float]:
+    """Switch-side interface -> its link's rate in Mbit/s, for the shaped links."""
+    switches = set(net.topo.switches())
+    return {end.ifname: link.bw_mbit for link in net.links if link.bw_mbit is not None
+            for end in (link.a, link.b) if end.node in switches}
+
+
+def _shaping_qos(ifname: str, bw_mbit: float | None) -> list[str]:
+    """OVS replaces a port's root qdisc with its own QoS (the substrate's TBF would be
+    gone): a shaped link gets it back as OVS QoS, an HTB at the link's rate."""
+    if bw_mbit is None:
+        return []
+    qos = f"@q_{ifname.replace('-', '_')}"
+    return ["--", "set", "port", ifname, f"qos={qos}", "--", f"--id={qos}", "create", "qos",
+            "type=linux-htb", f"other-config:max-rate={round(bw_mbit * 1e6)}"]
 
 
 def _pick_datapath(wanted: str) -> str:
