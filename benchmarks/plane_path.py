@@ -399,8 +399,11 @@ def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
         "  the recent gap, and for a steady paced stream (as here) from a timer wake shortly",
         "  before each expected packet until it comes (at most 1/8 of the period, ≈ 2-5 % of",
         "  a core at 200 pps); packets outside that window pay the wake-up",
-        "  (`switch/src/dataplane/arrivals.rs`). In a chain every switch is its own process,",
-        "  sharing two cores",
+        "  (`switch/src/dataplane/arrivals.rs`). On that timer wake it also rehearses the",
+        "  latest packet (a pipeline pass that changes nothing): a lone packet after an",
+        "  idle spell cost the interpreter ~10 µs with cold caches, ~1-2 µs rehearsed",
+        "  (switch/src/pipeline/bench.rs `l3_lone_packet_ns`). In a chain every switch is",
+        "  its own process, sharing two cores",
         "  with the P4Runtime servers, the controller and the traffic, so the wake-ups add",
         "  up per switch. OVS's netdev datapath (no DPDK here) is user space too, all",
         "  bridges in one ovs-vswitchd. Bridge and router stay in the kernel's softirq",
@@ -426,7 +429,9 @@ def tcp_cost_note(rows: dict[str, list[dict]]) -> list[str]:
     kfps = statistics.median(gbit) * 1e9 / (TCP_PAYLOAD_BYTES * 8) / 1000
     return [f"- p4 TCP: {statistics.median(gbit):.2f} Gbit/s of goodput is ≈ {kfps:.0f} k data "
             f"frames/s ({TCP_PAYLOAD_BYTES} B of payload each) plus their ACKs the other way,",
-            "  every one a trip through the switch, while its processes got "
+            "  every one through the switch's pipeline on its own (hosts hand over TSO",
+            "  super-packets, the switch cuts them into wire segments, and joins in-order",
+            "  segments of a flow again on output: switch/PROTOCOL.md), while its processes got "
             f"{statistics.median(cpu):.0f} % of a core; iperf's two ends and the kernel's veth",
             "  work took the rest of the two cores. Compare the switch's own rate (P4 switch",
             "  section: packets per second of one fully busy core)."]
