@@ -196,3 +196,34 @@ def primary_client(address: str, program: tuple[Path, p4info_pb2.P4Info], electi
         yield client, won
     finally:
         client.close()
+
+
+ETHERNET_PROGRAM = """#include <core.p4>
+#include <v1model.p4>
+header ethernet_t {{ bit<48> dst; bit<48> src; bit<16> ether_type; }}
+struct headers_t {{ ethernet_t ethernet; }}
+struct metadata_t {{ {metadata} }}
+parser {prefix}Parser(packet_in packet, out headers_t hdr, inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {{
+    state start {{ packet.extract(hdr.ethernet); transition accept; }}
+}}
+control {prefix}Verify(inout headers_t hdr, inout metadata_t meta) {{ apply {{ }} }}
+control {prefix}Ingress(inout headers_t hdr, inout metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {{
+{ingress}}}
+control {prefix}Egress(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) {{ apply {{ }} }}
+control {prefix}Compute(inout headers_t hdr, inout metadata_t meta) {{ apply {{ }} }}
+control {prefix}Deparser(packet_out packet, in headers_t hdr) {{
+    apply {{ packet.emit(hdr.ethernet); }}
+}}
+V1Switch({prefix}Parser(), {prefix}Verify(), {prefix}Ingress(), {prefix}Egress(), {prefix}Compute(),
+         {prefix}Deparser()) main;
+"""
+
+
+def ethernet_program(prefix: str, metadata: str, ingress: str) -> str:
+    """A v1model program that parses and emits Ethernet only, for tests of what a control
+    plane can do to its tables: `ingress` is the body of `<prefix>Ingress` (its actions,
+    tables and apply block), `metadata` the fields of its metadata struct."""
+    return ETHERNET_PROGRAM.format(prefix=prefix, metadata=metadata, ingress=ingress)

@@ -18,6 +18,7 @@ from p4runtime_rig import (
     Names,
     code_of,
     compile_with_info,
+    ethernet_program,
     primary_client,
     served_on_unix_socket,
     update_code_of,
@@ -32,19 +33,7 @@ from dplab.p4runtime.installer import InstallError, install
 pytestmark = pytest.mark.net
 HERE = Path(__file__).resolve().parent
 ROLLBACK = pb.WriteRequest.ROLLBACK_ON_ERROR
-CONST_PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
-struct headers_t { ethernet_t ethernet; }
-struct metadata_t { bit<2> color; }
-parser CtParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
-                inout standard_metadata_t standard_metadata) {
-    state start { packet.extract(hdr.ethernet); transition accept; }
-}
-control CtVerify(inout headers_t hdr, inout metadata_t meta) { apply { } }
-control CtIngress(inout headers_t hdr, inout metadata_t meta,
-                  inout standard_metadata_t standard_metadata) {
+CONST_PROGRAM = ethernet_program("Ct", "bit<2> color;", """
     action forward(bit<9> port) { standard_metadata.egress_spec = port; }
     action drop() { mark_to_drop(standard_metadata); }
     table fixed {
@@ -80,13 +69,7 @@ control CtIngress(inout headers_t hdr, inout metadata_t meta,
             mark_to_drop(standard_metadata);
         }
     }
-}
-control CtEgress(inout headers_t hdr, inout metadata_t meta,
-                 inout standard_metadata_t standard_metadata) { apply { } }
-control CtCompute(inout headers_t hdr, inout metadata_t meta) { apply { } }
-control CtDeparser(packet_out packet, in headers_t hdr) { apply { packet.emit(hdr.ethernet); } }
-V1Switch(CtParser(), CtVerify(), CtIngress(), CtEgress(), CtCompute(), CtDeparser()) main;
-"""
+""")
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import (
     Names,
     compile_with_info,
+    ethernet_program,
     primary_client,
     served_on_unix_socket,
     update_code_of,
@@ -27,19 +28,7 @@ pytestmark = pytest.mark.net
 HERE = Path(__file__).resolve().parent
 MODIFY, DELETE = pb.Update.MODIFY, pb.Update.DELETE
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
-CONST_TTL_PROGRAM = """
-#include <core.p4>
-#include <v1model.p4>
-header ethernet_t { bit<48> dst; bit<48> src; bit<16> ether_type; }
-struct headers_t { ethernet_t ethernet; }
-struct metadata_t { bit<1> unused; }
-parser TtParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
-                inout standard_metadata_t standard_metadata) {
-    state start { packet.extract(hdr.ethernet); transition accept; }
-}
-control TtVerify(inout headers_t hdr, inout metadata_t meta) { apply { } }
-control TtIngress(inout headers_t hdr, inout metadata_t meta,
-                  inout standard_metadata_t standard_metadata) {
+CONST_TTL_PROGRAM = ethernet_program("Tt", "bit<1> unused;", """
     action forward(bit<9> port) { standard_metadata.egress_spec = port; }
     table fixed {
         key = { standard_metadata.ingress_port: exact; }
@@ -48,13 +37,7 @@ control TtIngress(inout headers_t hdr, inout metadata_t meta,
         support_timeout = true;
     }
     apply { fixed.apply(); }
-}
-control TtEgress(inout headers_t hdr, inout metadata_t meta,
-                 inout standard_metadata_t standard_metadata) { apply { } }
-control TtCompute(inout headers_t hdr, inout metadata_t meta) { apply { } }
-control TtDeparser(packet_out packet, in headers_t hdr) { apply { packet.emit(hdr.ethernet); } }
-V1Switch(TtParser(), TtVerify(), TtIngress(), TtEgress(), TtCompute(), TtDeparser()) main;
-"""
+""")
 
 
 @pytest.fixture(scope="module")
