@@ -137,25 +137,12 @@ def median(values: list[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
-def blast(rig: switch_rig.Rig, frame: bytes, seconds: float, pps: int | None) -> dict:
-    """Runs pktblast on the host side of port 1: as fast as it can with its XDP method,
-    at a set rate with its transmit ring; returns its JSON report."""
-    argv = ["ip", "netns", "exec", rig.host_ns, "taskset", "-c", str(BLAST_CORE)]
-    argv += [str(switch_rig.BLAST_BIN), "--iface", rig.host_if(1), "--frame", frame.hex()]
-    argv += ["--seconds", str(seconds)]
-    argv += ["--pps", str(pps), "--method", "ring"] if pps else ["--method", "xdp"]
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"dplab-pktblast failed: {done.stderr.strip()}")
-    return json.loads(done.stdout)
-
-
 def one_run(fwd: forwarders.Forwarder, size: int, seconds: float, pps: int | None = None) -> dict:
     rig = fwd.rig
     before = rx_packets(rig.host_ns, rig.host_if(2))
     out_before = sent_out(rig.sw_ns, rig.switch_if(2))
     cpu_before = fwd.cpu_seconds()
-    offered = blast(rig, forwarders.frame(size), seconds, pps)
+    offered = rig.blast(forwarders.frame(size), seconds, pps, core=BLAST_CORE)
     time.sleep(0.2)  # let the last frames drain through the forwarder
     delivered = rx_packets(rig.host_ns, rig.host_if(2)) - before
     forwarded = sent_out(rig.sw_ns, rig.switch_if(2)) - out_before

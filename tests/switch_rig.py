@@ -273,6 +273,20 @@ class Rig:
                 time.sleep(0.005)
         self.sockets[port].send(frame)
 
+    def blast(
+        self, frame: bytes, seconds: float, pps: int | None = None, core: int | None = None
+    ) -> dict:
+        """Runs dplab-pktblast on the host side of port 1 (on `core` if given): as fast as it
+        can with its XDP method, at `pps` with its transmit ring; returns its JSON report."""
+        pin = ["taskset", "-c", str(core)] if core is not None else []
+        argv = ["ip", "netns", "exec", self.host_ns, *pin, str(BLAST_BIN)]
+        argv += ["--iface", self.host_if(1), "--frame", frame.hex(), "--seconds", str(seconds)]
+        argv += ["--pps", str(pps), "--method", "ring"] if pps else ["--method", "xdp"]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"dplab-pktblast failed: {done.stderr.strip()}")
+        return json.loads(done.stdout)
+
     def drain(self) -> None:
         for s in self.sockets.values():
             while True:

@@ -4,10 +4,8 @@ flat once its buffers, pools and queues have reached their working size."""
 
 from __future__ import annotations
 
-import json
 import os
 import struct
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,17 +60,9 @@ def switch_pid(rig: Rig) -> int:
     return rig.proc.pid
 
 
-def blast(rig: Rig, frame: bytes) -> int:
-    argv = ["ip", "netns", "exec", rig.host_ns, str(rig_mod.BLAST_BIN), "--iface",
-            rig.host_if(1), "--frame", frame.hex(), "--seconds", str(SECONDS), "--pps",
-            str(PPS), "--method", "ring"]
-    done = subprocess.run(argv, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)["sent"]
-
-
 def one_round(rig: Rig) -> None:
     for frame in FRAMES.values():
-        blast(rig, frame)
+        rig.blast(frame, SECONDS, PPS)
     for _ in range(100):
         rig.client.call("packet_out", payload=FRAMES["count"].hex(),
                         metadata=[{"id": 1, "value": "0x3"}])
