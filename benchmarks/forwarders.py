@@ -31,6 +31,7 @@ from typing import Protocol
 
 import switch_rig
 
+from dplab.measure.resources import parse_pid_stat
 from dplab.planes.ovs import create_db, daemon_argv, private_env
 
 FRAME_DST, FRAME_SRC = "02:00:00:00:00:aa", "02:00:00:00:00:01"
@@ -76,8 +77,8 @@ def core_irq_seconds(core: int) -> float:
 
 def process_cpu_seconds(pid: int) -> float:
     """User + system time of a process, all its threads (/proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+    _, utime, stime = parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())
+    return (utime + stime) / CLK_TCK
 
 
 # -- the P4 switch ------------------------------------------------------------------------

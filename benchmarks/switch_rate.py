@@ -33,6 +33,8 @@ import perf_shares  # noqa: E402
 import switch_rig  # noqa: E402  (the test rig lives with the tests)
 from doc_section import write_section  # noqa: E402
 
+from dplab.measure.resources import parse_vmrss_kib  # noqa: E402
+
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
 SET_RATE_PPS = 100_000  # the rate-control check: low enough for a busy shared machine
@@ -124,12 +126,9 @@ def sent_out(ns: str, ifname: str) -> int:
 
 def rss_kib(pid: int) -> int | None:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+        return parse_vmrss_kib(Path(f"/proc/{pid}/status").read_text())
     except OSError:
         return None
-    return None
 
 
 def median(values: list[float | None]) -> float | None:
