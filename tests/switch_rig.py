@@ -28,6 +28,7 @@ CLONE_NEWNET = 0x40000000
 PACKET_OUTGOING = 4
 SEND_ATTEMPTS = 200  # Rig.send: 5 ms apart while the backlog is full
 ETH_P_ALL = 0x0003
+TAG_TYPE = b"\x88\xb5"  # the tag header of tests/data/switch_features.p4
 
 
 def build_switch() -> None:
@@ -316,6 +317,14 @@ class Rig:
 
 def mac(text: str) -> bytes:
     return bytes(int(b, 16) for b in text.split(":"))
+
+
+def tag_frame(kind: int, value: int = 0) -> bytes:
+    """A 60-byte frame of tests/data/switch_features.p4: its tag header (EtherType 0x88b5)
+    names the feature to exercise (`kind`) and its argument (`value`)."""
+    frame = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + TAG_TYPE
+    frame += struct.pack("!BBIBB", kind, value, 0, 0, 0)
+    return frame + bytes(60 - len(frame))
 
 
 def ipv4_checksum(header: bytes) -> int:

@@ -5,28 +5,20 @@ flat once its buffers, pools and queues have reached their working size."""
 from __future__ import annotations
 
 import os
-import struct
 from pathlib import Path
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import Rig, mac
+from switch_rig import Rig, mac, tag_frame
 
 pytestmark = pytest.mark.net
 
 FEATURES = Path(__file__).resolve().parent / "data" / "switch_features.p4"
-TAG_TYPE = b"\x88\xb5"
 TARGET_PACKETS = 300_000
 PPS, SECONDS = 25_000, 0.2  # per frame kind and round: a rate any load lets through
 MAX_ROUNDS = 40
 # What may be added after the warm-up: allocator slack, well under one leaked byte per packet.
 RSS_SLACK_KIB = 512
-
-
-def tag_frame(kind: int, value: int = 0) -> bytes:
-    head = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + TAG_TYPE
-    frame = head + struct.pack("!BBIBB", kind, value, 0, 0, 0)
-    return frame + bytes(60 - len(frame))
 
 
 FRAMES = {
