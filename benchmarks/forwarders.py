@@ -31,6 +31,9 @@ from typing import Protocol
 
 import switch_rig
 
+from dplab.measure.resources import parse_pid_stat
+from dplab.planes.ovs import create_db, daemon_argv, private_env
+
 FRAME_DST, FRAME_SRC = "02:00:00:00:00:aa", "02:00:00:00:00:01"
 SRC_IP, DST_IP = "10.0.1.1", "10.0.2.5"
 NEXT_HOP_MAC = "02:00:00:00:00:02"  # what the L3 forwarders write as the frame's destination
@@ -74,8 +77,8 @@ def core_irq_seconds(core: int) -> float:
 
 def process_cpu_seconds(pid: int) -> float:
     """User + system time of a process, all its threads (/proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+    _, utime, stime = parse_pid_stat(Path(f"/proc/{pid}/stat").read_text())
+    return (utime + stime) / CLK_TCK
 
 
 # -- the P4 switch ------------------------------------------------------------------------
@@ -161,7 +164,6 @@ def linux_router(core: int) -> Iterator[KernelForwarder]:
 
 # -- Open vSwitch, userspace datapath -------------------------------------------------------------
 
-OVS_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 # The L3 program's work as OpenFlow actions: port 1's IPv4 to 10.0.2.0/24 gets the next
 # hop's MAC, the old destination as source, one TTL less, and leaves by port 2.
 OVS_FLOWS = (
@@ -189,11 +191,8 @@ def ovs(core: int) -> Iterator[Ovs]:
     threads pinned to `core`; one netdev bridge with proactive L3 flows."""
     with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
         run_dir = Path(rig.tmp.name)
-        env = {**os.environ, "OVS_RUNDIR": str(run_dir), "OVS_LOGDIR": str(run_dir),
-               "OVS_DBDIR": str(run_dir)}
-        db, db_sock = run_dir / "conf.db", run_dir / "db.sock"
-        subprocess.run(["ovsdb-tool", "create", str(db), str(OVS_SCHEMA)], check=True,
-                       capture_output=True)
+        env = private_env(run_dir)
+        db, db_sock = create_db(run_dir), run_dir / "db.sock"
         daemons: list[subprocess.Popen] = []
         try:
             daemons.append(_ovs_daemon(rig, env, "ovsdb-server",
@@ -222,11 +221,8 @@ def ovs(core: int) -> Iterator[Ovs]:
 def _ovs_daemon(rig: switch_rig.Rig, env: dict[str, str], name: str, args: list[str],
                 core: int | None = None) -> subprocess.Popen:
     """`name` in the foreground in the switch namespace, its sockets and logs in our dir."""
-    run_dir = Path(rig.tmp.name)
     pin = ["taskset", "-c", str(core)] if core is not None else []
-    argv = ["ip", "netns", "exec", rig.sw_ns, *pin, name, *args,
-            f"--unixctl={run_dir / name}.ctl", f"--pidfile={run_dir / name}.pid",
-            f"--log-file={run_dir / name}.log"]
+    argv = ["ip", "netns", "exec", rig.sw_ns, *pin, *daemon_argv(Path(rig.tmp.name), name, args)]
     return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

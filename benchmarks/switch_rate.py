@@ -33,6 +33,8 @@ import perf_shares  # noqa: E402
 import switch_rig  # noqa: E402  (the test rig lives with the tests)
 from doc_section import write_section  # noqa: E402
 
+from dplab.measure.resources import parse_vmrss_kib  # noqa: E402
+
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
 SET_RATE_PPS = 100_000  # the rate-control check: low enough for a busy shared machine
@@ -124,12 +126,9 @@ def sent_out(ns: str, ifname: str) -> int:
 
 def rss_kib(pid: int) -> int | None:
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+        return parse_vmrss_kib(Path(f"/proc/{pid}/status").read_text())
     except OSError:
         return None
-    return None
 
 
 def median(values: list[float | None]) -> float | None:
@@ -137,25 +136,12 @@ def median(values: list[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
-def blast(rig: switch_rig.Rig, frame: bytes, seconds: float, pps: int | None) -> dict:
-    """Runs pktblast on the host side of port 1: as fast as it can with its XDP method,
-    at a set rate with its transmit ring; returns its JSON report."""
-    argv = ["ip", "netns", "exec", rig.host_ns, "taskset", "-c", str(BLAST_CORE)]
-    argv += [str(switch_rig.BLAST_BIN), "--iface", rig.host_if(1), "--frame", frame.hex()]
-    argv += ["--seconds", str(seconds)]
-    argv += ["--pps", str(pps), "--method", "ring"] if pps else ["--method", "xdp"]
-    done = subprocess.run(argv, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"dplab-pktblast failed: {done.stderr.strip()}")
-    return json.loads(done.stdout)
-
-
 def one_run(fwd: forwarders.Forwarder, size: int, seconds: float, pps: int | None = None) -> dict:
     rig = fwd.rig
     before = rx_packets(rig.host_ns, rig.host_if(2))
     out_before = sent_out(rig.sw_ns, rig.switch_if(2))
     cpu_before = fwd.cpu_seconds()
-    offered = blast(rig, forwarders.frame(size), seconds, pps)
+    offered = rig.blast(forwarders.frame(size), seconds, pps, core=BLAST_CORE)
     time.sleep(0.2)  # let the last frames drain through the forwarder
     delivered = rx_packets(rig.host_ns, rig.host_if(2)) - before
     forwarded = sent_out(rig.sw_ns, rig.switch_if(2)) - out_before

@@ -28,6 +28,7 @@ CLONE_NEWNET = 0x40000000
 PACKET_OUTGOING = 4
 SEND_ATTEMPTS = 200  # Rig.send: 5 ms apart while the backlog is full
 ETH_P_ALL = 0x0003
+TAG_TYPE = b"\x88\xb5"  # the tag header of tests/data/switch_features.p4
 
 
 def build_switch() -> None:
@@ -273,6 +274,20 @@ class Rig:
                 time.sleep(0.005)
         self.sockets[port].send(frame)
 
+    def blast(
+        self, frame: bytes, seconds: float, pps: int | None = None, core: int | None = None
+    ) -> dict:
+        """Runs dplab-pktblast on the host side of port 1 (on `core` if given): as fast as it
+        can with its XDP method, at `pps` with its transmit ring; returns its JSON report."""
+        pin = ["taskset", "-c", str(core)] if core is not None else []
+        argv = ["ip", "netns", "exec", self.host_ns, *pin, str(BLAST_BIN)]
+        argv += ["--iface", self.host_if(1), "--frame", frame.hex(), "--seconds", str(seconds)]
+        argv += ["--pps", str(pps), "--method", "ring"] if pps else ["--method", "xdp"]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"dplab-pktblast failed: {done.stderr.strip()}")
+        return json.loads(done.stdout)
+
     def drain(self) -> None:
         for s in self.sockets.values():
             while True:
@@ -302,6 +317,14 @@ class Rig:
 
 def mac(text: str) -> bytes:
     return bytes(int(b, 16) for b in text.split(":"))
+
+
+def tag_frame(kind: int, value: int = 0) -> bytes:
+    """A 60-byte frame of tests/data/switch_features.p4: its tag header (EtherType 0x88b5)
+    names the feature to exercise (`kind`) and its argument (`value`)."""
+    frame = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + TAG_TYPE
+    frame += struct.pack("!BBIBB", kind, value, 0, 0, 0)
+    return frame + bytes(60 - len(frame))
 
 
 def ipv4_checksum(header: bytes) -> int:

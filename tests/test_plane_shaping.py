@@ -21,10 +21,7 @@ PLANES = {
 @pytest.mark.net
 @pytest.mark.parametrize("kind", PLANES)
 def test_a_shaped_link_between_switches_limits_the_flow(kind: str) -> None:
-    topo = catalog.build("linear", switches=2, hosts_per_switch=1)
-    for _, _, link in topo.graph.edges(data=True):
-        link["bw_mbit"] = None
-    topo.graph.edges["s1", "s2"]["bw_mbit"] = 10.0
+    topo = catalog.build("linear", switches=2, hosts_per_switch=1, edge_bw=None, core_bw=10.0)
     plane = create(kind, PLANES[kind])
     with Network(topo, addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:

@@ -4,31 +4,21 @@ flat once its buffers, pools and queues have reached their working size."""
 
 from __future__ import annotations
 
-import json
 import os
-import struct
-import subprocess
 from pathlib import Path
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import Rig, mac
+from switch_rig import Rig, mac, tag_frame
 
 pytestmark = pytest.mark.net
 
 FEATURES = Path(__file__).resolve().parent / "data" / "switch_features.p4"
-TAG_TYPE = b"\x88\xb5"
 TARGET_PACKETS = 300_000
 PPS, SECONDS = 25_000, 0.2  # per frame kind and round: a rate any load lets through
 MAX_ROUNDS = 40
 # What may be added after the warm-up: allocator slack, well under one leaked byte per packet.
 RSS_SLACK_KIB = 512
-
-
-def tag_frame(kind: int, value: int = 0) -> bytes:
-    head = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + TAG_TYPE
-    frame = head + struct.pack("!BBIBB", kind, value, 0, 0, 0)
-    return frame + bytes(60 - len(frame))
 
 
 FRAMES = {
@@ -62,17 +52,9 @@ def switch_pid(rig: Rig) -> int:
     return rig.proc.pid
 
 
-def blast(rig: Rig, frame: bytes) -> int:
-    argv = ["ip", "netns", "exec", rig.host_ns, str(rig_mod.BLAST_BIN), "--iface",
-            rig.host_if(1), "--frame", frame.hex(), "--seconds", str(SECONDS), "--pps",
-            str(PPS), "--method", "ring"]
-    done = subprocess.run(argv, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)["sent"]
-
-
 def one_round(rig: Rig) -> None:
     for frame in FRAMES.values():
-        blast(rig, frame)
+        rig.blast(frame, SECONDS, PPS)
     for _ in range(100):
         rig.client.call("packet_out", payload=FRAMES["count"].hex(),
                         metadata=[{"id": 1, "value": "0x3"}])

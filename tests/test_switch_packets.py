@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import Rig, mac, udp_frame
+from switch_rig import TAG_TYPE, Rig, mac, tag_frame, udp_frame
 
 pytestmark = pytest.mark.net
 
 HERE = Path(__file__).resolve().parent
 SRC_MAC = "02:00:00:00:01:01"
-TAG_TYPE = b"\x88\xb5"
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +36,6 @@ def features(compiled):
         rig.load(compiled["features"])
         rig.client.call("subscribe")
         yield rig
-
-
-def tag_frame(kind: int, value: int = 0, src: str = SRC_MAC) -> bytes:
-    frame = (
-        mac("02:00:00:00:02:02") + mac(src) + TAG_TYPE + struct.pack("!BBIBB", kind, value, 0, 0, 0)
-    )
-    return frame + bytes(60 - len(frame))
 
 
 def tag_of(frame: bytes) -> dict[str, int]:

@@ -105,24 +105,16 @@ class OvsPlane(ControlledPlane):
             for run in runs:
                 run.result()
 
-    def _env(self) -> dict[str, str]:
-        # OVS puts bridge management sockets in OVS_RUNDIR: keep them out of the host's.
-        return {**os.environ, "OVS_RUNDIR": str(self.dir), "OVS_LOGDIR": str(self.dir),
-                "OVS_DBDIR": str(self.dir)}
-
     def _start_ovsdb(self, net: Network) -> None:
-        db = self.dir / "conf.db"
-        subprocess.run(["ovsdb-tool", "create", str(db), str(SCHEMA)], check=True,
-                       capture_output=True)
+        db = create_db(self.dir)
         self._start_daemon(net, "ovsdb-server", [str(db), f"--remote=punix:{self.db_sock}"])
         self._wait_for(lambda: self.db_sock.exists(), 10.0, "ovsdb-server did not open its socket")
         self.vsctl("--no-wait", "init")
 
     def _start_daemon(self, net: Network, name: str, args: list[str]) -> None:
         """Run ``name`` in the foreground inside the switch namespace, files in our dir."""
-        argv = [name, *args, f"--unixctl={self.dir / name}.ctl",
-                f"--pidfile={self.dir / name}.pid", f"--log-file={self.dir / name}.log"]
-        self._daemons.append((name, net.popen(self.switch_ns, argv, env=self._env(),
+        argv = daemon_argv(self.dir, name, args)
+        self._daemons.append((name, net.popen(self.switch_ns, argv, env=private_env(self.dir),
                                               stdout=subprocess.DEVNULL,
                                               stderr=subprocess.DEVNULL)))
 
@@ -136,7 +128,6 @@ class OvsPlane(ControlledPlane):
         """One ovs-vsctl transaction for all bridges and ports: a single database commit."""
         cmds: list[str] = []
         loops = _switches_have_loops(net)
-        shaped = _switch_port_rates(net)
         for switch in net.topo.switches():
             br = self.bridge(switch)
             cmds += ["--", "add-br", br, "--", "set", "bridge", br,
@@ -153,13 +144,15 @@ class OvsPlane(ControlledPlane):
             for port, ifname in net.switch_ports(switch).items():
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
                          f"ofport_request={port}"]
-                cmds += _shaping_qos(ifname, shaped.get(ifname))
+                link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
+                cmds += _shaping_qos(ifname, link.get("bw_mbit"))
         return cmds
 
     def vsctl(self, *args: str) -> str:
         """ovs-vsctl against our own database (never the host's)."""
         argv = ["ovs-vsctl", f"--db=unix:{self.db_sock}", f"--timeout={VSCTL_TIMEOUT_S}", *args]
-        done = subprocess.run(argv, capture_output=True, text=True, env=self._env(), check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, env=private_env(self.dir),
+                              check=False)
         if done.returncode != 0:
             raise PlaneError(f"ovs: ovs-vsctl {' '.join(args[:4])}... failed: "
                              f"{done.stderr.strip()}")
@@ -199,11 +192,26 @@ class OvsPlane(ControlledPlane):
         return float(total)
 
 
-def _switch_port_rates(net: Network) -> dict[str, float]:
-    """Switch-side interface -> its link's rate in Mbit/s, for the shaped links."""
-    switches = set(net.topo.switches())
-    return {end.ifname: link.bw_mbit for link in net.links if link.bw_mbit is not None
-            for end in (link.a, link.b) if end.node in switches}
+def private_env(run_dir: Path) -> dict[str, str]:
+    """The environment of OVS daemons and tools whose files live in ``run_dir``: OVS puts
+    bridge management sockets in OVS_RUNDIR, so they stay out of the host's."""
+    return {**os.environ, "OVS_RUNDIR": str(run_dir), "OVS_LOGDIR": str(run_dir),
+            "OVS_DBDIR": str(run_dir)}
+
+
+def create_db(run_dir: Path) -> Path:
+    """A fresh OVS database ``run_dir/conf.db``."""
+    db = run_dir / "conf.db"
+    subprocess.run(["ovsdb-tool", "create", str(db), str(SCHEMA)], check=True,
+                   capture_output=True)
+    return db
+
+
+def daemon_argv(run_dir: Path, name: str, args: list[str]) -> list[str]:
+    """``name`` (ovsdb-server, ovs-vswitchd) in the foreground, its control socket, pid
+    file and log in ``run_dir``."""
+    return [name, *args, f"--unixctl={run_dir / name}.ctl", f"--pidfile={run_dir / name}.pid",
+            f"--log-file={run_dir / name}.log"]
 
 
 def _shaping_qos(ifname: str, bw_mbit: float | None) -> list[str]:
