@@ -198,6 +198,18 @@ def primary_client(address: str, program: tuple[Path, p4info_pb2.P4Info], electi
         client.close()
 
 
+@contextmanager
+def fresh_pipeline(served: tuple[Rig, str], program: tuple[Path, p4info_pb2.P4Info]):
+    """(rig, a primary client that loaded ``program`` afresh, its P4Info names), for a
+    module's rig switch and server ``served``: a new pipeline clears every entry and cell,
+    and the rig's ports start drained, so each test starts from a clean switch."""
+    rig, address = served
+    with primary_client(address, program, election=10) as (client, won):
+        assert is_primary(won)
+        rig.drain()
+        yield rig, client, Names(program[1])
+
+
 ETHERNET_PROGRAM = """#include <core.p4>
 #include <v1model.p4>
 header ethernet_t {{ bit<48> dst; bit<48> src; bit<16> ether_type; }}

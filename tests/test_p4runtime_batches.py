@@ -19,7 +19,7 @@ from p4runtime_rig import (
     code_of,
     compile_with_info,
     ethernet_program,
-    primary_client,
+    fresh_pipeline,
     served_on_unix_socket,
     update_code_of,
     update_codes,
@@ -88,10 +88,8 @@ def served(tmp_path_factory):
 
 @pytest.fixture()
 def rt(served, programs):
-    rig, address = served
-    with primary_client(address, programs["rt"], election=10) as (client, _):
-        rig.drain()
-        yield rig, client, Names(programs["rt"][1])
+    with fresh_pipeline(served, programs["rt"]) as ctl:
+        yield ctl
 
 
 def write(client: Client, updates: list[tuple[int, pb.Entity]], atomicity=ROLLBACK) -> None:
@@ -169,9 +167,7 @@ def test_continue_on_error_keeps_what_succeeded_and_dataplane_atomic_is_unimplem
 
 
 def test_const_tables_and_const_default_actions_are_permission_denied(served, programs):
-    rig, address = served
-    n = Names(programs["const"][1])
-    with primary_client(address, programs["const"], election=10) as (client, _):
+    with fresh_pipeline(served, programs["const"]) as (rig, client, n):
         fixed = pb.Entity()
         fixed.table_entry.table_id = n["fixed"]
         fixed.table_entry.match.add(field_id=1).exact.value = b"\x01"
@@ -217,9 +213,7 @@ def test_direct_resources_of_const_entries_stay_writable(served, programs):
     """Spec 9.1.4: a const table's entries are immutable, their direct counter and meter
     are not (DirectCounterEntry, DirectMeterEntry, TableEntry MODIFY without an action),
     also inside a rolled-back batch."""
-    rig, address = served
-    n = Names(programs["const"][1])
-    with primary_client(address, programs["const"], election=10) as (client, _):
+    with fresh_pipeline(served, programs["const"]) as (rig, client, n):
         key = pb.TableEntry(table_id=n["policed"])
         key.match.add(field_id=1).exact.value = b"\x01"
         sent = udp_frame("00:00:00:00:00:09", "00:00:00:00:00:01", "10.0.0.1", "10.0.0.2")

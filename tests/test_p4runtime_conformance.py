@@ -15,7 +15,7 @@ from p4runtime_rig import (
     Names,
     code_of,
     compile_with_info,
-    primary_client,
+    fresh_pipeline,
     served_on_unix_socket,
     update_code_of,
     update_codes,
@@ -42,10 +42,8 @@ def served(tmp_path_factory):
 @pytest.fixture()
 def ctl(served, program):
     """(rig, primary client with basic_fwd freshly loaded, names)."""
-    rig, address = served
-    with primary_client(address, program, election=10) as (client, _):
-        rig.drain()
-        yield rig, client, Names(program[1])
+    with fresh_pipeline(served, program) as ctl:
+        yield ctl
 
 
 def table_probe(n: Names) -> pb.Entity:

@@ -15,7 +15,7 @@ from p4runtime_rig import (
     Names,
     code_of,
     compile_with_info,
-    primary_client,
+    fresh_pipeline,
     served_on_unix_socket,
     update_code_of,
     update_codes,
@@ -41,12 +41,8 @@ def served(tmp_path_factory):
 @pytest.fixture()
 def ctl(served, program):
     """(rig, primary client with the pipeline freshly loaded, P4Info names)."""
-    rig, address = served
-    # a new pipeline clears every entry and cell
-    with primary_client(address, program, election=10) as (client, won):
-        assert won.status.code == 0
-        rig.drain()
-        yield rig, client, Names(program[1])
+    with fresh_pipeline(served, program) as ctl:
+        yield ctl
 
 
 def ip(text: str) -> bytes:

@@ -15,7 +15,7 @@ from p4runtime_rig import (
     Names,
     compile_with_info,
     ethernet_program,
-    primary_client,
+    fresh_pipeline,
     served_on_unix_socket,
     update_code_of,
     update_codes,
@@ -58,10 +58,8 @@ def served(tmp_path_factory):
 @pytest.fixture()
 def rt(served, programs):
     """(rig, primary client with rt_features freshly loaded, names)."""
-    rig, address = served
-    with primary_client(address, programs["rt"], election=10) as (client, _):
-        rig.drain()
-        yield rig, client, Names(programs["rt"][1])
+    with fresh_pipeline(served, programs["rt"]) as ctl:
+        yield ctl
 
 
 def probe(n: Names, table: str, **fields) -> pb.Entity:
@@ -187,9 +185,7 @@ def test_idle_timeout_is_set_cleared_and_notified_with_the_entry_metadata(served
     """Spec 9.1.8: a read returns the TTL last written (a MODIFY to 0 clears it; one
     without an action sets it and keeps the action); the idle notification carries the
     key, the metadata and the TTL (16, "Table Idle Timeout Notification")."""
-    rig, address = served
-    n = Names(programs["basic"][1])
-    with primary_client(address, programs["basic"], election=10) as (client, _):
+    with fresh_pipeline(served, programs["basic"]) as (rig, client, n):
         learned = forward_entry(n.info, DST, 2)
         learned.table_entry.idle_timeout_ns = 100 * 10**6
         learned.table_entry.controller_metadata, learned.table_entry.metadata = 9, b"mac"
@@ -217,9 +213,7 @@ def test_idle_timeout_is_set_cleared_and_notified_with_the_entry_metadata(served
 def test_static_entries_take_no_idle_timeout(served, programs):
     """Spec 9.1.4: idle timeouts are not supported for the entries of a const table, even
     when the table supports them; INVALID_ARGUMENT as in 9.1.8. The entry is unchanged."""
-    rig, address = served
-    n = Names(programs["const_ttl"][1])
-    with primary_client(address, programs["const_ttl"], election=10) as (client, _):
+    with fresh_pipeline(served, programs["const_ttl"]) as (rig, client, n):
         fixed = probe(n, "fixed", idle_timeout_ns=10**9)
         fixed.table_entry.match.add(field_id=1).exact.value = b"\x01"
         assert update_code_of(lambda: client.write(fixed, op=MODIFY)) == INVALID

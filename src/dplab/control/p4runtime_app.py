@@ -55,9 +55,6 @@ class Program:
         actions = {a.preamble.alias: a.preamble.id for a in self.p4info.actions}
         headers = {h.preamble.name: {m.name: m.id for m in h.metadata}
                    for h in self.p4info.controller_packet_metadata}
-        # A packet-out carries every field of the header (P4Runtime 16.1); all but the
-        # egress port are zero.
-        self.packet_out_ids = list(headers.get("packet_out", {}).values())
         try:
             self.table_id = tables["mac_exact"].preamble.id
             self.forward_id = actions["forward"]
@@ -65,6 +62,11 @@ class Program:
             self.ingress_port_id = headers["packet_in"]["ingress_port"]
         except KeyError as exc:
             raise ValueError(f"{p4info_path}: not basic_fwd's P4Info (no {exc})") from exc
+        # A packet-out carries every field of the header (P4Runtime 16.1); all but the
+        # egress port are zero.
+        self.packet_out_zeros = [pb.PacketMetadata(metadata_id=field_id, value=b"\x00")
+                                 for field_id in headers["packet_out"].values()
+                                 if field_id != self.egress_port_id]
 
 
 class SwitchSession:
@@ -149,10 +151,9 @@ class P4RuntimeSouthbound:
         for port in ports:
             msg = pb.StreamMessageRequest()
             msg.packet.payload = data
-            for field_id in self.program.packet_out_ids:
-                value = port.to_bytes(2, "big") if field_id == self.program.egress_port_id \
-                    else b"\x00"
-                msg.packet.metadata.add(metadata_id=field_id, value=value)
+            msg.packet.metadata.add(metadata_id=self.program.egress_port_id,
+                                    value=port.to_bytes(2, "big"))
+            msg.packet.metadata.extend(self.program.packet_out_zeros)
             session.outbox.put(msg)
 
     # -- stream events -------------------------------------------------------------------

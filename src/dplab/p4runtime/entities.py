@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
@@ -104,10 +105,8 @@ class Entities:
         self.switch.call("table_modify", **req, idle_timeout_ns=idle_timeout_ns,
                          action={"action": found["action"]["action"],
                                  "args": found["action"]["args"]})
-        table_id, match, priority = req["table"], req["match"], req["priority"]
-        kept = self.extras.get(table_id, match, priority)
-        self.extras.put(table_id, match, priority,
-                        Extras(kept.controller_metadata, kept.metadata, idle_timeout_ns))
+        key = req["table"], req["match"], req["priority"]
+        self.extras.put(*key, replace(self.extras.get(*key), idle_timeout_ns=idle_timeout_ns))
 
     def _write_default(self, op: int, table, entry: pb.TableEntry) -> None:
         if op != MODIFY:

@@ -245,23 +245,22 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
         header = self._index.controller_headers.get("packet_out")
         fields = {m.id: m for m in header.metadata} if header is not None else {}
-        out: list[dict] = []
+        given: dict[int, dict] = {}
         for m in packet.metadata:
             field = fields.get(m.metadata_id)
             if field is None:
                 raise invalid(f"packet-out metadata id {m.metadata_id} is not a field of the "
                               f"packet_out header (fields: {sorted(fields)})")
-            if any(item["id"] == m.metadata_id for item in out):
+            if m.metadata_id in given:
                 raise invalid(f"packet-out metadata {field.name} given twice")
-            out.append({"id": m.metadata_id,
-                        "value": codec.to_hex(m.value, field.bitwidth or None,
-                                              f"packet-out metadata {field.name}")})
-        missing = sorted(f.name for f in fields.values()
-                         if not any(item["id"] == f.id for item in out))
+            given[m.metadata_id] = {"id": m.metadata_id,
+                                    "value": codec.to_hex(m.value, field.bitwidth or None,
+                                                          f"packet-out metadata {field.name}")}
+        missing = sorted(f.name for f in fields.values() if f.id not in given)
         if missing:
             raise invalid(f"packet-out metadata missing: {', '.join(missing)} (every field of "
                           "the packet_out header must be given)")
-        return out
+        return list(given.values())
 
     def _digest_ack(self, ack: pb.DigestListAck, outbox: queue.Queue) -> None:
         if self._index is None or ack.digest_id not in self._index.digests:
@@ -298,8 +297,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                              priority=item.get("priority") or 0)
                 entry.match.extend(codec.match_from_switch(table, item["match"]))
                 # the key, the metadata and the TTL (spec "Table Idle Timeout Notification")
-                extras = self.extras.get(event["table"], codec.canonical_match(
-                    table, item["match"]), entry.priority)
+                extras = self.extras.get(event["table"], codec.match_to_switch(
+                    table, entry.match), entry.priority)
                 extras.fill(entry)
                 entry.idle_timeout_ns = extras.idle_timeout_ns
         else:
