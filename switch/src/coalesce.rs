@@ -20,23 +20,18 @@
 //! Anything else goes out packet by packet, as it came from the pipeline.
 
 use crate::hashes::{csum16, fold, sum_bytes};
-use crate::segment::VNET_HDR_LEN;
+use crate::segment::{
+    be16, pseudo_sum, put16, ETH_HLEN, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, TCP_CWR,
+    TCP_FIN, TCP_PSH, VNET_HDR_LEN,
+};
 
 /// Most segments in one super-packet (keeps the `sendmsg` I/O vector short).
 const MAX_SEGMENTS: usize = 64;
 /// Largest IP packet (IPv4 total length and IPv6 payload length are 16 bits).
 const MAX_IP_LEN: usize = 65_535;
-const ETH_HLEN: usize = 14;
-const F_NEEDS_CSUM: u8 = 1;
-const GSO_TCPV4: u8 = 1;
-const GSO_TCPV6: u8 = 4;
-const GSO_ECN: u8 = 0x80;
-const TCP_FIN: u8 = 0x01;
 const TCP_SYN: u8 = 0x02;
 const TCP_RST: u8 = 0x04;
-const TCP_PSH: u8 = 0x08;
 const TCP_URG: u8 = 0x20;
-const TCP_CWR: u8 = 0x80;
 /// Flags that may differ between the segments of one super-packet.
 const SEGMENT_FLAGS: u8 = TCP_CWR | TCP_PSH | TCP_FIN;
 /// Where a TCP checksum sits in its header.
@@ -126,17 +121,8 @@ impl Tcp {
         if self.ipv4 && fold(sum_bytes(&p[self.l3..self.l4])) != 0xffff {
             return false;
         }
-        fold(self.pseudo_sum(p, p.len() - self.l4) + sum_bytes(&p[self.l4..])) == 0xffff
-    }
-
-    /// The unfolded pseudo-header sum for a TCP segment of `l4_len` bytes.
-    fn pseudo_sum(&self, p: &[u8], l4_len: usize) -> u64 {
-        let (at, len) = if self.ipv4 {
-            (self.l3 + 12, 8)
-        } else {
-            (self.l3 + 8, 32)
-        };
-        sum_bytes(&p[at..at + len]) + 6 + l4_len as u64
+        let pseudo = pseudo_sum(p, self.l3, self.ipv4, 6, p.len() - self.l4);
+        fold(pseudo + sum_bytes(&p[self.l4..])) == 0xffff
     }
 }
 
@@ -220,7 +206,7 @@ impl Coalescer {
         h[at.l4 + 13] |= at.flags(last) & (TCP_PSH | TCP_FIN);
         // The field holds the pseudo-header sum over the whole TCP length, as a stack
         // hands a TSO packet over; the kernel derives each segment's checksum from it.
-        let pseudo = fold(at.pseudo_sum(h, ip_len - (at.l4 - at.l3)));
+        let pseudo = fold(pseudo_sum(h, at.l3, at.ipv4, 6, ip_len - (at.l4 - at.l3)));
         put16(h, at.l4 + TCP_CSUM_OFFSET, pseudo);
         let mut gso_type = if at.ipv4 { GSO_TCPV4 } else { GSO_TCPV6 };
         if at.flags(head) & TCP_CWR != 0 {
@@ -251,14 +237,6 @@ pub struct SuperPacket<'a> {
     pub header: &'a [u8],
     /// Where the payload starts in each segment.
     pub payload_at: usize,
-}
-
-fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
-
-fn put16(b: &mut [u8], at: usize, v: u16) {
-    b[at..at + 2].copy_from_slice(&v.to_be_bytes());
 }
 
 #[cfg(test)]
