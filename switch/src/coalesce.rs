@@ -21,7 +21,7 @@
 
 use crate::hashes::{csum16, fold, sum_bytes};
 use crate::segment::{
-    be16, pseudo_sum, put16, ETH_HLEN, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, TCP_CWR,
+    be16, layout, pseudo_sum, put16, Layout, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, TCP_CWR,
     TCP_FIN, TCP_PSH, VNET_HDR_LEN,
 };
 
@@ -37,43 +37,27 @@ const SEGMENT_FLAGS: u8 = TCP_CWR | TCP_PSH | TCP_FIN;
 /// Where a TCP checksum sits in its header.
 const TCP_CSUM_OFFSET: usize = 16;
 
-/// Where a TCP segment's headers are.
-#[derive(Clone, Copy, PartialEq, Debug)]
-struct Tcp {
-    l3: usize,
-    l4: usize,
-    /// Start of the payload (end of the TCP header, options included).
-    payload: usize,
-    ipv4: bool,
-}
+/// Where a TCP segment's headers are, as segment.rs finds them.
+type Tcp = Layout;
 
 impl Tcp {
-    /// The headers of a TCP packet that may start or join a super-packet; None for
-    /// anything else (checksums are checked later, only for packets that are joined).
+    /// The headers of a TCP packet that may start or join a super-packet: no VLAN tag,
+    /// IPv4 without options, IP length as captured, some payload; None for anything else
+    /// (checksums are checked later, only for packets that are joined).
     fn parse(p: &[u8]) -> Option<Tcp> {
-        let ethertype = be16(p, 12)?;
-        let l3 = ETH_HLEN;
-        let (ipv4, l4) = match ethertype {
-            // 0x45: IPv4 without options; not a fragment; TCP; length as captured.
-            0x0800 if *p.get(l3)? == 0x45 => {
-                let whole = be16(p, l3 + 2)? as usize == p.len() - l3;
-                let fragment = be16(p, l3 + 6)? & 0x3fff != 0;
-                (whole && !fragment && p[l3 + 9] == 6).then_some((true, l3 + 20))?
-            }
-            0x86dd if p.len() >= l3 + 40 && p[l3] >> 4 == 6 => {
-                let whole = be16(p, l3 + 4)? as usize == p.len() - l3 - 40;
-                (whole && p[l3 + 6] == 6).then_some((false, l3 + 40))?
-            }
+        let (kind, ip_header) = match be16(p, 12)? {
+            0x0800 => (GSO_TCPV4, 20),
+            0x86dd => (GSO_TCPV6, 40),
             _ => return None,
         };
-        let doff = (*p.get(l4 + 12)? >> 4) as usize * 4;
-        let payload = l4 + doff;
-        (doff >= 20 && payload < p.len()).then_some(Tcp {
-            l3,
-            l4,
-            payload,
-            ipv4,
-        })
+        let at = layout(p, kind).ok()?;
+        let ip_len = if at.ipv4 {
+            be16(p, at.l3 + 2)? as usize
+        } else {
+            40 + be16(p, at.l3 + 4)? as usize
+        };
+        let plain = at.l4 == at.l3 + ip_header && ip_len == p.len() - at.l3;
+        (plain && at.payload < p.len()).then_some(at)
     }
 
     fn flags(&self, p: &[u8]) -> u8 {
@@ -443,6 +427,19 @@ mod tests {
         // Longer than the port's frames: left to the kernel to refuse, one by one.
         let c = Coalescer::default();
         assert_eq!(c.run(&segs, 0, 1000).count, 1);
+    }
+
+    #[test]
+    fn packets_cut_inside_their_headers_are_sent_on_their_own() {
+        let (vnet, sup) = tso4(0x10, 2 * MSS);
+        let segs = wire(&vnet, &sup);
+        for cut in 0..HDRS4 {
+            let mut short = segs[0][..cut].to_vec();
+            if cut >= 18 {
+                put16(&mut short, 16, (cut - 14) as u16); // IPv4 length as captured
+            }
+            assert_eq!(runs(&[short, segs[1].clone()]), [1, 1], "cut at {cut}");
+        }
     }
 
     #[test]

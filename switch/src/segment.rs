@@ -21,7 +21,7 @@ pub const GSO_TCPV6: u8 = 4;
 const GSO_UDP_L4: u8 = 5;
 /// Set with TCP GSO types when the flow uses ECN; segmentation is the same.
 pub const GSO_ECN: u8 = 0x80;
-pub const ETH_HLEN: usize = 14;
+const ETH_HLEN: usize = 14;
 pub const TCP_FIN: u8 = 0x01;
 pub const TCP_PSH: u8 = 0x08;
 pub const TCP_CWR: u8 = 0x80;
@@ -76,13 +76,14 @@ pub struct Segments {
 }
 
 /// Where a GSO packet's headers are.
-struct Layout {
-    l3: usize,
-    l4: usize,
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Layout {
+    pub l3: usize,
+    pub l4: usize,
     /// Start of the payload (end of the L4 header).
-    payload: usize,
-    ipv4: bool,
-    tcp: bool,
+    pub payload: usize,
+    pub ipv4: bool,
+    pub tcp: bool,
 }
 
 impl Segments {
@@ -168,7 +169,7 @@ impl Segments {
 }
 
 /// Finds the L3 and L4 headers of a GSO packet of type `kind` and checks they fit it.
-fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
+pub fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
     let (mut l3, mut ethertype) = (ETH_HLEN, be16(packet, 12).ok_or(short())?);
     while ethertype == 0x8100 || ethertype == 0x88a8 {
         ethertype = be16(packet, l3 + 2).ok_or(short())?;
