@@ -369,7 +369,8 @@ impl Port {
     /// may be; says how many wire packets the kernel took.
     pub fn send_batch(&mut self, packets: &[Vec<u8>]) -> Sent {
         if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
-            self.read_tso();
+            self.tso = interface_tso(self.fd, &self.name);
+            self.tso_read = Instant::now();
         }
         let mut sent = Sent::default();
         let mut i = 0;
@@ -431,18 +432,11 @@ impl Port {
         self.iov
             .extend(segments.iter().map(|p| io_slice(&p[sp.payload_at..])));
         if send_iov(self.fd, &self.iov).is_err() {
-            // A full device queue, or TSO turned off since it was read.
-            self.read_tso();
-            return false;
+            return false; // a full queue (the kernel cuts what the device cannot take whole)
         }
         sent.packets += run.count as u64;
         sent.bytes += segments.iter().map(|p| p.len() as u64).sum::<u64>();
         true
-    }
-
-    fn read_tso(&mut self) {
-        self.tso = interface_tso(self.fd, &self.name);
-        self.tso_read = Instant::now();
     }
 }
 
