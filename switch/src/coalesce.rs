@@ -110,69 +110,60 @@ impl Tcp {
     }
 }
 
-/// A run of consecutive packets of a batch to send as one.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Run {
-    pub first: usize,
-    pub count: usize,
+/// How many packets from the start of `packets` leave as one super-packet: those that
+/// join the first, or just the first. Packets longer than `max_len` (what the port takes
+/// as a frame) never join, so the kernel refuses them as before.
+pub fn run_length(packets: &[Vec<u8>], max_len: usize) -> usize {
+    let head = &packets[0];
+    let Some(at) = Tcp::parse(head) else {
+        return 1;
+    };
+    let mss = head.len() - at.payload;
+    let stops_here = TCP_SYN | TCP_RST | TCP_URG | TCP_PSH | TCP_FIN;
+    if at.flags(head) & stops_here != 0 || head.len() > max_len {
+        return 1;
+    }
+    let mut ip_len = head.len() - at.l3;
+    let mut count = 1;
+    while count < packets.len() && count < MAX_SEGMENTS {
+        let (prev, next) = (&packets[count - 1], &packets[count]);
+        let len = next.len().saturating_sub(at.payload);
+        let joins = next.len() <= max_len
+            && len > 0
+            && len <= mss
+            && ip_len + len <= MAX_IP_LEN
+            && Tcp::parse(next) == Some(at)
+            && at.same_headers(head, next)
+            && at.flags(next) & TCP_CWR == 0
+            && at.seq(next) == at.seq(prev).wrapping_add((prev.len() - at.payload) as u32)
+            && (!at.ipv4 || at.ip_id(next) == at.ip_id(prev).wrapping_add(1))
+            && at.checksums_ok(next)
+            && (count > 1 || at.checksums_ok(head));
+        if !joins {
+            break;
+        }
+        count += 1;
+        ip_len += len;
+        if len < mss || at.flags(next) & (TCP_PSH | TCP_FIN) != 0 {
+            break;
+        }
+    }
+    count
 }
 
-/// Finds runs in a batch and builds their super-packet headers. Keeps its buffer between
-/// batches so the data path allocates nothing once warm.
+/// Builds the headers of super-packets. Keeps its buffer between batches so the data path
+/// allocates nothing once warm.
 #[derive(Default)]
 pub struct Coalescer {
     header: Vec<u8>,
 }
 
 impl Coalescer {
-    /// The run that starts at `packets[first]`: the packets that join it into one
-    /// super-packet, or just that packet. Packets longer than `max_len` (what the port
-    /// takes as a frame) never join, so the kernel refuses them as before.
-    pub fn run(&self, packets: &[Vec<u8>], first: usize, max_len: usize) -> Run {
-        let single = Run { first, count: 1 };
-        let head = &packets[first];
-        let Some(at) = Tcp::parse(head) else {
-            return single;
-        };
-        let mss = head.len() - at.payload;
-        let stops_here = TCP_SYN | TCP_RST | TCP_URG | TCP_PSH | TCP_FIN;
-        if at.flags(head) & stops_here != 0 || head.len() > max_len {
-            return single;
-        }
-        let mut ip_len = head.len() - at.l3;
-        let mut count = 1;
-        while first + count < packets.len() && count < MAX_SEGMENTS {
-            let (prev, next) = (&packets[first + count - 1], &packets[first + count]);
-            let len = next.len().saturating_sub(at.payload);
-            let joins = next.len() <= max_len
-                && len > 0
-                && len <= mss
-                && ip_len + len <= MAX_IP_LEN
-                && Tcp::parse(next) == Some(at)
-                && at.same_headers(head, next)
-                && at.flags(next) & TCP_CWR == 0
-                && at.seq(next) == at.seq(prev).wrapping_add((prev.len() - at.payload) as u32)
-                && (!at.ipv4 || at.ip_id(next) == at.ip_id(prev).wrapping_add(1))
-                && at.checksums_ok(next)
-                && (count > 1 || at.checksums_ok(head));
-            if !joins {
-                break;
-            }
-            count += 1;
-            ip_len += len;
-            if len < mss || at.flags(next) & (TCP_PSH | TCP_FIN) != 0 {
-                break;
-            }
-        }
-        Run { first, count }
-    }
-
-    /// The super-packet joining `run` (at least two packets, as [`Coalescer::run`]
-    /// found them): its virtio-net header and packet headers; its payload is every
-    /// packet's payload in turn, from `payload_at` on.
-    pub fn super_packet(&mut self, packets: &[Vec<u8>], run: Run) -> SuperPacket<'_> {
-        let segments = &packets[run.first..run.first + run.count];
-        let (head, last) = (&segments[0], &segments[run.count - 1]);
+    /// The super-packet joining `segments` (at least two packets, as [`run_length`]
+    /// counted them): its virtio-net header and packet headers; its payload is every
+    /// segment's payload in turn, from `payload_at` on.
+    pub fn super_packet(&mut self, segments: &[Vec<u8>]) -> SuperPacket<'_> {
+        let (head, last) = (&segments[0], &segments[segments.len() - 1]);
         let at = Tcp::parse(head).expect("a run starts with a TCP segment");
         let payload: usize = segments.iter().map(|p| p.len() - at.payload).sum();
         let h = &mut self.header;
@@ -298,24 +289,23 @@ mod tests {
     }
 
     /// The super-packet of `run` as sent: its virtio-net header and bytes.
-    fn joined(packets: &[Vec<u8>], run: Run) -> (VnetHdr, Vec<u8>) {
+    fn joined(segments: &[Vec<u8>]) -> (VnetHdr, Vec<u8>) {
         let mut c = Coalescer::default();
-        let sp = c.super_packet(packets, run);
+        let sp = c.super_packet(segments);
         let mut bytes = sp.header.to_vec();
-        for p in &packets[run.first..run.first + run.count] {
+        for p in segments {
             bytes.extend_from_slice(&p[sp.payload_at..]);
         }
         (VnetHdr::parse(&sp.vnet), bytes)
     }
 
     fn runs(packets: &[Vec<u8>]) -> Vec<usize> {
-        let c = Coalescer::default();
         let mut counts = Vec::new();
         let mut i = 0;
         while i < packets.len() {
-            let run = c.run(packets, i, 1514);
-            counts.push(run.count);
-            i += run.count;
+            let count = run_length(&packets[i..], 1514);
+            counts.push(count);
+            i += count;
         }
         counts
     }
@@ -335,7 +325,7 @@ mod tests {
         let (vnet, sup) = tso4(0x10 | TCP_CWR | TCP_PSH, 5 * MSS + 100);
         let segs = wire(&vnet, &sup);
         assert_eq!(runs(&segs), [6]);
-        let (back_vnet, back) = joined(&segs, Run { first: 0, count: 6 });
+        let (back_vnet, back) = joined(&segs[..6]);
         assert_eq!(back_vnet.gso_type, GSO_TCPV4 | GSO_ECN);
         assert_eq!(
             (back_vnet.hdr_len, back_vnet.gso_size, back_vnet.csum_start),
@@ -358,7 +348,7 @@ mod tests {
         let (vnet, sup) = tso6(3 * (MSS - 20));
         let segs = wire(&vnet, &sup);
         assert_eq!(runs(&segs), [3]);
-        let (back_vnet, back) = joined(&segs, Run { first: 0, count: 3 });
+        let (back_vnet, back) = joined(&segs[..3]);
         assert_eq!(back_vnet.gso_type, GSO_TCPV6);
         assert_eq!(wire(&back_vnet, &back), segs);
     }
@@ -425,8 +415,7 @@ mod tests {
         udp.iter_mut().for_each(|p| p[23] = 17);
         assert_eq!(runs(&udp), [1, 1]);
         // Longer than the port's frames: left to the kernel to refuse, one by one.
-        let c = Coalescer::default();
-        assert_eq!(c.run(&segs, 0, 1000).count, 1);
+        assert_eq!(run_length(&segs, 1000), 1);
     }
 
     #[test]
