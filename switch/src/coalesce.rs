@@ -20,65 +20,44 @@
 //! Anything else goes out packet by packet, as it came from the pipeline.
 
 use crate::hashes::{csum16, fold, sum_bytes};
-use crate::segment::VNET_HDR_LEN;
+use crate::segment::{
+    be16, layout, pseudo_sum, put16, Layout, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, TCP_CWR,
+    TCP_FIN, TCP_PSH, VNET_HDR_LEN,
+};
 
 /// Most segments in one super-packet (keeps the `sendmsg` I/O vector short).
 const MAX_SEGMENTS: usize = 64;
 /// Largest IP packet (IPv4 total length and IPv6 payload length are 16 bits).
 const MAX_IP_LEN: usize = 65_535;
-const ETH_HLEN: usize = 14;
-const F_NEEDS_CSUM: u8 = 1;
-const GSO_TCPV4: u8 = 1;
-const GSO_TCPV6: u8 = 4;
-const GSO_ECN: u8 = 0x80;
-const TCP_FIN: u8 = 0x01;
 const TCP_SYN: u8 = 0x02;
 const TCP_RST: u8 = 0x04;
-const TCP_PSH: u8 = 0x08;
 const TCP_URG: u8 = 0x20;
-const TCP_CWR: u8 = 0x80;
 /// Flags that may differ between the segments of one super-packet.
 const SEGMENT_FLAGS: u8 = TCP_CWR | TCP_PSH | TCP_FIN;
 /// Where a TCP checksum sits in its header.
 const TCP_CSUM_OFFSET: usize = 16;
 
-/// Where a TCP segment's headers are.
-#[derive(Clone, Copy, PartialEq, Debug)]
-struct Tcp {
-    l3: usize,
-    l4: usize,
-    /// Start of the payload (end of the TCP header, options included).
-    payload: usize,
-    ipv4: bool,
-}
+/// Where a TCP segment's headers are, as segment.rs finds them.
+type Tcp = Layout;
 
 impl Tcp {
-    /// The headers of a TCP packet that may start or join a super-packet; None for
-    /// anything else (checksums are checked later, only for packets that are joined).
+    /// The headers of a TCP packet that may start or join a super-packet: no VLAN tag,
+    /// IPv4 without options, IP length as captured, some payload; None for anything else
+    /// (checksums are checked later, only for packets that are joined).
     fn parse(p: &[u8]) -> Option<Tcp> {
-        let ethertype = be16(p, 12)?;
-        let l3 = ETH_HLEN;
-        let (ipv4, l4) = match ethertype {
-            // 0x45: IPv4 without options; not a fragment; TCP; length as captured.
-            0x0800 if *p.get(l3)? == 0x45 => {
-                let whole = be16(p, l3 + 2)? as usize == p.len() - l3;
-                let fragment = be16(p, l3 + 6)? & 0x3fff != 0;
-                (whole && !fragment && p[l3 + 9] == 6).then_some((true, l3 + 20))?
-            }
-            0x86dd if p.len() >= l3 + 40 && p[l3] >> 4 == 6 => {
-                let whole = be16(p, l3 + 4)? as usize == p.len() - l3 - 40;
-                (whole && p[l3 + 6] == 6).then_some((false, l3 + 40))?
-            }
+        let (kind, ip_header) = match be16(p, 12)? {
+            0x0800 => (GSO_TCPV4, 20),
+            0x86dd => (GSO_TCPV6, 40),
             _ => return None,
         };
-        let doff = (*p.get(l4 + 12)? >> 4) as usize * 4;
-        let payload = l4 + doff;
-        (doff >= 20 && payload < p.len()).then_some(Tcp {
-            l3,
-            l4,
-            payload,
-            ipv4,
-        })
+        let at = layout(p, kind).ok()?;
+        let ip_len = if at.ipv4 {
+            be16(p, at.l3 + 2)? as usize
+        } else {
+            40 + be16(p, at.l3 + 4)? as usize
+        };
+        let plain = at.l4 == at.l3 + ip_header && ip_len == p.len() - at.l3;
+        (plain && at.payload < p.len()).then_some(at)
     }
 
     fn flags(&self, p: &[u8]) -> u8 {
@@ -126,83 +105,65 @@ impl Tcp {
         if self.ipv4 && fold(sum_bytes(&p[self.l3..self.l4])) != 0xffff {
             return false;
         }
-        fold(self.pseudo_sum(p, p.len() - self.l4) + sum_bytes(&p[self.l4..])) == 0xffff
-    }
-
-    /// The unfolded pseudo-header sum for a TCP segment of `l4_len` bytes.
-    fn pseudo_sum(&self, p: &[u8], l4_len: usize) -> u64 {
-        let (at, len) = if self.ipv4 {
-            (self.l3 + 12, 8)
-        } else {
-            (self.l3 + 8, 32)
-        };
-        sum_bytes(&p[at..at + len]) + 6 + l4_len as u64
+        let pseudo = pseudo_sum(p, self.l3, self.ipv4, 6, p.len() - self.l4);
+        fold(pseudo + sum_bytes(&p[self.l4..])) == 0xffff
     }
 }
 
-/// A run of consecutive packets of a batch to send as one.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Run {
-    pub first: usize,
-    pub count: usize,
+/// How many packets from the start of `packets` leave as one super-packet: those that
+/// join the first, or just the first. Packets longer than `max_len` (what the port takes
+/// as a frame) never join, so the kernel refuses them as before.
+pub fn run_length(packets: &[Vec<u8>], max_len: usize) -> usize {
+    let head = &packets[0];
+    let Some(at) = Tcp::parse(head) else {
+        return 1;
+    };
+    let mss = head.len() - at.payload;
+    let stops_here = TCP_SYN | TCP_RST | TCP_URG | TCP_PSH | TCP_FIN;
+    if at.flags(head) & stops_here != 0 || head.len() > max_len {
+        return 1;
+    }
+    let mut ip_len = head.len() - at.l3;
+    let mut count = 1;
+    while count < packets.len() && count < MAX_SEGMENTS {
+        let (prev, next) = (&packets[count - 1], &packets[count]);
+        let len = next.len().saturating_sub(at.payload);
+        let joins = next.len() <= max_len
+            && len > 0
+            && len <= mss
+            && ip_len + len <= MAX_IP_LEN
+            && Tcp::parse(next) == Some(at)
+            && at.same_headers(head, next)
+            && at.flags(next) & TCP_CWR == 0
+            && at.seq(next) == at.seq(prev).wrapping_add((prev.len() - at.payload) as u32)
+            && (!at.ipv4 || at.ip_id(next) == at.ip_id(prev).wrapping_add(1))
+            && at.checksums_ok(next)
+            && (count > 1 || at.checksums_ok(head));
+        if !joins {
+            break;
+        }
+        count += 1;
+        ip_len += len;
+        if len < mss || at.flags(next) & (TCP_PSH | TCP_FIN) != 0 {
+            break;
+        }
+    }
+    count
 }
 
-/// Finds runs in a batch and builds their super-packet headers. Keeps its buffer between
-/// batches so the data path allocates nothing once warm.
+/// Builds the headers of super-packets. Keeps its buffer between batches so the data path
+/// allocates nothing once warm.
 #[derive(Default)]
 pub struct Coalescer {
     header: Vec<u8>,
 }
 
 impl Coalescer {
-    /// The run that starts at `packets[first]`: the packets that join it into one
-    /// super-packet, or just that packet. Packets longer than `max_len` (what the port
-    /// takes as a frame) never join, so the kernel refuses them as before.
-    pub fn run(&self, packets: &[Vec<u8>], first: usize, max_len: usize) -> Run {
-        let single = Run { first, count: 1 };
-        let head = &packets[first];
-        let Some(at) = Tcp::parse(head) else {
-            return single;
-        };
-        let mss = head.len() - at.payload;
-        let stops_here = TCP_SYN | TCP_RST | TCP_URG | TCP_PSH | TCP_FIN;
-        if at.flags(head) & stops_here != 0 || head.len() > max_len {
-            return single;
-        }
-        let mut ip_len = head.len() - at.l3;
-        let mut count = 1;
-        while first + count < packets.len() && count < MAX_SEGMENTS {
-            let (prev, next) = (&packets[first + count - 1], &packets[first + count]);
-            let len = next.len().saturating_sub(at.payload);
-            let joins = next.len() <= max_len
-                && len > 0
-                && len <= mss
-                && ip_len + len <= MAX_IP_LEN
-                && Tcp::parse(next) == Some(at)
-                && at.same_headers(head, next)
-                && at.flags(next) & TCP_CWR == 0
-                && at.seq(next) == at.seq(prev).wrapping_add((prev.len() - at.payload) as u32)
-                && (!at.ipv4 || at.ip_id(next) == at.ip_id(prev).wrapping_add(1))
-                && at.checksums_ok(next)
-                && (count > 1 || at.checksums_ok(head));
-            if !joins {
-                break;
-            }
-            count += 1;
-            ip_len += len;
-            if len < mss || at.flags(next) & (TCP_PSH | TCP_FIN) != 0 {
-                break;
-            }
-        }
-        Run { first, count }
-    }
-
-    /// The super-packet joining `run` (at least two packets, as [`Coalescer::run`]
-    /// found them): its virtio-net header and packet headers; its payload is every
-    /// packet's payload in turn, from `payload_at` on.
-    pub fn super_packet(&mut self, packets: &[Vec<u8>], run: Run) -> SuperPacket<'_> {
-        let segments = &packets[run.first..run.first + run.count];
-        let (head, last) = (&segments[0], &segments[run.count - 1]);
+    /// The super-packet joining `segments` (at least two packets, as [`run_length`]
+    /// counted them): its virtio-net header and packet headers; its payload is every
+    /// segment's payload in turn, from `payload_at` on.
+    pub fn super_packet(&mut self, segments: &[Vec<u8>]) -> SuperPacket<'_> {
+        let (head, last) = (&segments[0], &segments[segments.len() - 1]);
         let at = Tcp::parse(head).expect("a run starts with a TCP segment");
         let payload: usize = segments.iter().map(|p| p.len() - at.payload).sum();
         let h = &mut self.header;
@@ -220,7 +181,7 @@ impl Coalescer {
         h[at.l4 + 13] |= at.flags(last) & (TCP_PSH | TCP_FIN);
         // The field holds the pseudo-header sum over the whole TCP length, as a stack
         // hands a TSO packet over; the kernel derives each segment's checksum from it.
-        let pseudo = fold(at.pseudo_sum(h, ip_len - (at.l4 - at.l3)));
+        let pseudo = fold(pseudo_sum(h, at.l3, at.ipv4, 6, ip_len - (at.l4 - at.l3)));
         put16(h, at.l4 + TCP_CSUM_OFFSET, pseudo);
         let mut gso_type = if at.ipv4 { GSO_TCPV4 } else { GSO_TCPV6 };
         if at.flags(head) & TCP_CWR != 0 {
@@ -251,14 +212,6 @@ pub struct SuperPacket<'a> {
     pub header: &'a [u8],
     /// Where the payload starts in each segment.
     pub payload_at: usize,
-}
-
-fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
-
-fn put16(b: &mut [u8], at: usize, v: u16) {
-    b[at..at + 2].copy_from_slice(&v.to_be_bytes());
 }
 
 #[cfg(test)]
@@ -336,24 +289,23 @@ mod tests {
     }
 
     /// The super-packet of `run` as sent: its virtio-net header and bytes.
-    fn joined(packets: &[Vec<u8>], run: Run) -> (VnetHdr, Vec<u8>) {
+    fn joined(segments: &[Vec<u8>]) -> (VnetHdr, Vec<u8>) {
         let mut c = Coalescer::default();
-        let sp = c.super_packet(packets, run);
+        let sp = c.super_packet(segments);
         let mut bytes = sp.header.to_vec();
-        for p in &packets[run.first..run.first + run.count] {
+        for p in segments {
             bytes.extend_from_slice(&p[sp.payload_at..]);
         }
         (VnetHdr::parse(&sp.vnet), bytes)
     }
 
     fn runs(packets: &[Vec<u8>]) -> Vec<usize> {
-        let c = Coalescer::default();
         let mut counts = Vec::new();
         let mut i = 0;
         while i < packets.len() {
-            let run = c.run(packets, i, 1514);
-            counts.push(run.count);
-            i += run.count;
+            let count = run_length(&packets[i..], 1514);
+            counts.push(count);
+            i += count;
         }
         counts
     }
@@ -373,7 +325,7 @@ mod tests {
         let (vnet, sup) = tso4(0x10 | TCP_CWR | TCP_PSH, 5 * MSS + 100);
         let segs = wire(&vnet, &sup);
         assert_eq!(runs(&segs), [6]);
-        let (back_vnet, back) = joined(&segs, Run { first: 0, count: 6 });
+        let (back_vnet, back) = joined(&segs[..6]);
         assert_eq!(back_vnet.gso_type, GSO_TCPV4 | GSO_ECN);
         assert_eq!(
             (back_vnet.hdr_len, back_vnet.gso_size, back_vnet.csum_start),
@@ -396,7 +348,7 @@ mod tests {
         let (vnet, sup) = tso6(3 * (MSS - 20));
         let segs = wire(&vnet, &sup);
         assert_eq!(runs(&segs), [3]);
-        let (back_vnet, back) = joined(&segs, Run { first: 0, count: 3 });
+        let (back_vnet, back) = joined(&segs[..3]);
         assert_eq!(back_vnet.gso_type, GSO_TCPV6);
         assert_eq!(wire(&back_vnet, &back), segs);
     }
@@ -463,8 +415,20 @@ mod tests {
         udp.iter_mut().for_each(|p| p[23] = 17);
         assert_eq!(runs(&udp), [1, 1]);
         // Longer than the port's frames: left to the kernel to refuse, one by one.
-        let c = Coalescer::default();
-        assert_eq!(c.run(&segs, 0, 1000).count, 1);
+        assert_eq!(run_length(&segs, 1000), 1);
+    }
+
+    #[test]
+    fn packets_cut_inside_their_headers_are_sent_on_their_own() {
+        let (vnet, sup) = tso4(0x10, 2 * MSS);
+        let segs = wire(&vnet, &sup);
+        for cut in 0..HDRS4 {
+            let mut short = segs[0][..cut].to_vec();
+            if cut >= 18 {
+                put16(&mut short, 16, (cut - 14) as u16); // IPv4 length as captured
+            }
+            assert_eq!(runs(&[short, segs[1].clone()]), [1, 1], "cut at {cut}");
+        }
     }
 
     #[test]

@@ -31,7 +31,7 @@ use std::os::fd::RawFd;
 use std::ptr;
 use std::time::{Duration, Instant};
 
-use crate::coalesce::{Coalescer, Run};
+use crate::coalesce::{self, Coalescer};
 use crate::segment::{Segments, VnetHdr, VNET_HDR_LEN};
 use crate::txring::{self, TxRing};
 
@@ -369,24 +369,24 @@ impl Port {
     /// may be; says how many wire packets the kernel took.
     pub fn send_batch(&mut self, packets: &[Vec<u8>]) -> Sent {
         if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
-            self.read_tso();
+            self.tso = interface_tso(self.fd, &self.name);
+            self.tso_read = Instant::now();
         }
         let mut sent = Sent::default();
         let mut i = 0;
         while i < packets.len() {
-            let run = if self.tso {
-                self.coalescer.run(packets, i, self.wire_max)
+            let count = if self.tso {
+                coalesce::run_length(&packets[i..], self.wire_max)
             } else {
-                Run { first: i, count: 1 }
+                1
             };
-            if run.count > 1 && self.send_super(packets, run, &mut sent) {
-                i += run.count;
-                continue;
+            let run = &packets[i..i + count];
+            if count == 1 || !self.send_super(run, &mut sent) {
+                for p in run {
+                    self.send_single(p, &mut sent);
+                }
             }
-            for p in &packets[i..i + run.count] {
-                self.send_single(p, &mut sent);
-            }
-            i += run.count;
+            i += count;
         }
         if let Some(tx) = self.tx.as_mut() {
             tx.push_out(&mut sent);
@@ -416,33 +416,25 @@ impl Port {
         tx.queued.push(p.len() as u64);
     }
 
-    /// Sends the packets of `run` joined into one super-packet, after whatever the ring
-    /// holds, and counts them as their segments; false if the kernel refused it (then
-    /// they are still to be sent).
-    fn send_super(&mut self, packets: &[Vec<u8>], run: Run, sent: &mut Sent) -> bool {
+    /// Sends `segments` joined into one super-packet, after whatever the ring holds, and
+    /// counts them as their segments; false if the kernel refused it (then they are still
+    /// to be sent).
+    fn send_super(&mut self, segments: &[Vec<u8>], sent: &mut Sent) -> bool {
         if let Some(tx) = self.tx.as_mut() {
             tx.push_out(sent);
         }
-        let segments = &packets[run.first..run.first + run.count];
-        let sp = self.coalescer.super_packet(packets, run);
+        let sp = self.coalescer.super_packet(segments);
         self.iov.clear();
         self.iov.push(io_slice(&sp.vnet));
         self.iov.push(io_slice(sp.header));
         self.iov
             .extend(segments.iter().map(|p| io_slice(&p[sp.payload_at..])));
         if send_iov(self.fd, &self.iov).is_err() {
-            // A full device queue, or TSO turned off since it was read.
-            self.read_tso();
-            return false;
+            return false; // a full queue (the kernel cuts what the device cannot take whole)
         }
-        sent.packets += run.count as u64;
+        sent.packets += segments.len() as u64;
         sent.bytes += segments.iter().map(|p| p.len() as u64).sum::<u64>();
         true
-    }
-
-    fn read_tso(&mut self) {
-        self.tso = interface_tso(self.fd, &self.name);
-        self.tso_read = Instant::now();
     }
 }
 

@@ -14,17 +14,17 @@ use crate::hashes::{csum16, fold, sum_bytes};
 /// struct virtio_net_hdr: flags, gso_type (u8 each), hdr_len, gso_size, csum_start,
 /// csum_offset (u16, little-endian on this host).
 pub const VNET_HDR_LEN: usize = 10;
-const F_NEEDS_CSUM: u8 = 1;
+pub const F_NEEDS_CSUM: u8 = 1;
 const GSO_NONE: u8 = 0;
-const GSO_TCPV4: u8 = 1;
-const GSO_TCPV6: u8 = 4;
+pub const GSO_TCPV4: u8 = 1;
+pub const GSO_TCPV6: u8 = 4;
 const GSO_UDP_L4: u8 = 5;
 /// Set with TCP GSO types when the flow uses ECN; segmentation is the same.
-const GSO_ECN: u8 = 0x80;
+pub const GSO_ECN: u8 = 0x80;
 const ETH_HLEN: usize = 14;
-const TCP_FIN: u8 = 0x01;
-const TCP_PSH: u8 = 0x08;
-const TCP_CWR: u8 = 0x80;
+pub const TCP_FIN: u8 = 0x01;
+pub const TCP_PSH: u8 = 0x08;
+pub const TCP_CWR: u8 = 0x80;
 
 /// The virtio-net header the kernel wrote in front of a received packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -76,13 +76,14 @@ pub struct Segments {
 }
 
 /// Where a GSO packet's headers are.
-struct Layout {
-    l3: usize,
-    l4: usize,
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct Layout {
+    pub l3: usize,
+    pub l4: usize,
     /// Start of the payload (end of the L4 header).
-    payload: usize,
-    ipv4: bool,
-    tcp: bool,
+    pub payload: usize,
+    pub ipv4: bool,
+    pub tcp: bool,
 }
 
 impl Segments {
@@ -168,7 +169,7 @@ impl Segments {
 }
 
 /// Finds the L3 and L4 headers of a GSO packet of type `kind` and checks they fit it.
-fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
+pub fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
     let (mut l3, mut ethertype) = (ETH_HLEN, be16(packet, 12).ok_or(short())?);
     while ethertype == 0x8100 || ethertype == 0x88a8 {
         ethertype = be16(packet, l3 + 2).ok_or(short())?;
@@ -231,12 +232,19 @@ fn short() -> Malformed {
     Malformed::Headers("headers cut short")
 }
 
-fn be16(b: &[u8], at: usize) -> Option<u16> {
+pub fn be16(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
 }
 
-fn put16(b: &mut [u8], at: usize, v: u16) {
+pub fn put16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_be_bytes());
+}
+
+/// The unfolded pseudo-header sum of an L4 segment of `l4_len` bytes of protocol `proto`
+/// behind the IPv4 (`ipv4`) or IPv6 header at `l3` of `p`.
+pub fn pseudo_sum(p: &[u8], l3: usize, ipv4: bool, proto: u8, l4_len: usize) -> u64 {
+    let (at, len) = if ipv4 { (l3 + 12, 8) } else { (l3 + 8, 32) };
+    sum_bytes(&p[at..at + len]) + proto as u64 + l4_len as u64
 }
 
 /// Makes segment `index` of `count` (headers copied from the super-packet) what a wire
@@ -269,13 +277,8 @@ fn fix_segment(seg: &mut [u8], at: &Layout, index: usize, count: usize, size: us
         at.l4 + 6
     };
     put16(seg, csum_at, 0);
-    let (addr_at, addr_len) = if at.ipv4 {
-        (at.l3 + 12, 8)
-    } else {
-        (at.l3 + 8, 32)
-    };
     let proto = if at.tcp { 6 } else { 17 };
-    let pseudo = sum_bytes(&seg[addr_at..addr_at + addr_len]) + proto + l4_len as u64;
+    let pseudo = pseudo_sum(seg, at.l3, at.ipv4, proto, l4_len);
     let sum = !fold(pseudo + sum_bytes(&seg[at.l4..]));
     // UDP sends a computed 0 as 0xffff (0 means "no checksum"); for TCP both are equal.
     put16(seg, csum_at, if sum == 0 { 0xffff } else { sum });
