@@ -196,7 +196,6 @@ impl Worker {
         }
     }
 
-    /// Takes back an output buffer the caller is done with, for a later packet.
     /// Runs `packet` through the pipeline without leaving a trace: no counter, meter,
     /// register, table-hit or statistics update, no digest, and its output is thrown
     /// away. Why: a lone packet after an idle spell costs ten times a warm one (the
@@ -214,6 +213,7 @@ impl Worker {
         }
     }
 
+    /// Takes back an output buffer the caller is done with, for a later packet.
     pub fn recycle(&mut self, buf: Vec<u8>) {
         if self.spare.len() < SPARE_BUFFERS {
             self.spare.push(buf);
