@@ -1099,12 +1099,15 @@ mod tests {
         json!({"op": "const", "w": w, "v": v})
     }
 
-    /// A parser with everything that can run off a packet's end: extract, a header stack,
-    /// lookahead, advance, verify; ingress forwards on a table hit and uses the fields.
-    fn fuzz_program() -> Program {
-        crate::program::load(&fuzz_ir()).unwrap()
+    /// The `fuzz_ir` program's runtime and a worker for it.
+    fn fuzz_rig() -> (Runtime, Worker) {
+        let rt = Runtime::new(Arc::new(crate::program::load(&fuzz_ir()).unwrap())).unwrap();
+        let worker = Worker::new(&rt.prog);
+        (rt, worker)
     }
 
+    /// A parser with everything that can run off a packet's end: extract, a header stack,
+    /// lookahead, advance, verify; ingress forwards on a table hit and uses the fields.
     fn fuzz_ir() -> serde_json::Value {
         let sm_fields: Vec<_> = [9, 9, 9, 32, 32, 32, 19, 32, 19, 48, 48, 16, 16, 1, 32, 3]
             .iter()
@@ -1215,8 +1218,7 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic_and_output_stays_bounded() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
+        let (mut rt, mut worker) = fuzz_rig();
         let mut rand = xorshift(0x1234_5678_9abc_def1);
         let (mut out, mut events) = (Vec::new(), Vec::new());
         let mut forwarded = 0;
@@ -1252,8 +1254,7 @@ mod tests {
     /// these packets (bytes, ports, drops) shows here.
     #[test]
     fn random_packets_give_the_recorded_outputs() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
+        let (mut rt, mut worker) = fuzz_rig();
         let mut rand = xorshift(0x0bad_cafe_f00d_1234);
         let (mut out, mut events) = (Vec::new(), Vec::new());
         let mut record = Vec::new();
@@ -1288,8 +1289,7 @@ mod tests {
 
     #[test]
     fn short_header_sets_packet_too_short_and_keeps_earlier_headers() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
+        let (mut rt, mut worker) = fuzz_rig();
         let mut packet = vec![0u8; 20];
         packet[12] = 0x08;
         let (mut out, mut events) = (Vec::new(), Vec::new());
@@ -1305,8 +1305,7 @@ mod tests {
 
     #[test]
     fn recycled_buffers_are_reused_and_hold_only_the_new_packet() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
+        let (mut rt, mut worker) = fuzz_rig();
         let (mut out, mut events) = (Vec::new(), Vec::new());
         let long: Vec<u8> = (0..100u8).collect();
         worker.process(&mut rt, 1, &long, 0, &mut out, &mut events);
