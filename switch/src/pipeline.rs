@@ -6,6 +6,7 @@
 //! events are appended to caller-owned vectors; buffers are reused between packets.
 
 use std::borrow::Cow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::meters::{Color, Meter, MeterConfig};
@@ -202,15 +203,20 @@ impl Worker {
     /// interpreter's code and the program's data left the caches), so the data-plane
     /// thread rehearses the latest packet just before the next one of a steady stream
     /// is due. Random numbers drawn are used up, which no program can tell apart.
-    pub fn rehearse(&mut self, rt: &mut Runtime, port: u32, packet: &[u8], now_ns: u64) {
+    /// False if the pass panicked (a bug): caught here, so that the worker leaves
+    /// rehearsal mode either way.
+    pub fn rehearse(&mut self, rt: &mut Runtime, port: u32, packet: &[u8], now_ns: u64) -> bool {
         let (stats, mut out, mut events) = (self.stats, Vec::new(), Vec::new());
         self.rehearsing = true;
-        self.process(rt, port, packet, now_ns, &mut out, &mut events);
+        let done = catch_unwind(AssertUnwindSafe(|| {
+            self.process(rt, port, packet, now_ns, &mut out, &mut events)
+        }));
         self.rehearsing = false;
         self.stats = stats;
         for (_, buf) in out {
             self.recycle(buf);
         }
+        done.is_ok()
     }
 
     /// Takes back an output buffer the caller is done with, for a later packet.
