@@ -28,11 +28,6 @@ const MAX_PARSER_STEPS: usize = 1000;
 /// Passes (resubmit/recirculate) one arriving packet may make before it is dropped.
 const MAX_PASSES: u32 = 16;
 pub const DROP_PORT: u128 = 511;
-/// standard_metadata's queue fields (docs/p4-ir.md, instance 0), set as a packet enters egress.
-const SM_ENQ_TIMESTAMP: usize = 5;
-const SM_ENQ_QDEPTH: usize = 6;
-const SM_DEQ_TIMEDELTA: usize = 7;
-const SM_DEQ_QDEPTH: usize = 8;
 
 pub const INSTANCE_NORMAL: u128 = 0;
 pub const INSTANCE_INGRESS_CLONE: u128 = 1;
@@ -378,10 +373,10 @@ impl Worker {
         // joins its port's queue behind the packets of this round already waiting there
         // for the round's send, and waits no time in between.
         let depth = self.queued[(port & mask(9)) as usize] as u128;
-        f[SM_ENQ_TIMESTAMP] = self.now_stamp & mask(32);
-        f[SM_ENQ_QDEPTH] = depth.min(mask(19));
-        f[SM_DEQ_TIMEDELTA] = 0;
-        f[SM_DEQ_QDEPTH] = depth.min(mask(19));
+        f[sm::ENQ_TIMESTAMP] = self.now_stamp & mask(32);
+        f[sm::ENQ_QDEPTH] = depth.min(mask(19));
+        f[sm::DEQ_TIMEDELTA] = 0;
+        f[sm::DEQ_QDEPTH] = depth.min(mask(19));
         self.flags.clone_e2e = None;
         self.flags.recirculate = None;
         self.run_control(cx, &prog.egress);

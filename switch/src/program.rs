@@ -326,6 +326,10 @@ pub mod sm {
     pub const EGRESS_PORT: usize = 2;
     pub const INSTANCE_TYPE: usize = 3;
     pub const PACKET_LENGTH: usize = 4;
+    pub const ENQ_TIMESTAMP: usize = 5;
+    pub const ENQ_QDEPTH: usize = 6;
+    pub const DEQ_TIMEDELTA: usize = 7;
+    pub const DEQ_QDEPTH: usize = 8;
     pub const INGRESS_TIMESTAMP: usize = 9;
     pub const EGRESS_TIMESTAMP: usize = 10;
     pub const MCAST_GRP: usize = 11;
