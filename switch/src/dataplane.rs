@@ -292,11 +292,7 @@ impl Loop {
         let (Some(rt), Some(worker)) = (guard.as_mut(), self.worker.as_mut()) else {
             return;
         };
-        let (port, packet) = (self.rx_port, self.rx.get(last));
-        let rehearsed = catch_unwind(AssertUnwindSafe(|| {
-            worker.rehearse(rt, port, packet, shared.now_ns())
-        }));
-        if rehearsed.is_ok() {
+        if worker.rehearse(rt, self.rx_port, self.rx.get(last), shared.now_ns()) {
             add(&shared.counters.rehearsals, 1);
         }
     }

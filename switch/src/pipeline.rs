@@ -6,6 +6,7 @@
 //! events are appended to caller-owned vectors; buffers are reused between packets.
 
 use std::borrow::Cow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use crate::meters::{Color, Meter, MeterConfig};
@@ -27,11 +28,6 @@ const MAX_PARSER_STEPS: usize = 1000;
 /// Passes (resubmit/recirculate) one arriving packet may make before it is dropped.
 const MAX_PASSES: u32 = 16;
 pub const DROP_PORT: u128 = 511;
-/// standard_metadata's queue fields (docs/p4-ir.md, instance 0), set as a packet enters egress.
-const SM_ENQ_TIMESTAMP: usize = 5;
-const SM_ENQ_QDEPTH: usize = 6;
-const SM_DEQ_TIMEDELTA: usize = 7;
-const SM_DEQ_QDEPTH: usize = 8;
 
 pub const INSTANCE_NORMAL: u128 = 0;
 pub const INSTANCE_INGRESS_CLONE: u128 = 1;
@@ -196,24 +192,29 @@ impl Worker {
         }
     }
 
-    /// Takes back an output buffer the caller is done with, for a later packet.
     /// Runs `packet` through the pipeline without leaving a trace: no counter, meter,
-    /// register, table-hit or statistics update, no digest, and its output is thrown
+    /// register, table-hit or statistics update, and its output and digests are thrown
     /// away. Why: a lone packet after an idle spell costs ten times a warm one (the
     /// interpreter's code and the program's data left the caches), so the data-plane
     /// thread rehearses the latest packet just before the next one of a steady stream
     /// is due. Random numbers drawn are used up, which no program can tell apart.
-    pub fn rehearse(&mut self, rt: &mut Runtime, port: u32, packet: &[u8], now_ns: u64) {
+    /// False if the pass panicked (a bug): caught here, so that the worker leaves
+    /// rehearsal mode either way.
+    pub fn rehearse(&mut self, rt: &mut Runtime, port: u32, packet: &[u8], now_ns: u64) -> bool {
         let (stats, mut out, mut events) = (self.stats, Vec::new(), Vec::new());
         self.rehearsing = true;
-        self.process(rt, port, packet, now_ns, &mut out, &mut events);
+        let done = catch_unwind(AssertUnwindSafe(|| {
+            self.process(rt, port, packet, now_ns, &mut out, &mut events)
+        }));
         self.rehearsing = false;
         self.stats = stats;
         for (_, buf) in out {
             self.recycle(buf);
         }
+        done.is_ok()
     }
 
+    /// Takes back an output buffer the caller is done with, for a later packet.
     pub fn recycle(&mut self, buf: Vec<u8>) {
         if self.spare.len() < SPARE_BUFFERS {
             self.spare.push(buf);
@@ -372,10 +373,10 @@ impl Worker {
         // joins its port's queue behind the packets of this round already waiting there
         // for the round's send, and waits no time in between.
         let depth = self.queued[(port & mask(9)) as usize] as u128;
-        f[SM_ENQ_TIMESTAMP] = self.now_stamp & mask(32);
-        f[SM_ENQ_QDEPTH] = depth.min(mask(19));
-        f[SM_DEQ_TIMEDELTA] = 0;
-        f[SM_DEQ_QDEPTH] = depth.min(mask(19));
+        f[sm::ENQ_TIMESTAMP] = self.now_stamp & mask(32);
+        f[sm::ENQ_QDEPTH] = depth.min(mask(19));
+        f[sm::DEQ_TIMEDELTA] = 0;
+        f[sm::DEQ_QDEPTH] = depth.min(mask(19));
         self.flags.clone_e2e = None;
         self.flags.recirculate = None;
         self.run_control(cx, &prog.egress);
@@ -722,9 +723,7 @@ impl Worker {
                     .iter()
                     .map(|(e, _)| self.eval(e, params, packet))
                     .collect();
-                if !self.rehearsing {
-                    cx.events.push(Event::Digest { digest: *d, values });
-                }
+                cx.events.push(Event::Digest { digest: *d, values });
             }
             Stmt::VerifyChecksum {
                 cond,
@@ -1101,12 +1100,15 @@ mod tests {
         json!({"op": "const", "w": w, "v": v})
     }
 
-    /// A parser with everything that can run off a packet's end: extract, a header stack,
-    /// lookahead, advance, verify; ingress forwards on a table hit and uses the fields.
-    fn fuzz_program() -> Program {
-        crate::program::load(&fuzz_ir()).unwrap()
+    /// The `fuzz_ir` program's runtime and a worker for it.
+    fn fuzz_rig() -> (Runtime, Worker) {
+        let rt = Runtime::new(Arc::new(crate::program::load(&fuzz_ir()).unwrap())).unwrap();
+        let worker = Worker::new(&rt.prog);
+        (rt, worker)
     }
 
+    /// A parser with everything that can run off a packet's end: extract, a header stack,
+    /// lookahead, advance, verify; ingress forwards on a table hit and uses the fields.
     fn fuzz_ir() -> serde_json::Value {
         let sm_fields: Vec<_> = [9, 9, 9, 32, 32, 32, 19, 32, 19, 48, 48, 16, 16, 1, 32, 3]
             .iter()
@@ -1217,8 +1219,7 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic_and_output_stays_bounded() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
+        let (mut rt, mut worker) = fuzz_rig();
         let mut rand = xorshift(0x1234_5678_9abc_def1);
         let (mut out, mut events) = (Vec::new(), Vec::new());
         let mut forwarded = 0;
@@ -1254,8 +1255,7 @@ mod tests {
     /// these packets (bytes, ports, drops) shows here.
     #[test]
     fn random_packets_give_the_recorded_outputs() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
+        let (mut rt, mut worker) = fuzz_rig();
         let mut rand = xorshift(0x0bad_cafe_f00d_1234);
         let (mut out, mut events) = (Vec::new(), Vec::new());
         let mut record = Vec::new();
@@ -1290,8 +1290,7 @@ mod tests {
 
     #[test]
     fn short_header_sets_packet_too_short_and_keeps_earlier_headers() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
+        let (mut rt, mut worker) = fuzz_rig();
         let mut packet = vec![0u8; 20];
         packet[12] = 0x08;
         let (mut out, mut events) = (Vec::new(), Vec::new());
@@ -1307,8 +1306,7 @@ mod tests {
 
     #[test]
     fn recycled_buffers_are_reused_and_hold_only_the_new_packet() {
-        let mut rt = Runtime::new(Arc::new(fuzz_program())).unwrap();
-        let mut worker = Worker::new(&rt.prog);
+        let (mut rt, mut worker) = fuzz_rig();
         let (mut out, mut events) = (Vec::new(), Vec::new());
         let long: Vec<u8> = (0..100u8).collect();
         worker.process(&mut rt, 1, &long, 0, &mut out, &mut events);

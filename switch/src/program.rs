@@ -326,6 +326,10 @@ pub mod sm {
     pub const EGRESS_PORT: usize = 2;
     pub const INSTANCE_TYPE: usize = 3;
     pub const PACKET_LENGTH: usize = 4;
+    pub const ENQ_TIMESTAMP: usize = 5;
+    pub const ENQ_QDEPTH: usize = 6;
+    pub const DEQ_TIMEDELTA: usize = 7;
+    pub const DEQ_QDEPTH: usize = 8;
     pub const INGRESS_TIMESTAMP: usize = 9;
     pub const EGRESS_TIMESTAMP: usize = 10;
     pub const MCAST_GRP: usize = 11;
@@ -737,15 +741,16 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
         let bits = num(inst, "bits", &at).unwrap_or(0).max(0) as u32;
         let mut fields = Vec::new();
         let (mut wire_narrow, mut wire) = (Vec::new(), Vec::new());
+        // Bits the fields read so far take: a header's next field must start there.
+        let mut used = 0u32;
         for (j, f) in arr(inst, "fields", &at)?.iter().enumerate() {
             let fat = format!("{at} ({name}).fields[{j}]");
             let w = width(f, "w", &fat)?;
             let offset = num(f, "offset", &fat).unwrap_or(0).max(0) as u32;
             if is_header {
-                let expected: u32 = fields.iter().map(|(w, _)| w).sum();
-                if offset != expected {
+                if offset != used {
                     return Err(format!(
-                        "{fat}: offset {offset}, but the fields before it end at bit {expected}"
+                        "{fat}: offset {offset}, but the fields before it end at bit {used}"
                     ));
                 }
                 match Piece::split(offset as usize, w)[..] {
@@ -760,8 +765,8 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
                 }
             }
             fields.push((w, offset));
+            used += w;
         }
-        let used: u32 = fields.iter().map(|(w, _)| w).sum();
         if is_header && used != bits {
             return Err(format!(
                 "{at} ({name}): fields make {used} bits, the header has {bits}"
