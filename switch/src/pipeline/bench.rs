@@ -107,9 +107,9 @@ fn l3_ns_per_packet() {
 }
 
 /// What a lone packet costs after 5 ms of idling (the 200 pps stream of the per-hop
-/// latency benchmark), with cold caches and right after a rehearsal of the packet before
-/// it (what the data-plane thread does before an expected packet). Wall nanoseconds of
-/// the `process` call, p50 of 400 packets each.
+/// latency benchmark), with cold caches and right after a rehearsal of the same frame (the
+/// data-plane thread rehearses the latest packet before an expected one; every frame here
+/// takes the same route). Wall nanoseconds of the `process` call, p50 of 400 packets each.
 ///
 ///     cd switch && cargo test --release l3_lone_packet_ns -- --ignored --nocapture
 #[test]
