@@ -299,6 +299,7 @@ impl Handler<'_> {
                     "digests": get(&c.digests), "events_dropped": get(&c.events_dropped)},
             "dataplane_busy_s": get(&c.busy_ns) as f64 / 1e9,
             "dataplane_cpu_s": get(&c.busy_cpu_ns) as f64 / 1e9,
+            "dataplane_moves": get(&c.moves),
             "uptime_s": s.started.elapsed().as_secs_f64(),
         })
     }

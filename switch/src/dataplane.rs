@@ -7,6 +7,7 @@
 //! packets the thread spins or sleeps as the recent arrivals suggest (arrivals.rs).
 
 mod arrivals;
+mod placement;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,12 +18,15 @@ use crate::ports::Port;
 use crate::segment::Segments;
 use crate::shared::{add, drain, Shared};
 use arrivals::Arrivals;
+use placement::Placement;
 
 const BATCH: usize = 64;
 /// Longest sleep without traffic: how soon an idle switch notices it should stop.
 const IDLE_POLL_NS: u64 = 100_000_000;
 /// Longest spin, whatever the arrivals and the wall clock say.
 const SPIN_LIMIT_NS: u64 = 10_000_000;
+/// A `sched_yield` that returns later than this let another task run on the core.
+const YIELDED_CORE_NS: u64 = 3_000;
 /// Timer slack of the data-plane thread: its early wake-ups must come on time (the default
 /// lets the kernel defer a timer by 50 µs).
 const TIMER_SLACK_NS: libc::c_ulong = 1_000;
@@ -47,6 +51,12 @@ struct Loop {
     events: Vec<Event>,
     tx: Vec<Vec<Vec<u8>>>,
     arrivals: Arrivals,
+    placement: Placement,
+    /// Set by a spin that waits for an expected packet, until that packet's round.
+    expecting: bool,
+    /// When the thread last got its core back from another task while spinning (0: not
+    /// since the spin began).
+    core_back_ns: u64,
     /// Every port's socket, then the eventfd that signals queued packet-outs.
     wait_fds: Vec<libc::pollfd>,
 }
@@ -73,6 +83,9 @@ pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>) {
         events: Vec::new(),
         tx,
         arrivals: Arrivals::default(),
+        placement: Placement::of_this_thread(),
+        expecting: false,
+        core_back_ns: 0,
         wait_fds,
     };
     // Thread CPU time at the end of the previous round, if that round moved packets.
@@ -207,6 +220,11 @@ impl Loop {
                 };
                 let stamp = self.ports[pi].rx_time_ns(&frame);
                 self.arrivals.on_packet(stamp, wall);
+                if std::mem::take(&mut self.expecting) {
+                    // Stamped before the thread had its core back: it waited for the core.
+                    self.placement
+                        .on_expected_pickup(stamp <= self.core_back_ns);
+                }
                 let got = self.ports[pi].read_frame(&frame, &mut self.rx);
                 self.ports[pi].release(frame);
                 work += 1;
@@ -237,6 +255,9 @@ impl Loop {
             add(&shared.counters.loop_drops, s.loop_drops);
         }
         self.transmit();
+        if self.placement.settle() {
+            add(&shared.counters.moves, 1);
+        }
         work
     }
 
@@ -256,23 +277,28 @@ impl Loop {
         }
         self.arrivals.on_timer_wake(plan.wake_at_ns, realtime_ns());
         self.rehearse();
-        self.spin(plan.give_up_ns, stop);
+        self.core_back_ns = 0;
+        self.expecting = self.spin(plan.give_up_ns, stop);
     }
 
     /// Spins until a port has a frame or a packet-out is queued (true), or until
     /// `deadline_ns` (false). Reads only the rings' status words: no system call. Timed
     /// on the monotonic clock, so a step of the wall clock cannot make it spin on.
-    fn spin(&self, deadline_ns: u64, stop: &AtomicBool) -> bool {
+    fn spin(&mut self, deadline_ns: u64, stop: &AtomicBool) -> bool {
         let budget = deadline_ns.saturating_sub(realtime_ns()).min(SPIN_LIMIT_NS);
         let end = self.shared.now_ns() + budget;
         loop {
             if self.ports.iter().any(Port::rx_ready) || self.packet_out_queued() {
                 return true;
             }
-            if self.shared.now_ns() >= end || stop.load(Ordering::Relaxed) {
+            let now = self.shared.now_ns();
+            if now >= end || stop.load(Ordering::Relaxed) {
                 return false;
             }
             yield_core();
+            if self.shared.now_ns() - now > YIELDED_CORE_NS {
+                self.core_back_ns = realtime_ns();
+            }
         }
     }
 
