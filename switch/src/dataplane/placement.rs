@@ -8,18 +8,31 @@
 //! wake-ups stay on their core, so the thread moves instead: after two expected packets in a
 //! row found it crowded out, it goes to the next core it is allowed on. It is not pinned
 //! there: its affinity is restored at once, so the kernel's balancing still applies.
+//!
+//! A move does not always help: in a chain of switches a packet reaches the next switch
+//! inside the previous one's send(), so on two cores some neighbour crowds each switch
+//! wherever it goes, and each move only costs it its warm caches. So a move is judged by the
+//! expected packets after it: if most were crowded again, the thread waits twice as long
+//! before the next move.
 
 /// Crowded pickups in a row before the thread moves.
 const CROWDED_TO_MOVE: u32 = 2;
-/// Expected packets after a move before another move: a core crowded for good (two busy
-/// streams, one on each core) must not make the thread bounce on every packet.
-const SETTLE_PICKUPS: u32 = 8;
+/// Expected packets after a move before another move (doubled after each move that did
+/// not help, up to `SETTLE_MAX`; back to this after one that did).
+const SETTLE_MIN: u32 = 8;
+/// At 50 packets per second, about 20 s.
+const SETTLE_MAX: u32 = 1024;
 
 pub struct Placement {
     /// The cores the thread may run on, as it was started (a `--core` pin leaves one).
     allowed: Vec<usize>,
     crowded_in_row: u32,
+    /// Expected pickups still to come before another move, and how many since the last
+    /// move were crowded.
     settling: u32,
+    crowded_since_move: u32,
+    /// The settling period after the next move.
+    settle_for: u32,
     move_due: bool,
 }
 
@@ -34,6 +47,8 @@ impl Placement {
             allowed,
             crowded_in_row: 0,
             settling: 0,
+            crowded_since_move: 0,
+            settle_for: SETTLE_MIN,
             move_due: false,
         }
     }
@@ -41,11 +56,26 @@ impl Placement {
     /// Notes how an expected packet was picked up: `crowded` if it arrived while another
     /// task held the thread's core.
     pub fn on_expected_pickup(&mut self, crowded: bool) {
-        self.settling = self.settling.saturating_sub(1);
+        if self.settling > 0 {
+            self.settling -= 1;
+            self.crowded_since_move += crowded as u32;
+            if self.settling == 0 {
+                self.judge_last_move();
+            }
+        }
         self.crowded_in_row = if crowded { self.crowded_in_row + 1 } else { 0 };
         if self.crowded_in_row >= CROWDED_TO_MOVE && self.settling == 0 && self.allowed.len() > 1 {
             self.move_due = true;
         }
+    }
+
+    /// Crowded for most of the pickups after it, the last move did not help: wait longer.
+    fn judge_last_move(&mut self) {
+        self.settle_for = if 2 * self.crowded_since_move > self.settle_for {
+            (2 * self.settle_for).min(SETTLE_MAX)
+        } else {
+            SETTLE_MIN
+        };
     }
 
     /// Moves the thread if a move is due (called once its packets are out, so the move
@@ -55,7 +85,8 @@ impl Placement {
             return false;
         }
         self.crowded_in_row = 0;
-        self.settling = SETTLE_PICKUPS;
+        self.settling = self.settle_for;
+        self.crowded_since_move = 0;
         let Some(target) = next_core(&self.allowed, current_core()) else {
             return false;
         };
@@ -111,20 +142,63 @@ mod tests {
         assert!(p.move_due);
     }
 
+    /// What settle() does, without moving this test's thread.
+    fn moved(p: &mut Placement) {
+        assert!(std::mem::take(&mut p.move_due));
+        p.crowded_in_row = 0;
+        p.settling = p.settle_for;
+        p.crowded_since_move = 0;
+    }
+
+    /// Pickups until the next move is due.
+    fn pickups_to_move(p: &mut Placement, crowded: impl Fn(u32) -> bool) -> u32 {
+        (1..=10_000)
+            .find(|&i| {
+                p.on_expected_pickup(crowded(i));
+                p.move_due
+            })
+            .expect("a move")
+    }
+
     #[test]
     fn settles_before_moving_again() {
         let mut p = Placement::new(vec![0, 1]);
-        p.on_expected_pickup(true);
-        p.on_expected_pickup(true);
-        p.move_due = false; // as settle() leaves it, without touching this test's thread
-        p.crowded_in_row = 0;
-        p.settling = SETTLE_PICKUPS;
-        for _ in 0..SETTLE_PICKUPS - 1 {
-            p.on_expected_pickup(true);
-            assert!(!p.move_due);
+        pickups_to_move(&mut p, |_| true);
+        moved(&mut p);
+        assert_eq!(pickups_to_move(&mut p, |_| true), SETTLE_MIN);
+    }
+
+    #[test]
+    fn waits_longer_after_each_move_that_did_not_help() {
+        let mut p = Placement::new(vec![0, 1]);
+        pickups_to_move(&mut p, |_| true);
+        let mut waits = Vec::new();
+        for _ in 0..10 {
+            moved(&mut p);
+            waits.push(pickups_to_move(&mut p, |_| true));
         }
-        p.on_expected_pickup(true);
-        assert!(p.move_due);
+        assert_eq!(
+            &waits[..4],
+            &[SETTLE_MIN, 2 * SETTLE_MIN, 4 * SETTLE_MIN, 8 * SETTLE_MIN]
+        );
+        assert_eq!(*waits.last().unwrap(), SETTLE_MAX);
+    }
+
+    #[test]
+    fn a_move_that_helped_resets_the_wait() {
+        let mut p = Placement::new(vec![0, 1]);
+        pickups_to_move(&mut p, |_| true);
+        for _ in 0..3 {
+            moved(&mut p);
+            pickups_to_move(&mut p, |_| true);
+        }
+        assert_eq!(p.settle_for, 8 * SETTLE_MIN);
+        moved(&mut p);
+        // Uncrowded after the move until the sender comes back, then crowded again.
+        let settle = p.settle_for;
+        let wait = pickups_to_move(&mut p, |i| i > settle);
+        assert_eq!(wait, settle + CROWDED_TO_MOVE);
+        assert_eq!(p.settle_for, SETTLE_MIN);
     }
 
     #[test]
