@@ -154,10 +154,11 @@ def test_direct_meter_counts_each_colour(ctl):
     assert colours(entry.table_entry.meter_counter_data) == [(0, 0)] * 3
     # So does a DirectMeterEntry with counter_data; non-zero counts are refused.
     delivered, length = burst_through(rig)
-    bad = direct_meter(police.table_entry, TIGHT)
+    bad = direct_meter(police.table_entry, pb.MeterConfig(cir=9, cburst=9, pir=9, pburst=9))
     bad.direct_meter_entry.counter_data.green.byte_count = 5
     assert update_code_of(lambda: client.write(bad, op=MODIFY)) == INVALID
     (direct,) = client.read(direct_meter(police.table_entry, counts=True))
+    assert direct.direct_meter_entry.config == TIGHT  # refused whole: nothing changed
     assert_coloured(direct.direct_meter_entry.counter_data, delivered, length)
     client.write(direct_meter(police.table_entry, TIGHT, counts=True), op=MODIFY)
     (direct,) = client.read(direct_meter(police.table_entry, counts=True))
@@ -265,3 +266,38 @@ def test_a_read_the_switch_fails_is_internal(served, program, tmp_path):
         assert failed.value.code() == grpc.StatusCode.UNKNOWN
         assert update_codes(failed.value) == [grpc.StatusCode.INTERNAL.value[0],
                                               grpc.StatusCode.NOT_FOUND.value[0]]
+
+
+def test_rolled_back_batches_restore_colour_counts_and_the_default_entry(ctl):
+    """ROLLBACK_ON_ERROR (spec 12.3): a failed batch leaves the colour counts and the
+    default entry's action, meter and counter as they were."""
+    rig, client, n = ctl
+    client.write(lpm(n, "10.0.2.0", 24, "forward", b"\x02"))
+    police = acl(n, 10, "police", src=("10.0.0.1", "255.255.255.255"))
+    police.table_entry.meter_config.CopyFrom(TIGHT)
+    client.write(police)
+    burst_through(rig)
+    (before,) = client.read(direct_meter(police.table_entry, counts=True))
+    default = pb.Entity(table_entry=default_entry(n, "acl"))
+    default.table_entry.action.action.action_id = n["police"]
+    default.table_entry.meter_config.CopyFrom(TIGHT)
+    default.table_entry.counter_data.packet_count = 3  # acl has no direct counter: refused
+    req = pb.WriteRequest(device_id=1, election_id=client.election,
+                          atomicity=pb.WriteRequest.ROLLBACK_ON_ERROR)
+    req.updates.add(type=MODIFY, entity=direct_meter(police.table_entry, TIGHT, counts=True))
+    valid_default = pb.Entity()
+    valid_default.CopyFrom(default)
+    valid_default.table_entry.ClearField("counter_data")
+    req.updates.add(type=MODIFY, entity=valid_default)
+    req.updates.add(type=MODIFY, entity=default)
+    with pytest.raises(grpc.RpcError) as failed:
+        client.stub.Write(req)
+    assert update_codes(failed.value) == [grpc.StatusCode.ABORTED.value[0]] * 2 + [
+        INVALID.value[0]]
+    (after,) = client.read(direct_meter(police.table_entry, counts=True))
+    assert after.direct_meter_entry == before.direct_meter_entry
+    asked = pb.Entity(table_entry=default_entry(n, "acl"))
+    asked.table_entry.meter_config.SetInParent()
+    (entry,) = client.read(asked)
+    assert entry.table_entry.action.action.action_id == n["NoAction"]
+    assert not entry.table_entry.HasField("meter_config")

@@ -157,10 +157,10 @@ class Entities:
 
     def _write_direct_meter_entry(self, op: int, entry: pb.DirectMeterEntry) -> None:
         table, key = self._direct_entry_key(op, entry.table_entry, "meter")
-        # no config: unconfigured, every packet GREEN (P4Runtime spec 9.4.1)
-        self._set_entry_meter(table, key, entry.config if entry.HasField("config") else None)
-        if entry.HasField("counter_data"):  # set: the colour counts are cleared (9.4.1)
-            self._clear_meter_counts(table, key, entry.counter_data)
+        # no config: unconfigured, every packet GREEN; counter_data set: the colour counts
+        # are cleared (P4Runtime spec 9.4.1)
+        self._set_entry_meter(table, key, entry.config if entry.HasField("config") else None,
+                              entry.counter_data if entry.HasField("counter_data") else None)
 
     def _direct_entry_key(self, op: int, te: pb.TableEntry,
                           what: str) -> tuple[p4info_pb2.Table, dict]:
@@ -180,11 +180,17 @@ class Entities:
         if not key.get("default"):
             self._find_entry(table, key["match"], key["priority"])
 
-    def _set_entry_meter(self, table, req: dict, config: pb.MeterConfig | None) -> None:
-        """Only the entry's direct meter changes: allowed on const entries too."""
+    def _set_entry_meter(self, table, req: dict, config: pb.MeterConfig | None,
+                         clear: pb.MeterCounterData | None = None) -> None:
+        """Only the entry's direct meter changes (and its colour counts, cleared when
+        ``clear`` is given): allowed on const entries too. One switch call: a refused
+        request changes nothing."""
         self._check_direct_meter(table)
+        fields = {"meter": None if config is None else codec.meter_to_switch(config)}
+        if clear is not None:
+            fields["counts"] = codec.zero_counts(clear, f"table {table.preamble.name}")
         self.switch.call("table_entry_meter_set", table=table.preamble.id, **_key(req),
-                         meter=None if config is None else codec.meter_to_switch(config))
+                         **fields)
 
     def _clear_meter_counts(self, table, req: dict, data: pb.MeterCounterData) -> None:
         self._check_direct_meter(table)
