@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use crate::meters::MeterConfig;
+use crate::meters::{ColourCounts, MeterCell, MeterConfig};
 use crate::pipeline::{Event, Runtime};
 use crate::pre::{CloneSession, Replica};
 use crate::program::{self, parse_hex, Program, Scope, Unit};
@@ -477,6 +477,15 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
         }
         Some(m) => Some(Some(meter_config(m)?)),
     };
+    if cmd != "table_add" {
+        let slot = rt.tables[t].find(&matches, priority).map_err(table_error)?;
+        if rt.tables[t].entry(slot).is_some_and(|e| e.is_const) {
+            return Err(Failure {
+                code: "PERMISSION_DENIED",
+                message: format!("this entry of table {} is const", def.name),
+            });
+        }
+    }
     let slot = match cmd {
         "table_delete" => {
             rt.tables[t]
@@ -506,7 +515,7 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
             e.last_hit_ns = now;
         }
         if let Some(config) = meter {
-            e.meter = config.map(|c| crate::meters::Meter::new(c, now));
+            e.meter.configure(config, now);
         }
     }
     Ok(Value::Null)
@@ -522,6 +531,8 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
         )));
     }
     let call = if cmd == "table_reset_default" {
+        // The program's default entry, its direct meter unconfigured (P4Runtime 9.1.3).
+        rt.tables[t].default_meter.configure(None, 0);
         ActionCall {
             action: def.default_action,
             params: def.default_args.clone(),
@@ -544,7 +555,9 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
                 "priority": e.priority,
                 "action": action_json(rt, &e.action),
                 "packets": e.packets, "bytes": e.bytes,
-                "meter": e.meter.as_ref().map(|m| meter_json(&m.config)),
+                "meter": e.meter.config().as_ref().map(meter_json),
+                "meter_counts": counts_json(&e.meter.counts),
+                "const": e.is_const,
                 "idle_timeout_ns": e.idle_timeout_ns,
                 "idle_ns": now.saturating_sub(e.last_hit_ns),
             })
@@ -555,6 +568,8 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
         "entries": entries,
         "default_action": action_json(rt, &table.default_action),
         "default_packets": table.default_packets, "default_bytes": table.default_bytes,
+        "default_meter": table.default_meter.config().as_ref().map(meter_json),
+        "default_meter_counts": counts_json(&table.default_meter.counts),
     }))
 }
 
@@ -567,38 +582,121 @@ fn table_clear(rt: &mut Runtime, req: &Value) -> Reply {
     Ok(Value::Null)
 }
 
+/// The direct counter and meter of the entry a request names: by `match` and `priority`,
+/// or the default entry with `"default": true`.
+struct DirectResources<'a> {
+    packets: &'a mut u64,
+    bytes: &'a mut u64,
+    meter: &'a mut MeterCell,
+}
+
+fn direct_resources<'a>(
+    rt: &'a mut Runtime,
+    t: usize,
+    req: &Value,
+) -> Result<DirectResources<'a>, Failure> {
+    if req.get("default").and_then(Value::as_bool).unwrap_or(false) {
+        let table = &mut rt.tables[t];
+        return Ok(DirectResources {
+            packets: &mut table.default_packets,
+            bytes: &mut table.default_bytes,
+            meter: &mut table.default_meter,
+        });
+    }
+    let (matches, priority) = entry_key(rt, t, req)?;
+    let table = &mut rt.tables[t];
+    let slot = table.find(&matches, priority).map_err(table_error)?;
+    let e = table
+        .entry_mut(slot)
+        .ok_or_else(|| table_error(TableError::NotFound))?;
+    Ok(DirectResources {
+        packets: &mut e.packets,
+        bytes: &mut e.bytes,
+        meter: &mut e.meter,
+    })
+}
+
 fn entry_counter_write(rt: &mut Runtime, req: &Value) -> Reply {
     let t = table_index(rt, req)?;
-    let (matches, priority) = entry_key(rt, t, req)?;
-    let slot = rt.tables[t].find(&matches, priority).map_err(table_error)?;
     let (packets, bytes) = (
         u64_arg(req, "packets").unwrap_or(0),
         u64_arg(req, "bytes").unwrap_or(0),
     );
-    if let Some(e) = rt.tables[t].entry_mut(slot) {
-        e.packets = packets;
-        e.bytes = bytes;
-    }
+    let target = direct_resources(rt, t, req)?;
+    *target.packets = packets;
+    *target.bytes = bytes;
     Ok(Value::Null)
 }
 
-/// Sets (or, with `null`, unconfigures) one entry's direct meter and nothing else: allowed
-/// on const entries too, whose direct resources stay writable (P4Runtime spec 9.1.4).
+/// Sets one entry's direct meter (`meter`: a config, `null` unconfigures it, absent keeps
+/// it) and/or its colour counts (`counts`), nothing else: allowed on const entries too,
+/// whose direct resources stay writable (P4Runtime spec 9.1.4).
 fn entry_meter_set(rt: &mut Runtime, req: &Value, now: u64) -> Reply {
     let t = table_index(rt, req)?;
     if rt.prog.tables[t].direct_meter.is_none() {
         return Err(invalid("this table has no direct meter"));
     }
-    let config = match req.get("meter") {
-        None | Some(Value::Null) => None,
-        Some(m) => Some(meter_config(m)?),
-    };
-    let (matches, priority) = entry_key(rt, t, req)?;
-    let slot = rt.tables[t].find(&matches, priority).map_err(table_error)?;
-    if let Some(e) = rt.tables[t].entry_mut(slot) {
-        e.meter = config.map(|c| crate::meters::Meter::new(c, now));
-    }
+    let config = optional_meter_config(req.get("meter"))?;
+    let counts = optional_counts(req.get("counts"))?;
+    let target = direct_resources(rt, t, req)?;
+    set_meter_cell(target.meter, config, counts, now);
     Ok(Value::Null)
+}
+
+/// A request's meter config: absent (None: leave it), `null` (Some(None): unconfigure) or
+/// a config.
+fn optional_meter_config(v: Option<&Value>) -> Result<Option<Option<MeterConfig>>, Failure> {
+    match v {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(c) => Ok(Some(Some(meter_config(c)?))),
+    }
+}
+
+fn optional_counts(v: Option<&Value>) -> Result<Option<ColourCounts>, Failure> {
+    v.map(counts_from_json).transpose()
+}
+
+fn set_meter_cell(
+    cell: &mut MeterCell,
+    config: Option<Option<MeterConfig>>,
+    counts: Option<ColourCounts>,
+    now: u64,
+) {
+    if let Some(config) = config {
+        cell.configure(config, now);
+    }
+    if let Some(counts) = counts {
+        cell.counts = counts;
+    }
+}
+
+const COLOURS: [&str; 3] = ["green", "yellow", "red"];
+
+fn counts_json(c: &ColourCounts) -> Value {
+    let mut m = Map::new();
+    for (i, colour) in COLOURS.iter().enumerate() {
+        m.insert(
+            colour.to_string(),
+            json!({"packets": c.packets[i], "bytes": c.bytes[i]}),
+        );
+    }
+    Value::Object(m)
+}
+
+/// `{"green": {"packets", "bytes"}, "yellow": .., "red": ..}`; a colour or count left out
+/// is 0.
+fn counts_from_json(v: &Value) -> Result<ColourCounts, Failure> {
+    if !v.is_object() {
+        return Err(invalid("counts must be an object of colours"));
+    }
+    let mut counts = ColourCounts::default();
+    for (i, colour) in COLOURS.iter().enumerate() {
+        let Some(c) = v.get(*colour) else { continue };
+        counts.packets[i] = c.get("packets").map_or(Ok(0), |_| u64_arg(c, "packets"))?;
+        counts.bytes[i] = c.get("bytes").map_or(Ok(0), |_| u64_arg(c, "bytes"))?;
+    }
+    Ok(counts)
 }
 
 fn cell_range(req: &Value, size: usize, name: &str) -> Result<std::ops::Range<usize>, Failure> {
@@ -653,17 +751,19 @@ fn meter_op(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
     let def = &rt.prog.meters[m];
     let range = cell_range(req, def.size, &def.name)?;
     if cmd == "meter_set" {
-        let config = match req.get("config") {
-            None | Some(Value::Null) => None,
-            Some(c) => Some(meter_config(c)?),
-        };
-        for i in range {
-            rt.meter_config_cell(m, i, config, now);
+        let config = optional_meter_config(req.get("config"))?;
+        let counts = optional_counts(req.get("counts"))?;
+        for cell in &mut rt.meters[m][range] {
+            set_meter_cell(cell, config, counts, now);
         }
         return Ok(Value::Null);
     }
     let cells: Vec<Value> = range
-        .map(|i| json!({"index": i, "config": rt.meters[m][i].as_ref().map(|c| meter_json(&c.config))}))
+        .map(|i| {
+            let cell = &rt.meters[m][i];
+            json!({"index": i, "config": cell.config().as_ref().map(meter_json),
+                   "counts": counts_json(&cell.counts)})
+        })
         .collect();
     Ok(json!({"cells": cells}))
 }

@@ -16,6 +16,45 @@ pub struct MeterConfig {
     pub pburst: u64,
 }
 
+/// Packets and bytes a meter marked with each colour, indexed by `Color` (P4Runtime's
+/// MeterCounterData).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ColourCounts {
+    pub packets: [u64; 3],
+    pub bytes: [u64; 3],
+}
+
+/// One meter cell (of a meter array, or a table entry's direct meter): its configuration
+/// (`None`: unconfigured, every packet GREEN) and what it marked so far.
+#[derive(Clone, Debug, Default)]
+pub struct MeterCell {
+    pub meter: Option<Meter>,
+    pub counts: ColourCounts,
+}
+
+impl MeterCell {
+    /// A new configuration (or none) starts with full buckets; the colour counts stay.
+    pub fn configure(&mut self, config: Option<MeterConfig>, now_ns: u64) {
+        self.meter = config.map(|c| Meter::new(c, now_ns));
+    }
+
+    pub fn config(&self) -> Option<MeterConfig> {
+        self.meter.as_ref().map(|m| m.config)
+    }
+
+    /// Colours a packet of `len` bytes (`amount` units: 1 or `len`) and counts it under
+    /// its colour; an unconfigured cell marks every packet GREEN.
+    pub fn execute(&mut self, amount: u64, len: u64, now_ns: u64) -> Color {
+        let colour = match self.meter.as_mut() {
+            Some(m) => m.execute(amount, now_ns),
+            None => Color::Green,
+        };
+        self.counts.packets[colour as usize] += 1;
+        self.counts.bytes[colour as usize] += len;
+        colour
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Meter {
     pub config: MeterConfig,
@@ -98,6 +137,19 @@ mod tests {
         assert_eq!(m.execute(1, 0), Color::Red);
         // after 0.5 s: committed 1000 + 500 capped at 1000, peak 0 + 1000
         assert_eq!(m.execute(1000, 500_000_000), Color::Green);
+    }
+
+    #[test]
+    fn cells_count_packets_and_bytes_per_colour() {
+        let mut cell = MeterCell::default();
+        assert_eq!(cell.execute(1, 100, 0), Color::Green); // unconfigured
+        cell.configure(Some(meter(10, 1, 20, 2).config), 0);
+        let colours: Vec<Color> = (0..3).map(|_| cell.execute(1, 60, 0)).collect();
+        assert_eq!(colours, vec![Color::Green, Color::Yellow, Color::Red]);
+        assert_eq!(cell.counts.packets, [2, 1, 1]);
+        assert_eq!(cell.counts.bytes, [160, 60, 60]);
+        cell.configure(None, 0); // a new configuration keeps the counts
+        assert_eq!(cell.counts.packets, [2, 1, 1]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::meters::{Color, Meter, MeterConfig};
+use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
 use crate::program::{
     sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, UnOp, Unit, MAX_PARAMS,
@@ -41,7 +41,7 @@ pub struct Runtime {
     pub prog: Arc<Program>,
     pub tables: Vec<Table>,
     pub counters: Vec<Vec<(u64, u64)>>,
-    pub meters: Vec<Vec<Option<Meter>>>,
+    pub meters: Vec<Vec<MeterCell>>,
     pub registers: Vec<Vec<u128>>,
     pub pre: Pre,
 }
@@ -98,7 +98,7 @@ struct Ctx<'a> {
     /// Empty while an action runs (actions cannot apply tables; the loader checks that).
     tables: &'a mut [Table],
     counters: &'a mut [Vec<(u64, u64)>],
-    meters: &'a mut [Vec<Option<Meter>>],
+    meters: &'a mut [Vec<MeterCell>],
     registers: &'a mut [Vec<u128>],
     pre: &'a Pre,
     out: &'a mut Vec<(u32, Vec<u8>)>,
@@ -649,13 +649,15 @@ impl Worker {
             }
             Stmt::MeterExecute(m, index, dst) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
-                let amount = match prog.meters[*m].unit {
-                    Unit::Bytes => self.phv.fields[sm::PACKET_LENGTH] as u64,
-                    _ => 1,
+                let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
+                let amount = if prog.meters[*m].unit == Unit::Bytes {
+                    len
+                } else {
+                    1
                 };
                 let now = self.now_ns;
                 let color = match cx.meters[*m].get_mut(i) {
-                    Some(Some(meter)) if !self.rehearsing => meter.execute(amount, now),
+                    Some(cell) if !self.rehearsing => cell.execute(amount, len, now),
                     _ => Color::Green,
                 };
                 write_dest(&mut self.phv.fields, *dst, color as u128);
@@ -856,8 +858,8 @@ impl Worker {
         }
     }
 
-    /// A packet's marks on the table: the entry's (or the default's) counters and
-    /// last hit, and the entry's direct meter, whose colour the packet carries on.
+    /// A packet's marks on the table: the entry's (or the default entry's) counters, last
+    /// hit and direct meter, whose colour the packet carries on.
     fn count_hit(
         &mut self,
         prog: &Program,
@@ -867,21 +869,23 @@ impl Worker {
     ) {
         let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
         let now = self.now_ns;
-        if let Some(entry) = slot.and_then(|s| t.entry_mut(s)) {
+        let cell = if let Some(entry) = slot.and_then(|s| t.entry_mut(s)) {
             entry.packets += 1;
             entry.bytes += len;
             entry.last_hit_ns = now;
-            if let (Some(m), Some(dm)) = (entry.meter.as_mut(), meter) {
-                let amount = if prog.direct_meters[dm].unit == Unit::Bytes {
-                    len
-                } else {
-                    1
-                };
-                self.flags.direct_color = m.execute(amount, now) as u128;
-            }
+            &mut entry.meter
         } else {
             t.default_packets += 1;
             t.default_bytes += len;
+            &mut t.default_meter
+        };
+        if let Some(dm) = meter {
+            let amount = if prog.direct_meters[dm].unit == Unit::Bytes {
+                len
+            } else {
+                1
+            };
+            self.flags.direct_color = cell.execute(amount, len, now) as u128;
         }
     }
 
@@ -1042,7 +1046,11 @@ impl Runtime {
         }
         let mut rt = Runtime {
             counters: prog.counters.iter().map(|c| vec![(0, 0); c.size]).collect(),
-            meters: prog.meters.iter().map(|m| vec![None; m.size]).collect(),
+            meters: prog
+                .meters
+                .iter()
+                .map(|m| vec![MeterCell::default(); m.size])
+                .collect(),
             registers: prog.registers.iter().map(|r| vec![0; r.size]).collect(),
             pre: Pre::default(),
             tables,
@@ -1062,28 +1070,15 @@ impl Runtime {
                     action: e.action,
                     params: e.args.clone(),
                 };
-                self.tables[ti]
+                let slot = self.tables[ti]
                     .insert(&matches, e.priority, call)
                     .map_err(|err| format!("{at}: {err}"))?;
+                if let Some(entry) = self.tables[ti].entry_mut(slot) {
+                    entry.is_const = t.is_const || e.is_const;
+                }
             }
         }
         Ok(())
-    }
-
-    pub fn meter_config_cell(
-        &mut self,
-        meter: usize,
-        index: usize,
-        config: Option<MeterConfig>,
-        now_ns: u64,
-    ) -> bool {
-        match self.meters.get_mut(meter).and_then(|m| m.get_mut(index)) {
-            Some(cell) => {
-                *cell = config.map(|c| Meter::new(c, now_ns));
-                true
-            }
-            None => false,
-        }
     }
 }
 

@@ -246,6 +246,8 @@ pub struct ConstEntry {
     pub matches: Vec<Value>,
     pub action: usize,
     pub args: Vec<u128>,
+    /// Marked `const` in a table's `entries` (every entry of `const entries` is const too).
+    pub is_const: bool,
 }
 
 #[derive(Debug)]
@@ -933,6 +935,7 @@ fn load_table(
                 matches: arr(e, "matches", &eat)?.clone(),
                 action: index(action, "action", loader.actions, "action", &eat)?,
                 args: args(action, &eat)?,
+                is_const: e.get("const").and_then(Value::as_bool).unwrap_or(false),
             });
         }
     }

@@ -6,7 +6,7 @@
 //! priority. Entries live in a slab so lookups return a stable slot number.
 
 use crate::fasthash::FastMap;
-use crate::meters::Meter;
+use crate::meters::MeterCell;
 use crate::values::mask;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +78,11 @@ pub struct Entry {
     pub action: ActionCall,
     pub packets: u64,
     pub bytes: u64,
-    pub meter: Option<Meter>,
+    /// The entry's direct meter (used when the table has one).
+    pub meter: MeterCell,
+    /// A `const` entry of the program (`const entries`, or marked `const` in `entries`):
+    /// only its direct counter and meter may change.
+    pub is_const: bool,
     pub idle_timeout_ns: u64,
     pub last_hit_ns: u64,
 }
@@ -98,6 +102,8 @@ pub struct Table {
     pub default_action: ActionCall,
     pub default_packets: u64,
     pub default_bytes: u64,
+    /// The default entry's direct meter, run on a miss when the table has one.
+    pub default_meter: MeterCell,
     slab: Vec<Option<Entry>>,
     free: Vec<usize>,
     identity: FastMap<(Vec<FieldMatch>, i32), usize>,
@@ -159,6 +165,7 @@ impl Table {
             default_action,
             default_packets: 0,
             default_bytes: 0,
+            default_meter: MeterCell::default(),
             slab: Vec::new(),
             free: Vec::new(),
             identity: FastMap::default(),
@@ -254,7 +261,8 @@ impl Table {
             action: entry_action,
             packets: 0,
             bytes: 0,
-            meter: None,
+            meter: MeterCell::default(),
+            is_const: false,
             idle_timeout_ns: 0,
             last_hit_ns: 0,
         };

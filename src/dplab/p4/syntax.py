@@ -395,11 +395,13 @@ class Parser:
         while not self.accept("}"):
             annos = self.annotations()
             loc = self.tok.loc
+            is_const = self.accept("const")  # an entry the control plane may not change
             sets = self.keysets()
             self.expect(":")
             action = self.expression()
             self.expect(";")
-            entries.append(Node("entry", loc, sets=sets, action=action, annos=annos))
+            entries.append(Node("entry", loc, sets=sets, action=action, annos=annos,
+                                const=is_const))
         return entries
 
     def instantiation_or_var(self) -> Node:

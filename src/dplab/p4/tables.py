@@ -118,8 +118,11 @@ class TableCompiler:
             index, data = self.action_of(node.action, with_data=True)
             self.allowed(index, table, node.action)
             args = self.c.action_args(index, data, node.action.loc, self.env)
-            out.append({"priority": len(nodes) - position, "matches": matches,
-                        "action": {"action": index, "args": args}})
+            item = {"priority": len(nodes) - position, "matches": matches,
+                    "action": {"action": index, "args": args}}
+            if node.const:  # marked const in a (non-const) entries list
+                item["const"] = True
+            out.append(item)
         return out
 
     def value(self, node: Node, width: int) -> int:

@@ -221,18 +221,71 @@ def meter_from_switch(config: dict | None) -> pb.MeterConfig | None:
                           pburst=config["pburst"])
 
 
+COLOURS = ("green", "yellow", "red")
+
+
+def counts_from_switch(counts: dict) -> pb.MeterCounterData:
+    """The switch's colour counts (``{"green": {"packets", "bytes"}, ...}``)."""
+    out = pb.MeterCounterData()
+    for colour in COLOURS:
+        data = getattr(out, colour)
+        data.packet_count = counts[colour]["packets"]
+        data.byte_count = counts[colour]["bytes"]
+    return out
+
+
+def zero_counts(data: pb.MeterCounterData, what: str) -> dict:
+    """Per-colour meter counters can only be written as zero, which clears them (spec
+    9.1.5, 9.4); the switch's counts to set."""
+    if any(getattr(data, c).packet_count or getattr(data, c).byte_count for c in COLOURS):
+        raise invalid(f"{what}: per-colour meter counters can only be written as zero "
+                      "(which clears them)")
+    return {colour: {"packets": 0, "bytes": 0} for colour in COLOURS}
+
+
+class Wanted:
+    """Which direct resources a read returns for a table: those the request asks for and
+    the table has (spec 9.1.5: a table without the resource leaves its field unset)."""
+
+    def __init__(self, index: P4InfoIndex, table: p4info_pb2.Table,
+                 want: pb.TableEntry) -> None:
+        self.counter = want.HasField("counter_data") and index.has_direct_counter(table)
+        has_meter = index.has_direct_meter(table)
+        self.meter = want.HasField("meter_config") and has_meter
+        self.meter_counts = want.HasField("meter_counter_data") and has_meter
+
+
+def fill_direct_resources(entry: pb.TableEntry, wanted: Wanted, packets: int, bytes_: int,
+                          meter: dict | None, counts: dict) -> None:
+    if wanted.counter:
+        entry.counter_data.packet_count = packets
+        entry.counter_data.byte_count = bytes_
+    config = meter_from_switch(meter)
+    if wanted.meter and config is not None:  # the default config reads as unset
+        entry.meter_config.CopyFrom(config)
+    if wanted.meter_counts:
+        entry.meter_counter_data.CopyFrom(counts_from_switch(counts))
+
+
 def entry_from_switch(index: P4InfoIndex, table: p4info_pb2.Table, item: dict,
-                      want_counter: bool, want_meter: bool) -> pb.TableEntry:
+                      wanted: Wanted) -> pb.TableEntry:
     entry = pb.TableEntry(table_id=table.preamble.id, priority=item.get("priority") or 0)
     entry.match.extend(match_from_switch(table, item["match"]))
     entry.action.action.CopyFrom(action_from_switch(index, item["action"]))
     entry.idle_timeout_ns = item.get("idle_timeout_ns") or 0
-    if want_counter:
-        entry.counter_data.packet_count = item.get("packets", 0)
-        entry.counter_data.byte_count = item.get("bytes", 0)
-    meter = meter_from_switch(item.get("meter"))
-    if want_meter and meter is not None:
-        entry.meter_config.CopyFrom(meter)
+    fill_direct_resources(entry, wanted, item.get("packets", 0), item.get("bytes", 0),
+                          item.get("meter"), item["meter_counts"])
+    return entry
+
+
+def default_entry_from_switch(index: P4InfoIndex, table: p4info_pb2.Table, read: dict,
+                              wanted: Wanted) -> pb.TableEntry:
+    """The default entry of a switch's table_read (its action and direct resources)."""
+    entry = pb.TableEntry(table_id=table.preamble.id, is_default_action=True)
+    entry.action.action.CopyFrom(action_from_switch(index, read["default_action"]))
+    fill_direct_resources(entry, wanted, read.get("default_packets", 0),
+                          read.get("default_bytes", 0), read.get("default_meter"),
+                          read["default_meter_counts"])
     return entry
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from p4.config.v1 import p4info_pb2
@@ -79,6 +79,8 @@ class Entities:
         self.extras.put(entry.table_id, req["match"], entry.priority, Extras.of(entry))
         if entry.HasField("counter_data"):  # without it a MODIFY keeps the count (9.1.5)
             self._write_entry_counter(entry, req, entry.counter_data)
+        if op == MODIFY and entry.HasField("meter_counter_data"):  # set: cleared (9.1.5)
+            self._clear_meter_counts(table, req, entry.meter_counter_data)
 
     def _modify_direct_resources(self, table, entry: pb.TableEntry, req: dict) -> None:
         """A MODIFY without an action (spec 9.1.2): the entry keeps its action and its
@@ -91,17 +93,20 @@ class Entities:
             self._set_entry_meter(table, req, entry.meter_config)
         if entry.HasField("counter_data"):
             self._write_entry_counter(entry, req, entry.counter_data)
+        if entry.HasField("meter_counter_data"):
+            self._clear_meter_counts(table, req, entry.meter_counter_data)
         if not (entry.idle_timeout_ns or entry.HasField("meter_config")
-                or entry.HasField("counter_data")):
+                or entry.HasField("counter_data") or entry.HasField("meter_counter_data")):
             self._find_entry(table, req["match"], req["priority"])  # a no-op, if it exists
 
     def _set_entry_idle_timeout(self, table, req: dict, idle_timeout_ns: int) -> None:
         """Spec 9.1.4: static entries take no idle timeout; INVALID_ARGUMENT as for any
         table without idle timeout support (9.1.8)."""
-        if table.is_const_table:
-            raise invalid(f"table {table.preamble.name} has const entries: static entries "
-                          "take no idle timeout (P4Runtime spec 9.1.4)")
-        found = self._find_entry(table, req["match"], req["priority"])
+        found = None if table.is_const_table else self._find_entry(table, req["match"],
+                                                                   req["priority"])
+        if found is None or found.get("const"):
+            raise invalid(f"table {table.preamble.name}: a const entry takes no idle timeout "
+                          "(P4Runtime spec 9.1.4)")
         self.switch.call("table_modify", **req, idle_timeout_ns=idle_timeout_ns,
                          action={"action": found["action"]["action"],
                                  "args": found["action"]["args"]})
@@ -116,57 +121,92 @@ class Entities:
         if table.const_default_action_id:
             raise P4RuntimeError("PERMISSION_DENIED", f"table {table.preamble.name}: its "
                                  "default action is const (P4Runtime spec 9.1.3)")
-        if not entry.HasField("action"):  # back to the program's, metadata reset (9.1.3)
+        self._check_direct_resources(table, entry)
+        req = {"default": True}
+        if not entry.HasField("action"):
+            # back to the program's: metadata and direct meter reset (9.1.3)
             self.switch.call("table_reset_default", table=entry.table_id)
             self.extras.put(entry.table_id, None, 0, NONE)
-            return
-        action = codec.action_to_switch(self.index, table, entry.action.action, default=True)
-        self.switch.call("table_set_default", table=entry.table_id, action=action)
-        self.extras.put(entry.table_id, None, 0, Extras.of(entry))
+        else:
+            action = codec.action_to_switch(self.index, table, entry.action.action,
+                                            default=True)
+            self.switch.call("table_set_default", table=entry.table_id, action=action)
+            self.extras.put(entry.table_id, None, 0, Extras.of(entry))
+        if self.index.has_direct_meter(table) and (entry.HasField("action")
+                                                   or entry.HasField("meter_config")):
+            # as for any MODIFY: the config given, else the default (9.1.3, 9.1.5)
+            self._set_entry_meter(table, req, entry.meter_config
+                                  if entry.HasField("meter_config") else None)
+        if entry.HasField("counter_data"):
+            self._write_entry_counter(entry, req, entry.counter_data)
+        if entry.HasField("meter_counter_data"):
+            self._clear_meter_counts(table, req, entry.meter_counter_data)
 
     def _write_entry_counter(self, entry: pb.TableEntry, req: dict, data: pb.CounterData) -> None:
-        self.switch.call("table_entry_counter_write", table=entry.table_id, match=req["match"],
-                         priority=req["priority"], packets=data.packet_count,
-                         bytes=data.byte_count)
+        """``req`` names the entry: its match and priority, or ``default``."""
+        self.switch.call("table_entry_counter_write", table=entry.table_id, **_key(req),
+                         packets=data.packet_count, bytes=data.byte_count)
 
     def _write_direct_counter_entry(self, op: int, entry: pb.DirectCounterEntry) -> None:
         table, key = self._direct_entry_key(op, entry.table_entry, "counter")
         self._check_direct_counter(table)
-        self._write_entry_counter(entry.table_entry, key, entry.data)
+        if entry.HasField("data"):
+            self._write_entry_counter(entry.table_entry, key, entry.data)
+        else:  # spec 9.2.1: without data the count stays; the entry must exist
+            self._check_entry_exists(table, key)
 
     def _write_direct_meter_entry(self, op: int, entry: pb.DirectMeterEntry) -> None:
         table, key = self._direct_entry_key(op, entry.table_entry, "meter")
-        # no config: unconfigured, every packet GREEN (P4Runtime spec 9.2.2)
-        self._set_entry_meter(table, key, entry.config if entry.HasField("config") else None)
+        # no config: unconfigured, every packet GREEN; counter_data set: the colour counts
+        # are cleared (P4Runtime spec 9.4.1)
+        self._set_entry_meter(table, key, entry.config if entry.HasField("config") else None,
+                              entry.counter_data if entry.HasField("counter_data") else None)
 
     def _direct_entry_key(self, op: int, te: pb.TableEntry,
                           what: str) -> tuple[p4info_pb2.Table, dict]:
-        """The table and key of the entry a direct counter/meter entry names."""
+        """The table and key of the entry a direct counter/meter entry names: its match
+        and priority, or ``{"default": True}`` for the default entry (spec 9.1.3: treated
+        like any entry as to its direct resources)."""
         if op != MODIFY:
             raise invalid(f"direct {what} entries can only be modified")
         table = self.index.table(te.table_id)
+        if te.is_default_action:
+            if te.match or te.priority:
+                raise invalid(f"table {table.preamble.name}: a default entry has no match")
+            return table, {"default": True}
         return table, {"match": codec.match_to_switch(table, te.match), "priority": te.priority}
 
-    def _set_entry_meter(self, table, req: dict, config: pb.MeterConfig | None) -> None:
-        """Only the entry's direct meter changes: allowed on const entries too."""
+    def _check_entry_exists(self, table, key: dict) -> None:
+        if not key.get("default"):
+            self._find_entry(table, key["match"], key["priority"])
+
+    def _set_entry_meter(self, table, req: dict, config: pb.MeterConfig | None,
+                         clear: pb.MeterCounterData | None = None) -> None:
+        """Only the entry's direct meter changes (and its colour counts, cleared when
+        ``clear`` is given): allowed on const entries too. One switch call: a refused
+        request changes nothing."""
         self._check_direct_meter(table)
-        self.switch.call("table_entry_meter_set", table=table.preamble.id, match=req["match"],
-                         priority=req["priority"],
-                         meter=None if config is None else codec.meter_to_switch(config))
+        fields = {"meter": None if config is None else codec.meter_to_switch(config)}
+        if clear is not None:
+            fields["counts"] = codec.zero_counts(clear, f"table {table.preamble.name}")
+        self.switch.call("table_entry_meter_set", table=table.preamble.id, **_key(req),
+                         **fields)
+
+    def _clear_meter_counts(self, table, req: dict, data: pb.MeterCounterData) -> None:
+        self._check_direct_meter(table)
+        counts = codec.zero_counts(data, f"table {table.preamble.name}")
+        self.switch.call("table_entry_meter_set", table=table.preamble.id, **_key(req),
+                         counts=counts)
 
     def _check_direct_resources(self, table, entry: pb.TableEntry) -> None:
         """Spec 9.1.5: a direct resource field is an error for a table without that
-        resource; per-colour meter counters can only be written as zero (this switch
-        keeps none, so zero is what they are)."""
+        resource; per-colour meter counters can only be written as zero (clearing them)."""
         if entry.HasField("meter_config") or entry.HasField("meter_counter_data"):
             self._check_direct_meter(table)
         if entry.HasField("counter_data"):
             self._check_direct_counter(table)
-        colours = entry.meter_counter_data
-        if any(c.packet_count or c.byte_count
-               for c in (colours.green, colours.yellow, colours.red)):
-            raise invalid(f"table {table.preamble.name}: meter_counter_data can only be "
-                          "written as zero (P4Runtime spec 9.1.5)")
+        if entry.HasField("meter_counter_data"):
+            codec.zero_counts(entry.meter_counter_data, f"table {table.preamble.name}")
 
     def _check_direct_counter(self, table) -> None:
         if not self.index.has_direct_counter(table):
@@ -194,21 +234,21 @@ class Entities:
     def _write_counter_entry(self, op: int, entry: pb.CounterEntry) -> None:
         if op != MODIFY:
             raise invalid("counter entries can only be modified")
-        self.index.lookup("counters", entry.counter_id)
-        req = {"counter": entry.counter_id, "packets": entry.data.packet_count,
-               "bytes": entry.data.byte_count}
-        if entry.HasField("index"):
-            req["index"] = entry.index.index
-        self.switch.call("counter_write", **req)
+        info = self.index.lookup("counters", entry.counter_id)
+        if not entry.HasField("data"):  # spec 9.2.2: without data the counts stay
+            _cell_index(info, entry)
+            return
+        self.switch.call("counter_write", counter=entry.counter_id, **_cell_index(info, entry),
+                         packets=entry.data.packet_count, bytes=entry.data.byte_count)
 
     def _write_meter_entry(self, op: int, entry: pb.MeterEntry) -> None:
         if op != MODIFY:
             raise invalid("meter entries can only be modified")
-        self.index.lookup("meters", entry.meter_id)
+        info = self.index.lookup("meters", entry.meter_id)
         config = codec.meter_to_switch(entry.config) if entry.HasField("config") else None
-        req = {"meter": entry.meter_id, "config": config}
-        if entry.HasField("index"):
-            req["index"] = entry.index.index
+        req = {"meter": entry.meter_id, "config": config, **_cell_index(info, entry)}
+        if entry.HasField("counter_data"):  # set: the colour counts are cleared (9.4)
+            req["counts"] = codec.zero_counts(entry.counter_data, info.preamble.name)
         self.switch.call("meter_set", **req)
 
     def _write_register_entry(self, op: int, entry: pb.RegisterEntry) -> None:
@@ -218,11 +258,9 @@ class Entities:
         if entry.data.WhichOneof("data") != "bitstring":
             raise invalid(f"register {info.preamble.name}: data must be a bitstring")
         width = info.type_spec.bitstring.bit.bitwidth or None
-        req = {"register": entry.register_id,
-               "value": codec.to_hex(entry.data.bitstring, width, info.preamble.name)}
-        if entry.HasField("index"):
-            req["index"] = entry.index.index
-        self.switch.call("register_write", **req)
+        self.switch.call("register_write", register=entry.register_id,
+                         **_cell_index(info, entry),
+                         value=codec.to_hex(entry.data.bitstring, width, info.preamble.name))
 
     def _write_digest_entry(self, op: int, entry: pb.DigestEntry) -> None:
         self.digests.write(op, entry, self.index.digests)
@@ -289,14 +327,9 @@ class Entities:
 
     def _read_one_table(self, table, want: pb.TableEntry) -> Iterator[pb.TableEntry]:
         got = self.switch.call("table_read", table=table.preamble.id)
-        counter, meter = want.HasField("counter_data"), want.HasField("meter_config")
+        wanted = codec.Wanted(self.index, table, want)
         if want.is_default_action:
-            entry = pb.TableEntry(table_id=table.preamble.id, is_default_action=True)
-            entry.action.action.CopyFrom(codec.action_from_switch(self.index,
-                                                                  got["default_action"]))
-            if counter:
-                entry.counter_data.packet_count = got.get("default_packets", 0)
-                entry.counter_data.byte_count = got.get("default_bytes", 0)
+            entry = codec.default_entry_from_switch(self.index, table, got, wanted)
             self.extras.get(table.preamble.id, None, 0).fill(entry)
             yield entry
             return
@@ -317,9 +350,9 @@ class Entities:
                  and extras.controller_metadata != want.controller_metadata)
                     or (want.metadata and extras.metadata != want.metadata)):
                 continue
-            entry = codec.entry_from_switch(self.index, table, item, counter, meter)
+            entry = codec.entry_from_switch(self.index, table, item, wanted)
             extras.fill(entry)
-            entry.is_const = table.is_const_table
+            entry.is_const = bool(item.get("const"))  # const entries, or marked const
             if want.HasField("time_since_last_hit") and supports_timeout:  # only if asked
                 entry.time_since_last_hit.elapsed_ns = item.get("idle_ns") or 0
             yield entry
@@ -328,7 +361,7 @@ class Entities:
         probe = pb.TableEntry()
         probe.CopyFrom(want.table_entry)
         probe.counter_data.SetInParent()
-        for entry in self._read_table_entry(probe):
+        for entry in self._read_direct(probe, self.index.has_direct_counter, "counter"):
             out = pb.DirectCounterEntry(data=entry.counter_data)
             entry.ClearField("counter_data")
             out.table_entry.CopyFrom(entry)
@@ -338,17 +371,33 @@ class Entities:
         probe = pb.TableEntry()
         probe.CopyFrom(want.table_entry)
         probe.meter_config.SetInParent()
-        if probe.table_id:
-            self._check_direct_meter(self.index.table(probe.table_id))
-        for entry in self._read_table_entry(probe):
-            if not self.index.has_direct_meter(self.index.table(entry.table_id)):
-                continue
+        if want.HasField("counter_data"):  # the colour counts, when asked for (9.4.1)
+            probe.meter_counter_data.SetInParent()
+        for entry in self._read_direct(probe, self.index.has_direct_meter, "meter"):
             out = pb.DirectMeterEntry()
             if entry.HasField("meter_config"):
                 out.config.CopyFrom(entry.meter_config)
-            entry.ClearField("meter_config")
+            if entry.HasField("meter_counter_data"):
+                out.counter_data.CopyFrom(entry.meter_counter_data)
+            for field in ("meter_config", "meter_counter_data"):
+                entry.ClearField(field)
             out.table_entry.CopyFrom(entry)
             yield out
+
+    def _read_direct(self, probe: pb.TableEntry, has: Callable[[p4info_pb2.Table], bool],
+                     what: str) -> list[pb.TableEntry]:
+        """The entries (of the tables that have the direct resource) a direct counter or
+        meter entry reads. A named table without it is INVALID_ARGUMENT; a named match key
+        that finds no entry NOT_FOUND (spec 9.2.1, 9.4.1)."""
+        if probe.table_id and not has(self.index.table(probe.table_id)):
+            raise invalid(f"table {self.index.table(probe.table_id).preamble.name} has no "
+                          f"direct {what}")
+        found = [e for e in self._read_table_entry(probe)
+                 if has(self.index.table(e.table_id))]
+        if probe.match and not found:
+            raise not_found(f"table {self.index.table(probe.table_id).preamble.name}: "
+                            "no such entry")
+        return found
 
     def _read_counter_entry(self, want: pb.CounterEntry) -> Iterator[pb.CounterEntry]:
         for counter_id, cell in self._indexed_cells("counters", want.counter_id, want):
@@ -365,6 +414,8 @@ class Entities:
             config = codec.meter_from_switch(cell.get("config"))
             if config is not None:
                 out.config.CopyFrom(config)
+            if want.HasField("counter_data"):  # the colour counts, when asked for (9.4)
+                out.counter_data.CopyFrom(codec.counts_from_switch(cell["counts"]))
             yield out
 
     def _read_register_entry(self, want: pb.RegisterEntry) -> Iterator[pb.RegisterEntry]:
@@ -385,9 +436,9 @@ class Entities:
     def cells(self, extern: str, ident: int, want) -> list[dict]:
         """The cells of counter/meter/register ``ident`` (``extern``: the switch's command
         and field, e.g. counter_read): all, or the one whose index ``want`` names."""
-        self.index.lookup(f"{extern}s", ident)
-        req = {"index": want.index.index} if want.HasField("index") else {}
-        return self.switch.call(f"{extern}_read", **{extern: ident}, **req)["cells"]
+        info = self.index.lookup(f"{extern}s", ident)
+        return self.switch.call(f"{extern}_read", **{extern: ident},
+                                **_cell_index(info, want))["cells"]
 
     def _read_digest_entry(self, want: pb.DigestEntry) -> Iterator[pb.DigestEntry]:
         if want.digest_id:
@@ -418,6 +469,28 @@ class Entities:
                     yield out
         else:
             raise invalid("empty packet replication engine entry")
+
+
+def _key(req: dict) -> dict:
+    """The switch's name for an entry: match and priority, or the default entry."""
+    if req.get("default"):
+        return {"default": True}
+    return {"match": req["match"], "priority": req["priority"]}
+
+
+def _cell_index(info, entry) -> dict:
+    """The switch's ``index`` field for the cell ``entry`` names ({} for all cells): a
+    negative index is INVALID_ARGUMENT, one past the array OUT_OF_RANGE (spec 9.2.2,
+    9.4). Checked here, so that the switch fails a valid request only by its own fault."""
+    if not entry.HasField("index"):
+        return {}
+    index = entry.index.index
+    if index < 0:
+        raise invalid(f"{info.preamble.name}: negative index {index}")
+    if index >= info.size:
+        raise P4RuntimeError("OUT_OF_RANGE", f"{info.preamble.name}: index {index} is "
+                             f"outside its {info.size} cells")
+    return {"index": index}
 
 
 def _check_idle_timeout(table, entry: pb.TableEntry) -> None:

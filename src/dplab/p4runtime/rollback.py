@@ -65,14 +65,7 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
     table = entities.index.table(entry.table_id)
     switch = entities.switch
     if entry.is_default_action:
-        before = switch.call("table_read", table=entry.table_id)["default_action"]
-        action = {"action": before["action"], "args": before["args"]}
-        extras = entities.extras.get(entry.table_id, None, 0)
-
-        def undo_default() -> None:
-            switch.call("table_set_default", table=entry.table_id, action=action)
-            entities.extras.put(entry.table_id, None, 0, extras)
-        return undo_default
+        return _default_entry(entities, table)
     key = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
            "priority": entry.priority}
     before = entities.find_entry(table, key["match"], entry.priority)
@@ -85,17 +78,41 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
             if now is not None:
                 switch.call("table_delete", **key)
             return
-        restore = {**key, **_entry_state(before, entities.index.has_direct_meter(table))}
+        has_meter = entities.index.has_direct_meter(table)
+        restore = {**key, **_entry_state(before, has_meter)}
         if now is None:
             switch.call("table_add", **restore)
         elif _entry_state(now, False) != _entry_state(before, False):
-            switch.call("table_modify", **restore)  # never needed on const tables
+            switch.call("table_modify", **restore)  # never needed on const entries
         elif now.get("meter") != before.get("meter"):  # const entries too
             switch.call("table_entry_meter_set", **key, meter=before.get("meter"))
+        if has_meter and (now or {}).get("meter_counts") != before["meter_counts"]:
+            switch.call("table_entry_meter_set", **key, counts=before["meter_counts"])
         switch.call("table_entry_counter_write", **key, packets=before.get("packets", 0),
                     bytes=before.get("bytes", 0))
 
     return undo
+
+
+def _default_entry(entities: Entities, table) -> Undo:
+    """The default entry's action, metadata and direct counter and meter."""
+    switch, table_id = entities.switch, table.preamble.id
+    before = switch.call("table_read", table=table_id)
+    action = {"action": before["default_action"]["action"],
+              "args": before["default_action"]["args"]}
+    extras = entities.extras.get(table_id, None, 0)
+
+    def undo_default() -> None:
+        now = switch.call("table_read", table=table_id)
+        if now["default_action"] != before["default_action"]:  # never on a const default
+            switch.call("table_set_default", table=table_id, action=action)
+        entities.extras.put(table_id, None, 0, extras)
+        if entities.index.has_direct_meter(table):
+            switch.call("table_entry_meter_set", table=table_id, default=True,
+                        meter=before["default_meter"], counts=before["default_meter_counts"])
+        switch.call("table_entry_counter_write", table=table_id, default=True,
+                    packets=before["default_packets"], bytes=before["default_bytes"])
+    return undo_default
 
 
 def _entry_state(item: dict, with_meter: bool) -> dict:
@@ -130,7 +147,7 @@ def _meter_entry(entities: Entities, entry: pb.MeterEntry) -> Undo:
     def undo() -> None:
         for cell in cells:
             entities.switch.call("meter_set", meter=entry.meter_id, index=cell["index"],
-                                 config=cell.get("config"))
+                                 config=cell.get("config"), counts=cell["counts"])
     return undo
 
 

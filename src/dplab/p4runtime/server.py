@@ -21,7 +21,7 @@ from dplab.p4runtime.entities import Entities
 from dplab.p4runtime.entry_extras import EntryExtras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
 from dplab.p4runtime.rollback import write_all_or_none
-from dplab.p4runtime.switch_link import SwitchLink
+from dplab.p4runtime.switch_link import SwitchError, SwitchLink
 
 API_VERSION = "1.5.0"
 Action = pb.SetForwardingPipelineConfigRequest
@@ -152,8 +152,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _read(self, request: pb.ReadRequest) -> tuple[list[pb.Entity],
                                                       list[P4RuntimeError | None]]:
         """The entities every valid request finds, and one error (or None) per request: a
-        bad request fails alone, the others are still answered (spec 11.2, "Batch
-        Processing")."""
+        bad request fails alone with its own code, a valid one the switch failed with
+        INTERNAL; the others are still answered (spec 11.2, "Batch Processing")."""
         self._check_device(request.device_id)
         entities = self._entities()
         found: list[pb.Entity] = []
@@ -163,7 +163,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 try:
                     found.extend(list(entities.read(want)))
                     errors.append(None)
-                except P4RuntimeError as err:
+                except SwitchError as err:  # a valid request the switch failed: INTERNAL
+                    errors.append(P4RuntimeError(
+                        "INTERNAL", f"the switch failed the read: {err.code}: {err.message}"))
+                except P4RuntimeError as err:  # an invalid request: its own code
                     errors.append(err)
         return found, errors
 

@@ -23,6 +23,10 @@ class SwitchLinkError(OSError):
     """The switch's control socket did not accept a connection in time."""
 
 
+class SwitchError(P4RuntimeError):
+    """The switch failed or refused a request (its own status code name), or is gone."""
+
+
 class SwitchLink:
     def __init__(self, path: str, on_event: Callable[[dict], None], wait_s: float = 0.0) -> None:
         self._sock = _connect(path, wait_s)
@@ -34,7 +38,7 @@ class SwitchLink:
         self.call("subscribe")
 
     def call(self, cmd: str, **fields: Any) -> Any:
-        """Sends one request; returns its result or raises P4RuntimeError with the switch's
+        """Sends one request; returns its result or raises SwitchError with the switch's
         status code name (UNAVAILABLE when the switch is gone)."""
         reply = Future()
         with self._lock:
@@ -46,13 +50,13 @@ class SwitchLink:
                 self._sock.sendall(line.encode())
             except OSError as exc:
                 del self._waiting[rid]
-                raise P4RuntimeError("UNAVAILABLE", f"switch control socket: {exc}") from exc
+                raise SwitchError("UNAVAILABLE", f"switch control socket: {exc}") from exc
         try:
             msg = reply.result(REPLY_TIMEOUT_S)
         except TimeoutError as exc:
-            raise P4RuntimeError("UNAVAILABLE", f"switch did not answer {cmd}") from exc
+            raise SwitchError("UNAVAILABLE", f"switch did not answer {cmd}") from exc
         if not msg.get("ok"):
-            raise P4RuntimeError(msg.get("code", "UNKNOWN"), msg.get("error", "switch error"))
+            raise SwitchError(msg.get("code", "UNKNOWN"), msg.get("error", "switch error"))
         return msg.get("result")
 
     def _read_forever(self) -> None:
