@@ -106,11 +106,15 @@ def wire_segments(gso_size: int, frame: bytes) -> tuple[int, int]:
     return count, len(frame) + (count - 1) * headers
 
 
-def transfer(ns_from: str, ns_to: str, data: bytes) -> bytes:
-    """Sends `data` over one TCP connection 10.0.1.1 -> 10.0.2.2; returns what arrived."""
+def transfer(ns_from: str, ns_to: str, data: bytes, address: str = "10.0.2.2",
+             options: tuple[tuple[int, int, bytes], ...] = ()) -> bytes:
+    """Sends `data` over one TCP connection to `address` (IPv4 or IPv6) port 5001, from
+    a client socket set up with `options` (setsockopt level, name, value); returns what
+    arrived."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with in_netns(ns_to):
-        server = socket.socket()
-    server.bind(("10.0.2.2", 5001))
+        server = socket.socket(family)
+    server.bind((address, 5001))
     server.listen(1)
     server.settimeout(20)
     received = bytearray()
@@ -125,10 +129,12 @@ def transfer(ns_from: str, ns_to: str, data: bytes) -> bytes:
     reader = threading.Thread(target=receive)
     reader.start()
     with in_netns(ns_from):
-        client = socket.socket()
+        client = socket.socket(family)
+    for level, name, value in options:
+        client.setsockopt(level, name, value)
     with client, server:
         client.settimeout(20)
-        client.connect(("10.0.2.2", 5001))
+        client.connect((address, 5001))
         client.sendall(data)
         client.shutdown(socket.SHUT_WR)
         reader.join(timeout=30)
