@@ -75,9 +75,11 @@ def capture_socket(ns: str, ifname: str) -> socket.socket:
     return s
 
 
-def drain(s: socket.socket, outgoing: bool) -> list[tuple[int, bytes]]:
-    """IPv4 frames captured so far in one direction (the socket's host sending or not),
-    each with its GSO segment size (0: a frame as a wire carries it)."""
+def drain(s: socket.socket, outgoing: bool, gso_kind: int = GSO_TCPV4,
+          ethertype: bytes | None = b"\x08\x00") -> list[tuple[int, bytes]]:
+    """Frames of `ethertype` (None: any) captured so far in one direction (the socket's
+    host sending or not), each with its GSO segment size if it is a super-packet of
+    `gso_kind` (0: a frame as a wire carries it)."""
     frames = []
     while True:
         try:
@@ -86,8 +88,8 @@ def drain(s: socket.socket, outgoing: bool) -> list[tuple[int, bytes]]:
             return frames
         vnet, frame = data[:VNET_HDR_LEN], data[VNET_HDR_LEN:]
         gso_type, gso_size = vnet[1] & 0x7F, struct.unpack("<H", vnet[4:6])[0]
-        if (addr[2] == PACKET_OUTGOING) == outgoing and frame[12:14] == b"\x08\x00":
-            frames.append((gso_size if gso_type == GSO_TCPV4 else 0, frame))
+        if (addr[2] == PACKET_OUTGOING) == outgoing and ethertype in (None, frame[12:14]):
+            frames.append((gso_size if gso_type == gso_kind else 0, frame))
 
 
 def headers_len(frame: bytes) -> int:

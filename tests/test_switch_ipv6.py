@@ -19,14 +19,14 @@ from contextlib import ExitStack, contextmanager
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import PACKET_OUTGOING, Rig, ipv4_checksum
-from test_switch_gso import _ns, capture_socket, settled_port, transfer
+from switch_rig import Rig, ipv4_checksum
+from test_switch_gso import _ns, capture_socket, compiled, settled_port, transfer
+from test_switch_gso import drain as drain_any
 
 pytestmark = pytest.mark.net
 
 TRANSFER_BYTES = 1 << 20
 WIRE_MAX = 1514  # a 1500-byte MTU plus the Ethernet header
-VNET_HDR_LEN = 10
 GSO_TCPV6 = 4
 HOSTS = {1: ("a", "fd00::1"), 2: ("b", "fd00::2")}
 IPV6_HOPOPTS, IPV6_DSTOPTS = 54, 59
@@ -63,21 +63,6 @@ def two_v6_hosts(rig: Rig):
     finally:
         for ns in created.values():
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-
-
-def drain(s: socket.socket, outgoing: bool) -> list[tuple[int, bytes]]:
-    """Frames a tap captured so far in one direction, each with its GSO segment size if
-    it is a GSO_TCPV6 super-packet (0: a frame as a wire carries it)."""
-    frames = []
-    while True:
-        try:
-            data, addr = s.recvfrom(1 << 17)
-        except BlockingIOError:
-            return frames
-        vnet, frame = data[:VNET_HDR_LEN], data[VNET_HDR_LEN:]
-        gso_type, gso_size = vnet[1] & 0x7F, struct.unpack("<H", vnet[4:6])[0]
-        if (addr[2] == PACKET_OUTGOING) == outgoing:
-            frames.append((gso_size if gso_type == GSO_TCPV6 else 0, frame))
 
 
 def is_tcp6(frame: bytes) -> bool:
@@ -124,13 +109,14 @@ def stream(rig: Rig, hosts: dict[int, str], options=()) -> None:
     assert hashlib.sha256(arrived).digest() == hashlib.sha256(data).digest()
 
 
+def drain(s: socket.socket, outgoing: bool) -> list[tuple[int, bytes]]:
+    """Every frame a tap captured so far in one direction, with its GSO_TCPV6 size."""
+    return drain_any(s, outgoing, GSO_TCPV6, ethertype=None)
+
+
 @pytest.fixture(scope="module")
 def forward_ir(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for network namespaces")
-    rig_mod.build_switch()
-    return rig_mod.compile_p4(rig_mod.ROOT / "benchmarks" / "switch_forward.p4",
-                              tmp_path_factory.mktemp("switch_ipv6"))
+    return compiled(rig_mod.ROOT / "benchmarks" / "switch_forward.p4", tmp_path_factory)
 
 
 @contextmanager

@@ -5,11 +5,10 @@ whose MTU makes the frames smaller (576) or the default (1500)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import switch_rig as rig_mod
 from switch_rig import Rig, mac
+from test_switch_gso import compiled
 
 pytestmark = pytest.mark.net
 
@@ -25,11 +24,7 @@ def frame(length: int, tagged: bool = False) -> bytes:
 
 @pytest.fixture(scope="module")
 def forward_ir(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for network namespaces")
-    rig_mod.build_switch()
-    return rig_mod.compile_p4(rig_mod.ROOT / "benchmarks" / "switch_forward.p4",
-                              tmp_path_factory.mktemp("switch_rx_frames"))
+    return compiled(rig_mod.ROOT / "benchmarks" / "switch_forward.p4", tmp_path_factory)
 
 
 @pytest.mark.parametrize("mtu", [576, 1500])
