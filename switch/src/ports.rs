@@ -113,7 +113,8 @@ impl Drop for TxPath {
 
 /// A frame lent out of the receive ring; give it back with [`Port::release`].
 pub struct RxFrame {
-    pub index: usize,
+    /// Where the frame starts in the ring.
+    at: usize,
 }
 
 /// What one received frame was on the wire, from [`Port::read_frame`].
@@ -133,6 +134,8 @@ pub struct Port {
     ring: *mut u8,
     ring_shape: RingShape,
     next_frame: usize,
+    /// Where `next_frame` starts in the ring (worked out once per frame).
+    next_at: usize,
     pub ifindex: i32,
     tx: Option<TxPath>,
     /// Longest frame the interface sends: its MTU plus the Ethernet header.
@@ -200,6 +203,7 @@ impl Port {
             ring: ptr::null_mut(),
             ring_shape: RingShape::new(rx_frame_size(mtu), FRAME_COUNT),
             next_frame: 0,
+            next_at: 0,
             ifindex,
             tx: None,
             wire_max: mtu + ETH_HLEN,
@@ -297,39 +301,40 @@ impl Port {
         self.fd
     }
 
-    fn header(&self, index: usize) -> *mut libc::tpacket2_hdr {
-        unsafe { self.ring.add(self.ring_shape.offset(index)) as *mut libc::tpacket2_hdr }
+    fn header(&self, at: usize) -> *mut libc::tpacket2_hdr {
+        unsafe { self.ring.add(at) as *mut libc::tpacket2_hdr }
     }
 
     /// Next filled frame of the receive ring, if any.
     pub fn next_rx(&mut self) -> Option<RxFrame> {
-        let hdr = self.header(self.next_frame);
+        let hdr = self.header(self.next_at);
         let status = unsafe { ptr::read_volatile(&(*hdr).tp_status) };
         if status & libc::TP_STATUS_USER == 0 {
             return None;
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-        let index = self.next_frame;
+        let at = self.next_at;
         self.next_frame = (self.next_frame + 1) % self.ring_shape.frames();
-        Some(RxFrame { index })
+        self.next_at = self.ring_shape.offset(self.next_frame);
+        Some(RxFrame { at })
     }
 
     /// Whether the receive ring holds a frame, without taking it (for the idle spin).
     pub fn rx_ready(&self) -> bool {
-        let hdr = self.header(self.next_frame);
+        let hdr = self.header(self.next_at);
         unsafe { ptr::read_volatile(&(*hdr).tp_status) & libc::TP_STATUS_USER != 0 }
     }
 
     /// When the kernel received the frame: its ring timestamp, CLOCK_REALTIME in ns.
     pub fn rx_time_ns(&self, frame: &RxFrame) -> u64 {
-        let h = unsafe { &*self.header(frame.index) };
+        let h = unsafe { &*self.header(frame.at) };
         h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64
     }
 
     /// Turns the frame's packet into the wire packets it stands for, in `out` (segments
     /// of a super-packet, checksums finished; a VLAN tag the kernel lifted out put back).
     pub fn read_frame(&mut self, frame: &RxFrame, out: &mut Segments) -> Received {
-        let hdr = self.header(frame.index);
+        let hdr = self.header(frame.at);
         let h = unsafe { &*hdr };
         let data = unsafe {
             std::slice::from_raw_parts(
@@ -394,7 +399,7 @@ impl Port {
     }
 
     pub fn release(&self, frame: RxFrame) {
-        let hdr = self.header(frame.index);
+        let hdr = self.header(frame.at);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         unsafe { ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_KERNEL) };
     }

@@ -283,3 +283,30 @@ impl TxRing {
         dropped
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_fill_blocks_without_crossing_their_ends() {
+        for frame_size in [176, 1600, 1568, 2048, 9104] {
+            let shape = RingShape::new(frame_size, 2048);
+            let req = shape.request();
+            assert!(shape.frames() >= 2048);
+            assert_eq!(req.tp_frame_nr as usize, shape.frames());
+            assert_eq!(req.tp_block_size % 4096, 0);
+            assert_eq!(
+                shape.bytes(),
+                (req.tp_block_size * req.tp_block_nr) as usize
+            );
+            let block = req.tp_block_size as usize;
+            for i in 0..shape.frames() {
+                let at = shape.offset(i);
+                assert_eq!(at / block, (at + frame_size - 1) / block, "frame {i}");
+                assert!(i == 0 || at >= shape.offset(i - 1) + frame_size);
+            }
+            assert!(shape.offset(shape.frames() - 1) + frame_size <= shape.bytes());
+        }
+    }
+}
