@@ -134,6 +134,7 @@ class Rig:
         core: int | None = None,
         capture: bool = True,
         run_switch: bool = True,
+        mtu: int | None = None,
     ) -> None:
         self.prefix = "dls" + secrets.token_hex(2)[:3]
         self.sw_ns = f"{self.prefix}-sw"
@@ -147,6 +148,7 @@ class Rig:
         # Without the switch the rig is just its namespaces and veths, for another forwarder
         # (the benchmark's Linux bridge, router or OVS) to join port 1 to port 2.
         self.run_switch = run_switch
+        self.mtu = mtu  # of every veth, both ends; None: veth's default (1500)
         self.tmp = tempfile.TemporaryDirectory(prefix=f"{self.prefix}-")
         self.control_path = f"{self.tmp.name}/switch.sock"
         self.proc: subprocess.Popen | None = None
@@ -184,21 +186,10 @@ class Rig:
                 ],
                 check=True,
             )
+        mtu = ["mtu", str(self.mtu)] if self.mtu else []
         for p in range(1, self.n_ports + 1):
-            _ip(
-                "link",
-                "add",
-                self.switch_if(p),
-                "netns",
-                self.sw_ns,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                self.host_if(p),
-                "netns",
-                self.host_ns,
-            )
+            _ip("link", "add", self.switch_if(p), "netns", self.sw_ns, *mtu, "type", "veth",
+                "peer", "name", self.host_if(p), "netns", self.host_ns, *mtu)
             _ip("-n", self.sw_ns, "link", "set", self.switch_if(p), "up")
             _ip("-n", self.host_ns, "link", "set", self.host_if(p), "up")
         if self.run_switch:

@@ -75,9 +75,11 @@ def capture_socket(ns: str, ifname: str) -> socket.socket:
     return s
 
 
-def drain(s: socket.socket, outgoing: bool) -> list[tuple[int, bytes]]:
-    """IPv4 frames captured so far in one direction (the socket's host sending or not),
-    each with its GSO segment size (0: a frame as a wire carries it)."""
+def drain(s: socket.socket, outgoing: bool, gso_kind: int = GSO_TCPV4,
+          ethertype: bytes | None = b"\x08\x00") -> list[tuple[int, bytes]]:
+    """Frames of `ethertype` (None: any) captured so far in one direction (the socket's
+    host sending or not), each with its GSO segment size if it is a super-packet of
+    `gso_kind` (0: a frame as a wire carries it)."""
     frames = []
     while True:
         try:
@@ -86,8 +88,8 @@ def drain(s: socket.socket, outgoing: bool) -> list[tuple[int, bytes]]:
             return frames
         vnet, frame = data[:VNET_HDR_LEN], data[VNET_HDR_LEN:]
         gso_type, gso_size = vnet[1] & 0x7F, struct.unpack("<H", vnet[4:6])[0]
-        if (addr[2] == PACKET_OUTGOING) == outgoing and frame[12:14] == b"\x08\x00":
-            frames.append((gso_size if gso_type == GSO_TCPV4 else 0, frame))
+        if (addr[2] == PACKET_OUTGOING) == outgoing and ethertype in (None, frame[12:14]):
+            frames.append((gso_size if gso_type == gso_kind else 0, frame))
 
 
 def headers_len(frame: bytes) -> int:
@@ -106,11 +108,15 @@ def wire_segments(gso_size: int, frame: bytes) -> tuple[int, int]:
     return count, len(frame) + (count - 1) * headers
 
 
-def transfer(ns_from: str, ns_to: str, data: bytes) -> bytes:
-    """Sends `data` over one TCP connection 10.0.1.1 -> 10.0.2.2; returns what arrived."""
+def transfer(ns_from: str, ns_to: str, data: bytes, address: str = "10.0.2.2",
+             options: tuple[tuple[int, int, bytes], ...] = ()) -> bytes:
+    """Sends `data` over one TCP connection to `address` (IPv4 or IPv6) port 5001, from
+    a client socket set up with `options` (setsockopt level, name, value); returns what
+    arrived."""
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with in_netns(ns_to):
-        server = socket.socket()
-    server.bind(("10.0.2.2", 5001))
+        server = socket.socket(family)
+    server.bind((address, 5001))
     server.listen(1)
     server.settimeout(20)
     received = bytearray()
@@ -125,10 +131,12 @@ def transfer(ns_from: str, ns_to: str, data: bytes) -> bytes:
     reader = threading.Thread(target=receive)
     reader.start()
     with in_netns(ns_from):
-        client = socket.socket()
+        client = socket.socket(family)
+    for level, name, value in options:
+        client.setsockopt(level, name, value)
     with client, server:
         client.settimeout(20)
-        client.connect(("10.0.2.2", 5001))
+        client.connect((address, 5001))
         client.sendall(data)
         client.shutdown(socket.SHUT_WR)
         reader.join(timeout=30)

@@ -96,3 +96,27 @@ def test_memory_stays_flat_over_hundreds_of_thousands_of_packets(rig):
     assert stats["pipeline"]["packets"] - start_packets >= TARGET_PACKETS
     assert stats["cpu"]["packet_in"] > 0 and stats["pipeline"]["drops"] > 0
     assert max(samples) - start_rss <= RSS_SLACK_KIB, (start_rss, samples)
+
+
+# A port costs the switch its two mapped rings: 2048 receive frames and 256 transmit frames,
+# each sized to the largest packet the port delivers or takes whole (MTU + Ethernet header,
+# + a VLAN tag's 4 bytes on receive). At MTU 1500 that is 3.7 MiB (it was 4.5 MiB with
+# fixed 2 KiB frames); at MTU 576, 1.6 MiB. The bounds leave 0.2 MiB per port for the rest.
+PORT_KIB_BOUND = {1500: 3968, 576: 1800}
+
+
+def port_cost_kib(mtu: int) -> float:
+    """The switch's resident memory per port, from switches of 1 and 5 ports at `mtu`."""
+    rss = {}
+    for n_ports in (1, 5):
+        with Rig(n_ports=n_ports, capture=False, mtu=mtu) as r:
+            rss[n_ports] = rss_kib(switch_pid(r))
+    return (rss[5] - rss[1]) / 4
+
+
+@pytest.mark.parametrize("mtu", sorted(PORT_KIB_BOUND))
+def test_memory_per_port_follows_the_port_mtu(mtu):
+    if os.geteuid() != 0:
+        pytest.skip("needs root for network namespaces")
+    rig_mod.build_switch()
+    assert 0 < port_cost_kib(mtu) <= PORT_KIB_BOUND[mtu]

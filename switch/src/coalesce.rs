@@ -105,7 +105,7 @@ impl Tcp {
         if self.ipv4 && fold(sum_bytes(&p[self.l3..self.l4])) != 0xffff {
             return false;
         }
-        let pseudo = pseudo_sum(p, self.l3, self.ipv4, 6, p.len() - self.l4);
+        let pseudo = pseudo_sum(p, self, 6, p.len() - self.l4);
         fold(pseudo + sum_bytes(&p[self.l4..])) == 0xffff
     }
 }
@@ -181,7 +181,7 @@ impl Coalescer {
         h[at.l4 + 13] |= at.flags(last) & (TCP_PSH | TCP_FIN);
         // The field holds the pseudo-header sum over the whole TCP length, as a stack
         // hands a TSO packet over; the kernel derives each segment's checksum from it.
-        let pseudo = fold(pseudo_sum(h, at.l3, at.ipv4, 6, ip_len - (at.l4 - at.l3)));
+        let pseudo = fold(pseudo_sum(h, &at, 6, ip_len - (at.l4 - at.l3)));
         put16(h, at.l4 + TCP_CSUM_OFFSET, pseudo);
         let mut gso_type = if at.ipv4 { GSO_TCPV4 } else { GSO_TCPV6 };
         if at.flags(head) & TCP_CWR != 0 {

@@ -3,14 +3,17 @@
 //! Receive uses a TPACKET_V2 memory-mapped ring: every frame has its own status word, so
 //! a packet is visible the moment the kernel writes it (TPACKET_V3 only hands over whole
 //! blocks, which adds up to a millisecond of latency at low load). Under load one poll
-//! drains many frames, which gives batching without waiting.
+//! drains many frames, which gives batching without waiting. Frames are sized to the
+//! largest packet the interface delivers whole: its MTU plus the Ethernet header and a
+//! VLAN tag's 4 bytes of slack (what veth lets through, is_skb_forwardable), read at start.
 //!
 //! Every received packet comes with a virtio-net header (PACKET_VNET_HDR): hosts keep their
 //! checksum and segmentation offloads, and segment.rs turns what they hand over into the
 //! packets a wire would carry. A packet too long for a ring frame (a TSO/GSO super-packet
-//! of up to 64 KiB) is not truncated: PACKET_COPY_THRESH makes the kernel flag its frame
-//! TP_STATUS_COPY and queue the whole packet on the socket, where `recv` fetches it, in
-//! ring order. Small packets, the common case, keep the zero-syscall ring path.
+//! of up to 64 KiB, or a packet beyond an MTU raised later) is not truncated:
+//! PACKET_COPY_THRESH makes the kernel flag its frame TP_STATUS_COPY and queue the whole
+//! packet on the socket, where `recv` fetches it, in ring order. Wire-sized packets, the
+//! common case, keep the zero-syscall ring path.
 //!
 //! Transmit uses a second socket per port with a memory-mapped transmit ring (see
 //! txring.rs): the packets of a round are written into the ring and sent with one `send()`.
@@ -33,19 +36,26 @@ use std::time::{Duration, Instant};
 
 use crate::coalesce::{self, Coalescer};
 use crate::segment::{Segments, VnetHdr, VNET_HDR_LEN};
-use crate::txring::{self, TxRing};
+use crate::txring::{self, setsockopt, RingShape, TxRing};
 
-const FRAME_SIZE: usize = 2048;
+/// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply the
+/// ring's memory for packets rare and slow enough to take the copy path instead.
+const MAX_FRAME_SIZE: usize = 2048;
+const ETH_HLEN: usize = 14;
+const VLAN_HLEN: usize = 4;
+/// Where the kernel puts a received packet in its ring frame (tpacket_rcv): behind the
+/// TPACKET_V2 header and address, aligned as if the link header were 16 bytes, then the
+/// virtio-net header.
+const RX_PACKET_AT: usize = align16(libc::TPACKET2_HDRLEN + 16) + VNET_HDR_LEN - ETH_HLEN;
 /// Largest packet fetched from the socket queue (GSO packets are at most 64 KiB).
 const BIG_PACKET: usize = 1 << 17;
 /// Socket receive buffer for those packets: bounds the memory they may hold while queued.
 const RCVBUF_BYTES: libc::c_int = 16 << 20;
 /// Receive ring depth. Every frame is kernel memory mapped into the switch (it counts in
-/// its RSS): 2048 frames are 4 MiB per port, ~2 ms of 1 Mpps for while the switch's thread
-/// waits for its core; half of that lost 64 B packets under load (measured A/B).
+/// its RSS): 2048 frames are 3.3 MiB per port at MTU 1500, ~2 ms of 1 Mpps for while the
+/// switch's thread waits for its core; half of that lost 64 B packets under load
+/// (measured A/B).
 const FRAME_COUNT: usize = 2048;
-const BLOCK_SIZE: usize = 1 << 20;
-const TX_FRAME_SIZE: usize = 2048;
 /// Transmit ring depth: a round sends a port at most 64 packets per input port (dataplane.rs), and
 /// a longer batch (segments of super-packets) is sent in parts as frames come free.
 const TX_FRAME_COUNT: usize = 256;
@@ -103,7 +113,8 @@ impl Drop for TxPath {
 
 /// A frame lent out of the receive ring; give it back with [`Port::release`].
 pub struct RxFrame {
-    pub index: usize,
+    /// Where the frame starts in the ring.
+    at: usize,
 }
 
 /// What one received frame was on the wire, from [`Port::read_frame`].
@@ -121,7 +132,10 @@ pub struct Port {
     pub name: String,
     fd: RawFd,
     ring: *mut u8,
+    ring_shape: RingShape,
     next_frame: usize,
+    /// Where `next_frame` starts in the ring (worked out once per frame).
+    next_at: usize,
     pub ifindex: i32,
     tx: Option<TxPath>,
     /// Longest frame the interface sends: its MTU plus the Ethernet header.
@@ -142,21 +156,25 @@ pub struct Port {
 unsafe impl Send for Port {}
 
 fn os_error(what: &str, name: &str) -> io::Error {
-    let e = io::Error::last_os_error();
+    port_error(name, what, io::Error::last_os_error())
+}
+
+fn port_error(name: &str, what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("port {name}: {what}: {e}"))
 }
 
-fn set_option<T>(fd: RawFd, level: i32, opt: i32, value: &T) -> bool {
-    let len = std::mem::size_of::<T>() as libc::socklen_t;
-    unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            opt,
-            value as *const T as *const libc::c_void,
-            len,
-        ) == 0
-    }
+const fn align16(n: usize) -> usize {
+    (n + 15) & !15
+}
+
+/// Bytes per receive ring frame for an interface of MTU `mtu` (see the module's doc).
+fn rx_frame_size(mtu: usize) -> usize {
+    align16(RX_PACKET_AT + ETH_HLEN + mtu + VLAN_HLEN).min(MAX_FRAME_SIZE)
+}
+
+/// Bytes per transmit ring frame for packets of up to `wire_max` bytes.
+fn tx_frame_size(wire_max: usize) -> usize {
+    align16(txring::DATA_OFFSET + wire_max).min(MAX_FRAME_SIZE)
 }
 
 impl Port {
@@ -175,15 +193,20 @@ impl Port {
         if fd < 0 {
             return Err(os_error("socket", name));
         }
+        let mtu = interface_mtu(fd, name).inspect_err(|_| unsafe {
+            libc::close(fd);
+        })?;
         let mut port = Port {
             number,
             name: name.to_string(),
             fd,
             ring: ptr::null_mut(),
+            ring_shape: RingShape::new(rx_frame_size(mtu), FRAME_COUNT),
             next_frame: 0,
+            next_at: 0,
             ifindex,
             tx: None,
-            wire_max: 0,
+            wire_max: mtu + ETH_HLEN,
             tso: false,
             tso_read: Instant::now(),
             coalescer: Coalescer::default(),
@@ -192,7 +215,6 @@ impl Port {
             tagged: Vec::new(),
         };
         port.configure()?;
-        port.wire_max = interface_mtu(fd, name)? + 14;
         port.tso = interface_tso(fd, name);
         match open_tx_path(ifindex, port.wire_max) {
             Ok(tx) => port.tx = Some(tx),
@@ -204,49 +226,65 @@ impl Port {
         Ok(port)
     }
 
+    /// Sets a socket option of the receive socket; `what` names it in the error.
+    fn set<T>(&self, level: i32, opt: i32, value: &T, what: &str) -> io::Result<()> {
+        setsockopt(self.fd, level, opt, value).map_err(|e| port_error(&self.name, what, e))
+    }
+
     fn configure(&mut self) -> io::Result<()> {
-        let fd = self.fd;
         let version: libc::c_int = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
-        if !set_option(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version) {
-            return Err(os_error("PACKET_VERSION", &self.name));
-        }
+        self.set(
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            &version,
+            "PACKET_VERSION",
+        )?;
         let one: libc::c_int = 1;
         // Packets the switch itself sends must not come back in as input.
-        if !set_option(fd, libc::SOL_PACKET, libc::PACKET_IGNORE_OUTGOING, &one) {
-            return Err(os_error("PACKET_IGNORE_OUTGOING", &self.name));
-        }
-        // Both must precede the ring: the kernel refuses them once it exists.
-        if !set_option(fd, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one) {
-            return Err(os_error("PACKET_VNET_HDR", &self.name));
-        }
-        if !set_option(fd, libc::SOL_PACKET, libc::PACKET_COPY_THRESH, &one)
-            || !set_option(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &RCVBUF_BYTES)
-        {
-            return Err(os_error("PACKET_COPY_THRESH/SO_RCVBUFFORCE", &self.name));
-        }
-        let req = libc::tpacket_req {
-            tp_block_size: BLOCK_SIZE as u32,
-            tp_block_nr: (FRAME_SIZE * FRAME_COUNT / BLOCK_SIZE) as u32,
-            tp_frame_size: FRAME_SIZE as u32,
-            tp_frame_nr: FRAME_COUNT as u32,
-        };
-        if !set_option(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req) {
-            return Err(os_error("PACKET_RX_RING", &self.name));
-        }
-        let len = FRAME_SIZE * FRAME_COUNT;
-        let prot = libc::PROT_READ | libc::PROT_WRITE;
-        let map = unsafe { libc::mmap(ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
-        if map == libc::MAP_FAILED {
-            return Err(os_error("mmap of the receive ring", &self.name));
-        }
-        self.ring = map as *mut u8;
+        let ignore_outgoing = libc::PACKET_IGNORE_OUTGOING;
+        self.set(
+            libc::SOL_PACKET,
+            ignore_outgoing,
+            &one,
+            "PACKET_IGNORE_OUTGOING",
+        )?;
+        // These three must precede the ring: the kernel refuses them once it exists.
+        self.set(
+            libc::SOL_PACKET,
+            libc::PACKET_VNET_HDR,
+            &one,
+            "PACKET_VNET_HDR",
+        )?;
+        self.set(
+            libc::SOL_PACKET,
+            libc::PACKET_COPY_THRESH,
+            &one,
+            "PACKET_COPY_THRESH",
+        )?;
+        self.set(
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            &RCVBUF_BYTES,
+            "SO_RCVBUFFORCE",
+        )?;
+        let req = self.ring_shape.request();
+        self.set(
+            libc::SOL_PACKET,
+            libc::PACKET_RX_RING,
+            &req,
+            "PACKET_RX_RING",
+        )?;
+        let map = txring::map_ring(self.fd, &self.ring_shape);
+        self.ring = map.map_err(|e| port_error(&self.name, "mmap of the receive ring", e))?;
+        let fd = self.fd;
         let mreq = libc::packet_mreq {
             mr_ifindex: self.ifindex,
             mr_type: libc::PACKET_MR_PROMISC as u16,
             mr_alen: 0,
             mr_address: [0; 8],
         };
-        set_option(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq);
+        // Promiscuous mode is a wish, not a need (veth delivers every frame anyway).
+        let _ = setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq);
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
         addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
@@ -263,39 +301,40 @@ impl Port {
         self.fd
     }
 
-    fn header(&self, index: usize) -> *mut libc::tpacket2_hdr {
-        unsafe { self.ring.add(index * FRAME_SIZE) as *mut libc::tpacket2_hdr }
+    fn header(&self, at: usize) -> *mut libc::tpacket2_hdr {
+        unsafe { self.ring.add(at) as *mut libc::tpacket2_hdr }
     }
 
     /// Next filled frame of the receive ring, if any.
     pub fn next_rx(&mut self) -> Option<RxFrame> {
-        let hdr = self.header(self.next_frame);
+        let hdr = self.header(self.next_at);
         let status = unsafe { ptr::read_volatile(&(*hdr).tp_status) };
         if status & libc::TP_STATUS_USER == 0 {
             return None;
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-        let index = self.next_frame;
-        self.next_frame = (self.next_frame + 1) % FRAME_COUNT;
-        Some(RxFrame { index })
+        let at = self.next_at;
+        self.next_frame = (self.next_frame + 1) % self.ring_shape.frames();
+        self.next_at = self.ring_shape.offset(self.next_frame);
+        Some(RxFrame { at })
     }
 
     /// Whether the receive ring holds a frame, without taking it (for the idle spin).
     pub fn rx_ready(&self) -> bool {
-        let hdr = self.header(self.next_frame);
+        let hdr = self.header(self.next_at);
         unsafe { ptr::read_volatile(&(*hdr).tp_status) & libc::TP_STATUS_USER != 0 }
     }
 
     /// When the kernel received the frame: its ring timestamp, CLOCK_REALTIME in ns.
     pub fn rx_time_ns(&self, frame: &RxFrame) -> u64 {
-        let h = unsafe { &*self.header(frame.index) };
+        let h = unsafe { &*self.header(frame.at) };
         h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64
     }
 
     /// Turns the frame's packet into the wire packets it stands for, in `out` (segments
     /// of a super-packet, checksums finished; a VLAN tag the kernel lifted out put back).
     pub fn read_frame(&mut self, frame: &RxFrame, out: &mut Segments) -> Received {
-        let hdr = self.header(frame.index);
+        let hdr = self.header(frame.at);
         let h = unsafe { &*hdr };
         let data = unsafe {
             std::slice::from_raw_parts(
@@ -360,7 +399,7 @@ impl Port {
     }
 
     pub fn release(&self, frame: RxFrame) {
-        let hdr = self.header(frame.index);
+        let hdr = self.header(frame.at);
         std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
         unsafe { ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_KERNEL) };
     }
@@ -394,10 +433,13 @@ impl Port {
         sent
     }
 
-    /// Queues a packet in the transmit ring, or sends it on its own if there is no ring
-    /// or it is too long for one.
+    /// Queues a packet in the transmit ring, or sends it on its own (after what the ring
+    /// holds, to keep the port's order) if there is no ring or it is too long for one.
     fn send_single(&mut self, p: &[u8], sent: &mut Sent) {
         let Some(tx) = self.tx.as_mut().filter(|tx| p.len() <= tx.max_len) else {
+            if let Some(tx) = self.tx.as_mut() {
+                tx.push_out(sent);
+            }
             let n = send_one(self.fd, p) as u64;
             sent.packets += n;
             sent.bytes += n * p.len() as u64;
@@ -478,7 +520,8 @@ fn io_slice(bytes: &[u8]) -> libc::iovec {
 /// The transmit socket of interface `ifindex`, with its transmit ring mapped, for frames
 /// of up to `wire_max` bytes.
 fn open_tx_path(ifindex: i32, wire_max: usize) -> io::Result<TxPath> {
-    let (fd, ring) = txring::open(ifindex, TX_FRAME_SIZE, TX_FRAME_COUNT, false)?;
+    let frame_size = tx_frame_size(wire_max);
+    let (fd, ring) = txring::open(ifindex, frame_size, TX_FRAME_COUNT, false)?;
     Ok(TxPath {
         fd,
         max_len: ring.max_packet().min(wire_max),
@@ -516,12 +559,10 @@ fn interface_mtu(fd: RawFd, name: &str) -> io::Result<usize> {
 
 impl Drop for Port {
     fn drop(&mut self) {
-        unsafe {
-            if !self.ring.is_null() {
-                libc::munmap(self.ring as *mut libc::c_void, FRAME_SIZE * FRAME_COUNT);
-            }
-            libc::close(self.fd);
+        if !self.ring.is_null() {
+            txring::unmap_ring(self.ring, &self.ring_shape);
         }
+        unsafe { libc::close(self.fd) };
     }
 }
 

@@ -7,7 +7,10 @@
 //! carry it, so this module finishes checksums and segments here, as a NIC's TSO would:
 //! each segment gets its own IP length, IPv4 id and header checksum, TCP sequence number
 //! and flags (FIN/PSH on the last segment only, CWR on the first only) and a complete
-//! L4 checksum. Metadata that does not describe the packet is refused, never trusted.
+//! L4 checksum. IPv6 hop-by-hop, routing and destination options headers are copied into
+//! every segment, as the kernel's own segmentation does (ipv6_gso_segment); the checksum's
+//! pseudo-header then names the final destination of a routing header (RFC 8200, 8.1).
+//! Metadata that does not describe the packet is refused, never trusted.
 
 use crate::hashes::{csum16, fold, sum_bytes};
 
@@ -22,6 +25,12 @@ const GSO_UDP_L4: u8 = 5;
 /// Set with TCP GSO types when the flow uses ECN; segmentation is the same.
 pub const GSO_ECN: u8 = 0x80;
 const ETH_HLEN: usize = 14;
+/// IPv6 extension headers that segmentation copies into every segment (RFC 8200, 4.1).
+const IPV6_HOP_BY_HOP: u8 = 0;
+const IPV6_ROUTING: u8 = 43;
+const IPV6_DEST_OPTIONS: u8 = 60;
+/// More extension headers than this in one packet are refused (the kernel's GSO stops too).
+const MAX_IPV6_EXTENSIONS: usize = 8;
 pub const TCP_FIN: u8 = 0x01;
 pub const TCP_PSH: u8 = 0x08;
 pub const TCP_CWR: u8 = 0x80;
@@ -62,8 +71,9 @@ pub enum Malformed {
     ZeroGsoSize,
     /// hdr_len longer than the packet.
     HeaderLength,
-    /// The headers do not match the GSO type (wrong protocol, IP options or extension
-    /// headers where not supported, fragments, truncated headers, no payload).
+    /// The headers do not match the GSO type (wrong protocol, IPv4 or IPv6 fragments,
+    /// IPv6 extension headers that cannot be repeated per segment, truncated headers, no
+    /// payload).
     Headers(&'static str),
 }
 
@@ -79,7 +89,11 @@ pub struct Segments {
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub struct Layout {
     pub l3: usize,
+    /// Start of the L4 header (behind IPv6 extension headers, if any).
     pub l4: usize,
+    /// Where the destination address of the L4 checksum's pseudo-header starts: the IP
+    /// header's, or a routing header's final destination.
+    pub pseudo_dst: usize,
     /// Start of the payload (end of the L4 header).
     pub payload: usize,
     pub ipv4: bool,
@@ -175,7 +189,7 @@ pub fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
         ethertype = be16(packet, l3 + 2).ok_or(short())?;
         l3 += 4;
     }
-    let (ipv4, l4, proto) = match ethertype {
+    let (ipv4, l4, proto, pseudo_dst) = match ethertype {
         0x0800 => {
             let ihl = (*packet.get(l3).ok_or(short())? & 0x0f) as usize * 4;
             if packet.len() < l3 + 20 || ihl < 20 || packet[l3] >> 4 != 4 {
@@ -184,14 +198,13 @@ pub fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
             if be16(packet, l3 + 6).ok_or(short())? & 0x3fff != 0 {
                 return Err(Malformed::Headers("IPv4 fragment"));
             }
-            (true, l3 + ihl, packet[l3 + 9])
+            (true, l3 + ihl, packet[l3 + 9], l3 + 16)
         }
         0x86dd => {
             if packet.len() < l3 + 40 || packet[l3] >> 4 != 6 {
                 return Err(Malformed::Headers("bad IPv6 header"));
             }
-            // Extension headers would need walking; the stacks here do not send them.
-            (false, l3 + 40, packet[l3 + 6])
+            ipv6_upper_layer(packet, l3)?
         }
         _ => return Err(Malformed::Headers("not IPv4 or IPv6")),
     };
@@ -222,10 +235,55 @@ pub fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
     Ok(Layout {
         l3,
         l4,
+        pseudo_dst,
         payload,
         ipv4,
         tcp,
     })
+}
+
+/// Walks the IPv6 extension headers of the packet whose IPv6 header is at `l3`: where
+/// the upper-layer header starts, its protocol, and where the pseudo-header's destination
+/// address is. Headers other than hop-by-hop, routing and destination options (fragment,
+/// AH, ESP) end the walk: the upper layer is then not TCP/UDP, and the packet is refused.
+fn ipv6_upper_layer(p: &[u8], l3: usize) -> Result<(bool, usize, u8, usize), Malformed> {
+    let (mut next, mut at, mut dst) = (p[l3 + 6], l3 + 40, l3 + 24);
+    for _ in 0..MAX_IPV6_EXTENSIONS {
+        if !matches!(next, IPV6_HOP_BY_HOP | IPV6_ROUTING | IPV6_DEST_OPTIONS) {
+            return Ok((false, at, next, dst));
+        }
+        let len = (*p.get(at + 1).ok_or(short())? as usize + 1) * 8;
+        if at + len > p.len() {
+            return Err(short());
+        }
+        if next == IPV6_ROUTING {
+            if let Some(offset) = final_destination(&p[at..at + len])? {
+                dst = at + offset;
+            }
+        }
+        next = p[at];
+        at += len;
+    }
+    Err(Malformed::Headers("too many IPv6 extension headers"))
+}
+
+/// Where in routing header `rh` the packet's final destination is (RFC 8200, 8.1), or
+/// None when no segments are left (the IPv6 header's destination is the final one).
+fn final_destination(rh: &[u8]) -> Result<Option<usize>, Malformed> {
+    let (kind, segments_left) = (rh[2], rh[3]);
+    if segments_left == 0 {
+        return Ok(None);
+    }
+    let addresses = (rh.len() - 8) / 16;
+    match kind {
+        // Type 0 (deprecated) and 2 (mobility): the last address listed.
+        0 | 2 if addresses > 0 => Ok(Some(8 + 16 * (addresses - 1))),
+        // Type 4 (segment routing): segment list[0] is the last segment.
+        4 if addresses > 0 => Ok(Some(8)),
+        _ => Err(Malformed::Headers(
+            "IPv6 routing header whose final destination is not known",
+        )),
+    }
 }
 
 fn short() -> Malformed {
@@ -241,10 +299,18 @@ pub fn put16(b: &mut [u8], at: usize, v: u16) {
 }
 
 /// The unfolded pseudo-header sum of an L4 segment of `l4_len` bytes of protocol `proto`
-/// behind the IPv4 (`ipv4`) or IPv6 header at `l3` of `p`.
-pub fn pseudo_sum(p: &[u8], l3: usize, ipv4: bool, proto: u8, l4_len: usize) -> u64 {
-    let (at, len) = if ipv4 { (l3 + 12, 8) } else { (l3 + 8, 32) };
-    sum_bytes(&p[at..at + len]) + proto as u64 + l4_len as u64
+/// in `p`, whose headers are at `at`.
+pub fn pseudo_sum(p: &[u8], at: &Layout, proto: u8, l4_len: usize) -> u64 {
+    let (src, addr_len) = if at.ipv4 {
+        (at.l3 + 12, 4)
+    } else {
+        (at.l3 + 8, 16)
+    };
+    let dst = at.pseudo_dst;
+    sum_bytes(&p[src..src + addr_len])
+        + sum_bytes(&p[dst..dst + addr_len])
+        + proto as u64
+        + l4_len as u64
 }
 
 /// Makes segment `index` of `count` (headers copied from the super-packet) what a wire
@@ -278,7 +344,7 @@ fn fix_segment(seg: &mut [u8], at: &Layout, index: usize, count: usize, size: us
     };
     put16(seg, csum_at, 0);
     let proto = if at.tcp { 6 } else { 17 };
-    let pseudo = pseudo_sum(seg, at.l3, at.ipv4, proto, l4_len);
+    let pseudo = pseudo_sum(seg, at, proto, l4_len);
     let sum = !fold(pseudo + sum_bytes(&seg[at.l4..]));
     // UDP sends a computed 0 as 0xffff (0 means "no checksum"); for TCP both are equal.
     put16(seg, csum_at, if sum == 0 { 0xffff } else { sum });
@@ -447,6 +513,112 @@ mod tests {
             let sum = sum_bytes(&s[22..54]) + 17 + 1008 + sum_bytes(&s[54..]);
             assert_eq!(fold(sum), 0xffff);
         }
+    }
+
+    /// Ethernet + IPv6 (destination fd..fe) + `extensions` (as given, the first one's
+    /// type in `first`) + TCP (seq 1000, ACK|PSH) + PAYLOAD bytes, as a TSO super-packet.
+    fn tcp6_super(first: u8, extensions: &[u8]) -> (VnetHdr, Vec<u8>) {
+        let l4 = 14 + 40 + extensions.len();
+        let mut p = vec![0u8; l4 + 20 + PAYLOAD];
+        p[12..14].copy_from_slice(&[0x86, 0xdd]);
+        p[14] = 0x60;
+        put16(&mut p, 18, (extensions.len() + 20 + PAYLOAD) as u16);
+        p[20] = first;
+        p[21] = 64;
+        p[22..38].copy_from_slice(&[0xfd; 16]);
+        p[38..54].copy_from_slice(&[0xfe; 16]);
+        p[54..l4].copy_from_slice(extensions);
+        p[l4 + 4..l4 + 8].copy_from_slice(&1000u32.to_be_bytes());
+        p[l4 + 12] = 5 << 4;
+        p[l4 + 13] = TCP_PSH | 0x10;
+        for (i, b) in p[l4 + 20..].iter_mut().enumerate() {
+            *b = (i * 11 % 253) as u8;
+        }
+        let vnet = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type: GSO_TCPV6,
+            hdr_len: (l4 + 20) as u16,
+            gso_size: MSS,
+            csum_start: l4 as u16,
+            csum_offset: 16,
+        };
+        (vnet, p)
+    }
+
+    /// Hop-by-hop (PadN), routing type 2 with one segment left (final destination
+    /// 0xaa..), destination options (PadN), then TCP.
+    fn three_extensions() -> Vec<u8> {
+        let mut ext = vec![IPV6_ROUTING, 0, 1, 4, 0, 0, 0, 0];
+        ext.extend_from_slice(&[IPV6_DEST_OPTIONS, 2, 2, 1, 0, 0, 0, 0]);
+        ext.extend_from_slice(&[0xaa; 16]);
+        ext.extend_from_slice(&[6, 0, 1, 4, 0, 0, 0, 0]);
+        ext
+    }
+
+    #[test]
+    fn tcpv6_extension_headers_are_repeated_in_every_segment() {
+        let ext = three_extensions();
+        let (vnet, sup) = tcp6_super(IPV6_HOP_BY_HOP, &ext);
+        let l4 = 54 + ext.len();
+        let mut segs = Segments::default();
+        segs.fill(&vnet, &sup).unwrap();
+        assert_eq!(segs.len(), 3);
+        let mut payload = Vec::new();
+        for i in 0..3 {
+            let s = segs.get(i);
+            // Headers copied, but for the payload length.
+            assert_eq!((&s[..18], &s[20..l4 + 4]), (&sup[..18], &sup[20..l4 + 4]));
+            assert_eq!(
+                be16(s, 18).unwrap() as usize,
+                s.len() - 54,
+                "IPv6 payload length"
+            );
+            let seq = u32::from_be_bytes(s[l4 + 4..l4 + 8].try_into().unwrap());
+            assert_eq!(seq, 1000 + (i * MSS as usize) as u32);
+            assert_eq!(s[l4 + 13] & TCP_PSH != 0, i == 2);
+            // The pseudo-header names the routing header's final destination.
+            let pseudo = sum_bytes(&s[22..38]) + sum_bytes(&[0xaa; 16]) + 6;
+            assert_eq!(
+                fold(pseudo + (s.len() - l4) as u64 + sum_bytes(&s[l4..])),
+                0xffff
+            );
+            payload.extend_from_slice(&s[l4 + 20..]);
+        }
+        assert_eq!(payload, sup[l4 + 20..]);
+    }
+
+    #[test]
+    fn a_routing_header_without_segments_left_keeps_the_header_destination() {
+        let mut ext = three_extensions();
+        ext[11] = 0; // the routing header's segments left
+        let (vnet, sup) = tcp6_super(IPV6_HOP_BY_HOP, &ext);
+        let l4 = 54 + ext.len();
+        let mut segs = Segments::default();
+        segs.fill(&vnet, &sup).unwrap();
+        let s = segs.get(0);
+        let pseudo = sum_bytes(&s[22..54]) + 6 + (s.len() - l4) as u64;
+        assert_eq!(fold(pseudo + sum_bytes(&s[l4..])), 0xffff);
+    }
+
+    #[test]
+    fn ipv6_headers_that_cannot_be_repeated_are_refused() {
+        let mut segs = Segments::default();
+        // A fragment header (44) in front of TCP.
+        let (vnet, sup) = tcp6_super(44, &[6, 0, 0, 1, 0, 0, 0, 7]);
+        assert!(matches!(segs.fill(&vnet, &sup), Err(Malformed::Headers(_))));
+        // A routing header of a type whose final destination is not known (RPL, 3).
+        let mut ext = three_extensions();
+        ext[10] = 3; // the routing header's type
+        let (vnet, sup) = tcp6_super(IPV6_HOP_BY_HOP, &ext);
+        assert!(matches!(segs.fill(&vnet, &sup), Err(Malformed::Headers(_))));
+        // Destination options pointing at each other forever.
+        let looped = [IPV6_DEST_OPTIONS, 0, 1, 4, 0, 0, 0, 0].repeat(9);
+        let (vnet, sup) = tcp6_super(IPV6_DEST_OPTIONS, &looped);
+        assert!(matches!(segs.fill(&vnet, &sup), Err(Malformed::Headers(_))));
+        // An extension header longer than the packet.
+        let (vnet, sup) = tcp6_super(IPV6_HOP_BY_HOP, &three_extensions());
+        assert!(segs.fill(&vnet, &sup[..60]).is_err());
+        assert_eq!(segs.len(), 0);
     }
 
     #[test]

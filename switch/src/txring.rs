@@ -15,6 +15,9 @@
 //!
 //! A frame the device refused (e.g. the veth peer's backlog is full) is put back to
 //! SEND_REQUEST by the kernel and retried by the next `send()`.
+//!
+//! The ring's layout ([`RingShape`]), its mapping and socket options are the same for a
+//! receive ring: ports.rs uses them for its PACKET_RX_RING too.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -27,12 +30,63 @@ const FRAME_OFFSET: usize = libc::TPACKET2_HDRLEN - std::mem::size_of::<libc::so
 /// csum_offset (u16, little-endian on this host).
 const VNET_HDR_LEN: usize = 10;
 /// Where packet data starts in a TX frame.
-const DATA_OFFSET: usize = FRAME_OFFSET + VNET_HDR_LEN;
+pub const DATA_OFFSET: usize = FRAME_OFFSET + VNET_HDR_LEN;
+
+/// Where the frames of a TPACKET_V2 ring lie: frames of `frame_size` bytes packed into
+/// blocks of a power-of-two size; a frame never crosses a block's end, so a frame size that
+/// does not divide the block leaves the block's tail unused.
+#[derive(Clone, Copy)]
+pub struct RingShape {
+    /// Bytes per frame, a multiple of 16 (TPACKET_ALIGNMENT).
+    pub frame_size: usize,
+    per_block: usize,
+    block_size: usize,
+    blocks: usize,
+}
+
+impl RingShape {
+    /// Room for at least `frames` frames of `frame_size` bytes. Blocks are 64 KiB (or one
+    /// frame's power of two, if larger): small enough for the kernel to find the
+    /// contiguous memory of each, large enough to waste little of it.
+    pub fn new(frame_size: usize, frames: usize) -> RingShape {
+        let block_size = frame_size.next_power_of_two().max(1 << 16);
+        let per_block = block_size / frame_size;
+        RingShape {
+            frame_size,
+            per_block,
+            block_size,
+            blocks: frames.div_ceil(per_block),
+        }
+    }
+
+    pub fn frames(&self) -> usize {
+        self.per_block * self.blocks
+    }
+
+    /// The length of the mapped ring.
+    pub fn bytes(&self) -> usize {
+        self.block_size * self.blocks
+    }
+
+    /// Where frame `index` starts in the mapped ring.
+    pub fn offset(&self, index: usize) -> usize {
+        index / self.per_block * self.block_size + index % self.per_block * self.frame_size
+    }
+
+    /// The ring request (PACKET_RX_RING / PACKET_TX_RING) for this shape.
+    pub fn request(&self) -> libc::tpacket_req {
+        libc::tpacket_req {
+            tp_block_size: self.block_size as u32,
+            tp_block_nr: self.blocks as u32,
+            tp_frame_size: self.frame_size as u32,
+            tp_frame_nr: self.frames() as u32,
+        }
+    }
+}
 
 pub struct TxRing {
     base: *mut u8,
-    frame_size: usize,
-    frame_count: usize,
+    shape: RingShape,
     /// Next frame to write; equals the kernel's head once nothing is queued.
     next: usize,
     /// Frames marked SEND_REQUEST that the kernel has not taken yet (just before `next`).
@@ -50,7 +104,8 @@ pub struct Flushed {
 }
 
 /// A socket bound to interface `ifindex` that only transmits (protocol 0: it receives
-/// nothing), with a transmit ring of `frame_count` frames of `frame_size` bytes mapped.
+/// nothing), with a transmit ring of at least `frame_count` frames of `frame_size` bytes
+/// (a multiple of 16) mapped.
 /// `bypass_qdisc`: hand frames straight to the device, past the interface's qdisc (a packet
 /// source measuring rates wants that; a switch port must keep its link's shaping). On
 /// error nothing is left open.
@@ -70,20 +125,15 @@ pub fn open(
     };
     let version = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
     let bypass = bypass_qdisc as libc::c_int;
-    setsockopt(fd, libc::PACKET_VERSION, &version)
-        .and_then(|_| setsockopt(fd, libc::PACKET_QDISC_BYPASS, &bypass))
+    setsockopt(fd, libc::SOL_PACKET, libc::PACKET_VERSION, &version)
+        .and_then(|_| setsockopt(fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &bypass))
         .map_err(|e| fail("setsockopt", e))?;
-    request(fd, frame_size, frame_count).map_err(|e| fail("PACKET_TX_RING", e))?;
-    let len = frame_size * frame_count;
-    let prot = libc::PROT_READ | libc::PROT_WRITE;
-    let map = unsafe { libc::mmap(ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
-    if map == libc::MAP_FAILED {
-        return Err(fail("mmap", io::Error::last_os_error()));
-    }
+    let shape = RingShape::new(frame_size, frame_count);
+    request(fd, &shape).map_err(|e| fail("PACKET_TX_RING", e))?;
+    let map = map_ring(fd, &shape).map_err(|e| fail("mmap", e))?;
     let ring = TxRing {
-        base: map as *mut u8,
-        frame_size,
-        frame_count,
+        base: map,
+        shape,
         next: 0,
         queued: 0,
     };
@@ -99,34 +149,35 @@ pub fn open(
     Ok((fd, ring))
 }
 
-/// Asks the kernel for a transmit ring of `frame_count` frames of `frame_size` bytes on `fd`.
-fn request(fd: RawFd, frame_size: usize, frame_count: usize) -> io::Result<()> {
-    let block_size = frame_size.max(1 << 16);
-    let req = libc::tpacket_req {
-        tp_block_size: block_size as u32,
-        tp_block_nr: (frame_size * frame_count / block_size) as u32,
-        tp_frame_size: frame_size as u32,
-        tp_frame_nr: frame_count as u32,
-    };
+/// Asks the kernel for a transmit ring of `shape` on `fd`.
+fn request(fd: RawFd, shape: &RingShape) -> io::Result<()> {
     // PACKET_LOSS: a malformed frame is skipped rather than blocking the ring for good.
     let one: libc::c_int = 1;
-    setsockopt(fd, libc::PACKET_LOSS, &one)?;
-    setsockopt(fd, libc::PACKET_VNET_HDR, &one)?;
-    setsockopt(fd, libc::PACKET_TX_RING, &req)
+    setsockopt(fd, libc::SOL_PACKET, libc::PACKET_LOSS, &one)?;
+    setsockopt(fd, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &one)?;
+    setsockopt(fd, libc::SOL_PACKET, libc::PACKET_TX_RING, &shape.request())
 }
 
-/// One SOL_PACKET socket option.
-fn setsockopt<T>(fd: RawFd, opt: i32, value: &T) -> io::Result<()> {
+/// Maps the ring of `shape` that the kernel made for `fd` (PACKET_RX_RING or _TX_RING).
+pub fn map_ring(fd: RawFd, shape: &RingShape) -> io::Result<*mut u8> {
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let len = shape.bytes();
+    let map = unsafe { libc::mmap(ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    if map == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(map as *mut u8)
+}
+
+/// Unmaps a ring mapped by [`map_ring`]; it is not to be used after this.
+pub fn unmap_ring(base: *mut u8, shape: &RingShape) {
+    unsafe { libc::munmap(base as *mut libc::c_void, shape.bytes()) };
+}
+
+/// Sets socket option `opt` of `level` on `fd` to `value`.
+pub fn setsockopt<T>(fd: RawFd, level: i32, opt: i32, value: &T) -> io::Result<()> {
     let len = std::mem::size_of::<T>() as libc::socklen_t;
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_PACKET,
-            opt,
-            value as *const T as *const _,
-            len,
-        )
-    };
+    let rc = unsafe { libc::setsockopt(fd, level, opt, value as *const T as *const _, len) };
     if rc == 0 {
         Ok(())
     } else {
@@ -137,21 +188,16 @@ fn setsockopt<T>(fd: RawFd, opt: i32, value: &T) -> io::Result<()> {
 impl TxRing {
     /// Unmaps the ring; the socket stays open. The ring is not to be used after this.
     pub fn unmap(&self) {
-        unsafe {
-            libc::munmap(
-                self.base as *mut libc::c_void,
-                self.frame_size * self.frame_count,
-            )
-        };
+        unmap_ring(self.base, &self.shape);
     }
 
     /// Largest packet a frame holds.
     pub fn max_packet(&self) -> usize {
-        self.frame_size - DATA_OFFSET
+        self.shape.frame_size - DATA_OFFSET
     }
 
     fn header(&self, index: usize) -> *mut libc::tpacket2_hdr {
-        unsafe { self.base.add(index * self.frame_size) as *mut libc::tpacket2_hdr }
+        unsafe { self.base.add(self.shape.offset(index)) as *mut libc::tpacket2_hdr }
     }
 
     fn status(&self, index: usize) -> u32 {
@@ -169,7 +215,7 @@ impl TxRing {
             return None;
         }
         fence(Ordering::Acquire);
-        let data = unsafe { self.base.add(self.next * self.frame_size + DATA_OFFSET) };
+        let data = unsafe { self.base.add(self.shape.offset(self.next) + DATA_OFFSET) };
         Some(unsafe { std::slice::from_raw_parts_mut(data, self.max_packet()) })
     }
 
@@ -179,19 +225,19 @@ impl TxRing {
         let mut vnet = [0u8; VNET_HDR_LEN];
         vnet[2..4].copy_from_slice(&(len as u16).to_le_bytes());
         unsafe {
-            let frame = self.base.add(self.next * self.frame_size + FRAME_OFFSET);
+            let frame = self.base.add(self.shape.offset(self.next) + FRAME_OFFSET);
             ptr::copy_nonoverlapping(vnet.as_ptr(), frame, VNET_HDR_LEN);
             (*hdr).tp_len = (VNET_HDR_LEN + len) as u32;
         }
         fence(Ordering::Release);
         self.set_status(self.next, libc::TP_STATUS_SEND_REQUEST);
-        self.next = (self.next + 1) % self.frame_count;
+        self.next = (self.next + 1) % self.shape.frames();
         self.queued += 1;
     }
 
     /// Index of the oldest queued frame.
     fn oldest(&self) -> usize {
-        (self.next + self.frame_count - self.queued) % self.frame_count
+        (self.next + self.shape.frames() - self.queued) % self.shape.frames()
     }
 
     /// Hands the queued frames to the kernel with one `send()`.
@@ -212,7 +258,7 @@ impl TxRing {
         let mut index = self.oldest();
         while sent < self.queued && self.status(index) != libc::TP_STATUS_SEND_REQUEST {
             sent += 1;
-            index = (index + 1) % self.frame_count;
+            index = (index + 1) % self.shape.frames();
         }
         self.queued -= sent;
         Flushed {
@@ -229,11 +275,38 @@ impl TxRing {
         let dropped = self.queued;
         let first = self.oldest();
         for i in 0..dropped {
-            self.set_status((first + i) % self.frame_count, libc::TP_STATUS_AVAILABLE);
+            self.set_status((first + i) % self.shape.frames(), libc::TP_STATUS_AVAILABLE);
         }
         // The kernel's head still points at the first of them.
         self.next = first;
         self.queued = 0;
         dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_fill_blocks_without_crossing_their_ends() {
+        for frame_size in [176, 1600, 1568, 2048, 9104] {
+            let shape = RingShape::new(frame_size, 2048);
+            let req = shape.request();
+            assert!(shape.frames() >= 2048);
+            assert_eq!(req.tp_frame_nr as usize, shape.frames());
+            assert_eq!(req.tp_block_size % 4096, 0);
+            assert_eq!(
+                shape.bytes(),
+                (req.tp_block_size * req.tp_block_nr) as usize
+            );
+            let block = req.tp_block_size as usize;
+            for i in 0..shape.frames() {
+                let at = shape.offset(i);
+                assert_eq!(at / block, (at + frame_size - 1) / block, "frame {i}");
+                assert!(i == 0 || at >= shape.offset(i - 1) + frame_size);
+            }
+            assert!(shape.offset(shape.frames() - 1) + frame_size <= shape.bytes());
+        }
     }
 }
