@@ -12,14 +12,18 @@
 //! A move does not always help: in a chain of switches a packet reaches the next switch
 //! inside the previous one's send(), so on two cores some neighbour crowds each switch
 //! wherever it goes, and each move only costs it its warm caches. So a move is judged by the
-//! expected packets after it: if most were crowded again, the thread waits twice as long
-//! before the next move.
+//! first expected packets after it: if most were crowded again, the thread waits twice as
+//! long before the next move. (Judged on the first packets only: on one hop the sender
+//! tends to follow the switch to its new core some tens of packets later, and a move that
+//! bought those packets was worth it.)
 
 /// Crowded pickups in a row before the thread moves.
 const CROWDED_TO_MOVE: u32 = 2;
 /// Expected packets after a move before another move (doubled after each move that did
 /// not help, up to `SETTLE_MAX`; back to this after one that did).
 const SETTLE_MIN: u32 = 8;
+/// The expected packets after a move that judge it.
+const JUDGED_PICKUPS: u32 = 8;
 /// At 50 packets per second, about 20 s.
 const SETTLE_MAX: u32 = 1024;
 
@@ -27,11 +31,10 @@ pub struct Placement {
     /// The cores the thread may run on, as it was started (a `--core` pin leaves one).
     allowed: Vec<usize>,
     crowded_in_row: u32,
-    /// Expected pickups still to come before another move, and how many since the last
-    /// move were crowded.
-    settling: u32,
-    crowded_since_move: u32,
-    /// The settling period after the next move.
+    /// Expected pickups since the last move, and how many of the judged ones were crowded.
+    since_move: u32,
+    crowded_after_move: u32,
+    /// Expected pickups after a move before the next.
     settle_for: u32,
     move_due: bool,
 }
@@ -46,8 +49,8 @@ impl Placement {
         Placement {
             allowed,
             crowded_in_row: 0,
-            settling: 0,
-            crowded_since_move: 0,
+            since_move: SETTLE_MAX, // no move to judge or wait for
+            crowded_after_move: 0,
             settle_for: SETTLE_MIN,
             move_due: false,
         }
@@ -56,22 +59,23 @@ impl Placement {
     /// Notes how an expected packet was picked up: `crowded` if it arrived while another
     /// task held the thread's core.
     pub fn on_expected_pickup(&mut self, crowded: bool) {
-        if self.settling > 0 {
-            self.settling -= 1;
-            self.crowded_since_move += crowded as u32;
-            if self.settling == 0 {
+        self.since_move = self.since_move.saturating_add(1);
+        if self.since_move <= JUDGED_PICKUPS {
+            self.crowded_after_move += crowded as u32;
+            if self.since_move == JUDGED_PICKUPS {
                 self.judge_last_move();
             }
         }
         self.crowded_in_row = if crowded { self.crowded_in_row + 1 } else { 0 };
-        if self.crowded_in_row >= CROWDED_TO_MOVE && self.settling == 0 && self.allowed.len() > 1 {
+        let settled = self.since_move >= self.settle_for;
+        if self.crowded_in_row >= CROWDED_TO_MOVE && settled && self.allowed.len() > 1 {
             self.move_due = true;
         }
     }
 
     /// Crowded for most of the pickups after it, the last move did not help: wait longer.
     fn judge_last_move(&mut self) {
-        self.settle_for = if 2 * self.crowded_since_move > self.settle_for {
+        self.settle_for = if 2 * self.crowded_after_move > JUDGED_PICKUPS {
             (2 * self.settle_for).min(SETTLE_MAX)
         } else {
             SETTLE_MIN
@@ -85,8 +89,8 @@ impl Placement {
             return false;
         }
         self.crowded_in_row = 0;
-        self.settling = self.settle_for;
-        self.crowded_since_move = 0;
+        self.since_move = 0;
+        self.crowded_after_move = 0;
         let Some(target) = next_core(&self.allowed, current_core()) else {
             return false;
         };
@@ -146,8 +150,8 @@ mod tests {
     fn moved(p: &mut Placement) {
         assert!(std::mem::take(&mut p.move_due));
         p.crowded_in_row = 0;
-        p.settling = p.settle_for;
-        p.crowded_since_move = 0;
+        p.since_move = 0;
+        p.crowded_after_move = 0;
     }
 
     /// Pickups until the next move is due.
@@ -165,7 +169,8 @@ mod tests {
         let mut p = Placement::new(vec![0, 1]);
         pickups_to_move(&mut p, |_| true);
         moved(&mut p);
-        assert_eq!(pickups_to_move(&mut p, |_| true), SETTLE_MIN);
+        // Two crowded pickups of the judged eight: the move helped.
+        assert_eq!(pickups_to_move(&mut p, |i| i >= SETTLE_MIN - 1), SETTLE_MIN);
     }
 
     #[test]
@@ -179,7 +184,12 @@ mod tests {
         }
         assert_eq!(
             &waits[..4],
-            &[SETTLE_MIN, 2 * SETTLE_MIN, 4 * SETTLE_MIN, 8 * SETTLE_MIN]
+            &[
+                2 * SETTLE_MIN,
+                4 * SETTLE_MIN,
+                8 * SETTLE_MIN,
+                16 * SETTLE_MIN
+            ]
         );
         assert_eq!(*waits.last().unwrap(), SETTLE_MAX);
     }
