@@ -18,6 +18,7 @@ use crate::ports::Port;
 use crate::segment::Segments;
 use crate::shared::{add, drain, Shared};
 use arrivals::Arrivals;
+pub use placement::set_affinity;
 use placement::Placement;
 
 const BATCH: usize = 64;

@@ -109,14 +109,6 @@ fn wait_for_stop_signal(set: &libc::sigset_t) {
     while unsafe { libc::sigwait(set, &mut signal) } != 0 {}
 }
 
-fn pin_to_core(core: usize) {
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(core, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
 fn fail(message: &str) -> ! {
     eprintln!("dplab-switch: {message}");
     std::process::exit(2);
@@ -163,7 +155,7 @@ fn main() {
         let core = opts.core;
         std::thread::spawn(move || {
             if let Some(c) = core {
-                pin_to_core(c);
+                dataplane::set_affinity(&[c]);
             }
             dataplane::run(shared, ports, stop)
         })

@@ -122,7 +122,8 @@ fn affinity() -> Vec<usize> {
         .collect()
 }
 
-fn set_affinity(cores: &[usize]) -> bool {
+/// Lets the calling thread run only on `cores`; false if the kernel refused.
+pub fn set_affinity(cores: &[usize]) -> bool {
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cores {
         unsafe { libc::CPU_SET(c, &mut set) };
