@@ -210,6 +210,23 @@ def fresh_pipeline(served: tuple[Rig, str], program: tuple[Path, p4info_pb2.P4In
         yield rig, client, Names(program[1])
 
 
+# Fixtures a test module takes by assignment (``served = p4runtime_rig.served``): pytest
+# then keeps one instance per module.
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One rig switch and server for the module: (rig, address); each test loads its
+    pipeline afresh (fresh_pipeline)."""
+    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
+
+
+@pytest.fixture()
+def ctl(served, program):
+    """(rig, primary client with the module's ``program`` freshly loaded, P4Info names)."""
+    with fresh_pipeline(served, program) as ctl:
+        yield ctl
+
+
 ETHERNET_PROGRAM = """#include <core.p4>
 #include <v1model.p4>
 header ethernet_t {{ bit<48> dst; bit<48> src; bit<16> ether_type; }}

@@ -3,15 +3,14 @@ IR, each marked `const` when the program says so, and its P4Info says what P4Run
 prescribes (spec 9.1.4 "Constant Tables", 9.1.5 "Preinitialized tables": `is_const_table`
 only for `const entries`, `has_initial_entries` for a non-empty list of either kind)."""
 
-import json
 from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
 from p4runtime_rig import ethernet_program
+from test_p4_compiler import compiled as compiled_file
 
 from dplab.p4 import P4Error
-from dplab.p4.cli import compile_command
 
 TABLES = """
     action forward(bit<9> port) { standard_metadata.egress_spec = port; }
@@ -44,10 +43,7 @@ TABLES = """
 def compiled(source: str, tmp_path: Path) -> tuple[dict, p4info_pb2.P4Info]:
     path = tmp_path / "initial.p4"
     path.write_text(ethernet_program("In", "bit<1> unused;", source))
-    files = compile_command(path, tmp_path)
-    info = p4info_pb2.P4Info()
-    info.ParseFromString(files["p4info_bin"].read_bytes())
-    return json.loads(files["ir"].read_text()), info
+    return compiled_file(path, tmp_path)
 
 
 def test_initial_entries_reach_the_ir_and_the_p4info(tmp_path: Path) -> None:

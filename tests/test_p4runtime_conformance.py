@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import grpc
+import p4runtime_rig
 import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
@@ -15,7 +16,6 @@ from p4runtime_rig import (
     Names,
     code_of,
     compile_with_info,
-    fresh_pipeline,
     served_on_unix_socket,
     update_code_of,
     update_codes,
@@ -34,16 +34,8 @@ def program(tmp_path_factory):
     return compile_with_info(ROOT / "p4src" / "basic_fwd.p4", tmp_path_factory.mktemp("p4"))
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
-
-
-@pytest.fixture()
-def ctl(served, program):
-    """(rig, primary client with basic_fwd freshly loaded, names)."""
-    with fresh_pipeline(served, program) as ctl:
-        yield ctl
+served = p4runtime_rig.served
+ctl = p4runtime_rig.ctl
 
 
 def table_probe(n: Names) -> pb.Entity:

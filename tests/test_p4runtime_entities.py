@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import grpc
+import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import (
@@ -15,8 +16,6 @@ from p4runtime_rig import (
     Names,
     code_of,
     compile_with_info,
-    fresh_pipeline,
-    served_on_unix_socket,
     update_code_of,
     update_codes,
 )
@@ -32,17 +31,8 @@ def program(tmp_path_factory):
     return compile_with_info(HERE / "p4" / "rt_features.p4", tmp_path_factory.mktemp("p4"))
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """One rig switch and server for the module; each test loads the pipeline afresh."""
-    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
-
-
-@pytest.fixture()
-def ctl(served, program):
-    """(rig, primary client with the pipeline freshly loaded, P4Info names)."""
-    with fresh_pipeline(served, program) as ctl:
-        yield ctl
+served = p4runtime_rig.served
+ctl = p4runtime_rig.ctl
 
 
 def ip(text: str) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import grpc
+import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import (
@@ -16,7 +17,6 @@ from p4runtime_rig import (
     compile_with_info,
     ethernet_program,
     fresh_pipeline,
-    served_on_unix_socket,
     update_code_of,
     update_codes,
 )
@@ -50,9 +50,7 @@ def programs(tmp_path_factory):
             "const_ttl": compile_with_info(source, out)}
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
+served = p4runtime_rig.served
 
 
 @pytest.fixture()

@@ -8,13 +8,13 @@ rig switch; packets show what the table holds."""
 from __future__ import annotations
 
 import grpc
+import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import (
     compile_with_info,
     ethernet_program,
     fresh_pipeline,
-    served_on_unix_socket,
     update_code_of,
 )
 from switch_rig import udp_frame
@@ -46,9 +46,7 @@ def program(tmp_path_factory):
     return compile_with_info(source, out)
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
+served = p4runtime_rig.served
 
 
 def entry(n, in_port: int, out_port: int | None = None) -> pb.Entity:

@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import grpc
+import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import (
     Names,
     compile_with_info,
     fresh_pipeline,
-    served_on_unix_socket,
     update_code_of,
     update_codes,
 )
@@ -38,15 +38,8 @@ def program(tmp_path_factory):
     return compile_with_info(HERE / "p4" / "rt_features.p4", tmp_path_factory.mktemp("p4"))
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    yield from served_on_unix_socket(tmp_path_factory.mktemp("grpc"))
-
-
-@pytest.fixture()
-def ctl(served, program):
-    with fresh_pipeline(served, program) as ctl:
-        yield ctl
+served = p4runtime_rig.served
+ctl = p4runtime_rig.ctl
 
 
 def colours(data: pb.MeterCounterData) -> list[tuple[int, int]]:

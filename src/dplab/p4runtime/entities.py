@@ -315,9 +315,12 @@ class Entities:
             getattr(out, kind).CopyFrom(item)
             yield out
 
-    def _read_table_entry(self, want: pb.TableEntry) -> Iterator[pb.TableEntry]:
-        tables = [self.index.table(want.table_id)] if want.table_id else list(
-            self.index.tables.values())
+    def _read_table_entry(self, want: pb.TableEntry,
+                          covers: Callable[[p4info_pb2.Table], bool] = lambda table: True,
+                          ) -> Iterator[pb.TableEntry]:
+        """``covers``: the tables a wildcard read (table id 0) goes through."""
+        tables = [self.index.table(want.table_id)] if want.table_id else [
+            table for table in self.index.tables.values() if covers(table)]
         if want.table_id and want.HasField("time_since_last_hit") and not _supports_timeout(
                 tables[0]):  # spec 9.1.8; a read of all tables leaves it out there
             raise invalid(f"table {tables[0].preamble.name} does not support idle timeouts: "
@@ -392,8 +395,7 @@ class Entities:
         if probe.table_id and not has(self.index.table(probe.table_id)):
             raise invalid(f"table {self.index.table(probe.table_id).preamble.name} has no "
                           f"direct {what}")
-        found = [e for e in self._read_table_entry(probe)
-                 if has(self.index.table(e.table_id))]
+        found = list(self._read_table_entry(probe, has))
         if probe.match and not found:
             raise not_found(f"table {self.index.table(probe.table_id).preamble.name}: "
                             "no such entry")
