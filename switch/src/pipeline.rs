@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
 use crate::program::{
-    sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, UnOp, Unit, MAX_PARAMS,
+    sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, UnOp, MAX_PARAMS,
 };
 use crate::tables::{ActionCall, Table};
 use crate::values::{mask, read_bits};
@@ -650,14 +650,10 @@ impl Worker {
             Stmt::MeterExecute(m, index, dst) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
                 let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
-                let amount = if prog.meters[*m].unit == Unit::Bytes {
-                    len
-                } else {
-                    1
-                };
-                let now = self.now_ns;
                 let color = match cx.meters[*m].get_mut(i) {
-                    Some(cell) if !self.rehearsing => cell.execute(amount, len, now),
+                    Some(cell) if !self.rehearsing => {
+                        cell.execute(prog.meters[*m].unit, len, self.now_ns)
+                    }
                     _ => Color::Green,
                 };
                 write_dest(&mut self.phv.fields, *dst, color as u128);
@@ -880,12 +876,8 @@ impl Worker {
             &mut t.default_meter
         };
         if let Some(dm) = meter {
-            let amount = if prog.direct_meters[dm].unit == Unit::Bytes {
-                len
-            } else {
-                1
-            };
-            self.flags.direct_color = cell.execute(amount, len, now) as u128;
+            let unit = prog.direct_meters[dm].unit;
+            self.flags.direct_color = cell.execute(unit, len, now) as u128;
         }
     }
 
