@@ -468,15 +468,10 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
     }
     let (matches, priority) = entry_key(rt, t, req)?;
     // Checked before the table changes: a refused request must leave no entry behind.
-    // None: keep the entry's meter; Some(None): no meter (all green); Some(Some(c)): c.
-    let meter: Option<Option<MeterConfig>> = match req.get("meter") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(_) if def.direct_meter.is_none() => {
-            return Err(invalid("this table has no direct meter"))
-        }
-        Some(m) => Some(Some(meter_config(m)?)),
-    };
+    if req.get("meter").is_some_and(|m| !m.is_null()) && def.direct_meter.is_none() {
+        return Err(invalid("this table has no direct meter"));
+    }
+    let meter = optional_meter_config(req.get("meter"))?;
     if cmd != "table_add" {
         let slot = rt.tables[t].find(&matches, priority).map_err(table_error)?;
         if rt.tables[t].entry(slot).is_some_and(|e| e.is_const) {
