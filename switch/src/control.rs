@@ -472,7 +472,12 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
         return Err(invalid("this table has no direct meter"));
     }
     let meter = optional_meter_config(req.get("meter"))?;
-    if cmd != "table_add" {
+    let slot = if cmd == "table_add" {
+        let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
+        rt.tables[t]
+            .insert(&matches, priority, call)
+            .map_err(table_error)?
+    } else {
         let slot = rt.tables[t].find(&matches, priority).map_err(table_error)?;
         if rt.tables[t].entry(slot).is_some_and(|e| e.is_const) {
             return Err(Failure {
@@ -480,27 +485,17 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
                 message: format!("this entry of table {} is const", def.name),
             });
         }
-    }
-    let slot = match cmd {
-        "table_delete" => {
+        if cmd == "table_delete" {
             rt.tables[t]
                 .delete(&matches, priority)
                 .map_err(table_error)?;
             return Ok(Value::Null);
         }
-        "table_modify" => {
-            let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
-            rt.tables[t]
-                .modify(&matches, priority, call)
-                .map_err(table_error)?;
-            rt.tables[t].find(&matches, priority).map_err(table_error)?
-        }
-        _ => {
-            let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
-            rt.tables[t]
-                .insert(&matches, priority, call)
-                .map_err(table_error)?
-        }
+        let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
+        rt.tables[t]
+            .modify(&matches, priority, call)
+            .map_err(table_error)?;
+        slot
     };
     if let Some(e) = rt.tables[t].entry_mut(slot) {
         if let Some(ns) = req.get("idle_timeout_ns").and_then(Value::as_u64) {
