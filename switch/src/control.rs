@@ -417,8 +417,12 @@ fn meter_config(req: &Value) -> Result<MeterConfig, Failure> {
     })
 }
 
-fn meter_json(c: &MeterConfig) -> Value {
-    json!({"cir": c.cir, "cburst": c.cburst, "pir": c.pir, "pburst": c.pburst})
+/// A meter cell's config, or null when it is unconfigured.
+fn meter_json(cell: &MeterCell) -> Value {
+    match cell.config() {
+        Some(c) => json!({"cir": c.cir, "cburst": c.cburst, "pir": c.pir, "pburst": c.pburst}),
+        None => Value::Null,
+    }
 }
 
 fn entry_key(rt: &Runtime, table: usize, req: &Value) -> Result<(Vec<FieldMatch>, i32), Failure> {
@@ -545,7 +549,7 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
                 "priority": e.priority,
                 "action": action_json(rt, &e.action),
                 "packets": e.packets, "bytes": e.bytes,
-                "meter": e.meter.config().as_ref().map(meter_json),
+                "meter": meter_json(&e.meter),
                 "meter_counts": counts_json(&e.meter.counts),
                 "const": e.is_const,
                 "idle_timeout_ns": e.idle_timeout_ns,
@@ -558,7 +562,7 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
         "entries": entries,
         "default_action": action_json(rt, &table.default_action),
         "default_packets": table.default_packets, "default_bytes": table.default_bytes,
-        "default_meter": table.default_meter.config().as_ref().map(meter_json),
+        "default_meter": meter_json(&table.default_meter),
         "default_meter_counts": counts_json(&table.default_meter.counts),
     }))
 }
@@ -751,8 +755,7 @@ fn meter_op(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
     let cells: Vec<Value> = range
         .map(|i| {
             let cell = &rt.meters[m][i];
-            json!({"index": i, "config": cell.config().as_ref().map(meter_json),
-                   "counts": counts_json(&cell.counts)})
+            json!({"index": i, "config": meter_json(cell), "counts": counts_json(&cell.counts)})
         })
         .collect();
     Ok(json!({"cells": cells}))
