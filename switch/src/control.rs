@@ -16,7 +16,7 @@ use crate::pipeline::{Event, Runtime};
 use crate::pre::{CloneSession, Replica};
 use crate::program::{self, parse_hex, Program, Scope, Unit};
 use crate::shared::{add, get, signal, Client, Shared, PACKET_OUT_QUEUE_LIMIT};
-use crate::tables::{ActionCall, FieldMatch, TableError};
+use crate::tables::{ActionCall, Direct, FieldMatch, TableError};
 use crate::values::{mask, read_bits, write_bits};
 
 /// A request error with the P4Runtime-style code the client should report.
@@ -509,7 +509,7 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
             e.last_hit_ns = now;
         }
         if let Some(config) = meter {
-            e.meter.configure(config, now);
+            e.direct.meter.configure(config, now);
         }
     }
     Ok(Value::Null)
@@ -526,7 +526,7 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
     }
     let call = if cmd == "table_reset_default" {
         // The program's default entry, its direct meter unconfigured (P4Runtime 9.1.3).
-        rt.tables[t].default_meter.configure(None, 0);
+        rt.tables[t].default_direct.meter.configure(None, 0);
         ActionCall {
             action: def.default_action,
             params: def.default_args.clone(),
@@ -548,22 +548,23 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
                 "match": e.matches.iter().map(match_json).collect::<Vec<_>>(),
                 "priority": e.priority,
                 "action": action_json(rt, &e.action),
-                "packets": e.packets, "bytes": e.bytes,
-                "meter": meter_json(&e.meter),
-                "meter_counts": counts_json(&e.meter.counts),
+                "packets": e.direct.packets, "bytes": e.direct.bytes,
+                "meter": meter_json(&e.direct.meter),
+                "meter_counts": counts_json(&e.direct.meter.counts),
                 "const": e.is_const,
                 "idle_timeout_ns": e.idle_timeout_ns,
                 "idle_ns": now.saturating_sub(e.last_hit_ns),
             })
         })
         .collect();
+    let default = &table.default_direct;
     Ok(json!({
         "table": rt.prog.tables[t].id, "name": rt.prog.tables[t].name,
         "entries": entries,
         "default_action": action_json(rt, &table.default_action),
-        "default_packets": table.default_packets, "default_bytes": table.default_bytes,
-        "default_meter": meter_json(&table.default_meter),
-        "default_meter_counts": counts_json(&table.default_meter.counts),
+        "default_packets": default.packets, "default_bytes": default.bytes,
+        "default_meter": meter_json(&default.meter),
+        "default_meter_counts": counts_json(&default.meter.counts),
     }))
 }
 
@@ -578,24 +579,13 @@ fn table_clear(rt: &mut Runtime, req: &Value) -> Reply {
 
 /// The direct counter and meter of the entry a request names: by `match` and `priority`,
 /// or the default entry with `"default": true`.
-struct DirectResources<'a> {
-    packets: &'a mut u64,
-    bytes: &'a mut u64,
-    meter: &'a mut MeterCell,
-}
-
 fn direct_resources<'a>(
     rt: &'a mut Runtime,
     t: usize,
     req: &Value,
-) -> Result<DirectResources<'a>, Failure> {
+) -> Result<&'a mut Direct, Failure> {
     if req.get("default").and_then(Value::as_bool).unwrap_or(false) {
-        let table = &mut rt.tables[t];
-        return Ok(DirectResources {
-            packets: &mut table.default_packets,
-            bytes: &mut table.default_bytes,
-            meter: &mut table.default_meter,
-        });
+        return Ok(&mut rt.tables[t].default_direct);
     }
     let (matches, priority) = entry_key(rt, t, req)?;
     let table = &mut rt.tables[t];
@@ -603,11 +593,7 @@ fn direct_resources<'a>(
     let e = table
         .entry_mut(slot)
         .ok_or_else(|| table_error(TableError::NotFound))?;
-    Ok(DirectResources {
-        packets: &mut e.packets,
-        bytes: &mut e.bytes,
-        meter: &mut e.meter,
-    })
+    Ok(&mut e.direct)
 }
 
 fn entry_counter_write(rt: &mut Runtime, req: &Value) -> Reply {
@@ -617,8 +603,8 @@ fn entry_counter_write(rt: &mut Runtime, req: &Value) -> Reply {
         u64_arg(req, "bytes").unwrap_or(0),
     );
     let target = direct_resources(rt, t, req)?;
-    *target.packets = packets;
-    *target.bytes = bytes;
+    target.packets = packets;
+    target.bytes = bytes;
     Ok(Value::Null)
 }
 
@@ -633,7 +619,7 @@ fn entry_meter_set(rt: &mut Runtime, req: &Value, now: u64) -> Reply {
     let config = optional_meter_config(req.get("meter"))?;
     let counts = optional_counts(req.get("counts"))?;
     let target = direct_resources(rt, t, req)?;
-    set_meter_cell(target.meter, config, counts, now);
+    set_meter_cell(&mut target.meter, config, counts, now);
     Ok(Value::Null)
 }
 

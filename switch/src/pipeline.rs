@@ -865,19 +865,17 @@ impl Worker {
     ) {
         let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
         let now = self.now_ns;
-        let cell = if let Some(entry) = slot.and_then(|s| t.entry_mut(s)) {
-            entry.packets += 1;
-            entry.bytes += len;
+        let direct = if let Some(entry) = slot.and_then(|s| t.entry_mut(s)) {
             entry.last_hit_ns = now;
-            &mut entry.meter
+            &mut entry.direct
         } else {
-            t.default_packets += 1;
-            t.default_bytes += len;
-            &mut t.default_meter
+            &mut t.default_direct
         };
+        direct.packets += 1;
+        direct.bytes += len;
         if let Some(dm) = meter {
             let unit = prog.direct_meters[dm].unit;
-            self.flags.direct_color = cell.execute(unit, len, now) as u128;
+            self.flags.direct_color = direct.meter.execute(unit, len, now) as u128;
         }
     }
 
