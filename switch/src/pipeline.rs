@@ -825,8 +825,9 @@ impl Worker {
         };
     }
 
-    /// Looks a table up with the packet's key; counts the hit (or miss) and runs the hit
-    /// entry's direct meter. Returns whether it hit and the action to run.
+    /// Looks a table up with the packet's key; counts the hit (or miss) and runs the direct
+    /// meter of the entry hit (or of the default entry). Returns whether it hit and the
+    /// action to run.
     fn lookup<'t>(
         &mut self,
         prog: &Program,
