@@ -16,7 +16,7 @@ use crate::pipeline::{Event, Runtime};
 use crate::pre::{CloneSession, Replica};
 use crate::program::{self, parse_hex, Program, Scope, Unit};
 use crate::shared::{add, get, signal, Client, Shared, PACKET_OUT_QUEUE_LIMIT};
-use crate::tables::{ActionCall, FieldMatch, TableError};
+use crate::tables::{ActionCall, Direct, FieldMatch, TableError};
 use crate::values::{mask, read_bits, write_bits};
 
 /// A request error with the P4Runtime-style code the client should report.
@@ -417,8 +417,12 @@ fn meter_config(req: &Value) -> Result<MeterConfig, Failure> {
     })
 }
 
-fn meter_json(c: &MeterConfig) -> Value {
-    json!({"cir": c.cir, "cburst": c.cburst, "pir": c.pir, "pburst": c.pburst})
+/// A meter cell's config, or null when it is unconfigured.
+fn meter_json(cell: &MeterCell) -> Value {
+    match cell.config() {
+        Some(c) => json!({"cir": c.cir, "cburst": c.cburst, "pir": c.pir, "pburst": c.pburst}),
+        None => Value::Null,
+    }
 }
 
 fn entry_key(rt: &Runtime, table: usize, req: &Value) -> Result<(Vec<FieldMatch>, i32), Failure> {
@@ -468,16 +472,16 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
     }
     let (matches, priority) = entry_key(rt, t, req)?;
     // Checked before the table changes: a refused request must leave no entry behind.
-    // None: keep the entry's meter; Some(None): no meter (all green); Some(Some(c)): c.
-    let meter: Option<Option<MeterConfig>> = match req.get("meter") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(_) if def.direct_meter.is_none() => {
-            return Err(invalid("this table has no direct meter"))
-        }
-        Some(m) => Some(Some(meter_config(m)?)),
-    };
-    if cmd != "table_add" {
+    if req.get("meter").is_some_and(|m| !m.is_null()) && def.direct_meter.is_none() {
+        return Err(invalid("this table has no direct meter"));
+    }
+    let meter = optional_meter_config(req.get("meter"))?;
+    let slot = if cmd == "table_add" {
+        let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
+        rt.tables[t]
+            .insert(&matches, priority, call)
+            .map_err(table_error)?
+    } else {
         let slot = rt.tables[t].find(&matches, priority).map_err(table_error)?;
         if rt.tables[t].entry(slot).is_some_and(|e| e.is_const) {
             return Err(Failure {
@@ -485,27 +489,17 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
                 message: format!("this entry of table {} is const", def.name),
             });
         }
-    }
-    let slot = match cmd {
-        "table_delete" => {
+        if cmd == "table_delete" {
             rt.tables[t]
                 .delete(&matches, priority)
                 .map_err(table_error)?;
             return Ok(Value::Null);
         }
-        "table_modify" => {
-            let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
-            rt.tables[t]
-                .modify(&matches, priority, call)
-                .map_err(table_error)?;
-            rt.tables[t].find(&matches, priority).map_err(table_error)?
-        }
-        _ => {
-            let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
-            rt.tables[t]
-                .insert(&matches, priority, call)
-                .map_err(table_error)?
-        }
+        let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
+        rt.tables[t]
+            .modify(&matches, priority, call)
+            .map_err(table_error)?;
+        slot
     };
     if let Some(e) = rt.tables[t].entry_mut(slot) {
         if let Some(ns) = req.get("idle_timeout_ns").and_then(Value::as_u64) {
@@ -515,7 +509,7 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
             e.last_hit_ns = now;
         }
         if let Some(config) = meter {
-            e.meter.configure(config, now);
+            e.direct.meter.configure(config, now);
         }
     }
     Ok(Value::Null)
@@ -532,7 +526,7 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
     }
     let call = if cmd == "table_reset_default" {
         // The program's default entry, its direct meter unconfigured (P4Runtime 9.1.3).
-        rt.tables[t].default_meter.configure(None, 0);
+        rt.tables[t].default_direct.meter.configure(None, 0);
         ActionCall {
             action: def.default_action,
             params: def.default_args.clone(),
@@ -554,22 +548,23 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
                 "match": e.matches.iter().map(match_json).collect::<Vec<_>>(),
                 "priority": e.priority,
                 "action": action_json(rt, &e.action),
-                "packets": e.packets, "bytes": e.bytes,
-                "meter": e.meter.config().as_ref().map(meter_json),
-                "meter_counts": counts_json(&e.meter.counts),
+                "packets": e.direct.packets, "bytes": e.direct.bytes,
+                "meter": meter_json(&e.direct.meter),
+                "meter_counts": counts_json(&e.direct.meter.counts),
                 "const": e.is_const,
                 "idle_timeout_ns": e.idle_timeout_ns,
                 "idle_ns": now.saturating_sub(e.last_hit_ns),
             })
         })
         .collect();
+    let default = &table.default_direct;
     Ok(json!({
         "table": rt.prog.tables[t].id, "name": rt.prog.tables[t].name,
         "entries": entries,
         "default_action": action_json(rt, &table.default_action),
-        "default_packets": table.default_packets, "default_bytes": table.default_bytes,
-        "default_meter": table.default_meter.config().as_ref().map(meter_json),
-        "default_meter_counts": counts_json(&table.default_meter.counts),
+        "default_packets": default.packets, "default_bytes": default.bytes,
+        "default_meter": meter_json(&default.meter),
+        "default_meter_counts": counts_json(&default.meter.counts),
     }))
 }
 
@@ -584,24 +579,13 @@ fn table_clear(rt: &mut Runtime, req: &Value) -> Reply {
 
 /// The direct counter and meter of the entry a request names: by `match` and `priority`,
 /// or the default entry with `"default": true`.
-struct DirectResources<'a> {
-    packets: &'a mut u64,
-    bytes: &'a mut u64,
-    meter: &'a mut MeterCell,
-}
-
 fn direct_resources<'a>(
     rt: &'a mut Runtime,
     t: usize,
     req: &Value,
-) -> Result<DirectResources<'a>, Failure> {
+) -> Result<&'a mut Direct, Failure> {
     if req.get("default").and_then(Value::as_bool).unwrap_or(false) {
-        let table = &mut rt.tables[t];
-        return Ok(DirectResources {
-            packets: &mut table.default_packets,
-            bytes: &mut table.default_bytes,
-            meter: &mut table.default_meter,
-        });
+        return Ok(&mut rt.tables[t].default_direct);
     }
     let (matches, priority) = entry_key(rt, t, req)?;
     let table = &mut rt.tables[t];
@@ -609,11 +593,7 @@ fn direct_resources<'a>(
     let e = table
         .entry_mut(slot)
         .ok_or_else(|| table_error(TableError::NotFound))?;
-    Ok(DirectResources {
-        packets: &mut e.packets,
-        bytes: &mut e.bytes,
-        meter: &mut e.meter,
-    })
+    Ok(&mut e.direct)
 }
 
 fn entry_counter_write(rt: &mut Runtime, req: &Value) -> Reply {
@@ -623,8 +603,8 @@ fn entry_counter_write(rt: &mut Runtime, req: &Value) -> Reply {
         u64_arg(req, "bytes").unwrap_or(0),
     );
     let target = direct_resources(rt, t, req)?;
-    *target.packets = packets;
-    *target.bytes = bytes;
+    target.packets = packets;
+    target.bytes = bytes;
     Ok(Value::Null)
 }
 
@@ -639,7 +619,7 @@ fn entry_meter_set(rt: &mut Runtime, req: &Value, now: u64) -> Reply {
     let config = optional_meter_config(req.get("meter"))?;
     let counts = optional_counts(req.get("counts"))?;
     let target = direct_resources(rt, t, req)?;
-    set_meter_cell(target.meter, config, counts, now);
+    set_meter_cell(&mut target.meter, config, counts, now);
     Ok(Value::Null)
 }
 
@@ -761,8 +741,7 @@ fn meter_op(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
     let cells: Vec<Value> = range
         .map(|i| {
             let cell = &rt.meters[m][i];
-            json!({"index": i, "config": cell.config().as_ref().map(meter_json),
-                   "counts": counts_json(&cell.counts)})
+            json!({"index": i, "config": meter_json(cell), "counts": counts_json(&cell.counts)})
         })
         .collect();
     Ok(json!({"cells": cells}))

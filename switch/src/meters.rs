@@ -1,5 +1,7 @@
 //! Two-rate three-colour meter (RFC 2698, colour-blind mode), counting packets or bytes.
 
+use crate::program::Unit;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Color {
     Green = 0,
@@ -42,9 +44,10 @@ impl MeterCell {
         self.meter.as_ref().map(|m| m.config)
     }
 
-    /// Colours a packet of `len` bytes (`amount` units: 1 or `len`) and counts it under
-    /// its colour; an unconfigured cell marks every packet GREEN.
-    pub fn execute(&mut self, amount: u64, len: u64, now_ns: u64) -> Color {
+    /// Colours a packet of `len` bytes (`len` units for a meter in bytes, else 1) and
+    /// counts it under its colour; an unconfigured cell marks every packet GREEN.
+    pub fn execute(&mut self, unit: Unit, len: u64, now_ns: u64) -> Color {
+        let amount = if unit == Unit::Bytes { len } else { 1 };
         let colour = match self.meter.as_mut() {
             Some(m) => m.execute(amount, now_ns),
             None => Color::Green,
@@ -142,9 +145,9 @@ mod tests {
     #[test]
     fn cells_count_packets_and_bytes_per_colour() {
         let mut cell = MeterCell::default();
-        assert_eq!(cell.execute(1, 100, 0), Color::Green); // unconfigured
+        assert_eq!(cell.execute(Unit::Packets, 100, 0), Color::Green); // unconfigured
         cell.configure(Some(meter(10, 1, 20, 2).config), 0);
-        let colours: Vec<Color> = (0..3).map(|_| cell.execute(1, 60, 0)).collect();
+        let colours: Vec<Color> = (0..3).map(|_| cell.execute(Unit::Packets, 60, 0)).collect();
         assert_eq!(colours, vec![Color::Green, Color::Yellow, Color::Red]);
         assert_eq!(cell.counts.packets, [2, 1, 1]);
         assert_eq!(cell.counts.bytes, [160, 60, 60]);

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
 use crate::program::{
-    sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, UnOp, Unit, MAX_PARAMS,
+    sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, UnOp, MAX_PARAMS,
 };
 use crate::tables::{ActionCall, Table};
 use crate::values::{mask, read_bits};
@@ -650,14 +650,10 @@ impl Worker {
             Stmt::MeterExecute(m, index, dst) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
                 let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
-                let amount = if prog.meters[*m].unit == Unit::Bytes {
-                    len
-                } else {
-                    1
-                };
-                let now = self.now_ns;
                 let color = match cx.meters[*m].get_mut(i) {
-                    Some(cell) if !self.rehearsing => cell.execute(amount, len, now),
+                    Some(cell) if !self.rehearsing => {
+                        cell.execute(prog.meters[*m].unit, len, self.now_ns)
+                    }
                     _ => Color::Green,
                 };
                 write_dest(&mut self.phv.fields, *dst, color as u128);
@@ -829,8 +825,9 @@ impl Worker {
         };
     }
 
-    /// Looks a table up with the packet's key; counts the hit (or miss) and runs the hit
-    /// entry's direct meter. Returns whether it hit and the action to run.
+    /// Looks a table up with the packet's key; counts the hit (or miss) and runs the direct
+    /// meter of the entry hit (or of the default entry). Returns whether it hit and the
+    /// action to run.
     fn lookup<'t>(
         &mut self,
         prog: &Program,
@@ -869,23 +866,17 @@ impl Worker {
     ) {
         let len = self.phv.fields[sm::PACKET_LENGTH] as u64;
         let now = self.now_ns;
-        let cell = if let Some(entry) = slot.and_then(|s| t.entry_mut(s)) {
-            entry.packets += 1;
-            entry.bytes += len;
+        let direct = if let Some(entry) = slot.and_then(|s| t.entry_mut(s)) {
             entry.last_hit_ns = now;
-            &mut entry.meter
+            &mut entry.direct
         } else {
-            t.default_packets += 1;
-            t.default_bytes += len;
-            &mut t.default_meter
+            &mut t.default_direct
         };
+        direct.packets += 1;
+        direct.bytes += len;
         if let Some(dm) = meter {
-            let amount = if prog.direct_meters[dm].unit == Unit::Bytes {
-                len
-            } else {
-                1
-            };
-            self.flags.direct_color = cell.execute(amount, len, now) as u128;
+            let unit = prog.direct_meters[dm].unit;
+            self.flags.direct_color = direct.meter.execute(unit, len, now) as u128;
         }
     }
 

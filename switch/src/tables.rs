@@ -72,14 +72,21 @@ pub struct ActionCall {
     pub params: Vec<u128>,
 }
 
+/// What an entry (or a table's default entry) carries besides its action: the direct
+/// counter, counting every packet the entry takes, and the direct meter (used when the
+/// table has one).
+#[derive(Clone, Debug, Default)]
+pub struct Direct {
+    pub packets: u64,
+    pub bytes: u64,
+    pub meter: MeterCell,
+}
+
 pub struct Entry {
     pub matches: Vec<FieldMatch>,
     pub priority: i32,
     pub action: ActionCall,
-    pub packets: u64,
-    pub bytes: u64,
-    /// The entry's direct meter (used when the table has one).
-    pub meter: MeterCell,
+    pub direct: Direct,
     /// A `const` entry of the program (`const entries`, or marked `const` in `entries`):
     /// only its direct counter and meter may change.
     pub is_const: bool,
@@ -100,10 +107,8 @@ pub struct Table {
     pub layout: Layout,
     pub max_size: usize,
     pub default_action: ActionCall,
-    pub default_packets: u64,
-    pub default_bytes: u64,
-    /// The default entry's direct meter, run on a miss when the table has one.
-    pub default_meter: MeterCell,
+    /// The default entry's direct counter and meter, which count the misses.
+    pub default_direct: Direct,
     slab: Vec<Option<Entry>>,
     free: Vec<usize>,
     identity: FastMap<(Vec<FieldMatch>, i32), usize>,
@@ -163,9 +168,7 @@ impl Table {
             layout,
             max_size: max_size.max(1),
             default_action,
-            default_packets: 0,
-            default_bytes: 0,
-            default_meter: MeterCell::default(),
+            default_direct: Direct::default(),
             slab: Vec::new(),
             free: Vec::new(),
             identity: FastMap::default(),
@@ -259,9 +262,7 @@ impl Table {
             matches: matches.clone(),
             priority,
             action: entry_action,
-            packets: 0,
-            bytes: 0,
-            meter: MeterCell::default(),
+            direct: Direct::default(),
             is_const: false,
             idle_timeout_ns: 0,
             last_hit_ns: 0,
