@@ -133,8 +133,7 @@ pub struct Port {
     fd: RawFd,
     ring: *mut u8,
     ring_shape: RingShape,
-    next_frame: usize,
-    /// Where `next_frame` starts in the ring (worked out once per frame).
+    /// Where the next frame to read starts in the ring.
     next_at: usize,
     pub ifindex: i32,
     tx: Option<TxPath>,
@@ -202,7 +201,6 @@ impl Port {
             fd,
             ring: ptr::null_mut(),
             ring_shape: RingShape::new(rx_frame_size(mtu), FRAME_COUNT),
-            next_frame: 0,
             next_at: 0,
             ifindex,
             tx: None,
@@ -314,8 +312,7 @@ impl Port {
         }
         std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
         let at = self.next_at;
-        self.next_frame = (self.next_frame + 1) % self.ring_shape.frames();
-        self.next_at = self.ring_shape.offset(self.next_frame);
+        self.next_at = self.ring_shape.after(at);
         Some(RxFrame { at })
     }
 

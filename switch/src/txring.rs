@@ -68,9 +68,22 @@ impl RingShape {
         self.block_size * self.blocks
     }
 
-    /// Where frame `index` starts in the mapped ring.
-    pub fn offset(&self, index: usize) -> usize {
-        index / self.per_block * self.block_size + index % self.per_block * self.frame_size
+    /// Where the frame after the one at `at` starts in the mapped ring: the next in its
+    /// block, else the first of the next block (after the ring's last frame, its first).
+    /// Stepping so costs no division per packet, as working it out from an index would.
+    pub fn after(&self, at: usize) -> usize {
+        let next = at + self.frame_size;
+        let in_block = next & (self.block_size - 1); // a power of two
+        let next = if in_block + self.frame_size > self.block_size {
+            next - in_block + self.block_size
+        } else {
+            next
+        };
+        if next == self.bytes() {
+            0
+        } else {
+            next
+        }
     }
 
     /// The ring request (PACKET_RX_RING / PACKET_TX_RING) for this shape.
@@ -87,9 +100,11 @@ impl RingShape {
 pub struct TxRing {
     base: *mut u8,
     shape: RingShape,
-    /// Next frame to write; equals the kernel's head once nothing is queued.
+    /// Where the next frame to write starts; the kernel's head once nothing is queued.
     next: usize,
-    /// Frames marked SEND_REQUEST that the kernel has not taken yet (just before `next`).
+    /// Where the oldest queued frame starts (`next` when nothing is queued).
+    oldest: usize,
+    /// Frames marked SEND_REQUEST that the kernel has not taken yet (from `oldest` on).
     queued: usize,
 }
 
@@ -135,6 +150,7 @@ pub fn open(
         base: map,
         shape,
         next: 0,
+        oldest: 0,
         queued: 0,
     };
     let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -196,16 +212,17 @@ impl TxRing {
         self.shape.frame_size - DATA_OFFSET
     }
 
-    fn header(&self, index: usize) -> *mut libc::tpacket2_hdr {
-        unsafe { self.base.add(self.shape.offset(index)) as *mut libc::tpacket2_hdr }
+    /// The header of the frame that starts at `at`.
+    fn header(&self, at: usize) -> *mut libc::tpacket2_hdr {
+        unsafe { self.base.add(at) as *mut libc::tpacket2_hdr }
     }
 
-    fn status(&self, index: usize) -> u32 {
-        unsafe { ptr::read_volatile(&(*self.header(index)).tp_status) }
+    fn status(&self, at: usize) -> u32 {
+        unsafe { ptr::read_volatile(&(*self.header(at)).tp_status) }
     }
 
-    fn set_status(&self, index: usize, status: u32) {
-        unsafe { ptr::write_volatile(&mut (*self.header(index)).tp_status, status) };
+    fn set_status(&self, at: usize, status: u32) {
+        unsafe { ptr::write_volatile(&mut (*self.header(at)).tp_status, status) };
     }
 
     /// The data area of the next free frame, or None when the ring is full (the kernel
@@ -215,7 +232,7 @@ impl TxRing {
             return None;
         }
         fence(Ordering::Acquire);
-        let data = unsafe { self.base.add(self.shape.offset(self.next) + DATA_OFFSET) };
+        let data = unsafe { self.base.add(self.next + DATA_OFFSET) };
         Some(unsafe { std::slice::from_raw_parts_mut(data, self.max_packet()) })
     }
 
@@ -225,19 +242,14 @@ impl TxRing {
         let mut vnet = [0u8; VNET_HDR_LEN];
         vnet[2..4].copy_from_slice(&(len as u16).to_le_bytes());
         unsafe {
-            let frame = self.base.add(self.shape.offset(self.next) + FRAME_OFFSET);
+            let frame = self.base.add(self.next + FRAME_OFFSET);
             ptr::copy_nonoverlapping(vnet.as_ptr(), frame, VNET_HDR_LEN);
             (*hdr).tp_len = (VNET_HDR_LEN + len) as u32;
         }
         fence(Ordering::Release);
         self.set_status(self.next, libc::TP_STATUS_SEND_REQUEST);
-        self.next = (self.next + 1) % self.shape.frames();
+        self.next = self.shape.after(self.next);
         self.queued += 1;
-    }
-
-    /// Index of the oldest queued frame.
-    fn oldest(&self) -> usize {
-        (self.next + self.shape.frames() - self.queued) % self.shape.frames()
     }
 
     /// Hands the queued frames to the kernel with one `send()`.
@@ -255,10 +267,9 @@ impl TxRing {
             .filter(|e| !matches!(e.raw_os_error(), Some(libc::ENOBUFS | libc::EAGAIN)));
         // The kernel takes frames in order: count how many left SEND_REQUEST.
         let mut sent = 0;
-        let mut index = self.oldest();
-        while sent < self.queued && self.status(index) != libc::TP_STATUS_SEND_REQUEST {
+        while sent < self.queued && self.status(self.oldest) != libc::TP_STATUS_SEND_REQUEST {
             sent += 1;
-            index = (index + 1) % self.shape.frames();
+            self.oldest = self.shape.after(self.oldest);
         }
         self.queued -= sent;
         Flushed {
@@ -273,12 +284,13 @@ impl TxRing {
     /// late; returns how many.
     pub fn reclaim(&mut self) -> usize {
         let dropped = self.queued;
-        let first = self.oldest();
-        for i in 0..dropped {
-            self.set_status((first + i) % self.shape.frames(), libc::TP_STATUS_AVAILABLE);
+        let mut at = self.oldest;
+        for _ in 0..dropped {
+            self.set_status(at, libc::TP_STATUS_AVAILABLE);
+            at = self.shape.after(at);
         }
         // The kernel's head still points at the first of them.
-        self.next = first;
+        self.next = self.oldest;
         self.queued = 0;
         dropped
     }
@@ -301,12 +313,18 @@ mod tests {
                 (req.tp_block_size * req.tp_block_nr) as usize
             );
             let block = req.tp_block_size as usize;
+            let per_block = (req.tp_frame_nr / req.tp_block_nr) as usize;
+            let (mut at, mut last) = (0, 0);
             for i in 0..shape.frames() {
-                let at = shape.offset(i);
+                // Where the kernel puts frame i (packet_lookup_frame).
+                assert_eq!(at, i / per_block * block + i % per_block * frame_size);
                 assert_eq!(at / block, (at + frame_size - 1) / block, "frame {i}");
-                assert!(i == 0 || at >= shape.offset(i - 1) + frame_size);
+                assert!(i == 0 || at >= last + frame_size);
+                last = at;
+                at = shape.after(at);
             }
-            assert!(shape.offset(shape.frames() - 1) + frame_size <= shape.bytes());
+            assert_eq!(at, 0, "the last frame is followed by the first");
+            assert!(last + frame_size <= shape.bytes());
         }
     }
 }
