@@ -1,7 +1,7 @@
 /* Parser value sets and explicit entry priorities (P4_16 1.2.4, P4Runtime ValueSetEntry).
  * An Ethernet frame goes on to port 2 only if its EtherType is in `allowed_types`, or if
- * its (EtherType, first payload byte) pair is in `tagged`; anything else goes to port 3.
- * Table `classify` then picks an output port by explicit priorities on overlapping keys. */
+ * its (EtherType, tag byte) pair is in `tagged`; anything else goes to port 3. Frames
+ * with tag 1 go where table `classify` says: explicit priorities on overlapping keys. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -39,14 +39,15 @@ control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
 
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     action to(bit<9> port) { sm.egress_spec = port; }
+    action drop() { mark_to_drop(sm); }
     table classify {
         key = { hdr.eth.dst: ternary; hdr.tag.kind: exact; }
-        actions = { to; NoAction; }
+        actions = { to; drop; }
         priority_delta = 10;
         entries = {
-            priority = 50: (48w0x020000000000 &&& 48w0xff0000000000, 8w1) : to(4);
-                           (_, 8w1) : to(5);                     // 40
-            priority = 45: (48w0x020000000001, 8w1) : to(6);     // beats the entry of 40
+            priority = 50: (48w0x020000000000 &&& 48w0xff0000000000, 8w1) : to(2);
+                           (_, 8w1) : to(3);                     // priority 40
+            priority = 45: (48w0x060000000001, 8w1) : drop();    // beats the entry of 40
         }
     }
     apply {
