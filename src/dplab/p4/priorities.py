@@ -88,7 +88,7 @@ def _check_allowed(explicit: Node, first: Node, keys: list[dict], is_const: bool
 
 
 def _explicit(node: Node, rules: Settings, evaluate: Callable[[Node], object]) -> int:
-    val = evaluate(node)
+    val = evaluate(node.value)
     least = 1 if rules.largest_wins else 0
     if val.const is None or val.const < least:
         raise P4Error(node.loc, f"a priority must be an integer constant >= {least}")

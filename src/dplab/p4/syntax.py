@@ -411,9 +411,10 @@ class Parser:
             return None
         self.advance()
         self.advance()
+        loc = self.tok.loc
         value = self.expression()
         self.expect(":")
-        return value
+        return Node("priority", loc, value=value)
 
     def instantiation_or_var(self) -> Node:
         """`Type(args) name;` (instantiation) or `Type name [= expr];` (variable)."""
