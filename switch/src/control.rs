@@ -203,6 +203,8 @@ impl Handler<'_> {
             "mcast_group_set" | "mcast_group_delete" | "mcast_group_read" => {
                 self.with_runtime(|rt| mcast_op(rt, req, cmd))
             }
+            "value_set_write" => self.with_runtime(|rt| value_set_write(rt, req)),
+            "value_set_read" => self.with_runtime(|rt| value_set_read(rt, req)),
             "clone_session_set" | "clone_session_delete" | "clone_session_read" => {
                 self.with_runtime(|rt| clone_op(rt, req, cmd))
             }
@@ -861,6 +863,54 @@ fn clone_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
 }
 
 // ---- events ----
+
+/// Replaces a parser value set's members (all of them; `[]` empties the set).
+fn value_set_write(rt: &mut Runtime, req: &Value) -> Reply {
+    let prog = rt.prog.clone();
+    let vs = resolve(&prog.value_sets, req, "value_set", |d| (d.id, &d.name))?;
+    let items = req
+        .get("members")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("\"members\" must be a list of match lists"))?;
+    let mut members = Vec::with_capacity(items.len());
+    for (i, m) in items.iter().enumerate() {
+        let fields = m
+            .as_array()
+            .ok_or_else(|| invalid(format!("members[{i}] must be a list of matches")))?;
+        members.push(parse_matches(fields, &format!("members[{i}]")).map_err(invalid)?);
+    }
+    rt.value_sets[vs]
+        .replace(&prog.value_sets[vs], members)
+        .map_err(|e| Failure {
+            code: e.code(),
+            message: format!("value set {}: {e}", prog.value_sets[vs].name),
+        })?;
+    Ok(Value::Null)
+}
+
+/// One value set's members (`value_set` given) or every set's.
+fn value_set_read(rt: &Runtime, req: &Value) -> Reply {
+    let prog = &rt.prog;
+    let chosen = match req.get("value_set") {
+        None | Some(Value::Null) => (0..prog.value_sets.len()).collect(),
+        Some(_) => vec![resolve(&prog.value_sets, req, "value_set", |d| {
+            (d.id, &d.name)
+        })?],
+    };
+    let sets: Vec<Value> = chosen
+        .into_iter()
+        .map(|i| {
+            let members: Vec<Value> = rt.value_sets[i]
+                .members()
+                .iter()
+                .map(|m| Value::Array(m.iter().map(match_json).collect()))
+                .collect();
+            let def = &prog.value_sets[i];
+            json!({"value_set": def.id, "name": def.name, "members": members})
+        })
+        .collect();
+    Ok(json!({ "value_sets": sets }))
+}
 
 fn event_json(prog: &Program, ev: &Event) -> Value {
     match ev {

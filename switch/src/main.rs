@@ -17,6 +17,7 @@ mod segment;
 mod shared;
 mod tables;
 mod txring;
+mod value_sets;
 mod values;
 
 use std::os::unix::net::UnixListener;

@@ -15,6 +15,7 @@ use crate::program::{
     sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, UnOp, MAX_PARAMS,
 };
 use crate::tables::{ActionCall, Table};
+use crate::value_sets::ValueSet;
 use crate::values::{mask, read_bits};
 
 #[cfg(test)]
@@ -44,6 +45,8 @@ pub struct Runtime {
     pub meters: Vec<Vec<MeterCell>>,
     pub registers: Vec<Vec<u128>>,
     pub pre: Pre,
+    /// Members of the parser value sets (`Program::value_sets`), empty at load.
+    pub value_sets: Vec<ValueSet>,
 }
 
 /// A control-plane event the data path produced.
@@ -101,6 +104,7 @@ struct Ctx<'a> {
     meters: &'a mut [Vec<MeterCell>],
     registers: &'a mut [Vec<u128>],
     pre: &'a Pre,
+    value_sets: &'a [ValueSet],
     out: &'a mut Vec<(u32, Vec<u8>)>,
     events: &'a mut Vec<Event>,
     /// Resubmitted and recirculated packets waiting for their next pass.
@@ -262,6 +266,7 @@ impl Worker {
             meters: &mut rt.meters,
             registers: &mut rt.registers,
             pre: &rt.pre,
+            value_sets: &rt.value_sets,
             out,
             events,
             pending: Vec::new(),
@@ -468,7 +473,7 @@ impl Worker {
                     }
                     match cases
                         .iter()
-                        .find(|(sets, _)| keysets_match(sets, &self.key))
+                        .find(|(sets, _)| case_matches(sets, &self.key, cx.value_sets))
                     {
                         Some((_, next)) => *next,
                         None => return self.reject(ERROR_NO_MATCH),
@@ -1020,7 +1025,16 @@ fn keysets_match(sets: &[KeySet], key: &[u128]) -> bool {
         KeySet::Mask(v, m) => *k & m == v,
         KeySet::Range(lo, hi) => lo <= *k && *k <= hi,
         KeySet::Any => true,
+        KeySet::ValueSet(_) => false, // only ever a whole case: see case_matches
     })
+}
+
+/// A select case: a value set covers all the keys; other keysets match key by key.
+fn case_matches(sets: &[KeySet], key: &[u128], value_sets: &[ValueSet]) -> bool {
+    match sets {
+        [KeySet::ValueSet(i)] => value_sets[*i].contains(key),
+        _ => keysets_match(sets, key),
+    }
 }
 
 impl Runtime {
@@ -1044,6 +1058,11 @@ impl Runtime {
                 .collect(),
             registers: prog.registers.iter().map(|r| vec![0; r.size]).collect(),
             pre: Pre::default(),
+            value_sets: prog
+                .value_sets
+                .iter()
+                .map(|_| ValueSet::default())
+                .collect(),
             tables,
             prog,
         };

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::hashes::HashAlgorithm;
 use crate::tables::MatchKind;
+use crate::value_sets::{self, ValueSetDef};
 use crate::values::{Piece, WordPlan};
 
 pub type LoadResult<T> = Result<T, String>;
@@ -132,6 +133,8 @@ pub enum KeySet {
     Mask(u128, u128),
     Range(u128, u128),
     Any,
+    /// A parser value set (index into `Program::value_sets`): the whole case's keyset.
+    ValueSet(usize),
 }
 
 #[derive(Debug)]
@@ -319,6 +322,7 @@ pub struct Program {
     pub field_lists: HashMap<u32, Vec<usize>>,
     pub packet_in: Option<ControllerHeader>,
     pub packet_out: Option<ControllerHeader>,
+    pub value_sets: Vec<ValueSetDef>,
 }
 
 /// standard_metadata field numbers (instance 0).
@@ -998,7 +1002,8 @@ fn load_parser(ir: &Value, loader: &Loader) -> LoadResult<(i64, Vec<ParserState>
                         .iter()
                         .map(|k| keyset(k, &cat))
                         .collect::<LoadResult<Vec<KeySet>>>()?;
-                    if sets.len() != keys.len() && !(sets.len() == 1 && sets[0] == KeySet::Any) {
+                    let whole = matches!(sets[..], [KeySet::Any] | [KeySet::ValueSet(_)]);
+                    if sets.len() != keys.len() && !whole {
                         return Err(format!(
                             "{cat}: {} keysets for {} select keys",
                             sets.len(),
@@ -1026,8 +1031,34 @@ fn keyset(k: &Value, at: &str) -> LoadResult<KeySet> {
         }
         "range" => KeySet::Range(get("lo")?, get("hi")?),
         "any" => KeySet::Any,
+        "value_set" => KeySet::ValueSet(num(k, "set", at)? as usize),
         other => return Err(format!("{at}: unknown keyset kind {other:?}")),
     })
+}
+
+/// Every value-set case names a declared set with one field per select key.
+fn check_value_set_cases(states: &[ParserState], sets: &[ValueSetDef]) -> LoadResult<()> {
+    for (i, state) in states.iter().enumerate() {
+        let Transition::Select { keys, cases } = &state.transition else {
+            continue;
+        };
+        for (sets_of_case, _) in cases {
+            if let [KeySet::ValueSet(vs)] = sets_of_case[..] {
+                let def = sets.get(vs).ok_or_else(|| {
+                    format!("parser.states[{i}]: value set {vs} is not in \"value_sets\"")
+                })?;
+                if def.fields.len() != keys.len() {
+                    return Err(format!(
+                        "parser.states[{i}]: value set {} has {} fields for {} select keys",
+                        def.name,
+                        def.fields.len(),
+                        keys.len()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn load_controller_header(
@@ -1111,6 +1142,8 @@ pub fn load(ir: &Value) -> LoadResult<Program> {
         .map(|(i, t)| load_table(t, &format!("tables[{i}]"), &loader, counts))
         .collect::<LoadResult<Vec<TableDef>>>()?;
     let (parser_start, parser_states) = load_parser(ir, &loader)?;
+    let value_sets = value_sets::load_defs(ir)?;
+    check_value_set_cases(&parser_states, &value_sets)?;
     let deparser = match ir
         .get("deparser")
         .and_then(|d| d.get("emit"))
@@ -1175,6 +1208,7 @@ pub fn load(ir: &Value) -> LoadResult<Program> {
         packet_out: load_controller_header(ir, "packet_out", &instances)?,
         digests,
         field_lists,
+        value_sets,
         deparser,
         parser_start,
         parser_states,

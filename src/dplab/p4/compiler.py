@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from dplab.p4 import value_sets
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import Env, ExprChecker, check_width, const
 from dplab.p4.ids import IdAllocator
@@ -50,13 +51,15 @@ class Compiler:
         self.globals: Env = {}
         self.errors = list(STANDARD_ERRORS)
         self.decls: dict[str, Node] = {}
+        self.struct_decls: dict[str, Node] = {}   # for field annotations (@match)
         self.action_nodes: dict[str, tuple[Node, Env, str]] = {}
         self.ir: dict = {"format": "dplab-p4-ir", "version": 1, "program": path.stem,
                          "source": str(path), "arch": "v1model", "instances": [],
                          "stacks": [], "errors": self.errors, "field_lists": {},
                          "controls": {}, "actions": [], "tables": [], "counters": [],
                          "direct_counters": [], "meters": [], "direct_meters": [],
-                         "registers": [], "digests": [], "controller_headers": {}}
+                         "registers": [], "digests": [], "controller_headers": {},
+                         "value_sets": []}
         self.action_index: dict[tuple[str, str], int] = {}   # (name, binding) -> index
         self.signatures: dict[str, tuple[list, list[dict]]] = {}
         self.table_bindings: dict[str, int] = {}
@@ -96,6 +99,7 @@ class Compiler:
             self.types[decl.name] = self.resolve_type(decl.type)
         elif kind in ("header", "struct"):
             self.types[decl.name] = self.struct_type(decl)
+            self.struct_decls[decl.name] = decl
         elif kind == "enum":
             self.types[decl.name] = self.enum_type(decl)
             self.globals[decl.name] = TypeRef(self.types[decl.name])
@@ -323,7 +327,10 @@ class Compiler:
         self.exprs.lookahead_ok = True
         init = []
         for local in parser.locals:
-            init.extend(self.stmts.statement(local, env, scope))
+            if value_sets.is_value_set(local):
+                value_sets.declare(self, local, parser.name, env)
+            else:
+                init.extend(self.stmts.statement(local, env, scope))
         states = []
         for state in parser.states:
             body = (init if state.name == "start" else []) + \
@@ -348,6 +355,10 @@ class Compiler:
         keys = [self.exprs.bits(k, env) for k in node.keys]
         cases = []
         for case in node.cases:
+            named_set = value_sets.case_keyset(self, case, keys, env)
+            if named_set is not None:
+                cases.append({"sets": [named_set], "next": target(case.target)})
+                continue
             sets = case.sets
             if len(sets) == 1 and sets[0].kind == "any":
                 sets = sets * len(keys)

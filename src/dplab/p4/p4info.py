@@ -56,6 +56,8 @@ def build_p4info(ir: dict) -> p4info_pb2.P4Info:
         msg.type_spec.bitstring.bit.bitwidth = register["w"]
     for digest in ir["digests"]:
         _digest(info, digest)
+    for value_set in ir["value_sets"]:
+        _value_set(info.value_sets.add(size=value_set["size"]), value_set)
     for header in ir["controller_headers"].values():
         msg = info.controller_packet_metadata.add()
         _preamble(msg, header)
@@ -83,6 +85,13 @@ def _table(msg: object, table: dict, ir: dict) -> None:
     for kind in ("direct_counter", "direct_meter"):
         if table[kind] is not None:
             msg.direct_resource_ids.append(ir[kind + "s"][table[kind]]["id"])
+
+
+def _value_set(msg: p4info_pb2.ValueSet, value_set: dict) -> None:
+    _preamble(msg, value_set)
+    for f in value_set["fields"]:
+        msg.match.add(id=f["id"], name=f["name"], bitwidth=f["w"],
+                      match_type=MATCH_TYPES[f["match"]])
 
 
 def _digest(info: p4info_pb2.P4Info, digest: dict) -> None:

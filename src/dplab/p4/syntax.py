@@ -396,13 +396,25 @@ class Parser:
             annos = self.annotations()
             loc = self.tok.loc
             is_const = self.accept("const")  # an entry the control plane may not change
+            priority = self.entry_priority()
             sets = self.keysets()
             self.expect(":")
             action = self.expression()
             self.expect(";")
             entries.append(Node("entry", loc, sets=sets, action=action, annos=annos,
-                                const=is_const))
+                                const=is_const, priority=priority))
         return entries
+
+    def entry_priority(self) -> Node | None:
+        """`priority = N :` in front of an entry's keyset (P4_16 1.2.4, Entry priorities)."""
+        if not (self.at("priority") and self.peek().text == "="):
+            return None
+        self.advance()
+        self.advance()
+        loc = self.tok.loc
+        value = self.expression()
+        self.expect(":")
+        return Node("priority", loc, value=value)
 
     def instantiation_or_var(self) -> Node:
         """`Type(args) name;` (instantiation) or `Type name [= expr];` (variable)."""

@@ -1,9 +1,10 @@
 """Table declarations -> IR tables (docs/p4-ir.md §8)."""
 
+from dplab.p4 import priorities
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
 from dplab.p4.syntax import Node
-from dplab.p4.types import ActionRef, ExternRef
+from dplab.p4.types import ActionRef, ExternRef, Val
 
 MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
 SCOPES = {"tableonly": "table_only", "defaultonly": "default_only"}
@@ -18,7 +19,8 @@ class TableCompiler:
         props = {p.name: p for p in node.props}
         for p in node.props:
             if p.name not in ("key", "actions", "default_action", "size", "entries",
-                              "counters", "meters", "support_timeout"):
+                              "counters", "meters", "support_timeout",
+                              "largest_priority_wins", "priority_delta"):
                 raise P4Error(p.loc, f"table property '{p.name}' is not supported")
         if "actions" not in props:
             raise P4Error(node.loc, f"table {node.name} has no actions")
@@ -38,7 +40,8 @@ class TableCompiler:
                 table[kind] = self.direct(props[prop].value, kind, index)
         if "entries" in props:
             table["is_const"] = props["entries"].const
-            table["const_entries"] = self.entries(props["entries"].value, table)
+            table["const_entries"] = self.entries(props["entries"].value, table,
+                                                  priorities.settings(props, self.evaluate))
         return table
 
     def const_int(self, node: Node) -> int:
@@ -107,9 +110,14 @@ class TableCompiler:
         group["table"] = table
         return target.index
 
-    def entries(self, nodes: list[Node], table: dict) -> list[dict]:
+    def evaluate(self, node: Node) -> Val:
+        return self.c.exprs.value(node, self.env)
+
+    def entries(self, nodes: list[Node], table: dict, rules: priorities.Settings) -> list[dict]:
+        ranks = priorities.entry_priorities(nodes, table["keys"], table["is_const"], rules,
+                                            self.evaluate)
         out = []
-        for position, node in enumerate(nodes):
+        for node, rank in zip(nodes, ranks, strict=True):
             sets = node.sets
             if len(sets) != len(table["keys"]):
                 raise P4Error(node.loc, f"the table has {len(table['keys'])} key(s), this entry "
@@ -118,7 +126,7 @@ class TableCompiler:
             index, data = self.action_of(node.action, with_data=True)
             self.allowed(index, table, node.action)
             args = self.c.action_args(index, data, node.action.loc, self.env)
-            item = {"priority": len(nodes) - position, "matches": matches,
+            item = {"priority": rank, "matches": matches,
                     "action": {"action": index, "args": args}}
             if node.const:  # marked const in a (non-const) entries list
                 item["const"] = True

@@ -48,6 +48,7 @@ class P4InfoIndex:
         self.direct_meters = {m.preamble.id: m for m in info.direct_meters}
         self.registers = {r.preamble.id: r for r in info.registers}
         self.digests = {d.preamble.id: d for d in info.digests}
+        self.value_sets = {v.preamble.id: v for v in info.value_sets}
         self.controller_headers = {h.preamble.name: h for h in info.controller_packet_metadata}
 
     def table(self, table_id: int) -> p4info_pb2.Table:
@@ -71,20 +72,28 @@ class P4InfoIndex:
 # -- table entries -----------------------------------------------------------------------
 
 def match_to_switch(table: p4info_pb2.Table, fields: list[pb.FieldMatch]) -> list[dict]:
+    return fields_to_switch(f"table {table.preamble.name}", table.match_fields, fields)
+
+
+def fields_to_switch(owner: str, match_fields: list[MatchField],
+                     fields: list[pb.FieldMatch]) -> list[dict]:
+    """FieldMatches (of a table entry, or of a value set member: spec 9.7, the same rules)
+    -> the switch's match list, one item per P4Info match field. ``owner`` names what they
+    belong to in error messages."""
     given = {}
     for fm in fields:
         if fm.field_id in given:
-            raise invalid(f"table {table.preamble.name}: match field {fm.field_id} given twice")
+            raise invalid(f"{owner}: match field {fm.field_id} given twice")
         given[fm.field_id] = fm
-    known = {mf.id for mf in table.match_fields}
+    known = {mf.id for mf in match_fields}
     for field_id in given:
         if field_id not in known:
-            raise invalid(f"table {table.preamble.name}: no match field id {field_id}")
-    return [_field_to_switch(table, mf, given.get(mf.id)) for mf in table.match_fields]
+            raise invalid(f"{owner}: no match field id {field_id}")
+    return [_field_to_switch(owner, mf, given.get(mf.id)) for mf in match_fields]
 
 
-def _field_to_switch(table: p4info_pb2.Table, mf: MatchField, fm: pb.FieldMatch | None) -> dict:
-    what = f"table {table.preamble.name} field {mf.name}"
+def _field_to_switch(owner: str, mf: MatchField, fm: pb.FieldMatch | None) -> dict:
+    what = f"{owner} field {mf.name or mf.id}"
     kind = MatchField.MatchType.Name(mf.match_type)
     if fm is None:
         if kind == "EXACT":
@@ -140,8 +149,12 @@ def _range_to_switch(match: pb.FieldMatch.Range, width: int, what: str) -> dict:
 
 
 def match_from_switch(table: p4info_pb2.Table, items: list[dict]) -> list[pb.FieldMatch]:
+    return fields_from_switch(table.match_fields, items)
+
+
+def fields_from_switch(match_fields: list[MatchField], items: list[dict]) -> list[pb.FieldMatch]:
     out = []
-    for mf, item in zip(table.match_fields, items, strict=True):
+    for mf, item in zip(match_fields, items, strict=True):
         kind = MatchField.MatchType.Name(mf.match_type)
         fm = pb.FieldMatch(field_id=mf.id)
         if _is_wildcard(item, mf.bitwidth):

@@ -8,7 +8,7 @@ from dataclasses import replace
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.p4runtime import codec
+from dplab.p4runtime import codec, value_sets
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entry_extras import NONE, EntryExtras, Extras
@@ -265,6 +265,9 @@ class Entities:
     def _write_digest_entry(self, op: int, entry: pb.DigestEntry) -> None:
         self.digests.write(op, entry, self.index.digests)
 
+    def _write_value_set_entry(self, op: int, entry: pb.ValueSetEntry) -> None:
+        value_sets.write(self.switch, self.index, op, entry)
+
     def _write_packet_replication_engine_entry(self, op: int, entry) -> None:
         kind = entry.WhichOneof("type")
         if kind == "multicast_group_entry":
@@ -446,6 +449,9 @@ class Entities:
         if want.digest_id:
             self.index.lookup("digests", want.digest_id)
         return self.digests.read(want)
+
+    def _read_value_set_entry(self, want: pb.ValueSetEntry) -> Iterator[pb.ValueSetEntry]:
+        return value_sets.read(self.switch, self.index, want)
 
     def _read_packet_replication_engine_entry(self, want) -> Iterator:
         kind = want.WhichOneof("type")

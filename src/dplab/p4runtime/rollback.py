@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.p4runtime import codec
+from dplab.p4runtime import codec, value_sets
 from dplab.p4runtime.entities import DELETE, INSERT, MODIFY, Entities
 from dplab.p4runtime.errors import P4RuntimeError
 
@@ -210,6 +210,10 @@ def _replication_entry(entities: Entities, entry: pb.PacketReplicationEngineEntr
     return lambda: _restore_keyed(before, current(), write)
 
 
+def _value_set_entry(entities: Entities, entry: pb.ValueSetEntry) -> Undo:
+    return value_sets.undo(entities.switch, entities.index, entry)
+
+
 _SNAPSHOTS: dict[str, Callable[[Entities, object], Undo]] = {
     "table_entry": _table_entry,
     "direct_counter_entry": _direct_entry,
@@ -219,4 +223,5 @@ _SNAPSHOTS: dict[str, Callable[[Entities, object], Undo]] = {
     "register_entry": _register_entry,
     "digest_entry": _digest_entry,
     "packet_replication_engine_entry": _replication_entry,
+    "value_set_entry": _value_set_entry,
 }

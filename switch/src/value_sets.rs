@@ -1,0 +1,265 @@
+//! Parser value sets (docs/p4-ir.md §5, P4Runtime spec "ValueSetEntry").
+//!
+//! A `select` case naming a value set matches when at least one of the set's members
+//! matches the select keys; a member matches when each of its field matches does. Sets
+//! start empty and the control plane replaces a set's members as a whole.
+
+use serde_json::Value;
+
+use crate::program::KeySet;
+use crate::tables::{prefix_mask, FieldMatch, MatchKind};
+use crate::values::mask;
+
+/// A value set as the program declares it.
+#[derive(Debug)]
+pub struct ValueSetDef {
+    pub id: u32,
+    pub name: String,
+    pub size: usize,
+    /// (match kind, width) per field, in select-key order.
+    pub fields: Vec<(MatchKind, u32)>,
+}
+
+/// Loads the IR's `value_sets` (absent: none).
+pub fn load_defs(ir: &Value) -> Result<Vec<ValueSetDef>, String> {
+    let Some(items) = ir.get("value_sets").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| load_def(v, &format!("value_sets[{i}]")))
+        .collect()
+}
+
+fn load_def(v: &Value, at: &str) -> Result<ValueSetDef, String> {
+    let number = |key: &str| {
+        v.get(key)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| format!("{at}: missing number {key:?}"))
+    };
+    let mut fields = Vec::new();
+    for (i, f) in v
+        .get("fields")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{at}: missing \"fields\""))?
+        .iter()
+        .enumerate()
+    {
+        let fat = format!("{at}.fields[{i}]");
+        let kind = f
+            .get("match")
+            .and_then(Value::as_str)
+            .and_then(MatchKind::parse)
+            .ok_or_else(|| format!("{fat}: \"match\" must be a match kind"))?;
+        let w = f.get("w").and_then(Value::as_u64).unwrap_or(0);
+        if !(1..=128).contains(&w) {
+            return Err(format!("{fat}: width must be 1..128"));
+        }
+        fields.push((kind, w as u32));
+    }
+    if fields.is_empty() {
+        return Err(format!("{at}: a value set needs at least one field"));
+    }
+    Ok(ValueSetDef {
+        id: number("id")? as u32,
+        name: v
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        size: number("size")? as usize,
+        fields,
+    })
+}
+
+/// Why a set of members was refused (P4Runtime codes in `code()`).
+#[derive(Debug, PartialEq)]
+pub enum MemberError {
+    /// More members than the set's size.
+    TooMany { size: usize, got: usize },
+    /// The same member twice.
+    Duplicate(usize),
+    /// A member that does not fit the set's fields.
+    Invalid(String),
+}
+
+impl MemberError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            MemberError::TooMany { .. } => "RESOURCE_EXHAUSTED",
+            MemberError::Duplicate(_) => "ALREADY_EXISTS",
+            MemberError::Invalid(_) => "INVALID_ARGUMENT",
+        }
+    }
+}
+
+impl std::fmt::Display for MemberError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemberError::TooMany { size, got } => {
+                write!(f, "{got} members, the value set holds at most {size}")
+            }
+            MemberError::Duplicate(i) => write!(f, "member {i} is given twice"),
+            MemberError::Invalid(why) => f.write_str(why),
+        }
+    }
+}
+
+/// The members of one value set: as written (for reads) and as keysets (for matching).
+#[derive(Default)]
+pub struct ValueSet {
+    members: Vec<Vec<FieldMatch>>,
+    keysets: Vec<Vec<KeySet>>,
+}
+
+impl ValueSet {
+    pub fn members(&self) -> &[Vec<FieldMatch>] {
+        &self.members
+    }
+
+    /// Whether any member matches `key` (one value per field).
+    pub fn contains(&self, key: &[u128]) -> bool {
+        self.keysets.iter().any(|member| {
+            member.iter().zip(key).all(|(s, k)| match *s {
+                KeySet::Exact(v) => *k == v,
+                KeySet::Mask(v, m) => *k & m == v,
+                KeySet::Range(lo, hi) => lo <= *k && *k <= hi,
+                KeySet::Any | KeySet::ValueSet(_) => true,
+            })
+        })
+    }
+
+    /// Replaces all members; a refused request leaves the set as it was.
+    pub fn replace(
+        &mut self,
+        def: &ValueSetDef,
+        members: Vec<Vec<FieldMatch>>,
+    ) -> Result<(), MemberError> {
+        if members.len() > def.size {
+            return Err(MemberError::TooMany {
+                size: def.size,
+                got: members.len(),
+            });
+        }
+        let mut keysets = Vec::with_capacity(members.len());
+        for (i, member) in members.iter().enumerate() {
+            if members[..i].contains(member) {
+                return Err(MemberError::Duplicate(i));
+            }
+            keysets.push(member_keysets(def, member, i)?);
+        }
+        self.members = members;
+        self.keysets = keysets;
+        Ok(())
+    }
+}
+
+/// Checks one member against the set's fields and turns it into select keysets.
+fn member_keysets(
+    def: &ValueSetDef,
+    member: &[FieldMatch],
+    index: usize,
+) -> Result<Vec<KeySet>, MemberError> {
+    if member.len() != def.fields.len() {
+        return Err(MemberError::Invalid(format!(
+            "member {index} has {} field matches, the value set {} fields",
+            member.len(),
+            def.fields.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(member.len());
+    for (f, (m, &(kind, w))) in member.iter().zip(&def.fields).enumerate() {
+        let fits = |v: u128| v & !mask(w) == 0;
+        let bad = |why: &str| {
+            MemberError::Invalid(format!(
+                "member {index} field {}: {why} (a {kind:?} field of {w} bits)",
+                f + 1
+            ))
+        };
+        let set = match (kind, *m) {
+            (MatchKind::Exact | MatchKind::Optional, FieldMatch::Exact(v)) if fits(v) => {
+                KeySet::Exact(v)
+            }
+            (
+                MatchKind::Optional | MatchKind::Ternary | MatchKind::Lpm | MatchKind::Range,
+                FieldMatch::Any,
+            ) => KeySet::Any,
+            (MatchKind::Ternary, FieldMatch::Ternary(v, m)) if fits(v) && fits(m) => {
+                if v & !m != 0 {
+                    return Err(bad("value bits outside the mask"));
+                }
+                KeySet::Mask(v, m)
+            }
+            (MatchKind::Lpm, FieldMatch::Lpm(v, len)) if fits(v) && len <= w => {
+                let m = prefix_mask(w, len);
+                if v & !m != 0 {
+                    return Err(bad("value bits beyond the prefix"));
+                }
+                KeySet::Mask(v, m)
+            }
+            (MatchKind::Range, FieldMatch::Range(lo, hi)) if fits(lo) && fits(hi) && lo <= hi => {
+                KeySet::Range(lo, hi)
+            }
+            _ => return Err(bad("this match does not fit")),
+        };
+        out.push(set);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(size: usize, fields: Vec<(MatchKind, u32)>) -> ValueSetDef {
+        ValueSetDef {
+            id: 1,
+            name: "vs".into(),
+            size,
+            fields,
+        }
+    }
+
+    #[test]
+    fn members_match_any_of_them_and_replace_as_a_whole() {
+        let d = def(2, vec![(MatchKind::Exact, 16), (MatchKind::Ternary, 8)]);
+        let mut set = ValueSet::default();
+        assert!(!set.contains(&[0x800, 1]));
+        let members = vec![
+            vec![FieldMatch::Exact(0x800), FieldMatch::Any],
+            vec![FieldMatch::Exact(0x86dd), FieldMatch::Ternary(0x10, 0xf0)],
+        ];
+        set.replace(&d, members).unwrap();
+        assert!(set.contains(&[0x800, 7]));
+        assert!(set.contains(&[0x86dd, 0x1f]));
+        assert!(!set.contains(&[0x86dd, 0x20]));
+        set.replace(&d, Vec::new()).unwrap();
+        assert!(!set.contains(&[0x800, 7]));
+    }
+
+    #[test]
+    fn refused_members_leave_the_set_unchanged() {
+        let d = def(2, vec![(MatchKind::Exact, 16)]);
+        let mut set = ValueSet::default();
+        set.replace(&d, vec![vec![FieldMatch::Exact(1)]]).unwrap();
+        let three = vec![vec![FieldMatch::Exact(2)]; 3];
+        assert_eq!(
+            set.replace(&d, three).unwrap_err().code(),
+            "RESOURCE_EXHAUSTED"
+        );
+        let twice = vec![vec![FieldMatch::Exact(2)]; 2];
+        assert_eq!(set.replace(&d, twice).unwrap_err().code(), "ALREADY_EXISTS");
+        let wide = vec![vec![FieldMatch::Exact(0x10000)]];
+        assert_eq!(
+            set.replace(&d, wide).unwrap_err().code(),
+            "INVALID_ARGUMENT"
+        );
+        let wildcard = vec![vec![FieldMatch::Any]];
+        assert_eq!(
+            set.replace(&d, wildcard).unwrap_err().code(),
+            "INVALID_ARGUMENT"
+        );
+        assert!(set.contains(&[1]) && !set.contains(&[2]));
+    }
+}
