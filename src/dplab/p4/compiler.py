@@ -7,6 +7,7 @@ from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import Env, ExprChecker, check_width, const
 from dplab.p4.ids import IdAllocator
 from dplab.p4.preprocess import preprocess
+from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.statements import Scope, StatementCompiler
 from dplab.p4.syntax import Node, parse
 from dplab.p4.types import (
@@ -56,7 +57,8 @@ class Compiler:
                          "stacks": [], "errors": self.errors, "field_lists": {},
                          "controls": {}, "actions": [], "tables": [], "counters": [],
                          "direct_counters": [], "meters": [], "direct_meters": [],
-                         "registers": [], "digests": [], "controller_headers": {}}
+                         "registers": [], "digests": [], "controller_headers": {},
+                         "action_profiles": []}
         self.action_index: dict[tuple[str, str], int] = {}   # (name, binding) -> index
         self.signatures: dict[str, tuple[list, list[dict]]] = {}
         self.table_bindings: dict[str, int] = {}
@@ -69,6 +71,7 @@ class Compiler:
         self.exprs.errors = {}
         self.exprs.new_local = self.new_local
         self.stmts = StatementCompiler(self.exprs, self)
+        self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}
 
     # --- entry ---------------------------------------------------------------------
@@ -411,6 +414,9 @@ class Compiler:
 
     def extern_instance(self, node: Node, owner: str, env: Env) -> ExternRef:
         kind = node.type.name if node.type.kind == "named" else ""
+        if kind in PROFILE_KINDS:
+            index = self.profiles.declare(node, self.qualified(node, owner), kind, node.args, env)
+            return ExternRef(kind, index)
         if kind not in EXTERN_OBJECTS:
             raise P4Error(node.loc, f"cannot instantiate '{kind or node.type.kind}' here")
         name = self.qualified(node, owner)

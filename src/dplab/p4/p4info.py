@@ -56,6 +56,8 @@ def build_p4info(ir: dict) -> p4info_pb2.P4Info:
         msg.type_spec.bitstring.bit.bitwidth = register["w"]
     for digest in ir["digests"]:
         _digest(info, digest)
+    for profile in ir["action_profiles"]:
+        _action_profile(info.action_profiles.add(), profile, ir)
     for header in ir["controller_headers"].values():
         msg = info.controller_packet_metadata.add()
         _preamble(msg, header)
@@ -76,6 +78,8 @@ def _table(msg: object, table: dict, ir: dict) -> None:
     if default["const"]:
         msg.const_default_action_id = ir["actions"][default["action"]]["id"]
     msg.size = table["size"]
+    if table.get("implementation") is not None:
+        msg.implementation_id = ir["action_profiles"][table["implementation"]]["id"]
     msg.is_const_table = table["is_const"]
     msg.has_initial_entries = bool(table["const_entries"])
     if table["support_timeout"]:
@@ -83,6 +87,16 @@ def _table(msg: object, table: dict, ir: dict) -> None:
     for kind in ("direct_counter", "direct_meter"):
         if table[kind] is not None:
             msg.direct_resource_ids.append(ir[kind + "s"][table[kind]]["id"])
+
+
+def _action_profile(msg: p4info_pb2.ActionProfile, profile: dict, ir: dict) -> None:
+    """As p4c writes it for v1model: `size` the constructor's, `max_group_size` 0 unless
+    `@max_group_size(n)` (P4Runtime spec 9.2.3: then any group `max_size` is allowed)."""
+    _preamble(msg, profile)
+    msg.table_ids.extend(ir["tables"][t]["id"] for t in profile["tables"])
+    msg.with_selector = profile["selector"] is not None
+    msg.size = profile["size"]
+    msg.max_group_size = profile["max_group_size"]
 
 
 def _digest(info: p4info_pb2.P4Info, digest: dict) -> None:
