@@ -90,5 +90,5 @@ class ProfileCompiler:
                           "cannot have entries: its entries name members or groups")
         default = table["default_action"]
         if default["args"] or self.c.ir["actions"][default["action"]]["name"] != "NoAction":
-            raise P4Error(props["default_action"].loc, "a table with an action profile or "
+            raise P4Error(props["default_action"].value.loc, "a table with an action profile or "
                           "selector takes only NoAction as default action (BMv2)")
