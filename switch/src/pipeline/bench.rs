@@ -67,7 +67,11 @@ fn l3_setup() -> (Runtime, Worker, Vec<Vec<u8>>) {
         params: vec![0x0200_0000_0002, 2],
     };
     rt.tables[0]
-        .insert(&[FieldMatch::Lpm(0x0a00_0200, 24)], 0, EntryAction::Direct(call))
+        .insert(
+            &[FieldMatch::Lpm(0x0a00_0200, 24)],
+            0,
+            EntryAction::Direct(call),
+        )
         .expect("route");
     let frames = (1..=16).map(frame).collect();
     (rt, Worker::new(&prog), frames)
