@@ -14,9 +14,10 @@ use serde_json::{json, Map, Value};
 use crate::meters::{ColourCounts, MeterCell, MeterConfig};
 use crate::pipeline::{Event, Runtime};
 use crate::pre::{CloneSession, Replica};
+use crate::profiles::ProfileError;
 use crate::program::{self, parse_hex, Program, Scope, Unit};
 use crate::shared::{add, get, signal, Client, Shared, PACKET_OUT_QUEUE_LIMIT};
-use crate::tables::{ActionCall, Direct, FieldMatch, TableError};
+use crate::tables::{ActionCall, Direct, EntryAction, FieldMatch, TableError};
 use crate::values::{mask, read_bits, write_bits};
 
 /// A request error with the P4Runtime-style code the client should report.
@@ -192,6 +193,15 @@ impl Handler<'_> {
                 self.with_runtime(|rt| table_default(rt, req, cmd))
             }
             "table_read" => self.with_runtime(|rt| table_read(rt, req, self.now())),
+            "profile_member_add" | "profile_member_modify" | "profile_member_delete" => {
+                self.with_runtime(|rt| member_write(rt, req, cmd))
+            }
+            "profile_group_add" | "profile_group_modify" | "profile_group_delete" => {
+                self.with_runtime(|rt| group_write(rt, req, cmd))
+            }
+            "profile_member_read" | "profile_group_read" => {
+                self.with_runtime(|rt| profile_read(rt, req, cmd))
+            }
             "table_clear" => self.with_runtime(|rt| table_clear(rt, req)),
             "table_entry_counter_write" => self.with_runtime(|rt| entry_counter_write(rt, req)),
             "table_entry_meter_set" => self.with_runtime(|rt| entry_meter_set(rt, req, self.now())),
@@ -405,6 +415,201 @@ fn action_call(
     })
 }
 
+/// What an entry runs: `{"action", "args"}` for an action of its own, `{"member": id}` or
+/// `{"group": id}` in a table with an action profile or selector.
+fn entry_action(rt: &Runtime, table: usize, spec: &Value) -> Result<EntryAction, Failure> {
+    let def = &rt.prog.tables[table];
+    let member = spec.get("member").and_then(Value::as_u64);
+    let group = spec.get("group").and_then(Value::as_u64);
+    let Some(p) = def.implementation else {
+        if member.is_some() || group.is_some() {
+            return Err(invalid(format!(
+                "table {} has no action profile: its entries name an action",
+                def.name
+            )));
+        }
+        return Ok(EntryAction::Direct(action_call(rt, table, spec, false)?));
+    };
+    let profile = &rt.prog.profiles[p];
+    let found = match (member, group) {
+        (Some(id), None) => rt.profiles[p]
+            .member(id as u32)
+            .map(|_| EntryAction::Member(id as u32)),
+        (None, Some(_)) if profile.selector.is_none() => {
+            return Err(invalid(format!(
+                "{} is an action profile without a selector: it has no groups",
+                profile.name
+            )))
+        }
+        (None, Some(id)) => rt.profiles[p]
+            .groups
+            .contains_key(&(id as u32))
+            .then_some(EntryAction::Group(id as u32)),
+        _ => {
+            return Err(invalid(format!(
+                "table {} is implemented by {}: an entry names one member or one group",
+                def.name, profile.name
+            )))
+        }
+    };
+    found.ok_or_else(|| not_found(format!("{}: no such member or group: {spec}", profile.name)))
+}
+
+fn entry_action_json(rt: &Runtime, action: &EntryAction) -> Value {
+    match action {
+        EntryAction::Direct(call) => action_json(rt, call),
+        EntryAction::Member(id) => json!({"member": id}),
+        EntryAction::Group(id) => json!({"group": id}),
+    }
+}
+
+fn profile_failure(e: ProfileError) -> Failure {
+    let code = match e {
+        ProfileError::Exists => "ALREADY_EXISTS",
+        ProfileError::NotFound(_) => "NOT_FOUND",
+        ProfileError::InUse(_) => "FAILED_PRECONDITION",
+        ProfileError::Full(_) => "RESOURCE_EXHAUSTED",
+        ProfileError::Invalid(_) => "INVALID_ARGUMENT",
+    };
+    Failure {
+        code,
+        message: e.to_string(),
+    }
+}
+
+fn profile_index(rt: &Runtime, req: &Value) -> Result<usize, Failure> {
+    resolve(&rt.prog.profiles, req, "profile", |p| (p.id, &p.name))
+}
+
+fn id_arg(req: &Value, key: &str) -> Result<u32, Failure> {
+    match req.get(key).and_then(Value::as_u64) {
+        Some(id) if id > 0 && id <= u32::MAX as u64 => Ok(id as u32),
+        _ => Err(invalid(format!("{key} must be an id in 1..2^32-1"))),
+    }
+}
+
+/// Whether an entry of a table the profile implements runs `action` (a member or group).
+fn entries_use(rt: &Runtime, profile: usize, action: &EntryAction) -> bool {
+    rt.prog.profiles[profile]
+        .tables
+        .iter()
+        .any(|t| rt.tables[*t].entries().any(|(_, e)| e.action == *action))
+}
+
+fn member_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
+    let p = profile_index(rt, req)?;
+    let id = id_arg(req, "member")?;
+    if cmd == "profile_member_delete" {
+        let used = entries_use(rt, p, &EntryAction::Member(id));
+        rt.profiles[p]
+            .delete_member(id, used)
+            .map_err(profile_failure)?;
+        return Ok(Value::Null);
+    }
+    // The tables a profile implements share one action list (the compiler checks it).
+    let def = &rt.prog.profiles[p];
+    let Some(&table) = def.tables.first() else {
+        return Err(invalid(format!("{} implements no table", def.name)));
+    };
+    let call = action_call(rt, table, req.get("action").unwrap_or(&Value::Null), false)?;
+    let size = def.size;
+    let profile = &mut rt.profiles[p];
+    if cmd == "profile_member_add" {
+        profile.add_member(id, call, size)
+    } else {
+        profile.modify_member(id, call)
+    }
+    .map_err(profile_failure)?;
+    Ok(Value::Null)
+}
+
+fn group_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
+    let p = profile_index(rt, req)?;
+    let def = &rt.prog.profiles[p];
+    if def.selector.is_none() {
+        return Err(invalid(format!(
+            "{} is an action profile without a selector: it has no groups",
+            def.name
+        )));
+    }
+    let id = id_arg(req, "group")?;
+    if cmd == "profile_group_delete" {
+        let used = entries_use(rt, p, &EntryAction::Group(id));
+        rt.profiles[p]
+            .delete_group(id, used)
+            .map_err(profile_failure)?;
+        return Ok(Value::Null);
+    }
+    let max_size = req.get("max_size").and_then(Value::as_u64).unwrap_or(0);
+    if def.max_group_size > 0 && (max_size == 0 || max_size > def.max_group_size as u64) {
+        return Err(invalid(format!(
+            "max_size {max_size} not in 1..{} (max_group_size)",
+            def.max_group_size
+        )));
+    }
+    if max_size > def.size as u64 {
+        return Err(profile_failure(ProfileError::Full(format!(
+            "max_size {max_size} exceeds what {} holds ({})",
+            def.name, def.size
+        ))));
+    }
+    let mut members = Vec::new();
+    for m in req
+        .get("members")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let weight = m.get("weight").and_then(Value::as_u64).unwrap_or(1);
+        members.push((id_arg(m, "member")?, weight.min(u32::MAX as u64) as u32));
+    }
+    let limit = def.size as u32;
+    rt.profiles[p]
+        .set_group(
+            id,
+            members,
+            max_size as u32,
+            cmd == "profile_group_add",
+            limit,
+        )
+        .map_err(profile_failure)?;
+    Ok(Value::Null)
+}
+
+/// Members (`{"profile", "member", "action"}`) or groups (`{"profile", "group",
+/// "members": [{"member", "weight"}], "max_size"}`) of one profile, or of all.
+fn profile_read(rt: &Runtime, req: &Value, cmd: &str) -> Reply {
+    let wanted = match req.get("profile") {
+        None | Some(Value::Null) => (0..rt.profiles.len()).collect(),
+        Some(_) => vec![profile_index(rt, req)?],
+    };
+    let mut out = Vec::new();
+    for p in wanted {
+        let pid = rt.prog.profiles[p].id;
+        if cmd == "profile_member_read" {
+            for (id, call) in &rt.profiles[p].members {
+                out.push(json!({"profile": pid, "member": id, "action": action_json(rt, call)}));
+            }
+            continue;
+        }
+        for (id, g) in &rt.profiles[p].groups {
+            let members: Vec<Value> = g
+                .members
+                .iter()
+                .map(|(m, w)| json!({"member": m, "weight": w}))
+                .collect();
+            out.push(json!({"profile": pid, "group": id, "members": members,
+                            "max_size": g.max_size}));
+        }
+    }
+    let key = if cmd == "profile_member_read" {
+        "members"
+    } else {
+        "groups"
+    };
+    Ok(json!({ key: out }))
+}
+
 fn action_json(rt: &Runtime, call: &ActionCall) -> Value {
     let a = &rt.prog.actions[call.action];
     json!({"action": a.id, "name": a.name, "args": call.params.iter().map(|p| hex(*p)).collect::<Vec<_>>()})
@@ -479,7 +684,7 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
     }
     let meter = optional_meter_config(req.get("meter"))?;
     let slot = if cmd == "table_add" {
-        let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
+        let call = entry_action(rt, t, req.get("action").unwrap_or(&Value::Null))?;
         rt.tables[t]
             .insert(&matches, priority, call)
             .map_err(table_error)?
@@ -497,7 +702,7 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
                 .map_err(table_error)?;
             return Ok(Value::Null);
         }
-        let call = action_call(rt, t, req.get("action").unwrap_or(&Value::Null), false)?;
+        let call = entry_action(rt, t, req.get("action").unwrap_or(&Value::Null))?;
         rt.tables[t]
             .modify(&matches, priority, call)
             .map_err(table_error)?;
@@ -549,7 +754,7 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
             json!({
                 "match": e.matches.iter().map(match_json).collect::<Vec<_>>(),
                 "priority": e.priority,
-                "action": action_json(rt, &e.action),
+                "action": entry_action_json(rt, &e.action),
                 "packets": e.direct.packets, "bytes": e.direct.bytes,
                 "meter": meter_json(&e.direct.meter),
                 "meter_counts": counts_json(&e.direct.meter.counts),

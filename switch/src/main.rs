@@ -12,6 +12,7 @@ mod meters;
 mod pipeline;
 mod ports;
 mod pre;
+mod profiles;
 mod program;
 mod segment;
 mod shared;

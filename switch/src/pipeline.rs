@@ -11,10 +11,11 @@ use std::sync::Arc;
 
 use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
+use crate::profiles::Profile;
 use crate::program::{
     sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, UnOp, MAX_PARAMS,
 };
-use crate::tables::{ActionCall, Table};
+use crate::tables::{ActionCall, EntryAction, Table};
 use crate::value_sets::ValueSet;
 use crate::values::{mask, read_bits};
 
@@ -41,6 +42,8 @@ pub const INSTANCE_RESUBMIT: u128 = 6;
 pub struct Runtime {
     pub prog: Arc<Program>,
     pub tables: Vec<Table>,
+    /// Members and groups of each action profile/selector (`Program::profiles`).
+    pub profiles: Vec<Profile>,
     pub counters: Vec<Vec<(u64, u64)>>,
     pub meters: Vec<Vec<MeterCell>>,
     pub registers: Vec<Vec<u128>>,
@@ -100,6 +103,7 @@ struct Ctx<'a> {
     prog: &'a Program,
     /// Empty while an action runs (actions cannot apply tables; the loader checks that).
     tables: &'a mut [Table],
+    profiles: &'a [Profile],
     counters: &'a mut [Vec<(u64, u64)>],
     meters: &'a mut [Vec<MeterCell>],
     registers: &'a mut [Vec<u128>],
@@ -262,6 +266,7 @@ impl Worker {
         let mut cx = Ctx {
             prog: &rt.prog,
             tables: &mut rt.tables,
+            profiles: &rt.profiles,
             counters: &mut rt.counters,
             meters: &mut rt.meters,
             registers: &mut rt.registers,
@@ -572,7 +577,7 @@ impl Worker {
     /// Applies a table and runs the action it chose, with the entry's data read in place.
     fn apply(&mut self, cx: &mut Ctx, table: usize, hit_dest: Option<Dest>) -> (Flow, usize) {
         let tables = std::mem::take(&mut cx.tables);
-        let (hit, call) = self.lookup(cx.prog, table, &mut tables[table]);
+        let (hit, call) = self.lookup(cx.prog, cx.profiles, table, &mut tables[table]);
         if let Some(d) = hit_dest {
             write_dest(&mut self.phv.fields, d, hit as u128);
         }
@@ -832,10 +837,13 @@ impl Worker {
 
     /// Looks a table up with the packet's key; counts the hit (or miss) and runs the direct
     /// meter of the entry hit (or of the default entry). Returns whether it hit and the
-    /// action to run.
+    /// action to run: the entry's own, its profile member's, or the member its group's
+    /// selector picks. An entry naming an empty group acts as a miss (runs the default
+    /// action, `hit` false), as BMv2 does; its direct counter still counts the packet.
     fn lookup<'t>(
         &mut self,
         prog: &Program,
+        profiles: &'t [Profile],
         table: usize,
         t: &'t mut Table,
     ) -> (bool, &'t ActionCall) {
@@ -854,10 +862,29 @@ impl Worker {
         if !self.rehearsing {
             self.count_hit(prog, def.direct_meter, t, slot);
         }
-        match slot.and_then(|s| t.entry(s)) {
-            Some(entry) => (true, &entry.action),
+        let chosen = match slot.and_then(|s| t.entry(s)).map(|e| &e.action) {
+            Some(EntryAction::Direct(call)) => Some(call),
+            Some(EntryAction::Member(id)) => {
+                def.implementation.and_then(|p| profiles[p].member(*id))
+            }
+            Some(EntryAction::Group(id)) => def.implementation.and_then(|p| {
+                let hash = self.selector_hash(prog, p, &def.selector_keys);
+                profiles[p].pick(*id, hash)
+            }),
+            None => None,
+        };
+        match chosen {
+            Some(call) => (true, call),
             None => (false, &t.default_action),
         }
+    }
+
+    /// The selector's hash of the table's selector keys, cut to its output width.
+    fn selector_hash(&mut self, prog: &Program, profile: usize, keys: &Packed) -> u64 {
+        let Some((algo, width)) = prog.profiles[profile].selector else {
+            return 0;
+        };
+        (self.hash(algo, keys, &[], None) & mask(width)) as u64
     }
 
     /// A packet's marks on the table: the entry's (or the default entry's) counters, last
@@ -1050,6 +1077,7 @@ impl Runtime {
             tables.push(Table::new(kinds, widths, t.size, default));
         }
         let mut rt = Runtime {
+            profiles: prog.profiles.iter().map(|_| Profile::default()).collect(),
             counters: prog.counters.iter().map(|c| vec![(0, 0); c.size]).collect(),
             meters: prog
                 .meters
@@ -1076,10 +1104,10 @@ impl Runtime {
             for (ei, e) in t.const_entries.iter().enumerate() {
                 let at = format!("{}: const entry {ei}", t.name);
                 let matches = crate::control::parse_matches(&e.matches, &at)?;
-                let call = ActionCall {
+                let call = EntryAction::Direct(ActionCall {
                     action: e.action,
                     params: e.args.clone(),
-                };
+                });
                 let slot = self.tables[ti]
                     .insert(&matches, e.priority, call)
                     .map_err(|err| format!("{at}: {err}"))?;

@@ -267,6 +267,26 @@ pub struct TableDef {
     pub is_const: bool,
     pub direct_meter: Option<usize>,
     pub support_timeout: bool,
+    /// The action profile or selector (index into `Program::profiles`) whose members and
+    /// groups the entries name instead of an action.
+    pub implementation: Option<usize>,
+    /// The `selector` keys: hashed to pick a group's member.
+    pub selector_keys: Packed,
+}
+
+/// An `action_profile` (no selector) or `action_selector` instance.
+#[derive(Debug)]
+pub struct ProfileDef {
+    pub id: u32,
+    pub name: String,
+    /// Most members it holds (the constructor's `size`).
+    pub size: usize,
+    /// P4Info `max_group_size`: 0 = no static limit.
+    pub max_group_size: usize,
+    /// Hash algorithm and output width of a selector.
+    pub selector: Option<(Algo, u32)>,
+    /// The tables it implements (they share one action list).
+    pub tables: Vec<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -314,6 +334,7 @@ pub struct Program {
     pub deparser: Vec<usize>,
     pub actions: Vec<Action>,
     pub tables: Vec<TableDef>,
+    pub profiles: Vec<ProfileDef>,
     pub counters: Vec<ExternDef>,
     pub meters: Vec<ExternDef>,
     pub direct_meters: Vec<ExternDef>,
@@ -894,7 +915,7 @@ fn load_table(
     t: &Value,
     at: &str,
     loader: &Loader,
-    counts: (usize, usize),
+    counts: (usize, usize, usize),
 ) -> LoadResult<TableDef> {
     let mut keys = Vec::new();
     for (j, k) in arr(t, "keys", at)?.iter().enumerate() {
@@ -946,6 +967,13 @@ fn load_table(
     // Direct counters count in the table entries themselves; only the reference is checked.
     optional_index(t, "direct_counter", counts.0, "direct counter", at)?;
     let size = num(t, "size", at).unwrap_or(1024);
+    let mut selector_keys = Vec::new();
+    if let Some(items) = t.get("selector_keys").and_then(Value::as_array) {
+        for (j, k) in items.iter().enumerate() {
+            let kat = format!("{at}.selector_keys[{j}]");
+            selector_keys.push((loader.expr_at(k, "expr", &kat)?, width(k, "w", &kat)?));
+        }
+    }
     Ok(TableDef {
         id: num(t, "id", at)? as u32,
         name: text(t, "name", at)?.to_string(),
@@ -965,7 +993,39 @@ fn load_table(
             .get("support_timeout")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        implementation: optional_index(t, "implementation", counts.2, "action profile", at)?,
+        selector_keys: Packed::new(selector_keys),
     })
+}
+
+fn load_profiles(ir: &Value, loader: &Loader, tables: usize) -> LoadResult<Vec<ProfileDef>> {
+    let Some(items) = ir.get("action_profiles").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (i, p) in items.iter().enumerate() {
+        let at = format!("action_profiles[{i}]");
+        let selector = match p.get("selector") {
+            None | Some(Value::Null) => None,
+            Some(sel) => Some((loader.algo(sel, &at)?, width(sel, "output_width", &at)?)),
+        };
+        let mut users = Vec::new();
+        for t in arr(p, "tables", &at)? {
+            match t.as_u64() {
+                Some(n) if (n as usize) < tables => users.push(n as usize),
+                _ => return Err(format!("{at}: table {t} does not exist")),
+            }
+        }
+        out.push(ProfileDef {
+            id: num(p, "id", &at)? as u32,
+            name: text(p, "name", &at)?.to_string(),
+            size: num(p, "size", &at)?.clamp(1, 1 << 24) as usize,
+            max_group_size: num(p, "max_group_size", &at).unwrap_or(0).max(0) as usize,
+            selector,
+            tables: users,
+        });
+    }
+    Ok(out)
 }
 
 fn load_parser(ir: &Value, loader: &Loader) -> LoadResult<(i64, Vec<ParserState>)> {
@@ -1135,12 +1195,17 @@ pub fn load(ir: &Value) -> LoadResult<Program> {
         errors: len_of("errors"),
     };
     let actions = load_actions(ir, &loader)?;
-    let counts = (len_of("direct_counters"), len_of("direct_meters"));
+    let counts = (
+        len_of("direct_counters"),
+        len_of("direct_meters"),
+        len_of("action_profiles"),
+    );
     let tables = arr(ir, "tables", "ir")?
         .iter()
         .enumerate()
         .map(|(i, t)| load_table(t, &format!("tables[{i}]"), &loader, counts))
         .collect::<LoadResult<Vec<TableDef>>>()?;
+    let profiles = load_profiles(ir, &loader, tables.len())?;
     let (parser_start, parser_states) = load_parser(ir, &loader)?;
     let value_sets = value_sets::load_defs(ir)?;
     check_value_set_cases(&parser_states, &value_sets)?;
@@ -1214,6 +1279,7 @@ pub fn load(ir: &Value) -> LoadResult<Program> {
         parser_states,
         actions,
         tables,
+        profiles,
         stacks,
         slot_count,
         instances,

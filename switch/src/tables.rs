@@ -72,6 +72,15 @@ pub struct ActionCall {
     pub params: Vec<u128>,
 }
 
+/// What an entry runs: an action of its own, or (in a table with an action profile or
+/// selector) a profile member or a group of members, named by their control-plane ids.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EntryAction {
+    Direct(ActionCall),
+    Member(u32),
+    Group(u32),
+}
+
 /// What an entry (or a table's default entry) carries besides its action: the direct
 /// counter, counting every packet the entry takes, and the direct meter (used when the
 /// table has one).
@@ -85,7 +94,7 @@ pub struct Direct {
 pub struct Entry {
     pub matches: Vec<FieldMatch>,
     pub priority: i32,
-    pub action: ActionCall,
+    pub action: EntryAction,
     pub direct: Direct,
     /// A `const` entry of the program (`const entries`, or marked `const` in `entries`):
     /// only its direct counter and meter may change.
@@ -248,7 +257,7 @@ impl Table {
         &mut self,
         matches: &[FieldMatch],
         priority: i32,
-        entry_action: ActionCall,
+        entry_action: EntryAction,
     ) -> Result<usize, TableError> {
         let matches = self.normalise(matches)?;
         let priority = self.key_priority(priority);
@@ -326,7 +335,7 @@ impl Table {
         &mut self,
         matches: &[FieldMatch],
         priority: i32,
-        action: ActionCall,
+        action: EntryAction,
     ) -> Result<(), TableError> {
         let slot = self.find(matches, priority)?;
         if let Some(e) = self.slab[slot].as_mut() {
@@ -421,15 +430,19 @@ impl Table {
 mod tests {
     use super::*;
 
-    fn call(action: usize) -> ActionCall {
+    fn direct(action: usize) -> ActionCall {
         ActionCall {
             action,
             params: vec![],
         }
     }
 
+    fn call(action: usize) -> EntryAction {
+        EntryAction::Direct(direct(action))
+    }
+
     fn table(kinds: &[MatchKind], widths: &[u32]) -> Table {
-        Table::new(kinds.to_vec(), widths.to_vec(), 100, call(0))
+        Table::new(kinds.to_vec(), widths.to_vec(), 100, direct(0))
     }
 
     fn hit(t: &Table, key: &[u128]) -> Option<usize> {
@@ -441,7 +454,10 @@ mod tests {
             self.slab
                 .get(slot)
                 .and_then(|e| e.as_ref())
-                .map(|e| e.action.action)
+                .and_then(|e| match &e.action {
+                    EntryAction::Direct(call) => Some(call.action),
+                    _ => None,
+                })
         }
     }
 
@@ -553,7 +569,7 @@ mod tests {
 
     #[test]
     fn wrong_kinds_and_sizes_are_rejected() {
-        let mut t = Table::new(vec![MatchKind::Exact], vec![8], 2, call(0));
+        let mut t = Table::new(vec![MatchKind::Exact], vec![8], 2, direct(0));
         assert_eq!(
             t.insert(&[FieldMatch::Ternary(1, 1)], 0, call(1)),
             Err(TableError::KindMismatch {

@@ -8,6 +8,7 @@ from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import Env, ExprChecker, check_width, const
 from dplab.p4.ids import IdAllocator
 from dplab.p4.preprocess import preprocess
+from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.statements import Scope, StatementCompiler
 from dplab.p4.syntax import Node, parse
 from dplab.p4.types import (
@@ -59,7 +60,7 @@ class Compiler:
                          "controls": {}, "actions": [], "tables": [], "counters": [],
                          "direct_counters": [], "meters": [], "direct_meters": [],
                          "registers": [], "digests": [], "controller_headers": {},
-                         "value_sets": []}
+                         "value_sets": [], "action_profiles": []}
         self.action_index: dict[tuple[str, str], int] = {}   # (name, binding) -> index
         self.signatures: dict[str, tuple[list, list[dict]]] = {}
         self.table_bindings: dict[str, int] = {}
@@ -72,6 +73,7 @@ class Compiler:
         self.exprs.errors = {}
         self.exprs.new_local = self.new_local
         self.stmts = StatementCompiler(self.exprs, self)
+        self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}
 
     # --- entry ---------------------------------------------------------------------
@@ -422,6 +424,9 @@ class Compiler:
 
     def extern_instance(self, node: Node, owner: str, env: Env) -> ExternRef:
         kind = node.type.name if node.type.kind == "named" else ""
+        if kind in PROFILE_KINDS:
+            index = self.profiles.declare(node, self.qualified(node, owner), kind, node.args, env)
+            return ExternRef(kind, index)
         if kind not in EXTERN_OBJECTS:
             raise P4Error(node.loc, f"cannot instantiate '{kind or node.type.kind}' here")
         name = self.qualified(node, owner)

@@ -2,7 +2,8 @@
 
 import hashlib
 
-PREFIXES = {"actions": 0x01, "tables": 0x02, "controller_headers": 0x04, "counters": 0x12,
+PREFIXES = {"actions": 0x01, "tables": 0x02, "controller_headers": 0x04, "action_profiles": 0x11,
+            "counters": 0x12,
             "direct_counters": 0x13, "meters": 0x14, "direct_meters": 0x15,
             "registers": 0x16, "digests": 0x17, "value_sets": 0x03}
 

@@ -58,6 +58,8 @@ def build_p4info(ir: dict) -> p4info_pb2.P4Info:
         _digest(info, digest)
     for value_set in ir["value_sets"]:
         _value_set(info.value_sets.add(size=value_set["size"]), value_set)
+    for profile in ir["action_profiles"]:
+        _action_profile(info.action_profiles.add(), profile, ir)
     for header in ir["controller_headers"].values():
         msg = info.controller_packet_metadata.add()
         _preamble(msg, header)
@@ -78,6 +80,8 @@ def _table(msg: object, table: dict, ir: dict) -> None:
     if default["const"]:
         msg.const_default_action_id = ir["actions"][default["action"]]["id"]
     msg.size = table["size"]
+    if table.get("implementation") is not None:
+        msg.implementation_id = ir["action_profiles"][table["implementation"]]["id"]
     msg.is_const_table = table["is_const"]
     msg.has_initial_entries = bool(table["const_entries"])
     if table["support_timeout"]:
@@ -92,6 +96,16 @@ def _value_set(msg: p4info_pb2.ValueSet, value_set: dict) -> None:
     for f in value_set["fields"]:
         msg.match.add(id=f["id"], name=f["name"], bitwidth=f["w"],
                       match_type=MATCH_TYPES[f["match"]])
+
+
+def _action_profile(msg: p4info_pb2.ActionProfile, profile: dict, ir: dict) -> None:
+    """As p4c writes it for v1model: `size` the constructor's, `max_group_size` 0 unless
+    `@max_group_size(n)` (P4Runtime spec 9.2.3: then any group `max_size` is allowed)."""
+    _preamble(msg, profile)
+    msg.table_ids.extend(ir["tables"][t]["id"] for t in profile["tables"])
+    msg.with_selector = profile["selector"] is not None
+    msg.size = profile["size"]
+    msg.max_group_size = profile["max_group_size"]
 
 
 def _digest(info: p4info_pb2.P4Info, digest: dict) -> None:

@@ -19,7 +19,7 @@ class TableCompiler:
         props = {p.name: p for p in node.props}
         for p in node.props:
             if p.name not in ("key", "actions", "default_action", "size", "entries",
-                              "counters", "meters", "support_timeout",
+                              "counters", "meters", "support_timeout", "implementation",
                               "largest_priority_wins", "priority_delta"):
                 raise P4Error(p.loc, f"table property '{p.name}' is not supported")
         if "actions" not in props:
@@ -27,9 +27,15 @@ class TableCompiler:
         table = {"name": self.c.qualified(node, owner), "size": 1024, "keys": [],
                  "actions": [], "const_entries": [], "is_const": False,
                  "direct_counter": None, "direct_meter": None, "support_timeout": False}
-        table["keys"] = [self.key(k) for k in (props["key"].value if "key" in props else [])]
+        keys = props["key"].value if "key" in props else []
+        selector_keys = [k for k in keys if k.match.text == "selector"]
+        table["keys"] = [self.key(k) for k in keys if k.match.text != "selector"]
         table["actions"] = [self.action_ref(a) for a in props["actions"].value]
         table["default_action"] = self.default_action(props.get("default_action"), table)
+        if "implementation" in props:
+            self.c.profiles.attach(table, index, props["implementation"], self.env)
+            table["selector_keys"] = [self.selector_key(k) for k in selector_keys]
+        self.c.profiles.check(table, props, selector_keys)
         if "size" in props:
             table["size"] = self.const_int(props["size"].value)
         if "support_timeout" in props:
@@ -57,6 +63,12 @@ class TableCompiler:
         names = node.annos.get("name")
         return {"name": names[0].text if names else node.text, "match": node.match.text,
                 "w": val.ir["w"], "expr": val.ir}
+
+    def selector_key(self, node: Node) -> dict:
+        """A `selector` key: hashed to pick a group's member, not matched (p4c leaves it
+        out of P4Info's match fields)."""
+        val = self.c.exprs.bits(node.expr, self.env)
+        return {"name": node.text, "w": val.ir["w"], "expr": val.ir}
 
     def action_of(self, node: Node, with_data: bool) -> tuple[int, list[Node]]:
         """The IR action an action-list entry, default action or entry names, and its

@@ -49,6 +49,7 @@ class P4InfoIndex:
         self.registers = {r.preamble.id: r for r in info.registers}
         self.digests = {d.preamble.id: d for d in info.digests}
         self.value_sets = {v.preamble.id: v for v in info.value_sets}
+        self.action_profiles = {p.preamble.id: p for p in info.action_profiles}
         self.controller_headers = {h.preamble.name: h for h in info.controller_packet_metadata}
 
     def table(self, table_id: int) -> p4info_pb2.Table:
@@ -214,6 +215,14 @@ def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Act
     return {"action": action.action_id, "args": args}
 
 
+def switch_action(read: dict) -> dict:
+    """A read entry's action as table_add/table_modify take it: an action with its
+    arguments, or a profile member or group."""
+    if "action" not in read:
+        return dict(read)  # {"member": id} or {"group": id}
+    return {"action": read["action"], "args": read["args"]}
+
+
 def action_from_switch(index: P4InfoIndex, action: dict) -> pb.Action:
     info = index.lookup("actions", action["action"])
     out = pb.Action(action_id=action["action"])
@@ -284,7 +293,12 @@ def entry_from_switch(index: P4InfoIndex, table: p4info_pb2.Table, item: dict,
                       wanted: Wanted) -> pb.TableEntry:
     entry = pb.TableEntry(table_id=table.preamble.id, priority=item.get("priority") or 0)
     entry.match.extend(match_from_switch(table, item["match"]))
-    entry.action.action.CopyFrom(action_from_switch(index, item["action"]))
+    if "member" in item["action"]:   # a table with an action profile or selector
+        entry.action.action_profile_member_id = item["action"]["member"]
+    elif "group" in item["action"]:
+        entry.action.action_profile_group_id = item["action"]["group"]
+    else:
+        entry.action.action.CopyFrom(action_from_switch(index, item["action"]))
     entry.idle_timeout_ns = item.get("idle_timeout_ns") or 0
     fill_direct_resources(entry, wanted, item.get("packets", 0), item.get("bytes", 0),
                           item.get("meter"), item["meter_counts"])

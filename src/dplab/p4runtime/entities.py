@@ -13,6 +13,7 @@ from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entry_extras import NONE, EntryExtras, Extras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
+from dplab.p4runtime.profiles import Profiles, entry_action
 from dplab.p4runtime.switch_link import SwitchLink
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
@@ -25,6 +26,7 @@ class Entities:
         self.index = index
         self.digests = digests
         self.extras = extras
+        self.profiles = Profiles(switch, index)
 
     # -- write ---------------------------------------------------------------------------
 
@@ -64,11 +66,9 @@ class Entities:
         if kind is None and op == MODIFY:  # the action stays; only direct resources change
             self._modify_direct_resources(table, entry, req)
             return
-        if kind != "action":
-            raise invalid("a table entry needs an action" if kind is None else
-                          f"{kind} (action profiles) is not supported")
-        req["action"] = codec.action_to_switch(self.index, table, entry.action.action,
-                                               default=False)
+        if kind is None:
+            raise invalid("a table entry needs an action")
+        req["action"] = entry_action(self.index, table, entry.action)
         req["idle_timeout_ns"] = entry.idle_timeout_ns  # a MODIFY to 0 clears it
         if entry.HasField("meter_config"):
             req["meter"] = codec.meter_to_switch(entry.meter_config)
@@ -108,8 +108,7 @@ class Entities:
             raise invalid(f"table {table.preamble.name}: a const entry takes no idle timeout "
                           "(P4Runtime spec 9.1.4)")
         self.switch.call("table_modify", **req, idle_timeout_ns=idle_timeout_ns,
-                         action={"action": found["action"]["action"],
-                                 "args": found["action"]["args"]})
+                         action=codec.switch_action(found["action"]))
         key = req["table"], req["match"], req["priority"]
         self.extras.put(*key, replace(self.extras.get(*key), idle_timeout_ns=idle_timeout_ns))
 
@@ -231,6 +230,12 @@ class Entities:
                 return item
         return None
 
+    def _write_action_profile_member(self, op: int, member: pb.ActionProfileMember) -> None:
+        self.profiles.write_member(op, member)
+
+    def _write_action_profile_group(self, op: int, group: pb.ActionProfileGroup) -> None:
+        self.profiles.write_group(op, group)
+
     def _write_counter_entry(self, op: int, entry: pb.CounterEntry) -> None:
         if op != MODIFY:
             raise invalid("counter entries can only be modified")
@@ -347,7 +352,7 @@ class Entities:
             # Filters (spec 9.1.6): each field left at its default matches everything.
             if ((match is not None and codec.canonical_match(table, item["match"]) != match)
                     or (want.priority and (item.get("priority") or 0) != want.priority)
-                    or (action_id and item["action"]["action"] != action_id)):
+                    or (action_id and item["action"].get("action") != action_id)):
                 continue
             extras = NONE if not annotated else self.extras.get(
                 table.preamble.id, codec.canonical_match(table, item["match"]),
@@ -362,6 +367,12 @@ class Entities:
             if want.HasField("time_since_last_hit") and supports_timeout:  # only if asked
                 entry.time_since_last_hit.elapsed_ns = item.get("idle_ns") or 0
             yield entry
+
+    def _read_action_profile_member(self, want: pb.ActionProfileMember):
+        return self.profiles.read_members(want)
+
+    def _read_action_profile_group(self, want: pb.ActionProfileGroup):
+        return self.profiles.read_groups(want)
 
     def _read_direct_counter_entry(self, want: pb.DirectCounterEntry):
         probe = pb.TableEntry()

@@ -117,7 +117,7 @@ def _default_entry(entities: Entities, table) -> Undo:
 
 def _entry_state(item: dict, with_meter: bool) -> dict:
     """What table_add/table_modify set, from a read entry."""
-    state = {"action": {"action": item["action"]["action"], "args": item["action"]["args"]},
+    state = {"action": codec.switch_action(item["action"]),
              "idle_timeout_ns": item.get("idle_timeout_ns") or 0}
     if with_meter:
         state["meter"] = item.get("meter")
@@ -214,6 +214,33 @@ def _value_set_entry(entities: Entities, entry: pb.ValueSetEntry) -> Undo:
     return value_sets.undo(entities.switch, entities.index, entry)
 
 
+def _profile_member(entities: Entities, member: pb.ActionProfileMember) -> Undo:
+    if not member.member_id:
+        return lambda: None  # refused by Entities.write
+    key = pb.ActionProfileMember(action_profile_id=member.action_profile_id,
+                                 member_id=member.member_id)
+
+    def current() -> pb.ActionProfileMember | None:
+        return next(iter(entities.profiles.read_members(key)), None)
+
+    before = current()
+    return lambda: _restore_keyed(before, current(), entities.profiles.write_member)
+
+
+def _profile_group(entities: Entities, group: pb.ActionProfileGroup) -> Undo:
+    if not group.group_id or not entities.index.lookup(
+            "action_profiles", group.action_profile_id).with_selector:
+        return lambda: None  # refused by Entities.write
+    key = pb.ActionProfileGroup(action_profile_id=group.action_profile_id,
+                                group_id=group.group_id)
+
+    def current() -> pb.ActionProfileGroup | None:
+        return next(iter(entities.profiles.read_groups(key)), None)
+
+    before = current()
+    return lambda: _restore_keyed(before, current(), entities.profiles.write_group)
+
+
 _SNAPSHOTS: dict[str, Callable[[Entities, object], Undo]] = {
     "table_entry": _table_entry,
     "direct_counter_entry": _direct_entry,
@@ -224,4 +251,6 @@ _SNAPSHOTS: dict[str, Callable[[Entities, object], Undo]] = {
     "digest_entry": _digest_entry,
     "packet_replication_engine_entry": _replication_entry,
     "value_set_entry": _value_set_entry,
+    "action_profile_member": _profile_member,
+    "action_profile_group": _profile_group,
 }

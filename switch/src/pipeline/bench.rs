@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use super::{Runtime, Worker};
 use crate::dataplane::thread_cpu_ns;
-use crate::tables::{ActionCall, FieldMatch};
+use crate::tables::{ActionCall, EntryAction, FieldMatch};
 
 fn l3_ir() -> PathBuf {
     if let Ok(path) = std::env::var("DPLAB_L3_IR") {
@@ -67,7 +67,11 @@ fn l3_setup() -> (Runtime, Worker, Vec<Vec<u8>>) {
         params: vec![0x0200_0000_0002, 2],
     };
     rt.tables[0]
-        .insert(&[FieldMatch::Lpm(0x0a00_0200, 24)], 0, call)
+        .insert(
+            &[FieldMatch::Lpm(0x0a00_0200, 24)],
+            0,
+            EntryAction::Direct(call),
+        )
         .expect("route");
     let frames = (1..=16).map(frame).collect();
     (rt, Worker::new(&prog), frames)

@@ -88,6 +88,14 @@ enum HashAlgorithm {
     xor16
 }
 
+extern action_profile {
+    action_profile(bit<32> size);
+}
+
+extern action_selector {
+    action_selector(HashAlgorithm algorithm, bit<32> size, bit<32> outputWidth);
+}
+
 extern void mark_to_drop(inout standard_metadata_t standard_metadata);
 
 extern void hash<O, T, D, M>(out O result, in HashAlgorithm algo, in T base, in D data, in M max);

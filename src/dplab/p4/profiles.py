@@ -1,0 +1,94 @@
+"""v1model action profiles and action selectors -> the IR's `action_profiles` (docs/p4-ir.md
+§8.6) and the `implementation`/`selector_keys` of the tables they implement."""
+
+from dplab.p4.errors import P4Error
+from dplab.p4.exprs import Env
+from dplab.p4.statements import HASH_ALGOS
+from dplab.p4.syntax import Node
+from dplab.p4.types import ExternRef, type_name
+
+PROFILE_KINDS = {"action_profile": 1, "action_selector": 3}   # kind -> argument count
+
+
+class ProfileCompiler:
+    def __init__(self, compiler: object) -> None:
+        self.c = compiler
+
+    def declare(self, node: Node, name: str, kind: str, args: list[Node], env: Env) -> int:
+        """A named instance (`action_selector(...) ecmp;`) or one made inline in a table's
+        `implementation`; returns its index in the IR's `action_profiles`."""
+        if len(args) != PROFILE_KINDS[kind]:
+            raise P4Error(node.loc, f"{kind} takes {PROFILE_KINDS[kind]} argument(s)")
+        profile = {"name": name, "size": self.positive(args[-1 if kind == "action_profile"
+                                                           else 1], env, "size"),
+                   "max_group_size": 0, "tables": [], "selector": None}
+        groups = node.annos.get("max_group_size") if hasattr(node, "annos") else None
+        if groups:
+            profile["max_group_size"] = self.positive(groups[0], env, "@max_group_size")
+        if kind == "action_selector":
+            profile["selector"] = {"algo": self.algorithm(args[0], env),
+                                   "output_width": self.positive(args[2], env, "outputWidth")}
+            if not 1 <= profile["selector"]["output_width"] <= 64:
+                raise P4Error(args[2].loc, "outputWidth must be 1..64 bits")
+        self.c.ir["action_profiles"].append(profile)
+        return len(self.c.ir["action_profiles"]) - 1
+
+    def positive(self, node: Node, env: Env, what: str) -> int:
+        value = self.c.exprs.value(node, env, 32).const
+        if value is None or value <= 0:
+            raise P4Error(node.loc, f"{what} must be a positive constant")
+        return value
+
+    def algorithm(self, node: Node, env: Env) -> str:
+        algo = self.c.exprs.denote(node, env) if node.kind == "member" else None
+        name = node.name if node.kind == "member" else ""
+        if algo is None or type_name(getattr(algo, "type", None)) != "HashAlgorithm" \
+                or name not in HASH_ALGOS:
+            raise P4Error(node.loc, "action_selector needs HashAlgorithm." +
+                          "/".join(sorted(HASH_ALGOS)))
+        return name
+
+    def attach(self, table: dict, index: int, prop: Node, env: Env) -> None:
+        """Binds the table to the profile its `implementation` names or makes."""
+        value = prop.value
+        if value.kind == "call" and value.func.kind == "name" \
+                and value.func.name in PROFILE_KINDS:
+            # p4c names a profile made inline after its table
+            profile = self.declare(value, table["name"], value.func.name, value.args, env)
+        else:
+            target = self.c.exprs.denote(value, env) if value.kind == "name" else None
+            if not isinstance(target, ExternRef) or target.kind not in PROFILE_KINDS:
+                raise P4Error(value.loc, "implementation must be an action_profile or "
+                              "action_selector (an instance or a constructor call)")
+            profile = target.index
+        shared = self.c.ir["action_profiles"][profile]
+        for other in shared["tables"]:
+            if self.action_names(self.c.ir["tables"][other]) != self.action_names(table):
+                raise P4Error(value.loc, f"tables sharing {shared['name']} must have the same "
+                              f"actions (P4Runtime spec 9.2); "
+                              f"{self.c.ir['tables'][other]['name']} has others")
+        shared["tables"].append(index)
+        table["implementation"] = profile
+
+    def action_names(self, table: dict) -> list[str]:
+        return sorted(self.c.ir["actions"][a["action"]]["name"] for a in table["actions"])
+
+    def check(self, table: dict, props: dict[str, Node], selector_keys: list[Node]) -> None:
+        """What v1model (BMv2) does not allow on a table with an implementation."""
+        profile = table.get("implementation")
+        if profile is None:
+            if selector_keys:
+                raise P4Error(selector_keys[0].match.loc, "a 'selector' key needs "
+                              "implementation = action_selector(...)")
+            return
+        selector = self.c.ir["action_profiles"][profile]["selector"]
+        if selector_keys and selector is None:
+            raise P4Error(selector_keys[0].match.loc, "a 'selector' key needs an "
+                          "action_selector, this table has an action_profile")
+        if "entries" in props:
+            raise P4Error(props["entries"].loc, "a table with an action profile or selector "
+                          "cannot have entries: its entries name members or groups")
+        default = table["default_action"]
+        if default["args"] or self.c.ir["actions"][default["action"]]["name"] != "NoAction":
+            raise P4Error(props["default_action"].value.loc, "a table with an action profile or "
+                          "selector takes only NoAction as default action (BMv2)")

@@ -1,0 +1,125 @@
+"""ActionProfileMember and ActionProfileGroup (P4Runtime spec 9.2, "ActionProfileMember &
+ActionProfileGroup") as calls on the switch's control socket, and the member or group a
+table entry of an indirect table names.
+
+The switch checks and refuses with the spec's codes (members/groups it does not have:
+NOT_FOUND, still in use: FAILED_PRECONDITION, weights beyond `max_size`: RESOURCE_EXHAUSTED,
+weight 0 or a changed `max_size`: INVALID_ARGUMENT); this module checks what the P4Info
+says (profile ids, actions of the profile's tables, selectors) and what the switch does
+not model (watch ports: UNIMPLEMENTED, spec 9.2.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+
+from dplab.p4runtime import codec
+from dplab.p4runtime.codec import P4InfoIndex
+from dplab.p4runtime.errors import P4RuntimeError, invalid
+from dplab.p4runtime.switch_link import SwitchLink
+
+INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
+COMMAND = {INSERT: "add", MODIFY: "modify", DELETE: "delete"}
+
+
+def entry_action(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.TableAction) -> dict:
+    """The switch's `action` of a table entry: an action of its own in a direct table, a
+    member or group id in a table with an action profile/selector (INVALID_ARGUMENT for
+    the other kind, spec 9.1.2 and 9.2)."""
+    kind = action.WhichOneof("type")
+    profile = index.action_profiles.get(table.implementation_id)
+    if kind == "action_profile_action_set":  # one shot (spec 9.2.3)
+        raise P4RuntimeError("UNIMPLEMENTED", "one-shot action selector programming "
+                             "(action_profile_action_set) is not supported; program "
+                             "ActionProfileMember and ActionProfileGroup")
+    if profile is None:
+        if kind != "action":
+            raise invalid(f"table {table.preamble.name} has no action profile: an entry "
+                          f"names an action, not {kind}")
+        return codec.action_to_switch(index, table, action.action, default=False)
+    if kind == "action_profile_member_id":
+        return {"member": action.action_profile_member_id}
+    if kind == "action_profile_group_id":
+        if not profile.with_selector:
+            raise invalid(f"{profile.preamble.name} is an action profile without a selector: "
+                          "it has no groups")
+        return {"group": action.action_profile_group_id}
+    raise invalid(f"table {table.preamble.name} is implemented by {profile.preamble.name}: "
+                  "an entry names a member or a group, not an action")
+
+
+class Profiles:
+    def __init__(self, switch: SwitchLink, index: P4InfoIndex) -> None:
+        self.switch = switch
+        self.index = index
+
+    def _profile(self, profile_id: int) -> p4info_pb2.ActionProfile:
+        return self.index.lookup("action_profiles", profile_id)
+
+    def write_member(self, op: int, member: pb.ActionProfileMember) -> None:
+        profile = self._profile(member.action_profile_id)
+        if not member.member_id:
+            raise invalid("member_id must not be 0")
+        key = {"profile": profile.preamble.id, "member": member.member_id}
+        if op == DELETE:  # only the ids count (spec 9.2.1)
+            self.switch.call("profile_member_delete", **key)
+            return
+        if not member.HasField("action"):
+            raise invalid(f"{profile.preamble.name}: member {member.member_id} needs an action")
+        if not profile.table_ids:
+            raise invalid(f"{profile.preamble.name} implements no table")
+        # the tables sharing a profile have the same actions (the compiler checks it)
+        table = self.index.table(profile.table_ids[0])
+        action = codec.action_to_switch(self.index, table, member.action, default=False)
+        self.switch.call(f"profile_member_{COMMAND[op]}", **key, action=action)
+
+    def write_group(self, op: int, group: pb.ActionProfileGroup) -> None:
+        profile = self._profile(group.action_profile_id)
+        if not profile.with_selector:
+            raise invalid(f"{profile.preamble.name} is an action profile without a selector: "
+                          "it has no groups")
+        if not group.group_id:
+            raise invalid("group_id must not be 0")
+        key = {"profile": profile.preamble.id, "group": group.group_id}
+        if op == DELETE:
+            self.switch.call("profile_group_delete", **key)
+            return
+        members = []
+        for m in group.members:
+            if m.watch or m.watch_port:
+                raise P4RuntimeError("UNIMPLEMENTED", f"{profile.preamble.name}: watch ports "
+                                     "are not supported")
+            if m.weight <= 0:  # spec 9.2.2: 0 is not a valid weight
+                raise invalid(f"{profile.preamble.name}: member {m.member_id} has weight "
+                              f"{m.weight}")
+            members.append({"member": m.member_id, "weight": m.weight})
+        if group.max_size < 0:
+            raise invalid(f"{profile.preamble.name}: negative max_size")
+        self.switch.call(f"profile_group_{COMMAND[op]}", **key, members=members,
+                         max_size=group.max_size)
+
+    def read_members(self, want: pb.ActionProfileMember) -> Iterator[pb.ActionProfileMember]:
+        for item in self._read("profile_member_read", "members", want.action_profile_id):
+            if want.member_id in (0, item["member"]):
+                out = pb.ActionProfileMember(action_profile_id=item["profile"],
+                                             member_id=item["member"])
+                out.action.CopyFrom(codec.action_from_switch(self.index, item["action"]))
+                yield out
+
+    def read_groups(self, want: pb.ActionProfileGroup) -> Iterator[pb.ActionProfileGroup]:
+        for item in self._read("profile_group_read", "groups", want.action_profile_id):
+            if want.group_id in (0, item["group"]):
+                out = pb.ActionProfileGroup(action_profile_id=item["profile"],
+                                            group_id=item["group"], max_size=item["max_size"])
+                for m in item["members"]:
+                    out.members.add(member_id=m["member"], weight=m["weight"])
+                yield out
+
+    def _read(self, cmd: str, key: str, profile_id: int) -> list[dict]:
+        """A profile's members or groups, or those of every profile (id 0, spec 9.2)."""
+        if profile_id:
+            return self.switch.call(cmd, profile=self._profile(profile_id).preamble.id)[key]
+        return self.switch.call(cmd)[key]

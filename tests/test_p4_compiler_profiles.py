@@ -1,0 +1,122 @@
+"""The compiler's action profiles and selectors: IR, P4Info (as p4c writes them for v1model)
+and exact error locations for their misuses."""
+
+import json
+from pathlib import Path
+
+import pytest
+from p4.config.v1 import p4info_pb2
+
+from dplab.p4 import P4Error
+from dplab.p4.cli import compile_command
+
+ECMP = Path(__file__).resolve().parent / "p4" / "ecmp_selector.p4"
+
+
+def compiled(path: Path, out: Path) -> tuple[dict, p4info_pb2.P4Info]:
+    files = compile_command(path, out)
+    info = p4info_pb2.P4Info()
+    info.ParseFromString(files["p4info_bin"].read_bytes())
+    return json.loads(files["ir"].read_text()), info
+
+
+def test_selector_and_profile_in_ir_and_p4info(tmp_path: Path) -> None:
+    ir, info = compiled(ECMP, tmp_path)
+    tables = {t["name"]: t for t in ir["tables"]}
+    ecmp, l2 = tables["EcmpIngress.ecmp"], tables["EcmpIngress.l2"]
+    selector = ir["action_profiles"][ecmp["implementation"]]
+    # an inline selector is named after its table, as p4c does
+    assert selector["name"] == "EcmpIngress.ecmp"
+    assert selector["selector"] == {"algo": "crc16", "output_width": 14}
+    assert selector["size"] == 1024 and selector["id"] >> 24 == 0x11
+    assert [k["name"] for k in ecmp["keys"]] == ["hdr.ipv4.dst"]   # selector keys apart
+    assert [k["name"] for k in ecmp["selector_keys"]] == [
+        "hdr.ipv4.src", "hdr.ipv4.dst", "hdr.ipv4.protocol", "hdr.ports.src", "hdr.ports.dst"]
+    profile = ir["action_profiles"][l2["implementation"]]
+    assert (profile["name"], profile["size"], profile["selector"]) == (
+        "EcmpIngress.l2_profile", 64, None)
+    by_name = {p.preamble.name: p for p in info.action_profiles}
+    p4_tables = {t.preamble.name: t for t in info.tables}
+    sel = by_name["EcmpIngress.ecmp"]
+    assert (sel.with_selector, sel.size, sel.max_group_size) == (True, 1024, 0)
+    assert list(sel.table_ids) == [p4_tables["EcmpIngress.ecmp"].preamble.id]
+    assert p4_tables["EcmpIngress.ecmp"].implementation_id == sel.preamble.id
+    assert [f.name for f in p4_tables["EcmpIngress.ecmp"].match_fields] == ["hdr.ipv4.dst"]
+    plain = by_name["EcmpIngress.l2_profile"]
+    assert (plain.with_selector, plain.size) == (False, 64)
+    assert p4_tables["EcmpIngress.l2"].implementation_id == plain.preamble.id
+
+
+def test_a_shared_profile_lists_its_tables_and_max_group_size(tmp_path: Path) -> None:
+    text = ECMP.read_text().replace(
+        "    action_profile(32w64) l2_profile;",
+        "    @max_group_size(8) action_selector(HashAlgorithm.crc32, 32w128, 32w16) shared;")
+    text = text.replace("implementation = action_selector(HashAlgorithm.crc16, 32w1024, 32w14);",
+                        "implementation = shared;")
+    text = text.replace("implementation = l2_profile;", "implementation = shared;")
+    path = tmp_path / "shared.p4"
+    path.write_text(text)
+    ir, info = compiled(path, tmp_path / "out")
+    [shared] = info.action_profiles
+    assert (shared.preamble.name, shared.max_group_size, shared.size) == (
+        "EcmpIngress.shared", 8, 128)
+    assert sorted(shared.table_ids) == sorted(t.preamble.id for t in info.tables)
+    assert ir["action_profiles"][0]["selector"]["algo"] == "crc32"
+
+
+BAD = [
+    ("HashAlgorithm.crc16, 32w1024", "HashAlgorithm.random, 32w1024", ".random",
+     "action_selector needs HashAlgorithm."),
+    ("implementation = l2_profile;", "implementation = ecmp_hits;", "ecmp_hits;",
+     "implementation must be an action_profile or action_selector"),
+    ("        key = { hdr.ethernet.dst: exact; }",
+     "        key = { hdr.ethernet.dst: exact; hdr.ethernet.src: selector; }",
+     "selector; }", "this table has an action_profile"),
+    ("        key = { hdr.ethernet.dst: exact; }\n        actions = { forward; drop; }\n"
+     "        implementation = l2_profile;",
+     "        key = { hdr.ethernet.dst: exact; hdr.ethernet.src: selector; }\n"
+     "        actions = { forward; drop; }", "selector; }",
+     "needs implementation = action_selector"),
+    ("        actions = { forward; drop; }\n        implementation = l2_profile;",
+     "        actions = { forward; drop; }\n        implementation = l2_profile;\n"
+     "        default_action = drop();", "drop();", "takes only NoAction"),
+    ("        actions = { forward; drop; }\n        implementation = l2_profile;",
+     "        actions = { forward; }\n        implementation = l2_profile;\n"
+     "        entries = { 0x1 : forward(1); }", "entries", "cannot have entries"),
+    ("action_selector(HashAlgorithm.crc16, 32w1024, 32w14)",
+     "action_selector(HashAlgorithm.crc16, 32w1024)", "action_selector(HashAlgorithm",
+     "takes 3 argument(s)"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "at", "reason"), BAD)
+def test_misuses_give_exact_locations(tmp_path: Path, old: str, new: str, at: str,
+                                      reason: str) -> None:
+    text = ECMP.read_text()
+    assert old in text
+    text = text.replace(old, new, 1)
+    path = tmp_path / "bad.p4"
+    path.write_text(text)
+    where = text.index(at, text.index(new))   # `at` in the replaced text
+    line, col = text.count("\n", 0, where) + 1, where - text.rfind("\n", 0, where)
+    with pytest.raises(P4Error) as info:
+        compile_command(path, tmp_path / "out")
+    assert reason in info.value.reason
+    assert (info.value.line, info.value.col) == (line, col)
+
+
+def test_tables_sharing_a_profile_need_the_same_actions(tmp_path: Path) -> None:
+    text = ECMP.read_text().replace(
+        "        actions = { forward; drop; }\n        implementation = l2_profile;",
+        "        actions = { forward; }\n        implementation = l2_profile;")
+    text = text.replace(
+        "implementation = action_selector(HashAlgorithm.crc16, 32w1024, 32w14);",
+        "implementation = l2_profile;")
+    for field in ("hdr.ipv4.src", "hdr.ipv4.dst", "hdr.ipv4.protocol", "hdr.ports.src",
+                  "hdr.ports.dst"):
+        text = text.replace(f"            {field}: selector;\n", "")
+    path = tmp_path / "bad.p4"
+    path.write_text(text)
+    with pytest.raises(P4Error) as info:
+        compile_command(path, tmp_path / "out")
+    assert "must have the same actions" in info.value.reason
