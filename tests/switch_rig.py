@@ -214,6 +214,8 @@ class Rig:
             str(self.cpu_port),
             "--control",
             self.control_path,
+            "--warm-loopback",  # the rig's switch namespace is its own
+            "on",
         ]
         for p in range(1, self.n_ports + 1):
             argv += ["--port", f"{p}={self.switch_if(p)}"]

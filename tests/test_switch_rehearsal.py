@@ -1,15 +1,19 @@
-"""The switch's rehearsals leave no trace.
+"""The switch's rehearsals and kernel warm-ups leave no trace.
 
 Before each expected packet of a steady stream the data-plane thread runs the latest packet
-through the pipeline once more, to warm the caches (switch/src/dataplane.rs `rehearse`). A
-paced stream through tests/p4/rt_features.p4 makes it rehearse; every counter, direct
-counter, register and digest must then count each real packet exactly once, and only the
-real packets come out.
+through the pipeline once more, to warm the caches (switch/src/dataplane.rs `rehearse`), and
+sends one throw-away frame into its namespace's loopback to warm the kernel's send path
+(switch/src/dataplane/warmup.rs). A paced stream through tests/p4/rt_features.p4 makes it
+do both; every counter, direct counter, register and digest must then count each real
+packet exactly once, only the real packets come out of the ports, and the loopback carried
+exactly the warm-up frames.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -38,6 +42,12 @@ def rehearsals(rig: Rig) -> int:
     return rig.client.call("stats")["pipeline"]["rehearsals"]
 
 
+def loopback_tx_packets(rig: Rig) -> int:
+    shown = subprocess.run(["ip", "-n", rig.sw_ns, "-s", "-j", "link", "show", "dev", "lo"],
+                           capture_output=True, text=True, check=True).stdout
+    return json.loads(shown)[0]["stats64"]["tx"]["packets"]
+
+
 def paced_stream(rig: Rig, frame: bytes) -> int:
     """Sends `frame` into port 1 on a fixed schedule until the switch has rehearsed enough;
     returns how many were sent."""
@@ -49,7 +59,7 @@ def paced_stream(rig: Rig, frame: bytes) -> int:
     return sent
 
 
-def test_rehearsals_count_nothing_and_send_nothing(rt_features):
+def test_rehearsals_count_nothing_and_warmups_stay_on_loopback(rt_features):
     with Rig(n_ports=3) as rig:
         rig.load(rt_features)
         c = rig.client
@@ -73,4 +83,7 @@ def test_rehearsals_count_nothing_and_send_nothing(rt_features):
         assert (entry["packets"], entry["bytes"]) == (sent, sent * len(frame))
         stats = c.call("stats")
         assert stats["pipeline"]["packets"] == sent
+        warmups = stats["pipeline"]["warmups"]
+        assert warmups >= 1, "a steady stream was rehearsed but the kernel never warmed"
+        assert loopback_tx_packets(rig) == warmups
         assert stats["cpu"]["digests"] == sent

@@ -8,6 +8,7 @@
 
 mod arrivals;
 mod placement;
+mod warmup;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +21,7 @@ use crate::shared::{add, drain, Shared};
 use arrivals::Arrivals;
 pub use placement::set_affinity;
 use placement::Placement;
+use warmup::KernelWarmer;
 
 const BATCH: usize = 64;
 /// Longest sleep without traffic: how soon an idle switch notices it should stop.
@@ -60,9 +62,12 @@ struct Loop {
     core_back_ns: u64,
     /// Every port's socket, then the eventfd that signals queued packet-outs.
     wait_fds: Vec<libc::pollfd>,
+    warmer: Option<KernelWarmer>,
 }
 
-pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>) {
+/// `warm_loopback`: the switch has a network namespace of its own, whose loopback may carry
+/// warm-up frames (dataplane/warmup.rs).
+pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>, warm_loopback: bool) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, TIMER_SLACK_NS) };
     request_short_slice();
     let mut port_slot = vec![None; 512];
@@ -88,6 +93,7 @@ pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>) {
         expecting: false,
         core_back_ns: 0,
         wait_fds,
+        warmer: warm_loopback.then(KernelWarmer::open).flatten(),
     };
     // Thread CPU time at the end of the previous round, if that round moved packets.
     let mut cpu_mark: Option<u64> = None;
@@ -277,6 +283,7 @@ impl Loop {
             return;
         }
         self.arrivals.on_timer_wake(plan.wake_at_ns, realtime_ns());
+        self.warm_kernel();
         self.rehearse();
         self.core_back_ns = 0;
         self.expecting = self.spin(plan.give_up_ns, stop);
@@ -299,6 +306,16 @@ impl Loop {
             yield_core();
             if self.shared.now_ns() - now > YIELDED_CORE_NS {
                 self.core_back_ns = realtime_ns();
+            }
+        }
+    }
+
+    /// Sends a throw-away frame into the namespace's loopback, so the packet about to come
+    /// finds the kernel's send path in the caches (dataplane/warmup.rs).
+    fn warm_kernel(&mut self) {
+        if let Some(warmer) = self.warmer.as_mut() {
+            if warmer.warm() {
+                add(&self.shared.counters.warmups, 1);
             }
         }
     }

@@ -2,6 +2,7 @@
 //!
 //! usage: dplab-switch --port 1=s1-eth1 [--port 2=s1-eth2 ...] --cpu-port 255
 //!                     --control /run/dplab/<run>/s1.sock [--pipeline prog.ir.json] [--core N]
+//!                     [--warm-loopback on|off]
 
 mod coalesce;
 mod control;
@@ -32,6 +33,8 @@ struct Options {
     control: PathBuf,
     pipeline: Option<PathBuf>,
     core: Option<usize>,
+    /// The namespace is the switch's own: its loopback may carry warm-up frames.
+    warm_loopback: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -41,6 +44,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         control: PathBuf::new(),
         pipeline: None,
         core: None,
+        warm_loopback: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -80,6 +84,13 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                         .parse()
                         .map_err(|_| format!("--core {value}: not a number"))?,
                 )
+            }
+            "--warm-loopback" => {
+                opts.warm_loopback = match value.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(format!("--warm-loopback {value}: expected on or off")),
+                }
             }
             other => return Err(format!("unknown option {other}")),
         }
@@ -154,12 +165,12 @@ fn main() {
     }
     let dp = {
         let (shared, stop) = (shared.clone(), stop.clone());
-        let core = opts.core;
+        let (core, warm_loopback) = (opts.core, opts.warm_loopback);
         std::thread::spawn(move || {
             if let Some(c) = core {
                 dataplane::set_affinity(&[c]);
             }
-            dataplane::run(shared, ports, stop)
+            dataplane::run(shared, ports, stop, warm_loopback)
         })
     };
     eprintln!(

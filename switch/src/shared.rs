@@ -40,6 +40,8 @@ pub struct SwitchCounters {
     pub busy_cpu_ns: AtomicU64,
     /// Packets run through the pipeline again, without effect, to warm the caches.
     pub rehearsals: AtomicU64,
+    /// Throw-away frames sent into the namespace's loopback to warm the kernel's send path.
+    pub warmups: AtomicU64,
     /// Times the data-plane thread moved to another core, crowded out of its own.
     pub moves: AtomicU64,
 }

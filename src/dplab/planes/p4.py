@@ -162,8 +162,10 @@ class P4Plane(ControlledPlane):
                 done.result()
 
     def _start_switch(self, net: Network, switch: str) -> None:
+        # Each switch has a namespace of its own, made by this run: its loopback may carry
+        # the switch's warm-up frames (switch/src/dataplane/warmup.rs).
         argv = [str(SWITCH_BIN), "--cpu-port", str(CPU_PORT), "--control",
-                str(self._control(switch))]
+                str(self._control(switch)), "--warm-loopback", "on"]
         for port, ifname in sorted(net.switch_ports(switch).items()):
             argv += ["--port", f"{port}={ifname}"]
         self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv)
