@@ -839,7 +839,8 @@ impl Worker {
     /// meter of the entry hit (or of the default entry). Returns whether it hit and the
     /// action to run: the entry's own, its profile member's, or the member its group's
     /// selector picks. An entry naming an empty group acts as a miss (runs the default
-    /// action, `hit` false), as BMv2 does; its direct counter still counts the packet.
+    /// action, `hit` false; the P4Runtime spec leaves this to the target, and we have not
+    /// checked BMv2's choice); its direct counter still counts the packet.
     fn lookup<'t>(
         &mut self,
         prog: &Program,
