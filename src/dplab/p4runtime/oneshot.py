@@ -78,8 +78,9 @@ class OneShots:
                                  action=call)
                 created.append(member_id)
             weights = [a.weight for a in action_set.action_profile_actions]
-            self.switch.call("profile_group_add", profile=pid, group=group_id, max_size=0,
-                             members=[{"member": m, "weight": w}
+            # max_size: the largest a group may be (the set was checked against it)
+            self.switch.call("profile_group_add", profile=pid, group=group_id,
+                             max_size=profile.max_group_size, members=[{"member": m, "weight": w}
                                       for m, w in zip(member_ids, weights, strict=True)])
         except P4RuntimeError:
             for member_id in reversed(created):
