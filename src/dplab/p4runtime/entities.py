@@ -13,7 +13,8 @@ from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entry_extras import NONE, EntryExtras, Extras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
-from dplab.p4runtime.profiles import Profiles, entry_action
+from dplab.p4runtime.oneshot import OneShots
+from dplab.p4runtime.profiles import Profiles
 from dplab.p4runtime.switch_link import SwitchLink
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
@@ -21,12 +22,15 @@ INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
 class Entities:
     def __init__(self, switch: SwitchLink, index: P4InfoIndex, digests: Digests,
-                 extras: EntryExtras) -> None:
+                 extras: EntryExtras, one_shot_selectors: set[int]) -> None:
+        """``one_shot_selectors``: the server's mark of the selectors programmed with one
+        shots (oneshot.py), kept across requests like ``extras``."""
         self.switch = switch
         self.index = index
         self.digests = digests
         self.extras = extras
-        self.profiles = Profiles(switch, index)
+        self.oneshots = OneShots(switch, index, one_shot_selectors)
+        self.profiles = Profiles(switch, index, self.oneshots)
 
     # -- write ---------------------------------------------------------------------------
 
@@ -60,7 +64,11 @@ class Entities:
         kind = entry.action.WhichOneof("type")
         _check_const_table(table, op, kind)
         if op == DELETE:
+            old = self.find_entry(table, req["match"], entry.priority) if (
+                self.oneshots.covers(table)) else None
             self.switch.call("table_delete", **req)
+            if old is not None:
+                self.oneshots.release(table, old["action"])  # a one shot's hidden group
             self.extras.put(entry.table_id, req["match"], entry.priority, NONE)
             return
         if kind is None and op == MODIFY:  # the action stays; only direct resources change
@@ -68,13 +76,23 @@ class Entities:
             return
         if kind is None:
             raise invalid("a table entry needs an action")
-        req["action"] = entry_action(self.index, table, entry.action)
+        one_shot = kind == "action_profile_action_set"
+        replaced = self.find_entry(table, req["match"], entry.priority) if (
+            one_shot and op == MODIFY) else None
+        req["action"] = self.profiles.entry_action(table, entry.action)
         req["idle_timeout_ns"] = entry.idle_timeout_ns  # a MODIFY to 0 clears it
         if entry.HasField("meter_config"):
             req["meter"] = codec.meter_to_switch(entry.meter_config)
         elif op == MODIFY and self.index.has_direct_meter(table):
             req["meter"] = None  # spec 9.1.5: a MODIFY without meter_config resets it
-        self.switch.call("table_add" if op == INSERT else "table_modify", **req)
+        try:
+            self.switch.call("table_add" if op == INSERT else "table_modify", **req)
+        except P4RuntimeError:
+            if one_shot:  # its hidden group: the entry is written whole or not at all
+                self.oneshots.release(table, req["action"])
+            raise
+        if replaced is not None:
+            self.oneshots.release(table, replaced["action"])
         # MODIFY assigns the entry's whole state (spec 12.2), its opaque metadata too
         self.extras.put(entry.table_id, req["match"], entry.priority, Extras.of(entry))
         if entry.HasField("counter_data"):  # without it a MODIFY keeps the count (9.1.5)
@@ -347,6 +365,7 @@ class Entities:
         match = codec.match_to_switch(table, want.match) if want.match else None
         action_id = want.action.action.action_id if want.action.HasField("action") else 0
         annotated = self.extras.annotated(table.preamble.id)
+        action_sets = self.oneshots.action_sets(table)  # one shots read as written (9.2.3)
         supports_timeout = _supports_timeout(table)
         for item in got["entries"]:
             # Filters (spec 9.1.6): each field left at its default matches everything.
@@ -362,6 +381,9 @@ class Entities:
                     or (want.metadata and extras.metadata != want.metadata)):
                 continue
             entry = codec.entry_from_switch(self.index, table, item, wanted)
+            if item["action"].get("group") in action_sets:
+                entry.action.action_profile_action_set.CopyFrom(
+                    action_sets[item["action"]["group"]])
             extras.fill(entry)
             entry.is_const = bool(item.get("const"))  # const entries, or marked const
             if want.HasField("time_since_last_hit") and supports_timeout:  # only if asked

@@ -9,6 +9,11 @@ against the program's P4Info.
         priority: 10              # tables with ternary/range/optional keys
         switches: [s1]            # optional: only these switches (default: every switch)
       - {table: port_fwd, default: true, action: drop}   # the default entry (MODIFY)
+      - table: MyIngress.ecmp     # a table with an action selector: an action set
+        match: {hdr.ipv4.dst: 10.1.0.0/16}
+        actions:                  # a one shot (P4Runtime spec 9.2.3); weight: 1 if left out
+          - {action: forward, params: {port: 2}, weight: 2}
+          - {action: forward, params: {port: 3}}
 
 Match values: numbers, ``0x..`` hex, IPv4 ``10.0.0.1``, MAC ``00:00:00:00:00:01``;
 lpm ``10.0.0.0/24``; ternary ``10.0.0.0 &&& 255.0.0.0``; range ``1000..2000``. A field
@@ -30,7 +35,9 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime.codec import canonical_bytes
 
-ENTRY_KEYS = {"table", "match", "action", "params", "priority", "default", "switches"}
+ENTRY_KEYS = {"table", "match", "action", "params", "priority", "default", "switches",
+              "actions"}
+SET_KEYS = {"action", "params", "weight"}
 MatchType = p4info_pb2.MatchField.MatchType
 
 
@@ -76,6 +83,7 @@ class _Program:
     def __init__(self, info: p4info_pb2.P4Info) -> None:
         self.tables = _by_name(info.tables)
         self.actions = _by_name(info.actions)
+        self.selectors = {p.preamble.id for p in info.action_profiles if p.with_selector}
 
     def entry(self, index: int, item: Any) -> Entry:
         if not isinstance(item, dict):
@@ -96,8 +104,39 @@ class _Program:
         if not entry.is_default_action:
             entry.match.extend(_match(table, match))
         entry.priority = _priority(table, item.get("priority", 0), entry.is_default_action)
-        entry.action.action.CopyFrom(self._action(table, item))
+        if "actions" in item:
+            entry.action.action_profile_action_set.CopyFrom(self._action_set(table, item))
+        else:
+            entry.action.action.CopyFrom(self._action(table, item))
         return Entry(index, _switches(item.get("switches")), entity)
+
+    def _action_set(self, table: p4info_pb2.Table, item: dict) -> pb.ActionProfileActionSet:
+        """``actions``: a list of {action, params, weight}, for a table with a selector."""
+        if "action" in item or "params" in item or item.get("default"):
+            raise EntriesError("give 'action' (and 'params') or 'actions', not both; a "
+                               "default entry takes 'action'")
+        if table.implementation_id not in self.selectors:
+            raise EntriesError(f"table {table.preamble.name} has no action selector: "
+                               "it takes 'action', not 'actions'")
+        given = item["actions"]
+        if not isinstance(given, list) or not given:
+            raise EntriesError("'actions' must be a non-empty list of {action, params, "
+                               "weight}")
+        out = pb.ActionProfileActionSet()
+        for i, one in enumerate(given):
+            if not isinstance(one, dict) or set(one) - SET_KEYS:
+                raise EntriesError(f"actions[{i}]: must be a mapping with keys "
+                                   f"{sorted(SET_KEYS)}, not {one!r}")
+            weight = one.get("weight", 1)
+            if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1:
+                raise EntriesError(f"actions[{i}]: 'weight' must be a whole number >= 1, "
+                                   f"not {weight!r}")
+            try:
+                action = self._action(table, one)
+            except EntriesError as exc:
+                raise EntriesError(f"actions[{i}]: {exc}") from exc
+            out.action_profile_actions.add(action=action, weight=weight)
+        return out
 
     def _action(self, table: p4info_pb2.Table, item: dict) -> pb.Action:
         action = _named(self.actions, item.get("action"), "action")

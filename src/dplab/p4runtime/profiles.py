@@ -6,7 +6,8 @@ The switch checks and refuses with the spec's codes (members/groups it does not 
 NOT_FOUND, still in use: FAILED_PRECONDITION, weights beyond `max_size`: RESOURCE_EXHAUSTED,
 weight 0 or a changed `max_size`: INVALID_ARGUMENT); this module checks what the P4Info
 says (profile ids, actions of the profile's tables, selectors) and what the switch does
-not model (watch ports: UNIMPLEMENTED, spec 9.2.2).
+not model (watch ports: UNIMPLEMENTED, spec 9.2.2). A selector programmed with one shots
+(``oneshot.py``) takes no member or group writes and shows none in reads.
 """
 
 from __future__ import annotations
@@ -19,42 +20,44 @@ from p4.v1 import p4runtime_pb2 as pb
 from dplab.p4runtime import codec
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.errors import P4RuntimeError, invalid
+from dplab.p4runtime.oneshot import MEMBERS, OneShots
 from dplab.p4runtime.switch_link import SwitchLink
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 COMMAND = {INSERT: "add", MODIFY: "modify", DELETE: "delete"}
 
 
-def entry_action(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.TableAction) -> dict:
-    """The switch's `action` of a table entry: an action of its own in a direct table, a
-    member or group id in a table with an action profile/selector (INVALID_ARGUMENT for
-    the other kind, spec 9.1.2 and 9.2)."""
-    kind = action.WhichOneof("type")
-    profile = index.action_profiles.get(table.implementation_id)
-    if kind == "action_profile_action_set":  # one shot (spec 9.2.3)
-        raise P4RuntimeError("UNIMPLEMENTED", "one-shot action selector programming "
-                             "(action_profile_action_set) is not supported; program "
-                             "ActionProfileMember and ActionProfileGroup")
-    if profile is None:
-        if kind != "action":
-            raise invalid(f"table {table.preamble.name} has no action profile: an entry "
-                          f"names an action, not {kind}")
-        return codec.action_to_switch(index, table, action.action, default=False)
-    if kind == "action_profile_member_id":
-        return {"member": action.action_profile_member_id}
-    if kind == "action_profile_group_id":
-        if not profile.with_selector:
-            raise invalid(f"{profile.preamble.name} is an action profile without a selector: "
-                          "it has no groups")
-        return {"group": action.action_profile_group_id}
-    raise invalid(f"table {table.preamble.name} is implemented by {profile.preamble.name}: "
-                  "an entry names a member or a group, not an action")
-
-
 class Profiles:
-    def __init__(self, switch: SwitchLink, index: P4InfoIndex) -> None:
+    def __init__(self, switch: SwitchLink, index: P4InfoIndex, oneshots: OneShots) -> None:
         self.switch = switch
         self.index = index
+        self.oneshots = oneshots
+
+    def entry_action(self, table: p4info_pb2.Table, action: pb.TableAction) -> dict:
+        """The switch's `action` of a table entry: an action of its own in a direct table, a
+        member or group id in a table with an action profile/selector (INVALID_ARGUMENT for
+        the other kind, spec 9.1.2 and 9.2), or the hidden group realising a one shot
+        (9.2.3; the caller releases it if the entry cannot be written)."""
+        kind = action.WhichOneof("type")
+        profile = self.index.action_profiles.get(table.implementation_id)
+        if kind == "action_profile_action_set":
+            return self.oneshots.realise(table, action.action_profile_action_set)
+        if profile is None:
+            if kind != "action":
+                raise invalid(f"table {table.preamble.name} has no action profile: an entry "
+                              f"names an action, not {kind}")
+            return codec.action_to_switch(self.index, table, action.action, default=False)
+        if kind == "action":
+            raise invalid(f"table {table.preamble.name} is implemented by "
+                          f"{profile.preamble.name}: an entry names a member or a group "
+                          "(or an action set), not an action")
+        if kind == "action_profile_group_id" and not profile.with_selector:
+            raise invalid(f"{profile.preamble.name} is an action profile without a selector: "
+                          "it has no groups")
+        self.oneshots.refuse_unless(profile, MEMBERS)
+        if kind == "action_profile_member_id":
+            return {"member": action.action_profile_member_id}
+        return {"group": action.action_profile_group_id}
 
     def _profile(self, profile_id: int) -> p4info_pb2.ActionProfile:
         return self.index.lookup("action_profiles", profile_id)
@@ -63,6 +66,7 @@ class Profiles:
         profile = self._profile(member.action_profile_id)
         if not member.member_id:
             raise invalid("member_id must not be 0")
+        self.oneshots.refuse_unless(profile, MEMBERS)
         key = {"profile": profile.preamble.id, "member": member.member_id}
         if op == DELETE:  # only the ids count (spec 9.2.1)
             self.switch.call("profile_member_delete", **key)
@@ -83,6 +87,7 @@ class Profiles:
                           "it has no groups")
         if not group.group_id:
             raise invalid("group_id must not be 0")
+        self.oneshots.refuse_unless(profile, MEMBERS)
         key = {"profile": profile.preamble.id, "group": group.group_id}
         if op == DELETE:
             self.switch.call("profile_group_delete", **key)
@@ -103,7 +108,8 @@ class Profiles:
 
     def read_members(self, want: pb.ActionProfileMember) -> Iterator[pb.ActionProfileMember]:
         for item in self._read("profile_member_read", "members", want.action_profile_id):
-            if want.member_id in (0, item["member"]):
+            if want.member_id in (0, item["member"]) and not self.oneshots.hides(
+                    item["profile"]):
                 out = pb.ActionProfileMember(action_profile_id=item["profile"],
                                              member_id=item["member"])
                 out.action.CopyFrom(codec.action_from_switch(self.index, item["action"]))
@@ -111,7 +117,8 @@ class Profiles:
 
     def read_groups(self, want: pb.ActionProfileGroup) -> Iterator[pb.ActionProfileGroup]:
         for item in self._read("profile_group_read", "groups", want.action_profile_id):
-            if want.group_id in (0, item["group"]):
+            if want.group_id in (0, item["group"]) and not self.oneshots.hides(
+                    item["profile"]):
                 out = pb.ActionProfileGroup(action_profile_id=item["profile"],
                                             group_id=item["group"], max_size=item["max_size"])
                 for m in item["members"]:

@@ -69,6 +69,7 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
     key = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
            "priority": entry.priority}
     before = entities.find_entry(table, key["match"], entry.priority)
+    before_set = entities.oneshots.action_set_of(table, before)  # None: not a one shot
     extras = entities.extras.get(entry.table_id, key["match"], entry.priority)
 
     def undo() -> None:
@@ -77,12 +78,18 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
         if before is None:
             if now is not None:
                 switch.call("table_delete", **key)
+                entities.oneshots.release(table, now["action"])
             return
         has_meter = entities.index.has_direct_meter(table)
         restore = {**key, **_entry_state(before, has_meter)}
+        if before_set is not None:  # a one shot: its set, whichever group holds it
+            if entities.oneshots.action_set_of(table, now) == before_set:
+                restore["action"] = codec.switch_action(now["action"])
+            else:  # its hidden group went with a MODIFY: realised anew
+                restore["action"] = entities.oneshots.realise(table, before_set)
         if now is None:
             switch.call("table_add", **restore)
-        elif _entry_state(now, False) != _entry_state(before, False):
+        elif _entry_state(now, False) != _entry_state(restore, False):
             switch.call("table_modify", **restore)  # never needed on const entries
         elif now.get("meter") != before.get("meter"):  # const entries too
             switch.call("table_entry_meter_set", **key, meter=before.get("meter"))
@@ -90,6 +97,8 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
             switch.call("table_entry_meter_set", **key, counts=before["meter_counts"])
         switch.call("table_entry_counter_write", **key, packets=before.get("packets", 0),
                     bytes=before.get("bytes", 0))
+        if now is not None and now["action"] != restore["action"]:
+            entities.oneshots.release(table, now["action"])
 
     return undo
 

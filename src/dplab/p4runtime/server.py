@@ -42,6 +42,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._index: P4InfoIndex | None = None
         self.digests = Digests(self._send_to_primary)
         self.extras = EntryExtras()
+        self.one_shot_selectors: set[int] = set()  # see oneshot.py
         # Writes one batch at a time, reads between batches: a rolled-back batch is never
         # seen half applied (the spec wants Write/Read strictly serializable).
         self._serial = threading.Lock()
@@ -103,6 +104,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._config, self._index = config, P4InfoIndex(config.p4info)
         self.digests.reset()
         self.extras.clear()
+        self.one_shot_selectors.clear()
 
     def _reconcile(self, config: pb.ForwardingPipelineConfig, ir: dict) -> None:
         """RECONCILE_AND_COMMIT must keep the forwarding state: this server can only when
@@ -173,7 +175,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _entities(self) -> Entities:
         if self._index is None:
             raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
-        return Entities(self.switch, self._index, self.digests, self.extras)
+        return Entities(self.switch, self._index, self.digests, self.extras,
+                        self.one_shot_selectors)
 
     def _check_device(self, device_id: int) -> None:
         if device_id != self.device_id:
