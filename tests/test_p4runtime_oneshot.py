@@ -128,11 +128,16 @@ def member(n: Names, profile: str, member_id: int, port: int) -> pb.Entity:
     return entity
 
 
-def test_an_entries_file_action_set_is_installed_as_a_one_shot(served, program, tmp_path):
-    """The p4 plane's static entries (installer): ``actions`` in the file. First in the
-    module: the installer asks to be primary with election id 1, which must find no
-    earlier client's stream still closing on the server."""
-    rig, address = served
+def test_an_entries_file_action_set_is_installed_as_a_one_shot(program, tmp_path):
+    """The p4 plane's static entries (installer): ``actions`` in the file. A server of its
+    own: the installer asks to be primary with election id 1, which must find no other
+    test's client stream still closing."""
+    address = f"unix:{tmp_path}/p4rt.sock"
+    with p4runtime_rig.rig_with_server(address, n_ports=4) as rig:
+        _install_entries_file(rig, address, program, tmp_path)
+
+
+def _install_entries_file(rig, address: str, program, tmp_path: Path) -> None:
     ir_path, info = program
     path = tmp_path / "entries.yaml"
     path.write_text("entries:\n"
