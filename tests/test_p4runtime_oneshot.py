@@ -8,25 +8,32 @@ back; the spec's status codes."""
 from __future__ import annotations
 
 import socket
-import struct
 from pathlib import Path
 
 import grpc
 import p4runtime_rig
+import profile_flows
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import Names, compile_with_info, update_code_of, update_codes
-from switch_rig import ipv4_checksum, mac
+from profile_flows import (
+    DST_MAC,
+    FLOWS,
+    flows,
+    forward,
+    member,
+    ports_of_flows,
+    profile_id,
+)
+from switch_rig import mac
 
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import installer
 
 pytestmark = pytest.mark.net
 HERE = Path(__file__).resolve().parent
-SRC_MAC, DST_MAC = "00:00:00:00:00:01", "00:00:00:00:00:02"
 Code = grpc.StatusCode
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
-FLOWS = 48
 ECMP_SEL_SIZE, MAX_GROUP_SIZE = 16, 8  # as oneshot_selector.p4 declares them
 
 
@@ -35,53 +42,24 @@ def program(tmp_path_factory):
     return compile_with_info(HERE / "p4" / "oneshot_selector.p4", tmp_path_factory.mktemp("p4"))
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """A rig switch with 4 ports (1 in, 2-4 out) behind our server on a unix socket."""
-    address = f"unix:{tmp_path_factory.mktemp('grpc')}/p4rt.sock"
-    with p4runtime_rig.rig_with_server(address, n_ports=4) as rig:
-        yield rig, address
 
 
+served = profile_flows.served
 ctl = p4runtime_rig.ctl
 
 
-def udp(src_ip: str, sport: int, dst_ip: str = "10.1.0.9", ttl: int = 64) -> bytes:
-    """An Ethernet/IPv4/UDP frame of one flow (its addresses and ports)."""
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28 + 18, 1, 0, ttl, 17, 0,
-                     socket.inet_aton(src_ip), socket.inet_aton(dst_ip))
-    ip = ip[:10] + struct.pack("!H", ipv4_checksum(ip)) + ip[12:]
-    return (mac(DST_MAC) + mac(SRC_MAC) + b"\x08\x00" + ip
-            + struct.pack("!HHHH", sport, 80, 26, 0) + bytes(18))
 
 
-def flows(count: int) -> list[tuple[str, int]]:
-    return [(f"10.0.{i // 8}.{i % 8 + 1}", 1000 + 7 * i) for i in range(count)]
 
 
-def ports_of_flows(rig, flow_list: list[tuple[str, int]], copies: int = 1) -> dict:
-    """The output ports each flow's packets left by (``copies`` packets per flow)."""
-    seen: dict[tuple[str, int], set[int]] = {}
-    for flow in flow_list:
-        for _ in range(copies):
-            rig.send(1, udp(*flow))
-        got = rig.capture(0.15)
-        seen[flow] = {port for port, frames in got.items() for _ in frames}
-    return seen
 
 
 def used_ports(rig, count: int = 24) -> set[int]:
     return {p for ports in ports_of_flows(rig, flows(count)).values() for p in ports}
 
 
-def profile_id(n: Names, name: str) -> int:
-    return next(p.preamble.id for p in n.info.action_profiles if p.preamble.alias == name)
 
 
-def forward(n: Names, port: int) -> pb.Action:
-    action = pb.Action(action_id=n["forward"])
-    action.params.add(param_id=1, value=bytes([port]))
-    return action
 
 
 def action_set(n: Names, weights: list[tuple[int, int]]) -> pb.ActionProfileActionSet:
@@ -120,12 +98,6 @@ def hidden(rig, n: Names, selector: str = "ecmp_sel") -> tuple[int, int]:
             len(rig.client.call("profile_group_read", profile=pid)["groups"]))
 
 
-def member(n: Names, profile: str, member_id: int, port: int) -> pb.Entity:
-    entity = pb.Entity()
-    entity.action_profile_member.CopyFrom(pb.ActionProfileMember(
-        action_profile_id=profile_id(n, profile), member_id=member_id,
-        action=forward(n, port)))
-    return entity
 
 
 def test_an_entries_file_action_set_is_installed_as_a_one_shot(program, tmp_path):

@@ -6,21 +6,29 @@ every member's port and keeps each flow on one; the spec's status codes (9.2).""
 from __future__ import annotations
 
 import socket
-import struct
 from pathlib import Path
 
 import grpc
 import p4runtime_rig
+import profile_flows
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import Names, compile_with_info, update_code_of, update_codes
-from switch_rig import ipv4_checksum, mac
+from profile_flows import (
+    DST_MAC,
+    FLOWS,
+    SRC_MAC,
+    flows,
+    forward,
+    member,
+    ports_of_flows,
+    profile_id,
+)
+from switch_rig import mac
 
 pytestmark = pytest.mark.net
 HERE = Path(__file__).resolve().parent
-SRC_MAC, DST_MAC = "00:00:00:00:00:01", "00:00:00:00:00:02"
 Code = grpc.StatusCode
-FLOWS = 48
 
 
 @pytest.fixture(scope="module")
@@ -28,42 +36,18 @@ def program(tmp_path_factory):
     return compile_with_info(HERE / "p4" / "ecmp_selector.p4", tmp_path_factory.mktemp("p4"))
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """A rig switch with 4 ports (1 in, 2-4 out) behind our server on a unix socket."""
-    address = f"unix:{tmp_path_factory.mktemp('grpc')}/p4rt.sock"
-    with p4runtime_rig.rig_with_server(address, n_ports=4) as rig:
-        yield rig, address
 
 
+served = profile_flows.served
 ctl = p4runtime_rig.ctl
 
 
-def udp(src_ip: str, sport: int, dst_ip: str = "10.1.0.9") -> bytes:
-    """An Ethernet/IPv4/UDP frame of one flow (its addresses and ports)."""
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28 + 18, 1, 0, 64, 17, 0,
-                     socket.inet_aton(src_ip), socket.inet_aton(dst_ip))
-    ip = ip[:10] + struct.pack("!H", ipv4_checksum(ip)) + ip[12:]
-    return (mac(DST_MAC) + mac(SRC_MAC) + b"\x08\x00" + ip
-            + struct.pack("!HHHH", sport, 80, 26, 0) + bytes(18))
 
 
-def profile_id(n: Names, name: str) -> int:
-    return next(p.preamble.id for p in n.info.action_profiles if p.preamble.alias == name)
 
 
-def forward(n: Names, port: int) -> pb.Action:
-    action = pb.Action(action_id=n["forward"])
-    action.params.add(param_id=1, value=bytes([port]))
-    return action
 
 
-def member(n: Names, profile: str, member_id: int, port: int) -> pb.Entity:
-    entity = pb.Entity()
-    entity.action_profile_member.CopyFrom(pb.ActionProfileMember(
-        action_profile_id=profile_id(n, profile), member_id=member_id,
-        action=forward(n, port)))
-    return entity
 
 
 def group(n: Names, group_id: int, weights: dict[int, int], max_size: int = 0) -> pb.Entity:
@@ -105,19 +89,8 @@ def ecmp_group(client, n: Names, weights: dict[int, int]) -> None:
     client.write(route(n, group_id=1))
 
 
-def ports_of_flows(rig, flows: list[tuple[str, int]], copies: int = 1) -> dict:
-    """The output ports each flow's packets left by (``copies`` packets per flow)."""
-    seen: dict[tuple[str, int], set[int]] = {}
-    for flow in flows:
-        for _ in range(copies):
-            rig.send(1, udp(*flow))
-        got = rig.capture(0.15)
-        seen[flow] = {port for port, frames in got.items() for _ in frames}
-    return seen
 
 
-def flows(count: int) -> list[tuple[str, int]]:
-    return [(f"10.0.{i // 8}.{i % 8 + 1}", 1000 + 7 * i) for i in range(count)]
 
 
 def test_a_group_spreads_flows_over_every_member_and_keeps_each_flow(ctl):

@@ -10,7 +10,7 @@ updates undone and for those never attempted; INTERNAL for an update whose undo 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from p4.v1 import p4runtime_pb2 as pb
 
@@ -228,12 +228,7 @@ def _profile_member(entities: Entities, member: pb.ActionProfileMember) -> Undo:
         return lambda: None  # refused by Entities.write
     key = pb.ActionProfileMember(action_profile_id=member.action_profile_id,
                                  member_id=member.member_id)
-
-    def current() -> pb.ActionProfileMember | None:
-        return next(iter(entities.profiles.read_members(key)), None)
-
-    before = current()
-    return lambda: _restore_keyed(before, current(), entities.profiles.write_member)
+    return _keyed_snapshot(entities.profiles.read_members, key, entities.profiles.write_member)
 
 
 def _profile_group(entities: Entities, group: pb.ActionProfileGroup) -> Undo:
@@ -242,12 +237,18 @@ def _profile_group(entities: Entities, group: pb.ActionProfileGroup) -> Undo:
         return lambda: None  # refused by Entities.write
     key = pb.ActionProfileGroup(action_profile_id=group.action_profile_id,
                                 group_id=group.group_id)
+    return _keyed_snapshot(entities.profiles.read_groups, key, entities.profiles.write_group)
 
-    def current() -> pb.ActionProfileGroup | None:
-        return next(iter(entities.profiles.read_groups(key)), None)
+
+def _keyed_snapshot(read: Callable[[object], Iterable[object]], key: object,
+                    write: Callable) -> Undo:
+    """Undo for one member or group: what ``read(key)`` finds now is put back."""
+
+    def current() -> object | None:
+        return next(iter(read(key)), None)
 
     before = current()
-    return lambda: _restore_keyed(before, current(), entities.profiles.write_group)
+    return lambda: _restore_keyed(before, current(), write)
 
 
 _SNAPSHOTS: dict[str, Callable[[Entities, object], Undo]] = {
