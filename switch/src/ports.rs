@@ -75,9 +75,8 @@ pub struct Sent {
     pub bytes: u64,
 }
 
-/// The transmit socket and its mapped ring.
+/// The transmit socket's ring and what is queued in it.
 struct TxPath {
-    fd: RawFd,
     ring: TxRing,
     /// Longest packet that goes through the ring: the ring does not check the MTU.
     max_len: usize,
@@ -91,7 +90,7 @@ impl TxPath {
     fn push_out(&mut self, sent: &mut Sent) {
         let mut taken = 0;
         for _ in 0..TX_ATTEMPTS {
-            let f = self.ring.flush(self.fd);
+            let f = self.ring.flush();
             taken += f.sent;
             if f.waiting == 0 || f.error.is_some() {
                 break;
@@ -101,13 +100,6 @@ impl TxPath {
         sent.packets += taken as u64;
         sent.bytes += self.queued[..taken].iter().sum::<u64>();
         self.queued.clear();
-    }
-}
-
-impl Drop for TxPath {
-    fn drop(&mut self) {
-        self.ring.unmap();
-        unsafe { libc::close(self.fd) };
     }
 }
 
@@ -518,9 +510,8 @@ fn io_slice(bytes: &[u8]) -> libc::iovec {
 /// of up to `wire_max` bytes.
 fn open_tx_path(ifindex: i32, wire_max: usize) -> io::Result<TxPath> {
     let frame_size = tx_frame_size(wire_max);
-    let (fd, ring) = txring::open(ifindex, frame_size, TX_FRAME_COUNT, false)?;
+    let ring = txring::open(ifindex, frame_size, TX_FRAME_COUNT, false)?;
     Ok(TxPath {
-        fd,
         max_len: ring.max_packet().min(wire_max),
         ring,
         queued: Vec::new(),

@@ -97,7 +97,10 @@ impl RingShape {
     }
 }
 
+/// A transmit-only packet socket and its mapped ring; dropping it unmaps the ring and closes
+/// the socket.
 pub struct TxRing {
+    fd: RawFd,
     base: *mut u8,
     shape: RingShape,
     /// Where the next frame to write starts; the kernel's head once nothing is queued.
@@ -129,7 +132,7 @@ pub fn open(
     frame_size: usize,
     frame_count: usize,
     bypass_qdisc: bool,
-) -> io::Result<(RawFd, TxRing)> {
+) -> io::Result<TxRing> {
     let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
@@ -146,7 +149,9 @@ pub fn open(
     let shape = RingShape::new(frame_size, frame_count);
     request(fd, &shape).map_err(|e| fail("PACKET_TX_RING", e))?;
     let map = map_ring(fd, &shape).map_err(|e| fail("mmap", e))?;
+    // From here the ring owns the socket: dropping it on an error undoes both.
     let ring = TxRing {
+        fd,
         base: map,
         shape,
         next: 0,
@@ -159,10 +164,9 @@ pub fn open(
     let alen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
     if unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, alen) } != 0 {
         let e = io::Error::last_os_error();
-        ring.unmap();
-        return Err(fail("bind", e));
+        return Err(io::Error::new(e.kind(), format!("bind: {e}")));
     }
-    Ok((fd, ring))
+    Ok(ring)
 }
 
 /// Asks the kernel for a transmit ring of `shape` on `fd`.
@@ -201,12 +205,14 @@ pub fn setsockopt<T>(fd: RawFd, level: i32, opt: i32, value: &T) -> io::Result<(
     }
 }
 
-impl TxRing {
-    /// Unmaps the ring; the socket stays open. The ring is not to be used after this.
-    pub fn unmap(&self) {
+impl Drop for TxRing {
+    fn drop(&mut self) {
         unmap_ring(self.base, &self.shape);
+        unsafe { libc::close(self.fd) };
     }
+}
 
+impl TxRing {
     /// Largest packet a frame holds.
     pub fn max_packet(&self) -> usize {
         self.shape.frame_size - DATA_OFFSET
@@ -253,7 +259,7 @@ impl TxRing {
     }
 
     /// Hands the queued frames to the kernel with one `send()`.
-    pub fn flush(&mut self, fd: RawFd) -> Flushed {
+    pub fn flush(&mut self) -> Flushed {
         if self.queued == 0 {
             return Flushed {
                 sent: 0,
@@ -261,7 +267,7 @@ impl TxRing {
                 error: None,
             };
         }
-        let rc = unsafe { libc::send(fd, ptr::null(), 0, libc::MSG_DONTWAIT) };
+        let rc = unsafe { libc::send(self.fd, ptr::null(), 0, libc::MSG_DONTWAIT) };
         let error = (rc < 0)
             .then(io::Error::last_os_error)
             .filter(|e| !matches!(e.raw_os_error(), Some(libc::ENOBUFS | libc::EAGAIN)));

@@ -14,8 +14,6 @@
 //! right after the receive path ran. Only when started with `--warm-loopback on`: the lab
 //! says so for the namespaces it made; a switch in anyone else's namespace sends nothing.
 
-use std::os::fd::RawFd;
-
 use crate::txring::{self, TxRing};
 
 /// IEEE 802 local experimental EtherType 1: no protocol handler claims it.
@@ -27,7 +25,6 @@ const RING_FRAMES: usize = 1;
 const RING_FRAME_SIZE: usize = 128;
 
 pub struct KernelWarmer {
-    fd: RawFd,
     ring: TxRing,
 }
 
@@ -39,8 +36,8 @@ impl KernelWarmer {
         if lo == 0 {
             return None;
         }
-        let (fd, ring) = txring::open(lo as i32, RING_FRAME_SIZE, RING_FRAMES, false).ok()?;
-        Some(KernelWarmer { fd, ring })
+        let ring = txring::open(lo as i32, RING_FRAME_SIZE, RING_FRAMES, false).ok()?;
+        Some(KernelWarmer { ring })
     }
 
     /// Sends one warm-up frame; false if the ring had no free frame or the kernel refused.
@@ -51,16 +48,9 @@ impl KernelWarmer {
         frame[..WARMUP_FRAME_LEN].fill(0);
         frame[12..14].copy_from_slice(&WARMUP_ETHERTYPE);
         self.ring.queue(WARMUP_FRAME_LEN);
-        let flushed = self.ring.flush(self.fd);
+        let flushed = self.ring.flush();
         // A frame the kernel did not take must not go out later, as a stray.
         self.ring.reclaim();
         flushed.sent == 1
-    }
-}
-
-impl Drop for KernelWarmer {
-    fn drop(&mut self) {
-        self.ring.unmap();
-        unsafe { libc::close(self.fd) };
     }
 }

@@ -125,7 +125,7 @@ fn interface_index(iface: &str) -> Result<i32, String> {
 }
 
 /// A bound AF_PACKET socket with a mapped transmit ring.
-fn open_ring(iface: &str) -> Result<(i32, TxRing), String> {
+fn open_ring(iface: &str) -> Result<TxRing, String> {
     txring::open(interface_index(iface)?, FRAME_SIZE, FRAME_COUNT, true).map_err(|e| e.to_string())
 }
 
@@ -145,8 +145,8 @@ struct Tally {
 }
 
 impl Tally {
-    fn flush(&mut self, fd: i32, ring: &mut TxRing) -> Result<(), String> {
-        let f = ring.flush(fd);
+    fn flush(&mut self, ring: &mut TxRing) -> Result<(), String> {
+        let f = ring.flush();
         self.send_calls += 1;
         self.sent += f.sent as u64;
         if f.waiting > 0 {
@@ -169,7 +169,7 @@ fn frames_due(opts: &Options, start: Instant, queued: u64) -> usize {
     (due.saturating_sub(queued) as usize).min(opts.batch)
 }
 
-fn blast(opts: &Options, fd: i32, ring: &mut TxRing) -> Result<(Tally, f64), String> {
+fn blast(opts: &Options, ring: &mut TxRing) -> Result<(Tally, f64), String> {
     let mut tally = Tally::default();
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(opts.seconds);
@@ -185,11 +185,11 @@ fn blast(opts: &Options, fd: i32, ring: &mut TxRing) -> Result<(Tally, f64), Str
             ring.queue(opts.frame.len());
             tally.queued += 1;
         }
-        tally.flush(fd, ring)?;
+        tally.flush(ring)?;
     }
     let drain_until = Instant::now() + DRAIN;
     while tally.sent < tally.queued && Instant::now() < drain_until {
-        tally.flush(fd, ring)?;
+        tally.flush(ring)?;
     }
     tally.not_sent = ring.reclaim() as u64;
     Ok((tally, start.elapsed().as_secs_f64()))
@@ -223,11 +223,11 @@ fn blast_xdp(opts: &Options, prog_fd: i32) -> Result<(Tally, f64), String> {
 fn run(opts: &Options) -> Result<(Tally, f64), String> {
     match opts.method {
         Method::Ring => {
-            let (fd, mut ring) = open_ring(&opts.iface)?;
+            let mut ring = open_ring(&opts.iface)?;
             if opts.frame.len() > ring.max_packet() {
                 return Err(format!("frame longer than {} bytes", ring.max_packet()));
             }
-            blast(opts, fd, &mut ring)
+            blast(opts, &mut ring)
         }
         Method::Xdp => {
             let prog = xdp::load_redirect(interface_index(&opts.iface)?)
