@@ -275,16 +275,8 @@ impl Port {
         };
         // Promiscuous mode is a wish, not a need (veth delivers every frame anyway).
         let _ = setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq);
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
-        addr.sll_ifindex = self.ifindex;
-        let alen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        let rc = unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, alen) };
-        if rc != 0 {
-            return Err(os_error("bind", &self.name));
-        }
-        Ok(())
+        txring::bind(fd, self.ifindex, libc::ETH_P_ALL as u16)
+            .map_err(|e| port_error(&self.name, "bind", e))
     }
 
     pub fn fd(&self) -> RawFd {

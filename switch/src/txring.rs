@@ -158,15 +158,22 @@ pub fn open(
         oldest: 0,
         queued: 0,
     };
+    bind(fd, ifindex, 0).map_err(|e| io::Error::new(e.kind(), format!("bind: {e}")))?;
+    Ok(ring)
+}
+
+/// Binds packet socket `fd` to interface `ifindex`, receiving `protocol` (an ETH_P_*
+/// number; 0: nothing).
+pub fn bind(fd: RawFd, ifindex: i32, protocol: u16) -> io::Result<()> {
     let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = protocol.to_be();
     addr.sll_ifindex = ifindex;
     let alen = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
     if unsafe { libc::bind(fd, &addr as *const _ as *const libc::sockaddr, alen) } != 0 {
-        let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("bind: {e}")));
+        return Err(io::Error::last_os_error());
     }
-    Ok(ring)
+    Ok(())
 }
 
 /// Asks the kernel for a transmit ring of `shape` on `fd`.
