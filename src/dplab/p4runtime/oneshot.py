@@ -49,9 +49,9 @@ class OneShots:
                           f"also take {way} (P4Runtime spec 9.2.3)")
 
     def covers(self, table: p4info_pb2.Table) -> bool:
-        """Whether the table's entries may be one shots (its selector is marked)."""
-        pid = _selector_id(self.index, table)
-        return pid is not None and self.hides(pid)
+        """Whether the table's entries may be one shots (its selector is marked; only
+        selectors are, and a table's ``implementation_id`` is its profile's id)."""
+        return self.hides(table.implementation_id)
 
     def hides(self, profile_id: int) -> bool:
         """Whether the profile's members and groups are hidden ones (a stale mark on an
@@ -93,7 +93,7 @@ class OneShots:
         named, once no entry names it; anything else is left alone."""
         if "group" not in action or not self.covers(table):
             return
-        pid = self.index.action_profiles[table.implementation_id].preamble.id
+        pid = table.implementation_id
         group = self._group(pid, action["group"])
         if group is None:
             return
@@ -108,7 +108,7 @@ class OneShots:
         when the selector is not programmed with one shots)."""
         if not self.covers(table):
             return {}
-        pid = self.index.action_profiles[table.implementation_id].preamble.id
+        pid = table.implementation_id
         actions = {m["member"]: m["action"] for m in self._members(pid)}
         sets = {}
         for group in self._groups(pid):
@@ -164,11 +164,6 @@ class OneShots:
 
     def _group(self, profile_id: int, group_id: int) -> dict | None:
         return next((g for g in self._groups(profile_id) if g["group"] == group_id), None)
-
-
-def _selector_id(index: P4InfoIndex, table: p4info_pb2.Table) -> int | None:
-    profile = index.action_profiles.get(table.implementation_id)
-    return profile.preamble.id if profile is not None and profile.with_selector else None
 
 
 def _check_size(profile: p4info_pb2.ActionProfile,
