@@ -34,19 +34,18 @@ class OneShots:
 
     # -- which way a selector is programmed ----------------------------------------------
 
-    def programmed_with(self, profile_id: int) -> str | None:
-        """ONE_SHOTS, MEMBERS, or None for a profile holding no member and no group."""
-        if not (self._members(profile_id) or self._groups(profile_id)):
-            self.selectors.discard(profile_id)  # e.g. left over by a rolled-back batch
-            return None
-        return ONE_SHOTS if profile_id in self.selectors else MEMBERS
-
     def refuse_unless(self, profile: p4info_pb2.ActionProfile, way: str) -> None:
-        """INVALID_ARGUMENT when the profile is already programmed the other way."""
-        used = self.programmed_with(profile.preamble.id)
-        if used not in (None, way):
+        """INVALID_ARGUMENT when the profile is already programmed the other way: the mark
+        names the way, and only a profile holding a member or a group is bound to it (the
+        switch is asked only when the mark names the other way)."""
+        pid = profile.preamble.id
+        used = ONE_SHOTS if pid in self.selectors else MEMBERS
+        if used == way:
+            return
+        if self._members(pid) or self._groups(pid):
             raise invalid(f"{profile.preamble.name} is programmed with {used}: it cannot "
                           f"also take {way} (P4Runtime spec 9.2.3)")
+        self.selectors.discard(pid)  # an empty profile: e.g. left over by a rolled-back batch
 
     def covers(self, table: p4info_pb2.Table) -> bool:
         """Whether the table's entries may be one shots (its selector is marked; only
