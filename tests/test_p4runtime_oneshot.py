@@ -42,24 +42,12 @@ def program(tmp_path_factory):
     return compile_with_info(HERE / "p4" / "oneshot_selector.p4", tmp_path_factory.mktemp("p4"))
 
 
-
-
 served = profile_flows.served
 ctl = p4runtime_rig.ctl
 
 
-
-
-
-
-
-
 def used_ports(rig, count: int = 24) -> set[int]:
     return {p for ports in ports_of_flows(rig, flows(count)).values() for p in ports}
-
-
-
-
 
 
 def action_set(n: Names, weights: list[tuple[int, int]]) -> pb.ActionProfileActionSet:
@@ -96,8 +84,6 @@ def hidden(rig, n: Names, selector: str = "ecmp_sel") -> tuple[int, int]:
     pid = profile_id(n, selector)
     return (len(rig.client.call("profile_member_read", profile=pid)["members"]),
             len(rig.client.call("profile_group_read", profile=pid)["groups"]))
-
-
 
 
 def test_an_entries_file_action_set_is_installed_as_a_one_shot(program, tmp_path):

@@ -36,18 +36,8 @@ def program(tmp_path_factory):
     return compile_with_info(HERE / "p4" / "ecmp_selector.p4", tmp_path_factory.mktemp("p4"))
 
 
-
-
 served = profile_flows.served
 ctl = p4runtime_rig.ctl
-
-
-
-
-
-
-
-
 
 
 def group(n: Names, group_id: int, weights: dict[int, int], max_size: int = 0) -> pb.Entity:
@@ -87,10 +77,6 @@ def ecmp_group(client, n: Names, weights: dict[int, int]) -> None:
     client.write(*(member(n, "ecmp", port, port) for port in (2, 3, 4)))
     client.write(group(n, 1, weights))
     client.write(route(n, group_id=1))
-
-
-
-
 
 
 def test_a_group_spreads_flows_over_every_member_and_keeps_each_flow(ctl):
