@@ -24,6 +24,8 @@ from profile_flows import (
     member,
     ports_of_flows,
     profile_id,
+    table_read,
+    used_ports,
 )
 from switch_rig import mac
 
@@ -44,10 +46,6 @@ def program(tmp_path_factory):
 
 served = profile_flows.served
 ctl = p4runtime_rig.ctl
-
-
-def used_ports(rig, count: int = 24) -> set[int]:
-    return {p for ports in ports_of_flows(rig, flows(count)).values() for p in ports}
 
 
 def action_set(n: Names, weights: list[tuple[int, int]]) -> pb.ActionProfileActionSet:
@@ -71,12 +69,6 @@ def route(n: Names, weights: list[tuple[int, int]], table: str = "ecmp",
         entry.match.add(field_id=1).exact.value = socket.inet_aton(prefix)
     entry.action.action_profile_action_set.CopyFrom(action_set(n, weights))
     return entity
-
-
-def table_read(n: Names, table: str = "ecmp") -> pb.Entity:
-    read = pb.Entity()
-    read.table_entry.table_id = n[table]
-    return read
 
 
 def hidden(rig, n: Names, selector: str = "ecmp_sel") -> tuple[int, int]:
