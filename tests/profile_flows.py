@@ -1,6 +1,7 @@
 """Shared pieces of the action-profile tests (test_p4runtime_selector.py,
 test_p4runtime_oneshot.py): a 4-port rig behind our server, flows of distinct UDP frames
-sent into port 1 and the ports each left by, and the P4Runtime messages for members."""
+sent into port 1 and the ports each left by, and the P4Runtime messages for members and
+table reads."""
 
 from __future__ import annotations
 
@@ -47,6 +48,18 @@ def ports_of_flows(rig, flow_list: list[tuple[str, int]], copies: int = 1) -> di
         got = rig.capture(0.15)
         seen[flow] = {port for port, frames in got.items() for _ in frames}
     return seen
+
+
+def used_ports(rig, count: int = 24) -> set[int]:
+    """The output ports the first ``count`` flows left by, all together."""
+    return {p for ports in ports_of_flows(rig, flows(count)).values() for p in ports}
+
+
+def table_read(n: Names, table: str = "ecmp") -> pb.Entity:
+    """A read of every entry of ``table``."""
+    read = pb.Entity()
+    read.table_entry.table_id = n[table]
+    return read
 
 
 def profile_id(n: Names, name: str) -> int:

@@ -24,6 +24,8 @@ from profile_flows import (
     member,
     ports_of_flows,
     profile_id,
+    table_read,
+    used_ports,
 )
 from switch_rig import mac
 
@@ -42,24 +44,8 @@ def program(tmp_path_factory):
     return compile_with_info(HERE / "p4" / "oneshot_selector.p4", tmp_path_factory.mktemp("p4"))
 
 
-
-
 served = profile_flows.served
 ctl = p4runtime_rig.ctl
-
-
-
-
-
-
-
-
-def used_ports(rig, count: int = 24) -> set[int]:
-    return {p for ports in ports_of_flows(rig, flows(count)).values() for p in ports}
-
-
-
-
 
 
 def action_set(n: Names, weights: list[tuple[int, int]]) -> pb.ActionProfileActionSet:
@@ -85,19 +71,11 @@ def route(n: Names, weights: list[tuple[int, int]], table: str = "ecmp",
     return entity
 
 
-def table_read(n: Names, table: str = "ecmp") -> pb.Entity:
-    read = pb.Entity()
-    read.table_entry.table_id = n[table]
-    return read
-
-
 def hidden(rig, n: Names, selector: str = "ecmp_sel") -> tuple[int, int]:
     """(members, groups) the switch itself holds in the selector (its control socket)."""
     pid = profile_id(n, selector)
     return (len(rig.client.call("profile_member_read", profile=pid)["members"]),
             len(rig.client.call("profile_group_read", profile=pid)["groups"]))
-
-
 
 
 def test_an_entries_file_action_set_is_installed_as_a_one_shot(program, tmp_path):

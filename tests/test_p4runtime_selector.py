@@ -23,6 +23,8 @@ from profile_flows import (
     member,
     ports_of_flows,
     profile_id,
+    table_read,
+    used_ports,
 )
 from switch_rig import mac
 
@@ -36,18 +38,8 @@ def program(tmp_path_factory):
     return compile_with_info(HERE / "p4" / "ecmp_selector.p4", tmp_path_factory.mktemp("p4"))
 
 
-
-
 served = profile_flows.served
 ctl = p4runtime_rig.ctl
-
-
-
-
-
-
-
-
 
 
 def group(n: Names, group_id: int, weights: dict[int, int], max_size: int = 0) -> pb.Entity:
@@ -89,10 +81,6 @@ def ecmp_group(client, n: Names, weights: dict[int, int]) -> None:
     client.write(route(n, group_id=1))
 
 
-
-
-
-
 def test_a_group_spreads_flows_over_every_member_and_keeps_each_flow(ctl):
     rig, client, n = ctl
     ecmp_group(client, n, {2: 1, 3: 2, 4: 1})
@@ -102,8 +90,7 @@ def test_a_group_spreads_flows_over_every_member_and_keeps_each_flow(ctl):
     used = {port for ports in seen.values() for port in ports}
     assert used == {2, 3, 4}
     # the entry's direct counter counts every packet the group forwarded
-    read = pb.Entity()
-    read.table_entry.table_id = n["ecmp"]
+    read = table_read(n)
     read.table_entry.counter_data.SetInParent()
     [entry] = client.read(read)
     assert entry.table_entry.counter_data.packet_count == 3 * FLOWS
@@ -114,12 +101,10 @@ def test_a_member_modify_moves_the_flows_of_its_slots(ctl):
     rig, client, n = ctl
     ecmp_group(client, n, {2: 1, 3: 1})
     client.write(member(n, "ecmp", 3, 4), op=pb.Update.MODIFY)  # member 3 now to port 4
-    used = {p for ports in ports_of_flows(rig, flows(24)).values() for p in ports}
-    assert used == {2, 4}
+    assert used_ports(rig, 24) == {2, 4}
     # a group shrunk to one member sends everything there
     client.write(group(n, 1, {2: 1}), op=pb.Update.MODIFY)
-    used = {p for ports in ports_of_flows(rig, flows(12)).values() for p in ports}
-    assert used == {2}
+    assert used_ports(rig, 12) == {2}
 
 
 def test_an_empty_group_acts_as_a_miss(ctl):
@@ -142,14 +127,8 @@ def test_a_profile_table_forwards_through_its_member_and_reads_back(ctl):
     [m] = [e.action_profile_member for e in client.read(read)]
     assert (m.action_profile_id, m.member_id) == (profile_id(n, "l2_profile"), 7)
     assert m.action == forward(n, 3)
-    [entry] = client.read(l2_read(n))
+    [entry] = client.read(table_read(n, "l2"))
     assert entry.table_entry.action.action_profile_member_id == 7
-
-
-def l2_read(n: Names) -> pb.Entity:
-    read = pb.Entity()
-    read.table_entry.table_id = n["l2"]
-    return read
 
 
 def test_groups_read_back_by_id_and_wildcard(ctl):

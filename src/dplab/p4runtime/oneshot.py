@@ -34,24 +34,23 @@ class OneShots:
 
     # -- which way a selector is programmed ----------------------------------------------
 
-    def programmed_with(self, profile_id: int) -> str | None:
-        """ONE_SHOTS, MEMBERS, or None for a profile holding no member and no group."""
-        if not (self._members(profile_id) or self._groups(profile_id)):
-            self.selectors.discard(profile_id)  # e.g. left over by a rolled-back batch
-            return None
-        return ONE_SHOTS if profile_id in self.selectors else MEMBERS
-
     def refuse_unless(self, profile: p4info_pb2.ActionProfile, way: str) -> None:
-        """INVALID_ARGUMENT when the profile is already programmed the other way."""
-        used = self.programmed_with(profile.preamble.id)
-        if used not in (None, way):
+        """INVALID_ARGUMENT when the profile is already programmed the other way: the mark
+        names the way, and only a profile holding a member or a group is bound to it (the
+        switch is asked only when the mark names the other way)."""
+        pid = profile.preamble.id
+        used = ONE_SHOTS if pid in self.selectors else MEMBERS
+        if used == way:
+            return
+        if self._members(pid) or self._groups(pid):
             raise invalid(f"{profile.preamble.name} is programmed with {used}: it cannot "
                           f"also take {way} (P4Runtime spec 9.2.3)")
+        self.selectors.discard(pid)  # an empty profile: e.g. left over by a rolled-back batch
 
     def covers(self, table: p4info_pb2.Table) -> bool:
-        """Whether the table's entries may be one shots (its selector is marked)."""
-        pid = _selector_id(self.index, table)
-        return pid is not None and self.hides(pid)
+        """Whether the table's entries may be one shots (its selector is marked; only
+        selectors are, and a table's ``implementation_id`` is its profile's id)."""
+        return self.hides(table.implementation_id)
 
     def hides(self, profile_id: int) -> bool:
         """Whether the profile's members and groups are hidden ones (a stale mark on an
@@ -93,7 +92,7 @@ class OneShots:
         named, once no entry names it; anything else is left alone."""
         if "group" not in action or not self.covers(table):
             return
-        pid = self.index.action_profiles[table.implementation_id].preamble.id
+        pid = table.implementation_id
         group = self._group(pid, action["group"])
         if group is None:
             return
@@ -108,7 +107,7 @@ class OneShots:
         when the selector is not programmed with one shots)."""
         if not self.covers(table):
             return {}
-        pid = self.index.action_profiles[table.implementation_id].preamble.id
+        pid = table.implementation_id
         actions = {m["member"]: m["action"] for m in self._members(pid)}
         sets = {}
         for group in self._groups(pid):
@@ -164,11 +163,6 @@ class OneShots:
 
     def _group(self, profile_id: int, group_id: int) -> dict | None:
         return next((g for g in self._groups(profile_id) if g["group"] == group_id), None)
-
-
-def _selector_id(index: P4InfoIndex, table: p4info_pb2.Table) -> int | None:
-    profile = index.action_profiles.get(table.implementation_id)
-    return profile.preamble.id if profile is not None and profile.with_selector else None
 
 
 def _check_size(profile: p4info_pb2.ActionProfile,

@@ -107,8 +107,7 @@ def _default_entry(entities: Entities, table) -> Undo:
     """The default entry's action, metadata and direct counter and meter."""
     switch, table_id = entities.switch, table.preamble.id
     before = switch.call("table_read", table=table_id)
-    action = {"action": before["default_action"]["action"],
-              "args": before["default_action"]["args"]}
+    action = codec.switch_action(before["default_action"])
     extras = entities.extras.get(table_id, None, 0)
 
     def undo_default() -> None:
