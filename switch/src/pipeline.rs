@@ -1087,11 +1087,7 @@ impl Runtime {
                 .collect(),
             registers: prog.registers.iter().map(|r| vec![0; r.size]).collect(),
             pre: Pre::default(),
-            value_sets: prog
-                .value_sets
-                .iter()
-                .map(|_| ValueSet::default())
-                .collect(),
+            value_sets: prog.value_sets.iter().map(ValueSet::new).collect(),
             tables,
             prog,
         };
