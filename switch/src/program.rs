@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::hashes::HashAlgorithm;
 use crate::tables::MatchKind;
-use crate::value_sets::{self, ValueSetDef};
+use crate::value_sets::ValueSetDef;
 use crate::values::{Piece, WordPlan};
 
 pub type LoadResult<T> = Result<T, String>;
@@ -920,11 +920,8 @@ fn load_table(
     let mut keys = Vec::new();
     for (j, k) in arr(t, "keys", at)?.iter().enumerate() {
         let kat = format!("{at}.keys[{j}]");
-        let kind_name = text(k, "match", &kat)?;
-        let kind = MatchKind::parse(kind_name)
-            .ok_or_else(|| format!("{kat}: unknown match kind {kind_name:?}"))?;
         keys.push(KeyDef {
-            kind,
+            kind: match_kind(k, &kat)?,
             width: width(k, "w", &kat)?,
             expr: loader.expr_at(k, "expr", &kat)?,
         });
@@ -996,6 +993,41 @@ fn load_table(
         implementation: optional_index(t, "implementation", counts.2, "action profile", at)?,
         selector_keys: Packed::new(selector_keys),
     })
+}
+
+fn match_kind(v: &Value, at: &str) -> LoadResult<MatchKind> {
+    let name = text(v, "match", at)?;
+    MatchKind::parse(name).ok_or_else(|| format!("{at}: unknown match kind {name:?}"))
+}
+
+/// Loads the IR's `value_sets` (absent: none).
+fn load_value_sets(ir: &Value) -> LoadResult<Vec<ValueSetDef>> {
+    let Some(items) = ir.get("value_sets").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (i, v) in items.iter().enumerate() {
+        let at = format!("value_sets[{i}]");
+        let mut fields = Vec::new();
+        for (j, f) in arr(v, "fields", &at)?.iter().enumerate() {
+            let fat = format!("{at}.fields[{j}]");
+            fields.push((match_kind(f, &fat)?, width(f, "w", &fat)?));
+        }
+        if fields.is_empty() {
+            return Err(format!("{at}: a value set needs at least one field"));
+        }
+        let (id, size) = (num(v, "id", &at)?, num(v, "size", &at)?);
+        if id < 0 || size < 0 {
+            return Err(format!("{at}: id and size must not be negative"));
+        }
+        out.push(ValueSetDef {
+            id: id as u32,
+            name: text(v, "name", &at).unwrap_or("").to_string(),
+            size: size as usize,
+            fields,
+        });
+    }
+    Ok(out)
 }
 
 fn load_profiles(ir: &Value, loader: &Loader, tables: usize) -> LoadResult<Vec<ProfileDef>> {
@@ -1194,7 +1226,7 @@ pub fn load(ir: &Value) -> LoadResult<Program> {
         .map(|(i, t)| load_table(t, &format!("tables[{i}]"), &loader, counts))
         .collect::<LoadResult<Vec<TableDef>>>()?;
     let profiles = load_profiles(ir, &loader, tables.len())?;
-    let value_sets = value_sets::load_defs(ir)?;
+    let value_sets = load_value_sets(ir)?;
     let (parser_start, parser_states) = load_parser(ir, &loader, &value_sets)?;
     let deparser = match ir
         .get("deparser")

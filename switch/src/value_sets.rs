@@ -4,8 +4,6 @@
 //! matches the select keys; a member matches when each of its field matches does. Sets
 //! start empty and the control plane replaces a set's members as a whole.
 
-use serde_json::Value;
-
 use crate::tables::{prefix_mask, FieldMatch, MatchKind};
 use crate::values::mask;
 
@@ -17,59 +15,6 @@ pub struct ValueSetDef {
     pub size: usize,
     /// (match kind, width) per field, in select-key order.
     pub fields: Vec<(MatchKind, u32)>,
-}
-
-/// Loads the IR's `value_sets` (absent: none).
-pub fn load_defs(ir: &Value) -> Result<Vec<ValueSetDef>, String> {
-    let Some(items) = ir.get("value_sets").and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| load_def(v, &format!("value_sets[{i}]")))
-        .collect()
-}
-
-fn load_def(v: &Value, at: &str) -> Result<ValueSetDef, String> {
-    let number = |key: &str| {
-        v.get(key)
-            .and_then(Value::as_u64)
-            .ok_or_else(|| format!("{at}: missing number {key:?}"))
-    };
-    let mut fields = Vec::new();
-    for (i, f) in v
-        .get("fields")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{at}: missing \"fields\""))?
-        .iter()
-        .enumerate()
-    {
-        let fat = format!("{at}.fields[{i}]");
-        let kind = f
-            .get("match")
-            .and_then(Value::as_str)
-            .and_then(MatchKind::parse)
-            .ok_or_else(|| format!("{fat}: \"match\" must be a match kind"))?;
-        let w = f.get("w").and_then(Value::as_u64).unwrap_or(0);
-        if !(1..=128).contains(&w) {
-            return Err(format!("{fat}: width must be 1..128"));
-        }
-        fields.push((kind, w as u32));
-    }
-    if fields.is_empty() {
-        return Err(format!("{at}: a value set needs at least one field"));
-    }
-    Ok(ValueSetDef {
-        id: number("id")? as u32,
-        name: v
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        size: number("size")? as usize,
-        fields,
-    })
 }
 
 /// Why a set of members was refused (P4Runtime codes in `code()`).
