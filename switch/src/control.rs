@@ -1068,8 +1068,6 @@ fn clone_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
     }
 }
 
-// ---- events ----
-
 /// Replaces a parser value set's members (all of them; `[]` empties the set).
 fn value_set_write(rt: &mut Runtime, req: &Value) -> Reply {
     let prog = rt.prog.clone();
@@ -1117,6 +1115,8 @@ fn value_set_read(rt: &Runtime, req: &Value) -> Reply {
         .collect();
     Ok(json!({ "value_sets": sets }))
 }
+
+// ---- events ----
 
 fn event_json(prog: &Program, ev: &Event) -> Value {
     match ev {

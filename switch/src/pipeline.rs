@@ -1047,22 +1047,16 @@ impl Worker {
     }
 }
 
-fn keysets_match(sets: &[KeySet], key: &[u128]) -> bool {
+/// Whether a select case matches the keys, keyset by keyset. A case of one `Any` or one
+/// value set covers all the keys: `zip` stops after its one keyset.
+fn case_matches(sets: &[KeySet], key: &[u128], value_sets: &[ValueSet]) -> bool {
     sets.iter().zip(key).all(|(s, k)| match *s {
         KeySet::Exact(v) => *k == v,
         KeySet::Mask(v, m) => *k & m == v,
         KeySet::Range(lo, hi) => lo <= *k && *k <= hi,
         KeySet::Any => true,
-        KeySet::ValueSet(_) => false, // only ever a whole case: see case_matches
+        KeySet::ValueSet(i) => value_sets[i].contains(key),
     })
-}
-
-/// A select case: a value set covers all the keys; other keysets match key by key.
-fn case_matches(sets: &[KeySet], key: &[u128], value_sets: &[ValueSet]) -> bool {
-    match sets {
-        [KeySet::ValueSet(i)] => value_sets[*i].contains(key),
-        _ => keysets_match(sets, key),
-    }
 }
 
 impl Runtime {
@@ -1087,11 +1081,7 @@ impl Runtime {
                 .collect(),
             registers: prog.registers.iter().map(|r| vec![0; r.size]).collect(),
             pre: Pre::default(),
-            value_sets: prog
-                .value_sets
-                .iter()
-                .map(|_| ValueSet::default())
-                .collect(),
+            value_sets: prog.value_sets.iter().map(ValueSet::new).collect(),
             tables,
             prog,
         };

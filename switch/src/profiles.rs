@@ -136,6 +136,7 @@ impl Profile {
             }
             _ => {}
         }
+        let cap = if max_size > 0 { max_size } else { limit };
         let mut slots = Vec::new();
         for (i, (member, weight)) in members.iter().enumerate() {
             if !self.members.contains_key(member) {
@@ -151,7 +152,6 @@ impl Profile {
                     "member {member} is listed twice (use its weight)"
                 )));
             }
-            let cap = if max_size > 0 { max_size } else { limit };
             if slots.len() as u64 + *weight as u64 > cap as u64 {
                 return Err(ProfileError::Full(format!(
                     "the group's weights add up to more than {cap}"

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::hashes::HashAlgorithm;
 use crate::tables::MatchKind;
-use crate::value_sets::{self, ValueSetDef};
+use crate::value_sets::ValueSetDef;
 use crate::values::{Piece, WordPlan};
 
 pub type LoadResult<T> = Result<T, String>;
@@ -920,11 +920,8 @@ fn load_table(
     let mut keys = Vec::new();
     for (j, k) in arr(t, "keys", at)?.iter().enumerate() {
         let kat = format!("{at}.keys[{j}]");
-        let kind_name = text(k, "match", &kat)?;
-        let kind = MatchKind::parse(kind_name)
-            .ok_or_else(|| format!("{kat}: unknown match kind {kind_name:?}"))?;
         keys.push(KeyDef {
-            kind,
+            kind: match_kind(k, &kat)?,
             width: width(k, "w", &kat)?,
             expr: loader.expr_at(k, "expr", &kat)?,
         });
@@ -998,6 +995,41 @@ fn load_table(
     })
 }
 
+fn match_kind(v: &Value, at: &str) -> LoadResult<MatchKind> {
+    let name = text(v, "match", at)?;
+    MatchKind::parse(name).ok_or_else(|| format!("{at}: unknown match kind {name:?}"))
+}
+
+/// Loads the IR's `value_sets` (absent: none).
+fn load_value_sets(ir: &Value) -> LoadResult<Vec<ValueSetDef>> {
+    let Some(items) = ir.get("value_sets").and_then(Value::as_array) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (i, v) in items.iter().enumerate() {
+        let at = format!("value_sets[{i}]");
+        let mut fields = Vec::new();
+        for (j, f) in arr(v, "fields", &at)?.iter().enumerate() {
+            let fat = format!("{at}.fields[{j}]");
+            fields.push((match_kind(f, &fat)?, width(f, "w", &fat)?));
+        }
+        if fields.is_empty() {
+            return Err(format!("{at}: a value set needs at least one field"));
+        }
+        let (id, size) = (num(v, "id", &at)?, num(v, "size", &at)?);
+        if id < 0 || size < 0 {
+            return Err(format!("{at}: id and size must not be negative"));
+        }
+        out.push(ValueSetDef {
+            id: id as u32,
+            name: text(v, "name", &at).unwrap_or("").to_string(),
+            size: size as usize,
+            fields,
+        });
+    }
+    Ok(out)
+}
+
 fn load_profiles(ir: &Value, loader: &Loader, tables: usize) -> LoadResult<Vec<ProfileDef>> {
     let Some(items) = ir.get("action_profiles").and_then(Value::as_array) else {
         return Ok(Vec::new());
@@ -1028,7 +1060,11 @@ fn load_profiles(ir: &Value, loader: &Loader, tables: usize) -> LoadResult<Vec<P
     Ok(out)
 }
 
-fn load_parser(ir: &Value, loader: &Loader) -> LoadResult<(i64, Vec<ParserState>)> {
+fn load_parser(
+    ir: &Value,
+    loader: &Loader,
+    value_sets: &[ValueSetDef],
+) -> LoadResult<(i64, Vec<ParserState>)> {
     let p = ir.get("parser").ok_or("ir: missing parser")?;
     let states_json = arr(p, "states", "parser")?;
     let n = states_json.len() as i64;
@@ -1060,10 +1096,19 @@ fn load_parser(ir: &Value, loader: &Loader) -> LoadResult<(i64, Vec<ParserState>
                     let cat = format!("{tat}.cases[{j}]");
                     let sets = arr(c, "sets", &cat)?
                         .iter()
-                        .map(|k| keyset(k, &cat))
+                        .map(|k| keyset(k, value_sets.len(), &cat))
                         .collect::<LoadResult<Vec<KeySet>>>()?;
-                    let whole = matches!(sets[..], [KeySet::Any] | [KeySet::ValueSet(_)]);
-                    if sets.len() != keys.len() && !whole {
+                    if let [KeySet::ValueSet(vs)] = sets[..] {
+                        let def = &value_sets[vs];
+                        if def.fields.len() != keys.len() {
+                            return Err(format!(
+                                "{cat}: value set {} has {} fields for {} select keys",
+                                def.name,
+                                def.fields.len(),
+                                keys.len()
+                            ));
+                        }
+                    } else if sets.len() != keys.len() && sets[..] != [KeySet::Any] {
                         return Err(format!(
                             "{cat}: {} keysets for {} select keys",
                             sets.len(),
@@ -1081,7 +1126,7 @@ fn load_parser(ir: &Value, loader: &Loader) -> LoadResult<(i64, Vec<ParserState>
     Ok((start, states))
 }
 
-fn keyset(k: &Value, at: &str) -> LoadResult<KeySet> {
+fn keyset(k: &Value, value_sets: usize, at: &str) -> LoadResult<KeySet> {
     let get = |key: &str| parse_hex(k.get(key).unwrap_or(&Value::Null), &format!("{at}.{key}"));
     Ok(match text(k, "kind", at)? {
         "exact" => KeySet::Exact(get("v")?),
@@ -1091,34 +1136,9 @@ fn keyset(k: &Value, at: &str) -> LoadResult<KeySet> {
         }
         "range" => KeySet::Range(get("lo")?, get("hi")?),
         "any" => KeySet::Any,
-        "value_set" => KeySet::ValueSet(num(k, "set", at)? as usize),
+        "value_set" => KeySet::ValueSet(index(k, "set", value_sets, "value set", at)?),
         other => return Err(format!("{at}: unknown keyset kind {other:?}")),
     })
-}
-
-/// Every value-set case names a declared set with one field per select key.
-fn check_value_set_cases(states: &[ParserState], sets: &[ValueSetDef]) -> LoadResult<()> {
-    for (i, state) in states.iter().enumerate() {
-        let Transition::Select { keys, cases } = &state.transition else {
-            continue;
-        };
-        for (sets_of_case, _) in cases {
-            if let [KeySet::ValueSet(vs)] = sets_of_case[..] {
-                let def = sets.get(vs).ok_or_else(|| {
-                    format!("parser.states[{i}]: value set {vs} is not in \"value_sets\"")
-                })?;
-                if def.fields.len() != keys.len() {
-                    return Err(format!(
-                        "parser.states[{i}]: value set {} has {} fields for {} select keys",
-                        def.name,
-                        def.fields.len(),
-                        keys.len()
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
 }
 
 fn load_controller_header(
@@ -1206,9 +1226,8 @@ pub fn load(ir: &Value) -> LoadResult<Program> {
         .map(|(i, t)| load_table(t, &format!("tables[{i}]"), &loader, counts))
         .collect::<LoadResult<Vec<TableDef>>>()?;
     let profiles = load_profiles(ir, &loader, tables.len())?;
-    let (parser_start, parser_states) = load_parser(ir, &loader)?;
-    let value_sets = value_sets::load_defs(ir)?;
-    check_value_set_cases(&parser_states, &value_sets)?;
+    let value_sets = load_value_sets(ir)?;
+    let (parser_start, parser_states) = load_parser(ir, &loader, &value_sets)?;
     let deparser = match ir
         .get("deparser")
         .and_then(|d| d.get("emit"))

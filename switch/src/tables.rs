@@ -43,7 +43,7 @@ pub enum FieldMatch {
 }
 
 impl FieldMatch {
-    fn matches(&self, value: u128, width: u32) -> bool {
+    pub fn matches(&self, value: u128, width: u32) -> bool {
         match *self {
             FieldMatch::Exact(v) => value == v,
             FieldMatch::Lpm(v, len) => value & prefix_mask(width, len) == v,

@@ -4,9 +4,6 @@
 //! matches the select keys; a member matches when each of its field matches does. Sets
 //! start empty and the control plane replaces a set's members as a whole.
 
-use serde_json::Value;
-
-use crate::program::KeySet;
 use crate::tables::{prefix_mask, FieldMatch, MatchKind};
 use crate::values::mask;
 
@@ -18,59 +15,6 @@ pub struct ValueSetDef {
     pub size: usize,
     /// (match kind, width) per field, in select-key order.
     pub fields: Vec<(MatchKind, u32)>,
-}
-
-/// Loads the IR's `value_sets` (absent: none).
-pub fn load_defs(ir: &Value) -> Result<Vec<ValueSetDef>, String> {
-    let Some(items) = ir.get("value_sets").and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| load_def(v, &format!("value_sets[{i}]")))
-        .collect()
-}
-
-fn load_def(v: &Value, at: &str) -> Result<ValueSetDef, String> {
-    let number = |key: &str| {
-        v.get(key)
-            .and_then(Value::as_u64)
-            .ok_or_else(|| format!("{at}: missing number {key:?}"))
-    };
-    let mut fields = Vec::new();
-    for (i, f) in v
-        .get("fields")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{at}: missing \"fields\""))?
-        .iter()
-        .enumerate()
-    {
-        let fat = format!("{at}.fields[{i}]");
-        let kind = f
-            .get("match")
-            .and_then(Value::as_str)
-            .and_then(MatchKind::parse)
-            .ok_or_else(|| format!("{fat}: \"match\" must be a match kind"))?;
-        let w = f.get("w").and_then(Value::as_u64).unwrap_or(0);
-        if !(1..=128).contains(&w) {
-            return Err(format!("{fat}: width must be 1..128"));
-        }
-        fields.push((kind, w as u32));
-    }
-    if fields.is_empty() {
-        return Err(format!("{at}: a value set needs at least one field"));
-    }
-    Ok(ValueSetDef {
-        id: number("id")? as u32,
-        name: v
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        size: number("size")? as usize,
-        fields,
-    })
 }
 
 /// Why a set of members was refused (P4Runtime codes in `code()`).
@@ -106,27 +50,35 @@ impl std::fmt::Display for MemberError {
     }
 }
 
-/// The members of one value set: as written (for reads) and as keysets (for matching).
-#[derive(Default)]
+/// The members of one value set, as written; a packet matches them as table entries match
+/// keys.
 pub struct ValueSet {
+    /// The set's field widths (an lpm member matches on its prefix of the field).
+    widths: Vec<u32>,
     members: Vec<Vec<FieldMatch>>,
-    keysets: Vec<Vec<KeySet>>,
 }
 
 impl ValueSet {
+    /// An empty set of the declared fields.
+    pub fn new(def: &ValueSetDef) -> ValueSet {
+        ValueSet {
+            widths: def.fields.iter().map(|&(_, w)| w).collect(),
+            members: Vec::new(),
+        }
+    }
+
     pub fn members(&self) -> &[Vec<FieldMatch>] {
         &self.members
     }
 
     /// Whether any member matches `key` (one value per field).
     pub fn contains(&self, key: &[u128]) -> bool {
-        self.keysets.iter().any(|member| {
-            member.iter().zip(key).all(|(s, k)| match *s {
-                KeySet::Exact(v) => *k == v,
-                KeySet::Mask(v, m) => *k & m == v,
-                KeySet::Range(lo, hi) => lo <= *k && *k <= hi,
-                KeySet::Any | KeySet::ValueSet(_) => true,
-            })
+        self.members.iter().any(|member| {
+            member
+                .iter()
+                .zip(&self.widths)
+                .zip(key)
+                .all(|((m, &w), &k)| m.matches(k, w))
         })
     }
 
@@ -142,25 +94,20 @@ impl ValueSet {
                 got: members.len(),
             });
         }
-        let mut keysets = Vec::with_capacity(members.len());
         for (i, member) in members.iter().enumerate() {
             if members[..i].contains(member) {
                 return Err(MemberError::Duplicate(i));
             }
-            keysets.push(member_keysets(def, member, i)?);
+            check_member(def, member, i)?;
         }
         self.members = members;
-        self.keysets = keysets;
         Ok(())
     }
 }
 
-/// Checks one member against the set's fields and turns it into select keysets.
-fn member_keysets(
-    def: &ValueSetDef,
-    member: &[FieldMatch],
-    index: usize,
-) -> Result<Vec<KeySet>, MemberError> {
+/// Checks one member against the set's fields: each match of the field's kind, within
+/// its width, with no value bits outside its mask or prefix.
+fn check_member(def: &ValueSetDef, member: &[FieldMatch], index: usize) -> Result<(), MemberError> {
     if member.len() != def.fields.len() {
         return Err(MemberError::Invalid(format!(
             "member {index} has {} field matches, the value set {} fields",
@@ -168,7 +115,6 @@ fn member_keysets(
             def.fields.len()
         )));
     }
-    let mut out = Vec::with_capacity(member.len());
     for (f, (m, &(kind, w))) in member.iter().zip(&def.fields).enumerate() {
         let fits = |v: u128| v & !mask(w) == 0;
         let bad = |why: &str| {
@@ -177,35 +123,27 @@ fn member_keysets(
                 f + 1
             ))
         };
-        let set = match (kind, *m) {
-            (MatchKind::Exact | MatchKind::Optional, FieldMatch::Exact(v)) if fits(v) => {
-                KeySet::Exact(v)
-            }
+        match (kind, *m) {
+            (MatchKind::Exact | MatchKind::Optional, FieldMatch::Exact(v)) if fits(v) => {}
             (
                 MatchKind::Optional | MatchKind::Ternary | MatchKind::Lpm | MatchKind::Range,
                 FieldMatch::Any,
-            ) => KeySet::Any,
+            ) => {}
             (MatchKind::Ternary, FieldMatch::Ternary(v, m)) if fits(v) && fits(m) => {
                 if v & !m != 0 {
                     return Err(bad("value bits outside the mask"));
                 }
-                KeySet::Mask(v, m)
             }
             (MatchKind::Lpm, FieldMatch::Lpm(v, len)) if fits(v) && len <= w => {
-                let m = prefix_mask(w, len);
-                if v & !m != 0 {
+                if v & !prefix_mask(w, len) != 0 {
                     return Err(bad("value bits beyond the prefix"));
                 }
-                KeySet::Mask(v, m)
             }
-            (MatchKind::Range, FieldMatch::Range(lo, hi)) if fits(lo) && fits(hi) && lo <= hi => {
-                KeySet::Range(lo, hi)
-            }
+            (MatchKind::Range, FieldMatch::Range(lo, hi)) if fits(lo) && fits(hi) && lo <= hi => {}
             _ => return Err(bad("this match does not fit")),
-        };
-        out.push(set);
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -224,7 +162,7 @@ mod tests {
     #[test]
     fn members_match_any_of_them_and_replace_as_a_whole() {
         let d = def(2, vec![(MatchKind::Exact, 16), (MatchKind::Ternary, 8)]);
-        let mut set = ValueSet::default();
+        let mut set = ValueSet::new(&d);
         assert!(!set.contains(&[0x800, 1]));
         let members = vec![
             vec![FieldMatch::Exact(0x800), FieldMatch::Any],
@@ -241,7 +179,7 @@ mod tests {
     #[test]
     fn refused_members_leave_the_set_unchanged() {
         let d = def(2, vec![(MatchKind::Exact, 16)]);
-        let mut set = ValueSet::default();
+        let mut set = ValueSet::new(&d);
         set.replace(&d, vec![vec![FieldMatch::Exact(1)]]).unwrap();
         let three = vec![vec![FieldMatch::Exact(2)]; 3];
         assert_eq!(
