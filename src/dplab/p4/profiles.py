@@ -3,9 +3,8 @@
 
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
-from dplab.p4.statements import HASH_ALGOS
 from dplab.p4.syntax import Node
-from dplab.p4.types import ExternRef, type_name
+from dplab.p4.types import ExternRef
 
 PROFILE_KINDS = {"action_profile": 1, "action_selector": 3}   # kind -> argument count
 
@@ -26,7 +25,8 @@ class ProfileCompiler:
         if groups:
             profile["max_group_size"] = self.positive(groups[0], env, "@max_group_size")
         if kind == "action_selector":
-            profile["selector"] = {"algo": self.algorithm(args[0], env),
+            algo = self.c.stmts.algorithm(args[0], env, "action_selector needs")
+            profile["selector"] = {"algo": algo,
                                    "output_width": self.positive(args[2], env, "outputWidth")}
             if not 1 <= profile["selector"]["output_width"] <= 64:
                 raise P4Error(args[2].loc, "outputWidth must be 1..64 bits")
@@ -38,15 +38,6 @@ class ProfileCompiler:
         if value is None or value <= 0:
             raise P4Error(node.loc, f"{what} must be a positive constant")
         return value
-
-    def algorithm(self, node: Node, env: Env) -> str:
-        algo = self.c.exprs.denote(node, env) if node.kind == "member" else None
-        name = node.name if node.kind == "member" else ""
-        if algo is None or type_name(getattr(algo, "type", None)) != "HashAlgorithm" \
-                or name not in HASH_ALGOS:
-            raise P4Error(node.loc, "action_selector needs HashAlgorithm." +
-                          "/".join(sorted(HASH_ALGOS)))
-        return name
 
     def attach(self, table: dict, index: int, prop: Node, env: Env) -> None:
         """Binds the table to the profile its `implementation` names or makes."""
