@@ -3,11 +3,11 @@ P4Info `value_sets`) and on entry priorities (P4_16 1.2.4 "Entry priorities": `p
 `largest_priority_wins`, `priority_delta`): the IR and P4Info of accepted programs, and the
 exact location of each error in bad ones."""
 
-import json
 from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
+from test_p4_compiler import compiled as compiled_file
 
 from dplab.p4 import P4Error
 from dplab.p4.cli import compile_command
@@ -21,10 +21,7 @@ CLASSIFY_ENTRIES = PROGRAM.read_text().split("entries = {")[1].split("}")[0]
 def compiled(text: str, tmp_path: Path) -> tuple[dict, p4info_pb2.P4Info]:
     path = tmp_path / "prog.p4"
     path.write_text(text)
-    files = compile_command(path, tmp_path / "out")
-    info = p4info_pb2.P4Info()
-    info.ParseFromString(files["p4info_bin"].read_bytes())
-    return json.loads(files["ir"].read_text()), info
+    return compiled_file(path, tmp_path / "out")
 
 
 def with_entries(entries: str, props: str = "priority_delta = 10;") -> str:

@@ -1,23 +1,15 @@
 """The compiler's action profiles and selectors: IR, P4Info (as p4c writes them for v1model)
 and exact error locations for their misuses."""
 
-import json
 from pathlib import Path
 
 import pytest
-from p4.config.v1 import p4info_pb2
+from test_p4_compiler import compiled
 
 from dplab.p4 import P4Error
 from dplab.p4.cli import compile_command
 
 ECMP = Path(__file__).resolve().parent / "p4" / "ecmp_selector.p4"
-
-
-def compiled(path: Path, out: Path) -> tuple[dict, p4info_pb2.P4Info]:
-    files = compile_command(path, out)
-    info = p4info_pb2.P4Info()
-    info.ParseFromString(files["p4info_bin"].read_bytes())
-    return json.loads(files["ir"].read_text()), info
 
 
 def test_selector_and_profile_in_ir_and_p4info(tmp_path: Path) -> None:
