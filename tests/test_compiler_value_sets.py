@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
+from test_p4_compiler import compile_error
 from test_p4_compiler import compiled as compiled_file
-
-from dplab.p4 import P4Error
-from dplab.p4.cli import compile_command
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "data" / "p4" / "value_sets.p4"
@@ -129,10 +127,7 @@ def test_bad_uses_give_exact_locations(tmp_path: Path, old: str, new: str, marke
     text = PROGRAM.read_text()
     assert text.count(old) == 1, old
     text = text.replace(old, new)
-    path = tmp_path / "bad.p4"
-    path.write_text(text)
-    with pytest.raises(P4Error) as info:
-        compile_command(path, tmp_path / "out")
-    assert reason in info.value.reason
-    assert (info.value.line, info.value.col) == locate(text, marker)
-    assert info.value.file == str(path)
+    error = compile_error(text, tmp_path)
+    assert reason in error.reason
+    assert (error.line, error.col) == locate(text, marker)
+    assert error.file == str(tmp_path / "bad.p4")
