@@ -425,7 +425,7 @@ class Compiler:
     def extern_instance(self, node: Node, owner: str, env: Env) -> ExternRef:
         kind = node.type.name if node.type.kind == "named" else ""
         if kind in PROFILE_KINDS:
-            index = self.profiles.declare(node, self.qualified(node, owner), kind, node.args, env)
+            index = self.profiles.declare(node, self.qualified(node, owner), kind, env)
             return ExternRef(kind, index)
         if kind not in EXTERN_OBJECTS:
             raise P4Error(node.loc, f"cannot instantiate '{kind or node.type.kind}' here")

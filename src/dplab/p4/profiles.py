@@ -13,9 +13,10 @@ class ProfileCompiler:
     def __init__(self, compiler: object) -> None:
         self.c = compiler
 
-    def declare(self, node: Node, name: str, kind: str, args: list[Node], env: Env) -> int:
+    def declare(self, node: Node, name: str, kind: str, env: Env) -> int:
         """A named instance (`action_selector(...) ecmp;`) or one made inline in a table's
         `implementation`; returns its index in the IR's `action_profiles`."""
+        args = node.args
         if len(args) != PROFILE_KINDS[kind]:
             raise P4Error(node.loc, f"{kind} takes {PROFILE_KINDS[kind]} argument(s)")
         profile = {"name": name, "size": self.positive(args[-1 if kind == "action_profile"
@@ -45,7 +46,7 @@ class ProfileCompiler:
         if value.kind == "call" and value.func.kind == "name" \
                 and value.func.name in PROFILE_KINDS:
             # p4c names a profile made inline after its table
-            profile = self.declare(value, table["name"], value.func.name, value.args, env)
+            profile = self.declare(value, table["name"], value.func.name, env)
         else:
             target = self.c.exprs.denote(value, env) if value.kind == "name" else None
             if not isinstance(target, ExternRef) or target.kind not in PROFILE_KINDS:
