@@ -36,7 +36,6 @@ from dplab.p4.types import (
 
 STANDARD_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
                    "HeaderTooShort", "ParserTimeout", "ParserInvalidArgument"]
-MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
 FUNCTIONS = {"mark_to_drop", "verify", "verify_checksum", "update_checksum", "hash", "random",
              "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
              "recirculate_preserving_field_list", "digest", "log_msg"}
