@@ -3,14 +3,12 @@ P4Info `value_sets`) and on entry priorities (P4_16 1.2.4 "Entry priorities": `p
 `largest_priority_wins`, `priority_delta`): the IR and P4Info of accepted programs, and the
 exact location of each error in bad ones."""
 
-import json
 from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
-
-from dplab.p4 import P4Error
-from dplab.p4.cli import compile_command
+from test_p4_compiler import compile_error
+from test_p4_compiler import compiled as compiled_file
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "data" / "p4" / "value_sets.p4"
@@ -21,10 +19,7 @@ CLASSIFY_ENTRIES = PROGRAM.read_text().split("entries = {")[1].split("}")[0]
 def compiled(text: str, tmp_path: Path) -> tuple[dict, p4info_pb2.P4Info]:
     path = tmp_path / "prog.p4"
     path.write_text(text)
-    files = compile_command(path, tmp_path / "out")
-    info = p4info_pb2.P4Info()
-    info.ParseFromString(files["p4info_bin"].read_bytes())
-    return json.loads(files["ir"].read_text()), info
+    return compiled_file(path, tmp_path / "out")
 
 
 def with_entries(entries: str, props: str = "priority_delta = 10;") -> str:
@@ -132,10 +127,7 @@ def test_bad_uses_give_exact_locations(tmp_path: Path, old: str, new: str, marke
     text = PROGRAM.read_text()
     assert text.count(old) == 1, old
     text = text.replace(old, new)
-    path = tmp_path / "bad.p4"
-    path.write_text(text)
-    with pytest.raises(P4Error) as info:
-        compile_command(path, tmp_path / "out")
-    assert reason in info.value.reason
-    assert (info.value.line, info.value.col) == locate(text, marker)
-    assert info.value.file == str(path)
+    error = compile_error(text, tmp_path)
+    assert reason in error.reason
+    assert (error.line, error.col) == locate(text, marker)
+    assert error.file == str(tmp_path / "bad.p4")

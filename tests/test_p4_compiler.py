@@ -26,6 +26,15 @@ def compiled(path: Path, tmp_path: Path) -> tuple[dict, p4info_pb2.P4Info]:
     return ir, info
 
 
+def compile_error(text: str, tmp_path: Path) -> P4Error:
+    """The error compiling ``text`` (written to tmp_path/bad.p4) raises."""
+    path = tmp_path / "bad.p4"
+    path.write_text(text)
+    with pytest.raises(P4Error) as info:
+        compile_command(path, tmp_path / "out")
+    return info.value
+
+
 def test_basic_fwd_ir_and_p4info(tmp_path: Path) -> None:
     ir, info = compiled(BASIC, tmp_path)
     assert ir["instances"][0]["name"] == "standard_metadata"
@@ -93,25 +102,19 @@ BAD = [
 @pytest.mark.parametrize(("source", "line", "col", "reason"), BAD)
 def test_bad_programs_give_exact_locations(tmp_path: Path, source: str, line: int,
                                            col: int, reason: str) -> None:
-    path = tmp_path / "bad.p4"
-    path.write_text(source + "\n")
-    with pytest.raises(P4Error) as info:
-        compile_command(path, tmp_path / "out")
-    assert (info.value.line, info.value.col) == (line, col)
-    assert reason in info.value.reason
-    assert info.value.file == str(path)
+    error = compile_error(source + "\n", tmp_path)
+    assert (error.line, error.col) == (line, col)
+    assert reason in error.reason
+    assert error.file == str(tmp_path / "bad.p4")
 
 
 def test_error_inside_the_pipeline_points_at_the_statement(tmp_path: Path) -> None:
     text = BASIC.read_text().replace("standard_metadata.mcast_grp = 1;",
                                      "standard_metadata.mcast_grp = hdr.ipv4.ttl;")
-    path = tmp_path / "bad.p4"
-    path.write_text(text)
     line = next(i for i, s in enumerate(text.splitlines(), 1) if "mcast_grp = hdr" in s)
-    with pytest.raises(P4Error) as info:
-        compile_command(path, tmp_path / "out")
-    assert info.value.line == line
-    assert "cannot assign bit<8> to bit<16>" in info.value.reason
+    error = compile_error(text, tmp_path)
+    assert error.line == line
+    assert "cannot assign bit<8> to bit<16>" in error.reason
 
 
 def test_garbled_programs_never_crash(tmp_path: Path) -> None:
@@ -174,10 +177,7 @@ def test_bad_directional_bindings_give_exact_locations(tmp_path: Path, old: str,
     text = DIR_PARAMS.read_text()
     assert old in text
     text = text.replace(old, new, 1)
-    path = tmp_path / "bad.p4"
-    path.write_text(text)
     line = next(i for i, s in enumerate(text.splitlines(), 1) if at in s)
-    with pytest.raises(P4Error) as info:
-        compile_command(path, tmp_path / "out")
-    assert reason in info.value.reason
-    assert (info.value.line, info.value.col) == (line, text.splitlines()[line - 1].index(at) + 1)
+    error = compile_error(text, tmp_path)
+    assert reason in error.reason
+    assert (error.line, error.col) == (line, text.splitlines()[line - 1].index(at) + 1)

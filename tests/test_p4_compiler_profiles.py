@@ -1,23 +1,12 @@
 """The compiler's action profiles and selectors: IR, P4Info (as p4c writes them for v1model)
 and exact error locations for their misuses."""
 
-import json
 from pathlib import Path
 
 import pytest
-from p4.config.v1 import p4info_pb2
-
-from dplab.p4 import P4Error
-from dplab.p4.cli import compile_command
+from test_p4_compiler import compile_error, compiled
 
 ECMP = Path(__file__).resolve().parent / "p4" / "ecmp_selector.p4"
-
-
-def compiled(path: Path, out: Path) -> tuple[dict, p4info_pb2.P4Info]:
-    files = compile_command(path, out)
-    info = p4info_pb2.P4Info()
-    info.ParseFromString(files["p4info_bin"].read_bytes())
-    return json.loads(files["ir"].read_text()), info
 
 
 def test_selector_and_profile_in_ir_and_p4info(tmp_path: Path) -> None:
@@ -95,14 +84,11 @@ def test_misuses_give_exact_locations(tmp_path: Path, old: str, new: str, at: st
     text = ECMP.read_text()
     assert old in text
     text = text.replace(old, new, 1)
-    path = tmp_path / "bad.p4"
-    path.write_text(text)
     where = text.index(at, text.index(new))   # `at` in the replaced text
     line, col = text.count("\n", 0, where) + 1, where - text.rfind("\n", 0, where)
-    with pytest.raises(P4Error) as info:
-        compile_command(path, tmp_path / "out")
-    assert reason in info.value.reason
-    assert (info.value.line, info.value.col) == (line, col)
+    error = compile_error(text, tmp_path)
+    assert reason in error.reason
+    assert (error.line, error.col) == (line, col)
 
 
 def test_tables_sharing_a_profile_need_the_same_actions(tmp_path: Path) -> None:
@@ -115,8 +101,4 @@ def test_tables_sharing_a_profile_need_the_same_actions(tmp_path: Path) -> None:
     for field in ("hdr.ipv4.src", "hdr.ipv4.dst", "hdr.ipv4.protocol", "hdr.ports.src",
                   "hdr.ports.dst"):
         text = text.replace(f"            {field}: selector;\n", "")
-    path = tmp_path / "bad.p4"
-    path.write_text(text)
-    with pytest.raises(P4Error) as info:
-        compile_command(path, tmp_path / "out")
-    assert "must have the same actions" in info.value.reason
+    assert "must have the same actions" in compile_error(text, tmp_path).reason

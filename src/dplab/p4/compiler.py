@@ -36,7 +36,6 @@ from dplab.p4.types import (
 
 STANDARD_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
                    "HeaderTooShort", "ParserTimeout", "ParserInvalidArgument"]
-MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
 FUNCTIONS = {"mark_to_drop", "verify", "verify_checksum", "update_checksum", "hash", "random",
              "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
              "recirculate_preserving_field_list", "digest", "log_msg"}
@@ -425,7 +424,7 @@ class Compiler:
     def extern_instance(self, node: Node, owner: str, env: Env) -> ExternRef:
         kind = node.type.name if node.type.kind == "named" else ""
         if kind in PROFILE_KINDS:
-            index = self.profiles.declare(node, self.qualified(node, owner), kind, node.args, env)
+            index = self.profiles.declare(node, self.qualified(node, owner), kind, env)
             return ExternRef(kind, index)
         if kind not in EXTERN_OBJECTS:
             raise P4Error(node.loc, f"cannot instantiate '{kind or node.type.kind}' here")

@@ -3,9 +3,8 @@
 
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
-from dplab.p4.statements import HASH_ALGOS
 from dplab.p4.syntax import Node
-from dplab.p4.types import ExternRef, type_name
+from dplab.p4.types import ExternRef
 
 PROFILE_KINDS = {"action_profile": 1, "action_selector": 3}   # kind -> argument count
 
@@ -14,9 +13,10 @@ class ProfileCompiler:
     def __init__(self, compiler: object) -> None:
         self.c = compiler
 
-    def declare(self, node: Node, name: str, kind: str, args: list[Node], env: Env) -> int:
+    def declare(self, node: Node, name: str, kind: str, env: Env) -> int:
         """A named instance (`action_selector(...) ecmp;`) or one made inline in a table's
         `implementation`; returns its index in the IR's `action_profiles`."""
+        args = node.args
         if len(args) != PROFILE_KINDS[kind]:
             raise P4Error(node.loc, f"{kind} takes {PROFILE_KINDS[kind]} argument(s)")
         profile = {"name": name, "size": self.positive(args[-1 if kind == "action_profile"
@@ -26,7 +26,8 @@ class ProfileCompiler:
         if groups:
             profile["max_group_size"] = self.positive(groups[0], env, "@max_group_size")
         if kind == "action_selector":
-            profile["selector"] = {"algo": self.algorithm(args[0], env),
+            algo = self.c.stmts.algorithm(args[0], env, "action_selector needs")
+            profile["selector"] = {"algo": algo,
                                    "output_width": self.positive(args[2], env, "outputWidth")}
             if not 1 <= profile["selector"]["output_width"] <= 64:
                 raise P4Error(args[2].loc, "outputWidth must be 1..64 bits")
@@ -39,22 +40,13 @@ class ProfileCompiler:
             raise P4Error(node.loc, f"{what} must be a positive constant")
         return value
 
-    def algorithm(self, node: Node, env: Env) -> str:
-        algo = self.c.exprs.denote(node, env) if node.kind == "member" else None
-        name = node.name if node.kind == "member" else ""
-        if algo is None or type_name(getattr(algo, "type", None)) != "HashAlgorithm" \
-                or name not in HASH_ALGOS:
-            raise P4Error(node.loc, "action_selector needs HashAlgorithm." +
-                          "/".join(sorted(HASH_ALGOS)))
-        return name
-
     def attach(self, table: dict, index: int, prop: Node, env: Env) -> None:
         """Binds the table to the profile its `implementation` names or makes."""
         value = prop.value
         if value.kind == "call" and value.func.kind == "name" \
                 and value.func.name in PROFILE_KINDS:
             # p4c names a profile made inline after its table
-            profile = self.declare(value, table["name"], value.func.name, value.args, env)
+            profile = self.declare(value, table["name"], value.func.name, env)
         else:
             target = self.c.exprs.denote(value, env) if value.kind == "name" else None
             if not isinstance(target, ExternRef) or target.kind not in PROFILE_KINDS:

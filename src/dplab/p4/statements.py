@@ -285,12 +285,13 @@ class StatementCompiler:
             return [{"kind": "log", "fmt": call.args[0].value, "args": [a.ir for a in args]}]
         raise P4Error(call.loc, f"'{name}' is not supported")
 
-    def _algo(self, node: Node, env: Env) -> str:
+    def algorithm(self, node: Node, env: Env, need: str = "expected") -> str:
+        """The name of a `HashAlgorithm.x` argument; ``need`` leads the error message."""
         algo = self.exprs.denote(node, env) if node.kind == "member" else None
         algo_name = node.name if node.kind == "member" else ""
         if not isinstance(algo, Val) or type_name(algo.type) != "HashAlgorithm" \
                 or algo_name not in HASH_ALGOS:
-            raise P4Error(node.loc, "expected HashAlgorithm." + "/".join(sorted(HASH_ALGOS)))
+            raise P4Error(node.loc, f"{need} HashAlgorithm." + "/".join(sorted(HASH_ALGOS)))
         return algo_name
 
     def checksum(self, name: str, call: Node, env: Env) -> list[dict]:
@@ -298,7 +299,7 @@ class StatementCompiler:
         cond = self.exprs.condition(cond_node, env)
         data = [v.ir for v in self.exprs.list_items(data_node, env)]
         dst, _ = self._dst(sum_node, env)
-        algo = self._algo(algo_node, env)
+        algo = self.algorithm(algo_node, env)
         if name == "verify_checksum":
             checksum = self.exprs.bits(sum_node, env)
             return [{"kind": name, "cond": cond.ir, "data": data, "checksum": checksum.ir,
@@ -311,7 +312,7 @@ class StatementCompiler:
         base = self.exprs.bits(base_node, env, width)
         max_val = self.exprs.bits(max_node, env, 32)
         data = [v.ir for v in self.exprs.list_items(data_node, env)]
-        return [{"kind": "hash", "dst": dst, "algo": self._algo(algo_node, env),
+        return [{"kind": "hash", "dst": dst, "algo": self.algorithm(algo_node, env),
                  "base": base.ir, "data": data, "max": max_val.ir}]
 
     def digest(self, call: Node, env: Env) -> list[dict]:

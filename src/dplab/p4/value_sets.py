@@ -10,9 +10,8 @@ optional; default exact) is how the control plane writes that field, as in P4Inf
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
 from dplab.p4.syntax import Node
+from dplab.p4.tables import MATCH_KINDS
 from dplab.p4.types import ExternRef, StructType, type_name, width_of
-
-MATCH_KINDS = {"exact", "ternary", "lpm", "range", "optional"}
 
 
 def is_value_set(node: Node) -> bool:
