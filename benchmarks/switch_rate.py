@@ -37,7 +37,8 @@ from dplab.measure.resources import parse_vmrss_kib  # noqa: E402
 
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
-SET_RATE_PPS = 100_000  # the rate-control check: low enough for a busy shared machine
+# The rate-control check: a low rate, and one near what the ring sustains beside a switch.
+SET_RATES_PPS = (100_000, 300_000)
 PERF_SECONDS = 2.0
 L3_PROGRAM, FORWARD_PROGRAM = "switch_l3.p4", "switch_forward.p4"
 L3_NAME, FORWARD_NAME = "P4 switch, L3", "P4 switch, forward only"
@@ -90,9 +91,9 @@ before the runs, with no traffic of ours). The budget is 1 Mpps at 64 B on one c
   buffer, and for the user-space switches the packet socket's copy into their ring), which
   runs on the source's core.
 {perf}
-- Rate control (`--method ring`, AF_PACKET transmit ring): pktblast asked for {set_target}
-  kpps of 64 B frames for {seconds} s and sent {set_sent} frames, {set_rate} kpps
-  ({set_error} off the target; its interface counted {set_iface} frames).
+- Rate control (`--method ring`, AF_PACKET transmit ring), 64 B frames for {seconds} s into
+  the L3 switch's port 1:
+{set_rates}
 
 {meaning}
 
@@ -213,7 +214,8 @@ def measure(seconds: float, reps: int) -> dict:
         forward_ir = switch_rig.compile_p4(ROOT / "benchmarks" / FORWARD_PROGRAM, tmp)
         with forwarders.p4_switch(L3_NAME, l3_ir, [L3_ROUTE], SWITCH_CORE) as fwd:
             results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
-            set_rate = one_run(fwd, SIZES[0], seconds, pps=SET_RATE_PPS)["pktblast"]
+            set_rates = [one_run(fwd, SIZES[0], seconds, pps=rate)["pktblast"]
+                         for rate in SET_RATES_PPS]
         others = (  # each starts only when its `with` enters, after the one before stopped
             forwarders.p4_switch(FORWARD_NAME, forward_ir, [], SWITCH_CORE),
             forwarders.ovs(SWITCH_CORE),
@@ -225,7 +227,7 @@ def measure(seconds: float, reps: int) -> dict:
                 results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
     return {
         "results": results,
-        "set_rate": set_rate,
+        "set_rates": set_rates,
         "baseline_softirq_share": baseline,
         "load_start": load_start,
         "load_end": os.getloadavg(),
@@ -340,8 +342,15 @@ def ovs_version() -> str:
     return done.stdout.split()[-1] if done.returncode == 0 else "(version unknown)"
 
 
+def rate_line(s: dict) -> str:
+    """One paced pktblast run: what it was asked for against what it sent."""
+    iface = "—" if s["iface_tx_packets"] is None else f"{s['iface_tx_packets']:,}"
+    return (f"  - asked for {s['target_pps'] / 1e3:,.0f} kpps: sent {s['sent']:,} frames, "
+            f"{s['pps'] / 1e3:,.1f} kpps ({s['rate_error']:+.2%} off the target; its "
+            f"interface counted {iface} frames)")
+
+
 def section(m: dict, seconds: float, reps: int) -> str:
-    s = m["set_rate"]
     loads = {k: ", ".join(f"{x:.1f}" for x in m[k]) for k in ("load_start", "load_end")}
     return SECTION.format(
         core=SWITCH_CORE,
@@ -356,11 +365,7 @@ def section(m: dict, seconds: float, reps: int) -> str:
         ovs_version=ovs_version(),
         perf=perf_text(m["results"]),
         meaning=meaning(m),
-        set_iface="—" if s["iface_tx_packets"] is None else f"{s['iface_tx_packets']:,}",
-        set_target=f"{SET_RATE_PPS / 1e3:,.0f}",
-        set_sent=f"{s['sent']:,}",
-        set_rate=f"{s['pps'] / 1e3:,.1f}",
-        set_error=f"{s['rate_error']:+.2%}",
+        set_rates="\n".join(rate_line(s) for s in m["set_rates"]),
         rss=" / ".join(str(k) for k in m["results"][L3_NAME]["rss_kib"]),
         **loads,
     )
