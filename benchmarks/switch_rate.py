@@ -37,8 +37,9 @@ from dplab.measure.resources import parse_vmrss_kib  # noqa: E402
 
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
-# The rate-control check: a low rate, and one near what the ring sustains beside a switch.
-SET_RATES_PPS = (100_000, 300_000)
+# The rate-control check, (method, pps): a low rate and one near what the transmit ring
+# sustains beside a switch, and a high one for the XDP method.
+SET_RATES = (("ring", 100_000), ("ring", 300_000), ("xdp", 800_000))
 PERF_SECONDS = 2.0
 L3_PROGRAM, FORWARD_PROGRAM = "switch_l3.p4", "switch_forward.p4"
 L3_NAME, FORWARD_NAME = "P4 switch, L3", "P4 switch, forward only"
@@ -91,8 +92,9 @@ before the runs, with no traffic of ours). The budget is 1 Mpps at 64 B on one c
   buffer, and for the user-space switches the packet socket's copy into their ring), which
   runs on the source's core.
 {perf}
-- Rate control (`--method ring`, AF_PACKET transmit ring), 64 B frames for {seconds} s into
-  the L3 switch's port 1:
+- Rate control, 64 B frames for {seconds} s into the L3 switch's port 1 (`ring`: the
+  AF_PACKET transmit ring; `xdp`: calls of up to 4096 frames, each sending what the schedule
+  owes):
 {set_rates}
 
 {meaning}
@@ -137,12 +139,13 @@ def median(values: list[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
-def one_run(fwd: forwarders.Forwarder, size: int, seconds: float, pps: int | None = None) -> dict:
+def one_run(fwd: forwarders.Forwarder, size: int, seconds: float, pps: int | None = None,
+            method: str | None = None) -> dict:
     rig = fwd.rig
     before = rx_packets(rig.host_ns, rig.host_if(2))
     out_before = sent_out(rig.sw_ns, rig.switch_if(2))
     cpu_before = fwd.cpu_seconds()
-    offered = rig.blast(forwarders.frame(size), seconds, pps, core=BLAST_CORE)
+    offered = rig.blast(forwarders.frame(size), seconds, pps, core=BLAST_CORE, method=method)
     time.sleep(0.2)  # let the last frames drain through the forwarder
     delivered = rx_packets(rig.host_ns, rig.host_if(2)) - before
     forwarded = sent_out(rig.sw_ns, rig.switch_if(2)) - out_before
@@ -214,8 +217,8 @@ def measure(seconds: float, reps: int) -> dict:
         forward_ir = switch_rig.compile_p4(ROOT / "benchmarks" / FORWARD_PROGRAM, tmp)
         with forwarders.p4_switch(L3_NAME, l3_ir, [L3_ROUTE], SWITCH_CORE) as fwd:
             results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
-            set_rates = [one_run(fwd, SIZES[0], seconds, pps=rate)["pktblast"]
-                         for rate in SET_RATES_PPS]
+            set_rates = [one_run(fwd, SIZES[0], seconds, pps=rate, method=method)["pktblast"]
+                         for method, rate in SET_RATES]
         others = (  # each starts only when its `with` enters, after the one before stopped
             forwarders.p4_switch(FORWARD_NAME, forward_ir, [], SWITCH_CORE),
             forwarders.ovs(SWITCH_CORE),
@@ -345,9 +348,10 @@ def ovs_version() -> str:
 def rate_line(s: dict) -> str:
     """One paced pktblast run: what it was asked for against what it sent."""
     iface = "—" if s["iface_tx_packets"] is None else f"{s['iface_tx_packets']:,}"
-    return (f"  - asked for {s['target_pps'] / 1e3:,.0f} kpps: sent {s['sent']:,} frames, "
-            f"{s['pps'] / 1e3:,.1f} kpps ({s['rate_error']:+.2%} off the target; its "
-            f"interface counted {iface} frames)")
+    method = "ring" if s["method"] == "tx_ring" else s["method"]
+    return (f"  - `{method}`, asked for {s['target_pps'] / 1e3:,.0f} kpps: sent "
+            f"{s['sent']:,} frames, {s['pps'] / 1e3:,.1f} kpps ({s['rate_error']:+.2%} off "
+            f"the target; its interface counted {iface} frames)")
 
 
 def section(m: dict, seconds: float, reps: int) -> str:

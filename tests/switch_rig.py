@@ -268,14 +268,17 @@ class Rig:
         self.sockets[port].send(frame)
 
     def blast(
-        self, frame: bytes, seconds: float, pps: int | None = None, core: int | None = None
+        self, frame: bytes, seconds: float, pps: int | None = None, core: int | None = None,
+        method: str | None = None,
     ) -> dict:
-        """Runs dplab-pktblast on the host side of port 1 (on `core` if given): as fast as it
-        can with its XDP method, at `pps` with its transmit ring; returns its JSON report."""
+        """Runs dplab-pktblast on the host side of port 1 (on `core` if given), at `pps` or as
+        fast as it can; returns its JSON report. `method` defaults to its transmit ring for a
+        set rate and its XDP method (port 1 must run NAPI: GRO on) otherwise."""
         pin = ["taskset", "-c", str(core)] if core is not None else []
         argv = ["ip", "netns", "exec", self.host_ns, *pin, str(BLAST_BIN)]
         argv += ["--iface", self.host_if(1), "--frame", frame.hex(), "--seconds", str(seconds)]
-        argv += ["--pps", str(pps), "--method", "ring"] if pps else ["--method", "xdp"]
+        argv += ["--method", method or ("ring" if pps else "xdp")]
+        argv += ["--pps", str(pps)] if pps else []
         done = subprocess.run(argv, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"dplab-pktblast failed: {done.stderr.strip()}")
