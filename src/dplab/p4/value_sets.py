@@ -30,7 +30,9 @@ def declare(compiler: object, node: Node, owner: str, env: Env) -> None:
         raise P4Error(node.args[0].loc, "a value_set's size must be a positive constant")
     fields = _fields(compiler, node.type.args[0])
     group = compiler.ir["value_sets"]
-    group.append({"name": compiler.qualified(node, owner), "size": size, "fields": fields})
+    name = compiler.qualified(node, owner)
+    compiler.ids.note("value_sets", name, node)
+    group.append({"name": name, "size": size, "fields": fields})
     env[node.name] = ExternRef("value_set", len(group) - 1)
 
 
