@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from dplab.p4 import ids, names, value_sets
-from dplab.p4.errors import Loc, P4Error
+from dplab.p4.errors import Loc, P4Error, P4Warning
 from dplab.p4.exprs import Env, ExprChecker, check_width, const
 from dplab.p4.ids import IdAllocator
 from dplab.p4.preprocess import preprocess
@@ -74,6 +74,8 @@ class Compiler:
         self.stmts = StatementCompiler(self.exprs, self)
         self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}
+        self.warnings: list[P4Warning] = []
+        self.declared: list[tuple[str, Node, object]] = []   # (what, node, ref): unused?
 
     # --- entry ---------------------------------------------------------------------
     def compile(self) -> dict:
@@ -91,8 +93,25 @@ class Compiler:
             self.ir["controls"][stage] = self.compile_control(stages[stage], root_env)
         self.ir["deparser"] = self.compile_deparser(stages["deparser"], root_env)
         self.compile_deferred_calls()
+        self.warn_unused()
         self.ids.assign(self.ir)
         return self.ir
+
+    def warn(self, loc: Loc, reason: str) -> None:
+        self.warnings.append(P4Warning(loc, reason))
+
+    def warn_unused(self) -> None:
+        """As p4c: a table never applied, an instance never referred to (`@noWarn("unused")`
+        keeps quiet)."""
+        for what, node, ref in self.declared:
+            quiet = [t.text for t in node.annos.get("noWarn", [])] == ["unused"]
+            if id(ref) not in self.exprs.used and not quiet:
+                self.warn(node.loc, f"table {node.name} is never applied" if what == "table"
+                          else f"{what} {node.name} is never used")
+
+    def warn_shadowing(self, name: str, loc: Loc, env: Env, what: str) -> None:
+        if name in env:
+            self.warn(loc, f"{what} '{name}' shadows a declaration of the same name")
 
     def declare(self, decl: Node) -> None:
         kind = decl.kind
@@ -335,6 +354,7 @@ class Compiler:
         for local in parser.locals:
             if value_sets.is_value_set(local):
                 value_sets.declare(self, local, names.block_name(parser), env)
+                self.declared.append(("value_set", local, env[local.name]))
             else:
                 init.extend(self.stmts.statement(local, env, scope))
         states = []
@@ -403,6 +423,7 @@ class Compiler:
         return {"name": control.name, "body": init + body}
 
     def control_local(self, local: Node, owner: str, env: Env, scope: Scope) -> list[dict]:
+        self.warn_shadowing(local.name, local.loc, env, local.kind)
         if local.kind == "action":
             qualified = self.qualified(local, owner)
             self.ids.note("actions", qualified, local)
@@ -412,9 +433,11 @@ class Compiler:
             return []
         if local.kind == "table":
             env[local.name] = TableRef(self.compile_table(local, owner, env))
+            self.declared.append(("table", local, env[local.name]))
             return []
         if local.kind == "instance":
             env[local.name] = self.extern_instance(local, owner, env)
+            self.declared.append((env[local.name].kind, local, env[local.name]))
             return []
         if local.kind in ("var", "const"):
             return self.stmts.statement(local, env, scope)
@@ -467,6 +490,7 @@ class Compiler:
         directional: list[tuple[Node, object]] = []
         data: list[dict] = []
         for param in self.action_nodes[name][0].params:
+            self.warn_shadowing(param.name, param.loc, self.action_nodes[name][1], "parameter")
             typ = self.resolve_type(param.type)
             if param.direction:
                 if data:
@@ -658,4 +682,11 @@ def compile_program(path: Path) -> dict:
     return Compiler(path).compile()
 
 
-__all__ = ["compile_program", "const"]
+def compile_with_warnings(path: Path) -> tuple[dict, list[P4Warning]]:
+    """The IR and the warnings about the program, in source order; raises P4Error."""
+    compiler = Compiler(path)
+    ir = compiler.compile()
+    return ir, sorted(compiler.warnings, key=lambda w: (w.loc.file, w.loc.line, w.loc.col))
+
+
+__all__ = ["compile_program", "compile_with_warnings", "const"]

@@ -130,7 +130,7 @@ class TableCompiler:
 
     def entries(self, nodes: list[Node], table: dict, rules: priorities.Settings) -> list[dict]:
         ranks = priorities.entry_priorities(nodes, table["keys"], table["is_const"], rules,
-                                            self.evaluate)
+                                            self.evaluate, self.c.warn)
         out = []
         for node, rank in zip(nodes, ranks, strict=True):
             sets = node.sets

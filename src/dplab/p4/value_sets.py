@@ -75,6 +75,7 @@ def case_keyset(compiler: object, case: Node, keys: list, env: Env) -> dict | No
     if len(case.sets) != 1:
         raise P4Error(named[0].loc, "a value set must be the whole keyset of its case")
     ref = _value_set_of(named[0], env)
+    compiler.exprs.used.add(id(ref))
     vs = compiler.ir["value_sets"][ref.index]
     widths = [f["w"] for f in vs["fields"]]
     if widths != [k.ir["w"] for k in keys]:
