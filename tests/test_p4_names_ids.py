@@ -258,3 +258,18 @@ def test_bad_ids_and_names_give_exact_locations(tmp_path: Path, old: str, new: s
     err = compile_error(GIVEN_IDS.replace(old, new), tmp_path)
     assert (err.line, err.col) == (line, col)
     assert reason in err.reason
+
+
+def test_tuple_value_set_with_an_id(tmp_path: Path) -> None:
+    program = Path(__file__).parent / "data" / "p4" / "value_sets.p4"
+    text = program.read_text().replace("value_set<pair_t>(2) tagged;",
+                                       "@id(9) value_set<tuple<bit<16>, bit<8>>>(2) tagged;")
+    ir, info = compiled(text, tmp_path)
+    tagged = next(v for v in info.value_sets if v.preamble.name == "P.tagged")
+    assert tagged.preamble.id == 0x03000009
+    assert [(m.id, m.name, m.bitwidth, m.match_type) for m in tagged.match] == [
+        (1, "f0", 16, p4info_pb2.MatchField.EXACT), (2, "f1", 8, p4info_pb2.MatchField.EXACT)]
+    index = [v["name"] for v in ir["value_sets"]].index("P.tagged")
+    states = {s["name"]: s for s in ir["parser"]["states"]}
+    assert states["pairs"]["transition"]["cases"][0]["sets"] == [
+        {"kind": "value_set", "set": index}]
