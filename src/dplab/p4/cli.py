@@ -1,18 +1,22 @@
 """`dplab p4 compile prog.p4 -o outdir` writes <name>.ir.json, .p4info.txtpb, .p4info.bin."""
 
 import json
+import sys
 from pathlib import Path
 
 from google.protobuf import text_format
 
-from dplab.p4.compiler import compile_program
+from dplab.p4.compiler import compile_with_warnings
 from dplab.p4.p4info import build_p4info
 
 
 def compile_command(path: str | Path, outdir: str | Path) -> dict[str, Path]:
-    """Compile one program; returns the written files by kind. Raises P4Error on bad input."""
+    """Compile one program; returns the written files by kind. Warnings go to stderr (they
+    do not stop the compilation); raises P4Error on bad input."""
     source = Path(path)
-    ir = compile_program(source)
+    ir, warnings = compile_with_warnings(source)
+    for warning in warnings:
+        print(warning, file=sys.stderr)
     info = build_p4info(ir)
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)

@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from dplab.p4 import value_sets
-from dplab.p4.errors import Loc, P4Error
+from dplab.p4 import ids, names, value_sets
+from dplab.p4.errors import Loc, P4Error, P4Warning
 from dplab.p4.exprs import Env, ExprChecker, check_width, const
 from dplab.p4.ids import IdAllocator
 from dplab.p4.preprocess import preprocess
@@ -74,6 +74,8 @@ class Compiler:
         self.stmts = StatementCompiler(self.exprs, self)
         self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}
+        self.warnings: list[P4Warning] = []
+        self.declared: list[tuple[str, Node, object]] = []   # (what, node, ref): unused?
 
     # --- entry ---------------------------------------------------------------------
     def compile(self) -> dict:
@@ -91,8 +93,25 @@ class Compiler:
             self.ir["controls"][stage] = self.compile_control(stages[stage], root_env)
         self.ir["deparser"] = self.compile_deparser(stages["deparser"], root_env)
         self.compile_deferred_calls()
+        self.warn_unused()
         self.ids.assign(self.ir)
         return self.ir
+
+    def warn(self, loc: Loc, reason: str) -> None:
+        self.warnings.append(P4Warning(loc, reason))
+
+    def warn_unused(self) -> None:
+        """As p4c: a table never applied, an instance never referred to (`@noWarn("unused")`
+        keeps quiet)."""
+        for what, node, ref in self.declared:
+            quiet = [t.text for t in node.annos.get("noWarn", [])] == ["unused"]
+            if id(ref) not in self.exprs.used and not quiet:
+                self.warn(node.loc, f"table {node.name} is never applied" if what == "table"
+                          else f"{what} {node.name} is never used")
+
+    def warn_shadowing(self, name: str, loc: Loc, env: Env, what: str) -> None:
+        if name in env:
+            self.warn(loc, f"{what} '{name}' shadows a declaration of the same name")
 
     def declare(self, decl: Node) -> None:
         kind = decl.kind
@@ -113,9 +132,11 @@ class Compiler:
         elif kind == "const":
             self.globals[decl.name] = self.constant(decl, self.globals)
         elif kind == "action":
-            self.action_nodes[decl.name] = (decl, self.globals, "")
-            self.globals[decl.name] = ActionRef(decl.name)
-            self.action_params(decl.name)   # checks the parameters where they are declared
+            qualified = self.qualified(decl, "")
+            self.ids.note("actions", qualified, decl)
+            self.action_nodes[qualified] = (decl, self.globals, "")
+            self.globals[decl.name] = ActionRef(qualified)
+            self.action_params(qualified)   # checks the parameters where they are declared
         elif kind in ("parser", "control"):
             self.decls[decl.name] = decl
         elif kind == "extern_function" and decl.name in FUNCTIONS:
@@ -257,8 +278,11 @@ class Compiler:
         if role not in ("packet_in", "packet_out"):
             raise P4Error(Loc(str(self.path), 1, 1), f"@controller_header must be packet_in or "
                           f"packet_out, not {role}")
-        fields = [{"id": i + 1, "name": n, "w": width_of(t)} for i, (n, t, _) in
-                  enumerate(typ.fields)]
+        decl = self.struct_decls[typ.name]
+        self.ids.note("controller_headers", typ.name, decl)
+        numbers = ids.field_ids([ids.given_id(f) for f in decl.fields])
+        fields = [{"id": number, "name": names.local_name(f), "w": width_of(t)}
+                  for number, f, (_, t, _) in zip(numbers, decl.fields, typ.fields, strict=True)]
         self.ir["controller_headers"][role] = {"name": role, "inst": inst, "fields": fields}
 
     def metadata_instance(self, name: str, typ: StructType) -> StructRef:
@@ -317,19 +341,20 @@ class Compiler:
     # --- parser --------------------------------------------------------------------
     def compile_parser(self, parser: Node, roots: dict) -> None:
         env = self.bind_params(parser, roots, self.globals)
-        names = {s.name: i for i, s in enumerate(parser.states)}
-        if "start" not in names:
+        state_index = {s.name: i for i, s in enumerate(parser.states)}
+        if "start" not in state_index:
             raise P4Error(parser.loc, "the parser has no 'start' state")
         for state in parser.states:
             if state.name in ("accept", "reject"):
                 raise P4Error(state.loc, f"'{state.name}' is a reserved state name")
-        targets = {**names, "accept": -1, "reject": -2}
+        targets = {**state_index, "accept": -1, "reject": -2}
         scope = Scope(in_parser=True)
         self.exprs.lookahead_ok = True
         init = []
         for local in parser.locals:
             if value_sets.is_value_set(local):
-                value_sets.declare(self, local, parser.name, env)
+                value_sets.declare(self, local, names.block_name(parser), env)
+                self.declared.append(("value_set", local, env[local.name]))
             else:
                 init.extend(self.stmts.statement(local, env, scope))
         states = []
@@ -339,7 +364,7 @@ class Compiler:
             states.append({"name": state.name, "body": body,
                            "transition": self.transition(state, targets, env)})
         self.exprs.lookahead_ok = False
-        self.ir["parser"] = {"start": names["start"], "states": states}
+        self.ir["parser"] = {"start": state_index["start"], "states": states}
 
     def transition(self, state: Node, targets: dict, env: Env) -> dict:
         node = state.transition
@@ -393,42 +418,43 @@ class Compiler:
         init: list[dict] = []
         scope = Scope()
         for local in control.locals:
-            init.extend(self.control_local(local, control.name, env, scope))
+            init.extend(self.control_local(local, names.block_name(control), env, scope))
         body = self.stmts.block(control.body.body, env, scope)
         return {"name": control.name, "body": init + body}
 
     def control_local(self, local: Node, owner: str, env: Env, scope: Scope) -> list[dict]:
+        self.warn_shadowing(local.name, local.loc, env, local.kind)
         if local.kind == "action":
             qualified = self.qualified(local, owner)
+            self.ids.note("actions", qualified, local)
             self.action_nodes[qualified] = (local, dict(env), owner)
             env[local.name] = ActionRef(qualified)
             self.action_params(qualified)
             return []
         if local.kind == "table":
             env[local.name] = TableRef(self.compile_table(local, owner, env))
+            self.declared.append(("table", local, env[local.name]))
             return []
         if local.kind == "instance":
             env[local.name] = self.extern_instance(local, owner, env)
+            self.declared.append((env[local.name].kind, local, env[local.name]))
             return []
         if local.kind in ("var", "const"):
             return self.stmts.statement(local, env, scope)
         raise P4Error(local.loc, f"'{local.kind}' is not supported inside a control")
 
     def qualified(self, node: Node, owner: str) -> str:
-        names = node.annos.get("name") if hasattr(node, "annos") else None
-        if names:
-            text = names[0].text
-            return text[1:] if text.startswith(".") else f"{owner}.{text}" if owner else text
-        return f"{owner}.{node.name}" if owner else node.name
+        return names.qualified(node, owner)
 
     def extern_instance(self, node: Node, owner: str, env: Env) -> ExternRef:
         kind = node.type.name if node.type.kind == "named" else ""
+        name = self.qualified(node, owner)
         if kind in PROFILE_KINDS:
-            index = self.profiles.declare(node, self.qualified(node, owner), kind, env)
-            return ExternRef(kind, index)
+            self.ids.note("action_profiles", name, node)
+            return ExternRef(kind, self.profiles.declare(node, name, kind, env))
         if kind not in EXTERN_OBJECTS:
             raise P4Error(node.loc, f"cannot instantiate '{kind or node.type.kind}' here")
-        name = self.qualified(node, owner)
+        self.ids.note(kind + "s", name, node)
         args = [self.exprs.value(a, env, 32) for a in node.args]
         if any(a.const is None for a in args):
             raise P4Error(node.loc, f"{kind} arguments must be constants")
@@ -464,6 +490,7 @@ class Compiler:
         directional: list[tuple[Node, object]] = []
         data: list[dict] = []
         for param in self.action_nodes[name][0].params:
+            self.warn_shadowing(param.name, param.loc, self.action_nodes[name][1], "parameter")
             typ = self.resolve_type(param.type)
             if param.direction:
                 if data:
@@ -473,7 +500,8 @@ class Compiler:
                 continue
             if width_of(typ) is None:
                 raise P4Error(param.loc, "action parameters must be bit<W> or bool")
-            data.append({"name": param.name, "w": width_of(typ), "type": typ})
+            data.append({"name": names.local_name(param), "local": param.name,
+                         "w": width_of(typ), "type": typ, "given_id": ids.given_id(param)})
         self.signatures[name] = (directional, data)
         return directional, data
 
@@ -523,12 +551,14 @@ class Compiler:
             else:                         # out/inout: the body works on the l-value itself
                 env[param.name] = target
         for i, param in enumerate(data):
-            env[param["name"]] = Val({"op": "param", "w": param["w"], "index": i},
-                                     param["type"])
+            env[param["local"]] = Val({"op": "param", "w": param["w"], "index": i},
+                                      param["type"])
         index = len(self.ir["actions"])
         self.action_index[key] = index
-        entry = {"name": name, "params": [{"name": p["name"], "w": p["w"]} for p in data],
-                 "body": []}
+        numbers = ids.field_ids([p["given_id"] for p in data])
+        entry = {"name": name, "body": [],
+                 "params": [{"name": p["name"], "w": p["w"], "id": number}
+                            for p, number in zip(data, numbers, strict=True)]}
         self.ir["actions"].append(entry)
         entry["body"] = prologue + self.stmts.block(node.body.body, env, Scope(in_action=True))
         return index
@@ -586,11 +616,13 @@ class Compiler:
         self.ir["tables"][index] = TableCompiler(self, env).compile(node, owner, index)
         return index
 
-    def table_action_index(self, table: int, label: str, loc: Loc) -> int:
-        for ref in self.ir["tables"][table]["actions"]:
-            action = self.ir["actions"][ref["action"]]
-            if action["name"].split(".")[-1] == label or action["name"] == label:
-                return ref["action"]
+    def table_action_index(self, table: int, label: str, loc: Loc, env: Env) -> int:
+        """The table's action a `switch` case label names (its P4 name, in scope here)."""
+        ref = env.get(label)
+        for listed in self.ir["tables"][table]["actions"]:
+            if isinstance(ref, ActionRef) and self.ir["actions"][listed["action"]]["name"] \
+                    == ref.name:
+                return listed["action"]
         raise P4Error(loc, f"'{label}' is not an action of table "
                       f"{self.ir['tables'][table]['name']}")
 
@@ -602,6 +634,7 @@ class Compiler:
             if any(f["w"] is None for f in fields):
                 raise P4Error(loc, "digest structs may hold only bit<W> fields")
             self.ir["digests"].append({"name": typ.name, "fields": fields})
+            self.ids.note("digests", typ.name, self.struct_decls[typ.name])
             self.digest_types[typ.name] = len(self.ir["digests"]) - 1
         index = self.digest_types[typ.name]
         fields = self.ir["digests"][index]["fields"]
@@ -649,4 +682,11 @@ def compile_program(path: Path) -> dict:
     return Compiler(path).compile()
 
 
-__all__ = ["compile_program", "const"]
+def compile_with_warnings(path: Path) -> tuple[dict, list[P4Warning]]:
+    """The IR and the warnings about the program, in source order; raises P4Error."""
+    compiler = Compiler(path)
+    ir = compiler.compile()
+    return ir, sorted(compiler.warnings, key=lambda w: (w.loc.file, w.loc.line, w.loc.col))
+
+
+__all__ = ["compile_program", "compile_with_warnings", "const"]

@@ -15,6 +15,18 @@ class Loc:
         return f"{self.file}:{self.line}:{self.col}"
 
 
+@dataclass(frozen=True)
+class P4Warning:
+    """Something p4c would also warn about: the program compiles, but may not do what its
+    author meant."""
+
+    loc: Loc
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.loc}: warning: {self.reason}"
+
+
 class P4Error(Exception):
     """A program outside the supported subset, or wrong."""
 

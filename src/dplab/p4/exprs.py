@@ -64,6 +64,7 @@ class ExprChecker:
     def __init__(self, resolve_type: Callable[[Node], object]) -> None:
         self.resolve_type = resolve_type
         self.lookahead_ok = False
+        self.used: set[int] = set()   # ids of the declarations a name has referred to
         # Table applies met inside a condition (`t.apply().hit`), run before the statement.
         self.pending: list[dict] = []
         self.new_local: Callable[[str, object, Loc], Val] | None = None
@@ -74,6 +75,7 @@ class ExprChecker:
         if node.kind == "name":
             if node.name not in env:
                 raise P4Error(node.loc, f"'{node.name}' is not declared")
+            self.used.add(id(env[node.name]))
             return env[node.name]
         if node.kind == "member":
             return self.member(self.denote(node.base, env) if node.base.kind in

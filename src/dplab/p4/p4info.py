@@ -2,6 +2,9 @@
 
 from p4.config.v1 import p4info_pb2
 
+from dplab.p4.ids import symbol_name
+from dplab.p4.names import aliases
+
 MATCH_TYPES = {"exact": p4info_pb2.MatchField.EXACT, "lpm": p4info_pb2.MatchField.LPM,
                "ternary": p4info_pb2.MatchField.TERNARY, "range": p4info_pb2.MatchField.RANGE,
                "optional": p4info_pb2.MatchField.OPTIONAL}
@@ -66,7 +69,24 @@ def build_p4info(ir: dict) -> p4info_pb2.P4Info:
         msg.preamble.annotations.append(f'@controller_header("{header["name"]}")')
         for f in header["fields"]:
             msg.metadata.add(id=f["id"], name=f["name"], bitwidth=f["w"])
+    _aliases(info, ir)
     return info
+
+
+def _aliases(info: p4info_pb2.P4Info, ir: dict) -> None:
+    """p4c's aliases: shortest unique suffixes among all the program's symbols (a controller
+    header's symbol is its header type; its preamble keeps the role as name and alias)."""
+    symbols = [h["name"] for group in ("tables", "actions", "counters", "direct_counters",
+                                       "meters", "direct_meters", "registers", "digests",
+                                       "value_sets", "action_profiles") for h in ir[group]]
+    symbols += [symbol_name("controller_headers", h, ir)
+                for h in ir["controller_headers"].values()]
+    alias = aliases(symbols)
+    for group in (info.tables, info.actions, info.counters, info.direct_counters, info.meters,
+                  info.direct_meters, info.registers, info.digests, info.value_sets,
+                  info.action_profiles):
+        for msg in group:
+            msg.preamble.alias = alias[msg.preamble.name]
 
 
 def _table(msg: object, table: dict, ir: dict) -> None:

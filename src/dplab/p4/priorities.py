@@ -9,7 +9,7 @@ allowed) is turned around: priority p becomes (largest p in the table + 1) - p.
 
 from collections.abc import Callable
 
-from dplab.p4.errors import P4Error
+from dplab.p4.errors import Loc, P4Error
 from dplab.p4.syntax import Node
 from dplab.p4.types import BoolType
 
@@ -44,8 +44,10 @@ def settings(props: dict[str, Node], evaluate: Callable[[Node], object]) -> Sett
 
 
 def entry_priorities(entries: list[Node], keys: list[dict], is_const: bool, rules: Settings,
-                     evaluate: Callable[[Node], object]) -> list[int]:
-    """The IR priority of each entry, in source order."""
+                     evaluate: Callable[[Node], object],
+                     warn: Callable[[Loc, str], None]) -> list[int]:
+    """The IR priority of each entry, in source order; ``warn`` hears of priorities p4c
+    warns about (two entries with one priority, entries out of priority order)."""
     given = [e.priority for e in entries]
     explicit = next((p for p in given if p is not None), None)
     if explicit is None:
@@ -54,7 +56,23 @@ def entry_priorities(entries: list[Node], keys: list[dict], is_const: bool, rule
         _check_allowed(explicit, entries[0], keys, is_const)
         source = _propagated(entries, [_explicit(p, rules, evaluate) for p in given
                                        if p is not None], rules)
+        _check_order(entries, source, rules, warn)
     return _largest_wins(source, rules)
+
+
+def _check_order(entries: list[Node], values: list[int], rules: Settings,
+                 warn: Callable[[Loc, str], None]) -> None:
+    """As p4c (frontends/p4/entryPriorities.cpp): entries listed from winning to losing."""
+    first_with: dict[int, Node] = {}
+    for position, (entry, value) in enumerate(zip(entries, values, strict=True)):
+        if value in first_with:
+            warn(entry.loc, f"this entry and the one on line {first_with[value].loc.line} "
+                 f"have the same priority {value}: which wins is undefined")
+        first_with.setdefault(value, entry)
+        before = values[position - 1] if position else None
+        if before is not None and (value > before if rules.largest_wins else value < before):
+            warn(entry.loc, f"this entry (priority {value}) wins over the one before it "
+                 f"(priority {before}): entries are out of priority order")
 
 
 def _limit(rules: Settings) -> int:

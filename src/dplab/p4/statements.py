@@ -127,7 +127,7 @@ class StatementCompiler:
             if case.label == "default":
                 default = self.block(case.body.body, env, scope) if case.body else []
                 continue
-            pending.append(self.program.table_action_index(table, case.label, case.loc))
+            pending.append(self.program.table_action_index(table, case.label, case.loc, env))
             if case.body is not None:
                 cases.append({"actions": pending, "body": self.block(case.body.body, env, scope)})
                 pending = []

@@ -1,5 +1,7 @@
 """Recursive-descent parser: tokens -> a tree of `Node`s (no names resolved, no types checked)."""
 
+from collections.abc import Callable
+
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.lexer import Token
 
@@ -125,6 +127,18 @@ class Parser:
             self.fail("expected a declaration")
         node.annos = annos
         node.loc = loc
+        return node
+
+    def annotated(self, keyword: str, parse: Callable[[], Node]) -> Node | None:
+        """`@a(...) keyword ...` parsed by `parse`, with its annotations; None (nothing
+        consumed) if `keyword` does not follow the annotations."""
+        start = self.pos
+        annos = self.annotations()
+        if not self.at(keyword):
+            self.pos = start
+            return None
+        node = parse()
+        node.annos = annos
         return node
 
     def unsupported(self) -> Node:
@@ -263,8 +277,9 @@ class Parser:
         self.expect("{")
         locals_, states = [], []
         while not self.accept("}"):
-            if self.at("state"):
-                states.append(self.state())
+            state = self.annotated("state", self.state)
+            if state is not None:
+                states.append(state)
             else:
                 locals_.append(self.declaration())
         return Node("parser", name.loc, name=name.text, params=params, locals=locals_,
@@ -332,7 +347,7 @@ class Parser:
         while not self.at("apply"):
             if self.tok.kind == "eof" or self.at("}"):
                 self.fail("expected 'apply' in the control")
-            locals_.append(self.table() if self.at("table") else self.declaration())
+            locals_.append(self.annotated("table", self.table) or self.declaration())
         self.advance()
         body = self.block()
         self.expect("}")
@@ -346,7 +361,7 @@ class Parser:
         props: list[Node] = []
         while not self.accept("}"):
             props.append(self.table_property())
-        return Node("table", name.loc, name=name.text, props=props, annos={})
+        return Node("table", name.loc, name=name.text, props=props)
 
     def table_property(self) -> Node:
         annos = self.annotations()
@@ -469,6 +484,8 @@ class Parser:
         return Node("block", loc, body=body)
 
     def statement(self) -> Node:
+        if self.at("@"):
+            self.annotations()   # block annotations (@atomic) are hints for targets
         loc = self.tok.loc
         if self.at("{"):
             return self.block()

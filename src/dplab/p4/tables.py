@@ -1,6 +1,6 @@
 """Table declarations -> IR tables (docs/p4-ir.md §8)."""
 
-from dplab.p4 import priorities
+from dplab.p4 import ids, names, priorities
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
 from dplab.p4.syntax import Node
@@ -27,9 +27,13 @@ class TableCompiler:
         table = {"name": self.c.qualified(node, owner), "size": 1024, "keys": [],
                  "actions": [], "const_entries": [], "is_const": False,
                  "direct_counter": None, "direct_meter": None, "support_timeout": False}
+        self.c.ids.note("tables", table["name"], node)
         keys = props["key"].value if "key" in props else []
         selector_keys = [k for k in keys if k.match.text == "selector"]
-        table["keys"] = [self.key(k) for k in keys if k.match.text != "selector"]
+        # as p4c, selector keys take a match-field number though P4Info leaves them out
+        numbers = ids.field_ids([ids.given_id(k) for k in keys])
+        table["keys"] = [self.key(k, number) for k, number in zip(keys, numbers, strict=True)
+                         if k.match.text != "selector"]
         table["actions"] = [self.action_ref(a) for a in props["actions"].value]
         table["default_action"] = self.default_action(props.get("default_action"), table)
         if "implementation" in props:
@@ -56,12 +60,11 @@ class TableCompiler:
             raise P4Error(node.loc, "expected a constant")
         return val.const
 
-    def key(self, node: Node) -> dict:
+    def key(self, node: Node, number: int) -> dict:
         if node.match.text not in MATCH_KINDS:
             raise P4Error(node.match.loc, f"match kind '{node.match.text}' is not supported")
         val = self.c.exprs.bits(node.expr, self.env)
-        names = node.annos.get("name")
-        return {"name": names[0].text if names else node.text, "match": node.match.text,
+        return {"id": number, "name": names.local_name(node, node.text), "match": node.match.text,
                 "w": val.ir["w"], "expr": val.ir}
 
     def selector_key(self, node: Node) -> dict:
@@ -127,7 +130,7 @@ class TableCompiler:
 
     def entries(self, nodes: list[Node], table: dict, rules: priorities.Settings) -> list[dict]:
         ranks = priorities.entry_priorities(nodes, table["keys"], table["is_const"], rules,
-                                            self.evaluate)
+                                            self.evaluate, self.c.warn)
         out = []
         for node, rank in zip(nodes, ranks, strict=True):
             sets = node.sets

@@ -2,9 +2,10 @@
 
 `value_set<T>(size) name;` in a parser declares a set of keyset members the control plane
 fills at run time; a `select` case naming it matches when any member matches the select
-keys. T is `bit<W>` (one exact field, for a one-key select) or a struct of `bit<W>`
-fields, one per select key; a struct field's `@match(kind)` (exact, ternary, lpm, range,
-optional; default exact) is how the control plane writes that field, as in P4Info.
+keys. T is `bit<W>` (one exact field, for a one-key select), a tuple of `bit<W>` (exact
+fields f0, f1, ...) or a struct of `bit<W>` fields, one per select key; a struct field's
+`@match(kind)` (exact, ternary, lpm, range, optional; default exact) is how the control
+plane writes that field, as in P4Info.
 """
 
 from dplab.p4.errors import P4Error
@@ -30,11 +31,15 @@ def declare(compiler: object, node: Node, owner: str, env: Env) -> None:
         raise P4Error(node.args[0].loc, "a value_set's size must be a positive constant")
     fields = _fields(compiler, node.type.args[0])
     group = compiler.ir["value_sets"]
-    group.append({"name": compiler.qualified(node, owner), "size": size, "fields": fields})
+    name = compiler.qualified(node, owner)
+    compiler.ids.note("value_sets", name, node)
+    group.append({"name": name, "size": size, "fields": fields})
     env[node.name] = ExternRef("value_set", len(group) - 1)
 
 
 def _fields(compiler: object, type_node: Node) -> list[dict]:
+    if type_node.kind == "named" and type_node.name == "tuple":
+        return _tuple_fields(compiler, type_node)
     typ = compiler.resolve_type(type_node)
     width = width_of(typ)
     if width is not None:
@@ -51,6 +56,21 @@ def _fields(compiler: object, type_node: Node) -> list[dict]:
                           f"{type_name(ftype)}")
         fields.append({"id": position + 1, "name": name, "w": width_of(ftype),
                        "match": _match_kind(field)})
+    return fields
+
+
+def _tuple_fields(compiler: object, type_node: Node) -> list[dict]:
+    """`tuple<bit<8>, bit<16>>`: one exact field per element, named by position (a tuple's
+    elements have no names; P4Runtime needs distinct ones)."""
+    fields = []
+    for position, element in enumerate(type_node.args):
+        width = width_of(compiler.resolve_type(element))
+        if width is None:
+            raise P4Error(element.loc, "a value_set's tuple elements must be bit<W>")
+        fields.append({"id": position + 1, "name": f"f{position}", "w": width,
+                       "match": "exact"})
+    if not fields:
+        raise P4Error(type_node.loc, "a value_set's tuple needs at least one element")
     return fields
 
 
@@ -73,6 +93,7 @@ def case_keyset(compiler: object, case: Node, keys: list, env: Env) -> dict | No
     if len(case.sets) != 1:
         raise P4Error(named[0].loc, "a value set must be the whole keyset of its case")
     ref = _value_set_of(named[0], env)
+    compiler.exprs.used.add(id(ref))
     vs = compiler.ir["value_sets"][ref.index]
     widths = [f["w"] for f in vs["fields"]]
     if widths != [k.ir["w"] for k in keys]:

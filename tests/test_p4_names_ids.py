@@ -1,0 +1,275 @@
+"""Control-plane names and P4Info ids as p4c gives them: `@name`, `@id`, hashed ids, aliases.
+
+The expected ids below are p4c's own output for two of its test programs:
+  p4lang/p4c testdata/p4_16_samples_outputs/basic_routing-bmv2.p4.p4info.txtpb
+  p4lang/p4c testdata/p4_16_samples_outputs/flowlet_switching-bmv2.p4.p4info.txtpb
+Ids depend only on names, so the programs here declare the same controls, tables, actions,
+registers and `@name`s as those samples (p4lang/p4c testdata/p4_16_samples/*.p4), written
+shorter; `NoAction` is p4c's well-known 21257015.
+"""
+
+from pathlib import Path
+
+import pytest
+from p4.config.v1 import p4info_pb2
+from test_p4_compiler import compile_error
+from test_p4_compiler import compiled as compiled_file
+
+from dplab.p4.ids import field_ids, jenkins_one_at_a_time
+
+HEAD = """#include <core.p4>
+#include <v1model.p4>
+header eth_t { bit<48> dst; bit<48> src; bit<16> etype; }
+header ipv4_t { bit<64> a; bit<32> src; bit<32> dst; }
+struct ingress_metadata_t { bit<12> vrf; bit<16> bd; bit<16> nexthop_index; }
+struct metadata { ingress_metadata_t ingress_metadata; }
+struct headers { eth_t ethernet; ipv4_t ipv4; }
+parser ParserImpl(packet_in p, out headers hdr, inout metadata meta,
+                  inout standard_metadata_t sm) {
+    @name("start") state start { p.extract(hdr.ethernet); transition accept; }
+}
+control verifyChecksum(inout headers hdr, inout metadata meta) { apply { } }
+control computeChecksum(inout headers hdr, inout metadata meta) { apply { } }
+control DeparserImpl(packet_out p, in headers hdr) { apply { p.emit(hdr.ethernet); } }
+"""
+TAIL = """
+V1Switch(ParserImpl(), verifyChecksum(), ingress(), egress(), computeChecksum(),
+         DeparserImpl()) main;
+"""
+
+BASIC_ROUTING = HEAD + """
+control egress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action on_miss() { }
+    action rewrite_src_dst_mac(bit<48> smac, bit<48> dmac) {
+        hdr.ethernet.src = smac; hdr.ethernet.dst = dmac;
+    }
+    table rewrite_mac {
+        key = { meta.ingress_metadata.nexthop_index: exact; }
+        actions = { on_miss; rewrite_src_dst_mac; }
+    }
+    apply { rewrite_mac.apply(); }
+}
+control ingress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    action set_vrf(bit<12> vrf) { meta.ingress_metadata.vrf = vrf; }
+    action on_miss() { }
+    action fib_hit_nexthop(bit<16> nexthop_index) {
+        meta.ingress_metadata.nexthop_index = nexthop_index;
+    }
+    action set_egress_details(bit<9> egress_spec) { sm.egress_spec = egress_spec; }
+    action set_bd(bit<16> bd) { meta.ingress_metadata.bd = bd; }
+    table bd { key = { meta.ingress_metadata.bd: exact; } actions = { set_vrf; } }
+    table ipv4_fib {
+        key = { meta.ingress_metadata.vrf: exact; hdr.ipv4.dst: exact; }
+        actions = { on_miss; fib_hit_nexthop; }
+    }
+    table ipv4_fib_lpm {
+        key = { meta.ingress_metadata.vrf: exact; hdr.ipv4.dst: lpm; }
+        actions = { on_miss; fib_hit_nexthop; }
+    }
+    table nexthop {
+        key = { meta.ingress_metadata.nexthop_index: exact; }
+        actions = { on_miss; set_egress_details; }
+    }
+    table port_mapping { key = { sm.ingress_port: exact; } actions = { set_bd; } }
+    apply {
+        port_mapping.apply();
+        bd.apply();
+        switch (ipv4_fib.apply().action_run) { on_miss: { ipv4_fib_lpm.apply(); } }
+        nexthop.apply();
+    }
+}
+""" + TAIL
+BASIC_ROUTING_IDS = {
+    "ingress.bd": 48392551, "ingress.ipv4_fib": 41084491, "ingress.ipv4_fib_lpm": 42875950,
+    "ingress.nexthop": 43581057, "ingress.port_mapping": 39645634,
+    "egress.rewrite_mac": 40309161, "NoAction": 21257015, "ingress.set_vrf": 33505590,
+    "ingress.on_miss": 22594144, "ingress.fib_hit_nexthop": 26104220,
+    "ingress.set_egress_details": 19738113, "ingress.set_bd": 27500220,
+    "egress.on_miss": 28864280, "egress.rewrite_src_dst_mac": 28966416}
+
+# flowlet_switching names every object with a relative @name, as p4c's P4_14 converter does
+FLOWLET = HEAD + """
+control egress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    @name("rewrite_mac") action rewrite_mac(bit<48> smac) { hdr.ethernet.src = smac; }
+    @name("_drop") action _drop() { mark_to_drop(sm); }
+    @name("send_frame") table send_frame {
+        actions = { rewrite_mac; _drop; NoAction; }
+        key = { sm.egress_port: exact; }
+        default_action = NoAction();
+    }
+    apply { send_frame.apply(); }
+}
+control ingress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    @name("flowlet_id") register<bit<16>>(32w8192) flowlet_id;
+    @name("flowlet_lasttime") register<bit<32>>(32w8192) flowlet_lasttime;
+    @name("_drop") action _drop() { mark_to_drop(sm); }
+    @name("set_nhop") action set_nhop(bit<32> nhop_ipv4, bit<9> port) {
+        sm.egress_spec = port;
+    }
+    @name("update_flowlet_id") action update_flowlet_id() {
+        flowlet_id.write(32w0, meta.ingress_metadata.bd);
+    }
+    @name("ecmp_nhop") table ecmp_nhop {
+        actions = { _drop; set_nhop; NoAction; }
+        key = { meta.ingress_metadata.nexthop_index: exact; }
+        default_action = NoAction();
+    }
+    @name("new_flowlet") table new_flowlet {
+        actions = { update_flowlet_id; NoAction; }
+        default_action = NoAction();
+    }
+    apply {
+        @atomic { new_flowlet.apply(); }
+        ecmp_nhop.apply();
+        flowlet_lasttime.write(32w0, 32w1);
+    }
+}
+""" + TAIL
+FLOWLET_IDS = {
+    "egress.rewrite_mac": 23531945, "egress._drop": 25850727, "egress.send_frame": 49367184,
+    "ingress.flowlet_id": 384519412, "ingress.flowlet_lasttime": 375147533,
+    "ingress._drop": 19344232, "ingress.set_nhop": 29239084,
+    "ingress.update_flowlet_id": 17397136, "ingress.ecmp_nhop": 41627831,
+    "ingress.new_flowlet": 43789109, "NoAction": 21257015}
+
+
+def compiled(text: str, tmp_path: Path) -> tuple[dict, p4info_pb2.P4Info]:
+    path = tmp_path / "prog.p4"
+    path.write_text(text)
+    return compiled_file(path, tmp_path / "out")
+
+
+def preambles(info: p4info_pb2.P4Info) -> dict[str, p4info_pb2.Preamble]:
+    groups = (info.tables, info.actions, info.counters, info.direct_counters, info.meters,
+              info.direct_meters, info.registers, info.digests, info.value_sets,
+              info.action_profiles, info.controller_packet_metadata)
+    return {m.preamble.name: m.preamble for group in groups for m in group}
+
+
+@pytest.mark.parametrize(("program", "expected"), [(BASIC_ROUTING, BASIC_ROUTING_IDS),
+                                                   (FLOWLET, FLOWLET_IDS)])
+def test_ids_equal_p4cs(tmp_path: Path, program: str, expected: dict[str, int]) -> None:
+    _, info = compiled(program, tmp_path)
+    found = preambles(info)
+    assert {name: found[name].id for name in expected} == expected
+
+
+def test_aliases_are_shortest_unique_suffixes(tmp_path: Path) -> None:
+    # as in p4c's basic_routing output: on_miss exists in both controls
+    _, info = compiled(BASIC_ROUTING, tmp_path)
+    found = preambles(info)
+    assert found["ingress.on_miss"].alias == "ingress.on_miss"
+    assert found["egress.on_miss"].alias == "egress.on_miss"
+    assert found["ingress.bd"].alias == "bd"
+    assert found["egress.rewrite_src_dst_mac"].alias == "rewrite_src_dst_mac"
+
+
+def test_jenkins_hash_and_collision_probing() -> None:
+    # Bob Jenkins' published test vector for one-at-a-time: "a" -> 0xca2e9442
+    assert jenkins_one_at_a_time("a") == 0xCA2E9442
+    assert field_ids([None, None, None]) == [1, 2, 3]
+
+
+NAMED = HEAD + """
+@name("NamedControl")
+control egress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    @name(".top_level_drop") action drop() { mark_to_drop(sm); }
+    @name("fwd") action forward(@name("out_port") bit<9> port, bit<8> tag) {
+        sm.egress_spec = port;
+    }
+    @name("hits") counter(32w16, CounterType.packets) c;
+    @name("limit") meter(32w4, MeterType.bytes) m;
+    @name(".regs") register<bit<8>>(32w4) r;
+    @name("per_entry") direct_counter(CounterType.packets) dc;
+    @name("ports") table t {
+        key = { sm.egress_port: exact @name("port"); hdr.ethernet.dst: ternary; }
+        actions = { forward; drop; }
+        counters = dc;
+    }
+    apply {
+        switch (t.apply().action_run) { drop: { c.count(32w1); } forward: { } }
+    }
+}
+control ingress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply { }
+}
+""" + TAIL
+
+
+def test_name_annotations_name_objects_as_p4c(tmp_path: Path) -> None:
+    _, info = compiled(NAMED, tmp_path)
+    found = preambles(info)
+    for name in ("NamedControl.ports", "NamedControl.fwd", "top_level_drop",
+                 "NamedControl.hits", "NamedControl.limit", "regs"):
+        prefix = {"ports": 2, "fwd": 1, "top_level_drop": 1, "hits": 0x12, "limit": 0x14,
+                  "regs": 0x16}[name.split(".")[-1]]
+        assert found[name].id == prefix << 24 | jenkins_one_at_a_time(name) & 0xFFFFFF
+    table = next(t for t in info.tables if t.preamble.name == "NamedControl.ports")
+    assert [(f.id, f.name) for f in table.match_fields] == [(1, "port"), (2, "hdr.ethernet.dst")]
+    fwd = next(a for a in info.actions if a.preamble.name == "NamedControl.fwd")
+    assert [(p.id, p.name) for p in fwd.params] == [(1, "out_port"), (2, "tag")]
+    assert table.direct_resource_ids == [found["NamedControl.per_entry"].id]
+
+
+GIVEN_IDS = HEAD + """
+control egress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    @id(7) action a(@id(5) bit<8> x, bit<8> y, bit<8> z) { }
+    @id(0x01000009) action b() { }
+    @id(3) counter(32w2, CounterType.packets) c;
+    @id(0x2000011) table t {
+        key = { sm.egress_port: exact @id(2); sm.ingress_port: exact; }
+        actions = { a; b; }
+    }
+    apply { t.apply(); c.count(32w0); }
+}
+control ingress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply { }
+}
+""" + TAIL
+
+
+def test_id_annotations_get_the_prefix_byte(tmp_path: Path) -> None:
+    _, info = compiled(GIVEN_IDS, tmp_path)
+    found = preambles(info)
+    assert found["egress.a"].id == 0x01000007
+    assert found["egress.b"].id == 0x01000009
+    assert found["egress.c"].id == 0x12000003
+    assert found["egress.t"].id == 0x02000011
+    table = info.tables[0]
+    # p4c's FieldIdAllocator: @id kept, the others their position, past taken ids
+    assert [(f.id, f.name) for f in table.match_fields] == [(2, "sm.egress_port"),
+                                                              (3, "sm.ingress_port")]
+    a = next(x for x in info.actions if x.preamble.name == "egress.a")
+    assert [(p.id, p.name) for p in a.params] == [(5, "x"), (2, "y"), (3, "z")]
+
+
+@pytest.mark.parametrize(("old", "new", "line", "col", "reason"), [
+    ("@id(0x01000009) action b", "@id(0x01000007) action b", 18, 9, "given to two objects"),
+    ("@id(3) counter", "@id(0x13000003) counter", 19, 9, "prefix byte 0x13"),
+    ("@id(0x2000011) table", "@id(0x1000011) table", 20, 9, "prefix byte 0x01"),
+    ("bit<8> y, bit<8> z", "bit<8> y, @id(5) bit<8> z", 17, 52, "@id 5 is used twice"),
+    ("exact @id(2);", "exact @id(0);", 21, 43, "0 is not a valid @id"),
+    ("@id(7) action", "@id(x) action", 17, 9, "one unsigned 32-bit integer"),
+    ("@id(7) action", "@name(7) action", 17, 11, "@name takes one non-empty string"),
+])
+def test_bad_ids_and_names_give_exact_locations(tmp_path: Path, old: str, new: str, line: int,
+                                                col: int, reason: str) -> None:
+    assert old in GIVEN_IDS
+    err = compile_error(GIVEN_IDS.replace(old, new), tmp_path)
+    assert (err.line, err.col) == (line, col)
+    assert reason in err.reason
+
+
+def test_tuple_value_set_with_an_id(tmp_path: Path) -> None:
+    program = Path(__file__).parent / "data" / "p4" / "value_sets.p4"
+    text = program.read_text().replace("value_set<pair_t>(2) tagged;",
+                                       "@id(9) value_set<tuple<bit<16>, bit<8>>>(2) tagged;")
+    ir, info = compiled(text, tmp_path)
+    tagged = next(v for v in info.value_sets if v.preamble.name == "P.tagged")
+    assert tagged.preamble.id == 0x03000009
+    assert [(m.id, m.name, m.bitwidth, m.match_type) for m in tagged.match] == [
+        (1, "f0", 16, p4info_pb2.MatchField.EXACT), (2, "f1", 8, p4info_pb2.MatchField.EXACT)]
+    index = [v["name"] for v in ir["value_sets"]].index("P.tagged")
+    states = {s["name"]: s for s in ir["parser"]["states"]}
+    assert states["pairs"]["transition"]["cases"][0]["sets"] == [
+        {"kind": "value_set", "set": index}]
