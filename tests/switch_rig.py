@@ -27,6 +27,9 @@ BLAST_BIN = ROOT / "switch" / "target" / "release" / "dplab-pktblast"
 CLONE_NEWNET = 0x40000000
 PACKET_OUTGOING = 4
 SEND_ATTEMPTS = 200  # Rig.send: 5 ms apart while the backlog is full
+# Rig.capture: how long to wait for the switch to read what the rig sent it (a loaded
+# machine may keep it from its core for a while) before the capture window starts anyway.
+INTAKE_DEADLINE_S = 10.0
 ETH_P_ALL = 0x0003
 TAG_TYPE = b"\x88\xb5"  # the tag header of tests/data/switch_features.p4
 
@@ -154,6 +157,7 @@ class Rig:
         self.proc: subprocess.Popen | None = None
         self.client: SwitchClient | None = None
         self.sockets: dict[int, socket.socket] = {}
+        self.sent_to: dict[int, int] = {}  # frames Rig.send put on each port of this switch
 
     def switch_if(self, port: int) -> str:
         return f"{self.prefix}-p{port}"
@@ -230,6 +234,7 @@ class Rig:
                 )
             time.sleep(0.02)
         self.client = SwitchClient(self.control_path)
+        self.sent_to = {}
 
     def __exit__(self, *exc) -> None:
         for s in self.sockets.values():
@@ -260,12 +265,14 @@ class Rig:
         for _ in range(SEND_ATTEMPTS - 1):
             try:
                 self.sockets[port].send(frame)
-                return
+                break
             except OSError as exc:
                 if exc.errno != errno.ENOBUFS:
                     raise
                 time.sleep(0.005)
-        self.sockets[port].send(frame)
+        else:
+            self.sockets[port].send(frame)
+        self.sent_to[port] = self.sent_to.get(port, 0) + 1
 
     def blast(
         self, frame: bytes, seconds: float, pps: int | None = None, core: int | None = None,
@@ -292,8 +299,26 @@ class Rig:
                 except BlockingIOError:
                     break
 
+    def wait_for_intake(self) -> None:
+        """Returns once the switch has read every frame Rig.send gave it (its ports'
+        rx_packets), or after INTAKE_DEADLINE_S: what it sends for them is then on its way,
+        so a capture window that starts now does not depend on how loaded the machine is."""
+        if self.client is None or not self.sent_to:
+            return
+        deadline = time.monotonic() + INTAKE_DEADLINE_S
+        while time.monotonic() < deadline:
+            reply = self.client.request("stats")
+            if not reply.get("ok"):
+                return
+            read = {p["port"]: p["rx_packets"] for p in reply["result"]["ports"]}
+            if all(read.get(port, 0) >= n for port, n in self.sent_to.items()):
+                return
+            time.sleep(0.005)
+
     def capture(self, wait: float = 0.3) -> dict[int, list[bytes]]:
-        """Frames each host-side port received within `wait` seconds (own sends excluded)."""
+        """Frames each host-side port received within `wait` seconds (own sends excluded),
+        counted from when the switch has read what the rig sent it."""
+        self.wait_for_intake()
         got: dict[int, list[bytes]] = {p: [] for p in self.sockets}
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
