@@ -16,7 +16,8 @@ def test_selector_and_profile_in_ir_and_p4info(tmp_path: Path) -> None:
     selector = ir["action_profiles"][ecmp["implementation"]]
     # an inline selector is named after its table, as p4c does
     assert selector["name"] == "EcmpIngress.ecmp"
-    assert selector["selector"] == {"algo": "crc16", "output_width": 14}
+    assert selector["selector"] == {"algo": "crc16", "output_width": 14,
+                                    "size_semantics": "sum_of_weights", "max_member_weight": 0}
     assert selector["size"] == 1024 and selector["id"] >> 24 == 0x11
     assert [k["name"] for k in ecmp["keys"]] == ["hdr.ipv4.dst"]   # selector keys apart
     assert [k["name"] for k in ecmp["selector_keys"]] == [
@@ -102,3 +103,25 @@ def test_tables_sharing_a_profile_need_the_same_actions(tmp_path: Path) -> None:
                   "hdr.ports.dst"):
         text = text.replace(f"            {field}: selector;\n", "")
     assert "must have the same actions" in compile_error(text, tmp_path).reason
+
+
+def test_selector_size_semantics_come_from_p4c_s_annotations(tmp_path: Path) -> None:
+    default_ir, default_info = compiled(ECMP, tmp_path / "default")
+    by_name = {p.preamble.name: p for p in default_info.action_profiles}
+    assert by_name["EcmpIngress.ecmp"].WhichOneof("selector_size_semantics") == "sum_of_weights"
+    assert by_name["EcmpIngress.l2_profile"].WhichOneof("selector_size_semantics") is None
+    text = ECMP.read_text().replace(
+        "    action_profile(32w64) l2_profile;",
+        '    action_profile(32w64) l2_profile;\n    @max_group_size(4) '
+        '@selector_size_semantics("sum_of_members") @max_member_weight(100)\n'
+        "    action_selector(HashAlgorithm.crc16, 32w64, 32w14) by_members;")
+    text = text.replace("implementation = action_selector(HashAlgorithm.crc16, 32w1024, 32w14);",
+                        "implementation = by_members;")
+    path = tmp_path / "members.p4"
+    path.write_text(text)
+    _, info = compiled(path, tmp_path / "out")
+    profile = next(p for p in info.action_profiles if p.preamble.name.endswith("by_members"))
+    assert (profile.max_group_size, profile.sum_of_members.max_member_weight) == (4, 100)
+    error = compile_error(text.replace('"sum_of_members"', '"sum_of_bits"'), tmp_path)
+    assert "must be one of sum_of_weights, sum_of_members" in error.reason
+    assert text.splitlines()[error.line - 1].count("sum_of_members") == 1

@@ -170,8 +170,8 @@ def test_the_spec_status_codes(ctl):
     assert update_code_of(lambda: write(stranger)) == Code.INVALID_ARGUMENT
     watched = route(n, [(2, 1)], "ecmp_by_src")
     watched.table_entry.action.action_profile_action_set.action_profile_actions[
-        0].watch_port = b"\x02"
-    assert update_code_of(lambda: write(watched)) == Code.UNIMPLEMENTED
+        0].watch_port = b"\x09"  # not a port of the switch
+    assert update_code_of(lambda: write(watched)) == Code.INVALID_ARGUMENT
     # an action profile without selector takes no one shot
     on_profile = pb.Entity()
     on_profile.table_entry.table_id = n["l2"]

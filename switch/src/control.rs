@@ -4,17 +4,19 @@
 //! order, and one thread writes data-plane events (packet-in, digest, idle timeout) to
 //! every client that subscribed.
 
-use std::io::{BufRead, BufReader, Write};
+use std::cell::{Cell, RefCell};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
 use crate::meters::{ColourCounts, MeterCell, MeterConfig};
 use crate::pipeline::{Event, Runtime};
 use crate::pre::{CloneSession, Replica};
-use crate::profiles::ProfileError;
+use crate::profiles::{GroupMember, ProfileError, SizeBy};
 use crate::program::{self, parse_hex, Program, Scope, Unit};
 use crate::shared::{add, get, signal, Client, Shared, PACKET_OUT_QUEUE_LIMIT};
 use crate::tables::{ActionCall, Direct, EntryAction, FieldMatch, TableError};
@@ -39,6 +41,13 @@ fn not_found(message: impl Into<String>) -> Failure {
     Failure {
         code: "NOT_FOUND",
         message: message.into(),
+    }
+}
+
+fn no_pipeline() -> Failure {
+    Failure {
+        code: "FAILED_PRECONDITION",
+        message: "no pipeline loaded".into(),
     }
 }
 
@@ -155,20 +164,79 @@ fn table_error(e: TableError) -> Failure {
     }
 }
 
+/// How long a client may hold the runtime without sending its next request: a server that
+/// hangs mid-batch must not stop the data plane for longer.
+const HOLD_LIMIT: Duration = Duration::from_secs(2);
+
+type RuntimeGuard<'a> = MutexGuard<'a, Option<Runtime>>;
+
 struct Handler<'a> {
     shared: &'a Shared,
+    /// The runtime this client holds (`hold` .. `release`): its requests use it, the data
+    /// plane and other clients wait, so the data plane sees the held requests all at once.
+    held: RefCell<Option<RuntimeGuard<'a>>>,
+    /// Set when a hold was given up after HOLD_LIMIT; the `release` answers it.
+    hold_expired: Cell<bool>,
 }
 
-impl Handler<'_> {
-    fn with_runtime(&self, f: impl FnOnce(&mut Runtime) -> Reply) -> Reply {
-        let mut guard = self.shared.lock_runtime();
-        match guard.as_mut() {
-            Some(rt) => f(rt),
-            None => Err(Failure {
-                code: "FAILED_PRECONDITION",
-                message: "no pipeline loaded".into(),
-            }),
+impl<'a> Handler<'a> {
+    /// Runs `f` on the runtime: the held one, or the shared one locked for this request.
+    fn with_guard<R>(&self, f: impl FnOnce(&mut Option<Runtime>) -> R) -> R {
+        if let Some(guard) = self.held.borrow_mut().as_mut() {
+            return f(guard);
         }
+        f(&mut self.shared.lock_runtime())
+    }
+
+    fn with_runtime(&self, f: impl FnOnce(&mut Runtime) -> Reply) -> Reply {
+        self.with_guard(|slot| match slot.as_mut() {
+            Some(rt) => f(rt),
+            None => Err(no_pipeline()),
+        })
+    }
+
+    /// `hold`: takes the runtime for this client until `release` (switch/PROTOCOL.md).
+    fn hold(&self) -> Reply {
+        if self.held.borrow().is_some() {
+            return Err(Failure {
+                code: "FAILED_PRECONDITION",
+                message: "this client already holds the runtime".into(),
+            });
+        }
+        self.hold_expired.set(false);
+        *self.held.borrow_mut() = Some(self.shared.lock_runtime());
+        Ok(Value::Null)
+    }
+
+    /// `release`: the held requests take effect for the data plane, all at once.
+    fn release(&self) -> Reply {
+        if self.held.borrow_mut().take().is_some() {
+            return Ok(Value::Null);
+        }
+        let message = if self.hold_expired.replace(false) {
+            format!(
+                "the hold was given up after {} s without a request: the data plane saw \
+                 the requests since `hold` one by one",
+                HOLD_LIMIT.as_secs()
+            )
+        } else {
+            "this client holds nothing to release".into()
+        };
+        Err(Failure {
+            code: "FAILED_PRECONDITION",
+            message,
+        })
+    }
+
+    /// Gives up a hold whose client sent nothing for HOLD_LIMIT.
+    fn expire_hold(&self) {
+        if self.held.borrow_mut().take().is_some() {
+            self.hold_expired.set(true);
+        }
+    }
+
+    fn holding(&self) -> bool {
+        self.held.borrow().is_some()
     }
 
     fn handle(&self, req: &Value, client: &Client) -> Reply {
@@ -178,6 +246,8 @@ impl Handler<'_> {
             .ok_or_else(|| invalid("missing \"cmd\""))?;
         match cmd {
             "ping" => Ok(json!("pong")),
+            "hold" => self.hold(),
+            "release" => self.release(),
             "subscribe" => {
                 client.subscribed.store(true, Ordering::Relaxed);
                 Ok(Value::Null)
@@ -197,7 +267,7 @@ impl Handler<'_> {
                 self.with_runtime(|rt| member_write(rt, req, cmd))
             }
             "profile_group_add" | "profile_group_modify" | "profile_group_delete" => {
-                self.with_runtime(|rt| group_write(rt, req, cmd))
+                self.with_runtime(|rt| group_write(rt, req, cmd, &self.shared.ports))
             }
             "profile_member_read" | "profile_group_read" => {
                 self.with_runtime(|rt| profile_read(rt, req, cmd))
@@ -247,7 +317,7 @@ impl Handler<'_> {
         let prog = program::load(&ir).map_err(|e| invalid(format!("IR rejected: {e}")))?;
         let name = prog.name.clone();
         let rt = Runtime::new(Arc::new(prog)).map_err(|e| invalid(format!("IR rejected: {e}")))?;
-        *self.shared.lock_runtime() = Some(rt);
+        self.with_guard(|slot| *slot = Some(rt));
         self.shared.generation.fetch_add(1, Ordering::AcqRel);
         signal(self.shared.wake_dataplane);
         Ok(json!({"program": name}))
@@ -262,12 +332,10 @@ impl Handler<'_> {
         let bytes = match req.get("metadata").and_then(Value::as_array) {
             None => payload,
             Some(meta) => {
-                let guard = self.shared.lock_runtime();
-                let rt = guard.as_ref().ok_or_else(|| Failure {
-                    code: "FAILED_PRECONDITION",
-                    message: "no pipeline loaded".into(),
+                let mut bytes = self.with_guard(|slot| match slot.as_ref() {
+                    Some(rt) => packet_out_header(&rt.prog, meta),
+                    None => Err(no_pipeline()),
                 })?;
-                let mut bytes = packet_out_header(&rt.prog, meta)?;
                 bytes.extend_from_slice(&payload);
                 bytes
             }
@@ -420,8 +488,9 @@ fn action_call(
 /// `{"group": id}` in a table with an action profile or selector.
 fn entry_action(rt: &Runtime, table: usize, spec: &Value) -> Result<EntryAction, Failure> {
     let def = &rt.prog.tables[table];
-    let member = spec.get("member").and_then(Value::as_u64);
-    let group = spec.get("group").and_then(Value::as_u64);
+    // Checked like the member/group commands' ids: 2^32 must not wrap to 0.
+    let member = optional_id(spec, "member")?;
+    let group = optional_id(spec, "group")?;
     let Some(p) = def.implementation else {
         if member.is_some() || group.is_some() {
             return Err(invalid(format!(
@@ -433,9 +502,7 @@ fn entry_action(rt: &Runtime, table: usize, spec: &Value) -> Result<EntryAction,
     };
     let profile = &rt.prog.profiles[p];
     let found = match (member, group) {
-        (Some(id), None) => rt.profiles[p]
-            .member(id as u32)
-            .map(|_| EntryAction::Member(id as u32)),
+        (Some(id), None) => rt.profiles[p].member(id).map(|_| EntryAction::Member(id)),
         (None, Some(_)) if profile.selector.is_none() => {
             return Err(invalid(format!(
                 "{} is an action profile without a selector: it has no groups",
@@ -444,8 +511,8 @@ fn entry_action(rt: &Runtime, table: usize, spec: &Value) -> Result<EntryAction,
         }
         (None, Some(id)) => rt.profiles[p]
             .groups
-            .contains_key(&(id as u32))
-            .then_some(EntryAction::Group(id as u32)),
+            .contains_key(&id)
+            .then_some(EntryAction::Group(id)),
         _ => {
             return Err(invalid(format!(
                 "table {} is implemented by {}: an entry names one member or one group",
@@ -489,6 +556,11 @@ fn id_arg(req: &Value, key: &str) -> Result<u32, Failure> {
     }
 }
 
+/// An id field that may be absent (None); present, it must be an id in 1..2^32-1.
+fn optional_id(req: &Value, key: &str) -> Result<Option<u32>, Failure> {
+    req.get(key).map(|_| id_arg(req, key)).transpose()
+}
+
 /// Whether an entry of a table the profile implements runs `action` (a member or group).
 fn entries_use(rt: &Runtime, profile: usize, action: &EntryAction) -> bool {
     rt.prog.profiles[profile]
@@ -524,7 +596,35 @@ fn member_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
     Ok(Value::Null)
 }
 
-fn group_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
+/// A group member item: `{"member", "weight", "watch_port"?}` (or the deprecated `watch`).
+fn group_member(item: &Value, ports: &[(u32, String)]) -> Result<GroupMember, Failure> {
+    let weight = item.get("weight").and_then(Value::as_u64).unwrap_or(1);
+    let mut member = GroupMember::new(id_arg(item, "member")?, weight.min(u32::MAX as u64) as u32);
+    for (key, deprecated) in [("watch_port", false), ("watch", true)] {
+        let Some(port) = item.get(key) else { continue };
+        let port = port.as_u64().unwrap_or(u64::MAX);
+        if !ports.iter().any(|(n, _)| *n as u64 == port) {
+            return Err(invalid(format!(
+                "member {}: {key} {port} is not a port of this switch",
+                member.member
+            )));
+        }
+        member.watch = Some((port as u32, deprecated));
+    }
+    Ok(member)
+}
+
+fn size_by(req: &Value) -> Result<SizeBy, Failure> {
+    match req.get("size_semantics").and_then(Value::as_str) {
+        None | Some("sum_of_weights") => Ok(SizeBy::Weights),
+        Some("sum_of_members") => Ok(SizeBy::Members),
+        Some(other) => Err(invalid(format!(
+            "size_semantics {other:?} is neither sum_of_weights nor sum_of_members"
+        ))),
+    }
+}
+
+fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]) -> Reply {
     let p = profile_index(rt, req)?;
     let def = &rt.prog.profiles[p];
     if def.selector.is_none() {
@@ -554,17 +654,15 @@ fn group_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
             def.name, def.size
         ))));
     }
-    let mut members = Vec::new();
-    for m in req
+    let members = req
         .get("members")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default()
-    {
-        let weight = m.get("weight").and_then(Value::as_u64).unwrap_or(1);
-        members.push((id_arg(m, "member")?, weight.min(u32::MAX as u64) as u32));
-    }
-    let limit = def.size as u32;
+        .iter()
+        .map(|m| group_member(m, ports))
+        .collect::<Result<Vec<_>, _>>()?;
+    let limit = (def.size as u32, size_by(req)?);
     rt.profiles[p]
         .set_group(
             id,
@@ -594,11 +692,7 @@ fn profile_read(rt: &Runtime, req: &Value, cmd: &str) -> Reply {
             continue;
         }
         for (id, g) in &rt.profiles[p].groups {
-            let members: Vec<Value> = g
-                .members
-                .iter()
-                .map(|(m, w)| json!({"member": m, "weight": w}))
-                .collect();
+            let members: Vec<Value> = g.members.iter().map(group_member_json).collect();
             out.push(json!({"profile": pid, "group": id, "members": members,
                             "max_size": g.max_size}));
         }
@@ -609,6 +703,15 @@ fn profile_read(rt: &Runtime, req: &Value, cmd: &str) -> Reply {
         "groups"
     };
     Ok(json!({ key: out }))
+}
+
+fn group_member_json(m: &GroupMember) -> Value {
+    let mut item = json!({"member": m.member, "weight": m.weight});
+    if let Some((port, deprecated)) = m.watch {
+        let key = if deprecated { "watch" } else { "watch_port" };
+        item[key] = json!(port);
+    }
+    item
 }
 
 fn action_json(rt: &Runtime, call: &ActionCall) -> Value {
@@ -1227,10 +1330,29 @@ fn idle_events(shared: &Shared, now: u64) -> Vec<String> {
 // ---- connections ----
 
 fn serve_client(shared: Arc<Shared>, stream: UnixStream, client: Arc<Client>) {
-    let handler = Handler { shared: &shared };
-    let reader = BufReader::new(stream);
-    for line in reader.lines() {
-        let Ok(line) = line else { break };
+    let handler = Handler {
+        shared: &shared,
+        held: RefCell::new(None),
+        hold_expired: Cell::new(false),
+    };
+    let mut reader = BufReader::new(stream);
+    let mut buf = Vec::new();
+    loop {
+        // While it holds the runtime, the client must send its next request in time.
+        let limit = handler.holding().then_some(HOLD_LIMIT);
+        let _ = reader.get_ref().set_read_timeout(limit);
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            // A timeout keeps what was read of the line in `buf`.
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                handler.expire_hold();
+                continue;
+            }
+            Err(_) => break,
+        }
+        let line = String::from_utf8_lossy(&buf).into_owned();
+        buf.clear();
         if line.trim().is_empty() {
             continue;
         }
@@ -1262,6 +1384,8 @@ fn serve_client(shared: Arc<Shared>, stream: UnixStream, client: Arc<Client>) {
 
 pub fn serve(shared: Arc<Shared>, listener: UnixListener, stop: Arc<AtomicBool>) {
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    let watched = shared.clone();
+    std::thread::spawn(move || crate::liveness::watch(watched));
     for stream in listener.incoming() {
         if stop.load(Ordering::Relaxed) {
             break;

@@ -9,6 +9,7 @@ mod control;
 mod dataplane;
 mod fasthash;
 mod hashes;
+mod liveness;
 mod meters;
 mod pipeline;
 mod ports;

@@ -1,20 +1,61 @@
 //! Action profiles and selectors: members (an action with its data) and groups (weighted
 //! sets of members) that entries of the tables a profile implements name instead of an
 //! action. A group's member is picked by the selector's hash of the packet's selector
-//! keys, each member taking as many of the group's slots as its weight.
+//! keys, each member taking as many of the group's slots as its weight. A member may
+//! watch a port: while that port is down the member takes no slots (P4Runtime 9.2.2).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::tables::ActionCall;
 
+/// One member of a group as the control plane gave it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupMember {
+    pub member: u32,
+    pub weight: u32,
+    /// The port whose liveness the member follows, and whether the client named it with
+    /// P4Runtime's deprecated `watch` field (read back the same way).
+    pub watch: Option<(u32, bool)>,
+}
+
+impl GroupMember {
+    pub fn new(member: u32, weight: u32) -> GroupMember {
+        GroupMember {
+            member,
+            weight,
+            watch: None,
+        }
+    }
+}
+
+/// How a group's size is counted against its `max_size` (P4Info `selector_size_semantics`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SizeBy {
+    Weights,
+    Members,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Group {
-    /// (member id, weight) in the order the control plane gave them.
-    pub members: Vec<(u32, u32)>,
-    /// Sum of weights this group may reach (P4Runtime `max_size`; 0 = the profile's size).
+    /// The members in the order the control plane gave them.
+    pub members: Vec<GroupMember>,
+    /// Size this group may reach (P4Runtime `max_size`; 0 = the profile's size).
     pub max_size: u32,
-    /// One slot per unit of weight, each naming its member: the hash picks a slot.
+    /// One slot per unit of weight of each live member, naming it: the hash picks a slot.
     slots: Vec<u32>,
+}
+
+impl Group {
+    /// Slots of the members whose watch port (if any) is not in `down`.
+    fn fill_slots(&mut self, down: &BTreeSet<u32>) {
+        self.slots.clear();
+        for m in &self.members {
+            if m.watch.is_none_or(|(port, _)| !down.contains(&port)) {
+                self.slots
+                    .extend(std::iter::repeat_n(m.member, m.weight as usize));
+            }
+        }
+    }
 }
 
 #[derive(Debug, PartialEq)]
@@ -44,6 +85,8 @@ impl std::fmt::Display for ProfileError {
 pub struct Profile {
     pub members: BTreeMap<u32, ActionCall>,
     pub groups: BTreeMap<u32, Group>,
+    /// Ports that are down now (liveness.rs keeps it current).
+    down: BTreeSet<u32>,
 }
 
 impl Profile {
@@ -61,6 +104,17 @@ impl Profile {
         }
         self.members
             .get(&slots[(hash % slots.len() as u64) as usize])
+    }
+
+    /// Takes the ports that are down now; groups leave out members watching one of them.
+    pub fn set_down_ports(&mut self, down: &BTreeSet<u32>) {
+        if self.down == *down {
+            return;
+        }
+        self.down = down.clone();
+        for g in self.groups.values_mut() {
+            g.fill_slots(down);
+        }
     }
 
     pub fn add_member(
@@ -100,7 +154,7 @@ impl Profile {
         if let Some((g, _)) = self
             .groups
             .iter()
-            .find(|(_, g)| g.members.iter().any(|(m, _)| *m == id))
+            .find(|(_, g)| g.members.iter().any(|m| m.member == id))
         {
             return Err(ProfileError::InUse(format!("member {id} is in group {g}")));
         }
@@ -114,14 +168,15 @@ impl Profile {
     }
 
     /// Creates (`insert`) or replaces a group. Its members must exist, appear once and
-    /// weigh at least 1; their weights must fit `max_size` (or `limit` when it is 0).
+    /// weigh at least 1; their weights (or their number, by `size_by`) must fit
+    /// `max_size` (or `limit` when it is 0).
     pub fn set_group(
         &mut self,
         id: u32,
-        members: Vec<(u32, u32)>,
+        members: Vec<GroupMember>,
         max_size: u32,
         insert: bool,
-        limit: u32,
+        (limit, size_by): (u32, SizeBy),
     ) -> Result<(), ProfileError> {
         match (insert, self.groups.get(&id)) {
             (true, Some(_)) => return Err(ProfileError::Exists),
@@ -137,36 +192,43 @@ impl Profile {
             _ => {}
         }
         let cap = if max_size > 0 { max_size } else { limit };
-        let mut slots = Vec::new();
-        for (i, (member, weight)) in members.iter().enumerate() {
-            if !self.members.contains_key(member) {
+        let mut size = 0u64;
+        for (i, m) in members.iter().enumerate() {
+            let member = m.member;
+            if !self.members.contains_key(&member) {
                 return Err(ProfileError::NotFound(format!(
                     "member {member} does not exist"
                 )));
             }
-            if *weight == 0 {
+            if m.weight == 0 {
                 return Err(ProfileError::Invalid(format!("member {member}: weight 0")));
             }
-            if members[..i].iter().any(|(m, _)| m == member) {
+            if members[..i].iter().any(|o| o.member == member) {
                 return Err(ProfileError::Invalid(format!(
                     "member {member} is listed twice (use its weight)"
                 )));
             }
-            if slots.len() as u64 + *weight as u64 > cap as u64 {
+            size += match size_by {
+                SizeBy::Weights => m.weight as u64,
+                SizeBy::Members => 1,
+            };
+            if size > cap as u64 {
+                let what = match size_by {
+                    SizeBy::Weights => "weights add up to",
+                    SizeBy::Members => "members number",
+                };
                 return Err(ProfileError::Full(format!(
-                    "the group's weights add up to more than {cap}"
+                    "the group's {what} more than {cap}"
                 )));
             }
-            slots.extend(std::iter::repeat_n(*member, *weight as usize));
         }
-        self.groups.insert(
-            id,
-            Group {
-                members,
-                max_size,
-                slots,
-            },
-        );
+        let mut group = Group {
+            members,
+            max_size,
+            slots: Vec::new(),
+        };
+        group.fill_slots(&self.down);
+        self.groups.insert(id, group);
         Ok(())
     }
 
@@ -195,6 +257,12 @@ mod tests {
         }
     }
 
+    const LIMIT: (u32, SizeBy) = (8, SizeBy::Weights);
+
+    fn members(list: &[(u32, u32)]) -> Vec<GroupMember> {
+        list.iter().map(|&(m, w)| GroupMember::new(m, w)).collect()
+    }
+
     fn profile() -> Profile {
         let mut p = Profile::default();
         for id in 1..=3 {
@@ -206,11 +274,42 @@ mod tests {
     #[test]
     fn weights_take_slots_and_every_member_is_picked() {
         let mut p = profile();
-        p.set_group(7, vec![(1, 1), (2, 2)], 0, true, 8).unwrap();
+        p.set_group(7, members(&[(1, 1), (2, 2)]), 0, true, LIMIT)
+            .unwrap();
         let picked: Vec<u128> = (0..3).map(|h| p.pick(7, h).unwrap().params[0]).collect();
         assert_eq!(picked, vec![1, 2, 2]);
-        p.set_group(8, vec![], 0, true, 8).unwrap();
+        p.set_group(8, vec![], 0, true, LIMIT).unwrap();
         assert_eq!(p.pick(8, 5), None);
+    }
+
+    #[test]
+    fn a_member_watching_a_down_port_takes_no_slots_until_it_is_up() {
+        let mut p = profile();
+        let mut list = members(&[(1, 1), (2, 1)]);
+        list[1].watch = Some((4, false));
+        p.set_group(7, list, 0, true, LIMIT).unwrap();
+        p.set_down_ports(&BTreeSet::from([4]));
+        let picked: Vec<u128> = (0..4).map(|h| p.pick(7, h).unwrap().params[0]).collect();
+        assert_eq!(picked, vec![1, 1, 1, 1]);
+        p.set_down_ports(&BTreeSet::new());
+        assert_eq!(p.pick(7, 1).unwrap().params[0], 2);
+        let mut alone = members(&[(3, 2)]);
+        alone[0].watch = Some((4, true));
+        p.set_down_ports(&BTreeSet::from([4]));
+        p.set_group(9, alone, 0, true, LIMIT).unwrap();
+        assert_eq!(p.pick(9, 0), None); // every member down: as an empty group
+    }
+
+    #[test]
+    fn sum_of_members_counts_members_not_weights() {
+        let mut p = profile();
+        let by_members = (8, SizeBy::Members);
+        p.set_group(7, members(&[(1, 100), (2, 100)]), 2, true, by_members)
+            .unwrap();
+        assert!(matches!(
+            p.set_group(8, members(&[(1, 1), (2, 1), (3, 1)]), 2, true, by_members),
+            Err(ProfileError::Full(_))
+        ));
     }
 
     #[test]
@@ -218,20 +317,20 @@ mod tests {
         let mut p = profile();
         assert_eq!(p.add_member(1, call(1), 8), Err(ProfileError::Exists));
         assert!(matches!(
-            p.set_group(7, vec![(9, 1)], 0, true, 8),
+            p.set_group(7, members(&[(9, 1)]), 0, true, LIMIT),
             Err(ProfileError::NotFound(_))
         ));
         assert!(matches!(
-            p.set_group(7, vec![(1, 0)], 0, true, 8),
+            p.set_group(7, members(&[(1, 0)]), 0, true, LIMIT),
             Err(ProfileError::Invalid(_))
         ));
         assert!(matches!(
-            p.set_group(7, vec![(1, 2), (2, 2)], 3, true, 8),
+            p.set_group(7, members(&[(1, 2), (2, 2)]), 3, true, LIMIT),
             Err(ProfileError::Full(_))
         ));
-        p.set_group(7, vec![(1, 1)], 3, true, 8).unwrap();
+        p.set_group(7, members(&[(1, 1)]), 3, true, LIMIT).unwrap();
         assert!(matches!(
-            p.set_group(7, vec![(1, 1)], 4, false, 8),
+            p.set_group(7, members(&[(1, 1)]), 4, false, LIMIT),
             Err(ProfileError::Invalid(_))
         ));
         assert!(matches!(

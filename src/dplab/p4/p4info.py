@@ -120,12 +120,18 @@ def _value_set(msg: p4info_pb2.ValueSet, value_set: dict) -> None:
 
 def _action_profile(msg: p4info_pb2.ActionProfile, profile: dict, ir: dict) -> None:
     """As p4c writes it for v1model: `size` the constructor's, `max_group_size` 0 unless
-    `@max_group_size(n)` (P4Runtime spec 9.2.3: then any group `max_size` is allowed)."""
+    `@max_group_size(n)` (P4Runtime spec 9.2.3: then any group `max_size` is allowed); a
+    selector's size semantics (P4Runtime 1.3+) from its annotations."""
     _preamble(msg, profile)
     msg.table_ids.extend(ir["tables"][t]["id"] for t in profile["tables"])
     msg.with_selector = profile["selector"] is not None
     msg.size = profile["size"]
     msg.max_group_size = profile["max_group_size"]
+    selector = profile["selector"] or {}
+    if selector.get("size_semantics") == "sum_of_members":
+        msg.sum_of_members.max_member_weight = selector["max_member_weight"]
+    elif selector:
+        msg.sum_of_weights.SetInParent()
 
 
 def _digest(info: p4info_pb2.P4Info, digest: dict) -> None:

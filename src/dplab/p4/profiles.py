@@ -7,6 +7,7 @@ from dplab.p4.syntax import Node
 from dplab.p4.types import ExternRef
 
 PROFILE_KINDS = {"action_profile": 1, "action_selector": 3}   # kind -> argument count
+SIZE_SEMANTICS = ("sum_of_weights", "sum_of_members")
 
 
 class ProfileCompiler:
@@ -31,8 +32,28 @@ class ProfileCompiler:
                                    "output_width": self.positive(args[2], env, "outputWidth")}
             if not 1 <= profile["selector"]["output_width"] <= 64:
                 raise P4Error(args[2].loc, "outputWidth must be 1..64 bits")
+            profile["selector"].update(self.size_semantics(node, env))
         self.c.ir["action_profiles"].append(profile)
         return len(self.c.ir["action_profiles"]) - 1
+
+    def size_semantics(self, node: Node, env: Env) -> dict:
+        """A selector's `@selector_size_semantics("sum_of_weights"|"sum_of_members")` (as
+        p4c, sum_of_weights without it) and, for sum_of_members, `@max_member_weight(n)`
+        (0 without it: no limit)."""
+        annos = getattr(node, "annos", {})
+        semantics = "sum_of_weights"
+        if annos.get("selector_size_semantics"):
+            token = annos["selector_size_semantics"][0]
+            semantics = token.text.strip('"')
+            if semantics not in SIZE_SEMANTICS:
+                raise P4Error(token.loc, f"@selector_size_semantics must be one of "
+                              f"{', '.join(SIZE_SEMANTICS)}, not {token.text}")
+        weight = annos.get("max_member_weight")
+        if weight and semantics != "sum_of_members":
+            raise P4Error(weight[0].loc, "@max_member_weight needs "
+                          "@selector_size_semantics(\"sum_of_members\")")
+        limit = self.positive(weight[0], env, "@max_member_weight") if weight else 0
+        return {"size_semantics": semantics, "max_member_weight": limit}
 
     def positive(self, node: Node, env: Env, what: str) -> int:
         value = self.c.exprs.value(node, env, 32).const

@@ -21,6 +21,12 @@ from p4.v1 import p4runtime_pb2 as pb
 from dplab.p4runtime import codec
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.errors import P4RuntimeError, invalid
+from dplab.p4runtime.selector_rules import (
+    check_weight,
+    size_semantics,
+    watch_from_switch,
+    watch_to_switch,
+)
 from dplab.p4runtime.switch_link import SwitchLink
 
 ONE_SHOTS, MEMBERS = "one shots", "ActionProfileMember/Group"
@@ -76,11 +82,14 @@ class OneShots:
                 self.switch.call("profile_member_add", profile=pid, member=member_id,
                                  action=call)
                 created.append(member_id)
-            weights = [a.weight for a in action_set.action_profile_actions]
+            members = [{"member": m, "weight": a.weight,
+                        **watch_to_switch(a, f"{profile.preamble.name}: an action of the set")}
+                       for m, a in zip(member_ids, action_set.action_profile_actions,
+                                       strict=True)]
             # max_size: the largest a group may be (the set was checked against it)
             self.switch.call("profile_group_add", profile=pid, group=group_id,
-                             max_size=profile.max_group_size, members=[{"member": m, "weight": w}
-                                      for m, w in zip(member_ids, weights, strict=True)])
+                             max_size=profile.max_group_size, members=members,
+                             size_semantics=size_semantics(profile))
         except P4RuntimeError:
             for member_id in reversed(created):
                 self.switch.call("profile_member_delete", profile=pid, member=member_id)
@@ -113,9 +122,9 @@ class OneShots:
         for group in self._groups(pid):
             out = pb.ActionProfileActionSet()
             for m in group["members"]:
-                out.action_profile_actions.add(
+                watch_from_switch(m, out.action_profile_actions.add(
                     action=codec.action_from_switch(self.index, actions[m["member"]]),
-                    weight=m["weight"])
+                    weight=m["weight"]))
             sets[group["group"]] = out
         return sets
 
@@ -143,14 +152,7 @@ class OneShots:
                       action: pb.ActionProfileAction) -> dict:
         """The switch's call of one action of a set; the set's rules of spec 9.2.3."""
         name = profile.preamble.name
-        if action.weight <= 0:
-            raise invalid(f"{name}: an action set's weight must be > 0, not {action.weight}")
-        semantics = profile.WhichOneof("selector_size_semantics")
-        cap = profile.sum_of_members.max_member_weight if semantics == "sum_of_members" else 0
-        if cap and action.weight > cap:
-            raise invalid(f"{name}: weight {action.weight} is over max_member_weight {cap}")
-        if action.WhichOneof("watch_kind"):
-            raise P4RuntimeError("UNIMPLEMENTED", f"{name}: watch ports are not supported")
+        check_weight(profile, action.weight, f"{name}: an action of the set")
         if not action.HasField("action"):
             raise invalid(f"{name}: each action of an action set needs an action")
         return codec.action_to_switch(self.index, table, action.action, default=False)

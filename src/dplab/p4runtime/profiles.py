@@ -3,11 +3,14 @@ ActionProfileGroup") as calls on the switch's control socket, and the member or 
 table entry of an indirect table names.
 
 The switch checks and refuses with the spec's codes (members/groups it does not have:
-NOT_FOUND, still in use: FAILED_PRECONDITION, weights beyond `max_size`: RESOURCE_EXHAUSTED,
-weight 0 or a changed `max_size`: INVALID_ARGUMENT); this module checks what the P4Info
-says (profile ids, actions of the profile's tables, selectors) and what the switch does
-not model (watch ports: UNIMPLEMENTED, spec 9.2.2). A selector programmed with one shots
-(``oneshot.py``) takes no member or group writes and shows none in reads.
+NOT_FOUND, still in use: FAILED_PRECONDITION, a group beyond `max_size`: RESOURCE_EXHAUSTED,
+weight 0, a changed `max_size` or a watch port it does not have: INVALID_ARGUMENT); this
+module checks what the P4Info says (profile ids, actions of the profile's tables,
+selectors, the selector's size semantics: a weight over `max_member_weight` is
+INVALID_ARGUMENT). A member's watch port (9.2.2) leaves it out of its group's selection
+while the port is down; reads give the watch port back in the field it was written in. A
+selector programmed with one shots (``oneshot.py``) takes no member or group writes and
+shows none in reads.
 """
 
 from __future__ import annotations
@@ -19,8 +22,14 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime import codec
 from dplab.p4runtime.codec import P4InfoIndex
-from dplab.p4runtime.errors import P4RuntimeError, invalid
+from dplab.p4runtime.errors import invalid
 from dplab.p4runtime.oneshot import MEMBERS, OneShots
+from dplab.p4runtime.selector_rules import (
+    check_weight,
+    size_semantics,
+    watch_from_switch,
+    watch_to_switch,
+)
 from dplab.p4runtime.switch_link import SwitchLink
 
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
@@ -94,17 +103,13 @@ class Profiles:
             return
         members = []
         for m in group.members:
-            if m.watch or m.watch_port:
-                raise P4RuntimeError("UNIMPLEMENTED", f"{profile.preamble.name}: watch ports "
-                                     "are not supported")
-            if m.weight <= 0:  # spec 9.2.2: 0 is not a valid weight
-                raise invalid(f"{profile.preamble.name}: member {m.member_id} has weight "
-                              f"{m.weight}")
-            members.append({"member": m.member_id, "weight": m.weight})
+            what = f"{profile.preamble.name}: member {m.member_id}"
+            check_weight(profile, m.weight, what)
+            members.append({"member": m.member_id, "weight": m.weight, **watch_to_switch(m, what)})
         if group.max_size < 0:
             raise invalid(f"{profile.preamble.name}: negative max_size")
         self.switch.call(f"profile_group_{COMMAND[op]}", **key, members=members,
-                         max_size=group.max_size)
+                         max_size=group.max_size, size_semantics=size_semantics(profile))
 
     def read_members(self, want: pb.ActionProfileMember) -> Iterator[pb.ActionProfileMember]:
         for item in self._read("profile_member_read", "members", want.action_profile_id):
@@ -122,7 +127,8 @@ class Profiles:
                 out = pb.ActionProfileGroup(action_profile_id=item["profile"],
                                             group_id=item["group"], max_size=item["max_size"])
                 for m in item["members"]:
-                    out.members.add(member_id=m["member"], weight=m["weight"])
+                    watch_from_switch(m, out.members.add(member_id=m["member"],
+                                                         weight=m["weight"]))
                 yield out
 
     def _read(self, cmd: str, key: str, profile_id: int) -> list[dict]:
@@ -130,3 +136,4 @@ class Profiles:
         if profile_id:
             return self.switch.call(cmd, profile=self._profile(profile_id).preamble.id)[key]
         return self.switch.call(cmd)[key]
+

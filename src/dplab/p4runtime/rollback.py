@@ -3,6 +3,10 @@ applied one by one; before each, what it will change is read back from the switc
 one fails, every update already applied (and the failed one, which may be half done) is
 undone in reverse order, so that the switch is left as it was before the batch.
 
+DATAPLANE_ATOMIC batches are the same, done while the server's switch connection holds
+the switch's runtime (switch/PROTOCOL.md, `hold`/`release`): the data plane waits
+meanwhile, so no packet sees part of the batch, and a rolled-back one not at all.
+
 Per-update errors of a rolled-back batch: the failed update's own error; ABORTED for the
 updates undone and for those never attempted; INTERNAL for an update whose undo failed
 (the switch then differs from before the batch, and the message says where).
@@ -32,6 +36,28 @@ def write_all_or_none(entities: Entities, updates) -> list[P4RuntimeError | None
         except P4RuntimeError as err:
             return _roll_back(undos, position, err, len(updates))
     return [None] * len(updates)
+
+
+def write_dataplane_atomic(entities: Entities, updates) -> list[P4RuntimeError | None]:
+    """Like write_all_or_none, with the data plane held off until the batch is whole (or
+    undone)."""
+    entities.switch.call("hold")
+    try:
+        errors = write_all_or_none(entities, updates)
+    finally:
+        released = _release(entities)
+    if released is not None:  # the switch gave the hold up: the batch was not atomic
+        return [released] * len(updates)
+    return errors
+
+
+def _release(entities: Entities) -> P4RuntimeError | None:
+    try:
+        entities.switch.call("release")
+    except P4RuntimeError as err:
+        return P4RuntimeError("INTERNAL", f"the data plane may have seen part of the batch: "
+                              f"{err.message}")
+    return None
 
 
 def _roll_back(undos: list[Undo], failed: int, err: P4RuntimeError,

@@ -20,7 +20,7 @@ from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entities import Entities
 from dplab.p4runtime.entry_extras import EntryExtras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
-from dplab.p4runtime.rollback import write_all_or_none
+from dplab.p4runtime.rollback import write_all_or_none, write_dataplane_atomic
 from dplab.p4runtime.switch_link import SwitchError, SwitchLink
 
 API_VERSION = "1.5.0"
@@ -137,13 +137,13 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         _check_default_role(request.role, request.role_id)
         self.arbiter.check_primary(request.election_id, "Write")
         entities = self._entities()
-        if request.atomicity == Atomicity.DATAPLANE_ATOMIC:  # optional in the spec (12.3)
-            raise P4RuntimeError("UNIMPLEMENTED", "DATAPLANE_ATOMIC batches are not "
-                                 "supported (CONTINUE_ON_ERROR and ROLLBACK_ON_ERROR are)")
-        if request.atomicity not in (Atomicity.CONTINUE_ON_ERROR, Atomicity.ROLLBACK_ON_ERROR):
+        if request.atomicity not in (Atomicity.CONTINUE_ON_ERROR, Atomicity.ROLLBACK_ON_ERROR,
+                                     Atomicity.DATAPLANE_ATOMIC):
             raise invalid(f"unknown atomicity {request.atomicity}")
         with self._serial:
-            if request.atomicity == Atomicity.ROLLBACK_ON_ERROR:
+            if request.atomicity == Atomicity.DATAPLANE_ATOMIC:
+                errors = write_dataplane_atomic(entities, request.updates)
+            elif request.atomicity == Atomicity.ROLLBACK_ON_ERROR:
                 errors = write_all_or_none(entities, request.updates)
             else:
                 errors = [_attempt(entities, update) for update in request.updates]

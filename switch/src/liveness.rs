@@ -1,0 +1,66 @@
+//! Port liveness for watch ports (P4Runtime 9.2.2): a thread reads each port's
+//! operational state (IFF_RUNNING: up with carrier; a veth whose peer is down loses it)
+//! every POLL and hands the set of down ports to every action profile, whose groups then
+//! leave out the members watching one of them.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::shared::Shared;
+
+const POLL: Duration = Duration::from_millis(50);
+
+/// Whether the interface `name` is running (up with carrier), asked on socket `fd`. An
+/// interface the kernel does not know counts as down.
+fn running(fd: i32, name: &str) -> bool {
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req
+        .ifr_name
+        .iter_mut()
+        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
+    {
+        *dst = src as libc::c_char;
+    }
+    if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req) } != 0 {
+        return false;
+    }
+    let flags = unsafe { req.ifr_ifru.ifru_flags } as i32;
+    flags & libc::IFF_RUNNING != 0
+}
+
+fn down_ports(fd: i32, shared: &Shared) -> BTreeSet<u32> {
+    shared
+        .ports
+        .iter()
+        .filter(|(_, name)| !running(fd, name))
+        .map(|(port, _)| *port)
+        .collect()
+}
+
+/// Runs for the switch's life: applies the down ports when they change or a new pipeline
+/// (with new, empty profiles) is loaded.
+pub fn watch(shared: Arc<Shared>) {
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        eprintln!("dplab-switch: no socket for port liveness; watch ports stay live");
+        return;
+    }
+    let mut applied: Option<(BTreeSet<u32>, u64)> = None;
+    loop {
+        let now = (
+            down_ports(fd, &shared),
+            shared.generation.load(Ordering::Acquire),
+        );
+        if applied.as_ref() != Some(&now) {
+            if let Some(rt) = shared.lock_runtime().as_mut() {
+                for profile in &mut rt.profiles {
+                    profile.set_down_ports(&now.0);
+                }
+            }
+            applied = Some(now);
+        }
+        std::thread::sleep(POLL);
+    }
+}

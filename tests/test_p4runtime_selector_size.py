@@ -1,0 +1,59 @@
+"""Selector size semantics (P4Info `sum_of_members` with `max_member_weight`, P4Runtime
+1.3+) enforced over real gRPC on a real dplab-switch: a group's size counts its members,
+not their weights; a weight over `max_member_weight` is INVALID_ARGUMENT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import p4runtime_rig
+import profile_flows
+import pytest
+from p4.v1 import p4runtime_pb2 as pb
+from p4runtime_rig import Names, compile_with_info, update_code_of
+from profile_flows import member, profile_id, used_ports
+from test_p4runtime_selector import route
+
+pytestmark = pytest.mark.net
+ECMP = Path(__file__).resolve().parent / "p4" / "ecmp_selector.p4"
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    out = tmp_path_factory.mktemp("p4")
+    text = ECMP.read_text().replace(
+        "implementation = action_selector(HashAlgorithm.crc16, 32w1024, 32w14);",
+        "implementation = by_members;").replace(
+        "    action_profile(32w64) l2_profile;",
+        "    action_profile(32w64) l2_profile;\n    @max_group_size(2) "
+        '@selector_size_semantics("sum_of_members") @max_member_weight(100)\n'
+        "    action_selector(HashAlgorithm.crc16, 32w8, 32w14) by_members;")
+    source = out / "by_members.p4"
+    source.write_text(text)
+    return compile_with_info(source, out)
+
+
+served = profile_flows.served
+ctl = p4runtime_rig.ctl
+
+
+def group(n: Names, weights: dict[int, int], max_size: int = 2) -> pb.Entity:
+    entity = pb.Entity()
+    g = entity.action_profile_group
+    g.action_profile_id, g.group_id, g.max_size = profile_id(n, "by_members"), 1, max_size
+    for member_id, weight in weights.items():
+        g.members.add(member_id=member_id, weight=weight)
+    return entity
+
+
+def test_sum_of_members_counts_members_and_caps_each_weight(ctl):
+    rig, client, n = ctl
+    client.write(*(member(n, "by_members", port, port) for port in (2, 3, 4)))
+    assert update_code_of(lambda: client.write(group(n, {2: 101}))) == \
+        grpc.StatusCode.INVALID_ARGUMENT
+    assert update_code_of(lambda: client.write(group(n, {2: 1, 3: 1, 4: 1}))) == \
+        grpc.StatusCode.RESOURCE_EXHAUSTED
+    client.write(group(n, {2: 100, 3: 100}))  # 200 of weight, 2 members: fits
+    client.write(route(n, group_id=1))
+    assert used_ports(rig) == {2, 3}
