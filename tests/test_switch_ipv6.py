@@ -5,7 +5,8 @@ them into wire segments and, on the way out, joins them again into GSO_TCPV6 sup
 (coalesce.rs). A flow with hop-by-hop and destination options headers: the sender's kernel
 segments it in software (no TSO offload for IPv6 extension headers), GRO on the switch's
 port joins the segments again, so super-packets with extension headers reach the switch,
-which must cut them into the segments the sender made (segment.rs), not drop them.
+which must cut them into the segments the sender made (segment.rs), not drop them, and
+join them again on the way out, extension headers kept (coalesce.rs).
 The switch forwards port 1 <-> port 2 without parsing (benchmarks/switch_forward.p4)."""
 
 from __future__ import annotations
@@ -147,7 +148,7 @@ def test_ipv6_segments_leave_joined_as_tcpv6_super_packets(forward_ir):
     assert port2["drops"] == 0
 
 
-def test_ipv6_super_packets_with_extension_headers_are_cut_not_dropped(forward_ir):
+def test_ipv6_super_packets_with_extension_headers_are_cut_and_joined_not_dropped(forward_ir):
     with v6_flow(forward_ir) as (rig, hosts, (arrival_tap, sent_tap)):
         # The sender segments in software (its veth then takes part in GRO), GRO on the
         # switch's port joins the segments into super-packets that keep the headers.
@@ -161,9 +162,13 @@ def test_ipv6_super_packets_with_extension_headers_are_cut_not_dropped(forward_i
     assert supers and all(f[20] == HOP_BY_HOP and len(f) > WIRE_MAX for f in supers)
     assert port1["drops"] == 0
     assert counted_as_wire_packets(port1["rx_packets"], arrived)
-    # Out went the segments the sender made: headers kept, checksums right.
-    data = [f for _, f in sent if is_tcp6(f) and len(f) > tcp_offset(f) + 32]
-    assert len(data) >= TRANSFER_BYTES // 1500
-    assert all(f[20] == HOP_BY_HOP and f[54] == DEST_OPTIONS for f in data)
-    assert all(len(f) <= WIRE_MAX and tcp_checksum_ok(f) for f in data)
+    # Out went the segments the sender made, headers kept: those of one super-packet
+    # joined again (each arrived whole, so its segments share a round), others as wire
+    # packets with right checksums.
+    data = [(g, f) for g, f in sent if is_tcp6(f) and len(f) > tcp_offset(f) + 32]
+    assert sum(wire_segments(g, f) for g, f in data) >= TRANSFER_BYTES // 1500
+    assert all(f[20] == HOP_BY_HOP and f[54] == DEST_OPTIONS for _, f in data)
+    assert any(g for g, _ in data)
+    assert all(len(f) <= WIRE_MAX and tcp_checksum_ok(f) for g, f in data if not g)
     assert counted_as_wire_packets(port2["tx_packets"], sent)
+    assert port2["drops"] == 0

@@ -1,6 +1,8 @@
 """The P4 switch's queue metadata (switch/PROTOCOL.md, *Semantics notes*): a program copies
 standard_metadata's queue fields into a header in egress; the frames that come out say what
-the traffic manager set."""
+the traffic manager set. The queue is an egress port's packets of one round of the switch,
+waiting for that round's send; the copies of a multicast group are queued at once and
+each waits for the egress passes of those made before it (measured, in microseconds)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 import switch_rig as rig_mod
 from switch_rig import Rig, mac
+from test_switch_superpackets import SEGMENTS, send_super_packet, with_extensions
 
 pytestmark = pytest.mark.net
 
@@ -18,6 +21,9 @@ PROGRAM = Path(__file__).resolve().parent / "p4" / "queue_fields.p4"
 REPLICAS = 4  # copies of every frame, all leaving by port 2
 REPORT = struct.Struct("!IIII6s6sH")
 U32 = 1 << 32
+# A copy's measured wait above this would be garbage, not a wait (a loaded machine may
+# take the switch's core for some milliseconds, never for a second).
+MAX_WAIT_US = 1_000_000
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +79,16 @@ def test_copies_for_one_port_queue_behind_each_other(rig):
     # Nothing else went to port 2 in that round: the copies count the queue up from 0.
     assert [r["enq_qdepth"] for r in reports] == [0, 1, 2, 3]
     assert [r["deq_qdepth"] for r in reports] == [0, 1, 2, 3]
-    assert [r["deq_timedelta"] for r in reports] == [0] * REPLICAS
+    assert_copies_waited_in_turn(reports)
+
+
+def assert_copies_waited_in_turn(reports: list[dict[str, int]]) -> None:
+    """The copies of one frame, in the order they were made, waited at least as long as
+    the copy before them (all were queued at once), and not implausibly long."""
+    for before, r in zip(reports, reports[1:], strict=False):
+        if r["rid"] > before["rid"]:
+            assert r["deq_timedelta"] >= before["deq_timedelta"], (before, r)
+    assert all(0 <= r["deq_timedelta"] < MAX_WAIT_US for r in reports)
 
 
 def test_timestamps_share_the_switch_clock(rig):
@@ -96,6 +111,30 @@ def test_a_burst_counts_the_queue_up_within_each_round(rig):
         same_round = r["enq_qdepth"] == before["enq_qdepth"] + 1
         assert same_round or r["enq_qdepth"] == 0, (before, r)
         assert same_round or r["rid"] == 1, "the copies of one frame are made in one round"
-        assert r["deq_qdepth"] == r["enq_qdepth"] and r["deq_timedelta"] == 0
+        assert r["deq_qdepth"] == r["enq_qdepth"]
         if same_round:
             assert r["enq_timestamp"] == before["enq_timestamp"]
+    assert_copies_waited_in_turn(reports)
+
+
+def test_the_segments_of_a_super_packet_queue_up_in_one_round(rig):
+    """One TSO super-packet is one frame of the receive ring: its segments all go through
+    the pipeline in one round, so their copies fill port 2's queue one behind the other."""
+    rig.drain()
+    send_super_packet(rig, 1, with_extensions())
+    got: list[bytes] = []
+    for _ in range(20):  # up to 6 s on a loaded machine, until every copy came out
+        got += rig.capture(0.3)[2]
+        if len(got) >= SEGMENTS * REPLICAS:
+            break
+    reports = [report(f) for f in got]
+    depths = [r["enq_qdepth"] for r in reports]
+    assert depths == list(range(SEGMENTS * REPLICAS))
+    assert [r["deq_qdepth"] for r in reports] == depths
+    assert [r["rid"] for r in reports] == [1, 2, 3, 4] * SEGMENTS
+    assert len({r["enq_timestamp"] for r in reports}) == 1  # one round, one clock reading
+    for r in reports:
+        assert r["enq_timestamp"] == r["ingress_ts"] % U32
+        assert r["egress_ts"] % U32 == (r["enq_timestamp"] + r["deq_timedelta"]) % U32
+    for copies in zip(*[iter(reports)] * REPLICAS, strict=True):
+        assert_copies_waited_in_turn(list(copies))

@@ -10,7 +10,10 @@
 //! gives back exactly the packets the pipeline produced:
 //!
 //! - Ethernet without VLAN tags; IPv4 without options and not fragmented, or IPv6 whose
-//!   next header is TCP; each packet's IPv4 header and TCP checksums valid;
+//!   upper layer is TCP, directly or behind hop-by-hop, routing and destination options
+//!   headers (the ones segment.rs copies into every segment, as ipv6_gso_segment does;
+//!   ipv6_gro_receive joins packets across them too, when they are equal); each packet's
+//!   IPv4 header and TCP checksums valid (over the routing header's final destination);
 //! - every header byte identical except IP length, IPv4 id (one more per segment), IPv4
 //!   header checksum, TCP sequence number (the previous one plus its payload), TCP
 //!   checksum and the flags CWR (first segment only), PSH and FIN (last segment only);
@@ -42,12 +45,13 @@ type Tcp = Layout;
 
 impl Tcp {
     /// The headers of a TCP packet that may start or join a super-packet: no VLAN tag,
-    /// IPv4 without options, IP length as captured, some payload; None for anything else
-    /// (checksums are checked later, only for packets that are joined).
+    /// IPv4 without options (IPv6 extension headers as segment.rs walks them), IP length
+    /// as captured, some payload; None for anything else (checksums are checked later,
+    /// only for packets that are joined).
     fn parse(p: &[u8]) -> Option<Tcp> {
-        let (kind, ip_header) = match be16(p, 12)? {
-            0x0800 => (GSO_TCPV4, 20),
-            0x86dd => (GSO_TCPV6, 40),
+        let kind = match be16(p, 12)? {
+            0x0800 => GSO_TCPV4,
+            0x86dd => GSO_TCPV6,
             _ => return None,
         };
         let at = layout(p, kind).ok()?;
@@ -56,7 +60,8 @@ impl Tcp {
         } else {
             40 + be16(p, at.l3 + 4)? as usize
         };
-        let plain = at.l4 == at.l3 + ip_header && ip_len == p.len() - at.l3;
+        let no_options = !at.ipv4 || at.l4 == at.l3 + 20;
+        let plain = no_options && ip_len == p.len() - at.l3;
         (plain && at.payload < p.len()).then_some(at)
     }
 
@@ -80,7 +85,8 @@ impl Tcp {
             // Ethernet, version to TOS; fragment field, TTL, protocol; addresses, ports.
             [(0, l3 + 2), (l3 + 6, l3 + 10), (l3 + 12, l4 + 4)]
         } else {
-            // Ethernet, version to flow label; next header to addresses, ports.
+            // Ethernet, version to flow label; next header to addresses, extension
+            // headers, ports.
             [(0, l3 + 4), (l3 + 6, l4 + 4), (l4, l4)]
         };
         [
@@ -281,6 +287,32 @@ mod tests {
         (vnet, p)
     }
 
+    /// `tso6` with a hop-by-hop header (a PadN option), a type 2 routing header with one
+    /// segment left (so the checksum's pseudo-header names its address) and a destination
+    /// options header between the IPv6 and TCP headers, in segments of `gso_size`.
+    fn tso6_extensions(payload: usize, gso_size: u16) -> (VnetHdr, Vec<u8>) {
+        let (vnet, plain) = tso6(payload);
+        let (hop_by_hop, destination) = ([43, 0, 1, 4, 0, 0, 0, 0], [6, 0, 1, 4, 0, 0, 0, 0]);
+        let mut routing = vec![60, 2, 2, 1, 0, 0, 0, 0];
+        routing.extend_from_slice(&[0xfc; 16]);
+        let mut p = plain[..54].to_vec();
+        p[20] = 0; // next header: hop-by-hop
+        p.extend_from_slice(&hop_by_hop);
+        p.extend_from_slice(&routing);
+        p.extend_from_slice(&destination);
+        p.extend_from_slice(&plain[54..]);
+        let extensions = 8 + 24 + 8;
+        put16(&mut p, 18, (extensions + 32 + payload) as u16);
+        let l4 = 54 + extensions;
+        let vnet = VnetHdr {
+            hdr_len: (l4 + 32) as u16,
+            gso_size,
+            csum_start: l4 as u16,
+            ..vnet
+        };
+        (vnet, p)
+    }
+
     /// What a NIC's TSO (segment.rs) cuts the super-packet into.
     fn wire(vnet: &VnetHdr, packet: &[u8]) -> Vec<Vec<u8>> {
         let mut segs = Segments::default();
@@ -351,6 +383,25 @@ mod tests {
         let (back_vnet, back) = joined(&segs[..3]);
         assert_eq!(back_vnet.gso_type, GSO_TCPV6);
         assert_eq!(wire(&back_vnet, &back), segs);
+    }
+
+    #[test]
+    fn ipv6_segments_with_extension_headers_join_back_too() {
+        let (vnet, sup) = tso6_extensions(4 * 1000 + 10, 1000);
+        let segs = wire(&vnet, &sup);
+        assert_eq!(segs.len(), 5);
+        assert_eq!(runs(&segs), [5]);
+        let (back_vnet, back) = joined(&segs);
+        assert_eq!(back_vnet.gso_type, GSO_TCPV6);
+        assert_eq!(
+            (back_vnet.csum_start, back_vnet.gso_size),
+            (vnet.csum_start, 1000)
+        );
+        assert_eq!(wire(&back_vnet, &back), segs);
+        // Extension headers that differ end the run, as in the kernel's GRO.
+        let mut changed = segs.clone();
+        changed[3][54 + 8 + 8] = 0xfb; // the routing header's address
+        assert_eq!(runs(&changed), [3, 1, 1]);
     }
 
     #[test]

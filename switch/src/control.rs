@@ -365,7 +365,8 @@ impl<'a> Handler<'a> {
             .zip(&s.port_counters)
             .map(|((n, name), c)| {
                 json!({"port": n, "name": name, "rx_packets": get(&c.rx_packets), "rx_bytes": get(&c.rx_bytes),
-                       "tx_packets": get(&c.tx_packets), "tx_bytes": get(&c.tx_bytes), "drops": get(&c.drops)})
+                       "tx_packets": get(&c.tx_packets), "tx_bytes": get(&c.tx_bytes), "drops": get(&c.drops),
+                       "drop_reasons": c.drop_reasons()})
             })
             .collect();
         let c = &s.counters;

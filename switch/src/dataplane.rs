@@ -17,7 +17,7 @@ use std::sync::{Arc, TryLockError};
 use crate::pipeline::{Event, Worker};
 use crate::ports::Port;
 use crate::segment::Segments;
-use crate::shared::{add, drain, Shared};
+use crate::shared::{add, drain, PortDrop, Shared};
 use arrivals::Arrivals;
 pub use placement::set_affinity;
 use placement::Placement;
@@ -237,8 +237,8 @@ impl Loop {
                 work += 1;
                 packets += got.packets;
                 bytes += got.bytes;
-                if !got.ok {
-                    add(&shared.port_counters[pi].drops, 1);
+                if let Some(why) = got.dropped {
+                    shared.port_counters[pi].drop(why, 1);
                     continue;
                 }
                 // Each wire packet (segment) goes through the pipeline on its own.
@@ -425,7 +425,9 @@ impl Loop {
             let counters = &shared.port_counters[i];
             add(&counters.tx_packets, sent.packets);
             add(&counters.tx_bytes, sent.bytes);
-            add(&counters.drops, batch.len() as u64 - sent.packets);
+            counters.drop(PortDrop::TooLong, sent.too_long);
+            let refused = batch.len() as u64 - sent.packets - sent.too_long;
+            counters.drop(PortDrop::Refused, refused);
             match self.worker.as_mut() {
                 Some(w) => batch.drain(..).for_each(|buf| w.recycle(buf)),
                 None => batch.clear(),

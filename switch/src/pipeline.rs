@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
@@ -333,12 +334,13 @@ impl Worker {
         if mcast != 0 {
             let replicas = cx.pre.groups.get(&mcast).cloned().unwrap_or_default();
             let phv = self.phv.clone();
+            let queued = Instant::now();
             for Replica { port, rid } in replicas {
                 self.phv = phv.clone();
                 self.flags = Flags::default();
                 self.phv.fields[sm::EGRESS_RID] = rid as u128;
                 self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_REPLICATION;
-                self.egress_pass(cx, port as u128, payload, true);
+                self.egress_pass(cx, port as u128, payload, true, Some(queued));
             }
             return;
         }
@@ -348,7 +350,7 @@ impl Worker {
             return;
         }
         self.flags = Flags::default();
-        self.egress_pass(cx, spec, payload, true);
+        self.egress_pass(cx, spec, payload, true, None);
     }
 
     fn clone_ingress(&mut self, cx: &mut Ctx, job: &Ingress<'_>, session: u32, list: Option<u32>) {
@@ -357,6 +359,7 @@ impl Worker {
         };
         let preserved = preserved_fields(cx.prog, &self.phv, list);
         let (saved_phv, saved_flags, saved_cursor) = (self.phv.clone(), self.flags, self.cursor);
+        let queued = Instant::now();
         for Replica { port, rid } in sess.replicas {
             let mut bytes = job.bytes.to_vec();
             if sess.packet_length_bytes > 0 {
@@ -366,26 +369,38 @@ impl Worker {
             self.parse(cx, &bytes);
             self.phv.fields[sm::EGRESS_RID] = rid as u128;
             let payload = &bytes[self.cursor.min(bytes.len())..];
-            self.egress_pass(cx, port as u128, payload, true);
+            self.egress_pass(cx, port as u128, payload, true, Some(queued));
         }
         self.phv = saved_phv;
         self.flags = saved_flags;
         self.cursor = saved_cursor;
     }
 
-    fn egress_pass(&mut self, cx: &mut Ctx, port: u128, payload: &[u8], allow_clone: bool) {
+    /// Runs egress for a packet the traffic manager queued for `port`. `queued`: when it
+    /// queued the copies of a multicast group or clone session, made one after another
+    /// (None: a lone packet, handed to egress at once).
+    fn egress_pass(
+        &mut self,
+        cx: &mut Ctx,
+        port: u128,
+        payload: &[u8],
+        allow_clone: bool,
+        queued: Option<Instant>,
+    ) {
         let prog = cx.prog;
+        // Run to completion: the packet joins its port's queue behind the packets of this
+        // round already waiting there for the round's send, and egress takes it as it
+        // joins. Only a copy waits in between, for the egress passes of the copies made
+        // before it: that wait is measured.
+        let waited_us = queued.map_or(0, |t| t.elapsed().as_micros());
+        let depth = self.queued[(port & mask(9)) as usize] as u128;
         let f = &mut self.phv.fields;
         f[sm::EGRESS_PORT] = port & mask(9);
         f[sm::EGRESS_SPEC] = port & mask(9);
-        f[sm::EGRESS_TIMESTAMP] = self.now_stamp;
-        // The traffic manager hands the packet to egress at once (run to completion): it
-        // joins its port's queue behind the packets of this round already waiting there
-        // for the round's send, and waits no time in between.
-        let depth = self.queued[(port & mask(9)) as usize] as u128;
+        f[sm::EGRESS_TIMESTAMP] = (self.now_stamp + waited_us) & mask(48);
         f[sm::ENQ_TIMESTAMP] = self.now_stamp & mask(32);
         f[sm::ENQ_QDEPTH] = depth.min(mask(19));
-        f[sm::DEQ_TIMEDELTA] = 0;
+        f[sm::DEQ_TIMEDELTA] = waited_us & mask(32);
         f[sm::DEQ_QDEPTH] = depth.min(mask(19));
         self.flags.clone_e2e = None;
         self.flags.recirculate = None;
@@ -425,6 +440,7 @@ impl Worker {
         };
         let preserved = preserved_fields(prog, &self.phv, list);
         let saved = (self.phv.clone(), self.flags);
+        let queued = Instant::now();
         for Replica { port, rid } in sess.replicas {
             // The clone keeps the headers as egress left them; metadata starts afresh.
             self.phv = saved.0.clone();
@@ -442,7 +458,7 @@ impl Worker {
             self.phv.fields[sm::EGRESS_RID] = rid as u128;
             self.flags = Flags::default();
             // A clone of a clone is not cloned again, which also bounds the recursion.
-            self.egress_pass(cx, port as u128, payload, false);
+            self.egress_pass(cx, port as u128, payload, false, Some(queued));
         }
         self.phv = saved.0;
         self.flags = saved.1;

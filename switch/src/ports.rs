@@ -35,7 +35,8 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use crate::coalesce::{self, Coalescer};
-use crate::segment::{Segments, VnetHdr, VNET_HDR_LEN};
+use crate::segment::{Malformed, Segments, VnetHdr, VNET_HDR_LEN};
+use crate::shared::PortDrop;
 use crate::txring::{self, setsockopt, RingShape, TxRing};
 
 /// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply the
@@ -73,6 +74,9 @@ const ETHTOOL_GTSO: u32 = 0x1e;
 pub struct Sent {
     pub packets: u64,
     pub bytes: u64,
+    /// Packets the kernel refused as longer than the MTU allows (the other packets not
+    /// sent found the device's queue full, or another error).
+    pub too_long: u64,
 }
 
 /// The transmit socket's ring and what is queued in it.
@@ -114,9 +118,8 @@ pub struct Received {
     /// Wire packets (segments of a super-packet count one by one).
     pub packets: u64,
     pub bytes: u64,
-    /// False when the frame is dropped: truncated, or offload metadata that does not
-    /// describe the packet.
-    pub ok: bool,
+    /// Why the frame was dropped, if it was.
+    pub dropped: Option<PortDrop>,
 }
 
 pub struct Port {
@@ -328,20 +331,20 @@ impl Port {
                 as *const [u8; VNET_HDR_LEN])
         };
         let mut vnet = VnetHdr::parse(raw_vnet);
-        let dropped = |bytes: u32| Received {
+        let dropped = |why: PortDrop| Received {
             packets: 1,
-            bytes: bytes as u64,
-            ok: false,
+            bytes: h.tp_len as u64,
+            dropped: Some(why),
         };
         let mut packet = data;
         if h.tp_status & libc::TP_STATUS_COPY != 0 {
             if !self.fetch_queued(h.tp_len as usize) {
-                return dropped(h.tp_len);
+                return dropped(PortDrop::Truncated);
             }
             vnet = VnetHdr::parse(self.queued[..VNET_HDR_LEN].try_into().unwrap());
             packet = &self.queued[VNET_HDR_LEN..VNET_HDR_LEN + h.tp_len as usize];
         } else if h.tp_len != h.tp_snaplen {
-            return dropped(h.tp_len);
+            return dropped(PortDrop::Truncated);
         }
         if h.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && packet.len() >= 12 {
             let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
@@ -359,9 +362,9 @@ impl Port {
             Ok(()) => Received {
                 packets: out.len() as u64,
                 bytes: out.wire_bytes(),
-                ok: true,
+                dropped: None,
             },
-            Err(_) => dropped(h.tp_len),
+            Err(e) => dropped(drop_reason(&e)),
         }
     }
 
@@ -421,9 +424,14 @@ impl Port {
             if let Some(tx) = self.tx.as_mut() {
                 tx.push_out(sent);
             }
-            let n = send_one(self.fd, p) as u64;
-            sent.packets += n;
-            sent.bytes += n * p.len() as u64;
+            match send_one(self.fd, p) {
+                Ok(()) => {
+                    sent.packets += 1;
+                    sent.bytes += p.len() as u64;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => sent.too_long += 1,
+                Err(_) => {}
+            }
             return;
         };
         if tx.ring.free_frame().is_none() {
@@ -461,6 +469,16 @@ impl Port {
     }
 }
 
+/// Why a received packet whose offload metadata segment.rs refused is dropped.
+fn drop_reason(e: &Malformed) -> PortDrop {
+    match e {
+        Malformed::ChecksumOutside | Malformed::ZeroGsoSize | Malformed::HeaderLength => {
+            PortDrop::BadOffload
+        }
+        Malformed::UnsupportedGso(_) | Malformed::Headers(_) => PortDrop::Unsegmentable,
+    }
+}
+
 /// `packet` with the VLAN tag the kernel lifted out of it put back, in `tagged`.
 fn put_back_tag(tagged: &mut Vec<u8>, packet: &[u8], tpid: u16, tci: u16) {
     tagged.clear();
@@ -474,9 +492,9 @@ fn put_back_tag(tagged: &mut Vec<u8>, packet: &[u8], tpid: u16, tci: u16) {
 /// sent on it starts with one (no offloads asked for).
 const NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
-/// Sends one packet on the receive socket `fd`; returns 1 if the kernel took it.
-fn send_one(fd: RawFd, packet: &[u8]) -> usize {
-    send_iov(fd, &[io_slice(&NO_OFFLOAD), io_slice(packet)]).is_ok() as usize
+/// Sends one packet on the receive socket `fd`.
+fn send_one(fd: RawFd, packet: &[u8]) -> io::Result<()> {
+    send_iov(fd, &[io_slice(&NO_OFFLOAD), io_slice(packet)])
 }
 
 /// One `sendmsg` of the packet made of `iov`'s parts on `fd`.

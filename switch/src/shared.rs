@@ -19,8 +19,76 @@ pub struct PortCounters {
     pub rx_bytes: AtomicU64,
     pub tx_packets: AtomicU64,
     pub tx_bytes: AtomicU64,
-    /// Packets for this port the kernel would not take, or truncated on receive.
+    /// Packets dropped at this port, for any of the reasons in `drop_reasons`; count them
+    /// with [`PortCounters::drop`], which keeps the two in step.
     pub drops: AtomicU64,
+    /// `drops` by reason, indexed by [`PortDrop`].
+    drop_reasons: [AtomicU64; PortDrop::ALL.len()],
+}
+
+/// Why a port dropped a packet (switch/PROTOCOL.md, `stats`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PortDrop {
+    /// Received cut short: longer than its ring frame, and its whole copy was not queued.
+    Truncated,
+    /// Received with offload metadata that cannot describe it: a checksum position
+    /// outside the packet, a GSO size of 0, a header length beyond the packet.
+    BadOffload,
+    /// A received super-packet the switch cannot cut into wire packets: a GSO type it does
+    /// not segment, or headers that do not fit the GSO type or cannot be repeated in every
+    /// segment (IPv4 or IPv6 fragments, other IPv6 extension headers than hop-by-hop,
+    /// routing and destination options, a routing header of unknown type, no payload).
+    Unsegmentable,
+    /// To send, but longer than the port's MTU allows: the kernel refused it (EMSGSIZE).
+    TooLong,
+    /// To send, but the kernel did not take it: the device's queue stayed full for the
+    /// round, or another send error.
+    Refused,
+}
+
+impl PortDrop {
+    pub const ALL: [PortDrop; 5] = [
+        PortDrop::Truncated,
+        PortDrop::BadOffload,
+        PortDrop::Unsegmentable,
+        PortDrop::TooLong,
+        PortDrop::Refused,
+    ];
+
+    /// The reason's key in `stats`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PortDrop::Truncated => "truncated",
+            PortDrop::BadOffload => "bad_offload",
+            PortDrop::Unsegmentable => "unsegmentable",
+            PortDrop::TooLong => "too_long",
+            PortDrop::Refused => "refused",
+        }
+    }
+}
+
+impl PortCounters {
+    /// Counts `n` packets dropped at the port for `why`.
+    pub fn drop(&self, why: PortDrop, n: u64) {
+        if n > 0 {
+            add(&self.drops, n);
+            add(&self.drop_reasons[why as usize], n);
+        }
+    }
+
+    /// `drops` by reason, as `stats` reports them: `{"truncated": 0, ...}`.
+    pub fn drop_reasons(&self) -> serde_json::Value {
+        PortDrop::ALL
+            .iter()
+            .map(|&why| {
+                (
+                    why.name().to_string(),
+                    get(&self.drop_reasons[why as usize]).into(),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
 }
 
 #[derive(Default)]
