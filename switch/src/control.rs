@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::meters::{ColourCounts, MeterCell, MeterConfig};
 use crate::pipeline::{Event, Runtime};
 use crate::pre::{CloneSession, Replica};
-use crate::profiles::{GroupMember, ProfileError, SizeBy};
+use crate::profiles::{GroupMember, ProfileError};
 use crate::program::{self, parse_hex, Program, Scope, Unit};
 use crate::shared::{add, get, signal, Client, Shared, PACKET_OUT_QUEUE_LIMIT};
 use crate::tables::{ActionCall, Direct, EntryAction, FieldMatch, TableError};
@@ -615,16 +615,6 @@ fn group_member(item: &Value, ports: &[(u32, String)]) -> Result<GroupMember, Fa
     Ok(member)
 }
 
-fn size_by(req: &Value) -> Result<SizeBy, Failure> {
-    match req.get("size_semantics").and_then(Value::as_str) {
-        None | Some("sum_of_weights") => Ok(SizeBy::Weights),
-        Some("sum_of_members") => Ok(SizeBy::Members),
-        Some(other) => Err(invalid(format!(
-            "size_semantics {other:?} is neither sum_of_weights nor sum_of_members"
-        ))),
-    }
-}
-
 fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]) -> Reply {
     let p = profile_index(rt, req)?;
     let def = &rt.prog.profiles[p];
@@ -663,7 +653,7 @@ fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]
         .iter()
         .map(|m| group_member(m, ports))
         .collect::<Result<Vec<_>, _>>()?;
-    let limit = (def.size as u32, size_by(req)?);
+    let limit = (def.size as u32, def.size_by);
     rt.profiles[p]
         .set_group(
             id,

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::hashes::HashAlgorithm;
+use crate::profiles::SizeBy;
 use crate::tables::MatchKind;
 use crate::value_sets::ValueSetDef;
 use crate::values::{Piece, WordPlan};
@@ -285,6 +286,8 @@ pub struct ProfileDef {
     pub max_group_size: usize,
     /// Hash algorithm and output width of a selector.
     pub selector: Option<(Algo, u32)>,
+    /// How a selector's groups are sized (IR `selector.size_semantics`).
+    pub size_by: SizeBy,
     /// The tables it implements (they share one action list).
     pub tables: Vec<usize>,
 }
@@ -1037,9 +1040,12 @@ fn load_profiles(ir: &Value, loader: &Loader, tables: usize) -> LoadResult<Vec<P
     let mut out = Vec::new();
     for (i, p) in items.iter().enumerate() {
         let at = format!("action_profiles[{i}]");
-        let selector = match p.get("selector") {
-            None | Some(Value::Null) => None,
-            Some(sel) => Some((loader.algo(sel, &at)?, width(sel, "output_width", &at)?)),
+        let (selector, size_by) = match p.get("selector") {
+            None | Some(Value::Null) => (None, SizeBy::Weights),
+            Some(sel) => (
+                Some((loader.algo(sel, &at)?, width(sel, "output_width", &at)?)),
+                size_by(sel, &at)?,
+            ),
         };
         let mut users = Vec::new();
         for t in arr(p, "tables", &at)? {
@@ -1054,10 +1060,22 @@ fn load_profiles(ir: &Value, loader: &Loader, tables: usize) -> LoadResult<Vec<P
             size: num(p, "size", &at)?.clamp(1, 1 << 24) as usize,
             max_group_size: num(p, "max_group_size", &at).unwrap_or(0).max(0) as usize,
             selector,
+            size_by,
             tables: users,
         });
     }
     Ok(out)
+}
+
+/// A selector's `size_semantics` (absent: p4c's default, sum_of_weights).
+fn size_by(sel: &Value, at: &str) -> LoadResult<SizeBy> {
+    match sel.get("size_semantics").and_then(Value::as_str) {
+        None | Some("sum_of_weights") => Ok(SizeBy::Weights),
+        Some("sum_of_members") => Ok(SizeBy::Members),
+        Some(other) => Err(format!(
+            "{at}.selector.size_semantics {other:?} is neither sum_of_weights nor sum_of_members"
+        )),
+    }
 }
 
 fn load_parser(

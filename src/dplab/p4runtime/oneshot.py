@@ -88,8 +88,7 @@ class OneShots:
                                        strict=True)]
             # max_size: the largest a group may be (the set was checked against it)
             self.switch.call("profile_group_add", profile=pid, group=group_id,
-                             max_size=profile.max_group_size, members=members,
-                             size_semantics=size_semantics(profile))
+                             max_size=profile.max_group_size, members=members)
         except P4RuntimeError:
             for member_id in reversed(created):
                 self.switch.call("profile_member_delete", profile=pid, member=member_id)
@@ -174,7 +173,7 @@ def _check_size(profile: p4info_pb2.ActionProfile,
     refuses what its selector cannot hold (RESOURCE_EXHAUSTED, as for a group)."""
     limit = profile.max_group_size
     actions = action_set.action_profile_actions
-    by_members = profile.WhichOneof("selector_size_semantics") == "sum_of_members"
+    by_members = size_semantics(profile) == "sum_of_members"
     size = len(actions) if by_members else sum(a.weight for a in actions)
     if limit and size > limit:
         what = "actions" if by_members else "weights add up to"

@@ -26,7 +26,6 @@ from dplab.p4runtime.errors import invalid
 from dplab.p4runtime.oneshot import MEMBERS, OneShots
 from dplab.p4runtime.selector_rules import (
     check_weight,
-    size_semantics,
     watch_from_switch,
     watch_to_switch,
 )
@@ -109,7 +108,7 @@ class Profiles:
         if group.max_size < 0:
             raise invalid(f"{profile.preamble.name}: negative max_size")
         self.switch.call(f"profile_group_{COMMAND[op]}", **key, members=members,
-                         max_size=group.max_size, size_semantics=size_semantics(profile))
+                         max_size=group.max_size)
 
     def read_members(self, want: pb.ActionProfileMember) -> Iterator[pb.ActionProfileMember]:
         for item in self._read("profile_member_read", "members", want.action_profile_id):
