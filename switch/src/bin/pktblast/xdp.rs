@@ -120,10 +120,7 @@ impl Holder {
             name: name.to_string(),
             link_fd: -1,
         };
-        let ifindex = match unsafe { libc::if_nametoindex(c_name(name)?.as_ptr()) } {
-            0 => return Err(format!("{name}: made, then not found")),
-            index => index,
-        };
+        let ifindex = crate::interface_index(name)? as u32;
         // union bpf_attr for BPF_LINK_CREATE: prog_fd, target_ifindex, attach_type, flags.
         let mut attr = [0u64; 8];
         attr[0] = pair(prog_fd as u32, ifindex);
@@ -142,10 +139,6 @@ impl Drop for Holder {
         }
         let _ = ip(&["link", "del", &self.name]); // the peer goes with it
     }
-}
-
-fn c_name(name: &str) -> Result<std::ffi::CString, String> {
-    std::ffi::CString::new(name).map_err(|_| format!("bad interface name {name:?}"))
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
