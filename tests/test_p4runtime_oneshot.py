@@ -222,6 +222,52 @@ def test_what_the_selector_cannot_hold_is_resource_exhausted(ctl):
     assert hidden(rig, n, "wide") == (0, 0)
 
 
+def test_the_selector_size_bounds_the_weights_of_all_groups_together(ctl):
+    """ecmp_sel holds 16 of weight (sum_of_weights, p4info.proto ActionProfile.size):
+    groups weighing 16 in all fit exactly, one more unit is RESOURCE_EXHAUSTED, for
+    ActionProfileGroups and for one shots alike (members are far from running out), and a
+    refused write changes nothing: groups, hidden members, traffic."""
+    rig, client, n = ctl
+    client.write(*(member(n, "ecmp_sel", port, port) for port in (2, 3, 4)))
+    for group_id, weights in ((1, {2: 4, 3: 4}), (2, {4: 7}), (3, {2: 1})):  # 16 of 16
+        client.write(sel_group(n, group_id, weights))
+    client.write(group_route(n, 2))
+    groups = pb.Entity()
+    groups.action_profile_group.action_profile_id = profile_id(n, "ecmp_sel")
+    before = client.read(groups)
+    for write in (lambda: client.write(sel_group(n, 4, {3: 1})),
+                  lambda: client.write(sel_group(n, 3, {2: 2}), op=MODIFY)):
+        assert update_code_of(write) == Code.RESOURCE_EXHAUSTED
+    assert client.read(groups) == before
+    assert used_ports(rig) == {4}
+    for group_id in (1, 2, 3):  # the selector emptied: one shots may take it
+        if group_id == 2:
+            client.write(group_route(n, 2), op=DELETE)
+        client.write(sel_group(n, group_id, {}), op=DELETE)
+    for port in (2, 3, 4):
+        client.write(member(n, "ecmp_sel", port, port), op=DELETE)
+    client.write(route(n, [(2, 8)], "ecmp_by_src", prefix="10.0.0.1"))
+    client.write(route(n, [(3, 8)], "ecmp_by_src", prefix="10.0.0.2"))  # 16 of 16
+    assert update_code_of(lambda: client.write(route(n, [(4, 1)]))) == \
+        Code.RESOURCE_EXHAUSTED
+    assert hidden(rig, n) == (2, 2)
+
+
+def sel_group(n: Names, group_id: int, weights: dict[int, int]) -> pb.Entity:
+    entity = pb.Entity()
+    g = entity.action_profile_group
+    g.action_profile_id, g.group_id = profile_id(n, "ecmp_sel"), group_id
+    for member_id, weight in weights.items():
+        g.members.add(member_id=member_id, weight=weight)
+    return entity
+
+
+def group_route(n: Names, group_id: int) -> pb.Entity:
+    entity = route(n, [])
+    entity.table_entry.action.action_profile_group_id = group_id
+    return entity
+
+
 def test_rollback_undoes_one_shot_writes_completely(ctl):
     rig, client, n = ctl
     client.write(route(n, [(2, 1), (3, 1)]))
