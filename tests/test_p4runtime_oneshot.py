@@ -27,7 +27,7 @@ from profile_flows import (
     table_read,
     used_ports,
 )
-from switch_rig import mac
+from switch_rig import Rig, mac
 
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import installer
@@ -305,6 +305,37 @@ def test_a_rolled_back_first_one_shot_leaves_the_selector_free(ctl):
     assert client.read(table_read(n)) == []
     assert hidden(rig, n) == (0, 0)
     client.write(member(n, "ecmp_sel", 1, 3))  # no one shot left: members are welcome
+
+
+def test_one_shots_read_back_as_written_after_a_server_restart(program, tmp_path):
+    """The one-shot mark lives on the switch: a new server process that takes the running
+    switch over (RECONCILE_AND_COMMIT of the same config, which keeps its state) reads the
+    entry back as its action set, still hides its members and group, still refuses members
+    on its selector, and the packets still take the set's ports."""
+    reconcile = pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT
+    with Rig(n_ports=4) as rig:
+        with p4runtime_rig.server_process(rig, f"unix:{tmp_path}/first.sock"), \
+                p4runtime_rig.primary_client(f"unix:{tmp_path}/first.sock", program) as (
+                    client, _):
+            n = Names(program[1])
+            client.write(route(n, [(2, 1), (3, 2)]))
+            written = client.read(table_read(n))
+        with p4runtime_rig.server_process(rig, f"unix:{tmp_path}/second.sock"), \
+                p4runtime_rig.primary_client(f"unix:{tmp_path}/second.sock", program,
+                                             action=reconcile) as (client, won):
+            assert p4runtime_rig.is_primary(won)
+            assert client.read(table_read(n)) == written
+            assert written[0].table_entry.action.HasField("action_profile_action_set")
+            members, groups = pb.Entity(), pb.Entity()
+            members.action_profile_member.SetInParent()
+            groups.action_profile_group.SetInParent()
+            assert client.read(members) == client.read(groups) == []
+            assert hidden(rig, n) == (2, 1)
+            assert update_code_of(lambda: client.write(member(n, "ecmp_sel", 9, 4))) == \
+                Code.INVALID_ARGUMENT
+            assert used_ports(rig) == {2, 3}
+            client.write(route(n, []), op=DELETE)
+            assert hidden(rig, n) == (0, 0)
 
 
 def test_an_entries_file_action_set_is_checked(program, tmp_path):
