@@ -50,6 +50,7 @@ class P4InfoIndex:
         self.digests = {d.preamble.id: d for d in info.digests}
         self.value_sets = {v.preamble.id: v for v in info.value_sets}
         self.action_profiles = {p.preamble.id: p for p in info.action_profiles}
+        self.externs = {e.extern_type_id: e for e in info.externs}
         self.controller_headers = {h.preamble.name: h for h in info.controller_packet_metadata}
 
     def table(self, table_id: int) -> p4info_pb2.Table:
