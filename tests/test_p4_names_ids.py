@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
 from test_p4_compiler import compile_error
 from test_p4_compiler import compiled as compiled_file
 
 from dplab.p4.ids import field_ids, jenkins_one_at_a_time
+from dplab.p4runtime.codec import P4InfoIndex, action_to_switch
+from dplab.p4runtime.errors import P4RuntimeError
 
 HEAD = """#include <core.p4>
 #include <v1model.p4>
@@ -164,6 +167,42 @@ def test_aliases_are_shortest_unique_suffixes(tmp_path: Path) -> None:
     assert found["egress.rewrite_src_dst_mac"].alias == "rewrite_src_dst_mac"
 
 
+# p4c's basic_routing-bmv2.p4.p4info.txtpb: every table (none has a default_action) lists
+# its actions in source order, then NoAction with scope DEFAULT_ONLY and annotation
+# "@defaultonly"; NoAction is among the actions; no table has a const_default_action_id.
+BASIC_ROUTING_ACTION_REFS = {
+    "ingress.bd": [33505590], "ingress.ipv4_fib": [22594144, 26104220],
+    "ingress.ipv4_fib_lpm": [22594144, 26104220], "ingress.nexthop": [22594144, 19738113],
+    "ingress.port_mapping": [27500220], "egress.rewrite_mac": [28864280, 28966416]}
+
+
+def test_tables_without_default_action_get_defaultonly_no_action(tmp_path: Path) -> None:
+    ir, info = compiled(BASIC_ROUTING, tmp_path)
+    default_only = (21257015, p4info_pb2.ActionRef.DEFAULT_ONLY, ["@defaultonly"])
+    for table in info.tables:
+        refs = [(r.id, r.scope, list(r.annotations)) for r in table.action_refs]
+        expected = [(i, p4info_pb2.ActionRef.TABLE_AND_DEFAULT, [])
+                    for i in BASIC_ROUTING_ACTION_REFS[table.preamble.name]]
+        assert refs == expected + [default_only]
+        assert table.const_default_action_id == 0
+    assert "NoAction" in [a.preamble.name for a in info.actions]
+    for table in ir["tables"]:   # the IR: NoAction is the (changeable) default and listed
+        default = table["default_action"]
+        assert ir["actions"][default["action"]]["name"] == "NoAction"
+        assert not default["const"]
+        assert {"action": default["action"], "scope": "default_only"} in table["actions"]
+
+
+def test_a_listed_no_action_is_not_added_twice(tmp_path: Path) -> None:
+    # p4c adds @defaultonly NoAction only when the list does not name NoAction already
+    program = BASIC_ROUTING.replace("actions = { set_vrf; }", "actions = { set_vrf; NoAction; }")
+    _, info = compiled(program, tmp_path)
+    bd = next(t for t in info.tables if t.preamble.name == "ingress.bd")
+    assert [(r.id, r.scope) for r in bd.action_refs] == [
+        (33505590, p4info_pb2.ActionRef.TABLE_AND_DEFAULT),
+        (21257015, p4info_pb2.ActionRef.TABLE_AND_DEFAULT)]
+
+
 def test_jenkins_hash_and_collision_probing() -> None:
     # Bob Jenkins' published test vector for one-at-a-time: "a" -> 0xca2e9442
     assert jenkins_one_at_a_time("a") == 0xCA2E9442
@@ -273,3 +312,17 @@ def test_tuple_value_set_with_an_id(tmp_path: Path) -> None:
     states = {s["name"]: s for s in ir["parser"]["states"]}
     assert states["pairs"]["transition"]["cases"][0]["sets"] == [
         {"kind": "value_set", "set": index}]
+
+
+def test_the_server_keeps_the_added_no_action_for_the_default_entry(tmp_path: Path) -> None:
+    # P4Runtime spec 9.1.2: a DEFAULT_ONLY action in a match entry is PERMISSION_DENIED;
+    # the server's codec (dplab.p4runtime) checks scopes from this P4Info
+    _, info = compiled(BASIC_ROUTING, tmp_path)
+    index = P4InfoIndex(info)
+    bd = next(t for t in info.tables if t.preamble.name == "ingress.bd")
+    no_action = p4runtime_pb2.Action(action_id=21257015)
+    assert action_to_switch(index, bd, no_action, default=True) == {"action": 21257015,
+                                                                    "args": []}
+    with pytest.raises(P4RuntimeError) as refused:
+        action_to_switch(index, bd, no_action, default=False)
+    assert refused.value.code == "PERMISSION_DENIED"
