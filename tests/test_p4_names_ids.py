@@ -326,3 +326,44 @@ def test_the_server_keeps_the_added_no_action_for_the_default_entry(tmp_path: Pa
     with pytest.raises(P4RuntimeError) as refused:
         action_to_switch(index, bd, no_action, default=False)
     assert refused.value.code == "PERMISSION_DENIED"
+
+
+CONTROLLER_AND_DIGEST = HEAD.replace("header eth_t", """
+@name("cpu_in_header_t") @controller_header("packet_in")
+header packet_in_t { @name("port") bit<9> ingress_port; bit<7> pad; }
+@name(".mac_learn_t") struct learn_t { @name("mac") bit<48> src; bit<9> port; bit<7> pad; }
+header eth_t""").replace("struct headers { eth_t ethernet;",
+                         "struct headers { packet_in_t cpu; eth_t ethernet;") + """
+control egress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply { }
+}
+control ingress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply { digest<learn_t>(1, { hdr.ethernet.src, sm.ingress_port, 7w0 }); }
+}
+""" + TAIL
+
+
+def test_digest_and_controller_header_names_as_p4c(tmp_path: Path) -> None:
+    # p4c (P4RuntimeSerializer addControllerHeader, v1model getDigestCall): a digest is
+    # named by its struct type's control-plane name (@name, leading "." dropped) and its
+    # type_info struct and members likewise; a controller header's preamble name and alias
+    # are its role, its id the hash of its header type's control-plane name
+    _, info = compiled(CONTROLLER_AND_DIGEST, tmp_path)
+    digest = info.digests[0]
+    assert (digest.preamble.name, digest.preamble.alias) == ("mac_learn_t", "mac_learn_t")
+    assert digest.preamble.id == 0x17 << 24 | jenkins_one_at_a_time("mac_learn_t") & 0xFFFFFF
+    assert digest.type_spec.struct.name == "mac_learn_t"
+    members = info.type_info.structs["mac_learn_t"].members
+    assert [m.name for m in members] == ["mac", "port", "pad"]
+    header = info.controller_packet_metadata[0]
+    assert (header.preamble.name, header.preamble.alias) == ("packet_in", "packet_in")
+    assert header.preamble.id == 0x04 << 24 | jenkins_one_at_a_time("cpu_in_header_t") & 0xFFFFFF
+    assert [(m.id, m.name, m.bitwidth) for m in header.metadata] == [(1, "port", 9),
+                                                                     (2, "pad", 7)]
+
+
+def test_controller_header_ids_equal_p4cs() -> None:
+    # p4c's ids for header types packet_in_header_t / packet_out_header_t, as in P4Info
+    # files it generated (sonic-net/sonic-pins p4rt_app tests: 81826293, 76689799)
+    assert 0x04 << 24 | jenkins_one_at_a_time("packet_in_header_t") & 0xFFFFFF == 81826293
+    assert 0x04 << 24 | jenkins_one_at_a_time("packet_out_header_t") & 0xFFFFFF == 76689799

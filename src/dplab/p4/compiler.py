@@ -279,11 +279,16 @@ class Compiler:
             raise P4Error(Loc(str(self.path), 1, 1), f"@controller_header must be packet_in or "
                           f"packet_out, not {role}")
         decl = self.struct_decls[typ.name]
-        self.ids.note("controller_headers", typ.name, decl)
+        # p4c hashes the header type's control-plane name (its @name, else its own) for the
+        # id; the P4Info preamble's name and alias are the role (P4RuntimeSerializer's
+        # addControllerHeader)
+        symbol = names.qualified(decl, "")
+        self.ids.note("controller_headers", symbol, decl)
         numbers = ids.field_ids([ids.given_id(f) for f in decl.fields])
         fields = [{"id": number, "name": names.local_name(f), "w": width_of(t)}
                   for number, f, (_, t, _) in zip(numbers, decl.fields, typ.fields, strict=True)]
-        self.ir["controller_headers"][role] = {"name": role, "inst": inst, "fields": fields}
+        self.ir["controller_headers"][role] = {"name": role, "type_name": symbol, "inst": inst,
+                                               "fields": fields}
 
     def metadata_instance(self, name: str, typ: StructType) -> StructRef:
         flat: list = []
@@ -630,11 +635,17 @@ class Compiler:
         if not isinstance(typ, StructType) or typ.kind != "struct":
             raise P4Error(loc, "a digest's type must be a struct")
         if typ.name not in self.digest_types:
-            fields = [{"name": n, "w": width_of(t)} for n, t, _ in typ.fields]
+            # p4c names a digest after its struct type's control-plane name (its @name,
+            # else its own), its fields by theirs (p4RuntimeArchStandard's getDigestCall,
+            # typeSpecConverter's Type_Struct)
+            decl = self.struct_decls[typ.name]
+            fields = [{"name": names.local_name(f), "w": width_of(t)}
+                      for f, (_, t, _) in zip(decl.fields, typ.fields, strict=True)]
             if any(f["w"] is None for f in fields):
                 raise P4Error(loc, "digest structs may hold only bit<W> fields")
-            self.ir["digests"].append({"name": typ.name, "fields": fields})
-            self.ids.note("digests", typ.name, self.struct_decls[typ.name])
+            name = names.qualified(decl, "")
+            self.ir["digests"].append({"name": name, "fields": fields})
+            self.ids.note("digests", name, decl)
             self.digest_types[typ.name] = len(self.ir["digests"]) - 1
         index = self.digest_types[typ.name]
         fields = self.ir["digests"][index]["fields"]

@@ -81,7 +81,7 @@ def _aliases(info: p4info_pb2.P4Info, ir: dict) -> None:
     symbols = [h["name"] for group in ("tables", "actions", "counters", "direct_counters",
                                        "meters", "direct_meters", "registers", "digests",
                                        "value_sets", "action_profiles") for h in ir[group]]
-    symbols += [symbol_name("controller_headers", h, ir)
+    symbols += [symbol_name("controller_headers", h)
                 for h in ir["controller_headers"].values()]
     alias = aliases(symbols)
     for group in (info.tables, info.actions, info.counters, info.direct_counters, info.meters,
