@@ -126,6 +126,7 @@ class Parser:
         else:
             self.fail("expected a declaration")
         node.annos = annos
+        node.name_loc = node.loc   # where p4c points for the declaration's diagnostics
         node.loc = loc
         return node
 
