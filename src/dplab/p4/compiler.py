@@ -10,7 +10,7 @@ from dplab.p4.ids import IdAllocator
 from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.statements import Scope, StatementCompiler
-from dplab.p4.syntax import Node, parse
+from dplab.p4.syntax import Node, name_loc, parse
 from dplab.p4.types import (
     ActionRef,
     Bits,
@@ -691,11 +691,6 @@ class Compiler:
         if isinstance(target, StructRef):
             return [i for m in target.members.values() for i in self.emitted(m, loc)]
         raise P4Error(loc, "emit needs a header, a header stack or a struct of headers")
-
-
-def name_loc(node: Node) -> Loc:
-    """Where a declaration's name is: p4c's diagnostics about a declaration point there."""
-    return getattr(node, "name_loc", node.loc)
 
 
 def binding_key(target: object) -> object:
