@@ -268,6 +268,7 @@ impl<'a> Handler<'a> {
                 self.with_runtime(|rt| Ok(json!({"program": rt.prog.name, "tag": *pipeline_tag()})))
             }
             "stats" => Ok(self.stats()),
+            "port_status" => Ok(self.port_status()),
             "packet_out" => self.packet_out(req),
             "table_add" | "table_modify" | "table_delete" => {
                 self.with_runtime(|rt| table_write(rt, req, cmd, self.now()))
@@ -400,6 +401,22 @@ impl<'a> Handler<'a> {
         drop(q);
         signal(self.shared.wake_dataplane);
         Ok(Value::Null)
+    }
+
+    /// Whether each port is running as the selectors see it (watch ports): `null` until
+    /// the port watch has handed its state to the loaded pipeline.
+    fn port_status(&self) -> Value {
+        let down = crate::liveness::applied_down_ports(self.shared);
+        let ports: Vec<Value> = self
+            .shared
+            .ports
+            .iter()
+            .map(|(n, name)| {
+                let running = down.as_ref().map(|d| !d.contains(n));
+                json!({"port": n, "name": name, "running": running})
+            })
+            .collect();
+        json!({ "ports": ports })
     }
 
     fn stats(&self) -> Value {
