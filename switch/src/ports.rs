@@ -27,6 +27,18 @@
 //! queue takes both). Segments are joined only while the interface has TSO on (the kernel
 //! would cut the super-packet again in software otherwise), and the segments of a
 //! super-packet the kernel refused go out one by one instead.
+//!
+//! With `--tx xdp` (xdptx.rs) a port sends wire-sized frames through the switch's XDP
+//! program instead of the transmit ring; super-packets and frames longer than a map slot
+//! keep the AF_PACKET path. A port's order holds: whatever one path has queued goes out
+//! before the other path is used (and when the peer runs NAPI, both paths end in its one
+//! receive ring: veth_xmit puts socket buffers there too). A port whose interface takes no
+//! XDP frames (its peer runs no NAPI, xdpcheck.rs) sends through the ring, and counts a
+//! fallback each time it goes from XDP to the ring. The port reads its tx_dropped
+//! around each XDP call: when the peer refused every frame of the call (it runs no NAPI),
+//! the port sends them again through the ring, counts a fallback, and stays on the ring
+//! for `XDP_RETRY` before trying XDP again; frames refused in part (the peer's ring full)
+//! are dropped and counted like the ring's refusals.
 
 use std::ffi::CString;
 use std::io;
@@ -38,6 +50,7 @@ use crate::coalesce::{self, Coalescer};
 use crate::segment::{Malformed, Segments, VnetHdr, VNET_HDR_LEN};
 use crate::shared::PortDrop;
 use crate::txring::{self, setsockopt, RingShape, TxRing};
+use crate::xdptx::{self, DropCounter, XdpTx};
 
 /// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply the
 /// ring's memory for packets rare and slow enough to take the copy path instead.
@@ -65,6 +78,9 @@ const TX_FRAME_COUNT: usize = 256;
 const TX_ATTEMPTS: usize = 3;
 /// How often a port whose interface has TSO off looks again (`ethtool -K` may turn it on).
 const TSO_RECHECK: Duration = Duration::from_secs(1);
+/// How long a port whose peer refused XDP frames sends through the ring before it tries
+/// XDP again (`ethtool -K <peer> gro on` may have been run since).
+const XDP_RETRY: Duration = Duration::from_secs(1);
 /// ethtool's "get TCP segmentation offload" command (linux/ethtool.h).
 const ETHTOOL_GTSO: u32 = 0x1e;
 
@@ -77,6 +93,21 @@ pub struct Sent {
     /// Packets the kernel refused as longer than the MTU allows (the other packets not
     /// sent found the device's queue full, or another error).
     pub too_long: u64,
+    /// Of `packets`, those sent through XDP.
+    pub xdp_packets: u64,
+    /// Times the peer refused a whole XDP call and its frames went through the ring.
+    pub xdp_fallbacks: u64,
+}
+
+/// A port's state for sending through XDP.
+struct XdpPath {
+    drops: DropCounter,
+    /// tx_dropped as last read, while nothing but XDP calls could have changed it since.
+    known_dropped: Option<u64>,
+    /// Set when the peer refused XDP frames: the ring is used until then.
+    refused_until: Option<Instant>,
+    /// Whether the interface took XDP frames when last asked.
+    accepted: bool,
 }
 
 /// The transmit socket's ring and what is queued in it.
@@ -132,6 +163,7 @@ pub struct Port {
     next_at: usize,
     pub ifindex: i32,
     tx: Option<TxPath>,
+    xdp: Option<XdpPath>,
     /// Longest frame the interface sends: its MTU plus the Ethernet header.
     wire_max: usize,
     /// Whether the interface takes super-packets (TSO on), and when that was last read.
@@ -172,7 +204,8 @@ fn tx_frame_size(wire_max: usize) -> usize {
 }
 
 impl Port {
-    pub fn open(number: u32, name: &str) -> io::Result<Port> {
+    /// `xdp`: the switch transmits through XDP (the port then reads its tx_dropped).
+    pub fn open(number: u32, name: &str, xdp: bool) -> io::Result<Port> {
         let cname = CString::new(name).map_err(|_| io::Error::other("bad interface name"))?;
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
         if ifindex == 0 {
@@ -199,6 +232,7 @@ impl Port {
             next_at: 0,
             ifindex,
             tx: None,
+            xdp: None,
             wire_max: mtu + ETH_HLEN,
             tso: false,
             tso_read: Instant::now(),
@@ -215,6 +249,22 @@ impl Port {
                 "dplab-switch: port {number} ({name}): no transmit ring ({e}); \
                  sending packet by packet instead"
             ),
+        }
+        if xdp {
+            match DropCounter::open(name) {
+                Ok(drops) => {
+                    port.xdp = Some(XdpPath {
+                        drops,
+                        known_dropped: None,
+                        refused_until: None,
+                        accepted: true,
+                    })
+                }
+                Err(e) => eprintln!(
+                    "dplab-switch: port {number} ({name}): its tx_dropped is unreadable ({e}); \
+                     sending through the ring, not XDP"
+                ),
+            }
         }
         Ok(port)
     }
@@ -388,14 +438,36 @@ impl Port {
         unsafe { ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_KERNEL) };
     }
 
+    /// Whether the port sends through XDP now (false while its peer refuses XDP frames).
+    pub fn sends_xdp(&self) -> bool {
+        self.xdp
+            .as_ref()
+            .is_some_and(|x| x.refused_until.is_none_or(|until| Instant::now() >= until))
+    }
+
     /// Sends a batch of packets, in order, segments of one TCP flow joined where they
-    /// may be; says how many wire packets the kernel took.
-    pub fn send_batch(&mut self, packets: &[Vec<u8>]) -> Sent {
+    /// may be, through `xdp` where it can (None: the ring only); says how many wire
+    /// packets the kernel took.
+    pub fn send_batch(&mut self, packets: &[Vec<u8>], mut xdp: Option<&mut XdpTx>) -> Sent {
+        let mut sent = Sent::default();
+        if !self.sends_xdp() {
+            xdp = None;
+        }
+        if let (Some(x), Some(path)) = (xdp.as_deref_mut(), self.xdp.as_mut()) {
+            let accepts = x.accepts(self.ifindex);
+            if path.accepted && !accepts {
+                sent.xdp_fallbacks += 1;
+            }
+            path.accepted = accepts;
+            if !accepts {
+                xdp = None;
+            }
+        }
+        let xdp_max = self.wire_max.min(xdptx::ROOM);
         if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
             self.tso = interface_tso(self.fd, &self.name);
             self.tso_read = Instant::now();
         }
-        let mut sent = Sent::default();
         let mut i = 0;
         while i < packets.len() {
             let count = if self.tso {
@@ -404,6 +476,16 @@ impl Port {
                 1
             };
             let run = &packets[i..i + count];
+            if count == 1 && run[0].len() <= xdp_max {
+                if let Some(x) = xdp.as_deref_mut() {
+                    self.queue_xdp(x, &run[0], &mut sent);
+                    i += 1;
+                    continue;
+                }
+            }
+            if let Some(x) = xdp.as_deref_mut() {
+                self.send_xdp(x, &mut sent);
+            }
             if count == 1 || !self.send_super(run, &mut sent) {
                 for p in run {
                     self.send_single(p, &mut sent);
@@ -411,19 +493,79 @@ impl Port {
             }
             i += count;
         }
-        if let Some(tx) = self.tx.as_mut() {
-            tx.push_out(&mut sent);
+        if let Some(x) = xdp {
+            self.send_xdp(x, &mut sent);
         }
+        self.push_out_ring(&mut sent);
         sent
+    }
+
+    /// Hands what the transmit ring holds to the kernel.
+    fn push_out_ring(&mut self, sent: &mut Sent) {
+        if let Some(tx) = self.tx.as_mut() {
+            if !tx.queued.is_empty() {
+                tx.push_out(sent);
+                self.forget_dropped();
+            }
+        }
+    }
+
+    /// The AF_PACKET path sent something: veth may have counted drops of it in tx_dropped.
+    fn forget_dropped(&mut self) {
+        if let Some(x) = self.xdp.as_mut() {
+            x.known_dropped = None;
+        }
+    }
+
+    /// Adds a frame to the next XDP call, after what the ring holds (sent first).
+    fn queue_xdp(&mut self, xdp: &mut XdpTx, p: &[u8], sent: &mut Sent) {
+        self.push_out_ring(sent);
+        xdp.queue(self.ifindex, p);
+        if xdp.is_full() {
+            self.send_xdp(xdp, sent);
+        }
+    }
+
+    /// Makes the XDP call for the queued frames and settles them with the port's
+    /// tx_dropped (module doc).
+    fn send_xdp(&mut self, xdp: &mut XdpTx, sent: &mut Sent) {
+        let n = xdp.count() as u64;
+        let Some(path) = self.xdp.as_mut().filter(|_| n > 0) else {
+            return;
+        };
+        let before = path.known_dropped.or_else(|| path.drops.read());
+        let result = xdp.send();
+        let after = path.drops.read();
+        path.known_dropped = after;
+        let refused = match (result, before, after) {
+            (Ok(()), Some(b), Some(a)) => a.saturating_sub(b).min(n),
+            _ => n, // the call failed, or what it did is unknown: the ring sends them
+        };
+        if refused == n {
+            path.refused_until = Some(Instant::now() + XDP_RETRY);
+            sent.xdp_fallbacks += 1;
+            for p in xdp.queued() {
+                self.send_single(p, sent);
+            }
+        } else {
+            let taken = (n - refused) as usize;
+            sent.packets += taken as u64;
+            sent.xdp_packets += taken as u64;
+            sent.bytes += xdp
+                .queued()
+                .take(taken)
+                .map(|p| p.len() as u64)
+                .sum::<u64>();
+        }
+        xdp.clear();
     }
 
     /// Queues a packet in the transmit ring, or sends it on its own (after what the ring
     /// holds, to keep the port's order) if there is no ring or it is too long for one.
     fn send_single(&mut self, p: &[u8], sent: &mut Sent) {
         let Some(tx) = self.tx.as_mut().filter(|tx| p.len() <= tx.max_len) else {
-            if let Some(tx) = self.tx.as_mut() {
-                tx.push_out(sent);
-            }
+            self.push_out_ring(sent);
+            self.forget_dropped();
             match send_one(self.fd, p) {
                 Ok(()) => {
                     sent.packets += 1;
@@ -434,6 +576,9 @@ impl Port {
             }
             return;
         };
+        if let Some(x) = self.xdp.as_mut() {
+            x.known_dropped = None; // the ring's sends may count drops too
+        }
         if tx.ring.free_frame().is_none() {
             // A batch longer than the ring (the segments of super-packets): send what
             // is queued so its frames come free.
@@ -451,9 +596,8 @@ impl Port {
     /// counts them as their segments; false if the kernel refused it (then they are still
     /// to be sent).
     fn send_super(&mut self, segments: &[Vec<u8>], sent: &mut Sent) -> bool {
-        if let Some(tx) = self.tx.as_mut() {
-            tx.push_out(sent);
-        }
+        self.push_out_ring(sent);
+        self.forget_dropped();
         let sp = self.coalescer.super_packet(segments);
         self.iov.clear();
         self.iov.push(io_slice(&sp.vnet));
