@@ -149,13 +149,14 @@ fn main() {
         let port = ports::Port::open(*num, name, opts.tx_xdp);
         ports.push(port.unwrap_or_else(|e| fail(&e.to_string())));
     }
-    let xdp = match opts.ports.first().filter(|_| opts.tx_xdp) {
-        Some((_, first)) => Some(
+    let xdp = opts
+        .ports
+        .first()
+        .filter(|_| opts.tx_xdp)
+        .map(|(_, first)| {
             xdptx::XdpTx::open(&bpf::holder_name(first))
-                .unwrap_or_else(|e| fail(&format!("--tx xdp: {e}"))),
-        ),
-        None => None,
-    };
+                .unwrap_or_else(|e| fail(&format!("--tx xdp: {e}")))
+        });
     let shared = Arc::new(shared::Shared::new(opts.ports.clone(), opts.cpu_port));
     if let Some(path) = &opts.pipeline {
         let text = std::fs::read_to_string(path)

@@ -5,11 +5,18 @@
 //! runs NAPI (GRO on, or an XDP program on the peer), and the peer may change that at any
 //! time (`ethtool -K`). So the switch asks before it sends through XDP (`dev-get`), and
 //! listens to the family's "mgmt" notifications (`dev-change-ntf`, sent when an
-//! interface's XDP features change): any notification makes every answer stale.
+//! interface's XDP features change): any notification makes every answer stale. As a
+//! backstop (a notification not seen: turning GRO on was not noticed in a test), an answer
+//! is also asked again after `FRESH_FOR`, which bounds how long frames to a peer that
+//! just stopped taking XDP frames could go unseen.
 
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+/// How long an answer is used before it is asked again (one netlink round trip, ~10 µs).
+const FRESH_FOR: Duration = Duration::from_millis(10);
 
 const NETLINK_GENERIC: i32 = 16;
 const SOL_NETLINK: i32 = 270;
@@ -36,7 +43,7 @@ pub struct XdpCheck {
     query: Socket,
     notes: Socket,
     family: u16,
-    known: HashMap<i32, bool>,
+    known: HashMap<i32, (bool, Instant)>,
 }
 
 struct Socket(RawFd);
@@ -188,8 +195,10 @@ impl XdpCheck {
 
     /// Whether interface `ifindex` takes XDP frames (false if the kernel cannot say).
     pub fn accepts(&mut self, ifindex: i32) -> bool {
-        if let Some(&yes) = self.known.get(&ifindex) {
-            return yes;
+        if let Some(&(yes, asked)) = self.known.get(&ifindex) {
+            if asked.elapsed() < FRESH_FOR {
+                return yes;
+            }
         }
         let request = attr(NETDEV_A_DEV_IFINDEX, &(ifindex as u32).to_ne_bytes());
         let features = self
@@ -201,7 +210,7 @@ impl XdpCheck {
                 Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?))
             });
         let yes = features.is_some_and(|f| f & NETDEV_XDP_ACT_NDO_XMIT != 0);
-        self.known.insert(ifindex, yes);
+        self.known.insert(ifindex, (yes, Instant::now()));
         yes
     }
 }

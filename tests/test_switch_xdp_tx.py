@@ -1,0 +1,145 @@
+"""The P4 switch transmitting through XDP (`--tx xdp`, switch/PROTOCOL.md): real frames
+through it arrive byte-exact and in order, on several ports, beside super-packets; a port
+whose peer takes no XDP frames falls back to the ring, delivers everything and counts the
+fallback; nothing of the XDP machinery outlives the switch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+import switch_rig as rig_mod
+from switch_rig import Rig, set_gro, tag_frame
+from test_switch_gso import compiled
+from test_switch_superpackets import send_super_packet, with_extensions
+
+pytestmark = pytest.mark.net
+
+SIZES = (60, 61, 64, 100, 128, 333, 512, 777, 1000, 1024, 1400, 1500, 1513, 1514)
+MULTICAST = 5  # switch_features.p4: tag kind 5 sends to multicast group 1
+TAG_END = 22  # Ethernet header, then the tag header's 8 bytes
+
+
+@pytest.fixture(scope="module")
+def features_ir(tmp_path_factory):
+    return compiled(rig_mod.ROOT / "tests" / "data" / "switch_features.p4", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def forward_ir(tmp_path_factory):
+    return compiled(rig_mod.ROOT / "benchmarks" / "switch_forward.p4", tmp_path_factory)
+
+
+def numbered(kind: int, seq: int, size: int) -> bytes:
+    """A tag frame of `size` bytes whose payload says its number."""
+    head = tag_frame(kind)
+    body = seq.to_bytes(4, "big") * ((size - len(head)) // 4 + 1)
+    return head + body[: size - len(head)]
+
+
+def bodies(frames: list[bytes]) -> list[bytes]:
+    """The frames behind their tag header (which the program writes into on the way)."""
+    return [f[TAG_END:] for f in frames]
+
+
+def xdp_stats(rig: Rig, port: int) -> dict:
+    stats = rig.client.call("stats")["ports"]
+    return next(p for p in stats if p["port"] == port)
+
+
+def capture_until(rig: Rig, want: dict[int, int], timeout: float = 10.0) -> dict[int, list]:
+    """What the host ports received, once each port in `want` got that many frames."""
+    got: dict[int, list[bytes]] = {p: [] for p in rig.sockets}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for p, frames in rig.capture(0.2).items():
+            got[p] += frames
+        if all(len(got[p]) >= n for p, n in want.items()):
+            break
+    return got
+
+
+def test_frames_of_many_sizes_arrive_whole_and_in_order_on_every_replica(features_ir):
+    with Rig(n_ports=3, tx="xdp") as rig:
+        rig.load(features_ir)
+        rig.client.call("mcast_group_set", group=1,
+                        replicas=[{"port": 2, "rid": 7}, {"port": 3, "rid": 9}])
+        frames = [numbered(MULTICAST, i, size) for i, size in enumerate(SIZES * 3)]
+        for frame in frames:
+            rig.send(1, frame)
+        got = capture_until(rig, {2: len(frames), 3: len(frames)})
+        assert bodies(got[2]) == bodies(frames)
+        assert bodies(got[3]) == bodies(frames)
+        for port in (2, 3):
+            stats = xdp_stats(rig, port)
+            assert stats["xdp"] == {"tx_packets": len(frames), "fallbacks": 0}
+            assert stats["tx_packets"] == len(frames) and stats["drops"] == 0
+
+
+def test_super_packets_keep_their_place_among_xdp_frames(forward_ir):
+    with Rig(n_ports=2, tx="xdp") as rig:
+        rig.load(forward_ir)
+        before = [numbered(0, i, 200) for i in range(3)]
+        after = [numbered(0, 10 + i, 200) for i in range(3)]
+        for frame in before:
+            rig.send(1, frame)
+        send_super_packet(rig, 1, with_extensions())
+        for frame in after:
+            rig.send(1, frame)
+        got = capture_until(rig, {2: 7})[2]
+        tags = [f for f in got if f[12:14] == rig_mod.TAG_TYPE]
+        assert tags == before + after
+        # Everything of the super-packet (IPv6) came between the frames before and after it.
+        tcp_at = [i for i, f in enumerate(got) if f[12:14] == b"\x86\xdd"]
+        assert tcp_at and min(tcp_at) > got.index(before[-1]) and max(tcp_at) < got.index(after[0])
+        stats = xdp_stats(rig, 2)
+        assert stats["xdp"]["tx_packets"] == len(before + after)
+        assert stats["drops"] == 0
+
+
+def test_a_peer_without_napi_gets_everything_through_the_ring(features_ir):
+    with Rig(n_ports=3, tx="xdp") as rig:
+        set_gro(rig.host_ns, rig.host_if(3), False)  # port 3's peer takes no XDP frames
+        rig.load(features_ir)
+        rig.client.call("mcast_group_set", group=1,
+                        replicas=[{"port": 2, "rid": 7}, {"port": 3, "rid": 9}])
+        frames = [numbered(MULTICAST, i, size) for i, size in enumerate(SIZES)]
+        for frame in frames:
+            rig.send(1, frame)
+        got = capture_until(rig, {2: len(frames), 3: len(frames)})
+        assert bodies(got[2]) == bodies(frames) and bodies(got[3]) == bodies(frames)
+        assert xdp_stats(rig, 2)["xdp"] == {"tx_packets": len(frames), "fallbacks": 0}
+        assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": 0, "fallbacks": 1}
+        assert xdp_stats(rig, 3)["tx_packets"] == len(frames)
+        # GRO back on: the port sends through XDP again.
+        set_gro(rig.host_ns, rig.host_if(3), True)
+        more = [numbered(MULTICAST, 100 + i, 90) for i in range(4)]
+        for frame in more:
+            rig.send(1, frame)
+        got = capture_until(rig, {3: len(more)})
+        assert bodies(got[3]) == bodies(more)
+        assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": len(more), "fallbacks": 1}
+
+
+def test_nothing_of_the_xdp_transmit_outlives_the_switch(forward_ir):
+    with Rig(n_ports=2, tx="xdp") as rig:
+        rig.load(forward_ir)
+        holder = f"{rig.switch_if(1)}x"
+        links = subprocess.run(["ip", "-n", rig.sw_ns, "-o", "link"], capture_output=True,
+                               text=True, check=True).stdout
+        assert holder in links
+        pid = rig.proc.pid
+        bpf_fds = [p for p in _fd_targets(pid) if "bpf" in p]
+        assert bpf_fds  # the program, its map and the holder's link
+        rig.proc.terminate()
+        assert rig.proc.wait(timeout=10) == 0
+        links = subprocess.run(["ip", "-n", rig.sw_ns, "-o", "link"], capture_output=True,
+                               text=True, check=True).stdout
+        assert holder not in links
+
+
+def _fd_targets(pid: int) -> list[str]:
+    fd_dir = f"/proc/{pid}/fd"
+    return [os.readlink(f"{fd_dir}/{fd}") for fd in os.listdir(fd_dir)]
