@@ -1,7 +1,8 @@
 """The P4 switch transmitting through XDP (`--tx xdp`, switch/PROTOCOL.md): real frames
 through it arrive byte-exact and in order, on several ports, beside super-packets; a port
 whose peer takes no XDP frames falls back to the ring, delivers everything and counts the
-fallback; nothing of the XDP machinery outlives the switch."""
+fallback; nothing of the XDP machinery outlives the switch; the p4 plane's switches
+transmit through XDP by default and TCP crosses chains of them whole."""
 
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ import time
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import Rig, set_gro, tag_frame
+from net_checks import ping_failures, tcp_received
+from switch_rig import Rig, SwitchClient, set_gro, tag_frame
 from test_switch_gso import compiled
 from test_switch_superpackets import send_super_packet, with_extensions
+
+from dplab.planes import PlaneError, create
+from dplab.substrate.network import Network
+from dplab.topology import catalog
 
 pytestmark = pytest.mark.net
 
@@ -123,6 +129,42 @@ def test_a_peer_without_napi_gets_everything_through_the_ring(features_ir):
         assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": len(more), "fallbacks": 1}
 
 
+def test_a_shaped_port_sends_through_the_ring_its_qdisc(features_ir):
+    """XDP frames skip the interface's qdiscs: a port with a TBF (the lab's link shaping)
+    keeps the ring, so its rate limit holds; without it, the port takes XDP again."""
+    with Rig(n_ports=3, tx="xdp") as rig:
+        tbf = ["tc", "-n", rig.sw_ns, "qdisc", "add", "dev", rig.switch_if(3), "root", "tbf",
+               "rate", "100mbit", "burst", "20000", "latency", "50ms"]
+        subprocess.run(tbf, check=True, capture_output=True)
+        rig.load(features_ir)
+        rig.client.call("mcast_group_set", group=1,
+                        replicas=[{"port": 2, "rid": 7}, {"port": 3, "rid": 9}])
+        frames = [numbered(MULTICAST, i, size) for i, size in enumerate(SIZES)]
+        for frame in frames:
+            rig.send(1, frame)
+        got = capture_until(rig, {2: len(frames), 3: len(frames)})
+        assert bodies(got[2]) == bodies(frames) and bodies(got[3]) == bodies(frames)
+        assert xdp_stats(rig, 2)["xdp"] == {"tx_packets": len(frames), "fallbacks": 0}
+        assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": 0, "fallbacks": 1}
+        sent_by_tbf = _qdisc_packets(rig.sw_ns, rig.switch_if(3))
+        assert sent_by_tbf >= len(frames)  # they went through the TBF
+        subprocess.run(["tc", "-n", rig.sw_ns, "qdisc", "del", "dev", rig.switch_if(3), "root"],
+                       check=True, capture_output=True)
+        more = [numbered(MULTICAST, 100 + i, 90) for i in range(4)]
+        for frame in more:
+            rig.send(1, frame)
+        got = capture_until(rig, {3: len(more)})
+        assert bodies(got[3]) == bodies(more)
+        assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": len(more), "fallbacks": 1}
+
+
+def _qdisc_packets(ns: str, ifname: str) -> int:
+    """Packets the root qdisc of `ifname` sent (tc -s)."""
+    out = subprocess.run(["tc", "-n", ns, "-s", "qdisc", "show", "dev", ifname], check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.split(" pkt")[0].rsplit(" ", 1)[1])
+
+
 def test_nothing_of_the_xdp_transmit_outlives_the_switch(forward_ir):
     with Rig(n_ports=2, tx="xdp") as rig:
         rig.load(forward_ir)
@@ -143,3 +185,36 @@ def test_nothing_of_the_xdp_transmit_outlives_the_switch(forward_ir):
 def _fd_targets(pid: int) -> list[str]:
     fd_dir = f"/proc/{pid}/fd"
     return [os.readlink(f"{fd_dir}/{fd}") for fd in os.listdir(fd_dir)]
+
+
+@pytest.mark.parametrize("switches", [1, 4])
+def test_the_p4_plane_sends_tcp_through_xdp_across_switches(switches):
+    """The plane's default: every switch port sends through XDP (its peer, a host or the
+    next switch, has GRO on and so receives super-packets GRO merged); TCP gets through
+    whole and no switch dropped or fell back. Unshaped links: a shaped port keeps the ring
+    (its qdisc, see test_a_shaped_port_sends_through_the_ring_its_qdisc)."""
+    unshaped = {"core_bw": None, "edge_bw": None}
+    topo = (catalog.build("single", hosts=2, **unshaped) if switches == 1 else
+            catalog.build("linear", switches=switches, hosts_per_switch=1, **unshaped))
+    plane = create("p4", {"mode": "proactive"})
+    with Network(topo, addressing="l2", shared_switch_ns=plane.shared_switch_ns) as net:
+        try:
+            plane.start(net)
+            plane.wait_ready(40)
+            assert ping_failures(net) == []
+            first, last = topo.hosts()[0], topo.hosts()[-1]
+            received, _ = tcp_received(net, first, last, seconds=2.0)
+            assert received > 1_000_000
+            ports = [port for s in topo.switches()
+                     for port in SwitchClient(str(plane.dir / f"{s}.sock")).call("stats")["ports"]]
+        finally:
+            plane.stop()
+    for port in ports:
+        assert port["xdp"]["fallbacks"] == 0 and port["drops"] == 0, port
+        assert port["xdp"]["tx_packets"] > 0, port  # LLDP and the TCP flow's packets
+
+
+def test_the_p4_plane_names_a_bad_tx_value():
+    with pytest.raises(PlaneError, match="'tx'.*xdp, ring.*'fast'"):
+        create("p4", {"tx": "fast"})
+    assert create("p4", {}).options["tx"] == "xdp"

@@ -9,8 +9,14 @@
 //! backstop (a notification not seen: turning GRO on was not noticed in a test), an answer
 //! is also asked again after `FRESH_FOR`, which bounds how long frames to a peer that
 //! just stopped taking XDP frames could go unseen.
+//!
+//! XDP frames also skip the interface's qdiscs (veth's ndo_xdp_xmit queues them straight
+//! into the peer): a port the lab shapes (a TBF or netem root qdisc, any qdisc but veth's
+//! default `noqueue`) would lose its rate limit and delay. So an interface with such a
+//! qdisc counts as taking no XDP frames; the qdiscs of the switch's namespace are dumped
+//! (RTM_GETQDISC, which notifies no one) each `FRESH_FOR`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -18,7 +24,15 @@ use std::time::{Duration, Instant};
 /// How long an answer is used before it is asked again (one netlink round trip, ~10 µs).
 const FRESH_FOR: Duration = Duration::from_millis(10);
 
+const NETLINK_ROUTE: i32 = 0;
 const NETLINK_GENERIC: i32 = 16;
+const RTM_NEWQDISC: u16 = 36;
+const RTM_GETQDISC: u16 = 38;
+const TCA_KIND: u16 = 1;
+const TC_H_ROOT: u32 = 0xffff_ffff;
+const TCMSG_LEN: usize = 20;
+const NLMSG_DONE: u16 = 3;
+const NLM_F_DUMP: u16 = 0x300;
 const SOL_NETLINK: i32 = 270;
 const NETLINK_ADD_MEMBERSHIP: i32 = 1;
 const GENL_ID_CTRL: u16 = 0x10;
@@ -42,8 +56,12 @@ const NLA_F_MASK: u16 = 0x3fff; // the type bits of an attribute
 pub struct XdpCheck {
     query: Socket,
     notes: Socket,
+    route: Socket,
     family: u16,
     known: HashMap<i32, (bool, Instant)>,
+    /// Interfaces with a qdisc XDP frames would skip (None: the dump failed, so any
+    /// interface may have one), and when that was dumped.
+    queued: (Option<HashSet<i32>>, Instant),
 }
 
 struct Socket(RawFd);
@@ -55,9 +73,9 @@ impl Drop for Socket {
 }
 
 impl Socket {
-    fn open() -> io::Result<Socket> {
+    fn open(protocol: i32) -> io::Result<Socket> {
         let kind = libc::SOCK_RAW | libc::SOCK_CLOEXEC;
-        let fd = unsafe { libc::socket(libc::AF_NETLINK, kind, NETLINK_GENERIC) };
+        let fd = unsafe { libc::socket(libc::AF_NETLINK, kind, protocol) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -80,24 +98,88 @@ impl Socket {
         msg.extend([0u8; 8]); // sequence number, port id
         msg.extend([cmd, 1, 0, 0]); // genl: command, version
         msg.extend(attrs);
-        if unsafe { libc::send(self.0, msg.as_ptr() as *const libc::c_void, len, 0) } < 0 {
+        self.send(&msg)?;
+        let reply = self.receive()?;
+        let (kind, body) = messages(&reply)
+            .next()
+            .ok_or(io::Error::other("short netlink reply"))?;
+        check_error(kind, body)?;
+        Ok(body.get(GENL_HDRLEN..).unwrap_or(&[]).to_vec())
+    }
+
+    fn send(&self, msg: &[u8]) -> io::Result<()> {
+        let n = unsafe { libc::send(self.0, msg.as_ptr() as *const libc::c_void, msg.len(), 0) };
+        if n < 0 {
             return Err(io::Error::last_os_error());
         }
+        Ok(())
+    }
+
+    /// One datagram: one or more netlink messages.
+    fn receive(&self) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; 1 << 16];
         let n = unsafe { libc::recv(self.0, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        let reply = &buf[..n as usize];
-        if reply.len() < NLMSG_HDRLEN + 4 {
-            return Err(io::Error::other("short netlink reply"));
+        buf.truncate(n as usize);
+        Ok(buf)
+    }
+
+    /// The interfaces of this namespace that have any qdisc but a root `noqueue`.
+    fn queued_interfaces(&self) -> io::Result<HashSet<i32>> {
+        let mut msg = Vec::with_capacity(NLMSG_HDRLEN + TCMSG_LEN);
+        msg.extend(((NLMSG_HDRLEN + TCMSG_LEN) as u32).to_ne_bytes());
+        msg.extend(RTM_GETQDISC.to_ne_bytes());
+        msg.extend((libc::NLM_F_REQUEST as u16 | NLM_F_DUMP).to_ne_bytes());
+        msg.extend([0u8; 8 + TCMSG_LEN]); // sequence number, port id; tcmsg: every interface
+        self.send(&msg)?;
+        let mut queued = HashSet::new();
+        loop {
+            let reply = self.receive()?;
+            for (kind, body) in messages(&reply) {
+                check_error(kind, body)?;
+                if kind == NLMSG_DONE {
+                    return Ok(queued);
+                }
+                if kind != RTM_NEWQDISC || body.len() < TCMSG_LEN {
+                    continue;
+                }
+                let ifindex = i32::from_ne_bytes(body[4..8].try_into().unwrap());
+                let parent = u32::from_ne_bytes(body[12..16].try_into().unwrap());
+                let noqueue = find(&attrs(&body[TCMSG_LEN..]), TCA_KIND) == Some(b"noqueue\0");
+                if !(parent == TC_H_ROOT && noqueue) {
+                    queued.insert(ifindex);
+                }
+            }
         }
-        if u16::from_ne_bytes([reply[4], reply[5]]) == NLMSG_ERROR {
-            let errno = i32::from_ne_bytes(reply[16..20].try_into().unwrap());
-            return Err(io::Error::from_raw_os_error(-errno));
+    }
+}
+
+/// The netlink messages of a datagram, as (type, payload).
+fn messages(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        if bytes.len() < NLMSG_HDRLEN {
+            return None;
         }
-        let end = (u32::from_ne_bytes(reply[..4].try_into().unwrap()) as usize).min(reply.len());
-        Ok(reply[NLMSG_HDRLEN + GENL_HDRLEN..end].to_vec())
+        let len = u32::from_ne_bytes(bytes[..4].try_into().unwrap()) as usize;
+        if len < NLMSG_HDRLEN || len > bytes.len() {
+            return None;
+        }
+        let message = (u16::from_ne_bytes([bytes[4], bytes[5]]), &bytes[NLMSG_HDRLEN..len]);
+        bytes = &bytes[len.next_multiple_of(4).min(bytes.len())..];
+        Some(message)
+    })
+}
+
+/// The error an NLMSG_ERROR message carries (none for an acknowledgement).
+fn check_error(kind: u16, body: &[u8]) -> io::Result<()> {
+    if kind != NLMSG_ERROR || body.len() < 4 {
+        return Ok(());
+    }
+    match i32::from_ne_bytes(body[..4].try_into().unwrap()) {
+        0 => Ok(()),
+        errno => Err(io::Error::from_raw_os_error(-errno)),
     }
 }
 
@@ -135,8 +217,10 @@ fn find<'a>(list: &[(u16, &'a [u8])], kind: u16) -> Option<&'a [u8]> {
 impl XdpCheck {
     pub fn open() -> Result<XdpCheck, String> {
         let fail = |what: &str, e: io::Error| format!("netdev netlink family: {what}: {e}");
-        let query = Socket::open().map_err(|e| fail("socket", e))?;
-        let notes = Socket::open().map_err(|e| fail("socket", e))?;
+        let query = Socket::open(NETLINK_GENERIC).map_err(|e| fail("socket", e))?;
+        let notes = Socket::open(NETLINK_GENERIC).map_err(|e| fail("socket", e))?;
+        let route = Socket::open(NETLINK_ROUTE)
+            .map_err(|e| format!("route netlink socket (qdiscs): {e}"))?;
         let reply = query
             .ask(
                 GENL_ID_CTRL,
@@ -159,11 +243,16 @@ impl XdpCheck {
         let mgmt = mgmt.ok_or("netdev netlink family: no \"mgmt\" group")?;
         crate::txring::setsockopt(notes.0, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &mgmt)
             .map_err(|e| fail("joining its mgmt group", e))?;
+        let queued = route
+            .queued_interfaces()
+            .map_err(|e| format!("dumping the qdiscs: {e}"))?;
         Ok(XdpCheck {
             query,
             notes,
+            route,
             family,
             known: HashMap::new(),
+            queued: (Some(queued), Instant::now()),
         })
     }
 
@@ -193,8 +282,15 @@ impl XdpCheck {
         }
     }
 
-    /// Whether interface `ifindex` takes XDP frames (false if the kernel cannot say).
+    /// Whether interface `ifindex` takes XDP frames and has no qdisc they would skip
+    /// (false if the kernel cannot say).
     pub fn accepts(&mut self, ifindex: i32) -> bool {
+        if self.queued.1.elapsed() >= FRESH_FOR {
+            self.queued = (self.route.queued_interfaces().ok(), Instant::now());
+        }
+        if self.queued.0.as_ref().is_none_or(|q| q.contains(&ifindex)) {
+            return false;
+        }
         if let Some(&(yes, asked)) = self.known.get(&ifindex) {
             if asked.elapsed() < FRESH_FOR {
                 return yes;
