@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 
 import pytest
@@ -127,6 +128,56 @@ def test_a_peer_without_napi_gets_everything_through_the_ring(features_ir):
         got = capture_until(rig, {3: len(more)})
         assert bodies(got[3]) == bodies(more)
         assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": len(more), "fallbacks": 1}
+
+
+def test_gro_flipped_off_and_on_mid_stream_loses_no_frame_silently(forward_ir):
+    """The peer stops running NAPI while frames stream: those veth did not take go out
+    through the ring, so every frame the switch read arrives at the host or is counted as
+    dropped (by the switch, or by veth in tx_dropped); the switch's XDP count is exactly
+    what veth took through XDP."""
+    with Rig(n_ports=2, tx="xdp", capture=False) as rig:
+        rig.load(forward_ir)
+        blast = threading.Thread(target=rig.blast, args=(tag_frame(0) + bytes(46), 2.0),
+                                 kwargs={"pps": 50_000})
+        blast.start()
+        for _ in range(4):  # each off long enough for frames to meet it
+            set_gro(rig.host_ns, rig.host_if(2), False)
+            time.sleep(0.1)
+            set_gro(rig.host_ns, rig.host_if(2), True)
+            time.sleep(0.1)
+        blast.join()
+        port_in, port_out = _ports_when_settled(rig)
+        host_rx = _counter(rig.host_ns, rig.host_if(2), "rx_packets")
+        veth_dropped = _counter(rig.sw_ns, rig.switch_if(2), "tx_dropped")
+        assert port_in["rx_packets"] > 0
+        assert host_rx + veth_dropped + port_out["drops"] == port_in["rx_packets"]
+        assert port_out["xdp"]["tx_packets"] == _veth_xdp_xmit(rig.sw_ns, rig.switch_if(2))
+
+
+def _ports_when_settled(rig: Rig) -> tuple[dict, dict]:
+    """Ports 1 and 2's stats once port 2 has settled every frame port 1 read."""
+    deadline = time.monotonic() + 10
+    while True:
+        ports = rig.client.call("stats")["ports"]
+        port_in, port_out = ports[0], ports[1]
+        settled = port_out["tx_packets"] + port_out["drops"] >= port_in["rx_packets"]
+        if settled or time.monotonic() > deadline:
+            return port_in, port_out
+        time.sleep(0.05)
+
+
+def _counter(ns: str, ifname: str, name: str) -> int:
+    return int(subprocess.run(["ip", "netns", "exec", ns, "cat",
+                               f"/sys/class/net/{ifname}/statistics/{name}"],
+                              check=True, capture_output=True, text=True).stdout)
+
+
+def _veth_xdp_xmit(ns: str, ifname: str) -> int:
+    """Frames veth `ifname` took through ndo_xdp_xmit (ethtool -S)."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-S", ifname],
+                         check=True, capture_output=True, text=True).stdout
+    return sum(int(line.split(":")[1]) for line in out.splitlines()
+               if line.strip().startswith("tx_queue_") and "_xdp_xmit:" in line)
 
 
 def test_a_shaped_port_sends_through_the_ring_its_qdisc(features_ir):

@@ -31,14 +31,14 @@
 //! With `--tx xdp` (xdptx.rs) a port sends wire-sized frames through the switch's XDP
 //! program instead of the transmit ring; super-packets and frames longer than a map slot
 //! keep the AF_PACKET path. A port's order holds: whatever one path has queued goes out
-//! before the other path is used (and when the peer runs NAPI, both paths end in its one
-//! receive ring: veth_xmit puts socket buffers there too). A port whose interface takes no
-//! XDP frames (its peer runs no NAPI, xdpcheck.rs) sends through the ring, and counts a
-//! fallback each time it goes from XDP to the ring. The port reads its tx_dropped
-//! around each XDP call: when the peer refused every frame of the call (it runs no NAPI),
-//! the port sends them again through the ring, counts a fallback, and stays on the ring
-//! for `XDP_RETRY` before trying XDP again; frames refused in part (the peer's ring full)
-//! are dropped and counted like the ring's refusals.
+//! before the other path is used (the two still end in different queues of the receiving
+//! CPU, the peer's NAPI ring and the backlog: switch/PROTOCOL.md `--tx`). A port whose
+//! interface takes no XDP frames (its peer runs no NAPI, xdpcheck.rs) sends through the ring, and counts a
+//! fallback each time it goes from XDP to the ring. After each XDP call the port reads
+//! how many frames veth took (`XmitCounter`): the frames past that count (the peer just
+//! stopped NAPI, or its ring was full) go out through the ring, a fallback; when it took
+//! none, the port stays on the ring for `XDP_RETRY` before trying XDP again. So no frame
+//! is lost between the peer turning NAPI off and the switch seeing it.
 
 use std::ffi::CString;
 use std::io;
@@ -50,7 +50,7 @@ use crate::coalesce::{self, Coalescer};
 use crate::segment::{Malformed, Segments, VnetHdr, VNET_HDR_LEN};
 use crate::shared::PortDrop;
 use crate::txring::{self, setsockopt, RingShape, TxRing};
-use crate::xdptx::{self, DropCounter, XdpTx};
+use crate::xdptx::{self, XdpTx, XmitCounter};
 
 /// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply the
 /// ring's memory for packets rare and slow enough to take the copy path instead.
@@ -95,15 +95,17 @@ pub struct Sent {
     pub too_long: u64,
     /// Of `packets`, those sent through XDP.
     pub xdp_packets: u64,
-    /// Times the peer refused a whole XDP call and its frames went through the ring.
+    /// Times frames meant for XDP went through the ring instead (the interface stopped
+    /// taking XDP frames, or refused some of a call's).
     pub xdp_fallbacks: u64,
 }
 
 /// A port's state for sending through XDP.
 struct XdpPath {
-    drops: DropCounter,
-    /// tx_dropped as last read, while nothing but XDP calls could have changed it since.
-    known_dropped: Option<u64>,
+    /// Frames the interface took through XDP so far (only the switch's calls move it).
+    taken: XmitCounter,
+    /// That count as last read (None: unread).
+    known_taken: Option<u64>,
     /// Set when the peer refused XDP frames: the ring is used until then.
     refused_until: Option<Instant>,
     /// Whether the interface took XDP frames when last asked.
@@ -204,7 +206,7 @@ fn tx_frame_size(wire_max: usize) -> usize {
 }
 
 impl Port {
-    /// `xdp`: the switch transmits through XDP (the port then reads its tx_dropped).
+    /// `xdp`: the switch transmits through XDP (the port then reads veth's XDP counts).
     pub fn open(number: u32, name: &str, xdp: bool) -> io::Result<Port> {
         let cname = CString::new(name).map_err(|_| io::Error::other("bad interface name"))?;
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
@@ -251,17 +253,17 @@ impl Port {
             ),
         }
         if xdp {
-            match DropCounter::open(name) {
-                Ok(drops) => {
+            match XmitCounter::open(name) {
+                Ok(taken) => {
                     port.xdp = Some(XdpPath {
-                        drops,
-                        known_dropped: None,
+                        taken,
+                        known_taken: None,
                         refused_until: None,
                         accepted: true,
                     })
                 }
                 Err(e) => eprintln!(
-                    "dplab-switch: port {number} ({name}): its tx_dropped is unreadable ({e}); \
+                    "dplab-switch: port {number} ({name}): its XDP transmit count is unreadable ({e}); \
                      sending through the ring, not XDP"
                 ),
             }
@@ -505,15 +507,7 @@ impl Port {
         if let Some(tx) = self.tx.as_mut() {
             if !tx.queued.is_empty() {
                 tx.push_out(sent);
-                self.forget_dropped();
             }
-        }
-    }
-
-    /// The AF_PACKET path sent something: veth may have counted drops of it in tx_dropped.
-    fn forget_dropped(&mut self) {
-        if let Some(x) = self.xdp.as_mut() {
-            x.known_dropped = None;
         }
     }
 
@@ -526,36 +520,37 @@ impl Port {
         }
     }
 
-    /// Makes the XDP call for the queued frames and settles them with the port's
-    /// tx_dropped (module doc).
+    /// Makes the XDP call for the queued frames and settles them with the count of
+    /// frames veth took (module doc).
     fn send_xdp(&mut self, xdp: &mut XdpTx, sent: &mut Sent) {
         let n = xdp.count() as u64;
         let Some(path) = self.xdp.as_mut().filter(|_| n > 0) else {
             return;
         };
-        let before = path.known_dropped.or_else(|| path.drops.read());
+        let before = path.known_taken.or_else(|| path.taken.read());
         let result = xdp.send();
-        let after = path.drops.read();
-        path.known_dropped = after;
-        let refused = match (result, before, after) {
+        let after = path.taken.read();
+        path.known_taken = after;
+        let taken = match (result, before, after) {
             (Ok(()), Some(b), Some(a)) => a.saturating_sub(b).min(n),
-            _ => n, // the call failed, or what it did is unknown: the ring sends them
+            _ => 0, // the call failed, or what it did is unknown: the ring sends them
         };
-        if refused == n {
+        if taken == 0 {
             path.refused_until = Some(Instant::now() + XDP_RETRY);
+        }
+        sent.packets += taken;
+        sent.xdp_packets += taken;
+        sent.bytes += xdp
+            .queued()
+            .take(taken as usize)
+            .map(|p| p.len() as u64)
+            .sum::<u64>();
+        if taken < n {
+            // veth took the frames in order: the rest go out through the ring, after them.
             sent.xdp_fallbacks += 1;
-            for p in xdp.queued() {
+            for p in xdp.queued().skip(taken as usize) {
                 self.send_single(p, sent);
             }
-        } else {
-            let taken = (n - refused) as usize;
-            sent.packets += taken as u64;
-            sent.xdp_packets += taken as u64;
-            sent.bytes += xdp
-                .queued()
-                .take(taken)
-                .map(|p| p.len() as u64)
-                .sum::<u64>();
         }
         xdp.clear();
     }
@@ -565,7 +560,6 @@ impl Port {
     fn send_single(&mut self, p: &[u8], sent: &mut Sent) {
         let Some(tx) = self.tx.as_mut().filter(|tx| p.len() <= tx.max_len) else {
             self.push_out_ring(sent);
-            self.forget_dropped();
             match send_one(self.fd, p) {
                 Ok(()) => {
                     sent.packets += 1;
@@ -576,9 +570,6 @@ impl Port {
             }
             return;
         };
-        if let Some(x) = self.xdp.as_mut() {
-            x.known_dropped = None; // the ring's sends may count drops too
-        }
         if tx.ring.free_frame().is_none() {
             // A batch longer than the ring (the segments of super-packets): send what
             // is queued so its frames come free.
@@ -597,7 +588,6 @@ impl Port {
     /// to be sent).
     fn send_super(&mut self, segments: &[Vec<u8>], sent: &mut Sent) -> bool {
         self.push_out_ring(sent);
-        self.forget_dropped();
         let sp = self.coalescer.super_packet(segments);
         self.iov.clear();
         self.iov.push(io_slice(&sp.vnet));
