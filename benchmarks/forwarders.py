@@ -96,11 +96,14 @@ class P4Switch:
 
 @contextmanager
 def p4_switch(
-    name: str, ir: Path, entries: list[dict], core: int | None
+    name: str, ir: Path, entries: list[dict], core: int | None, tx: str = "ring",
+    switch_bin: Path = switch_rig.SWITCH_BIN,
 ) -> Iterator[P4Switch]:
-    """dplab-switch pinned to `core`, running the compiled program `ir` with table `entries`
-    (keyword arguments of the control protocol's table_add)."""
-    with switch_rig.Rig(n_ports=2, core=core, capture=False) as rig:
+    """dplab-switch (the build `switch_bin`) pinned to `core`, transmitting through `tx`
+    (`ring` or `xdp`), running the compiled program `ir` with table `entries` (keyword
+    arguments of the control protocol's table_add)."""
+    with switch_rig.Rig(n_ports=2, core=core, capture=False, tx=tx,
+                        switch_bin=switch_bin) as rig:
         rig.load(ir)
         for entry in entries:
             rig.client.call("table_add", **entry)

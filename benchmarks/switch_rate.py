@@ -10,6 +10,12 @@ a set rate checks the source's rate control. Prints a "P4 switch" section, and w
 docs/benchmarks.md with --write.
 
 usage: sudo .venv/bin/python benchmarks/switch_rate.py [--seconds 3] [--reps 3] [--write]
+           [--tx ring|xdp] [--switch-bin PATH] [--p4-only]
+
+`--tx` is how the P4 switch transmits (switch/PROTOCOL.md; with `xdp` the sink's veth gets
+GRO on, which veth needs to take XDP frames); `--switch-bin` runs another build of the
+switch (an A/B against an older build: it must know `--tx` unless that is `ring`);
+`--p4-only` leaves OVS and the kernel forwarders out (a quicker A/B; not with --write).
 """
 
 from __future__ import annotations
@@ -207,7 +213,8 @@ def core_softirq_share(core: int, seconds: float = 1.0) -> float:
     return (forwarders.core_irq_seconds(core) - before) / seconds
 
 
-def measure(seconds: float, reps: int) -> dict:
+def measure(seconds: float, reps: int, tx: str = "ring",
+            switch_bin: Path = switch_rig.SWITCH_BIN, p4_only: bool = False) -> dict:
     load_start = os.getloadavg()
     baseline = core_softirq_share(SWITCH_CORE)
     results: dict[str, dict] = {}
@@ -215,20 +222,25 @@ def measure(seconds: float, reps: int) -> dict:
         tmp = Path(name)
         l3_ir = switch_rig.compile_p4(ROOT / "benchmarks" / L3_PROGRAM, tmp)
         forward_ir = switch_rig.compile_p4(ROOT / "benchmarks" / FORWARD_PROGRAM, tmp)
-        with forwarders.p4_switch(L3_NAME, l3_ir, [L3_ROUTE], SWITCH_CORE) as fwd:
+        switch = {"core": SWITCH_CORE, "tx": tx, "switch_bin": switch_bin}
+        with forwarders.p4_switch(L3_NAME, l3_ir, [L3_ROUTE], **switch) as fwd:
             results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
             set_rates = [one_run(fwd, SIZES[0], seconds, pps=rate, method=method)["pktblast"]
                          for method, rate in SET_RATES]
-        others = (  # each starts only when its `with` enters, after the one before stopped
-            forwarders.p4_switch(FORWARD_NAME, forward_ir, [], SWITCH_CORE),
-            forwarders.ovs(SWITCH_CORE),
-            forwarders.linux_bridge(SWITCH_CORE),
-            forwarders.linux_router(SWITCH_CORE),
-        )
+        others = [  # each starts only when its `with` enters, after the one before stopped
+            forwarders.p4_switch(FORWARD_NAME, forward_ir, [], **switch)]
+        if not p4_only:
+            others += [
+                forwarders.ovs(SWITCH_CORE),
+                forwarders.linux_bridge(SWITCH_CORE),
+                forwarders.linux_router(SWITCH_CORE),
+            ]
         for other in others:
             with other as fwd:
                 results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
     return {
+        "tx": tx,
+        "switch_bin": str(switch_bin),
         "results": results,
         "set_rates": set_rates,
         "baseline_softirq_share": baseline,
@@ -294,7 +306,8 @@ def perf_text(results: dict) -> str:
 
 
 def cpu_us(m: dict, name: str) -> float | None:
-    return m["results"][name]["rows"][SIZES[0]]["cpu_us"]
+    result = m["results"].get(name)  # None: that forwarder was left out (--p4-only)
+    return result["rows"][SIZES[0]]["cpu_us"] if result else None
 
 
 def perf_us(m: dict, name: str, buckets: tuple[str, ...]) -> float | None:
@@ -380,9 +393,16 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--write", action="store_true", help="write into docs/benchmarks.md")
+    ap.add_argument("--tx", choices=("ring", "xdp"), default="ring",
+                    help="how the P4 switch transmits")
+    ap.add_argument("--switch-bin", type=Path, default=switch_rig.SWITCH_BIN,
+                    help="the switch build to run (default: this tree's)")
+    ap.add_argument("--p4-only", action="store_true", help="leave OVS and the kernel out")
     args = ap.parse_args()
+    if args.write and (args.p4_only or args.switch_bin != switch_rig.SWITCH_BIN):
+        ap.error("--write takes the full comparison with this tree's switch")
     switch_rig.build_switch()
-    m = measure(args.seconds, args.reps)
+    m = measure(args.seconds, args.reps, args.tx, args.switch_bin, args.p4_only)
     text = section(m, args.seconds, args.reps)
     print(text)
     print(json.dumps(m, indent=1, default=str))

@@ -2,6 +2,9 @@
 
 The switch namespace `dls<3 hex>-sw` holds the switch ports `dls<hex>-pN`; their peers
 `dls<hex>-hN` sit in `dls<hex>-h`, where raw AF_PACKET sockets send and capture frames.
+`tx` picks how the switch transmits (`ring` or `xdp`, switch/PROTOCOL.md); with `xdp` the
+peers get GRO on (veth takes XDP frames only into a peer that runs NAPI), unless
+`peer_gro=False`.
 Everything is removed on exit, also when the test fails. Used by tests/test_switch_packets.py
 and benchmarks/switch_rate.py.
 """
@@ -49,6 +52,13 @@ def compile_p4(source: Path, out_dir: Path) -> Path:
 
 def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+def set_gro(ns: str, ifname: str, on: bool) -> None:
+    """Turns GRO of interface `ifname` in namespace `ns` on or off (on a veth, GRO on makes
+    it receive through NAPI, which XDP frames sent to it need)."""
+    subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", ifname, "gro",
+                    "on" if on else "off"], check=True, capture_output=True)
 
 
 @contextmanager
@@ -138,6 +148,9 @@ class Rig:
         capture: bool = True,
         run_switch: bool = True,
         mtu: int | None = None,
+        tx: str = "ring",
+        peer_gro: bool | None = None,
+        switch_bin: Path = SWITCH_BIN,
     ) -> None:
         self.prefix = "dls" + secrets.token_hex(2)[:3]
         self.sw_ns = f"{self.prefix}-sw"
@@ -152,6 +165,11 @@ class Rig:
         # (the benchmark's Linux bridge, router or OVS) to join port 1 to port 2.
         self.run_switch = run_switch
         self.mtu = mtu  # of every veth, both ends; None: veth's default (1500)
+        if tx not in ("ring", "xdp"):
+            raise ValueError(f"Rig: tx={tx!r}: expected 'ring' or 'xdp'")
+        self.tx = tx
+        self.switch_bin = switch_bin  # another build, for A/B benchmarks
+        self.peer_gro = tx == "xdp" if peer_gro is None else peer_gro
         self.tmp = tempfile.TemporaryDirectory(prefix=f"{self.prefix}-")
         self.control_path = f"{self.tmp.name}/switch.sock"
         self.proc: subprocess.Popen | None = None
@@ -196,6 +214,8 @@ class Rig:
                 "peer", "name", self.host_if(p), "netns", self.host_ns, *mtu)
             _ip("-n", self.sw_ns, "link", "set", self.switch_if(p), "up")
             _ip("-n", self.host_ns, "link", "set", self.host_if(p), "up")
+            if self.peer_gro:
+                set_gro(self.host_ns, self.host_if(p), True)
         if self.run_switch:
             self._start_switch()
         if not self.capture_enabled:
@@ -213,7 +233,7 @@ class Rig:
             "netns",
             "exec",
             self.sw_ns,
-            str(SWITCH_BIN),
+            str(self.switch_bin),
             "--cpu-port",
             str(self.cpu_port),
             "--control",
@@ -221,6 +241,8 @@ class Rig:
             "--warm-loopback",  # the rig's switch namespace is its own
             "on",
         ]
+        if self.tx != "ring":  # the default; older builds (A/B runs) know no --tx
+            argv += ["--tx", self.tx]
         for p in range(1, self.n_ports + 1):
             argv += ["--port", f"{p}={self.switch_if(p)}"]
         if self.core is not None:

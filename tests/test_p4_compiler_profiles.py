@@ -148,3 +148,37 @@ def test_selector_annotations_on_a_profile_warn_and_are_ignored(tmp_path: Path) 
         for anno in ("max_group_size", "selector_size_semantics", "max_member_weight")]
     profile = next(p for p in ir["action_profiles"] if p["name"] == "EcmpIngress.l2_profile")
     assert (profile["max_group_size"], profile["selector"]) == (0, None)
+
+
+INLINE_SELECTOR = "implementation = action_selector(HashAlgorithm.crc16, 32w1024, 32w14);"
+
+
+def test_annotations_on_an_inline_selector_s_property_apply(tmp_path: Path) -> None:
+    # p4c (getTableImplementationAnnotations) reads an inline constructor's annotations from
+    # the table property: `@max_group_size(4) implementation = action_selector(...);`
+    text = ECMP.read_text().replace(
+        INLINE_SELECTOR, '@max_group_size(4) @selector_size_semantics("sum_of_members") '
+        "@max_member_weight(100) " + INLINE_SELECTOR)
+    path = tmp_path / "inline.p4"
+    path.write_text(text)
+    _, info = compiled(path, tmp_path / "out")
+    profile = next(p for p in info.action_profiles if p.preamble.name == "EcmpIngress.ecmp")
+    assert (profile.max_group_size, profile.sum_of_members.max_member_weight) == (4, 100)
+
+
+def test_selector_annotations_on_an_inline_profile_warn_at_the_property(tmp_path: Path) -> None:
+    old = "        implementation = l2_profile;"
+    text = ECMP.read_text().replace(old, "        @max_group_size(200) @max_member_weight(9) "
+                                    "implementation = action_profile(32w64);")
+    path = tmp_path / "inline_profile.p4"
+    path.write_text(text)
+    ir, found = compile_with_warnings(path)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "action_profile(32w64);" in s)
+    col = text.splitlines()[line - 1].index("implementation") + 1
+    ignored = [(w.loc.line, w.loc.col, w.reason) for w in found if "Ignoring" in w.reason]
+    assert ignored == [
+        (line, col, f"Ignoring annotation @{anno} on action profile 'EcmpIngress.l2', "
+                    "which does not have a selector")
+        for anno in ("max_group_size", "max_member_weight")]
+    profile = next(p for p in ir["action_profiles"] if p["name"] == "EcmpIngress.l2")
+    assert (profile["max_group_size"], profile["selector"]) == (0, None)

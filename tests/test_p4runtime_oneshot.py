@@ -167,7 +167,8 @@ def test_the_spec_status_codes(ctl):
     stranger = route(n, [(2, 1)], "ecmp_by_src")
     stranger.table_entry.action.action_profile_action_set.action_profile_actions[
         0].action.action_id = n["NoAction"]
-    assert update_code_of(lambda: write(stranger)) == Code.INVALID_ARGUMENT
+    # NoAction is the table's @defaultonly action (as p4c lists it): spec 9.1.2
+    assert update_code_of(lambda: write(stranger)) == Code.PERMISSION_DENIED
     watched = route(n, [(2, 1)], "ecmp_by_src")
     watched.table_entry.action.action_profile_action_set.action_profile_actions[
         0].watch_port = b"\x09"  # not a port of the switch
@@ -346,10 +347,17 @@ def test_an_entries_file_action_set_is_checked(program, tmp_path):
            ("table: ecmp, action: drop, actions: " + one, "not both"),
            ("table: ecmp, actions: [{action: forward, params: {port: 2}, weight: 0}]",
             "weight"),
-           ("table: ecmp, actions: [{action: NoAction}]", "not an action of table")]
+           ("table: l2, match: {hdr.ethernet.dst: 1}, action: NoAction",
+            r"NoAction is not an action of table OneShotIngress.l2 \(@defaultonly\)"),
+           ("table: l2, default: true, action: NoAction", None),
+           ("table: ecmp, actions: [{action: NoAction}]",
+            r"NoAction is not an action of table OneShotIngress.ecmp \(@defaultonly\)")]
     for text, message in bad:
         path = tmp_path / "entries.yaml"
         path.write_text(f"- {{{text}}}\n")
+        if message is None:  # allowed: the default entry may take a @defaultonly action
+            entries_file.load(path, info)
+            continue
         with pytest.raises(entries_file.EntriesError, match=message) as err:
             entries_file.load(path, info)
         assert "entry 0" in str(err.value)

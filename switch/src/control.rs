@@ -428,7 +428,7 @@ impl<'a> Handler<'a> {
             .map(|((n, name), c)| {
                 json!({"port": n, "name": name, "rx_packets": get(&c.rx_packets), "rx_bytes": get(&c.rx_bytes),
                        "tx_packets": get(&c.tx_packets), "tx_bytes": get(&c.tx_bytes), "drops": get(&c.drops),
-                       "drop_reasons": c.drop_reasons()})
+                       "drop_reasons": c.drop_reasons(), "xdp": c.xdp_stats()})
             })
             .collect();
         let c = &s.counters;

@@ -18,6 +18,7 @@ use crate::pipeline::{Event, Worker};
 use crate::ports::Port;
 use crate::segment::Segments;
 use crate::shared::{add, drain, PortDrop, Shared};
+use crate::xdptx::XdpTx;
 use arrivals::Arrivals;
 pub use placement::set_affinity;
 use placement::Placement;
@@ -53,6 +54,8 @@ struct Loop {
     out: Vec<(u32, Vec<u8>)>,
     events: Vec<Event>,
     tx: Vec<Vec<Vec<u8>>>,
+    /// The XDP transmit (`--tx xdp`), shared by the ports.
+    xdp: Option<XdpTx>,
     arrivals: Arrivals,
     placement: Placement,
     /// Set by a spin that waits for an expected packet, until that packet's round.
@@ -66,8 +69,14 @@ struct Loop {
 }
 
 /// `warm_loopback`: the switch has a network namespace of its own, whose loopback may carry
-/// warm-up frames (dataplane/warmup.rs).
-pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>, warm_loopback: bool) {
+/// warm-up frames (dataplane/warmup.rs). `xdp`: the ports transmit through it.
+pub fn run(
+    shared: Arc<Shared>,
+    ports: Vec<Port>,
+    xdp: Option<XdpTx>,
+    stop: Arc<AtomicBool>,
+    warm_loopback: bool,
+) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, TIMER_SLACK_NS) };
     request_short_slice();
     let mut port_slot = vec![None; 512];
@@ -88,6 +97,7 @@ pub fn run(shared: Arc<Shared>, ports: Vec<Port>, stop: Arc<AtomicBool>, warm_lo
         out: Vec::with_capacity(BATCH * 4),
         events: Vec::new(),
         tx,
+        xdp,
         arrivals: Arrivals::default(),
         placement: Placement::of_this_thread(),
         expecting: false,
@@ -417,14 +427,19 @@ impl Loop {
                 None => self.events.clear(),
             }
         }
+        if let Some(x) = self.xdp.as_mut() {
+            x.refresh();
+        }
         for (i, batch) in self.tx.iter_mut().enumerate() {
             if batch.is_empty() {
                 continue;
             }
-            let sent = self.ports[i].send_batch(batch);
+            let sent = self.ports[i].send_batch(batch, self.xdp.as_mut());
             let counters = &shared.port_counters[i];
             add(&counters.tx_packets, sent.packets);
             add(&counters.tx_bytes, sent.bytes);
+            add(&counters.tx_xdp_packets, sent.xdp_packets);
+            add(&counters.xdp_fallbacks, sent.xdp_fallbacks);
             counters.drop(PortDrop::TooLong, sent.too_long);
             let refused = batch.len() as u64 - sent.packets - sent.too_long;
             counters.drop(PortDrop::Refused, refused);

@@ -2,8 +2,9 @@
 //!
 //! usage: dplab-switch --port 1=s1-eth1 [--port 2=s1-eth2 ...] --cpu-port 255
 //!                     --control /run/dplab/<run>/s1.sock [--pipeline prog.ir.json] [--core N]
-//!                     [--warm-loopback on|off]
+//!                     [--warm-loopback on|off] [--tx ring|xdp]
 
+mod bpf;
 mod coalesce;
 mod control;
 mod dataplane;
@@ -22,6 +23,8 @@ mod tables;
 mod txring;
 mod value_sets;
 mod values;
+mod xdpcheck;
+mod xdptx;
 
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
@@ -36,6 +39,8 @@ struct Options {
     core: Option<usize>,
     /// The namespace is the switch's own: its loopback may carry warm-up frames.
     warm_loopback: bool,
+    /// Transmit through XDP (xdptx.rs) rather than the AF_PACKET ring.
+    tx_xdp: bool,
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -46,6 +51,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         pipeline: None,
         core: None,
         warm_loopback: false,
+        tx_xdp: false,
     };
     let mut i = 0;
     while i < args.len() {
@@ -93,6 +99,13 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                     _ => return Err(format!("--warm-loopback {value}: expected on or off")),
                 }
             }
+            "--tx" => {
+                opts.tx_xdp = match value.as_str() {
+                    "xdp" => true,
+                    "ring" => false,
+                    _ => return Err(format!("--tx {value}: expected ring or xdp")),
+                }
+            }
             other => return Err(format!("unknown option {other}")),
         }
         i += 2;
@@ -133,8 +146,17 @@ fn main() {
     let opts = parse_args(&args).unwrap_or_else(|e| fail(&e));
     let mut ports = Vec::new();
     for (num, name) in &opts.ports {
-        ports.push(ports::Port::open(*num, name).unwrap_or_else(|e| fail(&e.to_string())));
+        let port = ports::Port::open(*num, name, opts.tx_xdp);
+        ports.push(port.unwrap_or_else(|e| fail(&e.to_string())));
     }
+    let xdp = opts
+        .ports
+        .first()
+        .filter(|_| opts.tx_xdp)
+        .map(|(_, first)| {
+            xdptx::XdpTx::open(&bpf::holder_name(first))
+                .unwrap_or_else(|e| fail(&format!("--tx xdp: {e}")))
+        });
     let shared = Arc::new(shared::Shared::new(opts.ports.clone(), opts.cpu_port));
     if let Some(path) = &opts.pipeline {
         let text = std::fs::read_to_string(path)
@@ -171,7 +193,7 @@ fn main() {
             if let Some(c) = core {
                 dataplane::set_affinity(&[c]);
             }
-            dataplane::run(shared, ports, stop, warm_loopback)
+            dataplane::run(shared, ports, xdp, stop, warm_loopback)
         })
     };
     eprintln!(

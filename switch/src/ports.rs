@@ -27,6 +27,18 @@
 //! queue takes both). Segments are joined only while the interface has TSO on (the kernel
 //! would cut the super-packet again in software otherwise), and the segments of a
 //! super-packet the kernel refused go out one by one instead.
+//!
+//! With `--tx xdp` (xdptx.rs) a port sends wire-sized frames through the switch's XDP
+//! program instead of the transmit ring; super-packets and frames longer than a map slot
+//! keep the AF_PACKET path. A port's order holds: whatever one path has queued goes out
+//! before the other path is used (the two still end in different queues of the receiving
+//! CPU, the peer's NAPI ring and the backlog: switch/PROTOCOL.md `--tx`). A port whose
+//! interface takes no XDP frames (its peer runs no NAPI, xdpcheck.rs) sends through the ring, and counts a
+//! fallback each time it goes from XDP to the ring. After each XDP call the port reads
+//! how many frames veth took (`XmitCounter`): the frames past that count (the peer just
+//! stopped NAPI, or its ring was full) go out through the ring, a fallback; when it took
+//! none, the port stays on the ring for `XDP_RETRY` before trying XDP again. So no frame
+//! is lost between the peer turning NAPI off and the switch seeing it.
 
 use std::ffi::CString;
 use std::io;
@@ -38,6 +50,7 @@ use crate::coalesce::{self, Coalescer};
 use crate::segment::{Malformed, Segments, VnetHdr, VNET_HDR_LEN};
 use crate::shared::PortDrop;
 use crate::txring::{self, setsockopt, RingShape, TxRing};
+use crate::xdptx::{self, XdpTx, XmitCounter};
 
 /// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply the
 /// ring's memory for packets rare and slow enough to take the copy path instead.
@@ -65,6 +78,9 @@ const TX_FRAME_COUNT: usize = 256;
 const TX_ATTEMPTS: usize = 3;
 /// How often a port whose interface has TSO off looks again (`ethtool -K` may turn it on).
 const TSO_RECHECK: Duration = Duration::from_secs(1);
+/// How long a port whose peer refused XDP frames sends through the ring before it tries
+/// XDP again (`ethtool -K <peer> gro on` may have been run since).
+const XDP_RETRY: Duration = Duration::from_secs(1);
 /// ethtool's "get TCP segmentation offload" command (linux/ethtool.h).
 const ETHTOOL_GTSO: u32 = 0x1e;
 
@@ -77,6 +93,23 @@ pub struct Sent {
     /// Packets the kernel refused as longer than the MTU allows (the other packets not
     /// sent found the device's queue full, or another error).
     pub too_long: u64,
+    /// Of `packets`, those sent through XDP.
+    pub xdp_packets: u64,
+    /// Times frames meant for XDP went through the ring instead (the interface stopped
+    /// taking XDP frames, or refused some of a call's).
+    pub xdp_fallbacks: u64,
+}
+
+/// A port's state for sending through XDP.
+struct XdpPath {
+    /// Frames the interface took through XDP so far (only the switch's calls move it).
+    taken: XmitCounter,
+    /// That count as last read (None: unread).
+    known_taken: Option<u64>,
+    /// Set when the peer refused XDP frames: the ring is used until then.
+    refused_until: Option<Instant>,
+    /// Whether the interface took XDP frames when last asked.
+    accepted: bool,
 }
 
 /// The transmit socket's ring and what is queued in it.
@@ -132,6 +165,7 @@ pub struct Port {
     next_at: usize,
     pub ifindex: i32,
     tx: Option<TxPath>,
+    xdp: Option<XdpPath>,
     /// Longest frame the interface sends: its MTU plus the Ethernet header.
     wire_max: usize,
     /// Whether the interface takes super-packets (TSO on), and when that was last read.
@@ -172,7 +206,8 @@ fn tx_frame_size(wire_max: usize) -> usize {
 }
 
 impl Port {
-    pub fn open(number: u32, name: &str) -> io::Result<Port> {
+    /// `xdp`: the switch transmits through XDP (the port then reads veth's XDP counts).
+    pub fn open(number: u32, name: &str, xdp: bool) -> io::Result<Port> {
         let cname = CString::new(name).map_err(|_| io::Error::other("bad interface name"))?;
         let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
         if ifindex == 0 {
@@ -199,6 +234,7 @@ impl Port {
             next_at: 0,
             ifindex,
             tx: None,
+            xdp: None,
             wire_max: mtu + ETH_HLEN,
             tso: false,
             tso_read: Instant::now(),
@@ -215,6 +251,22 @@ impl Port {
                 "dplab-switch: port {number} ({name}): no transmit ring ({e}); \
                  sending packet by packet instead"
             ),
+        }
+        if xdp {
+            match XmitCounter::open(name) {
+                Ok(taken) => {
+                    port.xdp = Some(XdpPath {
+                        taken,
+                        known_taken: None,
+                        refused_until: None,
+                        accepted: true,
+                    })
+                }
+                Err(e) => eprintln!(
+                    "dplab-switch: port {number} ({name}): its XDP transmit count is unreadable ({e}); \
+                     sending through the ring, not XDP"
+                ),
+            }
         }
         Ok(port)
     }
@@ -388,14 +440,36 @@ impl Port {
         unsafe { ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_KERNEL) };
     }
 
+    /// Whether the port sends through XDP now (false while its peer refuses XDP frames).
+    pub fn sends_xdp(&self) -> bool {
+        self.xdp
+            .as_ref()
+            .is_some_and(|x| x.refused_until.is_none_or(|until| Instant::now() >= until))
+    }
+
     /// Sends a batch of packets, in order, segments of one TCP flow joined where they
-    /// may be; says how many wire packets the kernel took.
-    pub fn send_batch(&mut self, packets: &[Vec<u8>]) -> Sent {
+    /// may be, through `xdp` where it can (None: the ring only); says how many wire
+    /// packets the kernel took.
+    pub fn send_batch(&mut self, packets: &[Vec<u8>], mut xdp: Option<&mut XdpTx>) -> Sent {
+        let mut sent = Sent::default();
+        if !self.sends_xdp() {
+            xdp = None;
+        }
+        if let (Some(x), Some(path)) = (xdp.as_deref_mut(), self.xdp.as_mut()) {
+            let accepts = x.accepts(self.ifindex);
+            if path.accepted && !accepts {
+                sent.xdp_fallbacks += 1;
+            }
+            path.accepted = accepts;
+            if !accepts {
+                xdp = None;
+            }
+        }
+        let xdp_max = self.wire_max.min(xdptx::ROOM);
         if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
             self.tso = interface_tso(self.fd, &self.name);
             self.tso_read = Instant::now();
         }
-        let mut sent = Sent::default();
         let mut i = 0;
         while i < packets.len() {
             let count = if self.tso {
@@ -404,6 +478,16 @@ impl Port {
                 1
             };
             let run = &packets[i..i + count];
+            if count == 1 && run[0].len() <= xdp_max {
+                if let Some(x) = xdp.as_deref_mut() {
+                    self.queue_xdp(x, &run[0], &mut sent);
+                    i += 1;
+                    continue;
+                }
+            }
+            if let Some(x) = xdp.as_deref_mut() {
+                self.send_xdp(x, &mut sent);
+            }
             if count == 1 || !self.send_super(run, &mut sent) {
                 for p in run {
                     self.send_single(p, &mut sent);
@@ -411,19 +495,71 @@ impl Port {
             }
             i += count;
         }
-        if let Some(tx) = self.tx.as_mut() {
-            tx.push_out(&mut sent);
+        if let Some(x) = xdp {
+            self.send_xdp(x, &mut sent);
         }
+        self.push_out_ring(&mut sent);
         sent
+    }
+
+    /// Hands what the transmit ring holds to the kernel.
+    fn push_out_ring(&mut self, sent: &mut Sent) {
+        if let Some(tx) = self.tx.as_mut() {
+            if !tx.queued.is_empty() {
+                tx.push_out(sent);
+            }
+        }
+    }
+
+    /// Adds a frame to the next XDP call, after what the ring holds (sent first).
+    fn queue_xdp(&mut self, xdp: &mut XdpTx, p: &[u8], sent: &mut Sent) {
+        self.push_out_ring(sent);
+        xdp.queue(self.ifindex, p);
+        if xdp.is_full() {
+            self.send_xdp(xdp, sent);
+        }
+    }
+
+    /// Makes the XDP call for the queued frames and settles them with the count of
+    /// frames veth took (module doc).
+    fn send_xdp(&mut self, xdp: &mut XdpTx, sent: &mut Sent) {
+        let n = xdp.count() as u64;
+        let Some(path) = self.xdp.as_mut().filter(|_| n > 0) else {
+            return;
+        };
+        let before = path.known_taken.or_else(|| path.taken.read());
+        let result = xdp.send();
+        let after = path.taken.read();
+        path.known_taken = after;
+        let taken = match (result, before, after) {
+            (Ok(()), Some(b), Some(a)) => a.saturating_sub(b).min(n),
+            _ => 0, // the call failed, or what it did is unknown: the ring sends them
+        };
+        if taken == 0 {
+            path.refused_until = Some(Instant::now() + XDP_RETRY);
+        }
+        sent.packets += taken;
+        sent.xdp_packets += taken;
+        sent.bytes += xdp
+            .queued()
+            .take(taken as usize)
+            .map(|p| p.len() as u64)
+            .sum::<u64>();
+        if taken < n {
+            // veth took the frames in order: the rest go out through the ring, after them.
+            sent.xdp_fallbacks += 1;
+            for p in xdp.queued().skip(taken as usize) {
+                self.send_single(p, sent);
+            }
+        }
+        xdp.clear();
     }
 
     /// Queues a packet in the transmit ring, or sends it on its own (after what the ring
     /// holds, to keep the port's order) if there is no ring or it is too long for one.
     fn send_single(&mut self, p: &[u8], sent: &mut Sent) {
         let Some(tx) = self.tx.as_mut().filter(|tx| p.len() <= tx.max_len) else {
-            if let Some(tx) = self.tx.as_mut() {
-                tx.push_out(sent);
-            }
+            self.push_out_ring(sent);
             match send_one(self.fd, p) {
                 Ok(()) => {
                     sent.packets += 1;
@@ -451,9 +587,7 @@ impl Port {
     /// counts them as their segments; false if the kernel refused it (then they are still
     /// to be sent).
     fn send_super(&mut self, segments: &[Vec<u8>], sent: &mut Sent) -> bool {
-        if let Some(tx) = self.tx.as_mut() {
-            tx.push_out(sent);
-        }
+        self.push_out_ring(sent);
         let sp = self.coalescer.super_packet(segments);
         self.iov.clear();
         self.iov.push(io_slice(&sp.vnet));

@@ -19,6 +19,11 @@ pub struct PortCounters {
     pub rx_bytes: AtomicU64,
     pub tx_packets: AtomicU64,
     pub tx_bytes: AtomicU64,
+    /// Of `tx_packets`, those sent through XDP (`--tx xdp`).
+    pub tx_xdp_packets: AtomicU64,
+    /// Times the port's peer refused the XDP frames of a call (it runs no NAPI), which then
+    /// went through the AF_PACKET ring.
+    pub xdp_fallbacks: AtomicU64,
     /// Packets dropped at this port, for any of the reasons in `drop_reasons`; count them
     /// with [`PortCounters::drop`], which keeps the two in step.
     pub drops: AtomicU64,
@@ -68,6 +73,14 @@ impl PortDrop {
 }
 
 impl PortCounters {
+    /// The port's transmit through XDP, as `stats` reports it.
+    pub fn xdp_stats(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tx_packets": get(&self.tx_xdp_packets),
+            "fallbacks": get(&self.xdp_fallbacks),
+        })
+    }
+
     /// Counts `n` packets dropped at the port for `why`.
     pub fn drop(&self, why: PortDrop, n: u64) {
         if n > 0 {

@@ -366,7 +366,7 @@ class Compiler:
                 raise P4Error(state.loc, f"'{state.name}' is a reserved state name")
         targets = {**state_index, "accept": -1, "reject": -2}
         scope = Scope(in_parser=True, params=frozenset(p.name for p in parser.params))
-        self.exprs.lookahead_ok = True
+        self.exprs.in_parser = True
         init = []
         for local in parser.locals:
             if value_sets.is_value_set(local):
@@ -380,7 +380,7 @@ class Compiler:
                 self.stmts.block(state.body, env, scope)
             states.append({"name": state.name, "body": body,
                            "transition": self.transition(state, targets, env)})
-        self.exprs.lookahead_ok = False
+        self.exprs.in_parser = False
         self.ir["parser"] = {"start": state_index["start"], "states": states}
 
     def transition(self, state: Node, targets: dict, env: Env) -> dict:

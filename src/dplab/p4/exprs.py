@@ -1,6 +1,7 @@
 """Type checking of expressions: syntax nodes -> typed IR expression trees (docs/p4-ir.md §4)."""
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.syntax import Node
@@ -19,6 +20,7 @@ from dplab.p4.types import (
     StackRef,
     StringType,
     StructRef,
+    StructType,
     TableRef,
     TypeRef,
     Val,
@@ -63,7 +65,7 @@ class ExprChecker:
 
     def __init__(self, resolve_type: Callable[[Node], object]) -> None:
         self.resolve_type = resolve_type
-        self.lookahead_ok = False
+        self.in_parser = False   # lookahead, .last and .lastIndex exist only in parsers
         self.used: set[int] = set()   # ids of the declarations a name has referred to
         # Table applies met inside a condition (`t.apply().hit`), run before the statement.
         self.pending: list[dict] = []
@@ -100,7 +102,15 @@ class ExprChecker:
                 return ("header_method", base, name)
             raise P4Error(node.loc, f"header {base.type.name} has no field '{name}'")
         if isinstance(base, StackRef) and name in ("last", "lastIndex"):
-            raise P4Error(node.loc, f"header stack '.{name}' is not supported")
+            if not self.in_parser:
+                # P4_16 spec 8.18: last and lastIndex "can only be used in a parser".
+                raise P4Error(node.loc, f"header stack '.{name}' is only allowed in a parser")
+            return StackLast(base) if name == "last" else last_index(base)
+        if isinstance(base, StackLast):
+            return base.field(name, node)
+        if isinstance(base, Val) and isinstance(base.type, StructType) \
+                and base.ir.get("op") == "lookahead":
+            return lookahead_field(base, name, node.loc)
         if isinstance(base, StackRef) and name in ("next", "push_front", "pop_front", "size"):
             if name == "size":
                 return const(base.type.size, 32)
@@ -209,13 +219,16 @@ class ExprChecker:
             return Val({"op": "valid", "w": 1, "inst": func[1].inst}, BoolType())
         if isinstance(func, tuple) and func[0] == "method" and isinstance(func[1], ExternRef) \
                 and func[1].kind == "packet_in" and func[2] == "lookahead":
-            if not self.lookahead_ok:
+            if not self.in_parser:
                 raise P4Error(node.loc, "lookahead is only allowed in a parser")
             if len(node.targs) != 1:
                 raise P4Error(node.loc, "lookahead needs one type argument: lookahead<bit<8>>()")
-            width = width_of(self.resolve_type(node.targs[0]))
+            typ = self.resolve_type(node.targs[0])
+            if isinstance(typ, StructType) and typ.kind == "header":
+                return Val({"op": "lookahead", "w": header_width(typ)}, typ)
+            width = width_of(typ)
             if width is None:
-                raise P4Error(node.loc, "lookahead supports only bit<W> types")
+                raise P4Error(node.loc, "lookahead supports only bit<W> and header types")
             return Val({"op": "lookahead", "w": width}, Bits(width))
         if isinstance(func, tuple) and func[0] == "method" and isinstance(func[1], TableRef) \
                 and func[2] == "apply":
@@ -437,3 +450,53 @@ def _describe(target: object) -> str:
         if isinstance(target, cls):
             return name
     return "method"
+
+
+def header_width(typ: StructType) -> int:
+    return sum(width_of(ftype) or 0 for _, ftype, _ in typ.fields)
+
+
+def lookahead_field(peek: Val, name: str, loc: Loc) -> Val:
+    """`packet.lookahead<H>().f`: peek at H's bits up to the end of f (fields are laid out
+    from the most significant bit, as extract reads them) and keep f's, the low ones."""
+    offset = 0
+    for fname, ftype, _ in peek.type.fields:
+        w = width_of(ftype) or 0
+        offset += w
+        if fname == name:
+            if offset > MAX_WIDTH:
+                raise P4Error(loc, f"field '{fname}' ends {offset} bits into the "
+                              f"packet; lookahead reaches at most {MAX_WIDTH} bits")
+            return Val({"op": "slice", "w": w, "a": {"op": "lookahead", "w": offset},
+                        "hi": w - 1, "lo": 0}, ftype)
+    raise P4Error(loc, f"header {peek.type.name} has no field '{name}'")
+
+
+@dataclass
+class StackLast:
+    """`hs.last` in a parser: the element at nextIndex - 1. In a parser, elements become valid
+    only by extract(hs.next), in order, so that element is the highest valid one: its fields
+    read as a chain of validity tests (the IR has no run-time stack index)."""
+    stack: StackRef
+
+    def field(self, name: str, node: Node) -> Val:
+        header = self.stack.type.base
+        index = next((i for i, (fname, _, _) in enumerate(header.fields) if fname == name), None)
+        if index is None:
+            raise P4Error(node.loc, f"header {header.name} has no field '{name}'")
+        ftype = header.fields[index][1]
+        w = width_of(ftype)
+        out: dict = {"op": "field", "w": w, "inst": self.stack.instances[0], "field": index}
+        for inst in self.stack.instances[1:]:
+            out = {"op": "cond", "w": w, "c": {"op": "valid", "w": 1, "inst": inst},
+                   "a": {"op": "field", "w": w, "inst": inst, "field": index}, "b": out}
+        return Val(out, ftype)
+
+
+def last_index(stack: StackRef) -> Val:
+    """`hs.lastIndex` (bit<32>, nextIndex - 1) in a parser, as StackLast finds it."""
+    out = const(0xFFFFFFFF, 32).ir
+    for position, inst in enumerate(stack.instances):
+        out = {"op": "cond", "w": 32, "c": {"op": "valid", "w": 1, "inst": inst},
+               "a": const(position, 32).ir, "b": out}
+    return Val(out, Bits(32))

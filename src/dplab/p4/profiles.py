@@ -1,7 +1,7 @@
 """v1model action profiles and action selectors -> the IR's `action_profiles` (docs/p4-ir.md
 §8.6) and the `implementation`/`selector_keys` of the tables they implement."""
 
-from dplab.p4.errors import P4Error
+from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import Env
 from dplab.p4.syntax import Node, name_loc
 from dplab.p4.types import ExternRef
@@ -15,9 +15,15 @@ class ProfileCompiler:
     def __init__(self, compiler: object) -> None:
         self.c = compiler
 
-    def declare(self, node: Node, name: str, kind: str, env: Env) -> int:
+    def declare(self, node: Node, name: str, kind: str, env: Env,
+                prop: Node | None = None) -> int:
         """A named instance (`action_selector(...) ecmp;`) or one made inline in a table's
-        `implementation`; returns its index in the IR's `action_profiles`."""
+        `implementation` property `prop`; returns its index in the IR's `action_profiles`.
+        An inline one takes its annotations from the property (`@max_group_size(4)
+        implementation = action_selector(...);`), as p4c's getTableImplementationAnnotations
+        does, and is warned about at the property."""
+        annos = getattr(prop if prop is not None else node, "annos", {})
+        warn_at = prop.loc if prop is not None else name_loc(node)
         args = node.args
         if len(args) != PROFILE_KINDS[kind]:
             raise P4Error(node.loc, f"{kind} takes {PROFILE_KINDS[kind]} argument(s)")
@@ -25,39 +31,38 @@ class ProfileCompiler:
                                                            else 1], env, "size"),
                    "max_group_size": 0, "tables": [], "selector": None}
         if kind == "action_profile":
-            self.warn_selector_annotations(node, name)
+            self.warn_selector_annotations(annos, name, warn_at)
         else:
-            profile.update(self.selector(node, env))
+            profile.update(self.selector(node, annos, env))
         self.c.ir["action_profiles"].append(profile)
         return len(self.c.ir["action_profiles"]) - 1
 
-    def selector(self, node: Node, env: Env) -> dict:
+    def selector(self, node: Node, annos: dict, env: Env) -> dict:
         """An action_selector's `max_group_size` (`@max_group_size(n)`, else 0) and
         `selector`: hash algorithm, output width, size semantics."""
         args = node.args
-        groups = getattr(node, "annos", {}).get("max_group_size")
+        groups = annos.get("max_group_size")
         size = self.positive(groups[0], env, "@max_group_size") if groups else 0
         algo = self.c.stmts.algorithm(args[0], env, "action_selector needs")
         selector = {"algo": algo, "output_width": self.positive(args[2], env, "outputWidth")}
         if not 1 <= selector["output_width"] <= 64:
             raise P4Error(args[2].loc, "outputWidth must be 1..64 bits")
-        selector.update(self.size_semantics(node, env))
+        selector.update(self.size_semantics(annos, env))
         return {"max_group_size": size, "selector": selector}
 
-    def warn_selector_annotations(self, node: Node, name: str) -> None:
+    def warn_selector_annotations(self, annos: dict, name: str, warn_at: Loc) -> None:
         """As p4c (p4RuntimeArchHandler's addActionProfile, WARN_IGNORE; its testdata
         action_profile_sum_of_members_annotation.p4): a selector's annotations on an
-        action_profile mean nothing; it warns at the instance's name and ignores them."""
+        action_profile mean nothing; it warns where they sit and ignores them."""
         for anno in SELECTOR_ANNOTATIONS:
-            if anno in getattr(node, "annos", {}):
-                self.c.warn(name_loc(node), f"Ignoring annotation @{anno} on action profile "
+            if anno in annos:
+                self.c.warn(warn_at, f"Ignoring annotation @{anno} on action profile "
                             f"'{name}', which does not have a selector")
 
-    def size_semantics(self, node: Node, env: Env) -> dict:
+    def size_semantics(self, annos: dict, env: Env) -> dict:
         """A selector's `@selector_size_semantics("sum_of_weights"|"sum_of_members")` (as
         p4c, sum_of_weights without it) and, for sum_of_members, `@max_member_weight(n)`
         (0 without it: no limit)."""
-        annos = getattr(node, "annos", {})
         semantics = "sum_of_weights"
         if annos.get("selector_size_semantics"):
             token = annos["selector_size_semantics"][0]
@@ -84,7 +89,7 @@ class ProfileCompiler:
         if value.kind == "call" and value.func.kind == "name" \
                 and value.func.name in PROFILE_KINDS:
             # p4c names a profile made inline after its table
-            profile = self.declare(value, table["name"], value.func.name, env)
+            profile = self.declare(value, table["name"], value.func.name, env, prop)
         else:
             target = self.c.exprs.denote(value, env) if value.kind == "name" else None
             if not isinstance(target, ExternRef) or target.kind not in PROFILE_KINDS:

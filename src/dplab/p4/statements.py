@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 
 from dplab.p4.errors import P4Error
-from dplab.p4.exprs import Env, ExprChecker, const
+from dplab.p4.exprs import Env, ExprChecker, const, lookahead_field
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
     ActionRef,
@@ -103,7 +103,21 @@ class StatementCompiler:
                 else:
                     raise P4Error(node.loc, "assigning nested structs is not supported")
             return out
+        if isinstance(target, HeaderRef) and node.value.kind == "call":
+            return self.assign_lookahead(target, node, env)
         raise P4Error(node.loc, f"cannot assign this to a {type_name(target.type)}")
+
+    def assign_lookahead(self, target: HeaderRef, node: Node, env: Env) -> list[dict]:
+        """`hdr.h = packet.lookahead<H>()`: a valid copy of the next bits, field by field."""
+        peek = self.exprs.value(node.value, env)
+        if peek.type != target.type or peek.ir.get("op") != "lookahead":
+            raise P4Error(node.loc, f"cannot assign this to a {type_name(target.type)}")
+        out: list[dict] = [{"kind": "set_valid", "inst": target.inst}]
+        for index, (fname, _, _) in enumerate(target.type.fields):
+            field = lookahead_field(peek, fname, node.value.loc)
+            out.append({"kind": "assign", "dst": {"inst": target.inst, "field": index},
+                        "src": field.ir})
+        return out
 
     def variable(self, node: Node, env: Env) -> list[dict]:
         typ = self.program.resolve_type(node.type)
@@ -246,6 +260,12 @@ class StatementCompiler:
     def function(self, name: str, call: Node, env: Env, scope: Scope) -> list[dict]:
         ex = self.exprs
         if name == "mark_to_drop":
+            if not call.args:
+                # The argument-less form left v1model in 2019; p4c's BMv2 back end refuses it
+                # ("Expected 1 argument for mark_to_drop", p4lang/p4app#72).
+                raise P4Error(call.loc, "mark_to_drop needs standard_metadata: write "
+                              "mark_to_drop(standard_metadata) (the argument-less form was "
+                              "removed from v1model)")
             self._args(call, 1)
             return [{"kind": "assign", "dst": {"inst": 0, "field": f}, "src": const(v, w).ir}
                     for _, f, w, v in STANDARD_DROP]

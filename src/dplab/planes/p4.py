@@ -8,8 +8,11 @@ any namespace), compiled program, controller config, counters and logs live in
 
 Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 ``p4src/basic_fwd.p4``), ``entries`` (a YAML/JSON file of table entries, see
-``dplab.p4runtime.entries``). Without ``entries`` the controller drives the switches; it
-needs basic_fwd's table, action and controller headers, so a program must keep those names.
+``dplab.p4runtime.entries``), ``tx`` xdp|ring (how the switches transmit, default xdp;
+switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer end of a switch port (host ends and
+other switches' ports) gets GRO on: veth takes XDP frames only into a peer that runs NAPI.
+Without ``entries`` the controller drives the switches; it needs basic_fwd's table, action
+and controller headers, so a program must keep those names.
 With ``entries`` the plane is static: no controller runs; the plane loads ``program`` into
 every switch over P4Runtime and writes the entries (each to the switches it names, else to
 all), and nothing changes them afterwards. Ready = every switch up and every link found by
@@ -46,6 +49,7 @@ SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
 SERVERS = "p4runtime"  # the P4Runtime server process: daemon and log name
+TX_MODES = ("xdp", "ring")  # the switch's --tx (switch/PROTOCOL.md)
 # The switch finishes partial checksums and cuts TCP/UDP super-packets into wire-sized
 # segments itself (switch/PROTOCOL.md), so hosts keep checksum offload, TSO and GSO: far
 # cheaper for their stacks. Off stays only what it cannot honour: SCTP's CRC32c,
@@ -62,13 +66,15 @@ HOST_OFFLOADS = ("for i in \"$@\"; do have=$(ethtool -k \"$i\") || exit 1; off='
                  f"for f in {' '.join(UNHONOURED_OFFLOADS)}; do "
                  "case \"$have\" in *\"$f:\"*) off=\"$off $f off\";; esac; done; "
                  "ethtool -K \"$i\" $off gro on >/dev/null || exit 1; done")
+GRO_ON = "for i in \"$@\"; do ethtool -K \"$i\" gro on >/dev/null || exit 1; done"
 
 
 class P4Plane(ControlledPlane):
     kind = "p4"
     addressing = "l2"
     shared_switch_ns = False
-    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None, "entries": None}
+    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None, "entries": None,
+                               "tx": "xdp"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -83,6 +89,9 @@ class P4Plane(ControlledPlane):
         self.entries_path = Path(entries) if entries is not None else None
         if self.entries_path is not None and not self.entries_path.is_file():
             raise PlaneError(f"plane p4: option 'entries': no file {self.entries_path}")
+        if self.options["tx"] not in TX_MODES:
+            raise PlaneError(f"plane p4: option 'tx' must be one of {', '.join(TX_MODES)}, "
+                             f"not {self.options['tx']!r}")
         self._entries_written: int | None = None
 
     def _has_controller(self) -> bool:
@@ -105,6 +114,8 @@ class P4Plane(ControlledPlane):
         entries = self._load_entries(net, compiled) if self.entries_path else None
         servers = self._start_servers(net)  # its interpreter starts while the switches do
         self._set_host_offloads(net)
+        if self.options["tx"] == "xdp":
+            self._set_switch_peer_gro(net)
         for switch in net.topo.switches():
             self._start_switch(net, switch)
         self._wait_for_servers(servers)
@@ -161,11 +172,26 @@ class P4Plane(ControlledPlane):
                          for ns, ifs in jobs]:
                 done.result()
 
+    def _set_switch_peer_gro(self, net: Network) -> None:
+        """GRO on at every switch port that faces another switch: there it is the peer end
+        of that switch's port, which then runs NAPI and so takes the XDP frames sent to it
+        (host ends get GRO on with their offloads). The receiving switch gets what GRO
+        merged as super-packets and cuts them itself, as it does the hosts' (PROTOCOL.md)."""
+        switches = set(net.topo.switches())
+        jobs = [(net.switch_ns(s), [ifname for port, ifname in net.switch_ports(s).items()
+                                    if net.neighbour(s, port) in switches])
+                for s in switches]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            for done in [pool.submit(net.run, ns, ["sh", "-c", GRO_ON, "sh", *ifs])
+                         for ns, ifs in jobs if ifs]:
+                done.result()
+
     def _start_switch(self, net: Network, switch: str) -> None:
         # Each switch has a namespace of its own, made by this run: its loopback may carry
         # the switch's warm-up frames (switch/src/dataplane/warmup.rs).
         argv = [str(SWITCH_BIN), "--cpu-port", str(CPU_PORT), "--control",
-                str(self._control(switch)), "--warm-loopback", "on"]
+                str(self._control(switch)), "--warm-loopback", "on",
+                "--tx", self.options["tx"]]
         for port, ifname in sorted(net.switch_ports(switch).items()):
             argv += ["--port", f"{port}={ifname}"]
         self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv)

@@ -24,11 +24,14 @@
 //! system, which includes the kernel's receive work that veth runs on the sending core):
 //! on a shared machine `cpu_seconds / sent` is steadier than the rate.
 
+// Shared with the switch's XDP transmit, which uses more of it (maps, bigger programs).
+#[allow(dead_code)]
+#[path = "../../bpf.rs"]
+mod bpf;
 #[path = "../../txring.rs"]
 mod txring;
 mod xdp;
 
-use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -119,17 +122,10 @@ fn parse_args() -> Result<Options, String> {
     Ok(opts)
 }
 
-fn interface_index(iface: &str) -> Result<i32, String> {
-    let cname = CString::new(iface).map_err(|_| "bad interface name")?;
-    match unsafe { libc::if_nametoindex(cname.as_ptr()) } {
-        0 => Err(format!("no interface {iface}")),
-        index => Ok(index as i32),
-    }
-}
-
 /// A bound AF_PACKET socket with a mapped transmit ring.
 fn open_ring(iface: &str) -> Result<TxRing, String> {
-    txring::open(interface_index(iface)?, FRAME_SIZE, FRAME_COUNT, true).map_err(|e| e.to_string())
+    txring::open(bpf::interface_index(iface)?, FRAME_SIZE, FRAME_COUNT, true)
+        .map_err(|e| e.to_string())
 }
 
 /// One of the interface's statistics counters (sysfs of this network namespace).
@@ -219,7 +215,7 @@ fn blast(opts: &Options, ring: &mut TxRing) -> Result<(Tally, f64), String> {
 }
 
 /// Sends through the XDP program: frames are counted by the interface afterwards.
-fn blast_xdp(opts: &Options, prog_fd: i32) -> Result<(Tally, f64), String> {
+fn blast_xdp(opts: &Options, prog: &bpf::Fd) -> Result<(Tally, f64), String> {
     let mut tally = Tally::default();
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(opts.seconds);
@@ -236,7 +232,7 @@ fn blast_xdp(opts: &Options, prog_fd: i32) -> Result<(Tally, f64), String> {
             std::hint::spin_loop();
             continue;
         }
-        match xdp::send(prog_fd, &opts.frame, want as u32) {
+        match xdp::send(prog, &opts.frame, want as u32) {
             Ok(()) => tally.queued += want as u64,
             // A signal cut the call short: the interface's counter says what went out.
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -257,19 +253,12 @@ fn run(opts: &Options) -> Result<(Tally, f64), String> {
             blast(opts, &mut ring)
         }
         Method::Xdp => {
-            let prog = xdp::load_redirect(interface_index(&opts.iface)?)
+            let prog = xdp::load_redirect(bpf::interface_index(&opts.iface)?)
                 .map_err(|e| format!("loading the XDP program: {e}"))?;
-            let _holder = xdp::Holder::new(&holder_name(&opts.iface), prog)?;
-            blast_xdp(opts, prog)
+            let _holder = bpf::Holder::new(&bpf::holder_name(&opts.iface), prog.0)?;
+            blast_xdp(opts, &prog)
         }
     }
-}
-
-/// The XDP holder's name: the interface's (which carries the run's prefix when the run
-/// made it) cut to 13 characters, + "x".
-fn holder_name(iface: &str) -> String {
-    let cut = iface.char_indices().nth(13).map_or(iface.len(), |(i, _)| i);
-    format!("{}x", &iface[..cut])
 }
 
 /// User + system CPU time this process has used so far.

@@ -1,0 +1,318 @@
+//! The eBPF plumbing the switch's XDP transmit (xdptx.rs) and dplab-pktblast's XDP source
+//! share: the bpf() system call, instruction encoding, program load, BPF_F_MMAPABLE
+//! array maps, live-frame test runs, and the `Holder` that keeps a program in the
+//! kernel's XDP dispatcher.
+//!
+//! There is no clang on the machines the lab runs on, so programs are hand-assembled: each
+//! is a few instructions built with the encoders below.
+//!
+//! Each live-frame test run puts its program into the kernel's XDP dispatcher and takes it
+//! out again, and each change of the dispatcher waits for an RCU grace period: ~25 ms a call
+//! here, whatever its size. The dispatcher counts its users, so while the same program is
+//! also attached in driver mode to an interface (`Holder`: a veth pair of our own that stays
+//! down and carries nothing), the calls leave it alone and cost ~0.2 ms per 256 frames.
+
+use std::ffi::CString;
+use std::io;
+
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_PROG_TEST_RUN: libc::c_long = 10;
+const BPF_LINK_CREATE: libc::c_long = 28;
+const BPF_XDP: u32 = 37; // enum bpf_attach_type
+const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_F_MMAPABLE: u32 = 1 << 10;
+const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
+/// Most frames the kernel builds and flushes at a time in a live-frame run.
+pub const MAX_BATCH: u32 = 256;
+
+/// Helper function numbers (enum bpf_func_id).
+pub const FUNC_MAP_LOOKUP_ELEM: i32 = 1;
+pub const FUNC_REDIRECT: i32 = 23;
+pub const FUNC_XDP_ADJUST_TAIL: i32 = 65;
+pub const FUNC_XDP_GET_BUFF_LEN: i32 = 188;
+pub const FUNC_XDP_STORE_BYTES: i32 = 190;
+
+/// XDP verdicts.
+pub const XDP_DROP: i32 = 1;
+
+/// One eBPF instruction (struct bpf_insn).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Insn {
+    code: u8,
+    regs: u8, // dst in the low nibble, src in the high one
+    off: i16,
+    imm: i32,
+}
+
+impl Insn {
+    /// Sets the offset of a jump whose offset is the placeholder `mark` to `off`.
+    pub fn jump_to(&mut self, mark: i16, off: i16) {
+        let is_jump = self.code & 0x07 == 0x05 && self.code != 0x85 && self.code != 0x95;
+        if is_jump && self.off == mark {
+            self.off = off;
+        }
+    }
+}
+
+const fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn {
+        code,
+        regs: dst | src << 4,
+        off,
+        imm,
+    }
+}
+
+// Instruction encoders, named after the assembly they stand for (r = 64-bit register,
+// w = its lower 32 bits, `*(u32 *)` = a 4-byte memory access).
+
+/// `dst = imm` (64-bit move of a sign-extended immediate).
+pub const fn mov_imm(dst: u8, imm: i32) -> Insn {
+    insn(0xb7, dst, 0, 0, imm)
+}
+/// `dst = src`.
+pub const fn mov_reg(dst: u8, src: u8) -> Insn {
+    insn(0xbf, dst, src, 0, 0)
+}
+/// `dst += imm`.
+pub const fn add_imm(dst: u8, imm: i32) -> Insn {
+    insn(0x07, dst, 0, 0, imm)
+}
+/// `dst -= src`.
+pub const fn sub_reg(dst: u8, src: u8) -> Insn {
+    insn(0x1f, dst, src, 0, 0)
+}
+/// `dst = *(u32 *)(src + off)`.
+pub const fn load_u32(dst: u8, src: u8, off: i16) -> Insn {
+    insn(0x61, dst, src, off, 0)
+}
+/// `*(u32 *)(dst + off) = src`.
+pub const fn store_u32(dst: u8, off: i16, src: u8) -> Insn {
+    insn(0x63, dst, src, off, 0)
+}
+/// `if dst == imm goto +off`.
+pub const fn jeq_imm(dst: u8, imm: i32, off: i16) -> Insn {
+    insn(0x15, dst, 0, off, imm)
+}
+/// `if dst != imm goto +off`.
+pub const fn jne_imm(dst: u8, imm: i32, off: i16) -> Insn {
+    insn(0x55, dst, 0, off, imm)
+}
+/// `if dst > imm goto +off` (unsigned).
+pub const fn jgt_imm(dst: u8, imm: i32, off: i16) -> Insn {
+    insn(0x25, dst, 0, off, imm)
+}
+/// `if dst < imm goto +off` (unsigned).
+pub const fn jlt_imm(dst: u8, imm: i32, off: i16) -> Insn {
+    insn(0xa5, dst, 0, off, imm)
+}
+/// `call helper`: arguments in r1..r5, result in r0; r1..r5 are clobbered.
+pub const fn call(helper: i32) -> Insn {
+    insn(0x85, 0, 0, 0, helper)
+}
+/// `exit`: returns r0.
+pub const fn exit() -> Insn {
+    insn(0x95, 0, 0, 0, 0)
+}
+/// `dst = map` (the map's fd, which the loader turns into the map): two instruction slots.
+pub const fn load_map_fd(dst: u8, map_fd: i32) -> [Insn; 2] {
+    const BPF_PSEUDO_MAP_FD: u8 = 1;
+    [
+        insn(0x18, dst, BPF_PSEUDO_MAP_FD, 0, map_fd),
+        insn(0, 0, 0, 0, 0),
+    ]
+}
+
+fn bpf(cmd: libc::c_long, attr: &mut [u64]) -> io::Result<i64> {
+    let size = std::mem::size_of_val(attr);
+    let rc = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), size) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Packs two u32 fields of a bpf_attr into one u64 word (little-endian layout).
+fn pair(low: u32, high: u32) -> u64 {
+    low as u64 | (high as u64) << 32
+}
+
+/// A file descriptor of a BPF object (program, map, link), closed when dropped: closing
+/// the last reference frees the object, also when the process dies.
+pub struct Fd(pub i32);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// Loads `program` as an XDP program. On a verifier error, its log is in the message.
+pub fn load_xdp(program: &[Insn]) -> io::Result<Fd> {
+    let license = c"GPL";
+    let mut log = vec![0u8; 1 << 16];
+    // union bpf_attr for BPF_PROG_LOAD: prog_type, insn_cnt, insns, license, log_level,
+    // log_size, log_buf, the rest 0.
+    let mut attr = [0u64; 16];
+    attr[0] = pair(BPF_PROG_TYPE_XDP, program.len() as u32);
+    attr[1] = program.as_ptr() as u64;
+    attr[2] = license.as_ptr() as u64;
+    attr[3] = pair(1, log.len() as u32);
+    attr[4] = log.as_mut_ptr() as u64;
+    match bpf(BPF_PROG_LOAD, &mut attr) {
+        Ok(fd) => Ok(Fd(fd as i32)),
+        Err(e) => {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let why = String::from_utf8_lossy(&log[..end]);
+            Err(io::Error::new(e.kind(), format!("{e}: {}", why.trim())))
+        }
+    }
+}
+
+/// A BPF array map of `entries` values of `value_size` bytes (a multiple of 8), mapped
+/// into this process: writing the memory writes the map, no system call per value.
+pub struct MappedArray {
+    pub fd: Fd,
+    base: *mut u8,
+    len: usize,
+    pub value_size: usize,
+}
+
+// The mapping is only touched by the thread that owns the map.
+unsafe impl Send for MappedArray {}
+
+impl MappedArray {
+    pub fn new(value_size: usize, entries: usize) -> io::Result<MappedArray> {
+        // union bpf_attr for BPF_MAP_CREATE: map_type, key_size, value_size, max_entries,
+        // map_flags.
+        let mut attr = [0u64; 9];
+        attr[0] = pair(BPF_MAP_TYPE_ARRAY, 4);
+        attr[1] = pair(value_size as u32, entries as u32);
+        attr[2] = pair(BPF_F_MMAPABLE, 0);
+        let fd = Fd(bpf(BPF_MAP_CREATE, &mut attr)? as i32);
+        let page = 4096;
+        let len = (value_size * entries).div_ceil(page) * page;
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let base =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd.0, 0) };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(MappedArray {
+            fd,
+            base: base as *mut u8,
+            len,
+            value_size,
+        })
+    }
+
+    /// The value at `index`.
+    pub fn value(&self, index: usize) -> &[u8] {
+        let at = index * self.value_size;
+        assert!(at + self.value_size <= self.len);
+        unsafe { std::slice::from_raw_parts(self.base.add(at), self.value_size) }
+    }
+
+    /// The value at `index`, to write.
+    pub fn value_mut(&mut self, index: usize) -> &mut [u8] {
+        let at = index * self.value_size;
+        assert!(at + self.value_size <= self.len);
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(at), self.value_size) }
+    }
+}
+
+impl Drop for MappedArray {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Runs XDP program `prog_fd` `count` times on live frames built from `frame`, at most
+/// `batch` frames at a time (each batch ends with the redirected frames handed to their
+/// drivers); returns once done. The kernel reports nothing per frame: a driver that refused
+/// frames counts them (veth: the sending interface's tx_dropped).
+pub fn run_live(prog_fd: i32, frame: &[u8], count: u32, batch: u32) -> io::Result<()> {
+    // union bpf_attr for BPF_PROG_TEST_RUN (the `test` member).
+    let mut attr = [0u64; 10];
+    attr[0] = pair(prog_fd as u32, 0);
+    attr[1] = pair(frame.len() as u32, 0);
+    attr[2] = frame.as_ptr() as u64;
+    attr[4] = pair(count, 0);
+    attr[8] = pair(BPF_F_TEST_XDP_LIVE_FRAMES, 0);
+    attr[9] = pair(batch.clamp(1, MAX_BATCH), 0);
+    bpf(BPF_PROG_TEST_RUN, &mut attr).map(|_| ())
+}
+
+/// The index of interface `iface` in this network namespace.
+pub fn interface_index(iface: &str) -> Result<i32, String> {
+    let cname = CString::new(iface).map_err(|_| format!("bad interface name {iface:?}"))?;
+    match unsafe { libc::if_nametoindex(cname.as_ptr()) } {
+        0 => Err(format!("no interface {iface}")),
+        index => Ok(index as i32),
+    }
+}
+
+/// A veth pair of our own, down, with a program attached to one end in driver mode: it
+/// keeps the program in the XDP dispatcher for as long as it lives (see the top). Dropping
+/// it closes the attachment's link and deletes the pair; if the process dies first, the
+/// kernel closes the link, and the pair goes with its namespace (its name carries the
+/// owner's prefix).
+pub struct Holder {
+    name: String,
+    link: Option<Fd>,
+}
+
+impl Holder {
+    /// Makes the pair `name` / `name` + "p" (at most 14 characters of `name` are used for
+    /// the peer's) in this network namespace and attaches `prog_fd` to `name`.
+    pub fn new(name: &str, prog_fd: i32) -> Result<Holder, String> {
+        let peer = format!("{}p", &name[..name.len().min(14)]);
+        ip(&["link", "add", name, "type", "veth", "peer", "name", &peer])?;
+        // From here on, dropping `holder` deletes the pair again.
+        let mut holder = Holder {
+            name: name.to_string(),
+            link: None,
+        };
+        let ifindex = interface_index(name)? as u32;
+        // union bpf_attr for BPF_LINK_CREATE: prog_fd, target_ifindex, attach_type, flags.
+        let mut attr = [0u64; 8];
+        attr[0] = pair(prog_fd as u32, ifindex);
+        attr[1] = pair(BPF_XDP, XDP_FLAGS_DRV_MODE);
+        let link_fd = bpf(BPF_LINK_CREATE, &mut attr)
+            .map_err(|e| format!("attaching the program to {name}: {e}"))?;
+        holder.link = Some(Fd(link_fd as i32));
+        Ok(holder)
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.link = None; // detaches the program
+        let _ = ip(&["link", "del", &self.name]); // the peer goes with it
+    }
+}
+
+/// The holder's name for interface `iface`: its name (which carries the run's prefix when
+/// the run made it) cut to 13 characters, + "x".
+pub fn holder_name(iface: &str) -> String {
+    let cut = iface.char_indices().nth(13).map_or(iface.len(), |(i, _)| i);
+    format!("{}x", &iface[..cut])
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let done = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    if done.status.success() {
+        Ok(())
+    } else {
+        let why = String::from_utf8_lossy(&done.stderr);
+        Err(format!("ip {}: {}", args.join(" "), why.trim()))
+    }
+}
