@@ -157,6 +157,89 @@ def test_hold_and_release_on_the_control_socket(ctl):
     assert len(rig.capture(0.3)[3]) == 1
 
 
+ROUTE_KEY = {"table": "PaIngress.route",
+             "match": [{"kind": "exact", "v": "0x" + mac(DST).hex()}]}
+
+
+def to_port(port: int) -> dict:
+    return {"action": "PaIngress.to_port", "args": [hex(port)]}
+
+
+def test_a_batch_on_the_control_socket_answers_each_request_and_may_stop_at_the_first_error(
+        ctl):
+    rig, client, n = ctl
+    raw = rig.client
+    answers = raw.call("batch", requests=[
+        {"cmd": "table_add", **ROUTE_KEY, "action": to_port(2)},
+        {"cmd": "table_add", **ROUTE_KEY, "action": to_port(3)},  # exists already
+        {"cmd": "table_modify", **ROUTE_KEY, "action": to_port(3)},
+        {"cmd": "batch", "requests": []}])
+    assert [a["ok"] for a in answers] == [True, False, True, False]
+    assert answers[1]["code"] == "ALREADY_EXISTS"
+    assert answers[3]["code"] == "INVALID_ARGUMENT"  # no batch in a batch
+    answers = raw.call("batch", stop_on_error=True, requests=[
+        {"cmd": "table_modify", **ROUTE_KEY, "action": to_port(2)},
+        {"cmd": "table_delete", "table": "PaIngress.stamp", "match": ROUTE_KEY["match"]},
+        {"cmd": "table_modify", **ROUTE_KEY, "action": to_port(3)}])  # not run
+    assert [a["ok"] for a in answers] == [True, False]
+    assert answers[1]["code"] == "NOT_FOUND"
+    rig.drain()
+    rig.send(1, FRAME)
+    assert len(rig.capture(0.3)[2]) == 1  # the first modify, not the third
+
+
+def test_a_held_batch_that_stops_keeps_its_hold_until_released(ctl):
+    rig, client, n = ctl
+    raw = rig.client
+    raw.call("table_add", **ROUTE_KEY, action=to_port(2))
+    answers = raw.call("batch", stop_on_error=True, requests=[
+        {"cmd": "hold"}, {"cmd": "table_modify", **ROUTE_KEY, "action": to_port(3)},
+        {"cmd": "table_add", **ROUTE_KEY, "action": to_port(3)}, {"cmd": "release"}])
+    assert [a["ok"] for a in answers] == [True, True, False]
+    assert raw.request("hold")["code"] == "FAILED_PRECONDITION"  # still held
+    raw.call("table_modify", **ROUTE_KEY, action=to_port(2))  # undone before the release
+    raw.call("release")
+    rig.drain()
+    rig.send(1, FRAME)
+    assert len(rig.capture(0.3)[2]) == 1
+
+
+def test_table_read_by_key_reads_that_entry_alone(ctl):
+    rig, client, n = ctl
+    raw = rig.client
+    other = {"kind": "exact", "v": "0x020000000007"}
+    raw.call("table_add", **ROUTE_KEY, action=to_port(2))
+    raw.call("table_add", table="PaIngress.route", match=[other], action=to_port(3))
+    (found,) = raw.call("table_read", **ROUTE_KEY)["entries"]
+    assert int(found["match"][0]["v"], 16) == int.from_bytes(mac(DST))
+    assert found["action"]["args"] == ["0x2"]
+    assert raw.call("table_read", table="PaIngress.route",
+                    match=[{"kind": "exact", "v": "0x020000000008"}])["entries"] == []
+    assert len(raw.call("table_read", table="PaIngress.route")["entries"]) == 2
+    reply = raw.request("table_read", table="PaIngress.route",
+                        match=[{"kind": "lpm", "v": "0x1", "plen": 8}])
+    assert reply["code"] == "INVALID_ARGUMENT"
+
+
+def test_a_refused_batch_of_entries_and_other_entities_is_undone_too(ctl):
+    """Updates that are not plain table entries take the one-request-at-a-time way; a
+    batch mixing them is still all or none."""
+    rig, client, n = ctl
+    client.write(*pair(n, 2))
+    before = switch_tables(rig), rig.client.call("mcast_group_read")
+    group = pb.Entity()
+    group.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 7
+    group.packet_replication_engine_entry.multicast_group_entry.replicas.add(
+        egress_port=2, instance=1)
+    bad = [(pb.Update.MODIFY, e) for e in pair(n, 3)]
+    bad += [(pb.Update.INSERT, group), (pb.Update.INSERT, group)]  # the second exists
+    with pytest.raises(grpc.RpcError) as failed:
+        write(client, bad)
+    aborted, exists = grpc.StatusCode.ABORTED.value[0], grpc.StatusCode.ALREADY_EXISTS.value[0]
+    assert update_codes(failed.value) == [aborted, aborted, aborted, exists]
+    assert (switch_tables(rig), rig.client.call("mcast_group_read")) == before
+
+
 def test_entry_member_and_group_ids_beyond_32_bits_are_refused(tmp_path):
     """A member or group id of 2^32 must not wrap to 0 (or 2^32+1 to member 1)."""
     from pathlib import Path

@@ -256,6 +256,7 @@ impl<'a> Handler<'a> {
             .ok_or_else(|| invalid("missing \"cmd\""))?;
         match cmd {
             "ping" => Ok(json!("pong")),
+            "batch" => self.batch(req, client),
             "hold" => self.hold(),
             "release" => self.release(),
             "subscribe" => {
@@ -267,6 +268,7 @@ impl<'a> Handler<'a> {
                 self.with_runtime(|rt| Ok(json!({"program": rt.prog.name, "tag": *pipeline_tag()})))
             }
             "stats" => Ok(self.stats()),
+            "port_status" => Ok(self.port_status()),
             "packet_out" => self.packet_out(req),
             "table_add" | "table_modify" | "table_delete" => {
                 self.with_runtime(|rt| table_write(rt, req, cmd, self.now()))
@@ -309,6 +311,34 @@ impl<'a> Handler<'a> {
 
     fn now(&self) -> u64 {
         self.shared.now_ns()
+    }
+
+    /// `batch`: runs `requests` in order, each as if sent on its own (a `hold` among them
+    /// holds the runtime for those after it), and answers them all in one reply: one
+    /// answer per request run. With `stop_on_error` the first failure ends the batch (the
+    /// rest are not run, so a `release` after it is not either).
+    fn batch(&self, req: &Value, client: &Client) -> Reply {
+        let requests = req
+            .get("requests")
+            .and_then(Value::as_array)
+            .ok_or_else(|| invalid("batch needs \"requests\" (a list of requests)"))?;
+        let stop_on_error = req
+            .get("stop_on_error")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let mut answers = Vec::with_capacity(requests.len());
+        for sub in requests {
+            let reply = match sub.get("cmd").and_then(Value::as_str) {
+                Some("batch") => Err(invalid("a batch cannot contain a batch")),
+                _ => self.handle(sub, client),
+            };
+            let failed = reply.is_err();
+            answers.push(answer_json(None, reply));
+            if failed && stop_on_error {
+                break;
+            }
+        }
+        Ok(Value::Array(answers))
     }
 
     fn load_pipeline(&self, req: &Value) -> Reply {
@@ -371,6 +401,22 @@ impl<'a> Handler<'a> {
         drop(q);
         signal(self.shared.wake_dataplane);
         Ok(Value::Null)
+    }
+
+    /// Whether each port is running as the selectors see it (watch ports): `null` until
+    /// the port watch has handed its state to the loaded pipeline.
+    fn port_status(&self) -> Value {
+        let down = crate::liveness::applied_down_ports(self.shared);
+        let ports: Vec<Value> = self
+            .shared
+            .ports
+            .iter()
+            .map(|(n, name)| {
+                let running = down.as_ref().map(|d| !d.contains(n));
+                json!({"port": n, "name": name, "running": running})
+            })
+            .collect();
+        json!({ "ports": ports })
     }
 
     fn stats(&self) -> Value {
@@ -867,12 +913,27 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
     Ok(Value::Null)
 }
 
+/// `table_read`: every entry, or with `match` (and `priority`) only the entry with that key
+/// (none if there is none), so that reading one entry does not cost the whole table.
 fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
     let t = table_index(rt, req)?;
     let table = &rt.tables[t];
-    let entries: Vec<Value> = table
-        .entries()
-        .map(|(_, e)| {
+    let slots: Vec<usize> = match req.get("match").and_then(Value::as_array) {
+        None => table.entries().map(|(slot, _)| slot).collect(),
+        Some(items) => {
+            let matches = parse_matches(items, "match").map_err(invalid)?;
+            let priority = req.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32;
+            match table.find(&matches, priority) {
+                Ok(slot) => vec![slot],
+                Err(TableError::NotFound) => Vec::new(),
+                Err(e) => return Err(table_error(e)),
+            }
+        }
+    };
+    let entries: Vec<Value> = slots
+        .into_iter()
+        .filter_map(|slot| table.entry(slot))
+        .map(|e| {
             json!({
                 "match": e.matches.iter().map(match_json).collect::<Vec<_>>(),
                 "priority": e.priority,
@@ -1347,6 +1408,19 @@ fn idle_events(shared: &Shared, now: u64) -> Vec<String> {
 
 // ---- connections ----
 
+/// A reply as sent: `{"id", "ok": true, "result"}` or `{"id", "ok": false, "code", "error"}`
+/// (no `id` for the answers inside a `batch` reply).
+fn answer_json(id: Option<Value>, reply: Reply) -> Value {
+    let mut answer = match reply {
+        Ok(result) => json!({"ok": true, "result": result}),
+        Err(f) => json!({"ok": false, "code": f.code, "error": f.message}),
+    };
+    if let (Some(id), Some(fields)) = (id, answer.as_object_mut()) {
+        fields.insert("id".into(), id);
+    }
+    answer
+}
+
 fn serve_client(shared: Arc<Shared>, stream: UnixStream, client: Arc<Client>) {
     let handler = Handler {
         shared: &shared,
@@ -1384,10 +1458,7 @@ fn serve_client(shared: Arc<Shared>, stream: UnixStream, client: Arc<Client>) {
                 Err(invalid(format!("request is not JSON: {e}"))),
             ),
         };
-        let answer = match reply {
-            Ok(result) => json!({"id": id, "ok": true, "result": result}),
-            Err(f) => json!({"id": id, "ok": false, "code": f.code, "error": f.message}),
-        };
+        let answer = answer_json(Some(id), reply);
         let mut w = client.writer.lock().unwrap_or_else(|e| e.into_inner());
         if w.write_all(format!("{answer}\n").as_bytes()).is_err() {
             break;

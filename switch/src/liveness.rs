@@ -5,12 +5,27 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::shared::Shared;
 
 const POLL: Duration = Duration::from_millis(50);
+
+/// The down ports last handed to the profiles, and the pipeline generation they were
+/// handed to: what `port_status` reports (one switch per process).
+static APPLIED: Mutex<Option<(BTreeSet<u32>, u64)>> = Mutex::new(None);
+
+/// The ports the loaded pipeline's selectors take as down; None until the watch thread
+/// has handed them to this pipeline (within one POLL of its loading).
+pub fn applied_down_ports(shared: &Shared) -> Option<BTreeSet<u32>> {
+    let applied = APPLIED.lock().unwrap_or_else(|e| e.into_inner());
+    let generation = shared.generation.load(Ordering::Acquire);
+    applied
+        .as_ref()
+        .filter(|(_, at)| *at == generation)
+        .map(|(down, _)| down.clone())
+}
 
 /// Whether the interface `name` is running (up with carrier), asked on socket `fd`. An
 /// interface the kernel does not know counts as down.
@@ -59,6 +74,7 @@ pub fn watch(shared: Arc<Shared>) {
                     profile.set_down_ports(&now.0);
                 }
             }
+            *APPLIED.lock().unwrap_or_else(|e| e.into_inner()) = Some(now.clone());
             applied = Some(now);
         }
         std::thread::sleep(POLL);

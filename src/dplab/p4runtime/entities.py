@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
@@ -43,37 +43,91 @@ class Entities:
             raise invalid("update type must be INSERT, MODIFY or DELETE")
         handler(update.type, getattr(update.entity, kind))
 
-    def _write_table_entry(self, op: int, entry: pb.TableEntry) -> None:
+    def plan(self, update: pb.Update) -> TablePlan | None:
+        """The switch requests of a plain table-entry update, decided (and checked: a bad
+        update raises here) without asking the switch, none sent yet; None for an update
+        whose requests depend on the switch's state (write() does those)."""
+        if (update.entity.WhichOneof("entity") != "table_entry"
+                or update.type not in (INSERT, MODIFY, DELETE)):
+            return None
+        return self._plan_table_entry(update.type, update.entity.table_entry)
+
+    def run_plan(self, plan: TablePlan) -> None:
+        for request in plan.requests:
+            self.switch.call(**request)
+        self.finish_plan(plan)
+
+    def finish_plan(self, plan: TablePlan) -> None:
+        """What the server keeps of a written entry (its metadata), once its requests
+        succeeded."""
+        self.extras.put(plan.key["table"], plan.key["match"], plan.key["priority"],
+                        plan.extras)
+
+    def _plan_table_entry(self, op: int, entry: pb.TableEntry) -> TablePlan | None:
         table = self.index.table(entry.table_id)
         if entry.is_const:
             raise invalid("is_const must be false in a write (P4Runtime spec 9.1)")
         if op != DELETE:  # a DELETE ignores all but the key (spec 9.1)
             _check_idle_timeout(table, entry)
         if entry.is_default_action:
-            self._write_default(op, table, entry)
-            return
+            return None
         if op != DELETE:
             self._check_direct_resources(table, entry)
         if op == INSERT and not table.match_fields:
             raise invalid(f"table {table.preamble.name} has no key: only its default entry "
                           "can be written")
-        req = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
+        key = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
                "priority": entry.priority}
         kind = entry.action.WhichOneof("type")
         _check_const_table(table, op, kind)
+        if op == DELETE:  # one shots: their hidden group goes too (write() does those)
+            return None if self.oneshots.may_hold(table) else TablePlan(
+                key, [{"cmd": "table_delete", **key}], NONE)
+        if kind is None and op == MODIFY:  # only direct resources change: write() does it
+            return None
+        if kind is None:
+            raise invalid("a table entry needs an action")
+        if kind == "action_profile_action_set" or table.implementation_id:
+            return None  # members, groups and one shots depend on the profile's state
+        req = {**key, "action": self.profiles.entry_action(table, entry.action),
+               "idle_timeout_ns": entry.idle_timeout_ns}  # a MODIFY to 0 clears it
+        if entry.HasField("meter_config"):
+            req["meter"] = codec.meter_to_switch(entry.meter_config)
+        elif op == MODIFY and self.index.has_direct_meter(table):
+            req["meter"] = None  # spec 9.1.5: a MODIFY without meter_config resets it
+        requests = [{"cmd": "table_add" if op == INSERT else "table_modify", **req}]
+        if entry.HasField("counter_data"):  # without it a MODIFY keeps the count (9.1.5)
+            requests.append({"cmd": "table_entry_counter_write", **key,
+                             "packets": entry.counter_data.packet_count,
+                             "bytes": entry.counter_data.byte_count})
+        if op == MODIFY and entry.HasField("meter_counter_data"):  # set: cleared (9.1.5)
+            requests.append({"cmd": "table_entry_meter_set", **key, "counts": codec.zero_counts(
+                entry.meter_counter_data, f"table {table.preamble.name}")})
+        # MODIFY assigns the entry's whole state (spec 12.2), its opaque metadata too
+        return TablePlan(key, requests, Extras.of(entry))
+
+    def _write_table_entry(self, op: int, entry: pb.TableEntry) -> None:
+        plan = self._plan_table_entry(op, entry)  # checks the entry
+        if plan is not None:
+            self.run_plan(plan)
+            return
+        table = self.index.table(entry.table_id)
+        if entry.is_default_action:
+            self._write_default(op, table, entry)
+            return
+        req = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
+               "priority": entry.priority}
+        kind = entry.action.WhichOneof("type")
         if op == DELETE:
-            old = self.find_entry(table, req["match"], entry.priority) if (
-                self.oneshots.may_hold(table)) else None
+            old = self.find_entry(table, req["match"], entry.priority)
             self.switch.call("table_delete", **req)
             if old is not None:
                 self.oneshots.release(table, old["action"])  # a one shot's hidden group
             self.extras.put(entry.table_id, req["match"], entry.priority, NONE)
             return
-        if kind is None and op == MODIFY:  # the action stays; only direct resources change
+        if kind is None:  # a MODIFY: the action stays; only direct resources change
             self._modify_direct_resources(table, entry, req)
             return
-        if kind is None:
-            raise invalid("a table entry needs an action")
         one_shot = kind == "action_profile_action_set"
         replaced = self.find_entry(table, req["match"], entry.priority) if (
             one_shot and op == MODIFY) else None
@@ -91,11 +145,10 @@ class Entities:
             raise
         if replaced is not None:
             self.oneshots.release(table, replaced["action"])
-        # MODIFY assigns the entry's whole state (spec 12.2), its opaque metadata too
         self.extras.put(entry.table_id, req["match"], entry.priority, Extras.of(entry))
-        if entry.HasField("counter_data"):  # without it a MODIFY keeps the count (9.1.5)
+        if entry.HasField("counter_data"):
             self._write_entry_counter(entry, req, entry.counter_data)
-        if op == MODIFY and entry.HasField("meter_counter_data"):  # set: cleared (9.1.5)
+        if op == MODIFY and entry.HasField("meter_counter_data"):
             self._clear_meter_counts(table, req, entry.meter_counter_data)
 
     def _modify_direct_resources(self, table, entry: pb.TableEntry, req: dict) -> None:
@@ -240,11 +293,8 @@ class Entities:
 
     def find_entry(self, table, match: list[dict], priority: int) -> dict | None:
         """The switch's entry with this key (``match`` as codec.match_to_switch gives)."""
-        for item in self.switch.call("table_read", table=table.preamble.id)["entries"]:
-            if (codec.canonical_match(table, item["match"]) == match
-                    and (item.get("priority") or 0) == priority):
-                return item
-        return None
+        return entry_of(self.switch.call(**read_by_key(table.preamble.id, match, priority)),
+                        priority)
 
     def _write_extern_entry(self, op: int, entry: pb.ExternEntry) -> None:
         externs.write(self.index, entry)
@@ -514,6 +564,32 @@ class Entities:
                     yield out
         else:
             raise invalid("empty packet replication engine entry")
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """A table-entry update decided without the switch: ``requests`` (each ``{"cmd": ...,
+    fields}``) to send in order, and the entry's extras once they all succeeded. ``key``:
+    the entry's table, match and priority."""
+    key: dict
+    requests: list[dict]
+    extras: Extras
+
+    def snapshot_request(self) -> dict:
+        """Reads the entry the update changes (entry_of() picks it from the answer)."""
+        return read_by_key(self.key["table"], self.key["match"], self.key["priority"])
+
+
+def read_by_key(table_id: int, match: list[dict], priority: int) -> dict:
+    """The switch request reading one entry by its key (switch/PROTOCOL.md `table_read`)."""
+    return {"cmd": "table_read", "table": table_id, "match": match, "priority": priority}
+
+
+def entry_of(read: dict, priority: int) -> dict | None:
+    """The entry a read by key found, if any (tables without priorities find an entry by
+    its match alone: its priority must agree too)."""
+    return next((item for item in read["entries"]
+                 if (item.get("priority") or 0) == priority), None)
 
 
 def _key(req: dict) -> dict:

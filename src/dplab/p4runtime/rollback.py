@@ -34,7 +34,7 @@ def write_all_or_none(entities: Entities, updates) -> list[P4RuntimeError | None
             undos.append(undo_for(entities, update))
             entities.write(update)
         except P4RuntimeError as err:
-            return _roll_back(undos, position, err, len(updates))
+            return roll_back(undos, position, err, len(updates))
     return [None] * len(updates)
 
 
@@ -45,13 +45,13 @@ def write_dataplane_atomic(entities: Entities, updates) -> list[P4RuntimeError |
     try:
         errors = write_all_or_none(entities, updates)
     finally:
-        released = _release(entities)
+        released = release(entities)
     if released is not None:  # the switch gave the hold up: the batch was not atomic
         return [released] * len(updates)
     return errors
 
 
-def _release(entities: Entities) -> P4RuntimeError | None:
+def release(entities: Entities) -> P4RuntimeError | None:
     try:
         entities.switch.call("release")
     except P4RuntimeError as err:
@@ -60,7 +60,7 @@ def _release(entities: Entities) -> P4RuntimeError | None:
     return None
 
 
-def _roll_back(undos: list[Undo], failed: int, err: P4RuntimeError,
+def roll_back(undos: list[Undo], failed: int, err: P4RuntimeError,
                total: int) -> list[P4RuntimeError | None]:
     errors: list[P4RuntimeError | None] = [
         P4RuntimeError("ABORTED", f"not attempted: update {failed} failed")] * total
@@ -89,18 +89,25 @@ def undo_for(entities: Entities, update: pb.Update) -> Undo:
 
 def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
     table = entities.index.table(entry.table_id)
-    switch = entities.switch
     if entry.is_default_action:
         return _default_entry(entities, table)
     key = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
            "priority": entry.priority}
-    before = entities.find_entry(table, key["match"], entry.priority)
+    return table_entry_undo(entities, key, entities.find_entry(table, key["match"],
+                                                               entry.priority))
+
+
+def table_entry_undo(entities: Entities, key: dict, before: dict | None) -> Undo:
+    """Puts back the entry with ``key`` (table, match, priority) as it was read
+    (``before``; None: it did not exist), and its extras as they are now."""
+    table = entities.index.table(key["table"])
+    switch = entities.switch
     before_set = entities.oneshots.action_set_of(table, before)  # None: not a one shot
-    extras = entities.extras.get(entry.table_id, key["match"], entry.priority)
+    extras = entities.extras.get(key["table"], key["match"], key["priority"])
 
     def undo() -> None:
-        entities.extras.put(entry.table_id, key["match"], entry.priority, extras)
-        now = entities.find_entry(table, key["match"], entry.priority)
+        entities.extras.put(key["table"], key["match"], key["priority"], extras)
+        now = entities.find_entry(table, key["match"], key["priority"])
         if before is None:
             if now is not None:
                 switch.call("table_delete", **key)

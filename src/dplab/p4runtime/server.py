@@ -16,12 +16,12 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.p4runtime import codec
 from dplab.p4runtime.arbitration import Arbiter
+from dplab.p4runtime.batching import write_all_or_none, write_each
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entities import Entities
 from dplab.p4runtime.entry_extras import EntryExtras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
-from dplab.p4runtime.rollback import write_all_or_none, write_dataplane_atomic
 from dplab.p4runtime.switch_link import SwitchError, SwitchLink
 
 API_VERSION = "1.5.0"
@@ -153,12 +153,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                      Atomicity.DATAPLANE_ATOMIC):
             raise invalid(f"unknown atomicity {request.atomicity}")
         with self._serial:
-            if request.atomicity == Atomicity.DATAPLANE_ATOMIC:
-                errors = write_dataplane_atomic(entities, request.updates)
-            elif request.atomicity == Atomicity.ROLLBACK_ON_ERROR:
-                errors = write_all_or_none(entities, request.updates)
+            if request.atomicity == Atomicity.CONTINUE_ON_ERROR:
+                errors = write_each(entities, request.updates)
             else:
-                errors = [_attempt(entities, update) for update in request.updates]
+                errors = write_all_or_none(entities, request.updates, hold=(
+                    request.atomicity == Atomicity.DATAPLANE_ATOMIC))
         if any(errors):
             raise _BatchError(errors)
         return pb.WriteResponse()
@@ -321,14 +320,6 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         else:
             return
         self._send_to_primary(msg)
-
-
-def _attempt(entities: Entities, update: pb.Update) -> P4RuntimeError | None:
-    try:
-        entities.write(update)
-    except P4RuntimeError as err:
-        return err
-    return None
 
 
 def _check_default_role(role: str, role_id: int) -> None:

@@ -59,6 +59,12 @@ class SwitchLink:
             raise SwitchError(msg.get("code", "UNKNOWN"), msg.get("error", "switch error"))
         return msg.get("result")
 
+    def batch(self, requests: list[dict], stop_on_error: bool) -> list[dict]:
+        """Sends ``requests`` (each ``{"cmd": ..., fields}``) as one `batch` request: one
+        round trip. Returns one answer (``{"ok", "result"}`` or ``{"ok", "code", "error"}``)
+        per request the switch ran; with ``stop_on_error`` the last one is the failure."""
+        return self.call("batch", requests=requests, stop_on_error=stop_on_error)
+
     def _read_forever(self) -> None:
         stream = self._sock.makefile("rb")
         for line in stream:
