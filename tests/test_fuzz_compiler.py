@@ -166,3 +166,12 @@ def test_a_header_stack_outside_the_bounds_is_refused(tmp_path: Path, size: int)
     assert isinstance(error, P4Error)
     assert error.reason == "a header stack's size must be in 1..1024"
     assert (error.line, error.col) == (53, 5)
+
+
+def test_a_stack_operation_without_its_count_is_a_located_error(tmp_path: Path) -> None:
+    """features.p4 mutant #111 of seed 3: `pop_front()` once raised IndexError."""
+    text = (ROOT / "tests" / "data" / "p4" / "features.p4").read_text()
+    error = outcome(text.replace("hdr.mpls.pop_front(1);", "hdr.mpls.pop_front();"), tmp_path)
+    assert isinstance(error, P4Error)
+    assert (error.line, error.col) == (115, 21)
+    assert error.reason == "expected at least 1 argument(s), found 0"
