@@ -7,6 +7,7 @@ from dplab.p4 import ids, names, value_sets
 from dplab.p4.errors import Loc, P4Error, P4Warning
 from dplab.p4.exprs import Env, ExprChecker, check_width, const
 from dplab.p4.ids import IdAllocator
+from dplab.p4.limits import MAX_STACK, checked_size
 from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.statements import Scope, StatementCompiler
@@ -184,6 +185,8 @@ class Compiler:
             base = self.resolve_type(node.base)
             if not isinstance(base, StructType) or base.kind != "header":
                 raise P4Error(node.loc, "only headers can form a stack")
+            if not 1 <= node.size <= MAX_STACK:
+                raise P4Error(node.loc, f"a header stack's size must be in 1..{MAX_STACK}")
             return StackType(base, node.size)
         builtin = {"bool": BoolType(), "error": ErrorType(), "string": StringType()}
         if node.name in builtin:
@@ -482,7 +485,7 @@ class Compiler:
         if kind in ("counter", "meter", "register"):
             if not args:
                 raise P4Error(node.loc, f"{kind} needs its size")
-            entry["size"] = args[0].const
+            entry["size"] = checked_size(node.args[0].loc, args[0].const, f"{kind} size")
         if kind in ("counter", "direct_counter", "meter", "direct_meter"):
             unit = node.args[-1] if node.args else None
             if unit is None or unit.kind != "member" or unit.name not in UNITS:

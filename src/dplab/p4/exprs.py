@@ -4,6 +4,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dplab.p4.errors import Loc, P4Error
+from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
     MAX_WIDTH,
@@ -314,15 +315,20 @@ class ExprChecker:
     def shift(self, a: Val, b: Val, node: Node) -> Val:
         if b.const is None and not isinstance(b.type, Bits):
             raise P4Error(node.b.loc, "a shift amount must be bit<W> or a constant")
+        if b.const is not None and b.const < 0:
+            raise P4Error(node.b.loc, f"a shift amount must not be negative ({b.const})")
         if isinstance(a.type, IntType):
             if b.const is None:
                 raise P4Error(node.a.loc, "cannot tell the width of this integer")
+            if node.op == "<<" and a.const.bit_length() + b.const > MAX_INT_BITS:
+                raise P4Error(node.loc, f"the integer would be wider than {MAX_INT_BITS} bits")
             value = _FOLD[node.op](a.const, b.const)
             return Val({"op": "const", "w": None, "v": hex(value)}, IntType(), value)
         if not isinstance(a.type, Bits):
             raise P4Error(node.loc, f"cannot shift a {type_name(a.type)}")
         if isinstance(b.type, IntType):
-            b = const(b.const, max(1, b.const.bit_length()))
+            amount = min(b.const, a.type.width)   # the same result, and a width the IR takes
+            b = const(amount, max(1, amount.bit_length()))
         irop = "shl" if node.op == "<<" else "shr"
         if a.const is not None and b.const is not None:
             return const(_FOLD[node.op](a.const, b.const), a.type.width)

@@ -3,6 +3,7 @@
 
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import Env
+from dplab.p4.limits import checked_size
 from dplab.p4.syntax import Node, name_loc
 from dplab.p4.types import ExternRef
 
@@ -81,7 +82,7 @@ class ProfileCompiler:
         value = self.c.exprs.value(node, env, 32).const
         if value is None or value <= 0:
             raise P4Error(node.loc, f"{what} must be a positive constant")
-        return value
+        return checked_size(node.loc, value, what)
 
     def attach(self, table: dict, index: int, prop: Node, env: Env) -> None:
         """Binds the table to the profile its `implementation` names or makes."""

@@ -187,6 +187,9 @@ class StatementCompiler:
         return call.args
 
     def _const_arg(self, call: Node, index: int, env: Env) -> int:
+        if index >= len(call.args):
+            raise P4Error(call.loc, f"expected at least {index + 1} argument(s), "
+                          f"found {len(call.args)}")
         val = self.exprs.value(call.args[index], env)
         if val.const is None:
             raise P4Error(call.args[index].loc, "this argument must be a compile-time constant")

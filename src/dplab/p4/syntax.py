@@ -1,9 +1,11 @@
 """Recursive-descent parser: tokens -> a tree of `Node`s (no names resolved, no types checked)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.lexer import Token
+from dplab.p4.limits import MAX_NESTING
 
 TYPE_KEYWORDS = {"bit", "bool", "int", "varbit", "error", "void", "packet_in", "packet_out"}
 # Binary operators from lowest to highest precedence, as in the P4_16 grammar.
@@ -11,6 +13,7 @@ BINARY_LEVELS = [
     ["||"], ["&&"], ["==", "!="], ["<", ">", "<=", ">="], ["|"], ["^"], ["&"],
     ["<<", ">>"], ["++", "+", "-", "|+|", "|-|"], ["*", "/", "%"],
 ]
+_SHIFT_LEVEL = next(i for i, ops in enumerate(BINARY_LEVELS) if ">>" in ops)
 
 
 class Node:
@@ -20,10 +23,23 @@ class Node:
         self.kind = kind
         self.loc = loc
         self.__dict__.update(attrs)
+        # Chains (a + b + ..., x.y.z..., else-if) deepen the tree without deepening the
+        # parser's own recursion: the tree's depth is bounded here, where it grows.
+        self.depth = 1 + max((child.depth for child in _children(attrs.values())), default=0)
+        if self.depth > MAX_NESTING:
+            raise P4Error(loc, f"nested more than {MAX_NESTING} levels deep")
 
     def __repr__(self) -> str:
-        attrs = {k: v for k, v in self.__dict__.items() if k not in ("kind", "loc")}
+        attrs = {k: v for k, v in self.__dict__.items() if k not in ("kind", "loc", "depth")}
         return f"Node({self.kind}, {attrs})"
+
+
+def _children(values: Iterator[object] | list[object]) -> Iterator["Node"]:
+    for value in values:
+        if isinstance(value, Node):
+            yield value
+        elif isinstance(value, list):
+            yield from (item for item in value if isinstance(item, Node))
 
 
 def name_loc(node: Node) -> Loc:
@@ -36,6 +52,18 @@ class Parser:
         self.tokens = tokens
         self.pos = 0
         self.type_names: set[str] = set()
+        self.nesting = 0
+
+    @contextmanager
+    def nested(self) -> Iterator[None]:
+        """One level deeper in the parser's recursion; refuses what would exhaust the stack."""
+        if self.nesting >= MAX_NESTING:
+            raise P4Error(self.tok.loc, f"nested more than {MAX_NESTING} levels deep")
+        self.nesting += 1
+        try:
+            yield
+        finally:
+            self.nesting -= 1
 
     # --- token helpers -------------------------------------------------------------
     @property
@@ -452,6 +480,10 @@ class Parser:
 
     # --- types ---------------------------------------------------------------------
     def type_ref(self) -> Node:
+        with self.nested():
+            return self._type_ref()
+
+    def _type_ref(self) -> Node:
         loc = self.tok.loc
         name = self.ident()
         if name.text in ("bit", "int", "varbit") and self.at("<"):
@@ -490,6 +522,10 @@ class Parser:
         return Node("block", loc, body=body)
 
     def statement(self) -> Node:
+        with self.nested():
+            return self._statement()
+
+    def _statement(self) -> Node:
         if self.at("@"):
             self.annotations()   # block annotations (@atomic) are hints for targets
         loc = self.tok.loc
@@ -564,6 +600,10 @@ class Parser:
         return self.expression_list(")")
 
     def expression(self) -> Node:
+        with self.nested():
+            return self._expression()
+
+    def _expression(self) -> Node:
         cond = self.binary(0)
         if self.at("?"):
             loc = self.advance().loc
@@ -572,32 +612,41 @@ class Parser:
             return Node("cond", loc, c=cond, a=then, b=self.expression())
         return cond
 
-    def binary(self, level: int) -> Node:
-        if level == len(BINARY_LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
+    def binary(self, lowest: int) -> Node:
+        """Operators of precedence level `lowest` and above, left-associative (precedence
+        climbing: one call per operand, not one per level, so nesting stays cheap)."""
+        left = self.unary()
         while True:
-            if ">>" in BINARY_LEVELS[level] and self.at_shift_right():
-                loc = self.advance().loc
-                self.advance()
-                op = ">>"
-            elif self.tok.kind == "op" and self.tok.text in BINARY_LEVELS[level]:
-                token = self.advance()
-                loc, op = token.loc, token.text
-            else:
+            level = self.binary_level()
+            if level is None or level < lowest:
                 return left
+            shift_right = self.at_shift_right()
+            token = self.advance()
+            if shift_right:
+                self.advance()   # '>>' comes as two '>' tokens, so that `bit<bit<8>>` lexes
+            loc, op = token.loc, ">>" if shift_right else token.text
             left = Node("binary", loc, op=op, a=left, b=self.binary(level + 1))
+
+    def binary_level(self) -> int | None:
+        """The precedence level of the binary operator at the current token, if it is one."""
+        if self.at_shift_right():
+            return _SHIFT_LEVEL
+        if self.tok.kind != "op":
+            return None
+        return next((i for i, ops in enumerate(BINARY_LEVELS) if self.tok.text in ops), None)
 
     def unary(self) -> Node:
         loc = self.tok.loc
         if self.at("!", "~", "-", "+"):
             op = self.advance().text
-            return Node("unary", loc, op=op, a=self.unary())
+            with self.nested():
+                return Node("unary", loc, op=op, a=self.unary())
         if self.at("(") and self.is_cast():
             self.advance()
             typ = self.type_ref()
             self.expect(")")
-            return Node("cast", loc, type=typ, a=self.unary())
+            with self.nested():
+                return Node("cast", loc, type=typ, a=self.unary())
         return self.postfix(self.primary())
 
     def is_cast(self) -> bool:

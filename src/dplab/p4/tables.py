@@ -3,6 +3,7 @@
 from dplab.p4 import ids, names, priorities
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
+from dplab.p4.limits import checked_size
 from dplab.p4.syntax import Node
 from dplab.p4.types import ActionRef, ExternRef, Val
 
@@ -43,7 +44,8 @@ class TableCompiler:
             table["selector_keys"] = [self.selector_key(k) for k in selector_keys]
         self.c.profiles.check(table, props, selector_keys)
         if "size" in props:
-            table["size"] = self.const_int(props["size"].value)
+            size = props["size"].value
+            table["size"] = checked_size(size.loc, self.const_int(size), "table size")
         if "support_timeout" in props:
             table["support_timeout"] = bool(self.c.exprs.value(props["support_timeout"].value,
                                                                self.env).const)

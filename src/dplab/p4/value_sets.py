@@ -10,6 +10,7 @@ plane writes that field, as in P4Info.
 
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
+from dplab.p4.limits import checked_size
 from dplab.p4.syntax import Node
 from dplab.p4.tables import MATCH_KINDS
 from dplab.p4.types import ExternRef, StructType, type_name, width_of
@@ -29,6 +30,7 @@ def declare(compiler: object, node: Node, owner: str, env: Env) -> None:
     size = compiler.exprs.value(node.args[0], env).const
     if size is None or size < 1:
         raise P4Error(node.args[0].loc, "a value_set's size must be a positive constant")
+    checked_size(node.args[0].loc, size, "value_set size")
     fields = _fields(compiler, node.type.args[0])
     group = compiler.ir["value_sets"]
     name = compiler.qualified(node, owner)

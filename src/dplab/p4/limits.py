@@ -1,0 +1,24 @@
+"""How large a program's counts may be: the bounds keep the compiler and the switch finite.
+
+Real programs stay far below every bound; a mutated or hostile one must get a located
+P4Error here rather than exhaust the compiler's stack or memory, or the switch's.
+"""
+
+from dplab.p4.errors import Loc, P4Error
+
+# Nesting of expressions, statements and types: every pass of the compiler is recursive.
+MAX_NESTING = 100
+# Elements of a counter, meter, register, value set, action profile and entries of a table:
+# the switch allocates the first three up front and refuses more (switch/src/program.rs).
+MAX_SIZE = 1 << 24
+# Elements of a header stack: each one is a header instance of its own in the IR.
+MAX_STACK = 1024
+# Bits an arbitrary-precision integer constant may have (`1 << n` with a huge n).
+MAX_INT_BITS = 4096
+
+
+def checked_size(loc: Loc, size: int, what: str, least: int = 0) -> int:
+    """`size` if it lies in least..MAX_SIZE, else a P4Error naming `what`."""
+    if not least <= size <= MAX_SIZE:
+        raise P4Error(loc, f"{what} {size} is outside {least}..{MAX_SIZE}")
+    return size
