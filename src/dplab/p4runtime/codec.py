@@ -21,7 +21,8 @@ def to_hex(value: bytes, bitwidth: int | None, what: str) -> str:
         raise invalid(f"{what}: empty value")
     number = int.from_bytes(value, "big")
     if bitwidth is not None and (number >> bitwidth or len(value) > (bitwidth + 7) // 8):
-        raise invalid(f"{what}: value 0x{value.hex()} ({len(value)} bytes) does not fit "
+        shown = value.hex() if len(value) <= 16 else value[:16].hex() + "…"
+        raise invalid(f"{what}: value 0x{shown} ({len(value)} bytes) does not fit "
                       f"in {bitwidth} bits")
     return f"0x{number:x}"
 

@@ -30,6 +30,9 @@ Action = pb.SetForwardingPipelineConfigRequest
 # above 8 KiB by default (their soft limit), so the details stay below that.
 DETAILS_BUDGET = 6000
 SHOWN_FAILURES = 3  # failures named in a batch error's message
+# Longest text of one update's error in the batch error (its message and its p4.v1.Error),
+# so that one long error cannot push every update's code out of the trailer.
+MESSAGE_ROOM = 300
 Atomicity = pb.WriteRequest
 
 
@@ -341,7 +344,7 @@ def _abort_batch(context, err: _BatchError) -> None:
     if even the codes do not fit, they are left out and the message says so."""
     failed = [(i, e) for i, e in enumerate(err.errors) if e is not None]
     message = f"{len(failed)} of {len(err.errors)} failed: " + "; ".join(
-        f"#{i}: {e.code}: {e.message}" for i, e in failed[:SHOWN_FAILURES])
+        f"#{i}: {e.code}: {_clip(e.message)}" for i, e in failed[:SHOWN_FAILURES])
     if len(failed) > SHOWN_FAILURES:
         message += f"; and {len(failed) - SHOWN_FAILURES} more"
     for with_messages in (True, False):
@@ -360,9 +363,13 @@ def _status_details(errors: list[P4RuntimeError | None], message: str,
     status = status_pb2.Status(code=grpc.StatusCode.UNKNOWN.value[0], message=message)
     for e in errors:
         item = pb.Error(canonical_code=0 if e is None else e.grpc_code.value[0],
-                        message=e.message if e is not None and with_messages else "")
+                        message=_clip(e.message) if e is not None and with_messages else "")
         status.details.add().Pack(item)
     return status.SerializeToString()
+
+
+def _clip(message: str) -> str:
+    return message if len(message) <= MESSAGE_ROOM else message[:MESSAGE_ROOM - 1] + "…"
 
 
 def _stream_error(err: P4RuntimeError) -> pb.StreamMessageResponse:
