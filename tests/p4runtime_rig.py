@@ -52,16 +52,23 @@ def served_on_unix_socket(folder: Path):
 def rig_with_server(address: str, n_ports: int = 3):
     """A rig switch with our P4Runtime server (device 1) listening on ``address``
     (``unix:/path`` or ``127.0.0.1:port``); yields the rig once the server answers."""
-    with Rig(n_ports=n_ports) as rig:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dplab.p4runtime", "--serve", "1", rig.control_path, address])
-        try:
-            with grpc.insecure_channel(address) as channel:
-                grpc.channel_ready_future(channel).result(timeout=10)
-            yield rig
-        finally:
-            proc.terminate()
-            proc.wait(5)
+    with Rig(n_ports=n_ports) as rig, server_process(rig, address):
+        yield rig
+
+
+@contextmanager
+def server_process(rig: Rig, address: str):
+    """Our P4Runtime server (device 1) for ``rig``'s switch, a process of its own listening
+    on ``address`` until the block ends (then stopped with SIGTERM)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dplab.p4runtime", "--serve", "1", rig.control_path, address])
+    try:
+        with grpc.insecure_channel(address) as channel:
+            grpc.channel_ready_future(channel).result(timeout=10)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(5)
 
 
 class Names:
@@ -120,11 +127,11 @@ class Client:
     def send(self, msg: pb.StreamMessageRequest) -> None:
         self.outbox.put(msg)
 
-    def set_pipeline(self, program: tuple[Path, p4info_pb2.P4Info]) -> None:
+    def set_pipeline(self, program: tuple[Path, p4info_pb2.P4Info],
+                     action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT) -> None:
         ir_path, info = program
         req = pb.SetForwardingPipelineConfigRequest(
-            device_id=1, election_id=self.election,
-            action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+            device_id=1, election_id=self.election, action=action)
         req.config.p4info.CopyFrom(info)
         req.config.p4_device_config = Path(ir_path).read_bytes()
         self.stub.SetForwardingPipelineConfig(req)
@@ -176,9 +183,10 @@ def is_primary(reply: object) -> bool:
 
 
 @contextmanager
-def primary_client(address: str, program: tuple[Path, p4info_pb2.P4Info], election: int = 1):
-    """A client that asked to be primary and loaded ``program``; yields (client, its
-    arbitration reply) and closes the client afterwards.
+def primary_client(address: str, program: tuple[Path, p4info_pb2.P4Info], election: int = 1,
+                   action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT):
+    """A client that asked to be primary and set ``program`` (by ``action``); yields
+    (client, its arbitration reply) and closes the client afterwards.
 
     A previous client's stream with the same election id may still be closing on the
     server (closing is asynchronous), and while it is, the id is taken: the new client
@@ -192,7 +200,7 @@ def primary_client(address: str, program: tuple[Path, p4info_pb2.P4Info], electi
         client.close()
         time.sleep(0.05)
     try:
-        client.set_pipeline(program)
+        client.set_pipeline(program, action)
         yield client, won
     finally:
         client.close()

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from test_p4_compiler import compile_error, compiled
 
+from dplab.p4.compiler import compile_with_warnings
+
 ECMP = Path(__file__).resolve().parent / "p4" / "ecmp_selector.p4"
 
 
@@ -125,3 +127,24 @@ def test_selector_size_semantics_come_from_p4c_s_annotations(tmp_path: Path) -> 
     error = compile_error(text.replace('"sum_of_members"', '"sum_of_bits"'), tmp_path)
     assert "must be one of sum_of_weights, sum_of_members" in error.reason
     assert text.splitlines()[error.line - 1].count("sum_of_members") == 1
+
+
+def test_selector_annotations_on_a_profile_warn_and_are_ignored(tmp_path: Path) -> None:
+    # as p4c's testdata action_profile_sum_of_members_annotation.p4: on an action_profile
+    # (no selector) @max_group_size, @selector_size_semantics and @max_member_weight mean
+    # nothing; p4c warns "Ignoring annotation @... on action profile '...', which does not
+    # have a selector" at the instance's name and writes max_group_size 0
+    old = "    action_profile(32w64) l2_profile;"
+    text = ECMP.read_text().replace(old, '    @max_group_size(200) @selector_size_semantics('
+                                    '"sum_of_members") @max_member_weight(4000)\n' + old)
+    path = tmp_path / "annotated.p4"
+    path.write_text(text)
+    ir, found = compile_with_warnings(path)
+    line = text.splitlines().index(old) + 1
+    col = old.index("l2_profile") + 1
+    assert [(w.loc.line, w.loc.col, w.reason) for w in found] == [
+        (line, col, f"Ignoring annotation @{anno} on action profile 'EcmpIngress.l2_profile', "
+                    "which does not have a selector")
+        for anno in ("max_group_size", "selector_size_semantics", "max_member_weight")]
+    profile = next(p for p in ir["action_profiles"] if p["name"] == "EcmpIngress.l2_profile")
+    assert (profile["max_group_size"], profile["selector"]) == (0, None)

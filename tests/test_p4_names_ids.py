@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2
 from test_p4_compiler import compile_error
 from test_p4_compiler import compiled as compiled_file
 
 from dplab.p4.ids import field_ids, jenkins_one_at_a_time
+from dplab.p4runtime.codec import P4InfoIndex, action_to_switch
+from dplab.p4runtime.errors import P4RuntimeError
 
 HEAD = """#include <core.p4>
 #include <v1model.p4>
@@ -164,6 +167,42 @@ def test_aliases_are_shortest_unique_suffixes(tmp_path: Path) -> None:
     assert found["egress.rewrite_src_dst_mac"].alias == "rewrite_src_dst_mac"
 
 
+# p4c's basic_routing-bmv2.p4.p4info.txtpb: every table (none has a default_action) lists
+# its actions in source order, then NoAction with scope DEFAULT_ONLY and annotation
+# "@defaultonly"; NoAction is among the actions; no table has a const_default_action_id.
+BASIC_ROUTING_ACTION_REFS = {
+    "ingress.bd": [33505590], "ingress.ipv4_fib": [22594144, 26104220],
+    "ingress.ipv4_fib_lpm": [22594144, 26104220], "ingress.nexthop": [22594144, 19738113],
+    "ingress.port_mapping": [27500220], "egress.rewrite_mac": [28864280, 28966416]}
+
+
+def test_tables_without_default_action_get_defaultonly_no_action(tmp_path: Path) -> None:
+    ir, info = compiled(BASIC_ROUTING, tmp_path)
+    default_only = (21257015, p4info_pb2.ActionRef.DEFAULT_ONLY, ["@defaultonly"])
+    for table in info.tables:
+        refs = [(r.id, r.scope, list(r.annotations)) for r in table.action_refs]
+        expected = [(i, p4info_pb2.ActionRef.TABLE_AND_DEFAULT, [])
+                    for i in BASIC_ROUTING_ACTION_REFS[table.preamble.name]]
+        assert refs == expected + [default_only]
+        assert table.const_default_action_id == 0
+    assert "NoAction" in [a.preamble.name for a in info.actions]
+    for table in ir["tables"]:   # the IR: NoAction is the (changeable) default and listed
+        default = table["default_action"]
+        assert ir["actions"][default["action"]]["name"] == "NoAction"
+        assert not default["const"]
+        assert {"action": default["action"], "scope": "default_only"} in table["actions"]
+
+
+def test_a_listed_no_action_is_not_added_twice(tmp_path: Path) -> None:
+    # p4c adds @defaultonly NoAction only when the list does not name NoAction already
+    program = BASIC_ROUTING.replace("actions = { set_vrf; }", "actions = { set_vrf; NoAction; }")
+    _, info = compiled(program, tmp_path)
+    bd = next(t for t in info.tables if t.preamble.name == "ingress.bd")
+    assert [(r.id, r.scope) for r in bd.action_refs] == [
+        (33505590, p4info_pb2.ActionRef.TABLE_AND_DEFAULT),
+        (21257015, p4info_pb2.ActionRef.TABLE_AND_DEFAULT)]
+
+
 def test_jenkins_hash_and_collision_probing() -> None:
     # Bob Jenkins' published test vector for one-at-a-time: "a" -> 0xca2e9442
     assert jenkins_one_at_a_time("a") == 0xCA2E9442
@@ -260,16 +299,70 @@ def test_bad_ids_and_names_give_exact_locations(tmp_path: Path, old: str, new: s
     assert reason in err.reason
 
 
-def test_tuple_value_set_with_an_id(tmp_path: Path) -> None:
+def test_tuple_value_set_is_refused_as_by_p4c(tmp_path: Path) -> None:
+    # P4_16 grammar allows value_set<tuple<...>>; p4c's P4Info generation refuses it
+    # (P4RuntimeSerializer::addValueSet: "Unsupported type argument for Value Set")
     program = Path(__file__).parent / "data" / "p4" / "value_sets.p4"
-    text = program.read_text().replace("value_set<pair_t>(2) tagged;",
-                                       "@id(9) value_set<tuple<bit<16>, bit<8>>>(2) tagged;")
-    ir, info = compiled(text, tmp_path)
-    tagged = next(v for v in info.value_sets if v.preamble.name == "P.tagged")
-    assert tagged.preamble.id == 0x03000009
-    assert [(m.id, m.name, m.bitwidth, m.match_type) for m in tagged.match] == [
-        (1, "f0", 16, p4info_pb2.MatchField.EXACT), (2, "f1", 8, p4info_pb2.MatchField.EXACT)]
-    index = [v["name"] for v in ir["value_sets"]].index("P.tagged")
-    states = {s["name"]: s for s in ir["parser"]["states"]}
-    assert states["pairs"]["transition"]["cases"][0]["sets"] == [
-        {"kind": "value_set", "set": index}]
+    text = program.read_text()
+    old = "value_set<pair_t>(2) tagged;"
+    line = text[:text.index(old)].count("\n") + 1
+    col = text.index(old) - text.rfind("\n", 0, text.index(old)) + len("value_set<")
+    err = compile_error(text.replace(old, "@id(9) value_set<tuple<bit<16>, bit<8>>>(2) tagged;"),
+                        tmp_path)
+    assert (err.line, err.col) == (line, col + len("@id(9) "))
+    assert "struct of bit<W> fields" in err.reason
+
+
+def test_the_server_keeps_the_added_no_action_for_the_default_entry(tmp_path: Path) -> None:
+    # P4Runtime spec 9.1.2: a DEFAULT_ONLY action in a match entry is PERMISSION_DENIED;
+    # the server's codec (dplab.p4runtime) checks scopes from this P4Info
+    _, info = compiled(BASIC_ROUTING, tmp_path)
+    index = P4InfoIndex(info)
+    bd = next(t for t in info.tables if t.preamble.name == "ingress.bd")
+    no_action = p4runtime_pb2.Action(action_id=21257015)
+    assert action_to_switch(index, bd, no_action, default=True) == {"action": 21257015,
+                                                                    "args": []}
+    with pytest.raises(P4RuntimeError) as refused:
+        action_to_switch(index, bd, no_action, default=False)
+    assert refused.value.code == "PERMISSION_DENIED"
+
+
+CONTROLLER_AND_DIGEST = HEAD.replace("header eth_t", """
+@name("cpu_in_header_t") @controller_header("packet_in")
+header packet_in_t { @name("port") bit<9> ingress_port; bit<7> pad; }
+@name(".mac_learn_t") struct learn_t { @name("mac") bit<48> src; bit<9> port; bit<7> pad; }
+header eth_t""").replace("struct headers { eth_t ethernet;",
+                         "struct headers { packet_in_t cpu; eth_t ethernet;") + """
+control egress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply { }
+}
+control ingress(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) {
+    apply { digest<learn_t>(1, { hdr.ethernet.src, sm.ingress_port, 7w0 }); }
+}
+""" + TAIL
+
+
+def test_digest_and_controller_header_names_as_p4c(tmp_path: Path) -> None:
+    # p4c (P4RuntimeSerializer addControllerHeader, v1model getDigestCall): a digest is
+    # named by its struct type's control-plane name (@name, leading "." dropped) and its
+    # type_info struct and members likewise; a controller header's preamble name and alias
+    # are its role, its id the hash of its header type's control-plane name
+    _, info = compiled(CONTROLLER_AND_DIGEST, tmp_path)
+    digest = info.digests[0]
+    assert (digest.preamble.name, digest.preamble.alias) == ("mac_learn_t", "mac_learn_t")
+    assert digest.preamble.id == 0x17 << 24 | jenkins_one_at_a_time("mac_learn_t") & 0xFFFFFF
+    assert digest.type_spec.struct.name == "mac_learn_t"
+    members = info.type_info.structs["mac_learn_t"].members
+    assert [m.name for m in members] == ["mac", "port", "pad"]
+    header = info.controller_packet_metadata[0]
+    assert (header.preamble.name, header.preamble.alias) == ("packet_in", "packet_in")
+    assert header.preamble.id == 0x04 << 24 | jenkins_one_at_a_time("cpu_in_header_t") & 0xFFFFFF
+    assert [(m.id, m.name, m.bitwidth) for m in header.metadata] == [(1, "port", 9),
+                                                                     (2, "pad", 7)]
+
+
+def test_controller_header_ids_equal_p4cs() -> None:
+    # p4c's ids for header types packet_in_header_t / packet_out_header_t, as in P4Info
+    # files it generated (sonic-net/sonic-pins p4rt_app tests: 81826293, 76689799)
+    assert 0x04 << 24 | jenkins_one_at_a_time("packet_in_header_t") & 0xFFFFFF == 81826293
+    assert 0x04 << 24 | jenkins_one_at_a_time("packet_out_header_t") & 0xFFFFFF == 76689799

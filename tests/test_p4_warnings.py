@@ -8,6 +8,7 @@ import pytest
 
 from dplab.p4.cli import compile_command
 from dplab.p4.compiler import compile_with_warnings
+from dplab.p4.errors import P4Error
 
 PROGRAM = """#include <core.p4>
 #include <v1model.p4>
@@ -60,7 +61,7 @@ def warnings_of(text: str, tmp_path: Path) -> list[tuple[int, int, str]]:
 def test_each_warning_at_its_place(tmp_path: Path) -> None:
     found = warnings_of(PROGRAM, tmp_path)
     places = [(line, col) for line, col, _ in found]
-    assert places == [(14, 5), (17, 24), (18, 11), (31, 13), (32, 13)]
+    assert places == [(14, 40), (17, 24), (18, 11), (31, 13), (32, 13)]
     reasons = [reason for _, _, reason in found]
     assert "counter hits is never used" in reasons[0]
     assert "parameter 'meta' shadows" in reasons[1]
@@ -100,4 +101,46 @@ def test_compile_command_prints_warnings_and_still_writes(tmp_path: Path,
     assert files["ir"].stat().st_size > 0 and files["p4info_bin"].stat().st_size > 0
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 5
-    assert lines[0].startswith(f"{path}:14:5: warning: counter hits is never used")
+    assert lines[0].startswith(f"{path}:14:40: warning: counter hits is never used")
+
+
+# p4c's ResolveReferences::checkShadowing (frontends/common/resolveReferences): in any block
+# (also `apply` and action bodies) a declaration that hides a name in scope is a warning;
+# one named like a parameter of its parser, control or action is an error.
+SHADOWS = PROGRAM.replace(
+    "    apply { acl.apply(); classify.apply(); }",
+    """    apply {
+        bit<8> acl = 8w1;
+        const bit<8> fwd = 8w2;
+        {
+            bit<8> acl = 8w3;
+            meta.kind = acl + fwd;
+        }
+        classify.apply();
+    }""").replace("table acl {", "table acl_table {")
+
+
+def test_declarations_in_apply_that_shadow_warn(tmp_path: Path) -> None:
+    found = [(line, col, reason) for line, col, reason in warnings_of(SHADOWS, tmp_path)
+             if "shadows" in reason]
+    assert [(line, col) for line, col, _ in found] == [(17, 24), (37, 22), (39, 20)]
+    assert "const 'fwd' shadows" in found[1][2]  # the action fwd
+    assert "var 'acl' shadows" in found[2][2]    # the variable of the enclosing block
+
+
+@pytest.mark.parametrize(("old", "new", "line", "col"), [
+    ("bit<8> acl = 8w1;", "bit<8> hdr = 8w1;", 36, 16),                 # control parameter
+    ("const bit<8> fwd = 8w2;", "const bit<8> sm = 8w2;", 37, 22),      # control parameter
+    ("{ sm.egress_spec = port; }", "{ bit<9> port2 = port; bit<9> port = 1; }", 16, 59),
+    ("counter(32w4, CounterType.packets) hits;", "counter(32w4, CounterType.packets) meta;",
+     14, 40),                                                          # instance
+])
+def test_a_declaration_shadowing_a_parameter_is_an_error(tmp_path: Path, old: str, new: str,
+                                                         line: int, col: int) -> None:
+    assert old in SHADOWS
+    path = tmp_path / "prog.p4"
+    path.write_text(SHADOWS.replace(old, new))
+    with pytest.raises(P4Error) as err:
+        compile_with_warnings(path)
+    assert (err.value.line, err.value.col) == (line, col)
+    assert "shadows a parameter" in err.value.reason

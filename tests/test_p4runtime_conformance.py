@@ -94,6 +94,56 @@ def test_a_bad_read_request_fails_alone(ctl):
     assert update_codes(answers) == [OK, grpc.StatusCode.NOT_FOUND.value[0], INVALID]
 
 
+def extern_entry(type_id: int, instance: int) -> pb.Entity:
+    entity = pb.Entity()
+    entity.extern_entry.extern_type_id, entity.extern_entry.extern_id = type_id, instance
+    return entity
+
+
+def read_codes(client: Client, *entities: pb.Entity) -> tuple[list[pb.Entity], list[int]]:
+    """What a Read batch of ``entities`` finds, and each request's code (all OK: [])."""
+    answers = client.stub.Read(pb.ReadRequest(device_id=1, entities=entities))
+    found = [e for reply in _until_error(answers) for e in reply.entities]
+    return found, ([] if answers.code() == grpc.StatusCode.OK else update_codes(answers))
+
+
+def test_extern_entries_answer_for_the_externs_the_p4info_has(ctl, program):
+    """Spec "ExternEntry": an entry names an Extern and ExternInstance of the P4Info;
+    v1model's P4Info has none, so each named type is NOT_FOUND (an id the P4Info lacks),
+    a type id outside 0x81..0xfe INVALID_ARGUMENT (p4runtime.proto), and a wildcard read
+    of "all extern instances for all supported extern types" (spec "Wildcard Reads") is
+    empty; the table entries read in the same batch are still answered."""
+    rig, client, n = ctl
+    client.write(forward_entry(n.info, DST, 2))
+    wildcard = pb.Entity()
+    wildcard.extern_entry.SetInParent()
+    found, codes = read_codes(client, wildcard, table_probe(n))
+    assert (len(found), codes) == (1, []) and found[0].HasField("table_entry")
+    found, codes = read_codes(client, extern_entry(0x81, 0), extern_entry(0x81, 7),
+                              extern_entry(0x05, 0), table_probe(n))
+    assert len(found) == 1
+    assert codes == [grpc.StatusCode.NOT_FOUND.value[0]] * 2 + [INVALID, OK]
+    for entity, code in ((extern_entry(0x81, 1), grpc.StatusCode.NOT_FOUND),
+                         (extern_entry(0xFF, 1), grpc.StatusCode.INVALID_ARGUMENT),
+                         (extern_entry(0x81, 0), grpc.StatusCode.INVALID_ARGUMENT)):
+        for op in (pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE):
+            assert update_code_of(lambda e=entity, o=op: client.write(e, op=o)) == code
+    # a client's P4Info may list an extern: known, but not programmable by this server
+    ir_path, info = program
+    with_extern = p4info_pb2.P4Info()
+    with_extern.CopyFrom(info)
+    extern = with_extern.externs.add(extern_type_id=0x81, extern_type_name="Hasher")
+    extern.instances.add().preamble.id = 0x81000001
+    client.set_pipeline((ir_path, with_extern))
+    assert update_code_of(lambda: client.write(extern_entry(0x81, 0x81000001))) == \
+        grpc.StatusCode.UNIMPLEMENTED
+    assert update_code_of(lambda: client.write(extern_entry(0x81, 2))) == \
+        grpc.StatusCode.NOT_FOUND
+    found, codes = read_codes(client, wildcard, extern_entry(0x81, 0x81000001))
+    assert (found, codes) == ([], [OK, grpc.StatusCode.UNIMPLEMENTED.value[0]])
+    assert rig.client.call("ping") == "pong"  # the switch was never asked
+
+
 def _until_error(answers) -> list[pb.ReadResponse]:
     got = []
     try:

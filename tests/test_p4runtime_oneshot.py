@@ -27,7 +27,7 @@ from profile_flows import (
     table_read,
     used_ports,
 )
-from switch_rig import mac
+from switch_rig import Rig, mac
 
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import installer
@@ -167,7 +167,8 @@ def test_the_spec_status_codes(ctl):
     stranger = route(n, [(2, 1)], "ecmp_by_src")
     stranger.table_entry.action.action_profile_action_set.action_profile_actions[
         0].action.action_id = n["NoAction"]
-    assert update_code_of(lambda: write(stranger)) == Code.INVALID_ARGUMENT
+    # NoAction is the table's @defaultonly action (as p4c lists it): spec 9.1.2
+    assert update_code_of(lambda: write(stranger)) == Code.PERMISSION_DENIED
     watched = route(n, [(2, 1)], "ecmp_by_src")
     watched.table_entry.action.action_profile_action_set.action_profile_actions[
         0].watch_port = b"\x09"  # not a port of the switch
@@ -222,6 +223,52 @@ def test_what_the_selector_cannot_hold_is_resource_exhausted(ctl):
     assert hidden(rig, n, "wide") == (0, 0)
 
 
+def test_the_selector_size_bounds_the_weights_of_all_groups_together(ctl):
+    """ecmp_sel holds 16 of weight (sum_of_weights, p4info.proto ActionProfile.size):
+    groups weighing 16 in all fit exactly, one more unit is RESOURCE_EXHAUSTED, for
+    ActionProfileGroups and for one shots alike (members are far from running out), and a
+    refused write changes nothing: groups, hidden members, traffic."""
+    rig, client, n = ctl
+    client.write(*(member(n, "ecmp_sel", port, port) for port in (2, 3, 4)))
+    for group_id, weights in ((1, {2: 4, 3: 4}), (2, {4: 7}), (3, {2: 1})):  # 16 of 16
+        client.write(sel_group(n, group_id, weights))
+    client.write(group_route(n, 2))
+    groups = pb.Entity()
+    groups.action_profile_group.action_profile_id = profile_id(n, "ecmp_sel")
+    before = client.read(groups)
+    for write in (lambda: client.write(sel_group(n, 4, {3: 1})),
+                  lambda: client.write(sel_group(n, 3, {2: 2}), op=MODIFY)):
+        assert update_code_of(write) == Code.RESOURCE_EXHAUSTED
+    assert client.read(groups) == before
+    assert used_ports(rig) == {4}
+    for group_id in (1, 2, 3):  # the selector emptied: one shots may take it
+        if group_id == 2:
+            client.write(group_route(n, 2), op=DELETE)
+        client.write(sel_group(n, group_id, {}), op=DELETE)
+    for port in (2, 3, 4):
+        client.write(member(n, "ecmp_sel", port, port), op=DELETE)
+    client.write(route(n, [(2, 8)], "ecmp_by_src", prefix="10.0.0.1"))
+    client.write(route(n, [(3, 8)], "ecmp_by_src", prefix="10.0.0.2"))  # 16 of 16
+    assert update_code_of(lambda: client.write(route(n, [(4, 1)]))) == \
+        Code.RESOURCE_EXHAUSTED
+    assert hidden(rig, n) == (2, 2)
+
+
+def sel_group(n: Names, group_id: int, weights: dict[int, int]) -> pb.Entity:
+    entity = pb.Entity()
+    g = entity.action_profile_group
+    g.action_profile_id, g.group_id = profile_id(n, "ecmp_sel"), group_id
+    for member_id, weight in weights.items():
+        g.members.add(member_id=member_id, weight=weight)
+    return entity
+
+
+def group_route(n: Names, group_id: int) -> pb.Entity:
+    entity = route(n, [])
+    entity.table_entry.action.action_profile_group_id = group_id
+    return entity
+
+
 def test_rollback_undoes_one_shot_writes_completely(ctl):
     rig, client, n = ctl
     client.write(route(n, [(2, 1), (3, 1)]))
@@ -261,6 +308,37 @@ def test_a_rolled_back_first_one_shot_leaves_the_selector_free(ctl):
     client.write(member(n, "ecmp_sel", 1, 3))  # no one shot left: members are welcome
 
 
+def test_one_shots_read_back_as_written_after_a_server_restart(program, tmp_path):
+    """The one-shot mark lives on the switch: a new server process that takes the running
+    switch over (RECONCILE_AND_COMMIT of the same config, which keeps its state) reads the
+    entry back as its action set, still hides its members and group, still refuses members
+    on its selector, and the packets still take the set's ports."""
+    reconcile = pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT
+    with Rig(n_ports=4) as rig:
+        with p4runtime_rig.server_process(rig, f"unix:{tmp_path}/first.sock"), \
+                p4runtime_rig.primary_client(f"unix:{tmp_path}/first.sock", program) as (
+                    client, _):
+            n = Names(program[1])
+            client.write(route(n, [(2, 1), (3, 2)]))
+            written = client.read(table_read(n))
+        with p4runtime_rig.server_process(rig, f"unix:{tmp_path}/second.sock"), \
+                p4runtime_rig.primary_client(f"unix:{tmp_path}/second.sock", program,
+                                             action=reconcile) as (client, won):
+            assert p4runtime_rig.is_primary(won)
+            assert client.read(table_read(n)) == written
+            assert written[0].table_entry.action.HasField("action_profile_action_set")
+            members, groups = pb.Entity(), pb.Entity()
+            members.action_profile_member.SetInParent()
+            groups.action_profile_group.SetInParent()
+            assert client.read(members) == client.read(groups) == []
+            assert hidden(rig, n) == (2, 1)
+            assert update_code_of(lambda: client.write(member(n, "ecmp_sel", 9, 4))) == \
+                Code.INVALID_ARGUMENT
+            assert used_ports(rig) == {2, 3}
+            client.write(route(n, []), op=DELETE)
+            assert hidden(rig, n) == (0, 0)
+
+
 def test_an_entries_file_action_set_is_checked(program, tmp_path):
     _, info = program
     one = "[{action: forward, params: {port: 2}}]"
@@ -269,10 +347,17 @@ def test_an_entries_file_action_set_is_checked(program, tmp_path):
            ("table: ecmp, action: drop, actions: " + one, "not both"),
            ("table: ecmp, actions: [{action: forward, params: {port: 2}, weight: 0}]",
             "weight"),
-           ("table: ecmp, actions: [{action: NoAction}]", "not an action of table")]
+           ("table: l2, match: {hdr.ethernet.dst: 1}, action: NoAction",
+            r"NoAction is not an action of table OneShotIngress.l2 \(@defaultonly\)"),
+           ("table: l2, default: true, action: NoAction", None),
+           ("table: ecmp, actions: [{action: NoAction}]",
+            r"NoAction is not an action of table OneShotIngress.ecmp \(@defaultonly\)")]
     for text, message in bad:
         path = tmp_path / "entries.yaml"
         path.write_text(f"- {{{text}}}\n")
+        if message is None:  # allowed: the default entry may take a @defaultonly action
+            entries_file.load(path, info)
+            continue
         with pytest.raises(entries_file.EntriesError, match=message) as err:
             entries_file.load(path, info)
         assert "entry 0" in str(err.value)

@@ -167,10 +167,10 @@ def test_the_spec_status_codes(ctl):
     assert update_code_of(lambda: write(group(n, 3, {3: 2, 4: 2}, max_size=3))
                           ) == Code.RESOURCE_EXHAUSTED
     assert update_code_of(lambda: write(group(n, 3, {3: 2000}))) == Code.RESOURCE_EXHAUSTED
-    # a member bound to an action its tables do not have
+    # a member bound to its tables' @defaultonly action (NoAction, as p4c lists it)
     stranger = member(n, "ecmp", 8, 2)
     stranger.action_profile_member.action.action_id = n["NoAction"]
-    assert update_code_of(lambda: write(stranger)) == Code.INVALID_ARGUMENT
+    assert update_code_of(lambda: write(stranger)) == Code.PERMISSION_DENIED
     # a direct action on a profile table, a member on... a group on a profile without selector
     direct = route(n, member_id=2)
     direct.table_entry.action.action.CopyFrom(forward(n, 2))

@@ -170,6 +170,16 @@ const HOLD_LIMIT: Duration = Duration::from_secs(2);
 
 type RuntimeGuard<'a> = MutexGuard<'a, Option<Runtime>>;
 
+/// The `tag` the loaded pipeline came with (`load_pipeline`), shown by `get_pipeline`: a
+/// P4Runtime server restarted against a running switch recognises its own pipeline by it
+/// and takes the switch over without reloading (and so clearing) it. Changed only with the
+/// runtime locked; one switch per process.
+static PIPELINE_TAG: Mutex<Option<String>> = Mutex::new(None);
+
+fn pipeline_tag() -> MutexGuard<'static, Option<String>> {
+    PIPELINE_TAG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Handler<'a> {
     shared: &'a Shared,
     /// The runtime this client holds (`hold` .. `release`): its requests use it, the data
@@ -253,7 +263,9 @@ impl<'a> Handler<'a> {
                 Ok(Value::Null)
             }
             "load_pipeline" => self.load_pipeline(req),
-            "get_pipeline" => self.with_runtime(|rt| Ok(json!({"program": rt.prog.name}))),
+            "get_pipeline" => {
+                self.with_runtime(|rt| Ok(json!({"program": rt.prog.name, "tag": *pipeline_tag()})))
+            }
             "stats" => Ok(self.stats()),
             "packet_out" => self.packet_out(req),
             "table_add" | "table_modify" | "table_delete" => {
@@ -317,7 +329,11 @@ impl<'a> Handler<'a> {
         let prog = program::load(&ir).map_err(|e| invalid(format!("IR rejected: {e}")))?;
         let name = prog.name.clone();
         let rt = Runtime::new(Arc::new(prog)).map_err(|e| invalid(format!("IR rejected: {e}")))?;
-        self.with_guard(|slot| *slot = Some(rt));
+        let tag = req.get("tag").and_then(Value::as_str).map(str::to_owned);
+        self.with_guard(|slot| {
+            *slot = Some(rt);
+            *pipeline_tag() = tag;
+        });
         self.shared.generation.fetch_add(1, Ordering::AcqRel);
         signal(self.shared.wake_dataplane);
         Ok(json!({"program": name}))
@@ -633,9 +649,11 @@ fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]
         return Ok(Value::Null);
     }
     let max_size = req.get("max_size").and_then(Value::as_u64).unwrap_or(0);
-    if def.max_group_size > 0 && (max_size == 0 || max_size > def.max_group_size as u64) {
+    // max_size 0: "the static max_group_size value will be used" (p4runtime.proto,
+    // ActionProfileGroup.max_size), or the profile's size without one.
+    if def.max_group_size > 0 && max_size > def.max_group_size as u64 {
         return Err(invalid(format!(
-            "max_size {max_size} not in 1..{} (max_group_size)",
+            "max_size {max_size} over {} (max_group_size)",
             def.max_group_size
         )));
     }
@@ -653,21 +671,30 @@ fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]
         .iter()
         .map(|m| group_member(m, ports))
         .collect::<Result<Vec<_>, _>>()?;
-    let limit = (def.size as u32, def.size_by);
-    rt.profiles[p]
-        .set_group(
-            id,
-            members,
-            max_size as u32,
-            cmd == "profile_group_add",
-            limit,
-        )
+    let one_shot = req.get("one_shot").and_then(Value::as_bool);
+    let insert = cmd == "profile_group_add";
+    if let (false, Some(mark), Some(old)) = (insert, one_shot, rt.profiles[p].groups.get(&id)) {
+        if old.one_shot != mark {
+            return Err(invalid(format!("group {id}: one_shot cannot change")));
+        }
+    }
+    let default_cap = match def.max_group_size {
+        0 => def.size as u32,
+        cap => cap as u32,
+    };
+    let limit = (default_cap, def.size as u32, def.size_by);
+    let profile = &mut rt.profiles[p];
+    profile
+        .set_group(id, members, max_size as u32, insert, limit)
         .map_err(profile_failure)?;
+    if insert {
+        profile.groups.get_mut(&id).expect("just added").one_shot = one_shot == Some(true);
+    }
     Ok(Value::Null)
 }
 
 /// Members (`{"profile", "member", "action"}`) or groups (`{"profile", "group",
-/// "members": [{"member", "weight"}], "max_size"}`) of one profile, or of all.
+/// "members": [{"member", "weight"}], "max_size", "one_shot"}`) of one profile, or of all.
 fn profile_read(rt: &Runtime, req: &Value, cmd: &str) -> Reply {
     let wanted = match req.get("profile") {
         None | Some(Value::Null) => (0..rt.profiles.len()).collect(),
@@ -685,7 +712,7 @@ fn profile_read(rt: &Runtime, req: &Value, cmd: &str) -> Reply {
         for (id, g) in &rt.profiles[p].groups {
             let members: Vec<Value> = g.members.iter().map(group_member_json).collect();
             out.push(json!({"profile": pid, "group": id, "members": members,
-                            "max_size": g.max_size}));
+                            "max_size": g.max_size, "one_shot": g.one_shot}));
         }
     }
     let key = if cmd == "profile_member_read" {

@@ -41,11 +41,22 @@ pub struct Group {
     pub members: Vec<GroupMember>,
     /// Size this group may reach (P4Runtime `max_size`; 0 = the profile's size).
     pub max_size: u32,
+    /// A P4Runtime server's mark: the group (and its members) realise a one-shot entry's
+    /// action set. Kept here, with the group, so that it outlives the server process.
+    pub one_shot: bool,
     /// One slot per unit of weight of each live member, naming it: the hash picks a slot.
     slots: Vec<u32>,
 }
 
 impl Group {
+    /// The group's size by the selector's semantics: its weights, or its members.
+    fn size(members: &[GroupMember], size_by: SizeBy) -> u64 {
+        match size_by {
+            SizeBy::Weights => members.iter().map(|m| m.weight as u64).sum(),
+            SizeBy::Members => members.len() as u64,
+        }
+    }
+
     /// Slots of the members whose watch port (if any) is not in `down`.
     fn fill_slots(&mut self, down: &BTreeSet<u32>) {
         self.slots.clear();
@@ -169,14 +180,17 @@ impl Profile {
 
     /// Creates (`insert`) or replaces a group. Its members must exist, appear once and
     /// weigh at least 1; their weights (or their number, by `size_by`) must fit
-    /// `max_size` (or `limit` when it is 0).
+    /// `max_size` (or `default_cap` when it is 0), and, added to those of the other groups,
+    /// `limit`: with a selector, p4info.proto's `ActionProfile.size` is "the maximum sum
+    /// of weights [or number of members, under `sum_of_members`] that can be present
+    /// across all selector groups".
     pub fn set_group(
         &mut self,
         id: u32,
         members: Vec<GroupMember>,
         max_size: u32,
         insert: bool,
-        (limit, size_by): (u32, SizeBy),
+        (default_cap, limit, size_by): (u32, u32, SizeBy),
     ) -> Result<(), ProfileError> {
         match (insert, self.groups.get(&id)) {
             (true, Some(_)) => return Err(ProfileError::Exists),
@@ -191,7 +205,7 @@ impl Profile {
             }
             _ => {}
         }
-        let cap = if max_size > 0 { max_size } else { limit };
+        let cap = if max_size > 0 { max_size } else { default_cap };
         let mut size = 0u64;
         for (i, m) in members.iter().enumerate() {
             let member = m.member;
@@ -222,9 +236,27 @@ impl Profile {
                 )));
             }
         }
+        let others: u64 = self
+            .groups
+            .iter()
+            .filter(|(g, _)| **g != id)
+            .map(|(_, g)| Group::size(&g.members, size_by))
+            .sum();
+        let total = others + Group::size(&members, size_by);
+        if total > limit as u64 {
+            let what = match size_by {
+                SizeBy::Weights => "weights",
+                SizeBy::Members => "members",
+            };
+            return Err(ProfileError::Full(format!(
+                "the selector's groups would hold {total} {what}, more than its size {limit}"
+            )));
+        }
+        let one_shot = self.groups.get(&id).is_some_and(|g| g.one_shot); // a modify keeps it
         let mut group = Group {
             members,
             max_size,
+            one_shot,
             slots: Vec::new(),
         };
         group.fill_slots(&self.down);
@@ -257,7 +289,7 @@ mod tests {
         }
     }
 
-    const LIMIT: (u32, SizeBy) = (8, SizeBy::Weights);
+    const LIMIT: (u32, u32, SizeBy) = (8, 8, SizeBy::Weights);
 
     fn members(list: &[(u32, u32)]) -> Vec<GroupMember> {
         list.iter().map(|&(m, w)| GroupMember::new(m, w)).collect()
@@ -303,11 +335,42 @@ mod tests {
     #[test]
     fn sum_of_members_counts_members_not_weights() {
         let mut p = profile();
-        let by_members = (8, SizeBy::Members);
+        let by_members = (8, 8, SizeBy::Members);
         p.set_group(7, members(&[(1, 100), (2, 100)]), 2, true, by_members)
             .unwrap();
         assert!(matches!(
             p.set_group(8, members(&[(1, 1), (2, 1), (3, 1)]), 2, true, by_members),
+            Err(ProfileError::Full(_))
+        ));
+    }
+
+    #[test]
+    fn the_size_bounds_the_sum_over_all_groups_and_a_refusal_changes_nothing() {
+        let mut p = profile();
+        p.set_group(7, members(&[(1, 3), (2, 2)]), 0, true, LIMIT)
+            .unwrap();
+        p.set_group(8, members(&[(3, 3)]), 0, true, LIMIT).unwrap(); // 8 of 8
+        assert!(matches!(
+            p.set_group(9, members(&[(1, 1)]), 0, true, LIMIT),
+            Err(ProfileError::Full(_))
+        ));
+        assert!(matches!(
+            p.set_group(8, members(&[(3, 4)]), 0, false, LIMIT),
+            Err(ProfileError::Full(_))
+        ));
+        assert_eq!(p.groups[&8].members, members(&[(3, 3)]));
+        assert!(!p.groups.contains_key(&9));
+        // replacing a group counts its new members, not its old ones as well
+        p.set_group(8, members(&[(3, 1), (2, 2)]), 0, false, LIMIT)
+            .unwrap();
+        let by_members = (3, 3, SizeBy::Members);
+        let mut q = profile();
+        q.set_group(1, members(&[(1, 50), (2, 50)]), 0, true, by_members)
+            .unwrap();
+        q.set_group(2, members(&[(3, 9)]), 0, true, by_members)
+            .unwrap(); // 3 members of 3
+        assert!(matches!(
+            q.set_group(3, members(&[(1, 1)]), 0, true, by_members),
             Err(ProfileError::Full(_))
         ));
     }

@@ -10,7 +10,7 @@ from dplab.p4.ids import IdAllocator
 from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.statements import Scope, StatementCompiler
-from dplab.p4.syntax import Node, parse
+from dplab.p4.syntax import Node, name_loc, parse
 from dplab.p4.types import (
     ActionRef,
     Bits,
@@ -76,6 +76,7 @@ class Compiler:
         self.annotations: dict[str, dict] = {}
         self.warnings: list[P4Warning] = []
         self.declared: list[tuple[str, Node, object]] = []   # (what, node, ref): unused?
+        self.block_params: dict[str, frozenset[str]] = {}   # control name -> its parameters
 
     # --- entry ---------------------------------------------------------------------
     def compile(self) -> dict:
@@ -98,7 +99,9 @@ class Compiler:
         return self.ir
 
     def warn(self, loc: Loc, reason: str) -> None:
-        self.warnings.append(P4Warning(loc, reason))
+        warning = P4Warning(loc, reason)
+        if warning not in self.warnings:   # an action compiled once per binding warns once
+            self.warnings.append(warning)
 
     def warn_unused(self) -> None:
         """As p4c: a table never applied, an instance never referred to (`@noWarn("unused")`
@@ -106,12 +109,21 @@ class Compiler:
         for what, node, ref in self.declared:
             quiet = [t.text for t in node.annos.get("noWarn", [])] == ["unused"]
             if id(ref) not in self.exprs.used and not quiet:
-                self.warn(node.loc, f"table {node.name} is never applied" if what == "table"
-                          else f"{what} {node.name} is never used")
+                self.warn(name_loc(node), f"table {node.name} is never applied"
+                          if what == "table" else f"{what} {node.name} is never used")
 
     def warn_shadowing(self, name: str, loc: Loc, env: Env, what: str) -> None:
         if name in env:
             self.warn(loc, f"{what} '{name}' shadows a declaration of the same name")
+
+    def check_shadowing(self, node: Node, env: Env, params: frozenset[str]) -> None:
+        """As p4c's ResolveReferences::checkShadowing: a declaration (variable, constant,
+        instance, table, action) named like a parameter of its parser, control or action
+        is an error; one that hides any other name in scope, a warning."""
+        if node.name in params:
+            raise P4Error(name_loc(node), f"declaration of '{node.name}' shadows a parameter "
+                          f"'{node.name}'")
+        self.warn_shadowing(node.name, name_loc(node), env, node.kind)
 
     def declare(self, decl: Node) -> None:
         kind = decl.kind
@@ -279,11 +291,16 @@ class Compiler:
             raise P4Error(Loc(str(self.path), 1, 1), f"@controller_header must be packet_in or "
                           f"packet_out, not {role}")
         decl = self.struct_decls[typ.name]
-        self.ids.note("controller_headers", typ.name, decl)
+        # p4c hashes the header type's control-plane name (its @name, else its own) for the
+        # id; the P4Info preamble's name and alias are the role (P4RuntimeSerializer's
+        # addControllerHeader)
+        symbol = names.qualified(decl, "")
+        self.ids.note("controller_headers", symbol, decl)
         numbers = ids.field_ids([ids.given_id(f) for f in decl.fields])
         fields = [{"id": number, "name": names.local_name(f), "w": width_of(t)}
                   for number, f, (_, t, _) in zip(numbers, decl.fields, typ.fields, strict=True)]
-        self.ir["controller_headers"][role] = {"name": role, "inst": inst, "fields": fields}
+        self.ir["controller_headers"][role] = {"name": role, "type_name": symbol, "inst": inst,
+                                               "fields": fields}
 
     def metadata_instance(self, name: str, typ: StructType) -> StructRef:
         flat: list = []
@@ -348,7 +365,7 @@ class Compiler:
             if state.name in ("accept", "reject"):
                 raise P4Error(state.loc, f"'{state.name}' is a reserved state name")
         targets = {**state_index, "accept": -1, "reject": -2}
-        scope = Scope(in_parser=True)
+        scope = Scope(in_parser=True, params=frozenset(p.name for p in parser.params))
         self.exprs.lookahead_ok = True
         init = []
         for local in parser.locals:
@@ -416,14 +433,18 @@ class Compiler:
     def compile_control(self, control: Node, roots: dict) -> dict:
         env = self.bind_params(control, roots, self.globals)
         init: list[dict] = []
-        scope = Scope()
+        owner = names.block_name(control)
+        self.block_params[owner] = frozenset(p.name for p in control.params)
+        scope = Scope(params=self.block_params[owner])
         for local in control.locals:
-            init.extend(self.control_local(local, names.block_name(control), env, scope))
+            init.extend(self.control_local(local, owner, env, scope))
         body = self.stmts.block(control.body.body, env, scope)
         return {"name": control.name, "body": init + body}
 
     def control_local(self, local: Node, owner: str, env: Env, scope: Scope) -> list[dict]:
-        self.warn_shadowing(local.name, local.loc, env, local.kind)
+        if local.kind in ("var", "const"):   # checked where statements declare them
+            return self.stmts.statement(local, env, scope)
+        self.check_shadowing(local, env, scope.params)
         if local.kind == "action":
             qualified = self.qualified(local, owner)
             self.ids.note("actions", qualified, local)
@@ -439,8 +460,6 @@ class Compiler:
             env[local.name] = self.extern_instance(local, owner, env)
             self.declared.append((env[local.name].kind, local, env[local.name]))
             return []
-        if local.kind in ("var", "const"):
-            return self.stmts.statement(local, env, scope)
         raise P4Error(local.loc, f"'{local.kind}' is not supported inside a control")
 
     def qualified(self, node: Node, owner: str) -> str:
@@ -539,7 +558,7 @@ class Compiler:
         key = (name, json.dumps([binding_key(b) for b in bound]))
         if key in self.action_index:
             return self.action_index[key]
-        node, env, _ = self.action_nodes[name]
+        node, env, owner = self.action_nodes[name]
         directional, data = self.action_params(name)
         env = dict(env)
         prologue = []
@@ -560,7 +579,9 @@ class Compiler:
                  "params": [{"name": p["name"], "w": p["w"], "id": number}
                             for p, number in zip(data, numbers, strict=True)]}
         self.ir["actions"].append(entry)
-        entry["body"] = prologue + self.stmts.block(node.body.body, env, Scope(in_action=True))
+        params = self.block_params.get(owner, frozenset()) | {p.name for p in node.params}
+        entry["body"] = prologue + self.stmts.block(node.body.body, env,
+                                                    Scope(in_action=True, params=params))
         return index
 
     def table_action_ir_index(self, name: str, args: list[Node], env: Env, loc: Loc) -> int:
@@ -630,11 +651,17 @@ class Compiler:
         if not isinstance(typ, StructType) or typ.kind != "struct":
             raise P4Error(loc, "a digest's type must be a struct")
         if typ.name not in self.digest_types:
-            fields = [{"name": n, "w": width_of(t)} for n, t, _ in typ.fields]
+            # p4c names a digest after its struct type's control-plane name (its @name,
+            # else its own), its fields by theirs (p4RuntimeArchStandard's getDigestCall,
+            # typeSpecConverter's Type_Struct)
+            decl = self.struct_decls[typ.name]
+            fields = [{"name": names.local_name(f), "w": width_of(t)}
+                      for f, (_, t, _) in zip(decl.fields, typ.fields, strict=True)]
             if any(f["w"] is None for f in fields):
                 raise P4Error(loc, "digest structs may hold only bit<W> fields")
-            self.ir["digests"].append({"name": typ.name, "fields": fields})
-            self.ids.note("digests", typ.name, self.struct_decls[typ.name])
+            name = names.qualified(decl, "")
+            self.ir["digests"].append({"name": name, "fields": fields})
+            self.ids.note("digests", name, decl)
             self.digest_types[typ.name] = len(self.ir["digests"]) - 1
         index = self.digest_types[typ.name]
         fields = self.ir["digests"][index]["fields"]

@@ -75,11 +75,9 @@ def field_ids(given: list[GivenId | None]) -> list[int]:
     return out
 
 
-def symbol_name(group: str, obj: dict, ir: dict) -> str:
+def symbol_name(group: str, obj: dict) -> str:
     """The name p4c hashes: a controller header's is its header type's, not its role."""
-    if group == "controller_headers":
-        return ir["instances"][obj["inst"]]["type"]
-    return obj["name"]
+    return obj["type_name"] if group == "controller_headers" else obj["name"]
 
 
 class IdAllocator:
@@ -114,7 +112,7 @@ class IdAllocator:
         objects = ir[group].values() if group == "controller_headers" else ir[group]
         out: dict[str, list[dict]] = {}
         for obj in objects:
-            out.setdefault(symbol_name(group, obj, ir), []).append(obj)
+            out.setdefault(symbol_name(group, obj), []).append(obj)
         return out
 
     def _take_given(self, prefix: int, found: GivenId) -> int:

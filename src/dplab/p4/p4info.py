@@ -11,6 +11,8 @@ MATCH_TYPES = {"exact": p4info_pb2.MatchField.EXACT, "lpm": p4info_pb2.MatchFiel
 COUNTER_UNITS = {"packets": p4info_pb2.CounterSpec.PACKETS,
                  "bytes": p4info_pb2.CounterSpec.BYTES, "both": p4info_pb2.CounterSpec.BOTH}
 METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
+# p4c copies an action reference's annotations, so a scoped one carries its annotation too
+SCOPE_ANNOTATIONS = {"table_only": "@tableonly", "default_only": "@defaultonly"}
 SCOPES = {"table_and_default": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
           "table_only": p4info_pb2.ActionRef.TABLE_ONLY,
           "default_only": p4info_pb2.ActionRef.DEFAULT_ONLY}
@@ -79,7 +81,7 @@ def _aliases(info: p4info_pb2.P4Info, ir: dict) -> None:
     symbols = [h["name"] for group in ("tables", "actions", "counters", "direct_counters",
                                        "meters", "direct_meters", "registers", "digests",
                                        "value_sets", "action_profiles") for h in ir[group]]
-    symbols += [symbol_name("controller_headers", h, ir)
+    symbols += [symbol_name("controller_headers", h)
                 for h in ir["controller_headers"].values()]
     alias = aliases(symbols)
     for group in (info.tables, info.actions, info.counters, info.direct_counters, info.meters,
@@ -95,7 +97,10 @@ def _table(msg: object, table: dict, ir: dict) -> None:
         msg.match_fields.add(id=key["id"], name=key["name"], bitwidth=key["w"],
                              match_type=MATCH_TYPES[key["match"]])
     for ref in table["actions"]:
-        msg.action_refs.add(id=ir["actions"][ref["action"]]["id"], scope=SCOPES[ref["scope"]])
+        msg_ref = msg.action_refs.add(id=ir["actions"][ref["action"]]["id"],
+                                      scope=SCOPES[ref["scope"]])
+        if ref["scope"] in SCOPE_ANNOTATIONS:
+            msg_ref.annotations.append(SCOPE_ANNOTATIONS[ref["scope"]])
     default = table["default_action"]
     if default["const"]:
         msg.const_default_action_id = ir["actions"][default["action"]]["id"]

@@ -3,11 +3,12 @@
 
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
-from dplab.p4.syntax import Node
+from dplab.p4.syntax import Node, name_loc
 from dplab.p4.types import ExternRef
 
 PROFILE_KINDS = {"action_profile": 1, "action_selector": 3}   # kind -> argument count
 SIZE_SEMANTICS = ("sum_of_weights", "sum_of_members")
+SELECTOR_ANNOTATIONS = ("max_group_size", "selector_size_semantics", "max_member_weight")
 
 
 class ProfileCompiler:
@@ -23,18 +24,34 @@ class ProfileCompiler:
         profile = {"name": name, "size": self.positive(args[-1 if kind == "action_profile"
                                                            else 1], env, "size"),
                    "max_group_size": 0, "tables": [], "selector": None}
-        groups = node.annos.get("max_group_size") if hasattr(node, "annos") else None
-        if groups:
-            profile["max_group_size"] = self.positive(groups[0], env, "@max_group_size")
-        if kind == "action_selector":
-            algo = self.c.stmts.algorithm(args[0], env, "action_selector needs")
-            profile["selector"] = {"algo": algo,
-                                   "output_width": self.positive(args[2], env, "outputWidth")}
-            if not 1 <= profile["selector"]["output_width"] <= 64:
-                raise P4Error(args[2].loc, "outputWidth must be 1..64 bits")
-            profile["selector"].update(self.size_semantics(node, env))
+        if kind == "action_profile":
+            self.warn_selector_annotations(node, name)
+        else:
+            profile.update(self.selector(node, env))
         self.c.ir["action_profiles"].append(profile)
         return len(self.c.ir["action_profiles"]) - 1
+
+    def selector(self, node: Node, env: Env) -> dict:
+        """An action_selector's `max_group_size` (`@max_group_size(n)`, else 0) and
+        `selector`: hash algorithm, output width, size semantics."""
+        args = node.args
+        groups = getattr(node, "annos", {}).get("max_group_size")
+        size = self.positive(groups[0], env, "@max_group_size") if groups else 0
+        algo = self.c.stmts.algorithm(args[0], env, "action_selector needs")
+        selector = {"algo": algo, "output_width": self.positive(args[2], env, "outputWidth")}
+        if not 1 <= selector["output_width"] <= 64:
+            raise P4Error(args[2].loc, "outputWidth must be 1..64 bits")
+        selector.update(self.size_semantics(node, env))
+        return {"max_group_size": size, "selector": selector}
+
+    def warn_selector_annotations(self, node: Node, name: str) -> None:
+        """As p4c (p4RuntimeArchHandler's addActionProfile, WARN_IGNORE; its testdata
+        action_profile_sum_of_members_annotation.p4): a selector's annotations on an
+        action_profile mean nothing; it warns at the instance's name and ignores them."""
+        for anno in SELECTOR_ANNOTATIONS:
+            if anno in getattr(node, "annos", {}):
+                self.c.warn(name_loc(node), f"Ignoring annotation @{anno} on action profile "
+                            f"'{name}', which does not have a selector")
 
     def size_semantics(self, node: Node, env: Env) -> dict:
         """A selector's `@selector_size_semantics("sum_of_weights"|"sum_of_members")` (as

@@ -30,6 +30,7 @@ class Scope:
     in_parser: bool = False
     in_action: bool = False
     locals_: list[dict] = field(default_factory=list)
+    params: frozenset[str] = frozenset()   # the enclosing parser's, control's, action's
 
 
 class StatementCompiler:
@@ -64,8 +65,10 @@ class StatementCompiler:
                 raise P4Error(node.loc, f"'{kind}' is not allowed in a parser")
             return [{"kind": kind}]
         if kind == "var":
+            self.program.check_shadowing(node, env, scope.params)
             return self.variable(node, env)
         if kind == "const":
+            self.program.check_shadowing(node, env, scope.params)
             env[node.name] = self.program.constant(node, env)
             return []
         if kind == "switch":

@@ -26,6 +26,11 @@ class Node:
         return f"Node({self.kind}, {attrs})"
 
 
+def name_loc(node: Node) -> Loc:
+    """Where a declaration's name is: p4c's diagnostics about a declaration point there."""
+    return getattr(node, "name_loc", node.loc)
+
+
 class Parser:
     def __init__(self, tokens: list[Token]) -> None:
         self.tokens = tokens
@@ -126,6 +131,7 @@ class Parser:
         else:
             self.fail("expected a declaration")
         node.annos = annos
+        node.name_loc = node.loc   # where p4c points for the declaration's diagnostics
         node.loc = loc
         return node
 

@@ -35,6 +35,8 @@ class TableCompiler:
         table["keys"] = [self.key(k, number) for k, number in zip(keys, numbers, strict=True)
                          if k.match.text != "selector"]
         table["actions"] = [self.action_ref(a) for a in props["actions"].value]
+        if "default_action" not in props:
+            self.add_default_no_action(table)
         table["default_action"] = self.default_action(props.get("default_action"), table)
         if "implementation" in props:
             self.c.profiles.attach(table, index, props["implementation"], self.env)
@@ -98,6 +100,16 @@ class TableCompiler:
         index, _ = self.action_of(ref.call, with_data=False)
         scope = next((SCOPES[a] for a in ref.annos if a in SCOPES), "table_and_default")
         return {"action": index, "scope": scope}
+
+    def add_default_no_action(self, table: dict) -> None:
+        """As p4c's front end (frontends/p4/createBuiltins.cpp): a table without
+        `default_action` gets `default_action = NoAction()` and, unless its list already
+        names NoAction, `@defaultonly NoAction` at the end of its actions (so P4Info lists it
+        with scope DEFAULT_ONLY, as in p4c's basic_routing-bmv2.p4.p4info.txtpb)."""
+        names = [self.c.ir["actions"][a["action"]]["name"] for a in table["actions"]]
+        if "NoAction" not in names:
+            table["actions"].append({"action": self.c.action_ir_index("NoAction"),
+                                     "scope": "default_only"})
 
     def allowed(self, index: int, table: dict, node: Node) -> None:
         if index not in [a["action"] for a in table["actions"]]:

@@ -2,8 +2,8 @@
 
 `value_set<T>(size) name;` in a parser declares a set of keyset members the control plane
 fills at run time; a `select` case naming it matches when any member matches the select
-keys. T is `bit<W>` (one exact field, for a one-key select), a tuple of `bit<W>` (exact
-fields f0, f1, ...) or a struct of `bit<W>` fields, one per select key; a struct field's
+keys. T is `bit<W>` (one exact field, for a one-key select) or a struct of `bit<W>`
+fields, one per select key (a tuple is refused, as by p4c's P4Info); a struct field's
 `@match(kind)` (exact, ternary, lpm, range, optional; default exact) is how the control
 plane writes that field, as in P4Info.
 """
@@ -39,7 +39,11 @@ def declare(compiler: object, node: Node, owner: str, env: Env) -> None:
 
 def _fields(compiler: object, type_node: Node) -> list[dict]:
     if type_node.kind == "named" and type_node.name == "tuple":
-        return _tuple_fields(compiler, type_node)
+        # P4_16's grammar allows value_set<tuple<...>>, but p4c's P4Info generation rejects
+        # it (P4RuntimeSerializer::addValueSet, Type_BaseList: "Unsupported type argument
+        # for Value Set"): P4Runtime has no names for a tuple's fields
+        raise P4Error(type_node.loc, "a value_set of a tuple has no P4Runtime field names "
+                      "(p4c rejects it too); use a struct of bit<W> fields")
     typ = compiler.resolve_type(type_node)
     width = width_of(typ)
     if width is not None:
@@ -56,21 +60,6 @@ def _fields(compiler: object, type_node: Node) -> list[dict]:
                           f"{type_name(ftype)}")
         fields.append({"id": position + 1, "name": name, "w": width_of(ftype),
                        "match": _match_kind(field)})
-    return fields
-
-
-def _tuple_fields(compiler: object, type_node: Node) -> list[dict]:
-    """`tuple<bit<8>, bit<16>>`: one exact field per element, named by position (a tuple's
-    elements have no names; P4Runtime needs distinct ones)."""
-    fields = []
-    for position, element in enumerate(type_node.args):
-        width = width_of(compiler.resolve_type(element))
-        if width is None:
-            raise P4Error(element.loc, "a value_set's tuple elements must be bit<W>")
-        fields.append({"id": position + 1, "name": f"f{position}", "w": width,
-                       "match": "exact"})
-    if not fields:
-        raise P4Error(type_node.loc, "a value_set's tuple needs at least one element")
     return fields
 
 

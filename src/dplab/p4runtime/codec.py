@@ -50,6 +50,7 @@ class P4InfoIndex:
         self.digests = {d.preamble.id: d for d in info.digests}
         self.value_sets = {v.preamble.id: v for v in info.value_sets}
         self.action_profiles = {p.preamble.id: p for p in info.action_profiles}
+        self.externs = {e.extern_type_id: e for e in info.externs}
         self.controller_headers = {h.preamble.name: h for h in info.controller_packet_metadata}
 
     def table(self, table_id: int) -> p4info_pb2.Table:
@@ -191,6 +192,13 @@ def canonical_match(table: p4info_pb2.Table, items: list[dict]) -> list[dict]:
     return match_to_switch(table, match_from_switch(table, items))
 
 
+def wrong_scope(default: bool) -> int:
+    """The action scope a default entry (``default``) or a match entry may not use:
+    spec 9.1.2, PERMISSION_DENIED."""
+    return (p4info_pb2.ActionRef.TABLE_ONLY if default
+            else p4info_pb2.ActionRef.DEFAULT_ONLY)
+
+
 def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Action,
                      default: bool) -> dict:
     """``default``: for the default entry (else a match entry), whose scope it must fit."""
@@ -199,9 +207,7 @@ def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Act
         raise invalid(f"table {table.preamble.name}: action id {action.action_id} "
                       "is not one of its actions")
     info = index.lookup("actions", action.action_id)
-    wrong_scope = (p4info_pb2.ActionRef.TABLE_ONLY if default
-                   else p4info_pb2.ActionRef.DEFAULT_ONLY)
-    if refs[action.action_id].scope == wrong_scope:  # spec 9.1.2: PERMISSION_DENIED
+    if refs[action.action_id].scope == wrong_scope(default):
         only = "@tableonly" if default else "@defaultonly"
         raise P4RuntimeError("PERMISSION_DENIED", f"table {table.preamble.name}: action "
                              f"{info.preamble.name} is {only}")

@@ -8,7 +8,7 @@ from dataclasses import replace
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.p4runtime import codec, value_sets
+from dplab.p4runtime import codec, externs, value_sets
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entry_extras import NONE, EntryExtras, Extras
@@ -22,14 +22,12 @@ INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
 class Entities:
     def __init__(self, switch: SwitchLink, index: P4InfoIndex, digests: Digests,
-                 extras: EntryExtras, one_shot_selectors: set[int]) -> None:
-        """``one_shot_selectors``: the server's mark of the selectors programmed with one
-        shots (oneshot.py), kept across requests like ``extras``."""
+                 extras: EntryExtras) -> None:
         self.switch = switch
         self.index = index
         self.digests = digests
         self.extras = extras
-        self.oneshots = OneShots(switch, index, one_shot_selectors)
+        self.oneshots = OneShots(switch, index)
         self.profiles = Profiles(switch, index, self.oneshots)
 
     # -- write ---------------------------------------------------------------------------
@@ -65,7 +63,7 @@ class Entities:
         _check_const_table(table, op, kind)
         if op == DELETE:
             old = self.find_entry(table, req["match"], entry.priority) if (
-                self.oneshots.covers(table)) else None
+                self.oneshots.may_hold(table)) else None
             self.switch.call("table_delete", **req)
             if old is not None:
                 self.oneshots.release(table, old["action"])  # a one shot's hidden group
@@ -248,6 +246,9 @@ class Entities:
                 return item
         return None
 
+    def _write_extern_entry(self, op: int, entry: pb.ExternEntry) -> None:
+        externs.write(self.index, entry)
+
     def _write_action_profile_member(self, op: int, member: pb.ActionProfileMember) -> None:
         self.profiles.write_member(op, member)
 
@@ -389,6 +390,9 @@ class Entities:
             if want.HasField("time_since_last_hit") and supports_timeout:  # only if asked
                 entry.time_since_last_hit.elapsed_ns = item.get("idle_ns") or 0
             yield entry
+
+    def _read_extern_entry(self, want: pb.ExternEntry) -> Iterator[pb.ExternEntry]:
+        return externs.read(self.index, want)
 
     def _read_action_profile_member(self, want: pb.ActionProfileMember):
         return self.profiles.read_members(want)

@@ -33,6 +33,7 @@ import yaml
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
+from dplab.p4runtime import codec
 from dplab.p4runtime.codec import canonical_bytes
 
 ENTRY_KEYS = {"table", "match", "action", "params", "priority", "default", "switches",
@@ -107,7 +108,8 @@ class _Program:
         if "actions" in item:
             entry.action.action_profile_action_set.CopyFrom(self._action_set(table, item))
         else:
-            entry.action.action.CopyFrom(self._action(table, item))
+            entry.action.action.CopyFrom(
+                self._action(table, item, default=entry.is_default_action))
         return Entry(index, _switches(item.get("switches")), entity)
 
     def _action_set(self, table: p4info_pb2.Table, item: dict) -> pb.ActionProfileActionSet:
@@ -138,13 +140,21 @@ class _Program:
             out.action_profile_actions.add(action=action, weight=weight)
         return out
 
-    def _action(self, table: p4info_pb2.Table, item: dict) -> pb.Action:
+    def _action(self, table: p4info_pb2.Table, item: dict, default: bool = False
+                ) -> pb.Action:
+        """``default``: for the default entry, else for a match entry or an action set,
+        whose action's scope (@defaultonly / @tableonly) it must fit."""
         action = _named(self.actions, item.get("action"), "action")
-        if action.preamble.id not in {ref.id for ref in table.action_refs}:
-            allowed = sorted(a.preamble.name for a in self.actions.values()
-                             if a.preamble.id in {r.id for r in table.action_refs})
-            raise EntriesError(f"action {action.preamble.name} is not an action of table "
-                               f"{table.preamble.name} (its actions: {allowed})")
+        refs = {ref.id: ref for ref in table.action_refs}
+        usable = {ref.id for ref in refs.values() if ref.scope != codec.wrong_scope(default)}
+        if action.preamble.id not in usable:
+            allowed = sorted({a.preamble.name for a in self.actions.values()
+                              if a.preamble.id in usable})
+            where = "a default" if default else "an"
+            scope = (f" ({_SCOPE_NAMES[refs[action.preamble.id].scope]})"
+                     if action.preamble.id in refs else "")
+            raise EntriesError(f"action {action.preamble.name} is not {where} action of "
+                               f"table {table.preamble.name}{scope} (its actions: {allowed})")
         params = item.get("params") or {}
         if not isinstance(params, dict):
             raise EntriesError("'params' must be a mapping name -> value")
@@ -157,6 +167,10 @@ class _Program:
             out.params.add(param_id=p.id, value=_bits(params[p.name], p.bitwidth,
                                                       f"param {p.name}"))
         return out
+
+
+_SCOPE_NAMES = {p4info_pb2.ActionRef.DEFAULT_ONLY: "@defaultonly",
+                p4info_pb2.ActionRef.TABLE_ONLY: "@tableonly"}
 
 
 def _by_name(objects) -> dict[str, Any]:

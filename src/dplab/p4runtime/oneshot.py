@@ -8,9 +8,10 @@ as written, rebuilt from the group and its members; ActionProfileMember/Group re
 show hidden ones (the spec forbids returning the desugared form).
 
 A selector is programmed either with one shots or with ActionProfileMember/Group, never
-both (9.2.3: INVALID_ARGUMENT). Which way is known while it holds members or groups:
-``OneShots.selectors`` (kept by the server for its pipeline) names those a one shot
-filled; a selector holding nothing is free for either way.
+both (9.2.3: INVALID_ARGUMENT). Which way is known while it holds members or groups: the
+switch marks each hidden group ``one_shot`` (switch/PROTOCOL.md), so the mark lives with
+the entries and a restarted server reads one shots back as written; a selector holding
+nothing is free for either way.
 """
 
 from __future__ import annotations
@@ -33,35 +34,37 @@ ONE_SHOTS, MEMBERS = "one shots", "ActionProfileMember/Group"
 
 
 class OneShots:
-    def __init__(self, switch: SwitchLink, index: P4InfoIndex, selectors: set[int]) -> None:
+    def __init__(self, switch: SwitchLink, index: P4InfoIndex) -> None:
         self.switch = switch
         self.index = index
-        self.selectors = selectors
 
     # -- which way a selector is programmed ----------------------------------------------
 
     def refuse_unless(self, profile: p4info_pb2.ActionProfile, way: str) -> None:
-        """INVALID_ARGUMENT when the profile is already programmed the other way: the mark
-        names the way, and only a profile holding a member or a group is bound to it (the
-        switch is asked only when the mark names the other way)."""
+        """INVALID_ARGUMENT when the profile is already programmed the other way: its
+        hidden groups name one shots, any other member or group the other way."""
         pid = profile.preamble.id
-        used = ONE_SHOTS if pid in self.selectors else MEMBERS
-        if used == way:
-            return
-        if self._members(pid) or self._groups(pid):
+        groups = self._groups(pid)
+        if any(g.get("one_shot") for g in groups):
+            used = ONE_SHOTS
+        elif groups or self._members(pid):
+            used = MEMBERS
+        else:
+            return  # an empty profile takes either way
+        if used != way:
             raise invalid(f"{profile.preamble.name} is programmed with {used}: it cannot "
                           f"also take {way} (P4Runtime spec 9.2.3)")
-        self.selectors.discard(pid)  # an empty profile: e.g. left over by a rolled-back batch
 
-    def covers(self, table: p4info_pb2.Table) -> bool:
-        """Whether the table's entries may be one shots (its selector is marked; only
-        selectors are, and a table's ``implementation_id`` is its profile's id)."""
-        return self.hides(table.implementation_id)
+    def may_hold(self, table: p4info_pb2.Table) -> bool:
+        """Whether the table's entries may be one shots: its implementation is a selector
+        (a table's ``implementation_id`` is its profile's id)."""
+        profile = self.index.action_profiles.get(table.implementation_id)
+        return profile is not None and profile.with_selector
 
-    def hides(self, profile_id: int) -> bool:
-        """Whether the profile's members and groups are hidden ones (a stale mark on an
-        empty profile hides nothing)."""
-        return profile_id in self.selectors
+    def hidden_profiles(self) -> set[int]:
+        """The profiles programmed with one shots: their members and groups are hidden."""
+        return {g["profile"] for g in self.switch.call("profile_group_read")["groups"]
+                if g.get("one_shot")}
 
     # -- write -----------------------------------------------------------------------------
 
@@ -75,7 +78,6 @@ class OneShots:
         self.refuse_unless(profile, ONE_SHOTS)
         member_ids = _unused({m["member"] for m in self._members(pid)}, len(calls))
         [group_id] = _unused({g["group"] for g in self._groups(pid)}, 1)
-        self.selectors.add(pid)
         created: list[int] = []
         try:
             for member_id, call in zip(member_ids, calls, strict=True):
@@ -88,7 +90,8 @@ class OneShots:
                                        strict=True)]
             # max_size: the largest a group may be (the set was checked against it)
             self.switch.call("profile_group_add", profile=pid, group=group_id,
-                             max_size=profile.max_group_size, members=members)
+                             max_size=profile.max_group_size, members=members,
+                             one_shot=True)
         except P4RuntimeError:
             for member_id in reversed(created):
                 self.switch.call("profile_member_delete", profile=pid, member=member_id)
@@ -98,11 +101,11 @@ class OneShots:
     def release(self, table: p4info_pb2.Table, action: dict) -> None:
         """Deletes the hidden group (and its members) a one-shot entry's switch ``action``
         named, once no entry names it; anything else is left alone."""
-        if "group" not in action or not self.covers(table):
+        if "group" not in action or not self.may_hold(table):
             return
         pid = table.implementation_id
         group = self._group(pid, action["group"])
-        if group is None:
+        if group is None or not group.get("one_shot"):
             return
         self.switch.call("profile_group_delete", profile=pid, group=group["group"])
         for member in group["members"]:
@@ -112,13 +115,16 @@ class OneShots:
 
     def action_sets(self, table: p4info_pb2.Table) -> dict[int, pb.ActionProfileActionSet]:
         """The action set of each hidden group of the table's selector, by group id ({}
-        when the selector is not programmed with one shots)."""
-        if not self.covers(table):
+        when the table has no selector or it holds no one shot)."""
+        if not self.may_hold(table):
             return {}
         pid = table.implementation_id
+        hidden = [g for g in self._groups(pid) if g.get("one_shot")]
+        if not hidden:
+            return {}
         actions = {m["member"]: m["action"] for m in self._members(pid)}
         sets = {}
-        for group in self._groups(pid):
+        for group in hidden:
             out = pb.ActionProfileActionSet()
             for m in group["members"]:
                 watch_from_switch(m, out.action_profile_actions.add(

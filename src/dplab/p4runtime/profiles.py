@@ -111,9 +111,9 @@ class Profiles:
                          max_size=group.max_size)
 
     def read_members(self, want: pb.ActionProfileMember) -> Iterator[pb.ActionProfileMember]:
+        hidden = self.oneshots.hidden_profiles()
         for item in self._read("profile_member_read", "members", want.action_profile_id):
-            if want.member_id in (0, item["member"]) and not self.oneshots.hides(
-                    item["profile"]):
+            if want.member_id in (0, item["member"]) and item["profile"] not in hidden:
                 out = pb.ActionProfileMember(action_profile_id=item["profile"],
                                              member_id=item["member"])
                 out.action.CopyFrom(codec.action_from_switch(self.index, item["action"]))
@@ -121,8 +121,7 @@ class Profiles:
 
     def read_groups(self, want: pb.ActionProfileGroup) -> Iterator[pb.ActionProfileGroup]:
         for item in self._read("profile_group_read", "groups", want.action_profile_id):
-            if want.group_id in (0, item["group"]) and not self.oneshots.hides(
-                    item["profile"]):
+            if want.group_id in (0, item["group"]) and not item.get("one_shot"):
                 out = pb.ActionProfileGroup(action_profile_id=item["profile"],
                                             group_id=item["group"], max_size=item["max_size"])
                 for m in item["members"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import queue
 import threading
@@ -42,7 +43,6 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._index: P4InfoIndex | None = None
         self.digests = Digests(self._send_to_primary)
         self.extras = EntryExtras()
-        self.one_shot_selectors: set[int] = set()  # see oneshot.py
         # Writes one batch at a time, reads between batches: a rolled-back batch is never
         # seen half applied (the spec wants Write/Read strictly serializable).
         self._serial = threading.Lock()
@@ -98,25 +98,37 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _load(self, config: pb.ForwardingPipelineConfig, ir: dict | None = None) -> None:
         try:
-            self.switch.call("load_pipeline", ir=ir or _verify(config))
+            self.switch.call("load_pipeline", ir=ir or _verify(config), tag=_tag(config))
         except P4RuntimeError as err:
             raise invalid(f"the switch refused the pipeline: {err.message}") from err
         self._config, self._index = config, P4InfoIndex(config.p4info)
         self.digests.reset()
         self.extras.clear()
-        self.one_shot_selectors.clear()
 
     def _reconcile(self, config: pb.ForwardingPipelineConfig, ir: dict) -> None:
         """RECONCILE_AND_COMMIT must keep the forwarding state: this server can only when
-        the program stays the same (then only the cookie changes) or none is loaded yet."""
+        the program stays the same (then only the cookie changes) or none is loaded yet.
+        A server that has none yet (e.g. restarted) takes over a switch already running
+        this config, state and all (the switch keeps the config's tag); any other switch
+        is loaded."""
         if self._config is None:
-            self._load(config, ir)
+            if self._switch_runs(config):
+                self._config, self._index = config, P4InfoIndex(config.p4info)
+            else:
+                self._load(config, ir)
         elif (config.p4info == self._config.p4info
               and config.p4_device_config == self._config.p4_device_config):
             self._config = config
         else:
             raise invalid("RECONCILE_AND_COMMIT: the forwarding state cannot be kept across "
                           "a different program (use VERIFY_AND_COMMIT, which clears it)")
+
+    def _switch_runs(self, config: pb.ForwardingPipelineConfig) -> bool:
+        try:
+            running = self.switch.call("get_pipeline")
+        except SwitchError:  # no pipeline loaded
+            return False
+        return running.get("tag") == _tag(config)
 
     def _get_pipeline(self, request: pb.GetForwardingPipelineConfigRequest):
         self._check_device(request.device_id)
@@ -175,8 +187,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _entities(self) -> Entities:
         if self._index is None:
             raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
-        return Entities(self.switch, self._index, self.digests, self.extras,
-                        self.one_shot_selectors)
+        return Entities(self.switch, self._index, self.digests, self.extras)
 
     def _check_device(self, device_id: int) -> None:
         if device_id != self.device_id:
@@ -368,6 +379,14 @@ def _stream_error(err: P4RuntimeError) -> pb.StreamMessageResponse:
     msg.error.canonical_code = err.grpc_code.value[0]
     msg.error.message = err.message
     return msg
+
+
+def _tag(config: pb.ForwardingPipelineConfig) -> str:
+    """What names a config's program on the switch: a digest of its P4Info and device
+    config (not its cookie, which a RECONCILE_AND_COMMIT may change alone)."""
+    digest = hashlib.sha256(config.p4info.SerializeToString(deterministic=True))
+    digest.update(config.p4_device_config)
+    return digest.hexdigest()
 
 
 def _verify(config: pb.ForwardingPipelineConfig) -> dict:
