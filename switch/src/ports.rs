@@ -455,16 +455,6 @@ impl Port {
         if !self.sends_xdp() {
             xdp = None;
         }
-        if let (Some(x), Some(path)) = (xdp.as_deref_mut(), self.xdp.as_mut()) {
-            let accepts = x.accepts(self.ifindex);
-            if path.accepted && !accepts {
-                sent.xdp_fallbacks += 1;
-            }
-            path.accepted = accepts;
-            if !accepts {
-                xdp = None;
-            }
-        }
         let xdp_max = self.wire_max.min(xdptx::ROOM);
         if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
             self.tso = interface_tso(self.fd, &self.name);
@@ -520,39 +510,68 @@ impl Port {
         }
     }
 
-    /// Makes the XDP call for the queued frames and settles them with the count of
-    /// frames veth took (module doc).
+    /// Sends the frames queued in `xdp`: through the ring when they are too few for an
+    /// XDP call to pay (`XdpTx::min_call`) or the interface takes no XDP frames now, else in one XDP call
+    /// settled with the count of frames veth took (module doc).
     fn send_xdp(&mut self, xdp: &mut XdpTx, sent: &mut Sent) {
-        let n = xdp.count() as u64;
-        let Some(path) = self.xdp.as_mut().filter(|_| n > 0) else {
+        let n = xdp.count();
+        if n == 0 {
             return;
+        }
+        let mut taken = 0;
+        if n >= xdp.min_call() && self.xdp_accepted(xdp, sent) {
+            taken = self.call_xdp(xdp);
+            if taken < n {
+                sent.xdp_fallbacks += 1;
+            }
+        }
+        sent.packets += taken as u64;
+        sent.xdp_packets += taken as u64;
+        sent.bytes += xdp
+            .queued()
+            .take(taken)
+            .map(|p| p.len() as u64)
+            .sum::<u64>();
+        // veth took the frames in order: the rest go out through the ring, after them.
+        for p in xdp.queued().skip(taken) {
+            self.send_single(p, sent);
+        }
+        xdp.clear();
+    }
+
+    /// Whether the interface takes XDP frames now (xdpcheck.rs); a change to "no" counts
+    /// a fallback.
+    fn xdp_accepted(&mut self, xdp: &mut XdpTx, sent: &mut Sent) -> bool {
+        let Some(path) = self.xdp.as_mut() else {
+            return false;
+        };
+        let accepts = xdp.accepts(self.ifindex);
+        if path.accepted && !accepts {
+            sent.xdp_fallbacks += 1;
+        }
+        path.accepted = accepts;
+        accepts
+    }
+
+    /// Makes the XDP call for the queued frames; says how many veth took (0 when the
+    /// call failed or its outcome is unknown; the port then keeps to the ring for
+    /// `XDP_RETRY`, and a fallback is counted).
+    fn call_xdp(&mut self, xdp: &mut XdpTx) -> usize {
+        let Some(path) = self.xdp.as_mut() else {
+            return 0;
         };
         let before = path.known_taken.or_else(|| path.taken.read());
         let result = xdp.send();
         let after = path.taken.read();
         path.known_taken = after;
         let taken = match (result, before, after) {
-            (Ok(()), Some(b), Some(a)) => a.saturating_sub(b).min(n),
-            _ => 0, // the call failed, or what it did is unknown: the ring sends them
+            (Ok(()), Some(b), Some(a)) => a.saturating_sub(b).min(xdp.count() as u64) as usize,
+            _ => 0,
         };
         if taken == 0 {
             path.refused_until = Some(Instant::now() + XDP_RETRY);
         }
-        sent.packets += taken;
-        sent.xdp_packets += taken;
-        sent.bytes += xdp
-            .queued()
-            .take(taken as usize)
-            .map(|p| p.len() as u64)
-            .sum::<u64>();
-        if taken < n {
-            // veth took the frames in order: the rest go out through the ring, after them.
-            sent.xdp_fallbacks += 1;
-            for p in xdp.queued().skip(taken as usize) {
-                self.send_single(p, sent);
-            }
-        }
-        xdp.clear();
+        taken
     }
 
     /// Queues a packet in the transmit ring, or sends it on its own (after what the ring

@@ -40,6 +40,12 @@ const SLOT_SIZE: usize = 2048;
 pub const ROOM: usize = SLOT_SIZE - SLOT_HEADER;
 /// Most frames per call: veth's receive ring holds 256, so a call never overfills it alone.
 pub const MAX_FRAMES: usize = 256;
+/// Fewest frames of a port sent in one XDP call by default (`--xdp-min-call`); fewer go
+/// through the ring. For a lone frame an XDP call costs more than a ring send: it adds
+/// the read of veth's count (SIOCETHTOOL GSTATS: rtnl, a vmalloc'ed buffer, ~3-5 µs
+/// more than a bare ioctl) and, from an idle switch, the call's own set-up (a page pool
+/// per call); per frame it saves ~1 µs (switch/PROTOCOL.md `--tx`).
+pub const MIN_CALL: usize = 8;
 /// The frame every run starts from (the kernel copies it into each new page): an
 /// Ethernet header's worth of zeros, the least the kernel takes.
 const SEED: [u8; 14] = [0; 14];
@@ -52,6 +58,8 @@ pub struct XdpTx {
     prog: Fd,
     /// Frames written for the next call.
     count: usize,
+    /// Fewest frames of a port worth a call (`MIN_CALL`).
+    min_call: usize,
     check: XdpCheck,
     _holder: Holder,
 }
@@ -119,7 +127,7 @@ fn program(map_fd: i32) -> Vec<Insn> {
 impl XdpTx {
     /// Loads the program and its map; `holder` names the holder's veth pair (it carries
     /// the switch's port's name, so its run's prefix).
-    pub fn open(holder: &str) -> Result<XdpTx, String> {
+    pub fn open(holder: &str, min_call: usize) -> Result<XdpTx, String> {
         let mut slots = MappedArray::new(SLOT_SIZE, MAX_FRAMES + 1)
             .map_err(|e| format!("the XDP frame map: {e}"))?;
         let prog = bpf::load_xdp(&program(slots.fd.0))
@@ -131,18 +139,16 @@ impl XdpTx {
             slots,
             prog,
             count: 0,
+            min_call,
             check,
             _holder: holder,
         })
     }
 
-    /// Forgets which interfaces take XDP frames if that may have changed (once a round).
-    pub fn refresh(&mut self) {
-        self.check.refresh();
-    }
-
-    /// Whether interface `ifindex` takes XDP frames now.
+    /// Whether interface `ifindex` takes XDP frames now (after the notifications that
+    /// came since the last call).
     pub fn accepts(&mut self, ifindex: i32) -> bool {
+        self.check.refresh();
         self.check.accepts(ifindex)
     }
 
@@ -170,6 +176,11 @@ impl XdpTx {
 
     pub fn count(&self) -> usize {
         self.count
+    }
+
+    /// Fewest frames of a port worth an XDP call; the port sends fewer through the ring.
+    pub fn min_call(&self) -> usize {
+        self.min_call
     }
 
     /// Has the kernel send the queued frames; returns once the driver has them (or refused
