@@ -257,12 +257,17 @@ def micros(us: float | None) -> str:
     return "—" if us is None else f"{us:.2f} µs"
 
 
+def row_name(m: dict, name: str) -> str:
+    """A forwarder's name in the table; a P4 switch's names its transmit mode (--tx)."""
+    return f"{name} (tx {m['tx']})" if name in (L3_NAME, FORWARD_NAME) else name
+
+
 def table_rows(m: dict) -> str:
     rows = []
     for name, result in m["results"].items():
         for size, r in result["rows"].items():
             rows.append(
-                f"| {name} | {size + 4} B | {kpps(r['offered_pps'])} | "
+                f"| {row_name(m, name)} | {size + 4} B | {kpps(r['offered_pps'])} | "
                 f"{kpps(r['delivered_pps'])} | {r['delivered_mbit']:,.0f} Mbit/s | "
                 f"{micros(r['cpu_us'])} | {kpps(r['capacity_pps'])} | {result['cpu_counted']} |"
             )
