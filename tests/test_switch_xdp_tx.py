@@ -114,25 +114,12 @@ def test_super_packets_keep_their_place_among_xdp_frames(forward_ir):
 def test_a_peer_without_napi_gets_everything_through_the_ring(features_ir):
     with Rig(n_ports=3, tx="xdp", xdp_min_call=1) as rig:
         set_gro(rig.host_ns, rig.host_if(3), False)  # port 3's peer takes no XDP frames
-        rig.load(features_ir)
-        rig.client.call("mcast_group_set", group=1,
-                        replicas=[{"port": 2, "rid": 7}, {"port": 3, "rid": 9}])
-        frames = [numbered(MULTICAST, i, size) for i, size in enumerate(SIZES)]
-        for frame in frames:
-            rig.send(1, frame)
-        got = capture_until(rig, {2: len(frames), 3: len(frames)})
-        assert bodies(got[2]) == bodies(frames) and bodies(got[3]) == bodies(frames)
-        assert xdp_stats(rig, 2)["xdp"] == {"tx_packets": len(frames), "fallbacks": 0}
+        frames = _sent_to_ports_2_and_3(rig, features_ir)
         assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": 0, "fallbacks": 1}
         assert xdp_stats(rig, 3)["tx_packets"] == len(frames)
         # GRO back on: the port sends through XDP again.
         set_gro(rig.host_ns, rig.host_if(3), True)
-        more = [numbered(MULTICAST, 100 + i, 90) for i in range(4)]
-        for frame in more:
-            rig.send(1, frame)
-        got = capture_until(rig, {3: len(more)})
-        assert bodies(got[3]) == bodies(more)
-        assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": len(more), "fallbacks": 1}
+        _port_3_takes_xdp_again(rig)
 
 
 def test_lone_frames_take_the_ring_a_burst_takes_xdp(forward_ir):
@@ -156,6 +143,32 @@ def test_lone_frames_take_the_ring_a_burst_takes_xdp(forward_ir):
         stats = xdp_stats(rig, 2)
         assert stats["xdp"] == {"tx_packets": len(burst), "fallbacks": 0}
         assert stats["tx_packets"] == len(lone + burst) and stats["drops"] == 0
+
+
+def _sent_to_ports_2_and_3(rig: Rig, features_ir) -> list[bytes]:
+    """Loads the program, has it replicate port 1's frames to ports 2 and 3, sends frames
+    of every size; returns them once both ports got them whole and in order (port 2
+    through XDP)."""
+    rig.load(features_ir)
+    rig.client.call("mcast_group_set", group=1,
+                    replicas=[{"port": 2, "rid": 7}, {"port": 3, "rid": 9}])
+    frames = [numbered(MULTICAST, i, size) for i, size in enumerate(SIZES)]
+    for frame in frames:
+        rig.send(1, frame)
+    got = capture_until(rig, {2: len(frames), 3: len(frames)})
+    assert bodies(got[2]) == bodies(frames) and bodies(got[3]) == bodies(frames)
+    assert xdp_stats(rig, 2)["xdp"] == {"tx_packets": len(frames), "fallbacks": 0}
+    return frames
+
+
+def _port_3_takes_xdp_again(rig: Rig) -> None:
+    """Frames sent now reach port 3 whole, through XDP, with no further fallback."""
+    more = [numbered(MULTICAST, 100 + i, 90) for i in range(4)]
+    for frame in more:
+        rig.send(1, frame)
+    got = capture_until(rig, {3: len(more)})
+    assert bodies(got[3]) == bodies(more)
+    assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": len(more), "fallbacks": 1}
 
 
 def test_gro_flipped_off_and_on_mid_stream_loses_no_frame_silently(forward_ir):
@@ -215,26 +228,13 @@ def test_a_shaped_port_sends_through_the_ring_its_qdisc(features_ir):
         tbf = ["tc", "-n", rig.sw_ns, "qdisc", "add", "dev", rig.switch_if(3), "root", "tbf",
                "rate", "100mbit", "burst", "20000", "latency", "50ms"]
         subprocess.run(tbf, check=True, capture_output=True)
-        rig.load(features_ir)
-        rig.client.call("mcast_group_set", group=1,
-                        replicas=[{"port": 2, "rid": 7}, {"port": 3, "rid": 9}])
-        frames = [numbered(MULTICAST, i, size) for i, size in enumerate(SIZES)]
-        for frame in frames:
-            rig.send(1, frame)
-        got = capture_until(rig, {2: len(frames), 3: len(frames)})
-        assert bodies(got[2]) == bodies(frames) and bodies(got[3]) == bodies(frames)
-        assert xdp_stats(rig, 2)["xdp"] == {"tx_packets": len(frames), "fallbacks": 0}
+        frames = _sent_to_ports_2_and_3(rig, features_ir)
         assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": 0, "fallbacks": 1}
         sent_by_tbf = _qdisc_packets(rig.sw_ns, rig.switch_if(3))
         assert sent_by_tbf >= len(frames)  # they went through the TBF
         subprocess.run(["tc", "-n", rig.sw_ns, "qdisc", "del", "dev", rig.switch_if(3), "root"],
                        check=True, capture_output=True)
-        more = [numbered(MULTICAST, 100 + i, 90) for i in range(4)]
-        for frame in more:
-            rig.send(1, frame)
-        got = capture_until(rig, {3: len(more)})
-        assert bodies(got[3]) == bodies(more)
-        assert xdp_stats(rig, 3)["xdp"] == {"tx_packets": len(more), "fallbacks": 1}
+        _port_3_takes_xdp_again(rig)
 
 
 def _qdisc_packets(ns: str, ifname: str) -> int:

@@ -8,6 +8,7 @@ mod bpf;
 mod coalesce;
 mod control;
 mod dataplane;
+mod ethtool;
 mod fasthash;
 mod hashes;
 mod liveness;
