@@ -1,6 +1,7 @@
 """Latency added per hop and single-flow TCP throughput: p4 vs OVS vs Linux bridge (and router).
 
-    sudo .venv/bin/python benchmarks/plane_path.py [--repeat 3] [--hops 4] [--no-tcp] [--write]
+    sudo .venv/bin/python benchmarks/plane_path.py [--repeat 3] [--hops 4] [--no-tcp]
+                                                   [--tx xdp|ring] [--write]
 
 Every plane forwards between two hosts on one switch (catalog ``single``, links unshaped).
 Beside it, a direct veth pair between two more hosts stays up for the whole repetition: the
@@ -19,6 +20,9 @@ floor every switch adds to. Per plane and repetition:
   wire-sized frames; a plane already in that state is not measured twice). The direct
   pair's TCP is measured alone at the start of the repetition. ``--no-tcp`` leaves TCP out
   (a quick latency-only run).
+
+``--tx`` is the p4 plane's option ``tx``: how its switches transmit (XDP, the plane's
+default, or the AF_PACKET ring; switch/PROTOCOL.md ``--tx``); the section names it.
 
 Configurations interleave within a repetition so drift of the shared machine hits all alike.
 Medians over repetitions (with min–max); ``--write`` replaces this benchmark's section of
@@ -335,6 +339,19 @@ def budgets(rows: dict[str, list[dict]]) -> list[str]:
     return lines
 
 
+def p4_transmit(tx: str) -> None:
+    """Runs the p4 plane's switches with transmit mode ``tx`` (its option ``tx``)."""
+    kind, options = PLANES["p4-proactive"]
+    PLANES["p4-proactive"] = (kind, {**options, "tx": tx})
+
+
+def p4_transmit_note() -> list[str]:
+    tx = PLANES["p4-proactive"][1].get("tx", "xdp")
+    how = "through XDP" if tx == "xdp" else "through the AF_PACKET transmit ring"
+    return [f"- p4: the switches transmit {how} (p4 plane option `tx: {tx}`, "
+            "switch/PROTOCOL.md `--tx`)."]
+
+
 def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
            load: tuple[str, str], command: str) -> str:
     return "\n".join([
@@ -357,6 +374,7 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         *budgets(rows),
         "",
         *notes(sizes, hops, rows),
+        *p4_transmit_note(),
         "",
         f"Reproduce: `{command}`",
     ])
@@ -471,8 +489,11 @@ def main() -> None:
                         help="switches in the chain for the per-hop slope (1 = skip)")
     parser.add_argument("--planes", nargs="+", default=list(PLANES), choices=list(PLANES))
     parser.add_argument("--no-tcp", action="store_true", help="measure the one-way delay only")
+    parser.add_argument("--tx", choices=("xdp", "ring"), default="xdp",
+                        help="how the p4 plane's switches transmit (its option tx)")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
+    p4_transmit(args.tx)
     if args.repeat < 1 or args.hops < 1:
         parser.error("--repeat and --hops must be >= 1")
     registry.cleanup_on_signals()

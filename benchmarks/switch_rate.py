@@ -257,12 +257,17 @@ def micros(us: float | None) -> str:
     return "—" if us is None else f"{us:.2f} µs"
 
 
+def row_name(m: dict, name: str) -> str:
+    """A forwarder's name in the table; a P4 switch's names its transmit mode (--tx)."""
+    return f"{name} (tx {m['tx']})" if name in (L3_NAME, FORWARD_NAME) else name
+
+
 def table_rows(m: dict) -> str:
     rows = []
     for name, result in m["results"].items():
         for size, r in result["rows"].items():
             rows.append(
-                f"| {name} | {size + 4} B | {kpps(r['offered_pps'])} | "
+                f"| {row_name(m, name)} | {size + 4} B | {kpps(r['offered_pps'])} | "
                 f"{kpps(r['delivered_pps'])} | {r['delivered_mbit']:,.0f} Mbit/s | "
                 f"{micros(r['cpu_us'])} | {kpps(r['capacity_pps'])} | {result['cpu_counted']} |"
             )
@@ -280,8 +285,8 @@ def sink_drops(m: dict) -> str:
     return "the sink dropped, at 64 B: " + ", ".join(parts)
 
 
-def perf_text(results: dict) -> str:
-    switches = {name: r["perf"] for name, r in results.items() if "perf" in r}
+def perf_text(m: dict) -> str:
+    switches = {row_name(m, name): r["perf"] for name, r in m["results"].items() if "perf" in r}
     if not any(p and p["shares"] for p in switches.values()):
         return "- Where the switch's core time goes: — (perf is not installed)."
     lines = [
@@ -380,7 +385,7 @@ def section(m: dict, seconds: float, reps: int) -> str:
         rows=table_rows(m),
         sink_dropped=sink_drops(m),
         ovs_version=ovs_version(),
-        perf=perf_text(m["results"]),
+        perf=perf_text(m),
         meaning=meaning(m),
         set_rates="\n".join(rate_line(s) for s in m["set_rates"]),
         rss=" / ".join(str(k) for k in m["results"][L3_NAME]["rss_kib"]),

@@ -4,7 +4,7 @@ The switch namespace `dls<3 hex>-sw` holds the switch ports `dls<hex>-pN`; their
 `dls<hex>-hN` sit in `dls<hex>-h`, where raw AF_PACKET sockets send and capture frames.
 `tx` picks how the switch transmits (`ring` or `xdp`, switch/PROTOCOL.md); with `xdp` the
 peers get GRO on (veth takes XDP frames only into a peer that runs NAPI), unless
-`peer_gro=False`.
+`peer_gro=False`; `xdp_min_call` sets the switch's `--xdp-min-call` (None: its default).
 Everything is removed on exit, also when the test fails. Used by tests/test_switch_packets.py
 and benchmarks/switch_rate.py.
 """
@@ -150,6 +150,7 @@ class Rig:
         mtu: int | None = None,
         tx: str = "ring",
         peer_gro: bool | None = None,
+        xdp_min_call: int | None = None,
         switch_bin: Path = SWITCH_BIN,
     ) -> None:
         self.prefix = "dls" + secrets.token_hex(2)[:3]
@@ -170,6 +171,7 @@ class Rig:
         self.tx = tx
         self.switch_bin = switch_bin  # another build, for A/B benchmarks
         self.peer_gro = tx == "xdp" if peer_gro is None else peer_gro
+        self.xdp_min_call = xdp_min_call
         self.tmp = tempfile.TemporaryDirectory(prefix=f"{self.prefix}-")
         self.control_path = f"{self.tmp.name}/switch.sock"
         self.proc: subprocess.Popen | None = None
@@ -243,6 +245,8 @@ class Rig:
         ]
         if self.tx != "ring":  # the default; older builds (A/B runs) know no --tx
             argv += ["--tx", self.tx]
+        if self.xdp_min_call is not None:
+            argv += ["--xdp-min-call", str(self.xdp_min_call)]
         for p in range(1, self.n_ports + 1):
             argv += ["--port", f"{p}={self.switch_if(p)}"]
         if self.core is not None:

@@ -427,9 +427,6 @@ impl Loop {
                 None => self.events.clear(),
             }
         }
-        if let Some(x) = self.xdp.as_mut() {
-            x.refresh();
-        }
         for (i, batch) in self.tx.iter_mut().enumerate() {
             if batch.is_empty() {
                 continue;

@@ -2,12 +2,13 @@
 //!
 //! usage: dplab-switch --port 1=s1-eth1 [--port 2=s1-eth2 ...] --cpu-port 255
 //!                     --control /run/dplab/<run>/s1.sock [--pipeline prog.ir.json] [--core N]
-//!                     [--warm-loopback on|off] [--tx ring|xdp]
+//!                     [--warm-loopback on|off] [--tx ring|xdp] [--xdp-min-call N]
 
 mod bpf;
 mod coalesce;
 mod control;
 mod dataplane;
+mod ethtool;
 mod fasthash;
 mod hashes;
 mod liveness;
@@ -41,6 +42,8 @@ struct Options {
     warm_loopback: bool,
     /// Transmit through XDP (xdptx.rs) rather than the AF_PACKET ring.
     tx_xdp: bool,
+    /// With `tx_xdp`: the fewest frames of a port sent in one XDP call (xdptx.rs).
+    xdp_min_call: usize,
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -52,6 +55,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         core: None,
         warm_loopback: false,
         tx_xdp: false,
+        xdp_min_call: xdptx::MIN_CALL,
     };
     let mut i = 0;
     while i < args.len() {
@@ -106,6 +110,16 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                     _ => return Err(format!("--tx {value}: expected ring or xdp")),
                 }
             }
+            "--xdp-min-call" => {
+                opts.xdp_min_call = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=xdptx::MAX_FRAMES).contains(n))
+                    .ok_or(format!(
+                        "--xdp-min-call {value}: expected a number from 1 to {}",
+                        xdptx::MAX_FRAMES
+                    ))?
+            }
             other => return Err(format!("unknown option {other}")),
         }
         i += 2;
@@ -154,7 +168,7 @@ fn main() {
         .first()
         .filter(|_| opts.tx_xdp)
         .map(|(_, first)| {
-            xdptx::XdpTx::open(&bpf::holder_name(first))
+            xdptx::XdpTx::open(&bpf::holder_name(first), opts.xdp_min_call)
                 .unwrap_or_else(|e| fail(&format!("--tx xdp: {e}")))
         });
     let shared = Arc::new(shared::Shared::new(opts.ports.clone(), opts.cpu_port));

@@ -28,17 +28,18 @@
 //! would cut the super-packet again in software otherwise), and the segments of a
 //! super-packet the kernel refused go out one by one instead.
 //!
-//! With `--tx xdp` (xdptx.rs) a port sends wire-sized frames through the switch's XDP
-//! program instead of the transmit ring; super-packets and frames longer than a map slot
-//! keep the AF_PACKET path. A port's order holds: whatever one path has queued goes out
-//! before the other path is used (the two still end in different queues of the receiving
-//! CPU, the peer's NAPI ring and the backlog: switch/PROTOCOL.md `--tx`). A port whose
-//! interface takes no XDP frames (its peer runs no NAPI, xdpcheck.rs) sends through the ring, and counts a
-//! fallback each time it goes from XDP to the ring. After each XDP call the port reads
-//! how many frames veth took (`XmitCounter`): the frames past that count (the peer just
-//! stopped NAPI, or its ring was full) go out through the ring, a fallback; when it took
-//! none, the port stays on the ring for `XDP_RETRY` before trying XDP again. So no frame
-//! is lost between the peer turning NAPI off and the switch seeing it.
+//! With `--tx xdp` (xdptx.rs) a port sends wire-sized frames through the switch's XDP program
+//! instead of the transmit ring, when a round gives it at least `--xdp-min-call` of them (fewer
+//! cost less through the ring: xdptx.rs `MIN_CALL`); super-packets and frames longer than a map
+//! slot keep the AF_PACKET path. A port's order holds: whatever one path has queued goes out
+//! before the other path is used (the two still end in different queues of the receiving CPU,
+//! the peer's NAPI ring and the backlog: switch/PROTOCOL.md `--tx`). A port whose interface
+//! takes no XDP frames (its peer runs no NAPI, xdpcheck.rs) sends through the ring, and counts
+//! a fallback each time it goes from XDP to the ring. After each XDP call the port reads how
+//! many frames veth took (ethtool.rs `XmitCounter`): the frames past that count (the peer just
+//! stopped NAPI, or its ring was full) go out through the ring, a fallback; when it took none,
+//! the port stays on the ring for `XDP_RETRY` before trying XDP again. So no frame is lost
+//! between the peer turning NAPI off and the switch seeing it.
 
 use std::ffi::CString;
 use std::io;
@@ -47,10 +48,11 @@ use std::ptr;
 use std::time::{Duration, Instant};
 
 use crate::coalesce::{self, Coalescer};
+use crate::ethtool::{self, XmitCounter};
 use crate::segment::{Malformed, Segments, VnetHdr, VNET_HDR_LEN};
 use crate::shared::PortDrop;
 use crate::txring::{self, setsockopt, RingShape, TxRing};
-use crate::xdptx::{self, XdpTx, XmitCounter};
+use crate::xdptx::{self, XdpTx};
 
 /// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply the
 /// ring's memory for packets rare and slow enough to take the copy path instead.
@@ -81,8 +83,6 @@ const TSO_RECHECK: Duration = Duration::from_secs(1);
 /// How long a port whose peer refused XDP frames sends through the ring before it tries
 /// XDP again (`ethtool -K <peer> gro on` may have been run since).
 const XDP_RETRY: Duration = Duration::from_secs(1);
-/// ethtool's "get TCP segmentation offload" command (linux/ethtool.h).
-const ETHTOOL_GTSO: u32 = 0x1e;
 
 /// What [`Port::send_batch`] got out, as a wire carries it (a super-packet counts as
 /// its segments).
@@ -244,7 +244,7 @@ impl Port {
             tagged: Vec::new(),
         };
         port.configure()?;
-        port.tso = interface_tso(fd, name);
+        port.tso = ethtool::tso(fd, name);
         match open_tx_path(ifindex, port.wire_max) {
             Ok(tx) => port.tx = Some(tx),
             Err(e) => eprintln!(
@@ -455,19 +455,9 @@ impl Port {
         if !self.sends_xdp() {
             xdp = None;
         }
-        if let (Some(x), Some(path)) = (xdp.as_deref_mut(), self.xdp.as_mut()) {
-            let accepts = x.accepts(self.ifindex);
-            if path.accepted && !accepts {
-                sent.xdp_fallbacks += 1;
-            }
-            path.accepted = accepts;
-            if !accepts {
-                xdp = None;
-            }
-        }
         let xdp_max = self.wire_max.min(xdptx::ROOM);
         if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
-            self.tso = interface_tso(self.fd, &self.name);
+            self.tso = ethtool::tso(self.fd, &self.name);
             self.tso_read = Instant::now();
         }
         let mut i = 0;
@@ -520,39 +510,68 @@ impl Port {
         }
     }
 
-    /// Makes the XDP call for the queued frames and settles them with the count of
-    /// frames veth took (module doc).
+    /// Sends the frames queued in `xdp`: through the ring when they are too few for an
+    /// XDP call to pay (`XdpTx::min_call`) or the interface takes no XDP frames now, else
+    /// in one XDP call settled with the count of frames veth took (module doc).
     fn send_xdp(&mut self, xdp: &mut XdpTx, sent: &mut Sent) {
-        let n = xdp.count() as u64;
-        let Some(path) = self.xdp.as_mut().filter(|_| n > 0) else {
+        let n = xdp.count();
+        if n == 0 {
             return;
+        }
+        let mut taken = 0;
+        if n >= xdp.min_call() && self.xdp_accepted(xdp, sent) {
+            taken = self.call_xdp(xdp);
+            if taken < n {
+                sent.xdp_fallbacks += 1;
+            }
+        }
+        sent.packets += taken as u64;
+        sent.xdp_packets += taken as u64;
+        sent.bytes += xdp
+            .queued()
+            .take(taken)
+            .map(|p| p.len() as u64)
+            .sum::<u64>();
+        // veth took the frames in order: the rest go out through the ring, after them.
+        for p in xdp.queued().skip(taken) {
+            self.send_single(p, sent);
+        }
+        xdp.clear();
+    }
+
+    /// Whether the interface takes XDP frames now (xdpcheck.rs); a change to "no" counts
+    /// a fallback.
+    fn xdp_accepted(&mut self, xdp: &mut XdpTx, sent: &mut Sent) -> bool {
+        let Some(path) = self.xdp.as_mut() else {
+            return false;
+        };
+        let accepts = xdp.accepts(self.ifindex);
+        if path.accepted && !accepts {
+            sent.xdp_fallbacks += 1;
+        }
+        path.accepted = accepts;
+        accepts
+    }
+
+    /// Makes the XDP call for the queued frames; says how many veth took (0 when the
+    /// call failed or its outcome is unknown; the port then keeps to the ring for
+    /// `XDP_RETRY`, and a fallback is counted).
+    fn call_xdp(&mut self, xdp: &mut XdpTx) -> usize {
+        let Some(path) = self.xdp.as_mut() else {
+            return 0;
         };
         let before = path.known_taken.or_else(|| path.taken.read());
         let result = xdp.send();
         let after = path.taken.read();
         path.known_taken = after;
         let taken = match (result, before, after) {
-            (Ok(()), Some(b), Some(a)) => a.saturating_sub(b).min(n),
-            _ => 0, // the call failed, or what it did is unknown: the ring sends them
+            (Ok(()), Some(b), Some(a)) => a.saturating_sub(b).min(xdp.count() as u64) as usize,
+            _ => 0,
         };
         if taken == 0 {
             path.refused_until = Some(Instant::now() + XDP_RETRY);
         }
-        sent.packets += taken;
-        sent.xdp_packets += taken;
-        sent.bytes += xdp
-            .queued()
-            .take(taken as usize)
-            .map(|p| p.len() as u64)
-            .sum::<u64>();
-        if taken < n {
-            // veth took the frames in order: the rest go out through the ring, after them.
-            sent.xdp_fallbacks += 1;
-            for p in xdp.queued().skip(taken as usize) {
-                self.send_single(p, sent);
-            }
-        }
-        xdp.clear();
+        taken
     }
 
     /// Queues a packet in the transmit ring, or sends it on its own (after what the ring
@@ -662,27 +681,9 @@ fn open_tx_path(ifindex: i32, wire_max: usize) -> io::Result<TxPath> {
     })
 }
 
-/// An interface request naming interface `name`.
-fn ifreq(name: &str) -> libc::ifreq {
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in req.ifr_name.iter_mut().zip(name.bytes()) {
-        *dst = src as libc::c_char;
-    }
-    req
-}
-
-/// Whether the interface has TCP segmentation offload on (false if that cannot be read).
-fn interface_tso(fd: RawFd, name: &str) -> bool {
-    let mut value = [ETHTOOL_GTSO, 0u32]; // struct ethtool_value: cmd, data
-    let mut req = ifreq(name);
-    req.ifr_ifru.ifru_data = value.as_mut_ptr() as *mut libc::c_char;
-    let ok = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL, &mut req) } == 0;
-    ok && value[1] != 0
-}
-
 /// The interface's MTU (the largest frame it takes is this plus the Ethernet header).
 fn interface_mtu(fd: RawFd, name: &str) -> io::Result<usize> {
-    let mut req = ifreq(name);
+    let mut req = ethtool::ifreq(name);
     if unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) } != 0 {
         return Err(os_error("SIOCGIFMTU", name));
     }

@@ -166,7 +166,10 @@ fn messages(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
         if len < NLMSG_HDRLEN || len > bytes.len() {
             return None;
         }
-        let message = (u16::from_ne_bytes([bytes[4], bytes[5]]), &bytes[NLMSG_HDRLEN..len]);
+        let message = (
+            u16::from_ne_bytes([bytes[4], bytes[5]]),
+            &bytes[NLMSG_HDRLEN..len],
+        );
         bytes = &bytes[len.next_multiple_of(4).min(bytes.len())..];
         Some(message)
     })

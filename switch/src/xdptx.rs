@@ -22,12 +22,11 @@
 //! notification, at most `FRESH_FOR` later) frames would vanish so, or be refused by
 //! veth (no NAPI: counted in tx_dropped; the peer's ring full: in its ethtool statistics).
 //! What veth took is counted exactly, though: the sending veth's `tx_queue_N_xdp_xmit`
-//! statistics. ports.rs reads them after each call (`XmitCounter`): veth takes a call's
+//! statistics. ports.rs reads them after each call (ethtool.rs `XmitCounter`): veth takes a call's
 //! frames in order, so the frames past that count were not taken, and go out through
 //! the ring instead.
 
 use std::io;
-use std::os::fd::RawFd;
 
 use crate::bpf::{self, Fd, Holder, Insn, MappedArray};
 use crate::xdpcheck::XdpCheck;
@@ -40,6 +39,12 @@ const SLOT_SIZE: usize = 2048;
 pub const ROOM: usize = SLOT_SIZE - SLOT_HEADER;
 /// Most frames per call: veth's receive ring holds 256, so a call never overfills it alone.
 pub const MAX_FRAMES: usize = 256;
+/// Fewest frames of a port sent in one XDP call by default (`--xdp-min-call`); fewer go
+/// through the ring. For a lone frame an XDP call costs more than a ring send: it adds
+/// the read of veth's count (SIOCETHTOOL GSTATS: rtnl, a vmalloc'ed buffer, ~3-5 µs
+/// more than a bare ioctl) and, from an idle switch, the call's own set-up (a page pool
+/// per call); per frame it saves ~1 µs (switch/PROTOCOL.md `--tx`).
+pub const MIN_CALL: usize = 8;
 /// The frame every run starts from (the kernel copies it into each new page): an
 /// Ethernet header's worth of zeros, the least the kernel takes.
 const SEED: [u8; 14] = [0; 14];
@@ -52,6 +57,8 @@ pub struct XdpTx {
     prog: Fd,
     /// Frames written for the next call.
     count: usize,
+    /// Fewest frames of a port worth a call (`MIN_CALL`).
+    min_call: usize,
     check: XdpCheck,
     _holder: Holder,
 }
@@ -119,7 +126,7 @@ fn program(map_fd: i32) -> Vec<Insn> {
 impl XdpTx {
     /// Loads the program and its map; `holder` names the holder's veth pair (it carries
     /// the switch's port's name, so its run's prefix).
-    pub fn open(holder: &str) -> Result<XdpTx, String> {
+    pub fn open(holder: &str, min_call: usize) -> Result<XdpTx, String> {
         let mut slots = MappedArray::new(SLOT_SIZE, MAX_FRAMES + 1)
             .map_err(|e| format!("the XDP frame map: {e}"))?;
         let prog = bpf::load_xdp(&program(slots.fd.0))
@@ -131,18 +138,16 @@ impl XdpTx {
             slots,
             prog,
             count: 0,
+            min_call,
             check,
             _holder: holder,
         })
     }
 
-    /// Forgets which interfaces take XDP frames if that may have changed (once a round).
-    pub fn refresh(&mut self) {
-        self.check.refresh();
-    }
-
-    /// Whether interface `ifindex` takes XDP frames now.
+    /// Whether interface `ifindex` takes XDP frames now (after the notifications that
+    /// came since the last call).
     pub fn accepts(&mut self, ifindex: i32) -> bool {
+        self.check.refresh();
         self.check.accepts(ifindex)
     }
 
@@ -172,6 +177,11 @@ impl XdpTx {
         self.count
     }
 
+    /// Fewest frames of a port worth an XDP call; the port sends fewer through the ring.
+    pub fn min_call(&self) -> usize {
+        self.min_call
+    }
+
     /// Has the kernel send the queued frames; returns once the driver has them (or refused
     /// them). They stay queued until [`XdpTx::clear`] (to be sent another way if refused).
     pub fn send(&mut self) -> io::Result<()> {
@@ -198,101 +208,4 @@ impl XdpTx {
 fn frame_in(slot: &[u8]) -> &[u8] {
     let len = u32::from_ne_bytes(slot[..4].try_into().unwrap()) as usize;
     &slot[SLOT_HEADER..SLOT_HEADER + len.min(ROOM)]
-}
-
-/// How many frames an interface (a veth) took through ndo_xdp_xmit: the sum of its
-/// `tx_queue_N_xdp_xmit` statistics (`ethtool -S`), read with one SIOCETHTOOL.
-pub struct XmitCounter {
-    fd: RawFd,
-    name: String,
-    /// Where the `tx_queue_N_xdp_xmit` values sit among the interface's statistics.
-    at: Vec<usize>,
-    values: Vec<u64>,
-}
-
-const ETHTOOL_GDRVINFO: u32 = 0x03;
-const ETHTOOL_GSTRINGS: u32 = 0x1b;
-const ETHTOOL_GSTATS: u32 = 0x1d;
-const ETH_SS_STATS: u32 = 1;
-const ETH_GSTRING_LEN: usize = 32;
-/// struct ethtool_drvinfo: its size, and where n_stats sits in it.
-const DRVINFO_LEN: usize = 196;
-const DRVINFO_N_STATS: usize = 180;
-
-impl XmitCounter {
-    pub fn open(iface: &str) -> io::Result<XmitCounter> {
-        let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut counter = XmitCounter {
-            fd,
-            name: iface.to_string(),
-            at: Vec::new(),
-            values: Vec::new(),
-        };
-        let mut info = [0u8; DRVINFO_LEN];
-        info[..4].copy_from_slice(&ETHTOOL_GDRVINFO.to_ne_bytes());
-        counter.ethtool(&mut info)?;
-        let n = u32::from_ne_bytes(
-            info[DRVINFO_N_STATS..DRVINFO_N_STATS + 4]
-                .try_into()
-                .unwrap(),
-        );
-        let mut names = vec![0u8; 12 + n as usize * ETH_GSTRING_LEN];
-        names[..4].copy_from_slice(&ETHTOOL_GSTRINGS.to_ne_bytes());
-        names[4..8].copy_from_slice(&ETH_SS_STATS.to_ne_bytes());
-        names[8..12].copy_from_slice(&n.to_ne_bytes());
-        counter.ethtool(&mut names)?;
-        counter.at = names[12..]
-            .chunks(ETH_GSTRING_LEN)
-            .enumerate()
-            .filter(|(_, name)| {
-                let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
-                name.starts_with(b"tx_queue_") && name.ends_with(b"_xdp_xmit")
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if counter.at.is_empty() {
-            return Err(io::Error::other(
-                "no tx_queue_N_xdp_xmit statistics (not a veth?)",
-            ));
-        }
-        counter.values = vec![0; 1 + n as usize]; // cmd and n_stats, then the values
-        counter.values[0] = ETHTOOL_GSTATS as u64 | ((n as u64) << 32);
-        Ok(counter)
-    }
-
-    /// The count now (None if unreadable).
-    pub fn read(&mut self) -> Option<u64> {
-        let mut values = std::mem::take(&mut self.values);
-        let ok = self
-            .ethtool_raw(values.as_mut_ptr() as *mut libc::c_char)
-            .is_ok();
-        let sum = ok.then(|| self.at.iter().map(|&i| values[1 + i]).sum());
-        self.values = values;
-        sum
-    }
-
-    fn ethtool(&self, data: &mut [u8]) -> io::Result<()> {
-        self.ethtool_raw(data.as_mut_ptr() as *mut libc::c_char)
-    }
-
-    fn ethtool_raw(&self, data: *mut libc::c_char) -> io::Result<()> {
-        let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-        for (dst, src) in req.ifr_name.iter_mut().zip(self.name.bytes()) {
-            *dst = src as libc::c_char;
-        }
-        req.ifr_ifru.ifru_data = data;
-        if unsafe { libc::ioctl(self.fd, libc::SIOCETHTOOL, &mut req) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-}
-
-impl Drop for XmitCounter {
-    fn drop(&mut self) {
-        unsafe { libc::close(self.fd) };
-    }
 }
