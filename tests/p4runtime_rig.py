@@ -87,19 +87,21 @@ class Names:
 
 
 class Client:
-    """A controller: one channel, one StreamChannel, received messages in a queue."""
+    """A controller: one channel, one StreamChannel, received messages in a queue.
+    ``election`` None: its arbitration leaves the election id unset (a backup for good)."""
 
-    def __init__(self, address: str, election: int) -> None:
+    def __init__(self, address: str, election: int | None) -> None:
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.election = pb.Uint128(high=0, low=election)
+        self.election = pb.Uint128(high=0, low=election or 0)
         self.outbox: queue.Queue = queue.Queue()
         self.inbox: queue.Queue = queue.Queue()
         self.stream = self.stub.StreamChannel(iter(self.outbox.get, None))
         threading.Thread(target=self._receive, daemon=True).start()
         req = pb.StreamMessageRequest()
         req.arbitration.device_id = 1
-        req.arbitration.election_id.CopyFrom(self.election)
+        if election is not None:
+            req.arbitration.election_id.CopyFrom(self.election)
         self.outbox.put(req)
 
     def _receive(self) -> None:
