@@ -24,6 +24,10 @@ from switch_rig import Rig, compile_p4
 from dplab.p4runtime import errors
 
 PRIMARY_WAIT_S = 10.0
+# The election id of each test's own controller (fresh_pipeline): the highest there is, so
+# that it is primary whatever ids earlier tests on the same server sent (the server keeps
+# the highest id it has seen: spec 5).
+TOP_ELECTION = 2**128 - 1
 
 
 def compile_with_info(source: Path, out: Path) -> tuple[Path, p4info_pb2.P4Info]:
@@ -87,19 +91,22 @@ class Names:
 
 
 class Client:
-    """A controller: one channel, one StreamChannel, received messages in a queue."""
+    """A controller: one channel, one StreamChannel, received messages in a queue.
+    ``election`` None: its arbitration leaves the election id unset (a backup for good)."""
 
-    def __init__(self, address: str, election: int) -> None:
+    def __init__(self, address: str, election: int | None) -> None:
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.election = pb.Uint128(high=0, low=election)
+        self.election = pb.Uint128(high=(election or 0) >> 64,
+                                   low=(election or 0) & (2**64 - 1))
         self.outbox: queue.Queue = queue.Queue()
         self.inbox: queue.Queue = queue.Queue()
         self.stream = self.stub.StreamChannel(iter(self.outbox.get, None))
         threading.Thread(target=self._receive, daemon=True).start()
         req = pb.StreamMessageRequest()
         req.arbitration.device_id = 1
-        req.arbitration.election_id.CopyFrom(self.election)
+        if election is not None:
+            req.arbitration.election_id.CopyFrom(self.election)
         self.outbox.put(req)
 
     def _receive(self) -> None:
@@ -212,7 +219,7 @@ def fresh_pipeline(served: tuple[Rig, str], program: tuple[Path, p4info_pb2.P4In
     module's rig switch and server ``served``: a new pipeline clears every entry and cell,
     and the rig's ports start drained, so each test starts from a clean switch."""
     rig, address = served
-    with primary_client(address, program, election=10) as (client, won):
+    with primary_client(address, program, election=TOP_ELECTION) as (client, won):
         assert is_primary(won)
         rig.drain()
         yield rig, client, Names(program[1])

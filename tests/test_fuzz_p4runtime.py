@@ -13,7 +13,7 @@ import grpc
 import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Client, compile_with_info, primary_client
+from p4runtime_rig import TOP_ELECTION, Client, compile_with_info, primary_client
 from test_p4runtime_server import DST, TABLE, forward_entry
 
 from dplab.p4runtime import errors
@@ -171,7 +171,7 @@ def test_mutated_stream_messages_never_kill_the_server(ctl, served, program):
     reply = client.next("error", timeout=1.0)   # drains what came back
     assert reply is None or isinstance(reply, (pb.StreamError, grpc.RpcError))
     client.close()
-    with primary_client(address, program, election=11) as (fresh, won):
+    with primary_client(address, program, election=TOP_ELECTION) as (fresh, won):
         assert won.status.code == 0
         fresh.write(forward_entry(n.info, DST, 3))
         assert len(fresh.read(pb.Entity(table_entry=pb.TableEntry(table_id=n[TABLE])))) == 1

@@ -71,7 +71,13 @@ def test_arbitration_primary_and_backup(server, program):
         with pytest.raises(grpc.RpcError) as denied:
             low.write(forward_entry(program[1], DST, 2))
         assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        high.close()  # the backup becomes primary
+        high.close()  # spec 5: no primary until a client sends an id >= 9, the highest seen
+        assert low.next("arbitration").status.code == grpc.StatusCode.NOT_FOUND.value[0]
+        low.election = pb.Uint128(low=9)
+        again = pb.StreamMessageRequest()
+        again.arbitration.device_id = 1
+        again.arbitration.election_id.CopyFrom(low.election)
+        low.send(again)
         assert low.next("arbitration").status.code == 0
         low.write(forward_entry(program[1], DST, 2))
     finally:

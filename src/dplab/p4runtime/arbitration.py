@@ -1,11 +1,14 @@
-"""Master arbitration (P4Runtime spec §5): among the open streams of the default role, the
-one with the highest election id is primary; the others are backups."""
+"""Master arbitration (P4Runtime spec 5): the primary of the default role is the client
+whose election id is the highest the server has ever seen; when it leaves, or steps down,
+there is no primary until a client sends an election id at least that high. A client
+without an election id is a backup that never becomes primary."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
+from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime.errors import P4RuntimeError
@@ -21,54 +24,70 @@ class Arbiter:
     def __init__(self, device_id: int) -> None:
         self.device_id = device_id
         self._lock = threading.Lock()
-        self._streams: dict[int, Send] = {}  # election id -> the stream's sender
+        # stream -> (its election id, None for a client that gave none; its sender)
+        self._streams: dict[Hashable, tuple[int | None, Send]] = {}
+        self._primary: Hashable | None = None
+        self._highest: int | None = None  # the spec's election_id_past
 
-    def join(self, update: pb.MasterArbitrationUpdate, send: Send, current: int | None) -> int:
-        """Registers (or re-registers) a stream; returns its election id. Everyone is told
-        who is primary now."""
-        _check_update(update, self.device_id, current is not None)
-        eid = election_key(update.election_id)
+    def join(self, update: pb.MasterArbitrationUpdate, stream: Hashable, send: Send) -> None:
+        """Registers (or updates) ``stream``'s arbitration (spec 5.4)."""
+        live = stream in self._streams
+        _check_update(update, self.device_id, live)
+        eid = election_key(update.election_id) if update.HasField("election_id") else None
         with self._lock:
-            if eid in self._streams and self._streams[eid] is not send:
+            if eid is not None and any(other != stream and other_eid == eid
+                                       for other, (other_eid, _) in self._streams.items()):
                 raise P4RuntimeError("INVALID_ARGUMENT",
                                      f"election id {eid} is already used by another client")
-            if current is not None and current != eid:
-                self._streams.pop(current, None)
-            self._streams[eid] = send
-            self._announce()
-        return eid
+            self._streams[stream] = (eid, send)
+            if eid is not None and (self._highest is None or eid >= self._highest):
+                self._highest, self._primary = eid, stream
+                self._announce(self._streams)  # a new (or the same) primary: everyone
+            elif self._primary == stream:  # the primary stepped down: everyone
+                self._primary = None
+                self._announce(self._streams)
+            else:  # a backup: only it is told
+                self._announce({stream: self._streams[stream]})
 
-    def leave(self, eid: int) -> None:
+    def leave(self, stream: Hashable) -> None:
         with self._lock:
-            if self._streams.pop(eid, None) is not None:
-                self._announce()
+            if self._streams.pop(stream, None) is None:
+                return
+            if self._primary == stream:  # spec 5: no primary until a new election
+                self._primary = None
+                self._announce(self._streams)
 
-    def primary(self) -> int | None:
+    def is_primary(self, stream: Hashable) -> bool:
         with self._lock:
-            return max(self._streams) if self._streams else None
+            return self._primary is not None and self._primary == stream
 
     def primary_sender(self) -> Send | None:
         with self._lock:
-            return self._streams[max(self._streams)] if self._streams else None
+            return None if self._primary is None else self._streams[self._primary][1]
 
     def check_primary(self, election_id: pb.Uint128, what: str) -> None:
-        primary = self.primary()
+        with self._lock:
+            primary = None if self._primary is None else self._streams[self._primary][0]
         if primary is None or election_key(election_id) != primary:
             raise P4RuntimeError("PERMISSION_DENIED",
                                  f"{what}: election id {election_key(election_id)} "
                                  "is not the primary's")
 
-    def _announce(self) -> None:
-        if not self._streams:
-            return
-        top = max(self._streams)
-        for eid, send in self._streams.items():
+    def _announce(self, streams: dict[Hashable, tuple[int | None, Send]]) -> None:
+        """Spec 5.5: the highest election id seen (unset before any), and each client's
+        status: OK for the primary, ALREADY_EXISTS for a backup while there is a primary,
+        NOT_FOUND while there is none."""
+        backup_code = code_pb2.NOT_FOUND if self._primary is None else code_pb2.ALREADY_EXISTS
+        for stream, (_, send) in streams.items():
             msg = pb.StreamMessageResponse()
             arb = msg.arbitration
             arb.device_id = self.device_id
-            arb.election_id.high, arb.election_id.low = top >> 64, top & ((1 << 64) - 1)
-            arb.status.code = 0 if eid == top else 6  # OK / ALREADY_EXISTS (a backup)
-            arb.status.message = "primary" if eid == top else "backup"
+            if self._highest is not None:
+                arb.election_id.high = self._highest >> 64
+                arb.election_id.low = self._highest & ((1 << 64) - 1)
+            primary = stream == self._primary
+            arb.status.code = code_pb2.OK if primary else backup_code
+            arb.status.message = "primary" if primary else "backup"
             send(msg)
 
 

@@ -214,6 +214,8 @@ def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Act
                              f"{info.preamble.name} is {only}")
     given = {p.param_id: p.value for p in action.params}
     known = {p.id for p in info.params}
+    if len(given) != len(action.params):
+        raise invalid(f"action {info.preamble.name}: a parameter is given twice")
     if set(given) != known:
         raise invalid(f"action {info.preamble.name}: needs parameters {sorted(known)}, "
                       f"got {sorted(given)}")
@@ -239,6 +241,11 @@ def action_from_switch(index: P4InfoIndex, action: dict) -> pb.Action:
 
 
 def meter_to_switch(config: pb.MeterConfig) -> dict:
+    """A two-rate three-colour meter (RFC 2698) needs its peak rate at least its committed
+    rate: INVALID_ARGUMENT otherwise, before the switch is asked."""
+    if config.pir < config.cir:
+        raise invalid(f"meter config: pir {config.pir} is below cir {config.cir} "
+                      "(a two-rate meter needs pir >= cir)")
     return {"cir": config.cir, "cburst": config.cburst, "pir": config.pir,
             "pburst": config.pburst}
 

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import queue
 import threading
 import time
 
 import grpc
 from google.rpc import status_pb2
-from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
-from dplab.p4runtime import codec
+from dplab.p4runtime import codec, pipeline_check
 from dplab.p4runtime.arbitration import Arbiter
 from dplab.p4runtime.batching import write_all_or_none, write_each
 from dplab.p4runtime.codec import P4InfoIndex
@@ -88,7 +86,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 raise not_found("COMMIT without a saved config (VERIFY_AND_SAVE first)")
             self._load(self._saved)
             return pb.SetForwardingPipelineConfigResponse()
-        ir = _verify(request.config)
+        ir = pipeline_check.verify(request.config)
         if request.action == Action.VERIFY_AND_SAVE:
             self._saved = request.config
         elif request.action == Action.VERIFY_AND_COMMIT:
@@ -101,7 +99,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _load(self, config: pb.ForwardingPipelineConfig, ir: dict | None = None) -> None:
         try:
-            self.switch.call("load_pipeline", ir=ir or _verify(config), tag=_tag(config))
+            self.switch.call("load_pipeline", ir=ir or pipeline_check.verify(config),
+                             tag=_tag(config))
         except P4RuntimeError as err:
             raise invalid(f"the switch refused the pipeline: {err.message}") from err
         self._config, self._index = config, P4InfoIndex(config.p4info)
@@ -207,14 +206,13 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     # -- stream --------------------------------------------------------------------------
 
     def StreamChannel(self, request_iterator, context):
-        outbox: queue.Queue = queue.Queue()
-        state = {"eid": None}
+        outbox: queue.Queue = queue.Queue()  # also names the stream to the arbiter
         # However the RPC ends (client gone, server stopping), the loop below is told: it
         # would otherwise wait on the outbox forever and keep its worker thread, and with
         # it the process, alive.
         context.add_callback(lambda: outbox.put(None))
-        reader = threading.Thread(target=self._serve_stream,
-                                  args=(request_iterator, outbox, state), daemon=True)
+        reader = threading.Thread(target=self._serve_stream, args=(request_iterator, outbox),
+                                  daemon=True)
         reader.start()
         try:
             while True:
@@ -225,17 +223,16 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     context.abort(msg.grpc_code, msg.message)
                 yield msg
         finally:
-            if state["eid"] is not None:
-                self.arbiter.leave(state["eid"])
+            self.arbiter.leave(outbox)
 
-    def _serve_stream(self, requests, outbox: queue.Queue, state: dict) -> None:
+    def _serve_stream(self, requests, outbox: queue.Queue) -> None:
         try:
             for req in requests:
                 kind = req.WhichOneof("update")
                 if kind == "arbitration":
-                    state["eid"] = self.arbiter.join(req.arbitration, outbox.put, state["eid"])
+                    self.arbiter.join(req.arbitration, outbox, outbox.put)
                 elif kind == "packet":
-                    self._packet_out(req.packet, state["eid"], outbox)
+                    self._packet_out(req.packet, outbox)
                 elif kind == "digest_ack":
                     self._digest_ack(req.digest_ack, outbox)
         except P4RuntimeError as err:
@@ -245,10 +242,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             pass  # the client went away
         outbox.put(None)
 
-    def _packet_out(self, packet: pb.PacketOut, eid: int | None, outbox: queue.Queue) -> None:
+    def _packet_out(self, packet: pb.PacketOut, outbox: queue.Queue) -> None:
         """Errors go back as StreamErrors naming the packet-out (spec 16.4)."""
         try:
-            if eid is None or eid != self.arbiter.primary():
+            if not self.arbiter.is_primary(outbox):
                 raise P4RuntimeError("PERMISSION_DENIED", "packet-out from a non-primary client")
             self.switch.call("packet_out", payload=packet.payload.hex(),
                              metadata=self._packet_out_metadata(packet))
@@ -385,16 +382,3 @@ def _tag(config: pb.ForwardingPipelineConfig) -> str:
     digest = hashlib.sha256(config.p4info.SerializeToString(deterministic=True))
     digest.update(config.p4_device_config)
     return digest.hexdigest()
-
-
-def _verify(config: pb.ForwardingPipelineConfig) -> dict:
-    """The device config must be our IR (JSON) and the P4Info must name tables/actions."""
-    if not config.p4_device_config:
-        raise invalid("p4_device_config is empty (expected the dplab IR JSON)")
-    try:
-        ir = json.loads(config.p4_device_config)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise invalid(f"p4_device_config is not JSON: {exc}") from exc
-    if not isinstance(ir, dict) or not isinstance(config.p4info, p4info_pb2.P4Info):
-        raise invalid("p4_device_config must be a JSON object")
-    return ir
