@@ -10,6 +10,7 @@ mod control;
 mod dataplane;
 mod fasthash;
 mod hashes;
+mod heap;
 mod liveness;
 mod meters;
 mod pipeline;
@@ -30,6 +31,10 @@ use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// Counted, so that `stats` can report the live heap (heap.rs).
+#[global_allocator]
+static ALLOCATOR: heap::CountingAllocator = heap::CountingAllocator;
 
 struct Options {
     ports: Vec<(u32, String)>,
