@@ -421,6 +421,7 @@ impl<'a> Handler<'a> {
 
     fn stats(&self) -> Value {
         let s = self.shared;
+        let heap = s.heap_stats();
         let ports: Vec<Value> = s
             .ports
             .iter()
@@ -445,6 +446,7 @@ impl<'a> Handler<'a> {
             "dataplane_cpu_s": get(&c.busy_cpu_ns) as f64 / 1e9,
             "dataplane_moves": get(&c.moves),
             "uptime_s": s.started.elapsed().as_secs_f64(),
+            "heap": heap,
         })
     }
 }

@@ -11,6 +11,7 @@ mod dataplane;
 mod ethtool;
 mod fasthash;
 mod hashes;
+mod heap;
 mod liveness;
 mod meters;
 mod pipeline;
@@ -31,6 +32,10 @@ use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// Counted, so that `stats` can report the live heap (heap.rs).
+#[global_allocator]
+static ALLOCATOR: heap::CountingAllocator = heap::CountingAllocator;
 
 struct Options {
     ports: Vec<(u32, String)>,

@@ -173,6 +173,10 @@ pub fn signal(fd: i32) {
     unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
 }
 
+fn queue_len<T>(queue: &Mutex<VecDeque<T>>) -> usize {
+    queue.lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
 pub fn drain(fd: i32) {
     let mut buf: u64 = 0;
     unsafe { libc::read(fd, &mut buf as *mut u64 as *mut libc::c_void, 8) };
@@ -204,6 +208,19 @@ impl Shared {
     pub fn lock_runtime(&self) -> std::sync::MutexGuard<'_, Option<Runtime>> {
         // A panic while holding the lock must not take the switch down with it.
         self.runtime.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The live heap and the queues that hold most of what varies in it, as `stats`
+    /// reports them: read first, before the reply allocates.
+    pub fn heap_stats(&self) -> serde_json::Value {
+        let heap = crate::heap::counts();
+        serde_json::json!({
+            "live_bytes": heap.live_bytes,
+            "live_blocks": heap.live_blocks,
+            "allocations": heap.allocations,
+            "queued_events": queue_len(&self.events),
+            "queued_packet_outs": queue_len(&self.packet_out),
+        })
     }
 
     pub fn push_events(&self, prog: &Arc<Program>, events: &mut Vec<Event>) {
