@@ -184,6 +184,21 @@ def update_code_of(call) -> grpc.StatusCode:
     return errors.update_code(failed.value)
 
 
+def stream_refusal(address: str, hello: pb.StreamMessageRequest) -> grpc.StatusCode:
+    """The code the server ends a new stream with after its first arbitration message."""
+    outbox: queue.Queue = queue.Queue()
+    outbox.put(hello)
+    with grpc.insecure_channel(address) as channel:
+        stream = p4runtime_pb2_grpc.P4RuntimeStub(channel).StreamChannel(
+            iter(outbox.get, None), timeout=10)
+        try:
+            with pytest.raises(grpc.RpcError) as failed:
+                list(stream)
+        finally:
+            outbox.put(None)
+        return failed.value.code()
+
+
 def is_primary(reply: object) -> bool:
     """An arbitration reply that made its client primary (status OK, per the spec)."""
     return isinstance(reply, pb.MasterArbitrationUpdate) and reply.status.code == 0

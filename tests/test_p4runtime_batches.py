@@ -3,7 +3,6 @@ dplab-switches over real gRPC (P4Runtime spec 12.3, 9.1.3-9.1.4, 5.4, 12.1)."""
 
 from __future__ import annotations
 
-import queue
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -13,7 +12,6 @@ import grpc
 import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4.v1 import p4runtime_pb2_grpc
 from p4runtime_rig import (
     Client,
     Names,
@@ -21,6 +19,7 @@ from p4runtime_rig import (
     compile_with_info,
     ethernet_program,
     fresh_pipeline,
+    stream_refusal,
     update_code_of,
     update_codes,
 )
@@ -267,7 +266,7 @@ def test_roles_other_than_the_default_are_refused_as_the_spec_says(rt, served):
         hello.arbitration.device_id = 1
         hello.arbitration.election_id.low = 30
         hello.arbitration.role.CopyFrom(role)
-        assert _arbitration_refusal(served[1], hello) == code
+        assert stream_refusal(served[1], hello) == code
     fwd = lpm(n, "10.0.2.0", 24, "drop")
     req = pb.WriteRequest(device_id=1, election_id=client.election, role="acl-app")
     req.updates.add(type=pb.Update.INSERT, entity=fwd)
@@ -278,21 +277,6 @@ def test_roles_other_than_the_default_are_refused_as_the_spec_says(rt, served):
     read = pb.ReadRequest(device_id=1, role="acl-app", entities=[fwd])
     assert [list(r.entities) for r in client.stub.Read(read)] == [[]]
     assert len(client.read(fwd)) == 1
-
-
-def _arbitration_refusal(address: str, hello: pb.StreamMessageRequest) -> grpc.StatusCode:
-    """The code the server ends a new stream with after its first arbitration message."""
-    outbox: queue.Queue = queue.Queue()
-    outbox.put(hello)
-    with grpc.insecure_channel(address) as channel:
-        stream = p4runtime_pb2_grpc.P4RuntimeStub(channel).StreamChannel(
-            iter(outbox.get, None), timeout=10)
-        try:
-            with pytest.raises(grpc.RpcError) as failed:
-                list(stream)
-        finally:
-            outbox.put(None)
-        return failed.value.code()
 
 
 def test_one_server_process_serves_each_switch_as_its_own_device(tmp_path, programs):

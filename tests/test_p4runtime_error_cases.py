@@ -33,7 +33,6 @@ Capabilities                                     api version           here
 
 from __future__ import annotations
 
-import queue
 import socket
 from pathlib import Path
 
@@ -41,13 +40,13 @@ import grpc
 import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4.v1 import p4runtime_pb2_grpc
 from p4runtime_rig import (
     Client,
     Names,
     code_of,
     compile_with_info,
     served_on_unix_socket,
+    stream_refusal,
     update_code_of,
 )
 
@@ -301,18 +300,3 @@ def _before_a_pipeline(client: Client) -> None:
 def _code(reply) -> grpc.StatusCode | None:
     """The code a stream ended with (the reply is then its RpcError)."""
     return reply.code() if isinstance(reply, grpc.RpcError) else None
-
-
-def stream_refusal(address: str, hello: pb.StreamMessageRequest) -> grpc.StatusCode:
-    """The code the server ends a new stream with after its first arbitration message."""
-    outbox: queue.Queue = queue.Queue()
-    outbox.put(hello)
-    with grpc.insecure_channel(address) as channel:
-        stream = p4runtime_pb2_grpc.P4RuntimeStub(channel).StreamChannel(
-            iter(outbox.get, None), timeout=10)
-        try:
-            with pytest.raises(grpc.RpcError) as failed:
-                list(stream)
-        finally:
-            outbox.put(None)
-        return failed.value.code()

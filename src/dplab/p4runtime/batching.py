@@ -52,7 +52,7 @@ def _send_run(entities: Entities, run: list[tuple[int, TablePlan]], errors: Erro
         if answer["ok"]:
             entities.finish_plan(plan)
         else:
-            errors[position] = _switch_error(answer)
+            errors[position] = SwitchError.of(answer)
 
 
 def _attempt(entities: Entities, update: pb.Update) -> P4RuntimeError | None:
@@ -97,7 +97,7 @@ def _write_plans(entities: Entities, plans: list[TablePlan], hold: bool) -> Erro
         return [None] * len(plans)
     failed = owners[len(answers) - 1]
     if failed is None:  # the hold or the release failed: the switch says why
-        err = _switch_error(answers[-1])
+        err = SwitchError.of(answers[-1])
         if len(answers) == 1:
             return [err] * len(plans)  # not held: nothing was run
         for plan in plans:
@@ -105,7 +105,7 @@ def _write_plans(entities: Entities, plans: list[TablePlan], hold: bool) -> Erro
         return [P4RuntimeError("INTERNAL", "the data plane may have seen part of the "
                                f"batch: {err.message}")] * len(plans)
     undos = _undos(entities, plans, owners, answers)
-    errors = rollback.roll_back(undos, failed, _switch_error(answers[-1]), len(plans))
+    errors = rollback.roll_back(undos, failed, SwitchError.of(answers[-1]), len(plans))
     released = rollback.release(entities) if hold else None
     return [released] * len(plans) if released is not None else errors
 
@@ -122,6 +122,3 @@ def _undos(entities: Entities, plans: list[TablePlan], owners: list[int | None],
             undos.append(rollback.table_entry_undo(entities, plan.key, before))
     return undos
 
-
-def _switch_error(answer: dict) -> SwitchError:
-    return SwitchError(answer.get("code", "UNKNOWN"), answer.get("error", "switch error"))

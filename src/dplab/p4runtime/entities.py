@@ -89,7 +89,16 @@ class Entities:
             raise invalid("a table entry needs an action")
         if kind == "action_profile_action_set" or table.implementation_id:
             return None  # members, groups and one shots depend on the profile's state
-        req = {**key, "action": self.profiles.entry_action(table, entry.action),
+        action = self.profiles.entry_action(table, entry.action)
+        # MODIFY assigns the entry's whole state (spec 12.2), its opaque metadata too
+        return TablePlan(key, self._entry_requests(table, op, entry, key, action),
+                         Extras.of(entry))
+
+    def _entry_requests(self, table, op: int, entry: pb.TableEntry, key: dict,
+                        action: dict) -> list[dict]:
+        """An INSERT's or MODIFY's switch requests: the entry with ``action`` (the
+        switch's form), then its direct counter and meter counts when given."""
+        req = {**key, "action": action,
                "idle_timeout_ns": entry.idle_timeout_ns}  # a MODIFY to 0 clears it
         if entry.HasField("meter_config"):
             req["meter"] = codec.meter_to_switch(entry.meter_config)
@@ -103,8 +112,7 @@ class Entities:
         if op == MODIFY and entry.HasField("meter_counter_data"):  # set: cleared (9.1.5)
             requests.append({"cmd": "table_entry_meter_set", **key, "counts": codec.zero_counts(
                 entry.meter_counter_data, f"table {table.preamble.name}")})
-        # MODIFY assigns the entry's whole state (spec 12.2), its opaque metadata too
-        return TablePlan(key, requests, Extras.of(entry))
+        return requests
 
     def _write_table_entry(self, op: int, entry: pb.TableEntry) -> None:
         plan = self._plan_table_entry(op, entry)  # checks the entry
@@ -131,25 +139,19 @@ class Entities:
         one_shot = kind == "action_profile_action_set"
         replaced = self.find_entry(table, req["match"], entry.priority) if (
             one_shot and op == MODIFY) else None
-        req["action"] = self.profiles.entry_action(table, entry.action)
-        req["idle_timeout_ns"] = entry.idle_timeout_ns  # a MODIFY to 0 clears it
-        if entry.HasField("meter_config"):
-            req["meter"] = codec.meter_to_switch(entry.meter_config)
-        elif op == MODIFY and self.index.has_direct_meter(table):
-            req["meter"] = None  # spec 9.1.5: a MODIFY without meter_config resets it
+        action = self.profiles.entry_action(table, entry.action)
+        entry_request, *resources = self._entry_requests(table, op, entry, req, action)
         try:
-            self.switch.call("table_add" if op == INSERT else "table_modify", **req)
+            self.switch.call(**entry_request)
         except P4RuntimeError:
             if one_shot:  # its hidden group: the entry is written whole or not at all
-                self.oneshots.release(table, req["action"])
+                self.oneshots.release(table, action)
             raise
         if replaced is not None:
             self.oneshots.release(table, replaced["action"])
         self.extras.put(entry.table_id, req["match"], entry.priority, Extras.of(entry))
-        if entry.HasField("counter_data"):
-            self._write_entry_counter(entry, req, entry.counter_data)
-        if op == MODIFY and entry.HasField("meter_counter_data"):
-            self._clear_meter_counts(table, req, entry.meter_counter_data)
+        for request in resources:
+            self.switch.call(**request)
 
     def _modify_direct_resources(self, table, entry: pb.TableEntry, req: dict) -> None:
         """A MODIFY without an action (spec 9.1.2): the entry keeps its action and its

@@ -26,6 +26,11 @@ class SwitchLinkError(OSError):
 class SwitchError(P4RuntimeError):
     """The switch failed or refused a request (its own status code name), or is gone."""
 
+    @classmethod
+    def of(cls, answer: dict) -> SwitchError:
+        """The error of a failed answer (``{"ok": false, "code", "error"}``)."""
+        return cls(answer.get("code", "UNKNOWN"), answer.get("error", "switch error"))
+
 
 class SwitchLink:
     def __init__(self, path: str, on_event: Callable[[dict], None], wait_s: float = 0.0) -> None:
@@ -56,7 +61,7 @@ class SwitchLink:
         except TimeoutError as exc:
             raise SwitchError("UNAVAILABLE", f"switch did not answer {cmd}") from exc
         if not msg.get("ok"):
-            raise SwitchError(msg.get("code", "UNKNOWN"), msg.get("error", "switch error"))
+            raise SwitchError.of(msg)
         return msg.get("result")
 
     def batch(self, requests: list[dict], stop_on_error: bool) -> list[dict]:
