@@ -270,9 +270,12 @@ class Entities:
 
     def _check_direct_resources(self, table, entry: pb.TableEntry) -> None:
         """Spec 9.1.5: a direct resource field is an error for a table without that
-        resource; per-colour meter counters can only be written as zero (clearing them)."""
+        resource; per-colour meter counters can only be written as zero (clearing them); a
+        meter config must be one the switch can take."""
         if entry.HasField("meter_config") or entry.HasField("meter_counter_data"):
             self._check_direct_meter(table)
+        if entry.HasField("meter_config"):  # before a one shot's hidden group is made
+            codec.meter_to_switch(entry.meter_config)
         if entry.HasField("counter_data"):
             self._check_direct_counter(table)
         if entry.HasField("meter_counter_data"):
