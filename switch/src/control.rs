@@ -170,16 +170,6 @@ const HOLD_LIMIT: Duration = Duration::from_secs(2);
 
 type RuntimeGuard<'a> = MutexGuard<'a, Option<Runtime>>;
 
-/// The `tag` the loaded pipeline came with (`load_pipeline`), shown by `get_pipeline`: a
-/// P4Runtime server restarted against a running switch recognises its own pipeline by it
-/// and takes the switch over without reloading (and so clearing) it. Changed only with the
-/// runtime locked; one switch per process.
-static PIPELINE_TAG: Mutex<Option<String>> = Mutex::new(None);
-
-fn pipeline_tag() -> MutexGuard<'static, Option<String>> {
-    PIPELINE_TAG.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 struct Handler<'a> {
     shared: &'a Shared,
     /// The runtime this client holds (`hold` .. `release`): its requests use it, the data
@@ -265,7 +255,7 @@ impl<'a> Handler<'a> {
             }
             "load_pipeline" => self.load_pipeline(req),
             "get_pipeline" => {
-                self.with_runtime(|rt| Ok(json!({"program": rt.prog.name, "tag": *pipeline_tag()})))
+                self.with_runtime(|rt| Ok(json!({"program": rt.prog.name, "tag": rt.tag})))
             }
             "stats" => Ok(self.stats()),
             "port_status" => Ok(self.port_status()),
@@ -358,12 +348,10 @@ impl<'a> Handler<'a> {
         };
         let prog = program::load(&ir).map_err(|e| invalid(format!("IR rejected: {e}")))?;
         let name = prog.name.clone();
-        let rt = Runtime::new(Arc::new(prog)).map_err(|e| invalid(format!("IR rejected: {e}")))?;
-        let tag = req.get("tag").and_then(Value::as_str).map(str::to_owned);
-        self.with_guard(|slot| {
-            *slot = Some(rt);
-            *pipeline_tag() = tag;
-        });
+        let mut rt =
+            Runtime::new(Arc::new(prog)).map_err(|e| invalid(format!("IR rejected: {e}")))?;
+        rt.tag = req.get("tag").and_then(Value::as_str).map(str::to_owned);
+        self.with_guard(|slot| *slot = Some(rt));
         self.shared.generation.fetch_add(1, Ordering::AcqRel);
         signal(self.shared.wake_dataplane);
         Ok(json!({"program": name}))

@@ -100,12 +100,9 @@ impl XmitCounter {
 
     /// The count now (None if unreadable).
     pub fn read(&mut self) -> Option<u64> {
-        let mut values = std::mem::take(&mut self.values);
-        let data = values.as_mut_ptr() as *mut libc::c_char;
-        let ok = ethtool(self.fd, &self.name, data).is_ok();
-        let sum = ok.then(|| self.at.iter().map(|&i| values[1 + i]).sum());
-        self.values = values;
-        sum
+        let data = self.values.as_mut_ptr() as *mut libc::c_char;
+        ethtool(self.fd, &self.name, data).ok()?;
+        Some(self.at.iter().map(|&i| self.values[1 + i]).sum())
     }
 
     fn ethtool(&self, data: &mut [u8]) -> io::Result<()> {

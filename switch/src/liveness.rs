@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::shared::Shared;
@@ -19,25 +19,21 @@ static APPLIED: Mutex<Option<(BTreeSet<u32>, u64)>> = Mutex::new(None);
 /// The ports the loaded pipeline's selectors take as down; None until the watch thread
 /// has handed them to this pipeline (within one POLL of its loading).
 pub fn applied_down_ports(shared: &Shared) -> Option<BTreeSet<u32>> {
-    let applied = APPLIED.lock().unwrap_or_else(|e| e.into_inner());
     let generation = shared.generation.load(Ordering::Acquire);
-    applied
+    applied()
         .as_ref()
         .filter(|(_, at)| *at == generation)
         .map(|(down, _)| down.clone())
 }
 
+fn applied() -> MutexGuard<'static, Option<(BTreeSet<u32>, u64)>> {
+    APPLIED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Whether the interface `name` is running (up with carrier), asked on socket `fd`. An
 /// interface the kernel does not know counts as down.
 fn running(fd: i32, name: &str) -> bool {
-    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in req
-        .ifr_name
-        .iter_mut()
-        .zip(name.bytes().take(libc::IFNAMSIZ - 1))
-    {
-        *dst = src as libc::c_char;
-    }
+    let mut req = crate::ethtool::ifreq(name);
     if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req) } != 0 {
         return false;
     }
@@ -62,20 +58,18 @@ pub fn watch(shared: Arc<Shared>) {
         eprintln!("dplab-switch: no socket for port liveness; watch ports stay live");
         return;
     }
-    let mut applied: Option<(BTreeSet<u32>, u64)> = None;
     loop {
         let now = (
             down_ports(fd, &shared),
             shared.generation.load(Ordering::Acquire),
         );
-        if applied.as_ref() != Some(&now) {
+        if applied().as_ref() != Some(&now) {
             if let Some(rt) = shared.lock_runtime().as_mut() {
                 for profile in &mut rt.profiles {
                     profile.set_down_ports(&now.0);
                 }
             }
-            *APPLIED.lock().unwrap_or_else(|e| e.into_inner()) = Some(now.clone());
-            applied = Some(now);
+            *applied() = Some(now);
         }
         std::thread::sleep(POLL);
     }

@@ -51,6 +51,10 @@ pub struct Runtime {
     pub pre: Pre,
     /// Members of the parser value sets (`Program::value_sets`), empty at load.
     pub value_sets: Vec<ValueSet>,
+    /// The `tag` the pipeline was loaded with (`load_pipeline`), shown by `get_pipeline`: a
+    /// P4Runtime server restarted against a running switch recognises its own pipeline by
+    /// it and takes the switch over without reloading (and so clearing) it.
+    pub tag: Option<String>,
 }
 
 /// A control-plane event the data path produced.
@@ -1100,6 +1104,7 @@ impl Runtime {
             value_sets: prog.value_sets.iter().map(ValueSet::new).collect(),
             tables,
             prog,
+            tag: None,
         };
         rt.install_const_entries()?;
         Ok(rt)

@@ -35,6 +35,16 @@ pub enum SizeBy {
     Members,
 }
 
+impl SizeBy {
+    /// What member `m` adds to its group's size.
+    fn of(self, m: &GroupMember) -> u64 {
+        match self {
+            SizeBy::Weights => m.weight as u64,
+            SizeBy::Members => 1,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Group {
     /// The members in the order the control plane gave them.
@@ -49,14 +59,6 @@ pub struct Group {
 }
 
 impl Group {
-    /// The group's size by the selector's semantics: its weights, or its members.
-    fn size(members: &[GroupMember], size_by: SizeBy) -> u64 {
-        match size_by {
-            SizeBy::Weights => members.iter().map(|m| m.weight as u64).sum(),
-            SizeBy::Members => members.len() as u64,
-        }
-    }
-
     /// Slots of the members whose watch port (if any) is not in `down`.
     fn fill_slots(&mut self, down: &BTreeSet<u32>) {
         self.slots.clear();
@@ -222,10 +224,7 @@ impl Profile {
                     "member {member} is listed twice (use its weight)"
                 )));
             }
-            size += match size_by {
-                SizeBy::Weights => m.weight as u64,
-                SizeBy::Members => 1,
-            };
+            size += size_by.of(m);
             if size > cap as u64 {
                 let what = match size_by {
                     SizeBy::Weights => "weights add up to",
@@ -240,9 +239,10 @@ impl Profile {
             .groups
             .iter()
             .filter(|(g, _)| **g != id)
-            .map(|(_, g)| Group::size(&g.members, size_by))
+            .flat_map(|(_, g)| &g.members)
+            .map(|m| size_by.of(m))
             .sum();
-        let total = others + Group::size(&members, size_by);
+        let total = others + size; // `size`: the new group's, summed above
         if total > limit as u64 {
             let what = match size_by {
                 SizeBy::Weights => "weights",

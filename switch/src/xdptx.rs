@@ -127,13 +127,12 @@ impl XdpTx {
     /// Loads the program and its map; `holder` names the holder's veth pair (it carries
     /// the switch's port's name, so its run's prefix).
     pub fn open(holder: &str, min_call: usize) -> Result<XdpTx, String> {
-        let mut slots = MappedArray::new(SLOT_SIZE, MAX_FRAMES + 1)
+        let slots = MappedArray::new(SLOT_SIZE, MAX_FRAMES + 1)
             .map_err(|e| format!("the XDP frame map: {e}"))?;
         let prog = bpf::load_xdp(&program(slots.fd.0))
             .map_err(|e| format!("loading the XDP transmit program: {e}"))?;
         let check = XdpCheck::open()?;
         let holder = Holder::new(holder, prog.0)?;
-        slots.value_mut(0)[..4].copy_from_slice(&0u32.to_ne_bytes());
         Ok(XdpTx {
             slots,
             prog,
