@@ -5,7 +5,7 @@ from pathlib import Path
 
 from dplab.p4 import ids, names, value_sets
 from dplab.p4.errors import Loc, P4Error, P4Warning
-from dplab.p4.exprs import Env, ExprChecker, check_width, const
+from dplab.p4.exprs import Env, ExprChecker, check_width, const, header_width
 from dplab.p4.ids import IdAllocator
 from dplab.p4.limits import MAX_STACK, checked_size
 from dplab.p4.preprocess import preprocess
@@ -210,7 +210,7 @@ class Compiler:
             fields.append((f.name, typ, lists))
         annos = tuple((k, "".join(t.text for t in v)) for k, v in decl.annos.items())
         typ = StructType(decl.kind, decl.name, tuple(fields), annos)
-        if decl.kind == "header" and sum(width_of(t) for _, t, _ in fields) % 8:
+        if decl.kind == "header" and header_width(typ) % 8:
             raise P4Error(decl.loc, f"header {decl.name} is not a whole number of bytes")
         return typ
 
