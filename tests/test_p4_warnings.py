@@ -5,10 +5,10 @@ names its exact place."""
 from pathlib import Path
 
 import pytest
+from test_p4_compiler import compile_error
 
 from dplab.p4.cli import compile_command
 from dplab.p4.compiler import compile_with_warnings
-from dplab.p4.errors import P4Error
 
 PROGRAM = """#include <core.p4>
 #include <v1model.p4>
@@ -138,9 +138,6 @@ def test_declarations_in_apply_that_shadow_warn(tmp_path: Path) -> None:
 def test_a_declaration_shadowing_a_parameter_is_an_error(tmp_path: Path, old: str, new: str,
                                                          line: int, col: int) -> None:
     assert old in SHADOWS
-    path = tmp_path / "prog.p4"
-    path.write_text(SHADOWS.replace(old, new))
-    with pytest.raises(P4Error) as err:
-        compile_with_warnings(path)
-    assert (err.value.line, err.value.col) == (line, col)
-    assert "shadows a parameter" in err.value.reason
+    err = compile_error(SHADOWS.replace(old, new), tmp_path)
+    assert (err.line, err.col) == (line, col)
+    assert "shadows a parameter" in err.reason

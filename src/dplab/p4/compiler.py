@@ -5,7 +5,7 @@ from pathlib import Path
 
 from dplab.p4 import ids, names, value_sets
 from dplab.p4.errors import Loc, P4Error, P4Warning
-from dplab.p4.exprs import Env, ExprChecker, check_width, const
+from dplab.p4.exprs import Env, ExprChecker, check_width, const, header_width
 from dplab.p4.ids import IdAllocator
 from dplab.p4.limits import MAX_STACK, checked_size
 from dplab.p4.preprocess import preprocess
@@ -53,7 +53,8 @@ class Compiler:
         self.errors = list(STANDARD_ERRORS)
         self.decls: dict[str, Node] = {}
         self.struct_decls: dict[str, Node] = {}   # for field annotations (@match)
-        self.action_nodes: dict[str, tuple[Node, Env, str]] = {}
+        # action -> (node, env, the parameters (its and its control's) it may not shadow)
+        self.action_nodes: dict[str, tuple[Node, Env, frozenset[str]]] = {}
         self.ir: dict = {"format": "dplab-p4-ir", "version": 1, "program": path.stem,
                          "source": str(path), "arch": "v1model", "instances": [],
                          "stacks": [], "errors": self.errors, "field_lists": {},
@@ -77,7 +78,6 @@ class Compiler:
         self.annotations: dict[str, dict] = {}
         self.warnings: list[P4Warning] = []
         self.declared: list[tuple[str, Node, object]] = []   # (what, node, ref): unused?
-        self.block_params: dict[str, frozenset[str]] = {}   # control name -> its parameters
 
     # --- entry ---------------------------------------------------------------------
     def compile(self) -> dict:
@@ -147,7 +147,8 @@ class Compiler:
         elif kind == "action":
             qualified = self.qualified(decl, "")
             self.ids.note("actions", qualified, decl)
-            self.action_nodes[qualified] = (decl, self.globals, "")
+            self.action_nodes[qualified] = (decl, self.globals,
+                                            frozenset(p.name for p in decl.params))
             self.globals[decl.name] = ActionRef(qualified)
             self.action_params(qualified)   # checks the parameters where they are declared
         elif kind in ("parser", "control"):
@@ -209,7 +210,7 @@ class Compiler:
             fields.append((f.name, typ, lists))
         annos = tuple((k, "".join(t.text for t in v)) for k, v in decl.annos.items())
         typ = StructType(decl.kind, decl.name, tuple(fields), annos)
-        if decl.kind == "header" and sum(width_of(t) for _, t, _ in fields) % 8:
+        if decl.kind == "header" and header_width(typ) % 8:
             raise P4Error(decl.loc, f"header {decl.name} is not a whole number of bytes")
         return typ
 
@@ -437,8 +438,7 @@ class Compiler:
         env = self.bind_params(control, roots, self.globals)
         init: list[dict] = []
         owner = names.block_name(control)
-        self.block_params[owner] = frozenset(p.name for p in control.params)
-        scope = Scope(params=self.block_params[owner])
+        scope = Scope(params=frozenset(p.name for p in control.params))
         for local in control.locals:
             init.extend(self.control_local(local, owner, env, scope))
         body = self.stmts.block(control.body.body, env, scope)
@@ -451,7 +451,8 @@ class Compiler:
         if local.kind == "action":
             qualified = self.qualified(local, owner)
             self.ids.note("actions", qualified, local)
-            self.action_nodes[qualified] = (local, dict(env), owner)
+            self.action_nodes[qualified] = (local, dict(env),
+                                            scope.params | {p.name for p in local.params})
             env[local.name] = ActionRef(qualified)
             self.action_params(qualified)
             return []
@@ -561,7 +562,7 @@ class Compiler:
         key = (name, json.dumps([binding_key(b) for b in bound]))
         if key in self.action_index:
             return self.action_index[key]
-        node, env, owner = self.action_nodes[name]
+        node, env, params = self.action_nodes[name]
         directional, data = self.action_params(name)
         env = dict(env)
         prologue = []
@@ -582,7 +583,6 @@ class Compiler:
                  "params": [{"name": p["name"], "w": p["w"], "id": number}
                             for p, number in zip(data, numbers, strict=True)]}
         self.ir["actions"].append(entry)
-        params = self.block_params.get(owner, frozenset()) | {p.name for p in node.params}
         entry["body"] = prologue + self.stmts.block(node.body.body, env,
                                                     Scope(in_action=True, params=params))
         return index

@@ -17,8 +17,8 @@ MAX_STACK = 1024
 MAX_INT_BITS = 4096
 
 
-def checked_size(loc: Loc, size: int, what: str, least: int = 0) -> int:
-    """`size` if it lies in least..MAX_SIZE, else a P4Error naming `what`."""
-    if not least <= size <= MAX_SIZE:
-        raise P4Error(loc, f"{what} {size} is outside {least}..{MAX_SIZE}")
+def checked_size(loc: Loc, size: int, what: str) -> int:
+    """`size` if it lies in 0..MAX_SIZE, else a P4Error naming `what`."""
+    if not 0 <= size <= MAX_SIZE:
+        raise P4Error(loc, f"{what} {size} is outside 0..{MAX_SIZE}")
     return size

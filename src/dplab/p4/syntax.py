@@ -13,7 +13,7 @@ BINARY_LEVELS = [
     ["||"], ["&&"], ["==", "!="], ["<", ">", "<=", ">="], ["|"], ["^"], ["&"],
     ["<<", ">>"], ["++", "+", "-", "|+|", "|-|"], ["*", "/", "%"],
 ]
-_SHIFT_LEVEL = next(i for i, ops in enumerate(BINARY_LEVELS) if ">>" in ops)
+_LEVEL_OF = {op: level for level, ops in enumerate(BINARY_LEVELS) for op in ops}
 
 
 class Node:
@@ -630,10 +630,8 @@ class Parser:
     def binary_level(self) -> int | None:
         """The precedence level of the binary operator at the current token, if it is one."""
         if self.at_shift_right():
-            return _SHIFT_LEVEL
-        if self.tok.kind != "op":
-            return None
-        return next((i for i, ops in enumerate(BINARY_LEVELS) if self.tok.text in ops), None)
+            return _LEVEL_OF[">>"]
+        return _LEVEL_OF.get(self.tok.text) if self.tok.kind == "op" else None
 
     def unary(self) -> Node:
         loc = self.tok.loc

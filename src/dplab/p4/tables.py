@@ -36,8 +36,6 @@ class TableCompiler:
         table["keys"] = [self.key(k, number) for k, number in zip(keys, numbers, strict=True)
                          if k.match.text != "selector"]
         table["actions"] = [self.action_ref(a) for a in props["actions"].value]
-        if "default_action" not in props:
-            self.add_default_no_action(table)
         table["default_action"] = self.default_action(props.get("default_action"), table)
         if "implementation" in props:
             self.c.profiles.attach(table, index, props["implementation"], self.env)
@@ -103,15 +101,15 @@ class TableCompiler:
         scope = next((SCOPES[a] for a in ref.annos if a in SCOPES), "table_and_default")
         return {"action": index, "scope": scope}
 
-    def add_default_no_action(self, table: dict) -> None:
+    def default_no_action(self, table: dict) -> dict:
         """As p4c's front end (frontends/p4/createBuiltins.cpp): a table without
         `default_action` gets `default_action = NoAction()` and, unless its list already
         names NoAction, `@defaultonly NoAction` at the end of its actions (so P4Info lists it
         with scope DEFAULT_ONLY, as in p4c's basic_routing-bmv2.p4.p4info.txtpb)."""
-        names = [self.c.ir["actions"][a["action"]]["name"] for a in table["actions"]]
-        if "NoAction" not in names:
-            table["actions"].append({"action": self.c.action_ir_index("NoAction"),
-                                     "scope": "default_only"})
+        index = self.c.action_ir_index("NoAction")
+        if all(self.c.ir["actions"][a["action"]]["name"] != "NoAction" for a in table["actions"]):
+            table["actions"].append({"action": index, "scope": "default_only"})
+        return {"action": index, "args": [], "const": False}
 
     def allowed(self, index: int, table: dict, node: Node) -> None:
         if index not in [a["action"] for a in table["actions"]]:
@@ -121,8 +119,7 @@ class TableCompiler:
 
     def default_action(self, prop: Node | None, table: dict) -> dict:
         if prop is None:
-            index = self.c.action_ir_index("NoAction")
-            return {"action": index, "args": [], "const": False}
+            return self.default_no_action(table)
         index, data = self.action_of(prop.value, with_data=True)
         self.allowed(index, table, prop.value)
         return {"action": index,
