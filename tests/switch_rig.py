@@ -34,6 +34,8 @@ SEND_ATTEMPTS = 200  # Rig.send: 5 ms apart while the backlog is full
 # machine may keep it from its core for a while) before the capture window starts anyway.
 INTAKE_DEADLINE_S = 10.0
 ETH_P_ALL = 0x0003
+SO_RCVBUFFORCE = 33  # socket.h; Python does not name it
+CAPTURE_RCVBUF = 8 << 20
 TAG_TYPE = b"\x88\xb5"  # the tag header of tests/data/switch_features.p4
 
 
@@ -226,6 +228,10 @@ class Rig:
             for p in range(1, self.n_ports + 1):
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 s.bind((self.host_if(p), 0))
+                # A frame the switch sent through XDP arrives in a socket buffer the size of
+                # a page (its truesize), so the default receive buffer (~208 KiB) holds only
+                # ~50 of them: room for the bursts the tests send (root may force it).
+                s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, CAPTURE_RCVBUF)
                 s.setblocking(False)
                 self.sockets[p] = s
 
