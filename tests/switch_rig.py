@@ -15,7 +15,6 @@ import ctypes
 import errno
 import json
 import os
-import secrets
 import socket
 import struct
 import subprocess
@@ -23,6 +22,8 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
+from dplab.substrate import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
@@ -155,7 +156,11 @@ class Rig:
         xdp_min_call: int | None = None,
         switch_bin: Path = SWITCH_BIN,
     ) -> None:
-        self.prefix = "dls" + secrets.token_hex(2)[:3]
+        # A run prefix and record of the lab's own (substrate/registry.py): what a rig of a
+        # killed test run leaves behind, the next rig or lab run reclaims.
+        registry.reclaim_stale()
+        self.record = registry.new_run()
+        self.prefix = self.record.prefix
         self.sw_ns = f"{self.prefix}-sw"
         self.host_ns = f"{self.prefix}-h"
         self.n_ports = n_ports
@@ -196,6 +201,8 @@ class Rig:
         return self
 
     def _build(self) -> None:
+        self.record.add_namespaces([self.sw_ns, self.host_ns])
+        self.record.add_path(Path(self.tmp.name))
         for ns in (self.sw_ns, self.host_ns):
             _ip("netns", "add", ns)
             _ip("-n", ns, "link", "set", "lo", "up")
@@ -283,6 +290,7 @@ class Rig:
         for ns in (self.sw_ns, self.host_ns):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         self.tmp.cleanup()
+        self.record.path.unlink(missing_ok=True)
 
     def switch_alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
