@@ -35,7 +35,7 @@ SEND_ATTEMPTS = 200  # Rig.send: 5 ms apart while the backlog is full
 # machine may keep it from its core for a while) before the capture window starts anyway.
 INTAKE_DEADLINE_S = 10.0
 ETH_P_ALL = 0x0003
-SO_RCVBUFFORCE = 33  # socket.h; Python does not name it
+SO_RCVBUFFORCE = 33  # socket.h; Python names only SO_RCVBUF (root may force past rmem_max)
 CAPTURE_RCVBUF = 8 << 20
 TAG_TYPE = b"\x88\xb5"  # the tag header of tests/data/switch_features.p4
 

@@ -12,7 +12,7 @@ import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import Client, Names, compile_with_info, ethernet_program, update_codes
-from switch_rig import mac
+from switch_rig import SO_RCVBUFFORCE, mac
 
 pytestmark = pytest.mark.net
 ATOMIC = pb.WriteRequest.DATAPLANE_ATOMIC
@@ -39,7 +39,6 @@ PAIRED_PROGRAM = ethernet_program("Pa", "", """
 """)
 PAIRS = {2: mac(OLD_SRC), 3: mac(NEW_SRC)}
 FLIPS = 20
-SO_RCVBUFFORCE = 33  # Linux; Python names only SO_RCVBUF, which root may pass too
 FRAME = mac(DST) + mac("02:00:00:00:00:01") + b"\x88\xb5" + bytes(46)
 
 

@@ -17,13 +17,12 @@ from pathlib import Path
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import PACKET_OUTGOING, Rig, in_netns, ipv4_checksum
+from switch_rig import PACKET_OUTGOING, SO_RCVBUFFORCE, Rig, in_netns, ipv4_checksum
 
 pytestmark = pytest.mark.net
 
 TRANSFER_BYTES = 2 << 20
 WIRE_MAX = 1514  # a 1500-byte MTU plus the Ethernet header
-SO_RCVBUFFORCE = 33
 SOL_PACKET = 263
 PACKET_VNET_HDR = 15
 VNET_HDR_LEN = 10
