@@ -46,6 +46,17 @@ def build_switch() -> None:
     subprocess.run([cargo, "build", "--release", "-q"], cwd=ROOT / "switch", check=True)
 
 
+def ir_folder(tmp_path_factory, label: str) -> Path:
+    """For a test module's fixture: skips it without root (network namespaces), builds the
+    switch, and returns a fresh folder for the programs it compiles."""
+    import pytest  # here: benchmarks use this rig without pytest's fixtures
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root for network namespaces")
+    build_switch()
+    return tmp_path_factory.mktemp(label)
+
+
 def compile_p4(source: Path, out_dir: Path) -> Path:
     """Compiles a P4 program with dplab's compiler; returns the IR file."""
     from dplab.p4.cli import compile_command

@@ -6,7 +6,6 @@ each waits for the egress passes of those made before it (measured, in microseco
 
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 
@@ -28,10 +27,7 @@ MAX_WAIT_US = 1_000_000
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root for network namespaces")
-    rig_mod.build_switch()
-    ir = rig_mod.compile_p4(PROGRAM, tmp_path_factory.mktemp("queue_ir"))
+    ir = rig_mod.compile_p4(PROGRAM, rig_mod.ir_folder(tmp_path_factory, "queue_ir"))
     with Rig(n_ports=2) as r:
         r.load(ir)
         replicas = [{"port": 2, "rid": rid} for rid in range(1, REPLICAS + 1)]
