@@ -38,6 +38,13 @@ def compile_with_info(source: Path, out: Path) -> tuple[Path, p4info_pb2.P4Info]
     return ir, info
 
 
+def compile_text(text: str, name: str, out: Path) -> tuple[Path, p4info_pb2.P4Info]:
+    """Writes a test's own program ``text`` as ``out``/``name`` and compiles it."""
+    source = out / name
+    source.write_text(text)
+    return compile_with_info(source, out)
+
+
 def free_tcp_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -11,7 +11,14 @@ import grpc
 import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Client, Names, compile_with_info, ethernet_program, update_codes
+from p4runtime_rig import (
+    Client,
+    Names,
+    compile_text,
+    compile_with_info,
+    ethernet_program,
+    update_codes,
+)
 from switch_rig import SO_RCVBUFFORCE, mac
 
 pytestmark = pytest.mark.net
@@ -44,10 +51,7 @@ FRAME = mac(DST) + mac("02:00:00:00:00:01") + b"\x88\xb5" + bytes(46)
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    out = tmp_path_factory.mktemp("p4")
-    source = out / "paired.p4"
-    source.write_text(PAIRED_PROGRAM)
-    return compile_with_info(source, out)
+    return compile_text(PAIRED_PROGRAM, "paired.p4", tmp_path_factory.mktemp("p4"))
 
 
 served = p4runtime_rig.served

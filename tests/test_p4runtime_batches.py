@@ -16,6 +16,7 @@ from p4runtime_rig import (
     Client,
     Names,
     code_of,
+    compile_text,
     compile_with_info,
     ethernet_program,
     fresh_pipeline,
@@ -74,10 +75,8 @@ CONST_PROGRAM = ethernet_program("Ct", "bit<2> color;", """
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory):
     out = tmp_path_factory.mktemp("p4")
-    source = out / "const_tables.p4"
-    source.write_text(CONST_PROGRAM)
     return {"rt": compile_with_info(HERE / "p4" / "rt_features.p4", out),
-            "const": compile_with_info(source, out)}
+            "const": compile_text(CONST_PROGRAM, "const_tables.p4", out)}
 
 
 served = p4runtime_rig.served

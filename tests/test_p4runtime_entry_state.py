@@ -14,6 +14,7 @@ import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import (
     Names,
+    compile_text,
     compile_with_info,
     ethernet_program,
     fresh_pipeline,
@@ -43,11 +44,9 @@ CONST_TTL_PROGRAM = ethernet_program("Tt", "bit<1> unused;", """
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory):
     out = tmp_path_factory.mktemp("p4")
-    source = out / "const_ttl.p4"
-    source.write_text(CONST_TTL_PROGRAM)
     return {"rt": compile_with_info(HERE / "p4" / "rt_features.p4", out),
             "basic": compile_with_info(HERE.parent / "p4src" / "basic_fwd.p4", out),
-            "const_ttl": compile_with_info(source, out)}
+            "const_ttl": compile_text(CONST_TTL_PROGRAM, "const_ttl.p4", out)}
 
 
 served = p4runtime_rig.served

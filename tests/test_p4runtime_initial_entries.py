@@ -12,7 +12,7 @@ import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import (
-    compile_with_info,
+    compile_text,
     ethernet_program,
     fresh_pipeline,
     update_code_of,
@@ -40,10 +40,7 @@ FRAME = udp_frame("00:00:00:00:00:09", "00:00:00:00:00:01", "10.0.0.1", "10.0.0.
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    out = tmp_path_factory.mktemp("p4")
-    source = out / "preset.p4"
-    source.write_text(PRESET_PROGRAM)
-    return compile_with_info(source, out)
+    return compile_text(PRESET_PROGRAM, "preset.p4", tmp_path_factory.mktemp("p4"))
 
 
 served = p4runtime_rig.served

@@ -12,7 +12,7 @@ import p4runtime_rig
 import profile_flows
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Names, compile_with_info, update_code_of
+from p4runtime_rig import Names, compile_text, update_code_of
 from profile_flows import member, profile_id, used_ports
 from test_p4runtime_selector import route
 
@@ -30,9 +30,7 @@ def program(tmp_path_factory):
         "    action_profile(32w64) l2_profile;\n    @max_group_size(2) "
         '@selector_size_semantics("sum_of_members") @max_member_weight(100)\n'
         "    action_selector(HashAlgorithm.crc16, 32w8, 32w14) by_members;")
-    source = out / "by_members.p4"
-    source.write_text(text)
-    return compile_with_info(source, out)
+    return compile_text(text, "by_members.p4", out)
 
 
 served = profile_flows.served
