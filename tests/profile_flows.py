@@ -78,3 +78,14 @@ def member(n: Names, profile: str, member_id: int, port: int) -> pb.Entity:
         action_profile_id=profile_id(n, profile), member_id=member_id,
         action=forward(n, port)))
     return entity
+
+
+def group_of(n: Names, profile: str, group_id: int, weights: dict[int, int],
+             max_size: int = 0) -> pb.Entity:
+    """An action profile group: member id -> weight."""
+    entity = pb.Entity()
+    g = entity.action_profile_group
+    g.action_profile_id, g.group_id, g.max_size = profile_id(n, profile), group_id, max_size
+    for member_id, weight in weights.items():
+        g.members.add(member_id=member_id, weight=weight)
+    return entity

@@ -21,6 +21,7 @@ from profile_flows import (
     FLOWS,
     flows,
     forward,
+    group_of,
     member,
     ports_of_flows,
     profile_id,
@@ -255,12 +256,7 @@ def test_the_selector_size_bounds_the_weights_of_all_groups_together(ctl):
 
 
 def sel_group(n: Names, group_id: int, weights: dict[int, int]) -> pb.Entity:
-    entity = pb.Entity()
-    g = entity.action_profile_group
-    g.action_profile_id, g.group_id = profile_id(n, "ecmp_sel"), group_id
-    for member_id, weight in weights.items():
-        g.members.add(member_id=member_id, weight=weight)
-    return entity
+    return group_of(n, "ecmp_sel", group_id, weights)
 
 
 def group_route(n: Names, group_id: int) -> pb.Entity:

@@ -20,6 +20,7 @@ from profile_flows import (
     SRC_MAC,
     flows,
     forward,
+    group_of,
     member,
     ports_of_flows,
     profile_id,
@@ -43,12 +44,7 @@ ctl = p4runtime_rig.ctl
 
 
 def group(n: Names, group_id: int, weights: dict[int, int], max_size: int = 0) -> pb.Entity:
-    entity = pb.Entity()
-    g = entity.action_profile_group
-    g.action_profile_id, g.group_id, g.max_size = profile_id(n, "ecmp"), group_id, max_size
-    for member_id, weight in weights.items():
-        g.members.add(member_id=member_id, weight=weight)
-    return entity
+    return group_of(n, "ecmp", group_id, weights, max_size)
 
 
 def route(n: Names, *, group_id: int = 0, member_id: int = 0) -> pb.Entity:

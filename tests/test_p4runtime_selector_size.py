@@ -13,7 +13,7 @@ import profile_flows
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4runtime_rig import Names, compile_text, update_code_of
-from profile_flows import member, profile_id, used_ports
+from profile_flows import group_of, member, profile_id, used_ports
 from test_p4runtime_selector import route
 
 pytestmark = pytest.mark.net
@@ -39,12 +39,7 @@ ctl = p4runtime_rig.ctl
 
 def group(n: Names, weights: dict[int, int], max_size: int = 2, group_id: int = 1
           ) -> pb.Entity:
-    entity = pb.Entity()
-    g = entity.action_profile_group
-    g.action_profile_id, g.group_id, g.max_size = profile_id(n, "by_members"), group_id, max_size
-    for member_id, weight in weights.items():
-        g.members.add(member_id=member_id, weight=weight)
-    return entity
+    return group_of(n, "by_members", group_id, weights, max_size)
 
 
 def test_sum_of_members_counts_members_and_caps_each_weight(ctl):
