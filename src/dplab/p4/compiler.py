@@ -11,6 +11,7 @@ from dplab.p4.ids import IdAllocator
 from dplab.p4.limits import MAX_STACK, checked_size
 from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
+from dplab.p4.stack_last import StackLastCheck
 from dplab.p4.statements import Scope, StatementCompiler
 from dplab.p4.syntax import Node, name_loc, parse
 from dplab.p4.types import (
@@ -375,6 +376,7 @@ class Compiler:
         targets = {**state_index, "accept": -1, "reject": -2}
         scope = Scope(in_parser=True, params=frozenset(p.name for p in parser.params))
         self.exprs.in_parser = True
+        self.exprs.stack_last = StackLastCheck(self.ir["stacks"])
         init = []
         for local in parser.locals:
             if value_sets.is_value_set(local):
@@ -384,10 +386,15 @@ class Compiler:
                 init.extend(self.stmts.statement(local, env, scope))
         states = []
         for state in parser.states:
-            body = (init if state.name == "start" else []) + \
-                self.stmts.block(state.body, env, scope)
+            body = list(init) if state.name == "start" else []
+            state_env = dict(env)
+            for node in state.body:
+                compiled = self.stmts.statement(node, state_env, scope)
+                self.exprs.stack_last.note(compiled, node.loc)
+                body += compiled
             states.append({"name": state.name, "body": body,
                            "transition": self.transition(state, targets, env)})
+        self.exprs.stack_last.check()
         self.exprs.in_parser = False
         self.ir["parser"] = {"start": state_index["start"], "states": states}
 
