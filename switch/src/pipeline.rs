@@ -10,6 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::hashes::{csum16_words, HashAlgorithm};
 use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
 use crate::profiles::Profile;
@@ -18,7 +19,7 @@ use crate::program::{
 };
 use crate::tables::{ActionCall, EntryAction, Table};
 use crate::value_sets::ValueSet;
-use crate::values::{mask, read_bits};
+use crate::values::{mask, read_bits, WordPlan};
 
 #[cfg(test)]
 mod bench;
@@ -165,13 +166,10 @@ fn preserved_fields(prog: &Program, phv: &Phv, list: Option<u32>) -> Vec<(usize,
 }
 
 fn write_dest(fields: &mut [u128], d: Dest, value: u128) {
-    match d.slice {
-        None => fields[d.slot] = value & mask(d.width),
-        Some((hi, lo)) => {
-            let m = mask(hi - lo + 1) << lo;
-            fields[d.slot] = (fields[d.slot] & !m) | ((value << lo) & m);
-        }
-    }
+    fields[d.slot] = match d.is_slice {
+        false => value & d.mask,
+        true => (fields[d.slot] & !d.mask) | ((value << d.lo) & d.mask),
+    };
 }
 
 impl Worker {
@@ -565,7 +563,9 @@ impl Worker {
     // ---- controls ----
 
     fn run_control(&mut self, cx: &mut Ctx, body: &[Stmt]) {
-        let _ = self.exec_block(cx, body, &[], None);
+        if !body.is_empty() {
+            let _ = self.exec_block(cx, body, &[], None);
+        }
     }
 
     fn exec_block(
@@ -937,25 +937,19 @@ impl Worker {
 
     /// H(data): the items' values bit-concatenated into bytes as section 7 of the IR says.
     fn hash(&mut self, algo: Algo, data: &Packed, params: &[u128], packet: Option<&[u8]>) -> u128 {
-        self.bits.clear();
-        if data.of_fields {
-            let fields = &self.phv.fields;
-            data.plan.emit(&mut self.bits, |slot| fields[slot]);
-        } else {
+        if !data.of_fields {
             self.values.clear();
             for e in &data.items {
                 let v = self.eval(e, params, packet);
                 self.values.push(v);
             }
-            let values = &self.values;
-            data.plan.emit(&mut self.bits, |item| values[item]);
         }
-        let bits = &self.bits;
-        match algo {
-            Algo::Standard(a) => a.compute(bits),
-            Algo::Xor16 => bits.chunks(2).fold(0u16, |acc, c| {
-                acc ^ u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])
-            }) as u128,
+        let (fields, values, bits) = (&self.phv.fields, &self.values, &mut self.bits);
+        // One closure per source, so that each compiles to plain indexing.
+        if data.of_fields {
+            hash_words(algo, &data.plan, |slot| fields[slot], bits)
+        } else {
+            hash_words(algo, &data.plan, |item| values[item], bits)
         }
     }
 
@@ -1064,6 +1058,27 @@ impl Worker {
             BinOp::Ge => (x >= y) as u128,
             BinOp::LAnd | BinOp::LOr => (y != 0) as u128,
         }
+    }
+}
+
+/// H(data) of the data `plan` lays out from `value`s; `bits` is scratch space for the bytes.
+fn hash_words(
+    algo: Algo,
+    plan: &WordPlan,
+    value: impl Fn(usize) -> u128,
+    bits: &mut Vec<u8>,
+) -> u128 {
+    if algo == Algo::Standard(HashAlgorithm::Csum16) {
+        // The checksum sums the data's words as they are assembled: no bytes written.
+        return csum16_words(plan.words(value)) as u128;
+    }
+    bits.clear();
+    plan.emit(bits, value);
+    match algo {
+        Algo::Standard(a) => a.compute(bits),
+        Algo::Xor16 => bits.chunks(2).fold(0u16, |acc, c| {
+            acc ^ u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])
+        }) as u128,
     }
 }
 

@@ -124,8 +124,11 @@ pub enum Expr {
 #[derive(Clone, Copy, Debug)]
 pub struct Dest {
     pub slot: usize,
-    pub width: u32,
-    pub slice: Option<(u32, u32)>,
+    /// The bits written, in place: the field's width, or the slice's bits shifted to `lo`.
+    pub mask: u128,
+    /// The slice's low bit (0 for a whole field).
+    pub lo: u32,
+    pub is_slice: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -499,10 +502,20 @@ impl Loader<'_> {
             }
             _ => None,
         };
-        Ok(Dest {
-            slot,
-            width: w,
-            slice,
+        let mask = crate::values::mask(w);
+        Ok(match slice {
+            None => Dest {
+                slot,
+                mask,
+                lo: 0,
+                is_slice: false,
+            },
+            Some((hi, lo)) => Dest {
+                slot,
+                mask: crate::values::mask(hi - lo + 1) << lo,
+                lo,
+                is_slice: true,
+            },
         })
     }
 

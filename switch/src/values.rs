@@ -78,6 +78,8 @@ pub struct Piece {
     pub width: u32,
     /// Bits of the field's value below this piece.
     pub rest: u32,
+    /// The low `width` bits (worked out once, not per packet).
+    pub mask: u64,
 }
 
 const PIECE_BITS: u32 = 56;
@@ -95,6 +97,7 @@ impl Piece {
                 shift: 64 - (at % 8) as u32 - take,
                 width: take,
                 rest: width - done - take,
+                mask: mask(take) as u64,
             });
             done += take;
         }
@@ -112,7 +115,7 @@ impl Piece {
     #[inline]
     pub fn read_low(&self, data: &[u8]) -> u64 {
         let window = u64::from_be_bytes(window(data, self.byte));
-        (window >> self.shift) & ((1u64 << self.width) - 1)
+        (window >> self.shift) & self.mask
     }
 }
 
@@ -195,8 +198,22 @@ impl WordPlan {
     #[inline]
     pub fn emit(&self, out: &mut Vec<u8>, value: impl Fn(usize) -> u128) {
         let start = out.len();
+        out.reserve(self.word_ends.len() * 8);
+        for word in self.words(value) {
+            out.extend_from_slice(&word.to_be_bytes());
+        }
+        out.truncate(start + self.bytes);
+    }
+
+    /// The fields' bytes as big-endian 64-bit words, the last one zero-padded: what
+    /// `emit` writes, for a checksum that can sum the words without the bytes.
+    #[inline]
+    pub fn words<'p>(
+        &'p self,
+        value: impl Fn(usize) -> u128 + 'p,
+    ) -> impl Iterator<Item = u64> + 'p {
         let (mut narrow_from, mut wide_from) = (0, 0);
-        for &(narrow_end, wide_end) in &self.word_ends {
+        self.word_ends.iter().map(move |&(narrow_end, wide_end)| {
             let narrow = self.narrow[narrow_from..narrow_end]
                 .iter()
                 .fold(0u64, |acc, s| {
@@ -207,10 +224,9 @@ impl WordPlan {
                 .fold(narrow, |acc, s| {
                     acc | ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)
                 });
-            out.extend_from_slice(&word.to_be_bytes());
             (narrow_from, wide_from) = (narrow_end, wide_end);
-        }
-        out.truncate(start + self.bytes);
+            word
+        })
     }
 }
 
