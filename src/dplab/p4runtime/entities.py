@@ -73,7 +73,7 @@ class Entities:
         _check_const_table(table, op, kind)
         if op == DELETE:  # one shots: their hidden group goes too (write() does those)
             return None if self.oneshots.may_hold(table) else TablePlan(
-                key, [{"cmd": "table_delete", **key}])
+                op, key, [{"cmd": "table_delete", **key}])
         if kind is None and op == MODIFY:  # only direct resources change: write() does it
             return None
         if kind is None:
@@ -81,7 +81,7 @@ class Entities:
         if kind == "action_profile_action_set" or table.implementation_id:
             return None  # members, groups and one shots depend on the profile's state
         action = self.profiles.entry_action(table, entry.action)
-        return TablePlan(key, self._entry_requests(table, op, entry, key, action))
+        return TablePlan(op, key, self._entry_requests(table, op, entry, key, action))
 
     def _entry_requests(self, table, op: int, entry: pb.TableEntry, key: dict,
                         action: dict) -> list[dict]:
@@ -556,13 +556,18 @@ class Entities:
 
 @dataclass(frozen=True)
 class TablePlan:
-    """A table-entry update decided without the switch: ``requests`` (each ``{"cmd": ...,
-    fields}``) to send in order. ``key``: the entry's table, match and priority."""
+    """A table-entry update (``op``) decided without the switch: ``requests`` (each
+    ``{"cmd": ..., fields}``) to send in order. ``key``: the entry's table, match and
+    priority."""
+    op: int
     key: dict
     requests: list[dict]
 
-    def snapshot_request(self) -> dict:
-        """Reads the entry the update changes (entry_of() picks it from the answer)."""
+    def snapshot_request(self) -> dict | None:
+        """Reads the entry the update changes (entry_of() picks it from the answer); None
+        for an INSERT, whose entry did not exist if its first request succeeds."""
+        if self.op == INSERT:
+            return None
         return read_by_key(self.key["table"], self.key["match"], self.key["priority"])
 
 
