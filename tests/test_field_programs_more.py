@@ -1,0 +1,241 @@
+"""The other nine p4lang/tutorials exercises (tests/p4/field/) on the real switch, each with
+the table entries its tutorial installs (exercises/<name>/pod-topo/s1-runtime.json, or the
+exercise's controller where it has one; written here as our own entries, the switch being
+the tutorial's s1) and exact checks of what comes out.
+
+One rig of four ports serves the module: `load_pipeline` replaces the program and all its
+state (entries, registers, counters, groups) for each test. Where a program reads the
+queue (ecn, mri), a burst is sent while the test holds the switch (PROTOCOL.md `hold`), so
+the data plane takes it in one round: the n-th frame of the round then found n frames ahead
+of it in its egress port's queue (`enq_qdepth`/`deq_qdepth`, PROTOCOL.md "Queues")."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from pathlib import Path
+
+import pytest
+import switch_rig as rig_mod
+from switch_rig import Rig, ipv4_checksum, mac
+
+pytestmark = pytest.mark.net
+
+FIELD = Path(__file__).resolve().parent / "p4" / "field"
+PROGRAMS = ("basic_tunnel", "advanced_tunnel", "ecn", "firewall", "link_monitor",
+            "load_balance", "mri", "multicast", "qos")
+HOST_MAC = "08:00:00:00:01:11"   # h1, behind port 1, as in the tutorials' topologies
+SWITCH_MAC = "08:00:00:00:01:00"
+# The tutorials' pod-topo s1 routes: host address, next-hop MAC, port.
+POD_ROUTES = (("10.0.1.1", "08:00:00:00:01:11", 1), ("10.0.2.2", "08:00:00:00:02:22", 2),
+              ("10.0.3.3", "08:00:00:00:03:00", 3), ("10.0.4.4", "08:00:00:00:04:00", 4))
+TCP, UDP, ICMP = 6, 17, 1
+SYN, ACK = 0x02, 0x10
+HOLD_SETTLE_S = 0.1  # for the frames sent during a hold to reach the switch's receive ring
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> dict[str, Path]:
+    out = rig_mod.ir_folder(tmp_path_factory, "field_more_ir")
+    return {name: rig_mod.compile_p4(FIELD / f"{name}.p4", out) for name in PROGRAMS}
+
+
+@pytest.fixture(scope="module")
+def rig(compiled):
+    with Rig(n_ports=4) as shared:
+        yield shared
+
+
+# ---- frames -------------------------------------------------------------------------------
+
+def ip_bytes(text: str) -> bytes:
+    return socket.inet_aton(text)
+
+
+def ipv4(src: str, dst: str, proto: int, payload: bytes, tos: int = 0, ttl: int = 64,
+         options: bytes = b"") -> bytes:
+    """An IPv4 packet with a correct header checksum (over the options too)."""
+    ihl = 5 + len(options) // 4
+    header = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, tos, ihl * 4 + len(payload), 1, 0,
+                         ttl, proto, 0, ip_bytes(src), ip_bytes(dst)) + options
+    return header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:] + payload
+
+
+def tcp(src: str, dst: str, sport: int, dport: int, flags: int) -> bytes:
+    """A TCP header (no payload) with its checksum over the pseudo-header."""
+    seg = struct.pack("!HHIIBBHHH", sport, dport, 1, 0, 5 << 4, flags, 1024, 0, 0)
+    pseudo = ip_bytes(src) + ip_bytes(dst) + struct.pack("!BBH", 0, TCP, len(seg))
+    return seg[:16] + struct.pack("!H", ipv4_checksum(pseudo + seg)) + seg[18:]
+
+
+def ether(dst: str, src: str, ethertype: int, body: bytes) -> bytes:
+    frame = mac(dst) + mac(src) + struct.pack("!H", ethertype) + body
+    return frame + bytes(max(0, 60 - len(frame)))
+
+
+def ip_frame(src: str, dst: str, proto: int = UDP, tos: int = 0, ttl: int = 64,
+             size: int = 60) -> bytes:
+    payload = bytes(max(8, size - 34))
+    return ether(SWITCH_MAC, HOST_MAC, 0x0800, ipv4(src, dst, proto, payload, tos, ttl))
+
+
+def tcp_frame(src: str, dst: str, sport: int, dport: int, flags: int,
+              src_mac: str = HOST_MAC) -> bytes:
+    return ether(SWITCH_MAC, src_mac, 0x0800, ipv4(src, dst, TCP, tcp(src, dst, sport, dport,
+                                                                      flags)))
+
+
+def routed(sent: bytes, next_hop: str) -> bytes:
+    """What ipv4_forward makes of `sent` (an Ethernet/IPv4 frame without options): the
+    switch's MAC (the frame's destination) as source, `next_hop` as destination, TTL one
+    lower, the header checksum recomputed."""
+    header = bytearray(sent[14:34])
+    header[8] -= 1
+    header[10:12] = b"\0\0"
+    header[10:12] = struct.pack("!H", ipv4_checksum(bytes(header)))
+    return mac(next_hop) + sent[0:6] + sent[12:14] + bytes(header) + sent[34:]
+
+
+# ---- switch -------------------------------------------------------------------------------
+
+def hexv(value: int) -> str:
+    return hex(value)
+
+
+def mac_arg(text: str) -> str:
+    return "0x" + text.replace(":", "")
+
+
+def ip_arg(text: str) -> str:
+    return "0x" + ip_bytes(text).hex()
+
+
+def add(rig: Rig, table: str, match: list[dict], action: str, *args: str) -> None:
+    rig.client.call("table_add", table=table, match=match,
+                    action={"action": action, "args": list(args)})
+
+
+def route(rig: Rig, routes=POD_ROUTES, table: str = "MyIngress.ipv4_lpm") -> None:
+    """The pod-topo s1's ipv4_lpm entries: each host's /32 to ipv4_forward(MAC, port)."""
+    for host, next_hop, port in routes:
+        add(rig, table, [{"kind": "lpm", "v": ip_arg(host), "plen": 32}],
+            "MyIngress.ipv4_forward", mac_arg(next_hop), hexv(port))
+
+
+def exchange(rig: Rig, sends: list[tuple[int, bytes]]) -> dict[int, list[bytes]]:
+    rig.drain()
+    for port, frame in sends:
+        rig.send(port, frame)
+    return rig.capture()
+
+
+def held_burst(rig: Rig, port: int, frames: list[bytes]) -> dict[int, list[bytes]]:
+    """Sends `frames` while holding the switch, so its data plane takes them in one round."""
+    rig.drain()
+    rig.client.call("hold")
+    try:
+        for frame in frames:
+            rig.send(port, frame)
+        time.sleep(HOLD_SETTLE_S)
+    finally:
+        rig.client.call("release")
+    return rig.capture()
+
+
+def register(rig: Rig, name: str, index: int | None = None) -> list[int]:
+    fields = {} if index is None else {"index": index}
+    cells = rig.client.call("register_read", register=name, **fields)["cells"]
+    return [int(cell["value"], 16) for cell in cells]
+
+
+def counter(rig: Rig, name: str, index: int) -> tuple[int, int]:
+    cell = rig.client.call("counter_read", counter=name, index=index)["cells"][0]
+    return cell["packets"], cell["bytes"]
+
+
+def only(got: dict[int, list[bytes]], port: int, count: int = 1) -> list[bytes]:
+    """The frames out of `port`, asserting that exactly `count` came out, and none elsewhere."""
+    assert {p: len(f) for p, f in got.items() if f} == ({port: count} if count else {})
+    return got[port]
+
+
+# ---- the programs -------------------------------------------------------------------------
+
+def tunnelled(dst_id: int, inner: bytes, proto: int = 0x0800) -> bytes:
+    """An Ethernet frame of type 0x1212 whose myTunnel header (proto_id, dst_id) carries
+    `inner` (an Ethernet frame's payload)."""
+    return ether(SWITCH_MAC, HOST_MAC, 0x1212, struct.pack("!HH", proto, dst_id) + inner)
+
+
+def test_basic_tunnel_forwards_by_dst_id_and_routes_plain_ipv4(rig, compiled):
+    """basic_tunnel's s1-runtime.json: ipv4_lpm as basic's, myTunnel_exact dst_id n to port n.
+    A tunnelled packet leaves by its dst_id's port untouched (the program changes nothing
+    in it, whatever its IPv4 destination); plain IPv4 is routed; an unknown dst_id dropped."""
+    rig.load(compiled["basic_tunnel"])
+    route(rig)
+    for dst_id in (1, 2, 3):
+        add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hexv(dst_id)}],
+            "MyIngress.myTunnel_forward", hexv(dst_id))
+    inner = ipv4("10.0.1.1", "10.0.3.3", UDP, bytes(26))
+    to_2 = tunnelled(2, inner)
+    plain = ip_frame("10.0.1.1", "10.0.3.3", ttl=7)
+    got = exchange(rig, [(1, to_2), (1, plain), (1, tunnelled(9, inner))])
+    assert {p: len(f) for p, f in got.items() if f} == {2: 1, 3: 1}
+    assert got[2] == [to_2]
+    assert got[3] == [routed(plain, "08:00:00:00:03:00")]
+    assert rig.client.call("stats")["pipeline"]["drops"] == 1
+
+
+def test_advanced_tunnel_adds_and_removes_the_tunnel_and_counts(rig, compiled):
+    """advanced_tunnel's entries as the p4runtime exercise's mycontroller.py writes them for
+    tunnel 100 (h1 to h2), the ingress and the egress switch's in one: 10.0.2.2/32 to
+    myTunnel_ingress(100), dst_id 100 to myTunnel_forward(2); dst_id 200 (the tunnel back)
+    to myTunnel_egress(h1's MAC, 1). Its counters count (by dst_id) packets and the bytes
+    the packet had when it came in (v1model's packet_length)."""
+    rig.load(compiled["advanced_tunnel"])
+    add(rig, "MyIngress.ipv4_lpm", [{"kind": "lpm", "v": ip_arg("10.0.2.2"), "plen": 32}],
+        "MyIngress.myTunnel_ingress", hexv(100))
+    add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hexv(100)}],
+        "MyIngress.myTunnel_forward", hexv(2))
+    add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hexv(200)}],
+        "MyIngress.myTunnel_egress", mac_arg(HOST_MAC), hexv(1))
+    plain = ip_frame("10.0.1.1", "10.0.2.2", size=80)
+    back = ether(SWITCH_MAC, "08:00:00:00:02:22", 0x1212,
+                 struct.pack("!HH", 0x0800, 200) + ipv4("10.0.2.2", "10.0.1.1", UDP, bytes(30)))
+    got = exchange(rig, [(1, plain), (2, back)])
+    assert {p: len(f) for p, f in got.items() if f} == {1: 1, 2: 1}
+    # into the tunnel: the header goes between Ethernet (now of type 0x1212) and IPv4
+    assert got[2] == [plain[:12] + b"\x12\x12" + struct.pack("!HH", 0x0800, 100) + plain[14:]]
+    # out of it: the header removed, the EtherType restored, h1's MAC the destination
+    assert got[1] == [mac(HOST_MAC) + back[6:12] + b"\x08\x00" + back[18:]]
+    assert counter(rig, "MyIngress.ingressTunnelCounter", 100) == (1, len(plain))
+    assert counter(rig, "MyIngress.egressTunnelCounter", 200) == (1, len(back))
+
+
+def ecn_of(frame: bytes) -> int:
+    return frame[15] & 3
+
+
+def test_ecn_marks_ect_packets_once_the_queue_is_ten_deep(rig, compiled):
+    """ecn's s1-runtime.json routes as basic's; ECN_THRESHOLD is 10. Frames sent one by one
+    meet an empty queue (enq_qdepth 0): none is marked. Sixteen sent in one round into the
+    same port find 0..15 frames ahead of them: from the eleventh on, the ECN-capable ones
+    (ECT(0) 2, ECT(1) 1) are marked 3 (congestion experienced); Not-ECT (0) and those
+    marked already stay as they are."""
+    rig.load(compiled["ecn"])
+    route(rig)
+    codes = [2, 1, 0, 3] * 4
+    frames = [ip_frame("10.0.1.1", "10.0.2.2", tos=(8 << 2) | ecn) for ecn in codes]
+    one_by_one = []
+    for frame in frames[:4]:
+        one_by_one += exchange(rig, [(1, frame)])[2]
+    assert one_by_one == [routed(f, "08:00:00:00:02:22") for f in frames[:4]]
+    out = only(held_burst(rig, 1, frames), 2, len(frames))
+    marked = [3 if k >= 10 and ecn in (1, 2) else ecn for k, ecn in enumerate(codes)]
+    assert [ecn_of(f) for f in out] == marked
+    for frame, sent in zip(out, frames):
+        assert frame[15] >> 2 == 8   # the DSCP stays
+        assert ipv4_checksum(frame[14:34]) == 0
+        assert frame[16:22] == sent[16:22] and frame[22] == sent[22] - 1
+        assert frame[23:24] + frame[26:] == sent[23:24] + sent[26:]
