@@ -14,6 +14,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,16 @@ def routed(sent: bytes, next_hop: str) -> bytes:
     header[10:12] = b"\0\0"
     header[10:12] = struct.pack("!H", ipv4_checksum(bytes(header)))
     return mac(next_hop) + sent[0:6] + sent[12:14] + bytes(header) + sent[34:]
+
+
+def crc16(data: bytes) -> int:
+    """CRC-16/ARC (BMv2's crc16): polynomial 0x8005 reflected, initial value 0."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
 
 
 # ---- switch -------------------------------------------------------------------------------
@@ -239,3 +250,94 @@ def test_ecn_marks_ect_packets_once_the_queue_is_ten_deep(rig, compiled):
         assert ipv4_checksum(frame[14:34]) == 0
         assert frame[16:22] == sent[16:22] and frame[22] == sent[22] - 1
         assert frame[23:24] + frame[26:] == sent[23:24] + sent[26:]
+
+
+FIREWALL_SIDES = {(1, 3): 0, (1, 4): 0, (2, 3): 0, (2, 4): 0,
+                  (3, 1): 1, (3, 2): 1, (4, 1): 1, (4, 2): 1}
+
+
+def bloom_positions(src: str, dst: str, sport: int, dport: int) -> tuple[int, int]:
+    """Where firewall's compute_hashes puts a connection (inside address and port first):
+    crc16 and crc32 of (addr1, addr2, port1, port2, protocol), modulo the 4096 cells."""
+    key = ip_bytes(src) + ip_bytes(dst) + struct.pack("!HHB", sport, dport, TCP)
+    return crc16(key) % 4096, zlib.crc32(key) % 4096
+
+
+def test_firewall_lets_in_only_replies_to_connections_opened_from_inside(rig, compiled):
+    """firewall's pod-topo s1-runtime.json: the four hosts' routes, and check_ports marking
+    ports 1, 2 inside and 3, 4 outside (direction 0 going out, 1 coming in). An outgoing
+    SYN sets one bit in each bloom filter, at the crc16/crc32 positions of its connection;
+    the reply comes in, and so does later traffic of that connection; a packet from outside
+    of any other connection is dropped, as is a reply to an outgoing packet that was no
+    SYN; traffic between two inside hosts is not checked."""
+    rig.load(compiled["firewall"])
+    route(rig)
+    for (ingress, egress), direction in FIREWALL_SIDES.items():
+        add(rig, "MyIngress.check_ports", [{"kind": "exact", "v": hexv(ingress)},
+                                           {"kind": "exact", "v": hexv(egress)}],
+            "MyIngress.set_direction", hexv(direction))
+    outside_mac = "08:00:00:00:03:00"
+    unsolicited = tcp_frame("10.0.3.3", "10.0.1.1", 80, 5000, SYN, outside_mac)
+    assert only(exchange(rig, [(3, unsolicited)]), 1, 0) == []
+    syn = tcp_frame("10.0.1.1", "10.0.3.3", 5000, 80, SYN)
+    assert only(exchange(rig, [(1, syn)]), 3) == [routed(syn, outside_mac)]
+    pos_one, pos_two = bloom_positions("10.0.1.1", "10.0.3.3", 5000, 80)
+    bits_one = register(rig, "MyIngress.bloom_filter_1")
+    bits_two = register(rig, "MyIngress.bloom_filter_2")
+    assert [i for i, bit in enumerate(bits_one) if bit] == [pos_one]
+    assert [i for i, bit in enumerate(bits_two) if bit] == [pos_two]
+    reply = tcp_frame("10.0.3.3", "10.0.1.1", 80, 5000, SYN | ACK, outside_mac)
+    later = tcp_frame("10.0.3.3", "10.0.1.1", 80, 5000, ACK, outside_mac)
+    other_port = tcp_frame("10.0.3.3", "10.0.1.1", 80, 5001, SYN | ACK, outside_mac)
+    assert only(exchange(rig, [(3, reply), (3, later), (3, other_port)]), 1, 2) == \
+        [routed(reply, HOST_MAC), routed(later, HOST_MAC)]
+    no_syn = tcp_frame("10.0.1.1", "10.0.4.4", 5002, 443, ACK)
+    assert only(exchange(rig, [(1, no_syn)]), 4) == [routed(no_syn, "08:00:00:00:04:00")]
+    answer = tcp_frame("10.0.4.4", "10.0.1.1", 443, 5002, ACK, "08:00:00:00:04:00")
+    inside = tcp_frame("10.0.2.2", "10.0.1.1", 22, 6000, ACK, "08:00:00:00:02:22")
+    assert only(exchange(rig, [(4, answer), (2, inside)]), 1) == [routed(inside, HOST_MAC)]
+
+
+def probe(hop_cnt: int, data: bytes, fwd_ports: list[int]) -> bytes:
+    """A link_monitor probe (EtherType 0x812): hop count, the hops' records, then the
+    egress port of every hop."""
+    return ether("ff:ff:ff:ff:ff:ff", HOST_MAC, 0x812,
+                 bytes([hop_cnt]) + data + bytes(fwd_ports))
+
+
+def probe_record(record: bytes) -> dict[str, int]:
+    first, port, byte_cnt = struct.unpack("!BBI", record[:6])
+    return {"bos": first >> 7, "swid": first & 0x7F, "port": port, "byte_cnt": byte_cnt,
+            "last_time": int.from_bytes(record[6:12], "big"),
+            "cur_time": int.from_bytes(record[12:18], "big")}
+
+
+def test_link_monitor_probes_report_the_bytes_sent_since_the_last_probe(rig, compiled):
+    """link_monitor's s1-runtime.json: basic's routes and swid's default action set_swid(1).
+    Egress counts every packet's length (v1model packet_length: the bytes it came in with)
+    per port; a probe leaving by that port reports the count including itself, resets it,
+    and reports the previous probe's egress time and its own (microseconds since the switch
+    started). The probe's first hop record goes in front, bos set (its first hop)."""
+    rig.load(compiled["link_monitor"])
+    route(rig)
+    rig.client.call("table_set_default", table="MyEgress.swid",
+                    action={"action": "MyEgress.set_swid", "args": ["0x1"]})
+    traffic = [ip_frame("10.0.1.1", "10.0.2.2", size=size) for size in (100, 200, 60)]
+    first = probe(0, b"", [2, 1])
+    got = exchange(rig, [(1, frame) for frame in traffic] + [(1, first)])
+    out = only(got, 2, 4)
+    assert out[:3] == [routed(f, "08:00:00:00:02:22") for f in traffic]
+    # hop count 1, the new record, then the forwarding list (the rest of what came in)
+    assert out[3][:15] == first[:14] + b"\x01" and out[3][33:] == first[15:]
+    report = probe_record(out[3][15:33])
+    assert report | {"last_time": 0, "cur_time": 0} == \
+        {"bos": 1, "swid": 1, "port": 2, "byte_cnt": 360 + len(first), "last_time": 0,
+         "cur_time": 0}
+    assert report["last_time"] == 0 and report["cur_time"] > 0
+    assert register(rig, "MyEgress.byte_cnt_reg", 2) == [0]
+    second = probe(0, b"", [2])
+    got = exchange(rig, [(1, traffic[0]), (1, second)])
+    again = probe_record(only(got, 2, 2)[1][15:33])
+    assert again["byte_cnt"] == 100 + len(second)
+    assert again["last_time"] == report["cur_time"] <= again["cur_time"]
+    assert register(rig, "MyEgress.last_time_reg", 2) == [again["cur_time"]]
