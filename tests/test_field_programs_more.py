@@ -110,10 +110,6 @@ def crc16(data: bytes) -> int:
 
 # ---- switch -------------------------------------------------------------------------------
 
-def hexv(value: int) -> str:
-    return hex(value)
-
-
 def mac_arg(text: str) -> str:
     return "0x" + text.replace(":", "")
 
@@ -131,7 +127,7 @@ def route(rig: Rig, routes=POD_ROUTES, table: str = "MyIngress.ipv4_lpm") -> Non
     """The pod-topo s1's ipv4_lpm entries: each host's /32 to ipv4_forward(MAC, port)."""
     for host, next_hop, port in routes:
         add(rig, table, [{"kind": "lpm", "v": ip_arg(host), "plen": 32}],
-            "MyIngress.ipv4_forward", mac_arg(next_hop), hexv(port))
+            "MyIngress.ipv4_forward", mac_arg(next_hop), hex(port))
 
 
 def exchange(rig: Rig, sends: list[tuple[int, bytes]]) -> dict[int, list[bytes]]:
@@ -186,8 +182,8 @@ def test_basic_tunnel_forwards_by_dst_id_and_routes_plain_ipv4(rig, compiled):
     rig.load(compiled["basic_tunnel"])
     route(rig)
     for dst_id in (1, 2, 3):
-        add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hexv(dst_id)}],
-            "MyIngress.myTunnel_forward", hexv(dst_id))
+        add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hex(dst_id)}],
+            "MyIngress.myTunnel_forward", hex(dst_id))
     inner = ipv4("10.0.1.1", "10.0.3.3", UDP, bytes(26))
     to_2 = tunnelled(2, inner)
     plain = ip_frame("10.0.1.1", "10.0.3.3", ttl=7)
@@ -206,11 +202,11 @@ def test_advanced_tunnel_adds_and_removes_the_tunnel_and_counts(rig, compiled):
     the packet had when it came in (v1model's packet_length)."""
     rig.load(compiled["advanced_tunnel"])
     add(rig, "MyIngress.ipv4_lpm", [{"kind": "lpm", "v": ip_arg("10.0.2.2"), "plen": 32}],
-        "MyIngress.myTunnel_ingress", hexv(100))
-    add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hexv(100)}],
-        "MyIngress.myTunnel_forward", hexv(2))
-    add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hexv(200)}],
-        "MyIngress.myTunnel_egress", mac_arg(HOST_MAC), hexv(1))
+        "MyIngress.myTunnel_ingress", hex(100))
+    add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hex(100)}],
+        "MyIngress.myTunnel_forward", hex(2))
+    add(rig, "MyIngress.myTunnel_exact", [{"kind": "exact", "v": hex(200)}],
+        "MyIngress.myTunnel_egress", mac_arg(HOST_MAC), hex(1))
     plain = ip_frame("10.0.1.1", "10.0.2.2", size=80)
     back = ether(SWITCH_MAC, "08:00:00:00:02:22", 0x1212,
                  struct.pack("!HH", 0x0800, 200) + ipv4("10.0.2.2", "10.0.1.1", UDP, bytes(30)))
@@ -245,7 +241,7 @@ def test_ecn_marks_ect_packets_once_the_queue_is_ten_deep(rig, compiled):
     out = only(held_burst(rig, 1, frames), 2, len(frames))
     marked = [3 if k >= 10 and ecn in (1, 2) else ecn for k, ecn in enumerate(codes)]
     assert [ecn_of(f) for f in out] == marked
-    for frame, sent in zip(out, frames):
+    for frame, sent in zip(out, frames, strict=True):
         assert frame[15] >> 2 == 8   # the DSCP stays
         assert ipv4_checksum(frame[14:34]) == 0
         assert frame[16:22] == sent[16:22] and frame[22] == sent[22] - 1
@@ -273,9 +269,9 @@ def test_firewall_lets_in_only_replies_to_connections_opened_from_inside(rig, co
     rig.load(compiled["firewall"])
     route(rig)
     for (ingress, egress), direction in FIREWALL_SIDES.items():
-        add(rig, "MyIngress.check_ports", [{"kind": "exact", "v": hexv(ingress)},
-                                           {"kind": "exact", "v": hexv(egress)}],
-            "MyIngress.set_direction", hexv(direction))
+        add(rig, "MyIngress.check_ports", [{"kind": "exact", "v": hex(ingress)},
+                                           {"kind": "exact", "v": hex(egress)}],
+            "MyIngress.set_direction", hex(direction))
     outside_mac = "08:00:00:00:03:00"
     unsolicited = tcp_frame("10.0.3.3", "10.0.1.1", 80, 5000, SYN, outside_mac)
     assert only(exchange(rig, [(3, unsolicited)]), 1, 0) == []
@@ -330,10 +326,9 @@ def test_link_monitor_probes_report_the_bytes_sent_since_the_last_probe(rig, com
     # hop count 1, the new record, then the forwarding list (the rest of what came in)
     assert out[3][:15] == first[:14] + b"\x01" and out[3][33:] == first[15:]
     report = probe_record(out[3][15:33])
-    assert report | {"last_time": 0, "cur_time": 0} == \
-        {"bos": 1, "swid": 1, "port": 2, "byte_cnt": 360 + len(first), "last_time": 0,
-         "cur_time": 0}
-    assert report["last_time"] == 0 and report["cur_time"] > 0
+    assert report == {"bos": 1, "swid": 1, "port": 2, "byte_cnt": 360 + len(first),
+                      "last_time": 0, "cur_time": report["cur_time"]}
+    assert report["cur_time"] > 0
     assert register(rig, "MyEgress.byte_cnt_reg", 2) == [0]
     second = probe(0, b"", [2])
     got = exchange(rig, [(1, traffic[0]), (1, second)])
@@ -341,3 +336,126 @@ def test_link_monitor_probes_report_the_bytes_sent_since_the_last_probe(rig, com
     assert again["byte_cnt"] == 100 + len(second)
     assert again["last_time"] == report["cur_time"] <= again["cur_time"]
     assert register(rig, "MyEgress.last_time_reg", 2) == [again["cur_time"]]
+    # a probe at its second hop: the parser reads the first hop's record up to its bos
+    # and both forwarding ports (hop_cnt + 1), leaving by the last one read
+    earlier = struct.pack("!BBI", 0x80 | 5, 3, 999) + (7).to_bytes(6, "big") * 2
+    transit = probe(1, earlier, [3, 2])
+    out = only(exchange(rig, [(3, transit)]), 2)[0]
+    assert out[14] == 2 and out[33:51] == earlier and out[51:] == transit[33:]
+    assert probe_record(out[15:33])["bos"] == 0 and probe_record(out[15:33])["port"] == 2
+
+
+def test_load_balance_spreads_flows_over_both_next_hops_by_their_crc16(rig, compiled):
+    """load_balance's s1-runtime.json: 10.0.0.1/32 to set_ecmp_select(0, 2); ecmp_select 0
+    to set_nhop(00:00:00:00:01:02, 10.0.2.2, 2) and 1 to set_nhop(00:00:00:00:01:03,
+    10.0.3.3, 3); egress rewrites the source MAC by port (00:00:00:01:02:00, ..03:00).
+    Each flow's next hop is crc16(src, dst, protocol, sport, dport) mod 2 (v1model hash:
+    base + hash mod count), the same for every packet of it."""
+    rig.load(compiled["load_balance"])
+    add(rig, "MyIngress.ecmp_group", [{"kind": "lpm", "v": ip_arg("10.0.0.1"), "plen": 32}],
+        "MyIngress.set_ecmp_select", "0x0", "0x2")
+    hops = {0: ("00:00:00:00:01:02", "10.0.2.2", 2), 1: ("00:00:00:00:01:03", "10.0.3.3", 3)}
+    for select, (dmac, nhop_ip, port) in hops.items():
+        add(rig, "MyIngress.ecmp_nhop", [{"kind": "exact", "v": hex(select)}],
+            "MyIngress.set_nhop", mac_arg(dmac), ip_arg(nhop_ip), hex(port))
+        add(rig, "MyEgress.send_frame", [{"kind": "exact", "v": hex(port)}],
+            "MyEgress.rewrite_mac", mac_arg(f"00:00:00:01:0{port}:00"))
+    sports = range(40000, 40016)
+    flows = [tcp_frame("10.0.1.1", "10.0.0.1", sport, 1234, ACK) for sport in sports]
+    got = exchange(rig, [(1, frame) for frame in flows + flows])
+    expected: dict[int, list[bytes]] = {1: [], 2: [], 3: [], 4: []}
+    for sport, sent in zip(sports, flows, strict=True):
+        key = ip_bytes("10.0.1.1") + ip_bytes("10.0.0.1") + struct.pack("!BHH", TCP, sport,
+                                                                        1234)
+        dmac, nhop_ip, port = hops[crc16(key) % 2]
+        header = bytearray(sent[14:34])
+        header[8] -= 1
+        header[16:20] = ip_bytes(nhop_ip)
+        header[10:12] = b"\0\0"
+        header[10:12] = struct.pack("!H", ipv4_checksum(bytes(header)))
+        expected[port].append(mac(dmac) + mac(f"00:00:00:01:0{port}:00") + sent[12:14]
+                              + bytes(header) + sent[34:])
+    assert expected[2] and expected[3]   # these flows do take both next hops
+    assert got == {port: frames + frames for port, frames in expected.items()}
+
+
+def mri_frame(traces: list[tuple[int, int]], size: int = 80) -> bytes:
+    """A UDP packet with the MRI IPv4 option (copy 0, class 2, number 31): its length,
+    the count, then (swid, qdepth) of each switch so far."""
+    body = struct.pack("!H", len(traces)) + b"".join(struct.pack("!II", *t) for t in traces)
+    option = struct.pack("!BB", (2 << 5) | 31, 2 + len(body)) + body
+    return ether(SWITCH_MAC, HOST_MAC, 0x0800,
+                 ipv4("10.0.1.1", "10.0.2.2", UDP, bytes(size - 34 - len(option)),
+                      options=option))
+
+
+def mri_traces(frame: bytes) -> list[tuple[int, int]]:
+    ihl = frame[14] & 0xF
+    option = frame[34:14 + ihl * 4]
+    assert option[0] == (2 << 5) | 31 and option[1] == len(option)
+    count = struct.unpack("!H", option[2:4])[0]
+    assert len(option) == 4 + 8 * count
+    return [struct.unpack("!II", option[4 + 8 * i:12 + 8 * i]) for i in range(count)]
+
+
+def test_mri_appends_the_switch_id_and_the_queue_depth(rig, compiled):
+    """mri's s1-runtime.json: basic's routes and swtrace's default action add_swtrace(1).
+    Each packet with the option leaves with (1, deq_qdepth) in front of the traces it
+    carried, the option 8 bytes longer (IHL + 2, total length + 8, checksum over the
+    program's fields: the base header). A packet alone finds its queue empty: 0; a burst
+    of twelve in one round into one port finds 0..11 packets ahead of each."""
+    rig.load(compiled["mri"])
+    route(rig)
+    rig.client.call("table_set_default", table="MyEgress.swtrace",
+                    action={"action": "MyEgress.add_swtrace", "args": ["0x1"]})
+    empty, carried = mri_frame([]), mri_frame([(2, 5), (3, 7)], size=100)
+    out = only(exchange(rig, [(1, empty)]), 2) + only(exchange(rig, [(1, carried)]), 2)
+    for frame, sent, traces in ((out[0], empty, [(1, 0)]),
+                                (out[1], carried, [(1, 0), (2, 5), (3, 7)])):
+        assert mri_traces(frame) == traces
+        assert frame[14] == sent[14] + 2 and len(frame) == len(sent) + 8
+        assert struct.unpack("!H", frame[16:18])[0] == len(frame) - 14
+        assert frame[22] == sent[22] - 1 and ipv4_checksum(frame[14:34]) == 0
+        assert frame[:6] == mac("08:00:00:00:02:22") and frame[6:12] == mac(SWITCH_MAC)
+        assert frame[-(len(sent) - 14 - (sent[14] & 0xF) * 4):] == \
+            sent[14 + (sent[14] & 0xF) * 4:]
+    burst = only(held_burst(rig, 1, [empty] * 12), 2, 12)
+    assert [mri_traces(frame) for frame in burst] == [[(1, depth)] for depth in range(12)]
+
+
+def test_multicast_replicates_unknown_destinations_to_the_other_ports(rig, compiled):
+    """multicast's s1-runtime.json: mac_lookup of each host's MAC to mac_forward(its port),
+    multicast group 1 of ports 1..4; the table's default action multicast. A frame to an
+    unknown MAC goes out, unchanged, on every port of the group but the one it came in by
+    (egress drops that copy); a known MAC is forwarded to its port alone."""
+    rig.load(compiled["multicast"])
+    for port in range(1, 5):
+        host_mac = f"08:00:00:00:0{port}:{port}{port}"
+        add(rig, "MyIngress.mac_lookup", [{"kind": "exact", "v": mac_arg(host_mac)}],
+            "MyIngress.mac_forward", hex(port))
+    rig.client.call("mcast_group_set", group=1,
+                    replicas=[{"port": port, "rid": 1} for port in range(1, 5)])
+    flooded = ether("ff:ff:ff:ff:ff:ff", HOST_MAC, 0x0800, ipv4("10.0.1.1", "10.0.1.255",
+                                                                UDP, bytes(30)))
+    assert exchange(rig, [(1, flooded)]) == {1: [], 2: [flooded], 3: [flooded], 4: [flooded]}
+    assert exchange(rig, [(3, flooded)]) == {1: [flooded], 2: [flooded], 3: [], 4: [flooded]}
+    known = ether("08:00:00:00:03:33", HOST_MAC, 0x0800, ipv4("10.0.1.1", "10.0.3.3", UDP,
+                                                              bytes(30)))
+    assert only(exchange(rig, [(1, known)]), 3) == [known]
+
+
+def test_qos_marks_udp_expedited_and_tcp_voice_admit(rig, compiled):
+    """qos's s1-runtime.json routes as basic's. UDP leaves with DSCP 46 (expedited
+    forwarding), TCP with 44 (voice admit), both keeping their ECN bits; other protocols
+    (ICMP) keep the DSCP they came with. The checksum covers the new marks."""
+    rig.load(compiled["qos"])
+    route(rig)
+    udp = ip_frame("10.0.1.1", "10.0.2.2", UDP, tos=(10 << 2) | 1)
+    tcp_seg = tcp_frame("10.0.1.1", "10.0.2.2", 5000, 80, SYN)
+    icmp = ip_frame("10.0.1.1", "10.0.2.2", ICMP, tos=(18 << 2) | 2)
+    out = only(exchange(rig, [(1, udp), (1, tcp_seg), (1, icmp)]), 2, 3)
+    for frame, sent, tos in ((out[0], udp, (46 << 2) | 1), (out[1], tcp_seg, 44 << 2),
+                             (out[2], icmp, (18 << 2) | 2)):
+        marked = bytearray(sent)
+        marked[15] = tos
+        assert frame == routed(bytes(marked), "08:00:00:00:02:22")
