@@ -1,6 +1,7 @@
 """Three of the p4lang/tutorials exercises (tests/p4/field/) on the real switch, doing what
 their exercise says: basic forwards by longest prefix once entries are installed, calc answers
-arithmetic on the port it was asked on, source_routing follows the hops a frame carries."""
+arithmetic on the port it was asked on, source_routing follows the hops a frame carries.
+The other nine are in tests/test_field_programs_more.py."""
 
 from __future__ import annotations
 
