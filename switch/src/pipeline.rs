@@ -23,6 +23,9 @@ use crate::values::{mask, read_bits, WordPlan};
 
 #[cfg(test)]
 mod bench;
+mod in_place;
+
+use in_place::WireState;
 
 const ERROR_PACKET_TOO_SHORT: u32 = 1;
 const ERROR_NO_MATCH: u32 = 2;
@@ -77,6 +80,26 @@ struct Phv {
     fields: Vec<u128>,
     valid: Vec<bool>,
     stack_next: Vec<usize>,
+    /// What the deparser needs to write the headers back in place.
+    wire: WireState,
+}
+
+impl Phv {
+    /// Writes a destination (a field or a slice of it), noting the field as changed.
+    #[inline]
+    fn write(&mut self, d: Dest, value: u128) {
+        self.wire.mark(d.slot);
+        self.fields[d.slot] = match d.is_slice {
+            false => value & d.mask,
+            true => (self.fields[d.slot] & !d.mask) | ((value << d.lo) & d.mask),
+        };
+    }
+
+    /// Sets a slot directly (preserved fields), noting it as changed.
+    fn set(&mut self, slot: usize, value: u128) {
+        self.wire.mark(slot);
+        self.fields[slot] = value;
+    }
 }
 
 #[derive(Default, Clone, Copy)]
@@ -165,13 +188,6 @@ fn preserved_fields(prog: &Program, phv: &Phv, list: Option<u32>) -> Vec<(usize,
     }
 }
 
-fn write_dest(fields: &mut [u128], d: Dest, value: u128) {
-    fields[d.slot] = match d.is_slice {
-        false => value & d.mask,
-        true => (fields[d.slot] & !d.mask) | ((value << d.lo) & d.mask),
-    };
-}
-
 impl Worker {
     pub fn new(prog: &Program) -> Worker {
         let mut seed = 0u64;
@@ -182,6 +198,7 @@ impl Worker {
                 fields: vec![0; prog.slot_count],
                 valid: initial_valid.clone(),
                 stack_next: vec![0; prog.stacks.len()],
+                wire: WireState::new(prog.slot_count),
             },
             initial_valid,
             flags: Flags::default(),
@@ -236,6 +253,7 @@ impl Worker {
         self.phv.fields.fill(0);
         self.phv.valid.copy_from_slice(&self.initial_valid);
         self.phv.stack_next.fill(0);
+        self.phv.wire.reset();
         self.flags = Flags::default();
     }
 
@@ -305,7 +323,7 @@ impl Worker {
         f[sm::PACKET_LENGTH] = bytes.len() as u128;
         f[sm::INGRESS_TIMESTAMP] = self.now_stamp;
         for (slot, v) in preserved {
-            f[*slot] = *v;
+            self.phv.set(*slot, *v);
         }
     }
 
@@ -342,7 +360,7 @@ impl Worker {
                 self.flags = Flags::default();
                 self.phv.fields[sm::EGRESS_RID] = rid as u128;
                 self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_REPLICATION;
-                self.egress_pass(cx, port as u128, payload, true, Some(queued));
+                self.egress_pass(cx, port as u128, &job.bytes, payload, true, Some(queued));
             }
             return;
         }
@@ -352,7 +370,7 @@ impl Worker {
             return;
         }
         self.flags = Flags::default();
-        self.egress_pass(cx, spec, payload, true, None);
+        self.egress_pass(cx, spec, &job.bytes, payload, true, None);
     }
 
     fn clone_ingress(&mut self, cx: &mut Ctx, job: &Ingress<'_>, session: u32, list: Option<u32>) {
@@ -371,7 +389,7 @@ impl Worker {
             self.parse(cx, &bytes);
             self.phv.fields[sm::EGRESS_RID] = rid as u128;
             let payload = &bytes[self.cursor.min(bytes.len())..];
-            self.egress_pass(cx, port as u128, payload, true, Some(queued));
+            self.egress_pass(cx, port as u128, &bytes, payload, true, Some(queued));
         }
         self.phv = saved_phv;
         self.flags = saved_flags;
@@ -380,11 +398,14 @@ impl Worker {
 
     /// Runs egress for a packet the traffic manager queued for `port`. `queued`: when it
     /// queued the copies of a multicast group or clone session, made one after another
-    /// (None: a lone packet, handed to egress at once).
+    /// (None: a lone packet, handed to egress at once). `payload`: the end of `packet` the
+    /// parser left.
+    #[allow(clippy::too_many_arguments)]
     fn egress_pass(
         &mut self,
         cx: &mut Ctx,
         port: u128,
+        packet: &[u8],
         payload: &[u8],
         allow_clone: bool,
         queued: Option<Instant>,
@@ -408,14 +429,14 @@ impl Worker {
         self.flags.recirculate = None;
         self.run_control(cx, &prog.egress);
         if let (Some((session, list)), true) = (self.flags.clone_e2e, allow_clone) {
-            self.clone_egress(cx, session, list, payload);
+            self.clone_egress(cx, session, list, packet, payload);
         }
         if self.phv.fields[sm::EGRESS_SPEC] == DROP_PORT {
             self.stats.dropped += 1;
             return;
         }
         self.run_control(cx, &prog.compute_checksum);
-        let bytes = self.deparse(prog, payload);
+        let bytes = self.deparse(prog, packet, payload);
         if let Some(list) = self.flags.recirculate {
             let preserved = preserved_fields(prog, &self.phv, list);
             let port = self.phv.fields[sm::INGRESS_PORT];
@@ -435,7 +456,14 @@ impl Worker {
         cx.out.push((port as u32, bytes));
     }
 
-    fn clone_egress(&mut self, cx: &mut Ctx, session: u32, list: Option<u32>, payload: &[u8]) {
+    fn clone_egress(
+        &mut self,
+        cx: &mut Ctx,
+        session: u32,
+        list: Option<u32>,
+        packet: &[u8],
+        payload: &[u8],
+    ) {
         let prog = cx.prog;
         let Some(sess) = cx.pre.clone_sessions.get(&session).cloned() else {
             return;
@@ -454,13 +482,13 @@ impl Worker {
                 }
             }
             for (slot, v) in &preserved {
-                self.phv.fields[*slot] = *v;
+                self.phv.set(*slot, *v);
             }
             self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_EGRESS_CLONE;
             self.phv.fields[sm::EGRESS_RID] = rid as u128;
             self.flags = Flags::default();
             // A clone of a clone is not cloned again, which also bounds the recursion.
-            self.egress_pass(cx, port as u128, payload, false, Some(queued));
+            self.egress_pass(cx, port as u128, packet, payload, false, Some(queued));
         }
         self.phv = saved.0;
         self.flags = saved.1;
@@ -539,13 +567,22 @@ impl Worker {
             fields[wb.slot] = if wb.first { v } else { fields[wb.slot] | v };
         }
         self.phv.valid[inst] = true;
+        self.phv.wire.extracted(inst, self.cursor);
         self.cursor = end;
         Flow::Next
     }
 
-    fn deparse(&mut self, prog: &Program, payload: &[u8]) -> Vec<u8> {
+    /// The packet as it leaves: the valid headers in deparser order, then `payload` (the
+    /// end of `packet` the parser did not extract).
+    fn deparse(&mut self, prog: &Program, packet: &[u8], payload: &[u8]) -> Vec<u8> {
         let mut out = self.spare.pop().unwrap_or_default();
         out.clear();
+        let header_end = packet.len() - payload.len();
+        if self.phv.wire.fits(prog, &self.phv.valid, header_end) {
+            out.extend_from_slice(packet);
+            self.phv.wire.patch(prog, &self.phv.fields, &mut out);
+            return out;
+        }
         out.reserve(64 + payload.len());
         for &inst in &prog.deparser {
             if !self.phv.valid[inst] {
@@ -599,7 +636,7 @@ impl Worker {
         let tables = std::mem::take(&mut cx.tables);
         let (hit, call) = self.lookup(cx.prog, cx.profiles, table, &mut tables[table]);
         if let Some(d) = hit_dest {
-            write_dest(&mut self.phv.fields, d, hit as u128);
+            self.phv.write(d, hit as u128);
         }
         let flow = self.run_action(cx, call.action, &call.params);
         let action = call.action;
@@ -616,12 +653,13 @@ impl Worker {
                 if self.short {
                     return Flow::Reject(ERROR_PACKET_TOO_SHORT);
                 }
-                write_dest(&mut self.phv.fields, *d, v);
+                self.phv.write(*d, v);
             }
             Stmt::CopyHeader(dst, src) => {
                 let (d, s) = (&prog.instances[*dst], &prog.instances[*src]);
                 let n = d.fields.len().min(s.fields.len());
                 self.phv.fields.copy_within(s.base..s.base + n, d.base);
+                self.phv.wire.moved();
                 self.phv.valid[*dst] = self.phv.valid[*src];
             }
             Stmt::SetValid(inst, valid) => self.phv.valid[*inst] = *valid,
@@ -686,15 +724,13 @@ impl Worker {
                     }
                     _ => Color::Green,
                 };
-                write_dest(&mut self.phv.fields, *dst, color as u128);
+                self.phv.write(*dst, color as u128);
             }
-            Stmt::DirectMeterRead(dst) => {
-                write_dest(&mut self.phv.fields, *dst, self.flags.direct_color)
-            }
+            Stmt::DirectMeterRead(dst) => self.phv.write(*dst, self.flags.direct_color),
             Stmt::RegisterRead(r, index, dst) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
                 let v = cx.registers[*r].get(i).copied().unwrap_or(0);
-                write_dest(&mut self.phv.fields, *dst, v);
+                self.phv.write(*dst, v);
             }
             Stmt::RegisterWrite(r, index, value) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
@@ -720,7 +756,7 @@ impl Worker {
                 } else {
                     base.wrapping_add(h % max)
                 };
-                write_dest(&mut self.phv.fields, *dst, v);
+                self.phv.write(*dst, v);
             }
             Stmt::Random(dst, lo, hi) => {
                 let (lo, hi) = (self.eval(lo, params, packet), self.eval(hi, params, packet));
@@ -730,7 +766,7 @@ impl Worker {
                 } else {
                     lo + r % (hi - lo + 1).max(1)
                 };
-                write_dest(&mut self.phv.fields, *dst, v);
+                self.phv.write(*dst, v);
             }
             Stmt::Clone {
                 egress,
@@ -775,7 +811,7 @@ impl Worker {
             } => {
                 if self.eval(cond, params, packet) != 0 {
                     let h = self.hash(*algo, data, params, packet);
-                    write_dest(&mut self.phv.fields, *dst, h);
+                    self.phv.write(*dst, h);
                 }
             }
             Stmt::Log => {}
@@ -823,6 +859,7 @@ impl Worker {
         let members = &prog.stacks[stack];
         let n = members.len();
         let count = count.min(n);
+        self.phv.wire.moved();
         let order: Vec<usize> = if push {
             (0..n).rev().collect()
         } else {
