@@ -1,16 +1,19 @@
 """DATAPLANE_ATOMIC batches (P4Runtime spec 12.3) against a real dplab-switch: all or
-nothing like ROLLBACK_ON_ERROR, and no packet sees part of a batch; and the switch's
-`hold`/`release` and its id checks on the raw control socket (switch/PROTOCOL.md)."""
+nothing like ROLLBACK_ON_ERROR, and no packet sees part of a batch; a `hold` the switch
+refuses fails the Write alike on both paths; and the switch's `hold`/`release` and its id
+checks on the raw control socket (switch/PROTOCOL.md)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
 from p4runtime_rig import (
     Client,
     Names,
@@ -20,6 +23,8 @@ from p4runtime_rig import (
     update_codes,
 )
 from switch_rig import SO_RCVBUFFORCE, mac
+
+from dplab.p4runtime.server import P4RuntimeServicer
 
 pytestmark = pytest.mark.net
 ATOMIC = pb.WriteRequest.DATAPLANE_ATOMIC
@@ -263,3 +268,54 @@ def test_entry_member_and_group_ids_beyond_32_bits_are_refused(tmp_path):
             assert "1..2^32-1" in reply["error"]
         assert raw.call("table_read", table="EcmpIngress.ecmp")["entries"] == []
         raw.call("table_add", **route, action={"member": 1})
+
+
+def test_a_refused_hold_fails_the_write_alike_on_the_batched_and_the_stepwise_path(
+        ctl, program, tmp_path):
+    """The switch refuses a second `hold` of one connection. A server whose connection
+    holds already (made so here, in process) sends a DATAPLANE_ATOMIC Write of plain table
+    entries (one switch `batch`) and one with a default entry (one request at a time):
+    both fail alike, with the switch's code for the whole Write (no per-update details,
+    no update is to blame) and no update applied."""
+    rig, client, n = ctl
+    servicer = P4RuntimeServicer(rig.control_path, 1)
+    server = grpc.server(ThreadPoolExecutor(max_workers=4))
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    address = f"unix:{tmp_path}/held.sock"
+    server.add_insecure_port(address)
+    server.start()
+    default = pb.Entity()
+    default.table_entry.table_id = n["route"]
+    default.table_entry.is_default_action = True
+    default.table_entry.action.action.action_id = n["to_port"]
+    default.table_entry.action.action.params.add(param_id=1, value=b"\x02")
+    try:
+        with p4runtime_rig.primary_client(address, program, election=1, action=(
+                pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT)) as (own, _):
+            servicer.switch.call("hold")
+            try:
+                failures = [refusal(own, updates) for updates in (
+                    [(pb.Update.INSERT, e) for e in pair(n, 2)],
+                    [(pb.Update.INSERT, pair(n, 2)[0]), (pb.Update.MODIFY, default)])]
+            finally:
+                servicer.switch.call("release")
+    finally:
+        server.stop(0)
+    assert failures[0] == failures[1]
+    code, message, details = failures[0]
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    assert message.startswith("DATAPLANE_ATOMIC: the switch refused to hold the data plane")
+    assert not details
+    assert [t["entries"] for t in switch_tables(rig)] == [[], []]
+    route = rig.client.call("table_read", table="PaIngress.route")
+    assert route["default_action"]["name"] == "NoAction"
+
+
+def refusal(client: Client, updates: list[tuple[int, pb.Entity]]) -> tuple:
+    """(code, message, whether it has per-update details) of a DATAPLANE_ATOMIC Write
+    that fails."""
+    with pytest.raises(grpc.RpcError) as failed:
+        write(client, updates)
+    trailers = dict(failed.value.trailing_metadata() or ())
+    return (failed.value.code(), failed.value.details(),
+            "grpc-status-details-bin" in trailers)

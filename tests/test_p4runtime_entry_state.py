@@ -144,6 +144,36 @@ def test_default_entry_metadata_is_kept_until_it_is_reset(rt):
     assert got_on(rig, "10.0.7.7") is None  # the program's default again: drop
 
 
+def test_entry_metadata_outlives_a_server_restart(rt, programs, tmp_path):
+    """The metadata lives with the entry on the switch (its `meta`): a new server process
+    that takes the running switch over (RECONCILE_AND_COMMIT of the same config, which
+    keeps its state) reads entries and the default entry back with their metadata, and
+    filters by it."""
+    rig, client, n = rt
+    route = lpm(n, "10.0.2.0", 24, "forward", b"\x02")
+    route.table_entry.controller_metadata, route.table_entry.metadata = 2**64 - 1, b"a"
+    bare = lpm(n, "10.0.3.0", 24, "forward", b"\x03")
+    cookie_only = lpm(n, "10.0.4.0", 24, "forward", b"\x03")
+    cookie_only.table_entry.controller_metadata = 5
+    default = probe(n, "fwd_lpm", is_default_action=True, metadata=b"\x00miss")
+    default.table_entry.action.action.action_id = n["forward"]
+    default.table_entry.action.action.params.add(param_id=1, value=b"\x03")
+    client.write(route, bare, cookie_only)
+    client.write(default, op=MODIFY)
+    entries, defaults = probe(n, "fwd_lpm"), probe(n, "fwd_lpm", is_default_action=True)
+    written = client.read(entries), client.read(defaults)
+    assert sorted(notes(e) for e in written[0]) == [(0, b""), (5, b""), (2**64 - 1, b"a")]
+    assert [notes(e) for e in written[1]] == [(0, b"\x00miss")]
+    address = f"unix:{tmp_path}/second.sock"
+    reconcile = pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT
+    with p4runtime_rig.server_process(rig, address), p4runtime_rig.primary_client(
+            address, programs["rt"], action=reconcile) as (second, won):
+        assert p4runtime_rig.is_primary(won)
+        assert (second.read(entries), second.read(defaults)) == written
+        assert [notes(e) for e in second.read(probe(n, "fwd_lpm", metadata=b"a"))] == [
+            (2**64 - 1, b"a")]
+
+
 def test_modify_resets_an_unset_meter_and_keeps_an_unset_counter(rt):
     """Spec 9.1.5: a MODIFY (with an action) without meter_config puts the direct meter
     back to its default (all GREEN); without counter_data it leaves the count alone."""

@@ -6,6 +6,8 @@ wrong device_id: Write / Read / Set / Get / arb  NOT_FOUND             here (Wri
 Write / Read / packet-out before a pipeline      FAILED_PRECONDITION   here (Write: server)
 Get before a pipeline                            OK, config unset      conformance
 Write or Set by a backup, lower election id      PERMISSION_DENIED     server, conformance
+a new primary while the primary's Write runs     the Write lands whole mastership
+                                                 first, then the change
 election id of another live client               INVALID_ARGUMENT      here
 a live stream changes its device_id              FAILED_PRECONDITION   here
 no election id: backup, never primary            arbitration status    here
@@ -13,6 +15,7 @@ primary gone: none until an id >= highest seen   backups get NOT_FOUND here
 unknown role (arb, Write, Set) / role.config     NOT_FOUND / INVALID   batches
 Write with no updates                            OK, nothing changes   here
 UNSPECIFIED update type, unknown atomicity       INVALID_ARGUMENT      here
+DATAPLANE_ATOMIC, the switch refuses its hold    its code, whole Write atomic (both paths)
 INSERT existing / MODIFY, DELETE missing         ALREADY_EXISTS / NF   entities
 priority 0 on ternary / range                    INVALID_ARGUMENT      entities
 priority != 0 on an lpm/exact table              INVALID_ARGUMENT      here

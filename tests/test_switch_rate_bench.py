@@ -95,6 +95,32 @@ def test_kernel_forwarders_carry_frames(start, kind):
     assert_gone(prefix)
 
 
+def test_sink_receives_in_its_own_pinned_thread(forward_ir):
+    """With `sink_core`, the sink's receive runs in its NAPI thread, pinned to that core:
+    the thread's run time grows while frames arrive (XDP frames from the switch go to it),
+    and the thread ends with the rig. Every frame goes through XDP (`xdp_min_call` 1)."""
+    with forwarders.p4_switch("fwd", forward_ir, [], core=None, tx="xdp", sink_core=1,
+                              xdp_min_call=1) as fwd:
+        [pid] = forwarders.napi_threads(fwd.rig.host_if(2))
+        status = Path(f"/proc/{pid}/status").read_text()
+        assert "Cpus_allowed_list:\t1\n" in status
+        ran_before = napi_run_ns(pid)
+        check_delivery(fwd, L2)
+        assert fwd.rig.client.call("stats")["ports"][1]["xdp"]["tx_packets"] > 0
+        assert napi_run_ns(pid) > ran_before
+        rps = forwarders.run_in(fwd.rig.host_ns, "cat",
+                                f"/sys/class/net/{fwd.rig.host_if(2)}/queues/rx-0/rps_cpus")
+        assert int(rps, 16) == 2  # what veth hands to the backlog goes to core 1 too
+        prefix = fwd.rig.prefix
+    assert_gone(prefix)
+    assert not Path(f"/proc/{pid}").exists()
+
+
+def napi_run_ns(pid: int) -> int:
+    """Nanoseconds a task has run on a CPU (/proc/<pid>/schedstat, first field)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
+
+
 def test_ovs_carries_frames_and_stops():
     with forwarders.ovs(0) as fwd:
         check_delivery(fwd, L3)

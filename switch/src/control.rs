@@ -59,6 +59,27 @@ fn hex_bytes(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The most opaque bytes (`meta`) the switch keeps for one table entry.
+const META_LIMIT: usize = 1 << 20;
+
+/// A request's `meta` (hex digits, opaque bytes for the control plane): `None` if absent.
+fn optional_meta(req: &Value) -> Result<Option<Box<[u8]>>, Failure> {
+    let Some(value) = req.get("meta") else {
+        return Ok(None);
+    };
+    let text = value
+        .as_str()
+        .ok_or_else(|| invalid("meta: expected a string of hex digits"))?;
+    let bytes = parse_hex_bytes(text, "meta")?;
+    if bytes.len() > META_LIMIT {
+        return Err(invalid(format!(
+            "meta: {} bytes, more than the {META_LIMIT} an entry keeps",
+            bytes.len()
+        )));
+    }
+    Ok(Some(bytes.into_boxed_slice()))
+}
+
 fn parse_hex_bytes(text: &str, at: &str) -> Result<Vec<u8>, Failure> {
     if !text.len().is_multiple_of(2) {
         return Err(invalid(format!("{at}: odd number of hex digits")));
@@ -435,6 +456,7 @@ impl<'a> Handler<'a> {
             "dataplane_moves": get(&c.moves),
             "uptime_s": s.started.elapsed().as_secs_f64(),
             "heap": heap,
+            "table_reads": {"whole": get(&WHOLE_TABLE_READS), "by_key": get(&KEY_READS)},
         })
     }
 }
@@ -841,6 +863,7 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
         return Err(invalid("this table has no direct meter"));
     }
     let meter = optional_meter_config(req.get("meter"))?;
+    let meta = optional_meta(req)?;
     let slot = if cmd == "table_add" {
         let call = entry_action(rt, t, req.get("action").unwrap_or(&Value::Null))?;
         rt.tables[t]
@@ -876,6 +899,9 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
         if let Some(config) = meter {
             e.direct.meter.configure(config, now);
         }
+        if let Some(meta) = meta {
+            e.meta = meta;
+        }
     }
     Ok(Value::Null)
 }
@@ -889,9 +915,12 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
             def.name
         )));
     }
+    let meta = optional_meta(req)?;
     let call = if cmd == "table_reset_default" {
-        // The program's default entry, its direct meter unconfigured (P4Runtime 9.1.3).
+        // The program's default entry, its direct meter unconfigured and its meta gone
+        // (P4Runtime 9.1.3).
         rt.tables[t].default_direct.meter.configure(None, 0);
+        rt.tables[t].default_meta = Box::default();
         ActionCall {
             action: def.default_action,
             params: def.default_args.clone(),
@@ -900,8 +929,16 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
         action_call(rt, t, req.get("action").unwrap_or(&Value::Null), true)?
     };
     rt.tables[t].default_action = call;
+    if let Some(meta) = meta {
+        rt.tables[t].default_meta = meta;
+    }
     Ok(Value::Null)
 }
+
+/// How many `table_read`s read a whole table and how many one entry by its key (`stats`):
+/// what a client's reads cost the switch.
+static WHOLE_TABLE_READS: AtomicU64 = AtomicU64::new(0);
+static KEY_READS: AtomicU64 = AtomicU64::new(0);
 
 /// `table_read`: every entry, or with `match` (and `priority`) only the entry with that key
 /// (none if there is none), so that reading one entry does not cost the whole table.
@@ -909,8 +946,12 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
     let t = table_index(rt, req)?;
     let table = &rt.tables[t];
     let slots: Vec<usize> = match req.get("match").and_then(Value::as_array) {
-        None => table.entries().map(|(slot, _)| slot).collect(),
+        None => {
+            add(&WHOLE_TABLE_READS, 1);
+            table.entries().map(|(slot, _)| slot).collect()
+        }
         Some(items) => {
+            add(&KEY_READS, 1);
             let matches = parse_matches(items, "match").map_err(invalid)?;
             let priority = req.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32;
             match table.find(&matches, priority) {
@@ -934,6 +975,7 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
                 "const": e.is_const,
                 "idle_timeout_ns": e.idle_timeout_ns,
                 "idle_ns": now.saturating_sub(e.last_hit_ns),
+                "meta": hex_bytes(&e.meta),
             })
         })
         .collect();
@@ -945,6 +987,7 @@ fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
         "default_packets": default.packets, "default_bytes": default.bytes,
         "default_meter": meter_json(&default.meter),
         "default_meter_counts": counts_json(&default.meter.counts),
+        "default_meta": hex_bytes(&table.default_meta),
     }))
 }
 
@@ -1386,7 +1429,11 @@ fn idle_events(shared: &Shared, now: u64) -> Vec<String> {
                 // Report once per idle period: pretend a hit now so it is reported again
                 // only after another full timeout.
                 e.last_hit_ns = now;
-                expired.push(json!({"match": e.matches.iter().map(match_json).collect::<Vec<_>>(), "priority": e.priority}));
+                expired.push(
+                    json!({"match": e.matches.iter().map(match_json).collect::<Vec<_>>(),
+                                    "priority": e.priority, "idle_timeout_ns": e.idle_timeout_ns,
+                                    "meta": hex_bytes(&e.meta)}),
+                );
             }
         }
         if !expired.is_empty() {

@@ -101,6 +101,9 @@ pub struct Entry {
     pub is_const: bool,
     pub idle_timeout_ns: u64,
     pub last_hit_ns: u64,
+    /// The control plane's opaque bytes for this entry (`meta`, switch/PROTOCOL.md): kept
+    /// and read back, never used by the data plane.
+    pub meta: Box<[u8]>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +121,8 @@ pub struct Table {
     pub default_action: ActionCall,
     /// The default entry's direct counter and meter, which count the misses.
     pub default_direct: Direct,
+    /// The default entry's opaque control-plane bytes (as `Entry::meta`).
+    pub default_meta: Box<[u8]>,
     slab: Vec<Option<Entry>>,
     free: Vec<usize>,
     identity: FastMap<(Vec<FieldMatch>, i32), usize>,
@@ -178,6 +183,7 @@ impl Table {
             max_size: max_size.max(1),
             default_action,
             default_direct: Direct::default(),
+            default_meta: Box::default(),
             slab: Vec::new(),
             free: Vec::new(),
             identity: FastMap::default(),
@@ -275,6 +281,7 @@ impl Table {
             is_const: false,
             idle_timeout_ns: 0,
             last_hit_ns: 0,
+            meta: Box::default(),
         };
         let slot = match self.free.pop() {
             Some(s) => {

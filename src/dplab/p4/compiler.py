@@ -4,12 +4,14 @@ import json
 from pathlib import Path
 
 from dplab.p4 import ids, names, value_sets
+from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
 from dplab.p4.exprs import Env, ExprChecker, check_width, const, header_width
 from dplab.p4.ids import IdAllocator
 from dplab.p4.limits import MAX_STACK, checked_size
 from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
+from dplab.p4.stack_last import StackLastCheck
 from dplab.p4.statements import Scope, StatementCompiler
 from dplab.p4.syntax import Node, name_loc, parse
 from dplab.p4.types import (
@@ -76,12 +78,14 @@ class Compiler:
         self.stmts = StatementCompiler(self.exprs, self)
         self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}
+        self.action_ranks: dict[str, int] = {}   # action -> its place in the source
         self.warnings: list[P4Warning] = []
         self.declared: list[tuple[str, Node, object]] = []   # (what, node, ref): unused?
 
     # --- entry ---------------------------------------------------------------------
     def compile(self) -> dict:
         decls = parse(preprocess(self.path))
+        self.action_ranks = declaration_ranks(decls)
         for decl in decls:
             self.declare(decl)
         main = next((d for d in decls if d.kind == "instance" and d.name == "main"), None)
@@ -89,6 +93,7 @@ class Compiler:
             raise P4Error(Loc(str(self.path), 1, 1), "the program has no 'main' instance "
                           "(V1Switch(...) main;)")
         stages = self.stages(main)
+        self.ir["pkg_info"] = pkg_info(main, self.warn)
         root_env = self.layout(stages["parser"])
         self.compile_parser(stages["parser"], root_env)
         for stage in STAGES[1:-1]:
@@ -371,6 +376,7 @@ class Compiler:
         targets = {**state_index, "accept": -1, "reject": -2}
         scope = Scope(in_parser=True, params=frozenset(p.name for p in parser.params))
         self.exprs.in_parser = True
+        self.exprs.stack_last = StackLastCheck(self.ir["stacks"])
         init = []
         for local in parser.locals:
             if value_sets.is_value_set(local):
@@ -380,10 +386,15 @@ class Compiler:
                 init.extend(self.stmts.statement(local, env, scope))
         states = []
         for state in parser.states:
-            body = (init if state.name == "start" else []) + \
-                self.stmts.block(state.body, env, scope)
+            body = list(init) if state.name == "start" else []
+            state_env = dict(env)
+            for node in state.body:
+                compiled = self.stmts.statement(node, state_env, scope)
+                self.exprs.stack_last.note(compiled, node.loc)
+                body += compiled
             states.append({"name": state.name, "body": body,
                            "transition": self.transition(state, targets, env)})
+        self.exprs.stack_last.check()
         self.exprs.in_parser = False
         self.ir["parser"] = {"start": state_index["start"], "states": states}
 
@@ -481,7 +492,7 @@ class Compiler:
         args = [self.exprs.value(a, env, 32) for a in node.args]
         if any(a.const is None for a in args):
             raise P4Error(node.loc, f"{kind} arguments must be constants")
-        entry: dict = {"name": name}
+        entry: dict = {"name": name, **p4info_annotations(node)}
         elem = None
         if kind in ("counter", "meter", "register"):
             if not args:
@@ -524,7 +535,8 @@ class Compiler:
             if width_of(typ) is None:
                 raise P4Error(param.loc, "action parameters must be bit<W> or bool")
             data.append({"name": names.local_name(param), "local": param.name,
-                         "w": width_of(typ), "type": typ, "given_id": ids.given_id(param)})
+                         "w": width_of(typ), "type": typ, "given_id": ids.given_id(param),
+                         "annotations": p4info_annotations(param)})
         self.signatures[name] = (directional, data)
         return directional, data
 
@@ -579,9 +591,10 @@ class Compiler:
         index = len(self.ir["actions"])
         self.action_index[key] = index
         numbers = ids.field_ids([p["given_id"] for p in data])
-        entry = {"name": name, "body": [],
-                 "params": [{"name": p["name"], "w": p["w"], "id": number}
-                            for p, number in zip(data, numbers, strict=True)]}
+        entry = {"name": name, "body": [], "decl": self.action_ranks[name],
+                 "params": [{"name": p["name"], "w": p["w"], "id": number, **p["annotations"]}
+                            for p, number in zip(data, numbers, strict=True)],
+                 **p4info_annotations(node)}
         self.ir["actions"].append(entry)
         entry["body"] = prologue + self.stmts.block(node.body.body, env,
                                                     Scope(in_action=True, params=params))
@@ -694,6 +707,20 @@ class Compiler:
         if isinstance(target, StructRef):
             return [i for m in target.members.values() for i in self.emitted(m, loc)]
         raise P4Error(loc, "emit needs a header, a header stack or a struct of headers")
+
+
+def declaration_ranks(decls: list[Node]) -> dict[str, int]:
+    """Each action's place in the program (top-level ones and those of each control, in
+    source order): p4c lists P4Info actions in this order, not in order of use."""
+    found = []
+    for decl in decls:
+        if decl.kind == "action":
+            found.append(names.qualified(decl, ""))
+        elif decl.kind == "control":
+            owner = names.block_name(decl)
+            found += [names.qualified(local, owner) for local in decl.locals
+                      if local.kind == "action"]
+    return {name: rank for rank, name in enumerate(found)}
 
 
 def binding_key(target: object) -> object:

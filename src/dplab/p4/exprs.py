@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
+from dplab.p4.stack_last import StackLastCheck
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
     MAX_WIDTH,
@@ -67,6 +68,7 @@ class ExprChecker:
     def __init__(self, resolve_type: Callable[[Node], object]) -> None:
         self.resolve_type = resolve_type
         self.in_parser = False   # lookahead, .last and .lastIndex exist only in parsers
+        self.stack_last: StackLastCheck | None = None   # set while a parser is compiled
         self.used: set[int] = set()   # ids of the declarations a name has referred to
         # Table applies met inside a condition (`t.apply().hit`), run before the statement.
         self.pending: list[dict] = []
@@ -106,6 +108,7 @@ class ExprChecker:
             if not self.in_parser:
                 # P4_16 spec 8.18: last and lastIndex "can only be used in a parser".
                 raise P4Error(node.loc, f"header stack '.{name}' is only allowed in a parser")
+            self.stack_last.read(base.stack, node.loc)
             return StackLast(base) if name == "last" else last_index(base)
         if isinstance(base, StackLast):
             return base.field(name, node)

@@ -30,23 +30,48 @@ def _preamble(msg: object, obj: dict) -> None:
     msg.preamble.id = obj["id"]
     msg.preamble.name = obj["name"]
     msg.preamble.alias = obj["name"].split(".")[-1]
+    _annotate(msg.preamble, obj)
+
+
+def _annotate(msg: object, obj: dict) -> None:
+    """The declaration's annotations, as p4c copies them (dplab/p4/annotations.py)."""
+    msg.annotations.extend(obj.get("annotations", []))
+    for brief_or_description, text in obj.get("doc", {}).items():
+        setattr(msg.doc, brief_or_description, text)
+    for anno in obj.get("structured_annotations", []):
+        out = msg.structured_annotations.add(name=anno["name"])
+        if "kv" in anno:
+            out.kv_pair_list.SetInParent()
+            for key, value in anno["kv"]:
+                _expression(out.kv_pair_list.kv_pairs.add(key=key).value, value)
+        else:
+            out.expression_list.SetInParent()
+            for value in anno["expressions"]:
+                _expression(out.expression_list.expressions.add(), value)
+
+
+def _expression(msg: object, value: dict) -> None:
+    kind, literal = next(iter(value.items()))
+    setattr(msg, {"string": "string_value", "int": "int64_value", "bool": "bool_value"}[kind],
+            literal)
 
 
 def build_p4info(ir: dict) -> p4info_pb2.P4Info:
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
-    info.pkg_info.name = ir["program"]
+    _pkg_info(info.pkg_info, ir.get("pkg_info", {}))
     for table in ir["tables"]:
         _table(info.tables.add(), table, ir)
     listed: set[int] = set()
-    for action in ir["actions"]:
+    for action in sorted(ir["actions"], key=lambda a: a.get("decl", 0)):   # p4c's order
         if action["id"] in listed:   # another specialisation of the same P4 action
             continue
         listed.add(action["id"])
         msg = info.actions.add()
         _preamble(msg, action)
         for param in action["params"]:
-            msg.params.add(id=param["id"], name=param["name"], bitwidth=param["w"])
+            _annotate(msg.params.add(id=param["id"], name=param["name"], bitwidth=param["w"]),
+                      param)
     for counter in ir["counters"]:
         _unit_spec(info.counters.add(size=counter["size"]), counter, COUNTER_UNITS, ir)
     for counter in ir["direct_counters"]:
@@ -94,13 +119,14 @@ def _aliases(info: p4info_pb2.P4Info, ir: dict) -> None:
 def _table(msg: object, table: dict, ir: dict) -> None:
     _preamble(msg, table)
     for key in table["keys"]:
-        msg.match_fields.add(id=key["id"], name=key["name"], bitwidth=key["w"],
-                             match_type=MATCH_TYPES[key["match"]])
+        _annotate(msg.match_fields.add(id=key["id"], name=key["name"], bitwidth=key["w"],
+                                       match_type=MATCH_TYPES[key["match"]]), key)
     for ref in table["actions"]:
         msg_ref = msg.action_refs.add(id=ir["actions"][ref["action"]]["id"],
                                       scope=SCOPES[ref["scope"]])
-        if ref["scope"] in SCOPE_ANNOTATIONS:
+        if "annotations" not in ref and ref["scope"] in SCOPE_ANNOTATIONS:   # p4c's NoAction
             msg_ref.annotations.append(SCOPE_ANNOTATIONS[ref["scope"]])
+        _annotate(msg_ref, ref)
     default = table["default_action"]
     if default["const"]:
         msg.const_default_action_id = ir["actions"][default["action"]]["id"]
@@ -114,6 +140,16 @@ def _table(msg: object, table: dict, ir: dict) -> None:
     for kind in ("direct_counter", "direct_meter"):
         if table[kind] is not None:
             msg.direct_resource_ids.append(ir[kind + "s"][table[kind]]["id"])
+
+
+def _pkg_info(msg: p4info_pb2.PkgInfo, given: dict) -> None:
+    """`@pkginfo(...)` and the doc annotations of `main`; p4c leaves the rest empty."""
+    for key, value in given.items():
+        if key == "doc":
+            for brief_or_description, text in value.items():
+                setattr(msg.doc, brief_or_description, text)
+        else:
+            setattr(msg, key, value)
 
 
 def _value_set(msg: p4info_pb2.ValueSet, value_set: dict) -> None:

@@ -1,6 +1,7 @@
 """v1model action profiles and action selectors -> the IR's `action_profiles` (docs/p4-ir.md
 §8.6) and the `implementation`/`selector_keys` of the tables they implement."""
 
+from dplab.p4.annotations import p4info_annotations
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import Env
 from dplab.p4.limits import checked_size
@@ -30,7 +31,9 @@ class ProfileCompiler:
             raise P4Error(node.loc, f"{kind} takes {PROFILE_KINDS[kind]} argument(s)")
         profile = {"name": name, "size": self.positive(args[-1 if kind == "action_profile"
                                                            else 1], env, "size"),
-                   "max_group_size": 0, "tables": [], "selector": None}
+                   "max_group_size": 0, "tables": [], "selector": None,
+                   **p4info_annotations(prop if prop is not None else node,
+                                        frozenset(SELECTOR_ANNOTATIONS))}
         if kind == "action_profile":
             self.warn_selector_annotations(annos, name, warn_at)
         else:

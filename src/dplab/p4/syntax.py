@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.lexer import Token
@@ -32,6 +33,25 @@ class Node:
     def __repr__(self) -> str:
         attrs = {k: v for k, v in self.__dict__.items() if k not in ("kind", "loc", "depth")}
         return f"Node({self.kind}, {attrs})"
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One `@name`, `@name(tokens)` or structured `@name[tokens]`, as written."""
+
+    name: str
+    body: list[Token]
+    loc: Loc
+    structured: bool = False
+
+
+class Annotations(dict):
+    """A declaration's unstructured annotations by name (the compiler's lookups), plus
+    every annotation in source order (`written`, for P4Info)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[Annotation] = []
 
 
 def _children(values: Iterator[object] | list[object]) -> Iterator["Node"]:
@@ -114,15 +134,21 @@ class Parser:
             decls.append(self.declaration())
         return decls
 
-    def annotations(self) -> dict[str, list[Token]]:
-        found: dict[str, list[Token]] = {}
+    def annotations(self) -> "Annotations":
+        found = Annotations()
         while self.at("@"):
-            self.advance()
+            at = self.advance()
             name = self.ident().text
             body: list[Token] = []
-            if self.at("(") and self.tok.glued:
+            structured = self.at("[") and self.tok.glued
+            if structured:
+                body = self.balanced("[", "]")
+            elif self.at("(") and self.tok.glued:
                 body = self.balanced("(", ")")
-            found[name] = body
+                found[name] = body
+            else:
+                found[name] = body
+            found.written.append(Annotation(name, body, at.loc, structured))
         return found
 
     def balanced(self, opening: str, closing: str) -> list[Token]:

@@ -1,6 +1,7 @@
 """Table declarations -> IR tables (docs/p4-ir.md §8)."""
 
 from dplab.p4 import ids, names, priorities
+from dplab.p4.annotations import p4info_annotations
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
 from dplab.p4.limits import checked_size
@@ -29,6 +30,7 @@ class TableCompiler:
                  "actions": [], "const_entries": [], "is_const": False,
                  "direct_counter": None, "direct_meter": None, "support_timeout": False}
         self.c.ids.note("tables", table["name"], node)
+        table.update(p4info_annotations(node))
         keys = props["key"].value if "key" in props else []
         selector_keys = [k for k in keys if k.match.text == "selector"]
         # as p4c, selector keys take a match-field number though P4Info leaves them out
@@ -67,7 +69,7 @@ class TableCompiler:
             raise P4Error(node.match.loc, f"match kind '{node.match.text}' is not supported")
         val = self.c.exprs.bits(node.expr, self.env)
         return {"id": number, "name": names.local_name(node, node.text), "match": node.match.text,
-                "w": val.ir["w"], "expr": val.ir}
+                "w": val.ir["w"], "expr": val.ir, **p4info_annotations(node)}
 
     def selector_key(self, node: Node) -> dict:
         """A `selector` key: hashed to pick a group's member, not matched (p4c leaves it
@@ -99,7 +101,7 @@ class TableCompiler:
     def action_ref(self, ref: Node) -> dict:
         index, _ = self.action_of(ref.call, with_data=False)
         scope = next((SCOPES[a] for a in ref.annos if a in SCOPES), "table_and_default")
-        return {"action": index, "scope": scope}
+        return {"action": index, "scope": scope, **p4info_annotations(ref)}
 
     def default_no_action(self, table: dict) -> dict:
         """As p4c's front end (frontends/p4/createBuiltins.cpp): a table without

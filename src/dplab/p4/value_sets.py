@@ -8,6 +8,7 @@ fields, one per select key (a tuple is refused, as by p4c's P4Info); a struct fi
 plane writes that field, as in P4Info.
 """
 
+from dplab.p4.annotations import p4info_annotations
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env
 from dplab.p4.limits import checked_size
@@ -35,7 +36,7 @@ def declare(compiler: object, node: Node, owner: str, env: Env) -> None:
     group = compiler.ir["value_sets"]
     name = compiler.qualified(node, owner)
     compiler.ids.note("value_sets", name, node)
-    group.append({"name": name, "size": size, "fields": fields})
+    group.append({"name": name, "size": size, "fields": fields, **p4info_annotations(node)})
     env[node.name] = ExternRef("value_set", len(group) - 1)
 
 

@@ -48,10 +48,8 @@ def _send_run(entities: Entities, run: list[tuple[int, TablePlan]], errors: Erro
         return
     answers = entities.switch.batch([plan.requests[0] for _, plan in run],
                                     stop_on_error=False)
-    for (position, plan), answer in zip(run, answers, strict=True):
-        if answer["ok"]:
-            entities.finish_plan(plan)
-        else:
+    for (position, _), answer in zip(run, answers, strict=True):
+        if not answer["ok"]:
             errors[position] = SwitchError.of(answer)
 
 
@@ -92,16 +90,12 @@ def _write_plans(entities: Entities, plans: list[TablePlan], hold: bool) -> Erro
         owners.append(None)
     answers = entities.switch.batch(requests, stop_on_error=True)
     if all(answer["ok"] for answer in answers):
-        for plan in plans:
-            entities.finish_plan(plan)
         return [None] * len(plans)
     failed = owners[len(answers) - 1]
     if failed is None:  # the hold or the release failed: the switch says why
         err = SwitchError.of(answers[-1])
-        if len(answers) == 1:
-            return [err] * len(plans)  # not held: nothing was run
-        for plan in plans:
-            entities.finish_plan(plan)  # applied, though not at once
+        if len(answers) == 1:  # not held: nothing was run
+            raise rollback.hold_refused(err)
         return [P4RuntimeError("INTERNAL", "the data plane may have seen part of the "
                                f"batch: {err.message}")] * len(plans)
     undos = _undos(entities, plans, owners, answers)

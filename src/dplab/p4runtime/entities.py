@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
@@ -11,7 +11,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from dplab.p4runtime import codec, externs, value_sets
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
-from dplab.p4runtime.entry_extras import NONE, EntryExtras, Extras
+from dplab.p4runtime.entry_extras import Extras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
 from dplab.p4runtime.oneshot import OneShots
 from dplab.p4runtime.profiles import Profiles
@@ -21,12 +21,10 @@ INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 
 
 class Entities:
-    def __init__(self, switch: SwitchLink, index: P4InfoIndex, digests: Digests,
-                 extras: EntryExtras) -> None:
+    def __init__(self, switch: SwitchLink, index: P4InfoIndex, digests: Digests) -> None:
         self.switch = switch
         self.index = index
         self.digests = digests
-        self.extras = extras
         self.oneshots = OneShots(switch, index)
         self.profiles = Profiles(switch, index, self.oneshots)
 
@@ -55,13 +53,6 @@ class Entities:
     def run_plan(self, plan: TablePlan) -> None:
         for request in plan.requests:
             self.switch.call(**request)
-        self.finish_plan(plan)
-
-    def finish_plan(self, plan: TablePlan) -> None:
-        """What the server keeps of a written entry (its metadata), once its requests
-        succeeded."""
-        self.extras.put(plan.key["table"], plan.key["match"], plan.key["priority"],
-                        plan.extras)
 
     def _plan_table_entry(self, op: int, entry: pb.TableEntry) -> TablePlan | None:
         table = self.index.table(entry.table_id)
@@ -82,7 +73,7 @@ class Entities:
         _check_const_table(table, op, kind)
         if op == DELETE:  # one shots: their hidden group goes too (write() does those)
             return None if self.oneshots.may_hold(table) else TablePlan(
-                key, [{"cmd": "table_delete", **key}], NONE)
+                key, [{"cmd": "table_delete", **key}])
         if kind is None and op == MODIFY:  # only direct resources change: write() does it
             return None
         if kind is None:
@@ -90,16 +81,16 @@ class Entities:
         if kind == "action_profile_action_set" or table.implementation_id:
             return None  # members, groups and one shots depend on the profile's state
         action = self.profiles.entry_action(table, entry.action)
-        # MODIFY assigns the entry's whole state (spec 12.2), its opaque metadata too
-        return TablePlan(key, self._entry_requests(table, op, entry, key, action),
-                         Extras.of(entry))
+        return TablePlan(key, self._entry_requests(table, op, entry, key, action))
 
     def _entry_requests(self, table, op: int, entry: pb.TableEntry, key: dict,
                         action: dict) -> list[dict]:
         """An INSERT's or MODIFY's switch requests: the entry with ``action`` (the
         switch's form), then its direct counter and meter counts when given."""
-        req = {**key, "action": action,
-               "idle_timeout_ns": entry.idle_timeout_ns}  # a MODIFY to 0 clears it
+        # MODIFY assigns the entry's whole state (spec 12.2): a 0 idle timeout clears it,
+        # and so does no metadata the entry's opaque metadata
+        req = {**key, "action": action, "idle_timeout_ns": entry.idle_timeout_ns,
+               "meta": Extras.of(entry).to_switch()}
         if entry.HasField("meter_config"):
             req["meter"] = codec.meter_to_switch(entry.meter_config)
         elif op == MODIFY and self.index.has_direct_meter(table):
@@ -131,7 +122,6 @@ class Entities:
             self.switch.call("table_delete", **req)
             if old is not None:
                 self.oneshots.release(table, old["action"])  # a one shot's hidden group
-            self.extras.put(entry.table_id, req["match"], entry.priority, NONE)
             return
         if kind is None:  # a MODIFY: the action stays; only direct resources change
             self._modify_direct_resources(table, entry, req)
@@ -149,7 +139,6 @@ class Entities:
             raise
         if replaced is not None:
             self.oneshots.release(table, replaced["action"])
-        self.extras.put(entry.table_id, req["match"], entry.priority, Extras.of(entry))
         for request in resources:
             self.switch.call(**request)
 
@@ -179,9 +168,7 @@ class Entities:
             raise invalid(f"table {table.preamble.name}: a const entry takes no idle timeout "
                           "(P4Runtime spec 9.1.4)")
         self.switch.call("table_modify", **req, idle_timeout_ns=idle_timeout_ns,
-                         action=codec.switch_action(found["action"]))
-        key = req["table"], req["match"], req["priority"]
-        self.extras.put(*key, replace(self.extras.get(*key), idle_timeout_ns=idle_timeout_ns))
+                         action=codec.switch_action(found["action"]))  # meta: unchanged
 
     def _write_default(self, op: int, table, entry: pb.TableEntry) -> None:
         if op != MODIFY:
@@ -196,12 +183,11 @@ class Entities:
         if not entry.HasField("action"):
             # back to the program's: metadata and direct meter reset (9.1.3)
             self.switch.call("table_reset_default", table=entry.table_id)
-            self.extras.put(entry.table_id, None, 0, NONE)
         else:
             action = codec.action_to_switch(self.index, table, entry.action.action,
                                             default=True)
-            self.switch.call("table_set_default", table=entry.table_id, action=action)
-            self.extras.put(entry.table_id, None, 0, Extras.of(entry))
+            self.switch.call("table_set_default", table=entry.table_id, action=action,
+                             meta=Extras.of(entry).to_switch())
         if self.index.has_direct_meter(table) and (entry.HasField("action")
                                                    or entry.HasField("meter_config")):
             # as for any MODIFY: the config given, else the default (9.1.3, 9.1.5)
@@ -411,16 +397,15 @@ class Entities:
             yield from self._read_one_table(table, want)
 
     def _read_one_table(self, table, want: pb.TableEntry) -> Iterator[pb.TableEntry]:
-        got = self.switch.call("table_read", table=table.preamble.id)
+        got = self.switch.call("table_read", **_read_scope(table, want))
         wanted = codec.Wanted(self.index, table, want)
         if want.is_default_action:
             entry = codec.default_entry_from_switch(self.index, table, got, wanted)
-            self.extras.get(table.preamble.id, None, 0).fill(entry)
+            Extras.from_switch(got["default_meta"]).fill(entry)
             yield entry
             return
         match = codec.match_to_switch(table, want.match) if want.match else None
         action_id = want.action.action.action_id if want.action.HasField("action") else 0
-        annotated = self.extras.annotated(table.preamble.id)
         action_sets = self.oneshots.action_sets(table)  # one shots read as written (9.2.3)
         supports_timeout = _supports_timeout(table)
         for item in got["entries"]:
@@ -429,9 +414,7 @@ class Entities:
                     or (want.priority and (item.get("priority") or 0) != want.priority)
                     or (action_id and item["action"].get("action") != action_id)):
                 continue
-            extras = NONE if not annotated else self.extras.get(
-                table.preamble.id, codec.canonical_match(table, item["match"]),
-                item.get("priority") or 0)
+            extras = Extras.from_switch(item["meta"])
             if ((want.controller_metadata
                  and extras.controller_metadata != want.controller_metadata)
                     or (want.metadata and extras.metadata != want.metadata)):
@@ -574,11 +557,9 @@ class Entities:
 @dataclass(frozen=True)
 class TablePlan:
     """A table-entry update decided without the switch: ``requests`` (each ``{"cmd": ...,
-    fields}``) to send in order, and the entry's extras once they all succeeded. ``key``:
-    the entry's table, match and priority."""
+    fields}``) to send in order. ``key``: the entry's table, match and priority."""
     key: dict
     requests: list[dict]
-    extras: Extras
 
     def snapshot_request(self) -> dict:
         """Reads the entry the update changes (entry_of() picks it from the answer)."""
@@ -595,6 +576,25 @@ def entry_of(read: dict, priority: int) -> dict | None:
     its match alone: its priority must agree too)."""
     return next((item for item in read["entries"]
                  if (item.get("priority") or 0) == priority), None)
+
+
+def _read_scope(table: p4info_pb2.Table, want: pb.TableEntry) -> dict:
+    """The table_read a Read needs: the whole table, or, when it names an entry's whole key
+    (its match, and its priority where the table has priorities), that entry alone. A
+    given match is always a whole key: fields left out are the entry's wildcards."""
+    scope = {"table": table.preamble.id}
+    if (want.match and not want.is_default_action
+            and (want.priority or not _has_priorities(table))):
+        scope |= {"match": codec.match_to_switch(table, want.match),
+                  "priority": want.priority}
+    return scope
+
+
+def _has_priorities(table: p4info_pb2.Table) -> bool:
+    """Spec 9.1: entries of tables with a ternary, range or optional key have priorities."""
+    kinds = p4info_pb2.MatchField.MatchType
+    return any(mf.match_type in (kinds.TERNARY, kinds.RANGE, kinds.OPTIONAL)
+               for mf in table.match_fields)
 
 
 def _key(req: dict) -> dict:

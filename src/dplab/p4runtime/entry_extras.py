@@ -1,26 +1,41 @@
-"""What the server keeps per table entry beside the switch: the controller's opaque
-``controller_metadata`` cookie and ``metadata`` bytes (P4Runtime spec 9.1: the target
-never uses them, a Read returns them), and the entry's idle timeout, which an
-IdleTimeoutNotification must repeat with them (spec 16.4) while the switch's idle event
-names only the key (spec "Table Idle Timeout Notification")."""
+"""A table entry's controller-owned extras: the opaque ``controller_metadata`` cookie and
+``metadata`` bytes (P4Runtime spec 9.1: the target never uses them, a Read returns them).
+They live with the entry on the switch, as its opaque ``meta`` bytes (switch/PROTOCOL.md),
+so that they outlive a server restart and go wherever the entry goes: a rolled-back
+entry, a deleted one, a new pipeline."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from p4.v1 import p4runtime_pb2 as pb
+
+COOKIE_BYTES = 8  # controller_metadata is a uint64
 
 
 @dataclass(frozen=True)
 class Extras:
     controller_metadata: int = 0
     metadata: bytes = b""
-    idle_timeout_ns: int = 0
 
     @classmethod
     def of(cls, entry: pb.TableEntry) -> Extras:
-        return cls(entry.controller_metadata, entry.metadata, entry.idle_timeout_ns)
+        return cls(entry.controller_metadata, entry.metadata)
+
+    @classmethod
+    def from_switch(cls, meta: str) -> Extras:
+        """The extras of a read entry's ``meta`` (hex; empty: none)."""
+        raw = bytes.fromhex(meta)
+        if not raw:
+            return NONE
+        return cls(int.from_bytes(raw[:COOKIE_BYTES], "big"), raw[COOKIE_BYTES:])
+
+    def to_switch(self) -> str:
+        """The entry's ``meta`` for table_add/table_modify: the cookie (8 bytes, big
+        endian) then the metadata; empty when there is neither."""
+        if self == NONE:
+            return ""
+        return (self.controller_metadata.to_bytes(COOKIE_BYTES, "big") + self.metadata).hex()
 
     def fill(self, entry: pb.TableEntry) -> None:
         entry.controller_metadata = self.controller_metadata
@@ -28,35 +43,3 @@ class Extras:
 
 
 NONE = Extras()
-
-
-class EntryExtras:
-    """Extras by table and entry key; ``match`` is the switch form codec.match_to_switch
-    gives (one item per key field), None for the default entry. Only entries with some
-    extra are kept, so tables nobody annotates cost nothing to read."""
-
-    def __init__(self) -> None:
-        self._tables: dict[int, dict[tuple[str, int], Extras]] = {}
-
-    def get(self, table_id: int, match: list[dict] | None, priority: int) -> Extras:
-        return self._tables.get(table_id, {}).get(_key(match, priority), NONE)
-
-    def put(self, table_id: int, match: list[dict] | None, priority: int,
-            extras: Extras) -> None:
-        """Replaces the entry's extras (NONE forgets the entry)."""
-        entries = self._tables.setdefault(table_id, {})
-        if extras == NONE:
-            entries.pop(_key(match, priority), None)
-        else:
-            entries[_key(match, priority)] = extras
-
-    def annotated(self, table_id: int) -> bool:
-        return bool(self._tables.get(table_id))
-
-    def clear(self) -> None:
-        """A new pipeline: its tables start empty."""
-        self._tables.clear()
-
-
-def _key(match: list[dict] | None, priority: int) -> tuple[str, int]:
-    return json.dumps(match, sort_keys=True), priority

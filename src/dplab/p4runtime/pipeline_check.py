@@ -9,6 +9,7 @@ import json
 
 from p4.v1 import p4runtime_pb2 as pb
 
+from dplab.p4.p4info_shape import p4info_mismatch
 from dplab.p4runtime.errors import invalid
 
 # The P4Info's object lists and the IR's lists of the same objects (each item has an id).
@@ -28,6 +29,8 @@ def verify(config: pb.ForwardingPipelineConfig) -> dict:
         raise invalid("p4_device_config must be a JSON object (the dplab IR)")
     for kind in CHECKED_KINDS:
         _check_kind(config, ir, kind)
+    if (mismatch := p4info_mismatch(config.p4info, ir)) is not None:
+        raise invalid(mismatch)
     return ir
 
 

@@ -21,6 +21,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from dplab.p4runtime import codec, value_sets
 from dplab.p4runtime.entities import DELETE, INSERT, MODIFY, Entities
 from dplab.p4runtime.errors import P4RuntimeError
+from dplab.p4runtime.switch_link import SwitchError
 
 Undo = Callable[[], None]
 
@@ -41,7 +42,10 @@ def write_all_or_none(entities: Entities, updates) -> list[P4RuntimeError | None
 def write_dataplane_atomic(entities: Entities, updates) -> list[P4RuntimeError | None]:
     """Like write_all_or_none, with the data plane held off until the batch is whole (or
     undone)."""
-    entities.switch.call("hold")
+    try:
+        entities.switch.call("hold")
+    except SwitchError as err:
+        raise hold_refused(err) from err
     try:
         errors = write_all_or_none(entities, updates)
     finally:
@@ -49,6 +53,14 @@ def write_dataplane_atomic(entities: Entities, updates) -> list[P4RuntimeError |
     if released is not None:  # the switch gave the hold up: the batch was not atomic
         return [released] * len(updates)
     return errors
+
+
+def hold_refused(err: SwitchError) -> P4RuntimeError:
+    """The Write's error when the switch refused the `hold`: nothing was applied, and no
+    update is to blame, so the whole Write fails with the switch's code (not a batch
+    error with per-update details), whichever path the batch took."""
+    return P4RuntimeError(err.code, "DATAPLANE_ATOMIC: the switch refused to hold the data "
+                          f"plane ({err.message}); no update was applied")
 
 
 def release(entities: Entities) -> P4RuntimeError | None:
@@ -99,14 +111,12 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
 
 def table_entry_undo(entities: Entities, key: dict, before: dict | None) -> Undo:
     """Puts back the entry with ``key`` (table, match, priority) as it was read
-    (``before``; None: it did not exist), and its extras as they are now."""
+    (``before``; None: it did not exist), its metadata too."""
     table = entities.index.table(key["table"])
     switch = entities.switch
     before_set = entities.oneshots.action_set_of(table, before)  # None: not a one shot
-    extras = entities.extras.get(key["table"], key["match"], key["priority"])
 
     def undo() -> None:
-        entities.extras.put(key["table"], key["match"], key["priority"], extras)
         now = entities.find_entry(table, key["match"], key["priority"])
         if before is None:
             if now is not None:
@@ -141,13 +151,13 @@ def _default_entry(entities: Entities, table) -> Undo:
     switch, table_id = entities.switch, table.preamble.id
     before = switch.call("table_read", table=table_id)
     action = codec.switch_action(before["default_action"])
-    extras = entities.extras.get(table_id, None, 0)
 
     def undo_default() -> None:
         now = switch.call("table_read", table=table_id)
-        if now["default_action"] != before["default_action"]:  # never on a const default
-            switch.call("table_set_default", table=table_id, action=action)
-        entities.extras.put(table_id, None, 0, extras)
+        if ((now["default_action"], now["default_meta"])  # never on a const default
+                != (before["default_action"], before["default_meta"])):
+            switch.call("table_set_default", table=table_id, action=action,
+                        meta=before["default_meta"])
         if entities.index.has_direct_meter(table):
             switch.call("table_entry_meter_set", table=table_id, default=True,
                         meter=before["default_meter"], counts=before["default_meter_counts"])
@@ -159,7 +169,7 @@ def _default_entry(entities: Entities, table) -> Undo:
 def _entry_state(item: dict, with_meter: bool) -> dict:
     """What table_add/table_modify set, from a read entry."""
     state = {"action": codec.switch_action(item["action"]),
-             "idle_timeout_ns": item.get("idle_timeout_ns") or 0}
+             "idle_timeout_ns": item.get("idle_timeout_ns") or 0, "meta": item["meta"]}
     if with_meter:
         state["meter"] = item.get("meter")
     return state

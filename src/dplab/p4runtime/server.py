@@ -18,7 +18,7 @@ from dplab.p4runtime.batching import write_all_or_none, write_each
 from dplab.p4runtime.codec import P4InfoIndex
 from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entities import Entities
-from dplab.p4runtime.entry_extras import EntryExtras
+from dplab.p4runtime.entry_extras import Extras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
 from dplab.p4runtime.switch_link import SwitchError, SwitchLink
 
@@ -43,9 +43,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._saved: pb.ForwardingPipelineConfig | None = None
         self._index: P4InfoIndex | None = None
         self.digests = Digests(self._send_to_primary)
-        self.extras = EntryExtras()
         # Writes one batch at a time, reads between batches: a rolled-back batch is never
-        # seen half applied (the spec wants Write/Read strictly serializable).
+        # seen half applied (the spec wants Write/Read strictly serializable). Arbitration
+        # changes take it too: a Write checked against the primary runs whole before the
+        # primary can change (it is ordered before the change), never half after it.
         self._serial = threading.Lock()
 
     # -- unary RPCs ----------------------------------------------------------------------
@@ -54,7 +55,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return pb.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
     def SetForwardingPipelineConfig(self, request, context):
-        return self._guard(context, self._set_pipeline, request)
+        with self._serial:  # as a Write: checked against the primary, applied whole
+            return self._guard(context, self._set_pipeline, request)
 
     def GetForwardingPipelineConfig(self, request, context):
         return self._guard(context, self._get_pipeline, request)
@@ -105,7 +107,6 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise invalid(f"the switch refused the pipeline: {err.message}") from err
         self._config, self._index = config, P4InfoIndex(config.p4info)
         self.digests.reset()
-        self.extras.clear()
 
     def _reconcile(self, config: pb.ForwardingPipelineConfig, ir: dict) -> None:
         """RECONCILE_AND_COMMIT must keep the forwarding state: this server can only when
@@ -149,12 +150,13 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _write(self, request: pb.WriteRequest):
         self._check_device(request.device_id)
         _check_default_role(request.role, request.role_id)
-        self.arbiter.check_primary(request.election_id, "Write")
-        entities = self._entities()
-        if request.atomicity not in (Atomicity.CONTINUE_ON_ERROR, Atomicity.ROLLBACK_ON_ERROR,
-                                     Atomicity.DATAPLANE_ATOMIC):
-            raise invalid(f"unknown atomicity {request.atomicity}")
-        with self._serial:
+        with self._serial:  # the primary checked is the primary until the Write ends
+            self.arbiter.check_primary(request.election_id, "Write")
+            entities = self._entities()
+            if request.atomicity not in (Atomicity.CONTINUE_ON_ERROR,
+                                         Atomicity.ROLLBACK_ON_ERROR,
+                                         Atomicity.DATAPLANE_ATOMIC):
+                raise invalid(f"unknown atomicity {request.atomicity}")
             if request.atomicity == Atomicity.CONTINUE_ON_ERROR:
                 errors = write_each(entities, request.updates)
             else:
@@ -188,7 +190,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _entities(self) -> Entities:
         if self._index is None:
             raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
-        return Entities(self.switch, self._index, self.digests, self.extras)
+        return Entities(self.switch, self._index, self.digests)
 
     def _check_device(self, device_id: int) -> None:
         if device_id != self.device_id:
@@ -223,14 +225,16 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     context.abort(msg.grpc_code, msg.message)
                 yield msg
         finally:
-            self.arbiter.leave(outbox)
+            with self._serial:  # after a Write it let through, never amid it
+                self.arbiter.leave(outbox)
 
     def _serve_stream(self, requests, outbox: queue.Queue) -> None:
         try:
             for req in requests:
                 kind = req.WhichOneof("update")
                 if kind == "arbitration":
-                    self.arbiter.join(req.arbitration, outbox, outbox.put)
+                    with self._serial:  # a new primary: after a running Write, not amid it
+                        self.arbiter.join(req.arbitration, outbox, outbox.put)
                 elif kind == "packet":
                     self._packet_out(req.packet, outbox)
                 elif kind == "digest_ack":
@@ -313,10 +317,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                                              priority=item.get("priority") or 0)
                 entry.match.extend(codec.match_from_switch(table, item["match"]))
                 # the key, the metadata and the TTL (spec "Table Idle Timeout Notification")
-                extras = self.extras.get(event["table"], codec.match_to_switch(
-                    table, entry.match), entry.priority)
-                extras.fill(entry)
-                entry.idle_timeout_ns = extras.idle_timeout_ns
+                Extras.from_switch(item["meta"]).fill(entry)
+                entry.idle_timeout_ns = item["idle_timeout_ns"]
         else:
             return
         self._send_to_primary(msg)
