@@ -23,9 +23,6 @@ use crate::values::{mask, read_bits, WordPlan};
 
 #[cfg(test)]
 mod bench;
-mod in_place;
-
-use in_place::WireState;
 
 const ERROR_PACKET_TOO_SHORT: u32 = 1;
 const ERROR_NO_MATCH: u32 = 2;
@@ -80,26 +77,6 @@ struct Phv {
     fields: Vec<u128>,
     valid: Vec<bool>,
     stack_next: Vec<usize>,
-    /// What the deparser needs to write the headers back in place.
-    wire: WireState,
-}
-
-impl Phv {
-    /// Writes a destination (a field or a slice of it), noting the field as changed.
-    #[inline]
-    fn write(&mut self, d: Dest, value: u128) {
-        self.wire.mark(d.slot);
-        self.fields[d.slot] = match d.is_slice {
-            false => value & d.mask,
-            true => (self.fields[d.slot] & !d.mask) | ((value << d.lo) & d.mask),
-        };
-    }
-
-    /// Sets a slot directly (preserved fields), noting it as changed.
-    fn set(&mut self, slot: usize, value: u128) {
-        self.wire.mark(slot);
-        self.fields[slot] = value;
-    }
 }
 
 #[derive(Default, Clone, Copy)]
@@ -188,6 +165,13 @@ fn preserved_fields(prog: &Program, phv: &Phv, list: Option<u32>) -> Vec<(usize,
     }
 }
 
+fn write_dest(fields: &mut [u128], d: Dest, value: u128) {
+    fields[d.slot] = match d.is_slice {
+        false => value & d.mask,
+        true => (fields[d.slot] & !d.mask) | ((value << d.lo) & d.mask),
+    };
+}
+
 impl Worker {
     pub fn new(prog: &Program) -> Worker {
         let mut seed = 0u64;
@@ -198,7 +182,6 @@ impl Worker {
                 fields: vec![0; prog.slot_count],
                 valid: initial_valid.clone(),
                 stack_next: vec![0; prog.stacks.len()],
-                wire: WireState::new(prog.slot_count),
             },
             initial_valid,
             flags: Flags::default(),
@@ -253,7 +236,6 @@ impl Worker {
         self.phv.fields.fill(0);
         self.phv.valid.copy_from_slice(&self.initial_valid);
         self.phv.stack_next.fill(0);
-        self.phv.wire.reset();
         self.flags = Flags::default();
     }
 
@@ -323,7 +305,7 @@ impl Worker {
         f[sm::PACKET_LENGTH] = bytes.len() as u128;
         f[sm::INGRESS_TIMESTAMP] = self.now_stamp;
         for (slot, v) in preserved {
-            self.phv.set(*slot, *v);
+            f[*slot] = *v;
         }
     }
 
@@ -360,7 +342,7 @@ impl Worker {
                 self.flags = Flags::default();
                 self.phv.fields[sm::EGRESS_RID] = rid as u128;
                 self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_REPLICATION;
-                self.egress_pass(cx, port as u128, &job.bytes, payload, true, Some(queued));
+                self.egress_pass(cx, port as u128, payload, true, Some(queued));
             }
             return;
         }
@@ -370,7 +352,7 @@ impl Worker {
             return;
         }
         self.flags = Flags::default();
-        self.egress_pass(cx, spec, &job.bytes, payload, true, None);
+        self.egress_pass(cx, spec, payload, true, None);
     }
 
     fn clone_ingress(&mut self, cx: &mut Ctx, job: &Ingress<'_>, session: u32, list: Option<u32>) {
@@ -389,7 +371,7 @@ impl Worker {
             self.parse(cx, &bytes);
             self.phv.fields[sm::EGRESS_RID] = rid as u128;
             let payload = &bytes[self.cursor.min(bytes.len())..];
-            self.egress_pass(cx, port as u128, &bytes, payload, true, Some(queued));
+            self.egress_pass(cx, port as u128, payload, true, Some(queued));
         }
         self.phv = saved_phv;
         self.flags = saved_flags;
@@ -398,14 +380,11 @@ impl Worker {
 
     /// Runs egress for a packet the traffic manager queued for `port`. `queued`: when it
     /// queued the copies of a multicast group or clone session, made one after another
-    /// (None: a lone packet, handed to egress at once). `payload`: the end of `packet` the
-    /// parser left.
-    #[allow(clippy::too_many_arguments)]
+    /// (None: a lone packet, handed to egress at once).
     fn egress_pass(
         &mut self,
         cx: &mut Ctx,
         port: u128,
-        packet: &[u8],
         payload: &[u8],
         allow_clone: bool,
         queued: Option<Instant>,
@@ -429,14 +408,14 @@ impl Worker {
         self.flags.recirculate = None;
         self.run_control(cx, &prog.egress);
         if let (Some((session, list)), true) = (self.flags.clone_e2e, allow_clone) {
-            self.clone_egress(cx, session, list, packet, payload);
+            self.clone_egress(cx, session, list, payload);
         }
         if self.phv.fields[sm::EGRESS_SPEC] == DROP_PORT {
             self.stats.dropped += 1;
             return;
         }
         self.run_control(cx, &prog.compute_checksum);
-        let bytes = self.deparse(prog, packet, payload);
+        let bytes = self.deparse(prog, payload);
         if let Some(list) = self.flags.recirculate {
             let preserved = preserved_fields(prog, &self.phv, list);
             let port = self.phv.fields[sm::INGRESS_PORT];
@@ -456,14 +435,7 @@ impl Worker {
         cx.out.push((port as u32, bytes));
     }
 
-    fn clone_egress(
-        &mut self,
-        cx: &mut Ctx,
-        session: u32,
-        list: Option<u32>,
-        packet: &[u8],
-        payload: &[u8],
-    ) {
+    fn clone_egress(&mut self, cx: &mut Ctx, session: u32, list: Option<u32>, payload: &[u8]) {
         let prog = cx.prog;
         let Some(sess) = cx.pre.clone_sessions.get(&session).cloned() else {
             return;
@@ -482,13 +454,13 @@ impl Worker {
                 }
             }
             for (slot, v) in &preserved {
-                self.phv.set(*slot, *v);
+                self.phv.fields[*slot] = *v;
             }
             self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_EGRESS_CLONE;
             self.phv.fields[sm::EGRESS_RID] = rid as u128;
             self.flags = Flags::default();
             // A clone of a clone is not cloned again, which also bounds the recursion.
-            self.egress_pass(cx, port as u128, packet, payload, false, Some(queued));
+            self.egress_pass(cx, port as u128, payload, false, Some(queued));
         }
         self.phv = saved.0;
         self.flags = saved.1;
@@ -567,22 +539,13 @@ impl Worker {
             fields[wb.slot] = if wb.first { v } else { fields[wb.slot] | v };
         }
         self.phv.valid[inst] = true;
-        self.phv.wire.extracted(inst, self.cursor);
         self.cursor = end;
         Flow::Next
     }
 
-    /// The packet as it leaves: the valid headers in deparser order, then `payload` (the
-    /// end of `packet` the parser did not extract).
-    fn deparse(&mut self, prog: &Program, packet: &[u8], payload: &[u8]) -> Vec<u8> {
+    fn deparse(&mut self, prog: &Program, payload: &[u8]) -> Vec<u8> {
         let mut out = self.spare.pop().unwrap_or_default();
         out.clear();
-        let header_end = packet.len() - payload.len();
-        if self.phv.wire.fits(prog, &self.phv.valid, header_end) {
-            out.extend_from_slice(packet);
-            self.phv.wire.patch(prog, &self.phv.fields, &mut out);
-            return out;
-        }
         out.reserve(64 + payload.len());
         for &inst in &prog.deparser {
             if !self.phv.valid[inst] {
@@ -636,7 +599,7 @@ impl Worker {
         let tables = std::mem::take(&mut cx.tables);
         let (hit, call) = self.lookup(cx.prog, cx.profiles, table, &mut tables[table]);
         if let Some(d) = hit_dest {
-            self.phv.write(d, hit as u128);
+            write_dest(&mut self.phv.fields, d, hit as u128);
         }
         let flow = self.run_action(cx, call.action, &call.params);
         let action = call.action;
@@ -653,13 +616,12 @@ impl Worker {
                 if self.short {
                     return Flow::Reject(ERROR_PACKET_TOO_SHORT);
                 }
-                self.phv.write(*d, v);
+                write_dest(&mut self.phv.fields, *d, v);
             }
             Stmt::CopyHeader(dst, src) => {
                 let (d, s) = (&prog.instances[*dst], &prog.instances[*src]);
                 let n = d.fields.len().min(s.fields.len());
                 self.phv.fields.copy_within(s.base..s.base + n, d.base);
-                self.phv.wire.moved();
                 self.phv.valid[*dst] = self.phv.valid[*src];
             }
             Stmt::SetValid(inst, valid) => self.phv.valid[*inst] = *valid,
@@ -724,13 +686,15 @@ impl Worker {
                     }
                     _ => Color::Green,
                 };
-                self.phv.write(*dst, color as u128);
+                write_dest(&mut self.phv.fields, *dst, color as u128);
             }
-            Stmt::DirectMeterRead(dst) => self.phv.write(*dst, self.flags.direct_color),
+            Stmt::DirectMeterRead(dst) => {
+                write_dest(&mut self.phv.fields, *dst, self.flags.direct_color)
+            }
             Stmt::RegisterRead(r, index, dst) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
                 let v = cx.registers[*r].get(i).copied().unwrap_or(0);
-                self.phv.write(*dst, v);
+                write_dest(&mut self.phv.fields, *dst, v);
             }
             Stmt::RegisterWrite(r, index, value) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
@@ -756,7 +720,7 @@ impl Worker {
                 } else {
                     base.wrapping_add(h % max)
                 };
-                self.phv.write(*dst, v);
+                write_dest(&mut self.phv.fields, *dst, v);
             }
             Stmt::Random(dst, lo, hi) => {
                 let (lo, hi) = (self.eval(lo, params, packet), self.eval(hi, params, packet));
@@ -766,7 +730,7 @@ impl Worker {
                 } else {
                     lo + r % (hi - lo + 1).max(1)
                 };
-                self.phv.write(*dst, v);
+                write_dest(&mut self.phv.fields, *dst, v);
             }
             Stmt::Clone {
                 egress,
@@ -811,7 +775,7 @@ impl Worker {
             } => {
                 if self.eval(cond, params, packet) != 0 {
                     let h = self.hash(*algo, data, params, packet);
-                    self.phv.write(*dst, h);
+                    write_dest(&mut self.phv.fields, *dst, h);
                 }
             }
             Stmt::Log => {}
@@ -859,7 +823,6 @@ impl Worker {
         let members = &prog.stacks[stack];
         let n = members.len();
         let count = count.min(n);
-        self.phv.wire.moved();
         let order: Vec<usize> = if push {
             (0..n).rev().collect()
         } else {

@@ -330,8 +330,6 @@ pub struct Program {
     pub name: String,
     pub instances: Vec<Instance>,
     pub slot_count: usize,
-    /// (instance, field index) of every slot.
-    pub slot_owner: Vec<(usize, usize)>,
     pub stacks: Vec<Vec<usize>>,
     pub parser_start: i64,
     pub parser_states: Vec<ParserState>,
@@ -1334,11 +1332,6 @@ pub fn load(ir: &Value) -> LoadResult<Program> {
         profiles,
         stacks,
         slot_count,
-        slot_owner: instances
-            .iter()
-            .enumerate()
-            .flat_map(|(i, inst)| (0..inst.fields.len()).map(move |f| (i, f)))
-            .collect(),
         instances,
     })
 }

@@ -66,33 +66,6 @@ pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u3
     }
 }
 
-/// Overwrites the `width` bits starting `bit_offset` bits into `data` (network order) with
-/// the low bits of `value`, leaving the bits around them as they are.
-pub fn put_bits(data: &mut [u8], bit_offset: usize, width: u32, value: u128) {
-    // Fast path, nearly every header field: the bits lie within an 8-byte window.
-    let (first, skew) = (bit_offset / 8, (bit_offset % 8) as u32);
-    if skew + width <= 64 && first + 8 <= data.len() {
-        let shift = 64 - skew - width;
-        let m = (mask(width) as u64) << shift;
-        let window: &mut [u8] = &mut data[first..first + 8];
-        let old = u64::from_be_bytes(window.try_into().unwrap_or([0; 8]));
-        let new = (old & !m) | (((value as u64) << shift) & m);
-        window.copy_from_slice(&new.to_be_bytes());
-        return;
-    }
-    let mut done = 0;
-    while done < width {
-        let pos = bit_offset + done as usize;
-        let used = (pos % 8) as u32;
-        let take = (8 - used).min(width - done);
-        let bits = (value >> (width - done - take)) as u8 & mask(take) as u8;
-        let shift = 8 - used - take;
-        let byte = &mut data[pos / 8];
-        *byte = (*byte & !((mask(take) as u8) << shift)) | (bits << shift);
-        done += take;
-    }
-}
-
 /// A run of at most 56 bits of a field laid out in a byte string (network order). With
 /// its bit skew it lies within the big-endian 8-byte window starting at `byte`, so reading
 /// it is one load, a shift and a mask. Fields wider than 56 bits are cut into
@@ -307,27 +280,6 @@ mod tests {
             write_bits(&mut out, &mut len, value, width);
             assert_eq!(len, 8 + width as usize);
             assert_eq!(read_bits(&out, 8, width), Some(value));
-        }
-    }
-
-    /// put_bits overwrites exactly its bits: read back, and the bits around unchanged.
-    #[test]
-    fn put_bits_overwrites_only_its_bits() {
-        let data: Vec<u8> = (0u8..24).map(|i| i.wrapping_mul(59) ^ 0xa5).collect();
-        for width in [1u32, 3, 8, 9, 16, 31, 48, 57, 64, 100, 128] {
-            for off in [0usize, 1, 5, 8, 13, 40, 100, 130, 150, 185] {
-                if off + width as usize > data.len() * 8 {
-                    continue;
-                }
-                let value = 0x0f1e_2d3c_4b5a_6978_8796_a5b4_c3d2_e1f0u128 & mask(width);
-                let mut out = data.clone();
-                put_bits(&mut out, off, width, value);
-                assert_eq!(read_bits(&out, off, width), Some(value), "{off}+{width}");
-                let end = off + width as usize;
-                for bit in (0..data.len() * 8).filter(|b| *b < off || *b >= end) {
-                    assert_eq!(read_bits(&out, bit, 1), read_bits(&data, bit, 1));
-                }
-            }
         }
     }
 
