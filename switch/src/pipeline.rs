@@ -477,7 +477,12 @@ impl Worker {
                 return;
             }
             let st = &prog.parser_states[state as usize];
-            match self.exec_block(cx, &st.body, &[], Some(bytes)) {
+            // A state of only a transition (the start state of many programs) runs no block.
+            let flow = match st.body.is_empty() {
+                true => Flow::Next,
+                false => self.exec_block(cx, &st.body, &[], Some(bytes)),
+            };
+            match flow {
                 Flow::Reject(e) => return self.reject(e),
                 Flow::Exit | Flow::Return => return,
                 Flow::Next => {}
