@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Protocol
 
 import switch_rig
+import xdp_drop
 
 from dplab.measure.resources import parse_pid_stat
 from dplab.planes.ovs import create_db, daemon_argv, private_env
@@ -61,48 +62,23 @@ def run_in(ns: str, *argv: str) -> str:
     return done.stdout
 
 
-def prepare_ends(rig: switch_rig.Rig, sink_core: int | None) -> None:
+def prepare_ends(rig: switch_rig.Rig, xdp_sink: bool) -> None:
     """Port 1 takes the source's XDP frames (veth takes them only into a peer that runs
-    NAPI, which GRO turns on); with `sink_core`, the sink receives on that core."""
+    NAPI, which GRO turns on); with `xdp_sink`, the sink discards in XDP."""
     run_in(rig.sw_ns, "ethtool", "-K", rig.switch_if(1), "gro", "on")
-    if sink_core is not None:
-        sink_receive_on(rig, sink_core)
+    if xdp_sink:
+        sink_discards(rig)
 
 
-def sink_receive_on(rig: switch_rig.Rig, core: int) -> None:
-    """The sink's receive (port 2's peer) on `core`, off the forwarder's.
+def sink_discards(rig: switch_rig.Rig) -> None:
+    """The sink (port 2's peer) drops every frame in XDP as it arrives, counted by veth.
 
-    veth runs a peer's receive inside the sender's transmit, so without this the forwarder's
-    core also pays for the receiving host's stack; a NIC would take that off the core. veth
-    hands a frame over one of two ways, and each is moved:
-    - XDP frames (and socket buffers veth deems fit for GRO) go to the peer's NAPI, which
-      GRO turns on: threaded, it runs in a kernel thread `napi/<ifname>-<id>`, pinned here;
-    - other socket buffers (a forwarder's transmit with TSO on the port) go to the backlog
-      of the sending core: RPS on the sink (`rps_cpus`) queues them to `core` instead.
+    veth runs a peer's receive inside the sender's transmit, so a sink with a stack to run
+    puts that work on the forwarder's core, which a NIC between them would not. Dropped in
+    XDP, a frame costs the sink next to nothing: no socket buffer for an XDP frame, and a
+    socket buffer's frame leaves veth's NAPI at once.
     """
-    ifname = rig.host_if(2)
-    run_in(rig.host_ns, "ethtool", "-K", ifname, "gro", "on")
-    sysfs = f"/sys/class/net/{ifname}"
-    run_in(rig.host_ns, "sh", "-c", f"echo 1 > {sysfs}/threaded && "
-           f"echo {1 << core:x} > {sysfs}/queues/rx-0/rps_cpus")
-    for pid in napi_threads(ifname):
-        subprocess.run(["taskset", "-p", "-c", str(core), str(pid)], check=True,
-                       capture_output=True)
-
-
-def napi_threads(ifname: str) -> list[int]:
-    """Pids of the NAPI threads of an interface (their names are cut to 15 characters)."""
-    name = f"napi/{ifname}-"[:15]
-    found = []
-    for comm in Path("/proc").glob("[0-9]*/comm"):
-        try:
-            if comm.read_text().strip().startswith(name):
-                found.append(int(comm.parent.name))
-        except OSError:
-            continue  # the task ended while we looked
-    if not found:
-        raise RuntimeError(f"no NAPI thread named {name}* after threading {ifname}'s NAPI")
-    return found
+    xdp_drop.attach(rig.host_ns, rig.host_if(2))
 
 
 def core_irq_seconds(core: int) -> float:
@@ -136,19 +112,19 @@ class P4Switch:
 @contextmanager
 def p4_switch(
     name: str, ir: Path, entries: list[dict], core: int | None, tx: str = "ring",
-    switch_bin: Path = switch_rig.SWITCH_BIN, sink_core: int | None = None,
+    switch_bin: Path = switch_rig.SWITCH_BIN, xdp_sink: bool = False,
     xdp_min_call: int | None = None,
 ) -> Iterator[P4Switch]:
     """dplab-switch (the build `switch_bin`) pinned to `core`, transmitting through `tx`
     (`ring` or `xdp`; `xdp_min_call` as the rig's), running the compiled program `ir` with
     table `entries` (keyword arguments of the control protocol's table_add); with
-    `sink_core`, the sink receives on that core (sink_receive_on)."""
+    `xdp_sink`, the sink discards in XDP (sink_discards)."""
     with switch_rig.Rig(n_ports=2, core=core, capture=False, tx=tx, switch_bin=switch_bin,
                         xdp_min_call=xdp_min_call) as rig:
         rig.load(ir)
         for entry in entries:
             rig.client.call("table_add", **entry)
-        prepare_ends(rig, sink_core)
+        prepare_ends(rig, xdp_sink)
         yield P4Switch(rig, name)
 
 
@@ -173,7 +149,7 @@ def steer_to(rig: switch_rig.Rig, core: int) -> None:
 
 
 @contextmanager
-def linux_bridge(core: int, sink_core: int | None = None) -> Iterator[KernelForwarder]:
+def linux_bridge(core: int, xdp_sink: bool = False) -> Iterator[KernelForwarder]:
     """A Linux bridge over ports 1 and 2; the frame's destination is a static entry on port 2,
     so it is forwarded, not flooded."""
     with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
@@ -184,13 +160,13 @@ def linux_bridge(core: int, sink_core: int | None = None) -> Iterator[KernelForw
         run_in(rig.sw_ns, "ip", "link", "set", br, "up")
         run_in(rig.sw_ns, "bridge", "fdb", "add", FRAME_DST, "dev", rig.switch_if(2),
                "master", "static")
-        prepare_ends(rig, sink_core)
+        prepare_ends(rig, xdp_sink)
         steer_to(rig, core)
         yield KernelForwarder(rig, "Linux bridge", core)
 
 
 @contextmanager
-def linux_router(core: int, sink_core: int | None = None) -> Iterator[KernelForwarder]:
+def linux_router(core: int, xdp_sink: bool = False) -> Iterator[KernelForwarder]:
     """IPv4 forwarding in the switch namespace: port 1 owns the frame's destination MAC, the
     next hop's neighbour entry on port 2 is permanent (no ARP in the run)."""
     with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
@@ -201,7 +177,7 @@ def linux_router(core: int, sink_core: int | None = None) -> Iterator[KernelForw
         run_in(rig.sw_ns, "ip", "addr", "add", "10.0.2.254/24", "dev", p2)
         run_in(rig.sw_ns, "ip", "neigh", "replace", DST_IP, "lladdr", NEXT_HOP_MAC,
                "dev", p2, "nud", "permanent")
-        prepare_ends(rig, sink_core)
+        prepare_ends(rig, xdp_sink)
         steer_to(rig, core)
         yield KernelForwarder(rig, "Linux router", core)
 
@@ -229,7 +205,7 @@ class Ovs:
 
 
 @contextmanager
-def ovs(core: int, sink_core: int | None = None) -> Iterator[Ovs]:
+def ovs(core: int, xdp_sink: bool = False) -> Iterator[Ovs]:
     """A private ovsdb-server and ovs-vswitchd in the switch namespace (their files in the
     rig's temporary directory, never the host's /run/openvswitch), vswitchd and all its
     threads pinned to `core`; one netdev bridge with proactive L3 flows."""
@@ -255,7 +231,7 @@ def ovs(core: int, sink_core: int | None = None) -> Iterator[Ovs]:
             for flow in OVS_FLOWS:
                 subprocess.run(["ovs-ofctl", "add-flow", f"unix:{run_dir / br}.mgmt", flow],
                                check=True, capture_output=True)
-            prepare_ends(rig, sink_core)
+            prepare_ends(rig, xdp_sink)
             yield Ovs(rig, daemons[-1])
         finally:
             for daemon in reversed(daemons):

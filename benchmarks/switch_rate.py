@@ -44,9 +44,6 @@ from dplab.measure.resources import parse_vmrss_kib  # noqa: E402
 
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
-# The sink's receive runs on the source's core (a NAPI thread of its own): like port 1's
-# receive, it is the hosts' work, which a NIC would keep off the forwarder's core.
-SINK_CORE = BLAST_CORE
 # The rate-control check, (method, pps): a low rate and one near what the transmit ring
 # sustains beside a switch, and a high one for the XDP method.
 SET_RATES = (("ring", 100_000), ("ring", 300_000), ("xdp", 800_000))
@@ -67,14 +64,16 @@ same run: each forwarder joins two veth ports and works on core {core};
 `dplab-pktblast` (`--method xdp`: the kernel redirects frames from an XDP program, no socket
 buffer per frame on transmit) offers the same UDP frame as fast as it can from core
 {blast_core} into port 1 (GRO on for port 1: veth accepts XDP frames only into a NAPI peer),
-and port 2's peer (the sink) counts what arrives. The sink receives in a NAPI thread of its
-own (veth's threaded NAPI; GRO on) pinned to core {blast_core}, so core {core} carries the
-forwarder's work only, as it would between two NICs; the row *sink's receive on core {core}*
-runs the L3 switch once more with veth's default, where the sink's receive runs inside the
-switch's send. Median of {reps} runs of {seconds} s,
-measured {when} on {host} (2 cores, shared with other work; load average at the start
-{load_start}, at the end {load_end}; core {core} spent {baseline} of its time in softirq
-before the runs, with no traffic of ours). The budget is 1 Mpps at 64 B on one core.
+and port 2's peer (the sink) counts what arrives and drops it in XDP (`benchmarks/xdp_drop.py`):
+veth runs a peer's receive inside the sender's transmit, on the forwarder's core, and a
+sink dropping in XDP costs next to nothing there, as a NIC between them would. The row
+*sink receiving into its stack* runs the L3 switch once more with a sink that takes every
+frame into the kernel's receive path (a socket buffer each, GRO, then IP drops it: it is
+addressed to another host), all of it on core {core} inside the switch's send. Median of
+{reps} runs of {seconds} s, measured {when} on {host} (2 cores, shared with other work;
+load average at the start {load_start}, at the end {load_end}; core {core} spent
+{baseline} of its time in softirq before the runs, with no traffic of ours). The budget is
+1 Mpps at 64 B on one core.
 
 | forwarder | packet | offered | forwarded | forwarded | CPU/pkt, core {core} | capacity | counted |
 |---|---|---|---|---|---|---|---|
@@ -84,31 +83,32 @@ before the runs, with no traffic of ours). The budget is 1 Mpps at 64 B on one c
   checksum update). *P4 switch, forward only*: `benchmarks/switch_forward.p4` (egress = the
   other port, nothing parsed or rewritten): the floor of the switch's own packet I/O.
   Both receive through an AF_PACKET ring; *(tx xdp)* sends every round's frames for a port
-  (8 or more) from an XDP program in one BPF_PROG_TEST_RUN (the lab's default; veth takes
-  XDP frames only into a peer that runs NAPI, as the sink does), *(tx ring)* through an AF_PACKET
-  transmit ring (switch/PROTOCOL.md, `--tx`). *OVS*: ovs-vswitchd {ovs_version} on its
-  userspace (netdev) datapath, pinned to core {core} with taskset, proactive OpenFlow
-  rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set both MACs, `dec_ttl`,
-  output). *Linux bridge*: a static FDB entry for the frame's destination on port 2.
-  *Linux router*: `ip_forward`, a permanent neighbour entry for the next hop.
+  (8 or more) from an XDP program in one BPF_PROG_TEST_RUN (the lab's default; veth
+  takes XDP frames only into a peer that runs NAPI or XDP, as the sink does), *(tx ring)*
+  through an AF_PACKET transmit ring (switch/PROTOCOL.md, `--tx`). *OVS*: ovs-vswitchd
+  {ovs_version} on its userspace (netdev) datapath, pinned to core {core} with taskset,
+  proactive OpenFlow rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set
+  both MACs, `dec_ttl`, output). *Linux bridge*: a static FDB entry for the frame's
+  destination on port 2. *Linux router*: `ip_forward`, a permanent neighbour entry for the next hop.
 - *offered*: frames the source's veth counted as sent, per second.
 - *forwarded*: frames that arrived at the sink, per second.
 - *CPU/pkt*: CPU time on core {core} counted as the *counted* column says, per frame the
-  forwarder sent out of port 2 (veth's tx packets + tx dropped: when the sink's thread falls
-  behind, its receive queue drops some frames after the forwarder's work;
-  {sink_dropped}); *capacity* = 1 / that, the rate one core of its
+  forwarder sent out of port 2 (veth's tx packets + tx dropped: when the sink falls behind,
+  its receive queue drops some frames after the forwarder's work; {sink_dropped});
+  *capacity* = 1 / that, the rate one core of its
   own would sustain (derived, neither offered nor forwarded).
   *switch thread, busy rounds*: the switch's data-plane thread in rounds that moved
   packets (it polls; idle rounds are left out).
   *ovs-vswitchd*: the process's user + system time, all threads. Both include the kernel
-  work done in their system calls: the transmit (packet socket or XDP), and in the
-  *sink's receive on core {core}* row the sink's receive too. *core's softirq + irq*: the
-  kernel forwarders have no process; RPS on port 1 (`rps_cpus`) moves their stack receive,
-  forwarding and transmit to core {core}, as softirq, counted from /proc/stat (tick-sampled; the
+  work done in their system calls: the transmit (packet socket or XDP) and the sink's
+  receive, which veth runs inside the send (XDP's drop; in the *sink receiving into its
+  stack* row, the stack's receive). *core's softirq + irq*: the kernel forwarders have no
+  process; RPS on port 1 (`rps_cpus`) moves their stack receive, forwarding, transmit and
+  the sink's receive to core {core}, as softirq, counted from /proc/stat (tick-sampled; the
   kernel has no IRQ_TIME_ACCOUNTING; other softirq work on that core counts too, see the
   baseline above). Not counted anywhere: veth's NAPI receive of port 1 (building the socket
   buffer, and for the user-space switches the packet socket's copy into their ring), which
-  runs on the source's core, and the sink's receive (but in that one row).
+  runs on the source's core.
 {perf}
 - Rate control, 64 B frames for {seconds} s into the L3 switch's port 1 (`ring`: the
   AF_PACKET transmit ring; `xdp`: calls of up to 4096 frames, each sending what the schedule
@@ -231,8 +231,8 @@ def p4_name(name: str, tx: str) -> str:
 
 
 def inline_name(tx: str) -> str:
-    """The row of the L3 switch whose core also runs the sink's receive."""
-    return f"{p4_name(L3_NAME, tx)}, sink's receive on core {SWITCH_CORE}"
+    """The row of the L3 switch whose sink receives into its stack."""
+    return f"{p4_name(L3_NAME, tx)}, sink receiving into its stack"
 
 
 def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
@@ -249,23 +249,23 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
         for tx in modes:
             switch = {"core": SWITCH_CORE, "tx": tx, "switch_bin": switch_bin}
             with forwarders.p4_switch(p4_name(L3_NAME, tx), l3_ir, [L3_ROUTE],
-                                      sink_core=SINK_CORE, **switch) as fwd:
+                                      xdp_sink=True, **switch) as fwd:
                 results[fwd.name] = measure_forwarder(fwd, seconds, reps, tmp)
                 if not set_rates:  # the source's rate control, once
                     set_rates = [one_run(fwd, SIZES[0], seconds, pps=rate,
                                          method=method)["pktblast"]
                                  for method, rate in SET_RATES]
             others.append(forwarders.p4_switch(p4_name(FORWARD_NAME, tx), forward_ir, [],
-                                               sink_core=SINK_CORE, **switch))
-        # The lab's default once more with the sink's receive on the switch's core, as veth
-        # runs it when nothing moves it: what the sink costs a forwarder on veth.
+                                               xdp_sink=True, **switch))
+        # The lab's default once more with a sink that receives into its stack, which veth
+        # runs inside the switch's send: what such a sink costs a forwarder on veth.
         inline = {"core": SWITCH_CORE, "tx": modes[0], "switch_bin": switch_bin}
         others.append(forwarders.p4_switch(inline_name(modes[0]), l3_ir, [L3_ROUTE], **inline))
         if not p4_only:
             others += [
-                forwarders.ovs(SWITCH_CORE, SINK_CORE),
-                forwarders.linux_bridge(SWITCH_CORE, SINK_CORE),
-                forwarders.linux_router(SWITCH_CORE, SINK_CORE),
+                forwarders.ovs(SWITCH_CORE, xdp_sink=True),
+                forwarders.linux_bridge(SWITCH_CORE, xdp_sink=True),
+                forwarders.linux_router(SWITCH_CORE, xdp_sink=True),
             ]
         for other in others:
             with other as fwd:
@@ -392,8 +392,8 @@ def _kernel_split(m: dict, tx: str) -> str:
             f"{sink:.2f} µs softirq receive work that ran inside the switch's calls.")
     inline = cpu_us(m, inline_name(tx))
     if inline is not None:
-        text += (f" With the sink's receive on the switch's core (veth's default, no NIC "
-                 f"between them), the L3 program needs {inline:.2f} µs per packet.")
+        text += (f" With a sink that takes every frame into its stack, which veth runs "
+                 f"inside the switch's send, the L3 program needs {inline:.2f} µs per packet.")
     return text
 
 

@@ -119,6 +119,30 @@ def test_a_refused_batch_leaves_the_switch_as_before_and_a_good_one_is_all_appli
     assert [f[6:12] for f in got[3]] == [PAIRS[3]] and got[2] == []
 
 
+def test_inserts_of_a_refused_batch_are_undone_even_one_that_follows_a_delete(ctl):
+    """INSERTs take no snapshot read (their entry did not exist if they succeed): the
+    undo deletes them, and a DELETE before an INSERT of the same key comes back as it
+    was, with its packet counts."""
+    rig, client, n = ctl
+    client.write(entry(n, "route", "to_port", b"\x02"))
+    rig.send(1, FRAME)
+    rig.capture(0.3)
+    before = switch_tables(rig)
+    assert before[0]["entries"][0]["packets"] == 1
+    bad = [(pb.Update.INSERT, entry(n, "stamp", "stamp_src", PAIRS[3])),  # new
+           (pb.Update.DELETE, entry(n, "route", "to_port", b"\x02")),
+           (pb.Update.INSERT, entry(n, "route", "to_port", b"\x03")),   # re-inserted
+           (pb.Update.INSERT, entry(n, "stamp", "stamp_src", PAIRS[2]))]  # exists now
+    with pytest.raises(grpc.RpcError) as failed:
+        write(client, bad)
+    aborted, exists = grpc.StatusCode.ABORTED.value[0], grpc.StatusCode.ALREADY_EXISTS.value[0]
+    assert update_codes(failed.value) == [aborted, aborted, aborted, exists]
+    assert switch_tables(rig) == before
+    rig.send(1, FRAME)
+    got = rig.capture(0.3)
+    assert got[2] == [FRAME] and got[3] == []
+
+
 def test_no_packet_sees_half_a_batch_while_routes_flip(ctl):
     """Packets stream into port 1 while batches flip route and stamp together; every
     packet out must carry the stamp of the port it left by."""

@@ -22,6 +22,7 @@ const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_XDP: u32 = 37; // enum bpf_attach_type
 const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 const BPF_PROG_TYPE_XDP: u32 = 6;
+const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_F_MMAPABLE: u32 = 1 << 10;
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
@@ -82,6 +83,10 @@ pub const fn mov_reg(dst: u8, src: u8) -> Insn {
 pub const fn add_imm(dst: u8, imm: i32) -> Insn {
     insn(0x07, dst, 0, 0, imm)
 }
+/// `dst += src`.
+pub const fn add_reg(dst: u8, src: u8) -> Insn {
+    insn(0x0f, dst, src, 0, 0)
+}
 /// `dst -= src`.
 pub const fn sub_reg(dst: u8, src: u8) -> Insn {
     insn(0x1f, dst, src, 0, 0)
@@ -89,6 +94,14 @@ pub const fn sub_reg(dst: u8, src: u8) -> Insn {
 /// `dst = *(u32 *)(src + off)`.
 pub const fn load_u32(dst: u8, src: u8, off: i16) -> Insn {
     insn(0x61, dst, src, off, 0)
+}
+/// `dst = *(u64 *)(src + off)`.
+pub const fn load_u64(dst: u8, src: u8, off: i16) -> Insn {
+    insn(0x79, dst, src, off, 0)
+}
+/// `*(u64 *)(dst + off) = src`.
+pub const fn store_u64(dst: u8, off: i16, src: u8) -> Insn {
+    insn(0x7b, dst, src, off, 0)
 }
 /// `*(u32 *)(dst + off) = src`.
 pub const fn store_u32(dst: u8, off: i16, src: u8) -> Insn {
@@ -101,6 +114,10 @@ pub const fn jeq_imm(dst: u8, imm: i32, off: i16) -> Insn {
 /// `if dst != imm goto +off`.
 pub const fn jne_imm(dst: u8, imm: i32, off: i16) -> Insn {
     insn(0x55, dst, 0, off, imm)
+}
+/// `if dst != src goto +off`.
+pub const fn jne_reg(dst: u8, src: u8, off: i16) -> Insn {
+    insn(0x5d, dst, src, off, 0)
 }
 /// `if dst > imm goto +off` (unsigned).
 pub const fn jgt_imm(dst: u8, imm: i32, off: i16) -> Insn {
@@ -154,12 +171,21 @@ impl Drop for Fd {
 
 /// Loads `program` as an XDP program. On a verifier error, its log is in the message.
 pub fn load_xdp(program: &[Insn]) -> io::Result<Fd> {
+    load(BPF_PROG_TYPE_XDP, program)
+}
+
+/// Loads `program` as a tracepoint program (its context: the tracepoint's record).
+pub fn load_tracepoint(program: &[Insn]) -> io::Result<Fd> {
+    load(BPF_PROG_TYPE_TRACEPOINT, program)
+}
+
+fn load(prog_type: u32, program: &[Insn]) -> io::Result<Fd> {
     let license = c"GPL";
     let mut log = vec![0u8; 1 << 16];
     // union bpf_attr for BPF_PROG_LOAD: prog_type, insn_cnt, insns, license, log_level,
     // log_size, log_buf, the rest 0.
     let mut attr = [0u64; 16];
-    attr[0] = pair(BPF_PROG_TYPE_XDP, program.len() as u32);
+    attr[0] = pair(prog_type, program.len() as u32);
     attr[1] = program.as_ptr() as u64;
     attr[2] = license.as_ptr() as u64;
     attr[3] = pair(1, log.len() as u32);

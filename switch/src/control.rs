@@ -450,7 +450,8 @@ impl<'a> Handler<'a> {
                          "no_pipeline_drops": get(&c.no_pipeline_drops), "rehearsals": get(&c.rehearsals),
                          "warmups": get(&c.warmups)},
             "cpu": {"packet_in": get(&c.packet_in), "packet_out": get(&c.packet_out),
-                    "digests": get(&c.digests), "events_dropped": get(&c.events_dropped)},
+                    "digests": get(&c.digests), "events_dropped": get(&c.events_dropped),
+                    "events_unheard": get(&UNHEARD_EVENTS)},
             "dataplane_busy_s": get(&c.busy_ns) as f64 / 1e9,
             "dataplane_cpu_s": get(&c.busy_cpu_ns) as f64 / 1e9,
             "dataplane_moves": get(&c.moves),
@@ -1362,16 +1363,23 @@ fn event_json(prog: &Program, ev: &Event) -> Value {
     }
 }
 
-fn broadcast(shared: &Shared, line: &str) {
-    let clients: Vec<Arc<Client>> = shared
+/// Data-plane events that found no subscribed client: dropped unencoded (`stats`
+/// `cpu.events_unheard`).
+static UNHEARD_EVENTS: AtomicU64 = AtomicU64::new(0);
+
+fn subscribers(shared: &Shared) -> Vec<Arc<Client>> {
+    shared
         .clients
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    for c in clients
         .iter()
         .filter(|c| c.subscribed.load(Ordering::Relaxed))
-    {
+        .cloned()
+        .collect()
+}
+
+fn broadcast(clients: &[Arc<Client>], line: &str) {
+    for c in clients {
         let mut w = c.writer.lock().unwrap_or_else(|e| e.into_inner());
         let _ = w.write_all(line.as_bytes());
     }
@@ -1389,19 +1397,27 @@ pub fn event_writer(shared: Arc<Shared>) {
             .unwrap_or_else(|e| e.into_inner())
             .drain(..)
             .collect();
+        // Encoded only for someone: a switch nobody listens to (no controller yet, a
+        // plain forwarding run) spends nothing per packet-in or digest on JSON.
+        let clients = subscribers(&shared);
         for (prog, ev) in &batch {
             if let Event::Digest { .. } = ev {
                 add(&shared.counters.digests, 1);
             }
+            if clients.is_empty() {
+                add(&UNHEARD_EVENTS, 1);
+                continue;
+            }
             let mut line = event_json(prog, ev).to_string();
             line.push('\n');
-            broadcast(&shared, &line);
+            broadcast(&clients, &line);
         }
         let now = shared.now_ns();
         if now - last_idle_scan > 200_000_000 {
             last_idle_scan = now;
+            let clients = subscribers(&shared);
             for line in idle_events(&shared, now) {
-                broadcast(&shared, &line);
+                broadcast(&clients, &line);
             }
         }
     }

@@ -26,6 +26,7 @@ mod txring;
 mod value_sets;
 mod values;
 mod xdpcheck;
+mod xdpsent;
 mod xdptx;
 
 use std::os::unix::net::UnixListener;

@@ -35,10 +35,11 @@
 //! before the other path is used (the two still end in different queues of the receiving CPU,
 //! the peer's NAPI ring and the backlog: switch/PROTOCOL.md `--tx`). A port whose interface
 //! takes no XDP frames (its peer runs no NAPI, xdpcheck.rs) sends through the ring, and counts
-//! a fallback each time it goes from XDP to the ring. After each XDP call the port reads how
-//! many frames veth took (ethtool.rs `XmitCounter`): the frames past that count (the peer just
-//! stopped NAPI, or its ring was full) go out through the ring, a fallback; when it took none,
-//! the port stays on the ring for `XDP_RETRY` before trying XDP again. So no frame is lost
+//! a fallback each time it goes from XDP to the ring. After each XDP call the port knows how
+//! many frames veth took (xdpsent.rs, or else ethtool.rs `XmitCounter`): the frames past that
+//! count (the peer just stopped NAPI, or its ring was full) go out through the ring, a
+//! fallback; when it took none, the port stays on the ring for `XDP_RETRY` before trying XDP
+//! again. So no frame is lost
 //! between the peer turning NAPI off and the switch seeing it.
 
 use std::ffi::CString;
@@ -560,13 +561,23 @@ impl Port {
         let Some(path) = self.xdp.as_mut() else {
             return 0;
         };
-        let before = path.known_taken.or_else(|| path.taken.read());
-        let result = xdp.send();
-        let after = path.taken.read();
-        path.known_taken = after;
-        let taken = match (result, before, after) {
-            (Ok(()), Some(b), Some(a)) => a.saturating_sub(b).min(xdp.count() as u64) as usize,
-            _ => 0,
+        let before = match xdp.counts_taken() {
+            true => None,
+            false => path.known_taken.or_else(|| path.taken.read()),
+        };
+        let taken = match xdp.send(self.ifindex) {
+            Ok(Some(taken)) => taken,
+            result => {
+                // veth's own count, read after the call (an SIOCETHTOOL).
+                let after = path.taken.read();
+                path.known_taken = after;
+                match (result, before, after) {
+                    (Ok(None), Some(b), Some(a)) => {
+                        a.saturating_sub(b).min(xdp.count() as u64) as usize
+                    }
+                    _ => 0,
+                }
+            }
         };
         if taken == 0 {
             path.refused_until = Some(Instant::now() + XDP_RETRY);

@@ -30,6 +30,7 @@ use std::io;
 
 use crate::bpf::{self, Fd, Holder, Insn, MappedArray};
 use crate::xdpcheck::XdpCheck;
+use crate::xdpsent::XdpSent;
 
 /// Bytes before a frame's data in its map value: length, interface index.
 const SLOT_HEADER: usize = 8;
@@ -39,11 +40,17 @@ const SLOT_SIZE: usize = 2048;
 pub const ROOM: usize = SLOT_SIZE - SLOT_HEADER;
 /// Most frames per call: veth's receive ring holds 256, so a call never overfills it alone.
 pub const MAX_FRAMES: usize = 256;
+/// Frames per batch of a call. Each call makes a page pool of this many pages; between
+/// batches the kernel runs pending softirqs, where veth's peer may already consume the
+/// frames just sent, and their pages come back to the pool for the next batch instead of
+/// new ones (a page allocation, its set-up and its freeing per frame otherwise: a tenth
+/// of the switch's time in perf with one batch per call).
+const BATCH: u32 = 16;
 /// Fewest frames of a port sent in one XDP call by default (`--xdp-min-call`); fewer go
-/// through the ring. For a lone frame an XDP call costs more than a ring send: it adds
-/// the read of veth's count (SIOCETHTOOL GSTATS: rtnl, a vmalloc'ed buffer, ~3-5 µs
-/// more than a bare ioctl) and, from an idle switch, the call's own set-up (a page pool
-/// per call); per frame it saves ~1 µs (switch/PROTOCOL.md `--tx`).
+/// through the ring. For a lone frame an XDP call costs more than a ring send: from an
+/// idle switch, the call's own set-up (a page pool per call), and without tracefs the read
+/// of veth's count (SIOCETHTOOL GSTATS: rtnl, a vmalloc'ed buffer, ~3-5 µs); per frame it
+/// saves ~1 µs (switch/PROTOCOL.md `--tx`). Set when the count was always read that way.
 pub const MIN_CALL: usize = 8;
 /// The frame every run starts from (the kernel copies it into each new page): an
 /// Ethernet header's worth of zeros, the least the kernel takes.
@@ -60,6 +67,9 @@ pub struct XdpTx {
     /// Fewest frames of a port worth a call (`MIN_CALL`).
     min_call: usize,
     check: XdpCheck,
+    /// Counts what the driver took of each call (None: tracefs unreadable; the ports then
+    /// read veth's own count).
+    sent: Option<XdpSent>,
     _holder: Holder,
 }
 
@@ -132,6 +142,11 @@ impl XdpTx {
         let prog = bpf::load_xdp(&program(slots.fd.0))
             .map_err(|e| format!("loading the XDP transmit program: {e}"))?;
         let check = XdpCheck::open()?;
+        let sent = XdpSent::open()
+            .inspect_err(|e| {
+                eprintln!("dplab-switch: no xdp_devmap_xmit count ({e}); reading veth's instead")
+            })
+            .ok();
         let holder = Holder::new(holder, prog.0)?;
         Ok(XdpTx {
             slots,
@@ -139,6 +154,7 @@ impl XdpTx {
             count: 0,
             min_call,
             check,
+            sent,
             _holder: holder,
         })
     }
@@ -181,20 +197,36 @@ impl XdpTx {
         self.min_call
     }
 
-    /// Has the kernel send the queued frames; returns once the driver has them (or refused
-    /// them). They stay queued until [`XdpTx::clear`] (to be sent another way if refused).
-    pub fn send(&mut self) -> io::Result<()> {
+    /// Whether [`XdpTx::send`] says how many frames the driver took.
+    pub fn counts_taken(&self) -> bool {
+        self.sent.is_some()
+    }
+
+    /// Has the kernel send the queued frames, all to interface `ifindex`; returns once the
+    /// driver has them (or refused them), with how many it took when the switch counts
+    /// that itself (`counts_taken`; veth takes a call's frames in order, so they are the
+    /// first ones). They stay queued until [`XdpTx::clear`] (to be sent another way if
+    /// refused).
+    pub fn send(&mut self, ifindex: i32) -> io::Result<Option<usize>> {
         let n = self.count;
         if n == 0 {
-            return Ok(());
+            return Ok(Some(0));
         }
         self.slots.value_mut(0)[..4].copy_from_slice(&0u32.to_ne_bytes());
+        let before = self.sent.as_mut().map(|sent| {
+            sent.aim(ifindex);
+            sent.total()
+        });
         loop {
-            match bpf::run_live(self.prog.0, &SEED, n as u32, n as u32) {
+            match bpf::run_live(self.prog.0, &SEED, n as u32, BATCH) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
+                Err(e) => return Err(e),
+                Ok(()) => break,
             }
         }
+        Ok(before
+            .zip(self.sent.as_ref())
+            .map(|(before, sent)| (sent.total() - before).min(n as u64) as usize))
     }
 
     /// Forgets the queued frames.

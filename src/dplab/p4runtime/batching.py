@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime import rollback
-from dplab.p4runtime.entities import Entities, TablePlan, entry_of
+from dplab.p4runtime.entities import INSERT, Entities, TablePlan, entry_of
 from dplab.p4runtime.errors import P4RuntimeError
 from dplab.p4runtime.switch_link import SwitchError
 
@@ -78,13 +78,16 @@ def write_all_or_none(entities: Entities, updates: Sequence[pb.Update],
 
 
 def _write_plans(entities: Entities, plans: list[TablePlan], hold: bool) -> Errors:
-    """One `batch`: [hold], then per update the read of its entry and its requests,
-    [release]; the first failure stops it, and what ran before is undone (still held)."""
+    """One `batch`: [hold], then per update the read of its entry (not for an INSERT) and
+    its requests, [release]; the first failure stops it, and what ran before is undone
+    (still held)."""
     requests: list[dict] = [HOLD] if hold else []
     owners: list[int | None] = [None] * len(requests)  # the update each request is for
     for position, plan in enumerate(plans):
-        requests += [plan.snapshot_request(), *plan.requests]
-        owners += [position] * (1 + len(plan.requests))
+        snapshot = plan.snapshot_request()
+        mine = plan.requests if snapshot is None else [snapshot, *plan.requests]
+        requests += mine
+        owners += [position] * len(mine)
     if hold:
         requests.append(RELEASE)
         owners.append(None)
@@ -106,13 +109,15 @@ def _write_plans(entities: Entities, plans: list[TablePlan], hold: bool) -> Erro
 
 def _undos(entities: Entities, plans: list[TablePlan], owners: list[int | None],
            answers: list[dict]) -> list[rollback.Undo]:
-    """One undo per update whose entry was read (the failed one may be half done)."""
+    """One undo per update that may have changed its entry (the failed one may be half
+    done): one whose entry was read, or an INSERT whose table_add succeeded (its entry did
+    not exist before)."""
     undos = []
     for request, (owner, answer) in enumerate(zip(owners, answers, strict=False)):
         starts_update = owner is not None and (request == 0 or owners[request - 1] != owner)
         if starts_update and answer["ok"]:
             plan = plans[owner]
-            before = entry_of(answer["result"], plan.key["priority"])
+            before = None if plan.op == INSERT else entry_of(answer["result"],
+                                                             plan.key["priority"])
             undos.append(rollback.table_entry_undo(entities, plan.key, before))
     return undos
-

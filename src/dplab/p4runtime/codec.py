@@ -6,6 +6,8 @@ the switch wants ``0x`` hex strings, one match item per table key in key order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from p4.config.v1 import p4info_pb2
@@ -53,11 +55,21 @@ class P4InfoIndex:
         self.action_profiles = {p.preamble.id: p for p in info.action_profiles}
         self.externs = {e.extern_type_id: e for e in info.externs}
         self.controller_headers = {h.preamble.name: h for h in info.controller_packet_metadata}
+        # What every update of a table or action needs, read from the P4Info once: with
+        # the pure-Python protobuf each P4Info field read costs about a microsecond.
+        self.keys = {t.preamble.id: Key.of(f"table {t.preamble.name}", t.match_fields)
+                     for t in info.tables}
+        self.signatures = {a.preamble.id: Signature.of(a) for a in info.actions}
+        self.scopes = {t.preamble.id: {ref.id: ref.scope for ref in t.action_refs}
+                       for t in info.tables}
 
     def table(self, table_id: int) -> p4info_pb2.Table:
         if table_id not in self.tables:
             raise not_found(f"table id {table_id} is not in the P4Info")
         return self.tables[table_id]
+
+    def key(self, table: p4info_pb2.Table) -> Key:
+        return self.keys[table.preamble.id]
 
     def has_direct_meter(self, table: p4info_pb2.Table) -> bool:
         return any(r in self.direct_meters for r in table.direct_resource_ids)
@@ -74,47 +86,63 @@ class P4InfoIndex:
 
 # -- table entries -----------------------------------------------------------------------
 
-def match_to_switch(table: p4info_pb2.Table, fields: list[pb.FieldMatch]) -> list[dict]:
-    return fields_to_switch(f"table {table.preamble.name}", table.match_fields, fields)
+@dataclass(frozen=True)
+class KeyField:
+    """One match field: its id, kind ("exact", "lpm", ...: the FieldMatch oneof's name),
+    width and its name in error messages."""
+    id: int
+    kind: str
+    width: int
+    what: str
 
 
-def fields_to_switch(owner: str, match_fields: list[MatchField],
-                     fields: list[pb.FieldMatch]) -> list[dict]:
-    """FieldMatches (of a table entry, or of a value set member: spec 9.7, the same rules)
-    -> the switch's match list, one item per P4Info match field. ``owner`` names what they
-    belong to in error messages."""
+@dataclass(frozen=True)
+class Key:
+    """The match fields of a table (or of a value set's members: spec 9.7, the same rules)
+    in key order; ``owner`` names what they belong to in error messages."""
+    owner: str
+    fields: tuple[KeyField, ...]
+    ids: frozenset[int]
+
+    @classmethod
+    def of(cls, owner: str, match_fields: Iterable[MatchField]) -> Key:
+        fields = tuple(KeyField(mf.id, MatchField.MatchType.Name(mf.match_type).lower(),
+                                mf.bitwidth, f"{owner} field {mf.name or mf.id}")
+                       for mf in match_fields)
+        return cls(owner, fields, frozenset(f.id for f in fields))
+
+
+def match_to_switch(key: Key, fields: Iterable[pb.FieldMatch]) -> list[dict]:
+    """FieldMatches -> the switch's match list, one item per field of ``key``."""
     given = {}
     for fm in fields:
-        if fm.field_id in given:
-            raise invalid(f"{owner}: match field {fm.field_id} given twice")
-        given[fm.field_id] = fm
-    known = {mf.id for mf in match_fields}
-    for field_id in given:
-        if field_id not in known:
-            raise invalid(f"{owner}: no match field id {field_id}")
-    return [_field_to_switch(owner, mf, given.get(mf.id)) for mf in match_fields]
+        field_id = fm.field_id
+        if field_id in given:
+            raise invalid(f"{key.owner}: match field {field_id} given twice")
+        if field_id not in key.ids:
+            raise invalid(f"{key.owner}: no match field id {field_id}")
+        given[field_id] = fm
+    return [_field_to_switch(kf, given.get(kf.id)) for kf in key.fields]
 
 
-def _field_to_switch(owner: str, mf: MatchField, fm: pb.FieldMatch | None) -> dict:
-    what = f"{owner} field {mf.name or mf.id}"
-    kind = MatchField.MatchType.Name(mf.match_type)
+def _field_to_switch(kf: KeyField, fm: pb.FieldMatch | None) -> dict:
+    kind, what, width = kf.kind, kf.what, kf.width
     if fm is None:
-        if kind == "EXACT":
+        if kind == "exact":
             raise invalid(f"{what}: an exact field cannot be left out")
         return {"kind": "any"}
     given = fm.WhichOneof("field_match_type")
-    if given != kind.lower():
-        raise invalid(f"{what}: is {kind.lower()}, the request gives {given}")
-    width = mf.bitwidth
-    if kind == "EXACT":
+    if given != kind:
+        raise invalid(f"{what}: is {kind}, the request gives {given}")
+    if kind == "exact":
         return {"kind": "exact", "v": to_hex(fm.exact.value, width, what)}
-    if kind == "OPTIONAL":
+    if kind == "optional":
         return {"kind": "exact", "v": to_hex(fm.optional.value, width, what)}
-    if kind == "LPM":
+    if kind == "lpm":
         return _lpm_to_switch(fm.lpm, width, what)
-    if kind == "TERNARY":
+    if kind == "ternary":
         return _ternary_to_switch(fm.ternary, width, what)
-    if kind == "RANGE":
+    if kind == "range":
         return _range_to_switch(fm.range, width, what)
     raise invalid(f"{what}: match kind {kind} is not supported")
 
@@ -151,31 +179,27 @@ def _range_to_switch(match: pb.FieldMatch.Range, width: int, what: str) -> dict:
     return {"kind": "range", "lo": lo, "hi": hi}
 
 
-def match_from_switch(table: p4info_pb2.Table, items: list[dict]) -> list[pb.FieldMatch]:
-    return fields_from_switch(table.match_fields, items)
-
-
-def fields_from_switch(match_fields: list[MatchField], items: list[dict]) -> list[pb.FieldMatch]:
-    out = []
-    for mf, item in zip(match_fields, items, strict=True):
-        kind = MatchField.MatchType.Name(mf.match_type)
-        fm = pb.FieldMatch(field_id=mf.id)
-        if _is_wildcard(item, mf.bitwidth):
+def match_from_switch(key: Key, items: list[dict], into) -> None:
+    """Adds the FieldMatches of the switch's match ``items`` to ``into`` (a repeated
+    FieldMatch field: built in place, as a copy costs as much as building)."""
+    for kf, item in zip(key.fields, items, strict=True):
+        if _is_wildcard(item, kf.width):
             continue  # don't-care matches are left out, as in writes
-        if kind == "EXACT":
+        fm = into.add()
+        fm.field_id = kf.id
+        kind = kf.kind
+        if kind == "exact":
             fm.exact.value = to_bytes(item["v"])
-        elif kind == "OPTIONAL":
+        elif kind == "optional":
             fm.optional.value = to_bytes(item["v"])
-        elif kind == "LPM":
+        elif kind == "lpm":
             fm.lpm.value, fm.lpm.prefix_len = to_bytes(item["v"]), item["plen"]
-        elif kind == "TERNARY":
+        elif kind == "ternary":
             fm.ternary.value = to_bytes(item["v"])
-            fm.ternary.mask = to_bytes(item.get("m", f"0x{(1 << mf.bitwidth) - 1:x}"))
-        elif kind == "RANGE":
+            fm.ternary.mask = to_bytes(item.get("m", f"0x{(1 << kf.width) - 1:x}"))
+        elif kind == "range":
             fm.range.low = to_bytes(item.get("lo", item.get("v")))
             fm.range.high = to_bytes(item.get("hi", item.get("v")))
-        out.append(fm)
-    return out
 
 
 def _is_wildcard(item: dict, width: int) -> bool:
@@ -187,10 +211,12 @@ def _is_wildcard(item: dict, width: int) -> bool:
             or (item["kind"] == "lpm" and item["plen"] == 0))
 
 
-def canonical_match(table: p4info_pb2.Table, items: list[dict]) -> list[dict]:
+def canonical_match(key: Key, items: list[dict]) -> list[dict]:
     """The switch's match of a read entry in the form match_to_switch gives a request,
     so that the two compare equal when they name the same entry."""
-    return match_to_switch(table, match_from_switch(table, items))
+    scratch = pb.TableEntry()
+    match_from_switch(key, items, scratch.match)
+    return match_to_switch(key, scratch.match)
 
 
 def wrong_scope(default: bool) -> int:
@@ -200,28 +226,43 @@ def wrong_scope(default: bool) -> int:
             else p4info_pb2.ActionRef.DEFAULT_ONLY)
 
 
+@dataclass(frozen=True)
+class Signature:
+    """An action's name and parameters (id, width, name in error messages), in order."""
+    name: str
+    params: tuple[tuple[int, int, str], ...]
+    ids: frozenset[int]
+
+    @classmethod
+    def of(cls, action: p4info_pb2.Action) -> Signature:
+        name = action.preamble.name
+        params = tuple((p.id, p.bitwidth, f"action {name} param {p.name}")
+                       for p in action.params)
+        return cls(name, params, frozenset(p[0] for p in params))
+
+
 def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Action,
                      default: bool) -> dict:
     """``default``: for the default entry (else a match entry), whose scope it must fit."""
-    refs = {ref.id: ref for ref in table.action_refs}
-    if action.action_id not in refs:
-        raise invalid(f"table {table.preamble.name}: action id {action.action_id} "
+    action_id = action.action_id
+    scope = index.scopes[table.preamble.id].get(action_id)
+    if scope is None:
+        raise invalid(f"table {table.preamble.name}: action id {action_id} "
                       "is not one of its actions")
-    info = index.lookup("actions", action.action_id)
-    if refs[action.action_id].scope == wrong_scope(default):
+    signature = index.signatures[action_id]
+    if scope == wrong_scope(default):
         only = "@tableonly" if default else "@defaultonly"
         raise P4RuntimeError("PERMISSION_DENIED", f"table {table.preamble.name}: action "
-                             f"{info.preamble.name} is {only}")
+                             f"{signature.name} is {only}")
     given = {p.param_id: p.value for p in action.params}
-    known = {p.id for p in info.params}
     if len(given) != len(action.params):
-        raise invalid(f"action {info.preamble.name}: a parameter is given twice")
-    if set(given) != known:
-        raise invalid(f"action {info.preamble.name}: needs parameters {sorted(known)}, "
+        raise invalid(f"action {signature.name}: a parameter is given twice")
+    if given.keys() != signature.ids:
+        raise invalid(f"action {signature.name}: needs parameters {sorted(signature.ids)}, "
                       f"got {sorted(given)}")
-    args = [to_hex(given[p.id], p.bitwidth, f"action {info.preamble.name} param {p.name}")
-            for p in info.params]
-    return {"action": action.action_id, "args": args}
+    return {"action": action_id,
+            "args": [to_hex(given[param], width, what)
+                     for param, width, what in signature.params]}
 
 
 def switch_action(read: dict) -> dict:
@@ -232,12 +273,12 @@ def switch_action(read: dict) -> dict:
     return {"action": read["action"], "args": read["args"]}
 
 
-def action_from_switch(index: P4InfoIndex, action: dict) -> pb.Action:
-    info = index.lookup("actions", action["action"])
-    out = pb.Action(action_id=action["action"])
-    for param, arg in zip(info.params, action["args"], strict=True):
-        out.params.add(param_id=param.id, value=to_bytes(arg))
-    return out
+def action_from_switch(index: P4InfoIndex, action: dict, into: pb.Action) -> None:
+    """Fills ``into`` with the switch's ``action`` (an action id and its arguments)."""
+    into.action_id = action["action"]
+    signature = index.signatures[action["action"]]
+    for (param, _, _), arg in zip(signature.params, action["args"], strict=True):
+        into.params.add(param_id=param, value=to_bytes(arg))
 
 
 def meter_to_switch(config: pb.MeterConfig) -> dict:
@@ -289,6 +330,7 @@ class Wanted:
         has_meter = index.has_direct_meter(table)
         self.meter = want.HasField("meter_config") and has_meter
         self.meter_counts = want.HasField("meter_counter_data") and has_meter
+        self.any = self.counter or self.meter or self.meter_counts
 
 
 def fill_direct_resources(entry: pb.TableEntry, wanted: Wanted, packets: int, bytes_: int,
@@ -296,38 +338,41 @@ def fill_direct_resources(entry: pb.TableEntry, wanted: Wanted, packets: int, by
     if wanted.counter:
         entry.counter_data.packet_count = packets
         entry.counter_data.byte_count = bytes_
-    config = meter_from_switch(meter)
-    if wanted.meter and config is not None:  # the default config reads as unset
-        entry.meter_config.CopyFrom(config)
+    if wanted.meter and meter is not None:  # the default config reads as unset
+        entry.meter_config.CopyFrom(meter_from_switch(meter))
     if wanted.meter_counts:
         entry.meter_counter_data.CopyFrom(counts_from_switch(counts))
 
 
-def entry_from_switch(index: P4InfoIndex, table: p4info_pb2.Table, item: dict,
-                      wanted: Wanted) -> pb.TableEntry:
-    entry = pb.TableEntry(table_id=table.preamble.id, priority=item.get("priority") or 0)
-    entry.match.extend(match_from_switch(table, item["match"]))
-    if "member" in item["action"]:   # a table with an action profile or selector
-        entry.action.action_profile_member_id = item["action"]["member"]
-    elif "group" in item["action"]:
-        entry.action.action_profile_group_id = item["action"]["group"]
+def fill_entry(entry: pb.TableEntry, index: P4InfoIndex, table_id: int, item: dict,
+               wanted: Wanted) -> None:
+    """Fills ``entry`` (in place: a Read builds each entry inside its response) with the
+    switch's ``item`` of table ``table_id``."""
+    entry.table_id = table_id
+    entry.priority = item.get("priority") or 0
+    match_from_switch(index.keys[table_id], item["match"], entry.match)
+    action = item["action"]
+    if "member" in action:   # a table with an action profile or selector
+        entry.action.action_profile_member_id = action["member"]
+    elif "group" in action:
+        entry.action.action_profile_group_id = action["group"]
     else:
-        entry.action.action.CopyFrom(action_from_switch(index, item["action"]))
+        action_from_switch(index, action, entry.action.action)
     entry.idle_timeout_ns = item.get("idle_timeout_ns") or 0
-    fill_direct_resources(entry, wanted, item.get("packets", 0), item.get("bytes", 0),
-                          item.get("meter"), item["meter_counts"])
-    return entry
+    if wanted.any:
+        fill_direct_resources(entry, wanted, item.get("packets", 0), item.get("bytes", 0),
+                              item.get("meter"), item["meter_counts"])
 
 
-def default_entry_from_switch(index: P4InfoIndex, table: p4info_pb2.Table, read: dict,
-                              wanted: Wanted) -> pb.TableEntry:
-    """The default entry of a switch's table_read (its action and direct resources)."""
-    entry = pb.TableEntry(table_id=table.preamble.id, is_default_action=True)
-    entry.action.action.CopyFrom(action_from_switch(index, read["default_action"]))
+def fill_default_entry(entry: pb.TableEntry, index: P4InfoIndex, table_id: int, read: dict,
+                       wanted: Wanted) -> None:
+    """Fills ``entry`` with the default entry of a switch's table_read (its action and
+    direct resources)."""
+    entry.table_id, entry.is_default_action = table_id, True
+    action_from_switch(index, read["default_action"], entry.action.action)
     fill_direct_resources(entry, wanted, read.get("default_packets", 0),
                           read.get("default_bytes", 0), read.get("default_meter"),
                           read["default_meter_counts"])
-    return entry
 
 
 def replicas_to_switch(replicas: list[pb.Replica]) -> list[dict]:

@@ -67,13 +67,14 @@ class Entities:
         if op == INSERT and not table.match_fields:
             raise invalid(f"table {table.preamble.name} has no key: only its default entry "
                           "can be written")
-        key = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
+        key = {"table": entry.table_id,
+               "match": codec.match_to_switch(self.index.keys[entry.table_id], entry.match),
                "priority": entry.priority}
         kind = entry.action.WhichOneof("type")
         _check_const_table(table, op, kind)
         if op == DELETE:  # one shots: their hidden group goes too (write() does those)
             return None if self.oneshots.may_hold(table) else TablePlan(
-                key, [{"cmd": "table_delete", **key}])
+                op, key, [{"cmd": "table_delete", **key}])
         if kind is None and op == MODIFY:  # only direct resources change: write() does it
             return None
         if kind is None:
@@ -81,7 +82,7 @@ class Entities:
         if kind == "action_profile_action_set" or table.implementation_id:
             return None  # members, groups and one shots depend on the profile's state
         action = self.profiles.entry_action(table, entry.action)
-        return TablePlan(key, self._entry_requests(table, op, entry, key, action))
+        return TablePlan(op, key, self._entry_requests(table, op, entry, key, action))
 
     def _entry_requests(self, table, op: int, entry: pb.TableEntry, key: dict,
                         action: dict) -> list[dict]:
@@ -114,7 +115,8 @@ class Entities:
         if entry.is_default_action:
             self._write_default(op, table, entry)
             return
-        req = {"table": entry.table_id, "match": codec.match_to_switch(table, entry.match),
+        req = {"table": entry.table_id,
+               "match": codec.match_to_switch(self.index.keys[entry.table_id], entry.match),
                "priority": entry.priority}
         kind = entry.action.WhichOneof("type")
         if op == DELETE:
@@ -230,7 +232,8 @@ class Entities:
             if te.match or te.priority:
                 raise invalid(f"table {table.preamble.name}: a default entry has no match")
             return table, {"default": True}
-        return table, {"match": codec.match_to_switch(table, te.match), "priority": te.priority}
+        return table, {"match": codec.match_to_switch(self.index.key(table), te.match),
+                       "priority": te.priority}
 
     def _check_entry_exists(self, table, key: dict) -> None:
         if not key.get("default"):
@@ -371,22 +374,30 @@ class Entities:
 
     # -- read ----------------------------------------------------------------------------
 
-    def read(self, entity: pb.Entity) -> Iterator[pb.Entity]:
+    def read(self, entity: pb.Entity, into) -> None:
+        """Adds the entities ``entity`` asks for to ``into`` (a ReadResponse's entities).
+        Table entries, the bulk of reads, are built inside their Entity: with the
+        pure-Python protobuf a copy costs as much as building the entry."""
         kind = entity.WhichOneof("entity")
         if kind is None:  # spec 11.1: no wildcard over all entity kinds
             raise invalid("an empty entity cannot be read (name its kind)")
+        if kind == "table_entry":
+            for _ in self._read_table_entry(entity.table_entry,
+                                            new_entry=lambda: into.add().table_entry):
+                pass
+            return
         handler = getattr(self, f"_read_{kind}", None)
         if handler is None:
             raise P4RuntimeError("UNIMPLEMENTED", f"reading {kind} is not supported")
         for item in handler(getattr(entity, kind)):
-            out = pb.Entity()
-            getattr(out, kind).CopyFrom(item)
-            yield out
+            getattr(into.add(), kind).CopyFrom(item)
 
     def _read_table_entry(self, want: pb.TableEntry,
                           covers: Callable[[p4info_pb2.Table], bool] = lambda table: True,
+                          new_entry: Callable[[], pb.TableEntry] = pb.TableEntry,
                           ) -> Iterator[pb.TableEntry]:
-        """``covers``: the tables a wildcard read (table id 0) goes through."""
+        """``covers``: the tables a wildcard read (table id 0) goes through; ``new_entry``
+        makes each entry read (then filled)."""
         tables = [self.index.table(want.table_id)] if want.table_id else [
             table for table in self.index.tables.values() if covers(table)]
         if want.table_id and want.HasField("time_since_last_hit") and not _supports_timeout(
@@ -394,23 +405,27 @@ class Entities:
             raise invalid(f"table {tables[0].preamble.name} does not support idle timeouts: "
                           "time_since_last_hit cannot be asked for")
         for table in tables:
-            yield from self._read_one_table(table, want)
+            yield from self._read_one_table(table, want, new_entry)
 
-    def _read_one_table(self, table, want: pb.TableEntry) -> Iterator[pb.TableEntry]:
-        got = self.switch.call("table_read", **_read_scope(table, want))
+    def _read_one_table(self, table, want: pb.TableEntry,
+                        new_entry: Callable[[], pb.TableEntry]) -> Iterator[pb.TableEntry]:
+        got = self.switch.call("table_read", **_read_scope(self.index, table, want))
         wanted = codec.Wanted(self.index, table, want)
+        table_id = table.preamble.id
         if want.is_default_action:
-            entry = codec.default_entry_from_switch(self.index, table, got, wanted)
+            entry = new_entry()
+            codec.fill_default_entry(entry, self.index, table_id, got, wanted)
             Extras.from_switch(got["default_meta"]).fill(entry)
             yield entry
             return
-        match = codec.match_to_switch(table, want.match) if want.match else None
+        key = self.index.keys[table_id]
+        match = codec.match_to_switch(key, want.match) if want.match else None
         action_id = want.action.action.action_id if want.action.HasField("action") else 0
         action_sets = self.oneshots.action_sets(table)  # one shots read as written (9.2.3)
-        supports_timeout = _supports_timeout(table)
+        time_since_last_hit = want.HasField("time_since_last_hit") and _supports_timeout(table)
         for item in got["entries"]:
             # Filters (spec 9.1.6): each field left at its default matches everything.
-            if ((match is not None and codec.canonical_match(table, item["match"]) != match)
+            if ((match is not None and codec.canonical_match(key, item["match"]) != match)
                     or (want.priority and (item.get("priority") or 0) != want.priority)
                     or (action_id and item["action"].get("action") != action_id)):
                 continue
@@ -419,13 +434,15 @@ class Entities:
                  and extras.controller_metadata != want.controller_metadata)
                     or (want.metadata and extras.metadata != want.metadata)):
                 continue
-            entry = codec.entry_from_switch(self.index, table, item, wanted)
+            entry = new_entry()
+            codec.fill_entry(entry, self.index, table_id, item, wanted)
             if item["action"].get("group") in action_sets:
                 entry.action.action_profile_action_set.CopyFrom(
                     action_sets[item["action"]["group"]])
             extras.fill(entry)
-            entry.is_const = bool(item.get("const"))  # const entries, or marked const
-            if want.HasField("time_since_last_hit") and supports_timeout:  # only if asked
+            if item.get("const"):  # const entries, or marked const
+                entry.is_const = True
+            if time_since_last_hit:  # only if asked
                 entry.time_since_last_hit.elapsed_ns = item.get("idle_ns") or 0
             yield entry
 
@@ -556,13 +573,18 @@ class Entities:
 
 @dataclass(frozen=True)
 class TablePlan:
-    """A table-entry update decided without the switch: ``requests`` (each ``{"cmd": ...,
-    fields}``) to send in order. ``key``: the entry's table, match and priority."""
+    """A table-entry update (``op``) decided without the switch: ``requests`` (each
+    ``{"cmd": ..., fields}``) to send in order. ``key``: the entry's table, match and
+    priority."""
+    op: int
     key: dict
     requests: list[dict]
 
-    def snapshot_request(self) -> dict:
-        """Reads the entry the update changes (entry_of() picks it from the answer)."""
+    def snapshot_request(self) -> dict | None:
+        """Reads the entry the update changes (entry_of() picks it from the answer); None
+        for an INSERT, whose entry did not exist if its first request succeeds."""
+        if self.op == INSERT:
+            return None
         return read_by_key(self.key["table"], self.key["match"], self.key["priority"])
 
 
@@ -578,14 +600,14 @@ def entry_of(read: dict, priority: int) -> dict | None:
                  if (item.get("priority") or 0) == priority), None)
 
 
-def _read_scope(table: p4info_pb2.Table, want: pb.TableEntry) -> dict:
+def _read_scope(index: P4InfoIndex, table: p4info_pb2.Table, want: pb.TableEntry) -> dict:
     """The table_read a Read needs: the whole table, or, when it names an entry's whole key
     (its match, and its priority where the table has priorities), that entry alone. A
     given match is always a whole key: fields left out are the entry's wildcards."""
     scope = {"table": table.preamble.id}
     if (want.match and not want.is_default_action
             and (want.priority or not _has_priorities(table))):
-        scope |= {"match": codec.match_to_switch(table, want.match),
+        scope |= {"match": codec.match_to_switch(index.key(table), want.match),
                   "priority": want.priority}
     return scope
 

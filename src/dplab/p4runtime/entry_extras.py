@@ -38,8 +38,11 @@ class Extras:
         return (self.controller_metadata.to_bytes(COOKIE_BYTES, "big") + self.metadata).hex()
 
     def fill(self, entry: pb.TableEntry) -> None:
-        entry.controller_metadata = self.controller_metadata
-        entry.metadata = self.metadata
+        """Sets them on a read ``entry`` (a fresh one: unset fields read as none)."""
+        if self.controller_metadata:
+            entry.controller_metadata = self.controller_metadata
+        if self.metadata:
+            entry.metadata = self.metadata
 
 
 NONE = Extras()

@@ -127,9 +127,9 @@ class OneShots:
         for group in hidden:
             out = pb.ActionProfileActionSet()
             for m in group["members"]:
-                watch_from_switch(m, out.action_profile_actions.add(
-                    action=codec.action_from_switch(self.index, actions[m["member"]]),
-                    weight=m["weight"]))
+                item = out.action_profile_actions.add(weight=m["weight"])
+                codec.action_from_switch(self.index, actions[m["member"]], item.action)
+                watch_from_switch(m, item)
             sets[group["group"]] = out
         return sets
 

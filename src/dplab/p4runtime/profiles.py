@@ -116,7 +116,7 @@ class Profiles:
             if want.member_id in (0, item["member"]) and item["profile"] not in hidden:
                 out = pb.ActionProfileMember(action_profile_id=item["profile"],
                                              member_id=item["member"])
-                out.action.CopyFrom(codec.action_from_switch(self.index, item["action"]))
+                codec.action_from_switch(self.index, item["action"], out.action)
                 yield out
 
     def read_groups(self, want: pb.ActionProfileGroup) -> Iterator[pb.ActionProfileGroup]:

@@ -70,8 +70,8 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except P4RuntimeError as err:
             context.abort(err.grpc_code, err.message)
         if request.role:  # a filter (spec 11): no entity belongs to a role but the default
-            found = []
-        yield pb.ReadResponse(entities=found)
+            found = pb.ReadResponse()
+        yield found
         if any(errors):
             _abort_batch(context, _BatchError(errors))
 
@@ -166,25 +166,29 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise _BatchError(errors)
         return pb.WriteResponse()
 
-    def _read(self, request: pb.ReadRequest) -> tuple[list[pb.Entity],
+    def _read(self, request: pb.ReadRequest) -> tuple[pb.ReadResponse,
                                                       list[P4RuntimeError | None]]:
         """The entities every valid request finds, and one error (or None) per request: a
-        bad request fails alone with its own code, a valid one the switch failed with
-        INTERNAL; the others are still answered (spec 11.2, "Batch Processing")."""
+        bad request fails alone with its own code (and adds nothing), a valid one the
+        switch failed with INTERNAL; the others are still answered (spec 11.2, "Batch
+        Processing")."""
         self._check_device(request.device_id)
         entities = self._entities()
-        found: list[pb.Entity] = []
+        found = pb.ReadResponse()
         errors: list[P4RuntimeError | None] = []
         with self._serial:  # a read sees a batch whole or not at all (spec 12.5)
             for want in request.entities:
+                before = len(found.entities)
                 try:
-                    found.extend(list(entities.read(want)))
+                    entities.read(want, found.entities)
                     errors.append(None)
                 except SwitchError as err:  # a valid request the switch failed: INTERNAL
                     errors.append(P4RuntimeError(
                         "INTERNAL", f"the switch failed the read: {err.code}: {err.message}"))
                 except P4RuntimeError as err:  # an invalid request: its own code
                     errors.append(err)
+                if errors[-1] is not None:
+                    del found.entities[before:]
         return found, errors
 
     def _entities(self) -> Entities:
@@ -311,11 +315,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         elif event["event"] == "idle_timeout" and self._index is not None:
             note = msg.idle_timeout_notification
             note.timestamp = time.time_ns()
-            table = self._index.table(event["table"])
+            key = self._index.key(self._index.table(event["table"]))
             for item in event["entries"]:
                 entry = note.table_entry.add(table_id=event["table"],
                                              priority=item.get("priority") or 0)
-                entry.match.extend(codec.match_from_switch(table, item["match"]))
+                codec.match_from_switch(key, item["match"], entry.match)
                 # the key, the metadata and the TTL (spec "Table Idle Timeout Notification")
                 Extras.from_switch(item["meta"]).fill(entry)
                 entry.idle_timeout_ns = item["idle_timeout_ns"]

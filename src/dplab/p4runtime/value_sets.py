@@ -25,8 +25,8 @@ def write(switch: SwitchLink, index: P4InfoIndex, op: int, entry: pb.ValueSetEnt
     if len(entry.members) > info.size:
         raise P4RuntimeError("RESOURCE_EXHAUSTED", f"value set {name}: "
                              f"{len(entry.members)} members, its size is {info.size}")
-    members = [codec.fields_to_switch(f"value set {name} member {i}", info.match, m.match)
-               for i, m in enumerate(entry.members)]
+    members = [codec.match_to_switch(codec.Key.of(f"value set {name} member {i}", info.match),
+                                     m.match) for i, m in enumerate(entry.members)]
     if any(members[i] in members[:i] for i in range(len(members))):
         raise P4RuntimeError("ALREADY_EXISTS", f"value set {name}: a member is given twice "
                              "(P4Runtime spec 9.7)")
@@ -40,8 +40,9 @@ def read(switch: SwitchLink, index: P4InfoIndex,
              else list(index.value_sets.values()))
     for info in infos:
         out = pb.ValueSetEntry(value_set_id=info.preamble.id)
+        key = codec.Key.of(f"value set {info.preamble.name}", info.match)
         for member in _switch_members(switch, info):
-            out.members.add().match.extend(codec.fields_from_switch(info.match, member))
+            codec.match_from_switch(key, member, out.members.add().match)
         yield out
 
 
