@@ -10,7 +10,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::hashes::{csum16_words, HashAlgorithm};
+use crate::hashes::HashAlgorithm;
 use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
 use crate::profiles::Profile;
@@ -19,7 +19,7 @@ use crate::program::{
 };
 use crate::tables::{ActionCall, EntryAction, Table};
 use crate::value_sets::ValueSet;
-use crate::values::{mask, read_bits, WordPlan};
+use crate::values::{mask, read_bits};
 
 #[cfg(test)]
 mod bench;
@@ -477,7 +477,12 @@ impl Worker {
                 return;
             }
             let st = &prog.parser_states[state as usize];
-            match self.exec_block(cx, &st.body, &[], Some(bytes)) {
+            // A state of only a transition (the start state of many programs) runs no block.
+            let flow = match st.body.is_empty() {
+                true => Flow::Next,
+                false => self.exec_block(cx, &st.body, &[], Some(bytes)),
+            };
+            match flow {
                 Flow::Reject(e) => return self.reject(e),
                 Flow::Exit | Flow::Return => return,
                 Flow::Next => {}
@@ -947,9 +952,9 @@ impl Worker {
         let (fields, values, bits) = (&self.phv.fields, &self.values, &mut self.bits);
         // One closure per source, so that each compiles to plain indexing.
         if data.of_fields {
-            hash_words(algo, &data.plan, |slot| fields[slot], bits)
+            hash_words(algo, data, |slot| fields[slot], bits)
         } else {
-            hash_words(algo, &data.plan, |item| values[item], bits)
+            hash_words(algo, data, |item| values[item], bits)
         }
     }
 
@@ -1061,19 +1066,19 @@ impl Worker {
     }
 }
 
-/// H(data) of the data `plan` lays out from `value`s; `bits` is scratch space for the bytes.
+/// H(data) of the data `data` lays out from `value`s; `bits` is scratch space for the bytes.
 fn hash_words(
     algo: Algo,
-    plan: &WordPlan,
+    data: &Packed,
     value: impl Fn(usize) -> u128,
     bits: &mut Vec<u8>,
 ) -> u128 {
     if algo == Algo::Standard(HashAlgorithm::Csum16) {
-        // The checksum sums the data's words as they are assembled: no bytes written.
-        return csum16_words(plan.words(value)) as u128;
+        // The checksum sums the fields' shares: no words assembled, no bytes written.
+        return data.sum.csum16(value) as u128;
     }
     bits.clear();
-    plan.emit(bits, value);
+    data.plan.emit(bits, value);
     match algo {
         Algo::Standard(a) => a.compute(bits),
         Algo::Xor16 => bits.chunks(2).fold(0u16, |acc, c| {

@@ -10,7 +10,7 @@ use crate::hashes::HashAlgorithm;
 use crate::profiles::SizeBy;
 use crate::tables::MatchKind;
 use crate::value_sets::ValueSetDef;
-use crate::values::{Piece, WordPlan};
+use crate::values::{Piece, SumPlan, WordPlan};
 
 pub type LoadResult<T> = Result<T, String>;
 
@@ -50,6 +50,8 @@ pub struct Packed {
     pub items: Vec<Expr>,
     /// Writes the items' values as bytes: by field slot when `of_fields`, else by item index.
     pub plan: WordPlan,
+    /// The same layout for csum16, summed without its words (see `SumPlan`).
+    pub sum: SumPlan,
     /// Every item is a plain field (checksums over header fields, the common case): the
     /// plan reads the fields directly, no expression is evaluated.
     pub of_fields: bool,
@@ -64,12 +66,17 @@ impl Packed {
                 _ => None,
             })
             .collect();
-        let plan = match &slots {
-            Some(slots) => WordPlan::new(slots.iter().copied()),
-            None => WordPlan::new(items.iter().enumerate().map(|(i, (_, w))| (i, *w))),
+        let layout: Vec<(usize, u32)> = match &slots {
+            Some(slots) => slots.clone(),
+            None => items
+                .iter()
+                .enumerate()
+                .map(|(i, (_, w))| (i, *w))
+                .collect(),
         };
         Packed {
-            plan,
+            plan: WordPlan::new(layout.iter().copied()),
+            sum: SumPlan::new(layout),
             of_fields: slots.is_some(),
             items: items.into_iter().map(|(e, _)| e).collect(),
         }

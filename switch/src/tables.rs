@@ -63,8 +63,56 @@ pub fn prefix_mask(width: u32, len: u32) -> u128 {
     }
 }
 
-/// Key values (lpm key already masked) → entry slot.
-type KeyMap = FastMap<Box<[u128]>, usize>;
+/// The hash-map index of a table of exact keys and at most one lpm key: key values (the
+/// lpm key masked to its prefix) → entry slot. `K` is `u128` for a one-field key (most
+/// tables: hashed and compared as one value, no key copied per lookup), else the values.
+struct KeyIndex<K> {
+    exact: FastMap<K, usize>,
+    /// (prefix length, map), longest prefix first.
+    lpm: Vec<(u32, FastMap<K, usize>)>,
+}
+
+impl<K: std::hash::Hash + Eq> KeyIndex<K> {
+    fn new() -> KeyIndex<K> {
+        KeyIndex {
+            exact: FastMap::default(),
+            lpm: Vec::new(),
+        }
+    }
+
+    /// `prefix`: the lpm key's prefix length, None in an all-exact table.
+    fn insert(&mut self, prefix: Option<u32>, key: K, slot: usize) {
+        let Some(len) = prefix else {
+            self.exact.insert(key, slot);
+            return;
+        };
+        match self.lpm.iter().position(|(l, _)| *l <= len) {
+            Some(i) if self.lpm[i].0 == len => {
+                self.lpm[i].1.insert(key, slot);
+            }
+            Some(i) => self.lpm.insert(i, (len, FastMap::from_iter([(key, slot)]))),
+            None => self.lpm.push((len, FastMap::from_iter([(key, slot)]))),
+        }
+    }
+
+    fn remove(&mut self, prefix: Option<u32>, key: &K) {
+        let Some(len) = prefix else {
+            self.exact.remove(key);
+            return;
+        };
+        if let Some(i) = self.lpm.iter().position(|(l, _)| *l == len) {
+            self.lpm[i].1.remove(key);
+            if self.lpm[i].1.is_empty() {
+                self.lpm.remove(i);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.exact.clear();
+        self.lpm.clear();
+    }
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActionCall {
@@ -126,9 +174,9 @@ pub struct Table {
     slab: Vec<Option<Entry>>,
     free: Vec<usize>,
     identity: FastMap<(Vec<FieldMatch>, i32), usize>,
-    exact: FastMap<Box<[u128]>, usize>,
-    /// (prefix length, map from masked key to slot), longest prefix first.
-    lpm: Vec<(u32, KeyMap)>,
+    /// The hash-map layouts' index: `one` for a one-field key, else `many`.
+    one: KeyIndex<u128>,
+    many: KeyIndex<Box<[u128]>>,
     list: Vec<usize>,
 }
 
@@ -187,8 +235,8 @@ impl Table {
             slab: Vec::new(),
             free: Vec::new(),
             identity: FastMap::default(),
-            exact: FastMap::default(),
-            lpm: Vec::new(),
+            one: KeyIndex::new(),
+            many: KeyIndex::new(),
             list: Vec::new(),
         }
     }
@@ -298,25 +346,24 @@ impl Table {
         Ok(slot)
     }
 
+    /// The lpm key's prefix length in a hash-map layout (None: all exact).
+    fn prefix(&self, matches: &[FieldMatch]) -> Option<u32> {
+        match self.layout {
+            Layout::ExactWithLpm(pos) => match matches[pos] {
+                FieldMatch::Lpm(_, len) => Some(len),
+                _ => Some(0),
+            },
+            _ => None,
+        }
+    }
+
     fn index_insert(&mut self, matches: &[FieldMatch], priority: i32, slot: usize) {
         match self.layout {
-            Layout::AllExact => {
-                let key = self.exact_key(matches);
-                self.exact.insert(key, slot);
-            }
-            Layout::ExactWithLpm(pos) => {
-                let len = match matches[pos] {
-                    FieldMatch::Lpm(_, len) => len,
-                    _ => 0,
-                };
-                let key = self.exact_key(matches);
-                let at = self.lpm.iter().position(|(l, _)| *l <= len);
-                match at {
-                    Some(i) if self.lpm[i].0 == len => {
-                        self.lpm[i].1.insert(key, slot);
-                    }
-                    Some(i) => self.lpm.insert(i, (len, FastMap::from_iter([(key, slot)]))),
-                    None => self.lpm.push((len, FastMap::from_iter([(key, slot)]))),
+            Layout::AllExact | Layout::ExactWithLpm(_) => {
+                let (prefix, key) = (self.prefix(matches), self.exact_key(matches));
+                match *key {
+                    [one] => self.one.insert(prefix, one, slot),
+                    _ => self.many.insert(prefix, key, slot),
                 }
             }
             Layout::List => {
@@ -357,20 +404,11 @@ impl Table {
         self.identity
             .remove(&(entry.matches.clone(), entry.priority));
         match self.layout {
-            Layout::AllExact => {
-                self.exact.remove(&self.exact_key(&entry.matches));
-            }
-            Layout::ExactWithLpm(pos) => {
-                let len = match entry.matches[pos] {
-                    FieldMatch::Lpm(_, len) => len,
-                    _ => 0,
-                };
-                let key = self.exact_key(&entry.matches);
-                if let Some(i) = self.lpm.iter().position(|(l, _)| *l == len) {
-                    self.lpm[i].1.remove(&key);
-                    if self.lpm[i].1.is_empty() {
-                        self.lpm.remove(i);
-                    }
+            Layout::AllExact | Layout::ExactWithLpm(_) => {
+                let (prefix, key) = (self.prefix(&entry.matches), self.exact_key(&entry.matches));
+                match *key {
+                    [one] => self.one.remove(prefix, &one),
+                    _ => self.many.remove(prefix, &key),
                 }
             }
             Layout::List => self.list.retain(|s| *s != slot),
@@ -383,8 +421,8 @@ impl Table {
         self.slab.clear();
         self.free.clear();
         self.identity.clear();
-        self.exact.clear();
-        self.lpm.clear();
+        self.one.clear();
+        self.many.clear();
         self.list.clear();
     }
 
@@ -406,13 +444,21 @@ impl Table {
     /// Finds the slot of the entry matching `key` (one value per key field), if any.
     /// `scratch` is reused between lookups so the data path does not allocate.
     pub fn lookup(&self, key: &[u128], scratch: &mut Vec<u128>) -> Option<usize> {
-        match self.layout {
-            Layout::AllExact => self.exact.get(key).copied(),
-            Layout::ExactWithLpm(pos) => {
+        match (self.layout, key) {
+            (Layout::AllExact, [one]) => self.one.exact.get(one).copied(),
+            (Layout::AllExact, _) => self.many.exact.get(key).copied(),
+            (Layout::ExactWithLpm(_), [one]) => {
+                let width = self.widths[0];
+                self.one
+                    .lpm
+                    .iter()
+                    .find_map(|(len, map)| map.get(&(one & prefix_mask(width, *len))).copied())
+            }
+            (Layout::ExactWithLpm(pos), _) => {
                 scratch.clear();
                 scratch.extend_from_slice(key);
                 let width = self.widths[pos];
-                for (len, map) in &self.lpm {
+                for (len, map) in &self.many.lpm {
                     scratch[pos] = key[pos] & prefix_mask(width, *len);
                     if let Some(slot) = map.get(scratch.as_slice()) {
                         return Some(*slot);
@@ -420,7 +466,7 @@ impl Table {
                 }
                 None
             }
-            Layout::List => self.list.iter().copied().find(|s| {
+            (Layout::List, _) => self.list.iter().copied().find(|s| {
                 self.slab[*s].as_ref().is_some_and(|e| {
                     e.matches
                         .iter()

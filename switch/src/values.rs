@@ -150,34 +150,81 @@ pub struct WordPlan {
     pub bytes: usize,
 }
 
+/// Fields laid out one after the other, cut into `word_bits`-bit words: each word's
+/// shares (with whether the field is wider than 64 bits), and the bits the fields fill.
+fn split_words(
+    fields: impl IntoIterator<Item = (usize, u32)>,
+    word_bits: usize,
+) -> (Vec<Vec<(bool, Share)>>, usize) {
+    let mut words: Vec<Vec<(bool, Share)>> = Vec::new();
+    let mut bit = 0usize;
+    for (src, width) in fields {
+        let end_bit = bit + width as usize;
+        let mut at = bit;
+        while at < end_bit {
+            let word = at / word_bits;
+            let end = end_bit.min(word_bits * (word + 1));
+            let take = (end - at) as u32;
+            if words.len() <= word {
+                words.resize_with(word + 1, Vec::new);
+            }
+            words[word].push((
+                width > 64,
+                Share {
+                    src,
+                    rshift: (end_bit - end) as u32,
+                    mask: (mask(take)) as u64,
+                    lshift: (word_bits * (word + 1) - end) as u32,
+                },
+            ));
+            at = end;
+        }
+        bit = end_bit;
+    }
+    (words, bit)
+}
+
+/// The Internet checksum (csum16) of fields laid out as a `WordPlan` lays them: the
+/// ones'-complement sum of their 16-bit words is that of their 32-bit words folded, and
+/// a 32-bit word is the sum of its fields' shares (they do not overlap). So the checksum
+/// is one flat sum over the shares: no words assembled, no bytes written.
+#[derive(Debug, Default)]
+pub struct SumPlan {
+    /// Shares of fields of at most 64 bits (worked on as u64), then of wider fields.
+    narrow: Vec<Share>,
+    wide: Vec<Share>,
+}
+
+impl SumPlan {
+    /// `fields`: (source index, width) in layout order.
+    pub fn new(fields: impl IntoIterator<Item = (usize, u32)>) -> SumPlan {
+        let mut plan = SumPlan::default();
+        for (wide, share) in split_words(fields, 32).0.into_iter().flatten() {
+            match wide {
+                true => plan.wide.push(share),
+                false => plan.narrow.push(share),
+            }
+        }
+        plan
+    }
+
+    /// csum16 of the fields; `value(src)` gives each field's value.
+    #[inline]
+    pub fn csum16(&self, value: impl Fn(usize) -> u128) -> u16 {
+        let narrow = self.narrow.iter().fold(0u64, |sum, s| {
+            sum + ((((value(s.src) as u64) >> s.rshift) & s.mask) << s.lshift)
+        });
+        let sum = self.wide.iter().fold(narrow, |sum, s| {
+            sum + ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)
+        });
+        !crate::hashes::fold(sum)
+    }
+}
+
 impl WordPlan {
     /// `fields`: (source index, width) in layout order.
     pub fn new(fields: impl IntoIterator<Item = (usize, u32)>) -> WordPlan {
-        let mut words: Vec<Vec<(bool, Share)>> = Vec::new();
-        let mut bit = 0usize;
-        for (src, width) in fields {
-            let end_bit = bit + width as usize;
-            let mut at = bit;
-            while at < end_bit {
-                let word = at / 64;
-                let end = end_bit.min(64 * (word + 1));
-                let take = (end - at) as u32;
-                if words.len() <= word {
-                    words.resize_with(word + 1, Vec::new);
-                }
-                words[word].push((
-                    width > 64,
-                    Share {
-                        src,
-                        rshift: (end_bit - end) as u32,
-                        mask: (mask(take)) as u64,
-                        lshift: (64 * (word + 1) - end) as u32,
-                    },
-                ));
-                at = end;
-            }
-            bit = end_bit;
-        }
+        let (words, bit) = split_words(fields, 64);
         let mut plan = WordPlan {
             bytes: bit.div_ceil(8),
             ..WordPlan::default()
@@ -295,6 +342,35 @@ mod tests {
                 assert!(pieces.iter().all(|p| p.width <= PIECE_BITS));
                 let value = pieces.iter().fold(0, |v, p| v | p.read(&data));
                 assert_eq!(Some(value), read_bits(&data, off, width), "{off}+{width}");
+            }
+        }
+    }
+
+    /// A sum plan's checksum is the checksum of the bytes a word plan writes.
+    #[test]
+    fn sum_plan_agrees_with_the_checksum_of_the_bytes() {
+        let widths = [4u32, 4, 8, 16, 3, 13, 57, 128, 1, 9, 7, 64, 2, 16, 32, 100];
+        for seed in 0..20u128 {
+            let values: Vec<u128> = widths
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    (0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834u128
+                        ^ seed.wrapping_mul(0x1234_5678_9abc_def1) >> i)
+                        .rotate_left(seed as u32 * 7)
+                        & mask(*w)
+                })
+                .collect();
+            for n in 1..=widths.len() {
+                let fields = || widths[..n].iter().enumerate().map(|(i, w)| (i, *w));
+                let mut bytes = Vec::new();
+                WordPlan::new(fields()).emit(&mut bytes, |i| values[i]);
+                let expected = crate::hashes::HashAlgorithm::Csum16.compute(&bytes) as u16;
+                assert_eq!(
+                    SumPlan::new(fields()).csum16(|i| values[i]),
+                    expected,
+                    "{seed} {n}"
+                );
             }
         }
     }

@@ -8,6 +8,9 @@
 //! `DPLAB_L3_PACKETS` sets the packets per sample (default 1M; fewer for a run under
 //! valgrind, whose instruction counts do not depend on what else the machine runs).
 //!
+//! `forward_ns_per_packet` does the same for benchmarks/switch_forward.p4 (IR from
+//! `DPLAB_FWD_IR`): the fixed cost per packet.
+//!
 //! `l3_lone_packet_ns` measures one packet after an idle spell, cold and rehearsed.
 //!
 //! It compiles the program with the repository's `.venv/bin/dplab`, or reads the IR from
@@ -84,12 +87,41 @@ fn l3_setup() -> (Runtime, Worker, Vec<Vec<u8>>) {
 #[ignore]
 fn l3_ns_per_packet() {
     let (mut rt, mut worker, frames) = l3_setup();
+    println!(
+        "switch_l3: {}",
+        ns_per_packet(&mut rt, &mut worker, &frames)
+    );
+}
+
+/// The same over benchmarks/switch_forward.p4 (no parse, no table: the interpreter's fixed
+/// cost per packet), its IR read from `DPLAB_FWD_IR`.
+///
+///     DPLAB_FWD_IR=... cargo test --release forward_ns_per_packet -- --ignored --nocapture
+#[test]
+#[ignore]
+fn forward_ns_per_packet() {
+    let path = std::env::var("DPLAB_FWD_IR").expect("DPLAB_FWD_IR: switch_forward.ir.json");
+    let ir: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).expect("read the IR")).expect("IR JSON");
+    let prog = Arc::new(crate::program::load(&ir).expect("load the IR"));
+    let mut rt = Runtime::new(prog.clone()).expect("runtime");
+    let mut worker = Worker::new(&prog);
+    let frames: Vec<Vec<u8>> = (1..=16).map(frame).collect();
+    println!(
+        "switch_forward: {}",
+        ns_per_packet(&mut rt, &mut worker, &frames)
+    );
+}
+
+/// CPU ns per packet of the frames sent round in port 1 (each must leave by port 2): the
+/// median of 5 samples of `DPLAB_L3_PACKETS` packets (default 1M) after a warm-up.
+fn ns_per_packet(rt: &mut Runtime, worker: &mut Worker, frames: &[Vec<u8>]) -> String {
     let (mut out, mut events) = (Vec::new(), Vec::new());
     let mut run = |n: usize| {
         let start = thread_cpu_ns();
         for i in 0..n {
             worker.process(
-                &mut rt,
+                rt,
                 1,
                 &frames[i % frames.len()],
                 i as u64,
@@ -111,10 +143,10 @@ fn l3_ns_per_packet() {
     let mut samples: Vec<f64> = (0..5).map(|_| run(packets)).collect();
     samples.sort_by(f64::total_cmp);
     let all: Vec<String> = samples.iter().map(|s| format!("{s:.0}")).collect();
-    println!(
-        "switch_l3: {:.1} CPU ns/packet (median of 5 x {packets}; all {all:?})",
+    format!(
+        "{:.1} CPU ns/packet (median of 5 x {packets}; all {all:?})",
         samples[2]
-    );
+    )
 }
 
 /// What a lone packet costs after 5 ms of idling (the 200 pps stream of the per-hop
