@@ -144,11 +144,9 @@ def _table(msg: object, table: dict, ir: dict) -> None:
 
 def _pkg_info(msg: p4info_pb2.PkgInfo, given: dict) -> None:
     """`@pkginfo(...)` and the doc annotations of `main`; p4c leaves the rest empty."""
+    _annotate(msg, given)   # the doc
     for key, value in given.items():
-        if key == "doc":
-            for brief_or_description, text in value.items():
-                setattr(msg.doc, brief_or_description, text)
-        else:
+        if key != "doc":
             setattr(msg, key, value)
 
 

@@ -24,7 +24,8 @@ class ProfileCompiler:
         An inline one takes its annotations from the property (`@max_group_size(4)
         implementation = action_selector(...);`), as p4c's getTableImplementationAnnotations
         does, and is warned about at the property."""
-        annos = getattr(prop if prop is not None else node, "annos", {})
+        annotated = prop if prop is not None else node
+        annos = getattr(annotated, "annos", {})
         warn_at = prop.loc if prop is not None else name_loc(node)
         args = node.args
         if len(args) != PROFILE_KINDS[kind]:
@@ -32,8 +33,7 @@ class ProfileCompiler:
         profile = {"name": name, "size": self.positive(args[-1 if kind == "action_profile"
                                                            else 1], env, "size"),
                    "max_group_size": 0, "tables": [], "selector": None,
-                   **p4info_annotations(prop if prop is not None else node,
-                                        frozenset(SELECTOR_ANNOTATIONS))}
+                   **p4info_annotations(annotated, frozenset(SELECTOR_ANNOTATIONS))}
         if kind == "action_profile":
             self.warn_selector_annotations(annos, name, warn_at)
         else:
