@@ -113,14 +113,13 @@ class P4Switch:
 def p4_switch(
     name: str, ir: Path, entries: list[dict], core: int | None, tx: str = "ring",
     switch_bin: Path = switch_rig.SWITCH_BIN, xdp_sink: bool = False,
-    xdp_min_call: int | None = None,
 ) -> Iterator[P4Switch]:
     """dplab-switch (the build `switch_bin`) pinned to `core`, transmitting through `tx`
-    (`ring` or `xdp`; `xdp_min_call` as the rig's), running the compiled program `ir` with
-    table `entries` (keyword arguments of the control protocol's table_add); with
-    `xdp_sink`, the sink discards in XDP (sink_discards)."""
-    with switch_rig.Rig(n_ports=2, core=core, capture=False, tx=tx, switch_bin=switch_bin,
-                        xdp_min_call=xdp_min_call) as rig:
+    (`ring` or `xdp`), running the compiled program `ir` with table `entries` (keyword
+    arguments of the control protocol's table_add); with `xdp_sink`, the sink discards in
+    XDP (sink_discards)."""
+    with switch_rig.Rig(n_ports=2, core=core, capture=False, tx=tx,
+                        switch_bin=switch_bin) as rig:
         rig.load(ir)
         for entry in entries:
             rig.client.call("table_add", **entry)

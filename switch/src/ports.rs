@@ -561,22 +561,17 @@ impl Port {
         let Some(path) = self.xdp.as_mut() else {
             return 0;
         };
-        let before = match xdp.counts_taken() {
-            true => None,
-            false => path.known_taken.or_else(|| path.taken.read()),
-        };
-        let taken = match xdp.send(self.ifindex) {
-            Ok(Some(taken)) => taken,
-            result => {
-                // veth's own count, read after the call (an SIOCETHTOOL).
-                let after = path.taken.read();
-                path.known_taken = after;
-                match (result, before, after) {
-                    (Ok(None), Some(b), Some(a)) => {
-                        a.saturating_sub(b).min(xdp.count() as u64) as usize
-                    }
-                    _ => 0,
-                }
+        let taken = if xdp.counts_taken() {
+            xdp.send(self.ifindex).ok().flatten().unwrap_or(0)
+        } else {
+            // veth's own count, read after each call (an SIOCETHTOOL).
+            let before = path.known_taken.or_else(|| path.taken.read());
+            let result = xdp.send(self.ifindex);
+            let after = path.taken.read();
+            path.known_taken = after;
+            match (result, before, after) {
+                (Ok(_), Some(b), Some(a)) => a.saturating_sub(b).min(xdp.count() as u64) as usize,
+                _ => 0,
             }
         };
         if taken == 0 {

@@ -246,21 +246,8 @@ impl WordPlan {
     pub fn emit(&self, out: &mut Vec<u8>, value: impl Fn(usize) -> u128) {
         let start = out.len();
         out.reserve(self.word_ends.len() * 8);
-        for word in self.words(value) {
-            out.extend_from_slice(&word.to_be_bytes());
-        }
-        out.truncate(start + self.bytes);
-    }
-
-    /// The fields' bytes as big-endian 64-bit words, the last one zero-padded: what
-    /// `emit` writes, for a checksum that can sum the words without the bytes.
-    #[inline]
-    pub fn words<'p>(
-        &'p self,
-        value: impl Fn(usize) -> u128 + 'p,
-    ) -> impl Iterator<Item = u64> + 'p {
         let (mut narrow_from, mut wide_from) = (0, 0);
-        self.word_ends.iter().map(move |&(narrow_end, wide_end)| {
+        for &(narrow_end, wide_end) in &self.word_ends {
             let narrow = self.narrow[narrow_from..narrow_end]
                 .iter()
                 .fold(0u64, |acc, s| {
@@ -271,9 +258,10 @@ impl WordPlan {
                 .fold(narrow, |acc, s| {
                     acc | ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)
                 });
+            out.extend_from_slice(&word.to_be_bytes());
             (narrow_from, wide_from) = (narrow_end, wide_end);
-            word
-        })
+        }
+        out.truncate(start + self.bytes);
     }
 }
 

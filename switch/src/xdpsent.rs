@@ -11,7 +11,9 @@
 //! ~3-5 µs under the rtnl lock; this costs a memory read.
 //!
 //! The tracepoint's number and field offsets are read from tracefs (its `format` file);
-//! where tracefs is not mounted the switch falls back to veth's count.
+//! where tracefs is not mounted the switch falls back to veth's count. That includes a
+//! switch started under `ip netns exec` (how the lab and tests/switch_rig.py start it):
+//! it mounts a fresh sysfs for the namespace, without tracefs under it.
 
 use std::io;
 

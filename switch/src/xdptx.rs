@@ -21,10 +21,11 @@
 //! Between the peer turning NAPI off and the switch seeing the feature gone (its netlink
 //! notification, at most `FRESH_FOR` later) frames would vanish so, or be refused by
 //! veth (no NAPI: counted in tx_dropped; the peer's ring full: in its ethtool statistics).
-//! What veth took is counted exactly, though: the sending veth's `tx_queue_N_xdp_xmit`
-//! statistics. ports.rs reads them after each call (ethtool.rs `XmitCounter`): veth takes a call's
-//! frames in order, so the frames past that count were not taken, and go out through
-//! the ring instead.
+//! What veth took is counted exactly, though: the `sent` of the kernel's
+//! `xdp:xdp_devmap_xmit` events (xdpsent.rs), or else the sending veth's
+//! `tx_queue_N_xdp_xmit` statistics, which ports.rs reads after each call (ethtool.rs
+//! `XmitCounter`). veth takes a call's frames in order, so the frames past that count were
+//! not taken, and go out through the ring instead.
 
 use std::io;
 
