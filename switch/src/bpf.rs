@@ -31,6 +31,7 @@ pub const MAX_BATCH: u32 = 256;
 
 /// Helper function numbers (enum bpf_func_id).
 pub const FUNC_MAP_LOOKUP_ELEM: i32 = 1;
+pub const FUNC_GET_CURRENT_PID_TGID: i32 = 14;
 pub const FUNC_REDIRECT: i32 = 23;
 pub const FUNC_XDP_ADJUST_TAIL: i32 = 65;
 pub const FUNC_XDP_GET_BUFF_LEN: i32 = 188;
@@ -86,6 +87,14 @@ pub const fn add_imm(dst: u8, imm: i32) -> Insn {
 /// `dst += src`.
 pub const fn add_reg(dst: u8, src: u8) -> Insn {
     insn(0x0f, dst, src, 0, 0)
+}
+/// `dst <<= imm`.
+pub const fn lsh_imm(dst: u8, imm: i32) -> Insn {
+    insn(0x67, dst, 0, 0, imm)
+}
+/// `dst >>= imm` (logical).
+pub const fn rsh_imm(dst: u8, imm: i32) -> Insn {
+    insn(0x77, dst, 0, 0, imm)
 }
 /// `dst -= src`.
 pub const fn sub_reg(dst: u8, src: u8) -> Insn {

@@ -6,14 +6,16 @@
 //! driver took (`sent`) and how many it refused (veth: its peer runs no NAPI, or the peer's
 //! ring is full). The program counts `sent` into a memory-mapped map value, only for events
 //! of the switch's data-plane thread to the port it sends to now: a tracepoint program runs
-//! for every task that hits the tracepoint, so it filters by the record's `common_pid`.
+//! for every task that hits the tracepoint, so it filters by the current thread's id.
 //! Reading veth's own count instead (ethtool.rs `XmitCounter`) costs a SIOCETHTOOL per call,
 //! ~3-5 µs under the rtnl lock; this costs a memory read.
 //!
-//! The tracepoint's number and field offsets are read from tracefs (its `format` file);
-//! where tracefs is not mounted the switch falls back to veth's count. That includes a
-//! switch started under `ip netns exec` (how the lab and tests/switch_rig.py start it):
-//! it mounts a fresh sysfs for the namespace, without tracefs under it.
+//! The tracepoint's number and field offsets are read from tracefs (its `format` file). A
+//! switch started under `ip netns exec` (how the lab and tests/switch_rig.py start it) sees a
+//! fresh sysfs for its namespace, without tracefs under it: the switch then mounts tracefs
+//! there itself, in a mount namespace of its own (so the host's mounts stay as they were,
+//! and the mount goes with the process). Where that fails too, the switch falls back to
+//! veth's count.
 
 use std::io;
 
@@ -37,9 +39,9 @@ const TID_AT: i16 = 8;
 const IFINDEX_AT: i16 = 12;
 const VALUE_SIZE: usize = 16;
 
-/// Where the fields the program reads sit in the tracepoint's record.
+/// Where the fields the program reads sit in the tracepoint's record (whose common fields,
+/// the task's pid among them, a tracepoint program may not read).
 struct Layout {
-    pid: i16,
     to_ifindex: i16,
     sent: i16,
 }
@@ -93,7 +95,7 @@ impl XdpSent {
 /// Jump offset placeholder for "to `out`", patched by [`program`].
 const TO_OUT: i16 = i16::MAX;
 
-/// r6 the record, r0 the map value.
+/// r6 the record, r0 (and r7 across the helper call) the map value.
 fn program(map_fd: i32, at: &Layout) -> Vec<Insn> {
     use bpf::*;
     let mut p = vec![
@@ -103,14 +105,19 @@ fn program(map_fd: i32, at: &Layout) -> Vec<Insn> {
     ];
     p.extend(load_map_fd(1, map_fd));
     p.extend([
-        mov_reg(2, 10),             // r0 = &value
-        add_imm(2, -4),             //
-        call(FUNC_MAP_LOOKUP_ELEM), //
-        jeq_imm(0, 0, TO_OUT),      // (never null: the key is in range)
-        load_u32(1, 0, TID_AT),     // not the data-plane thread's event: out
-        load_u32(2, 6, at.pid),     //
-        jne_reg(1, 2, TO_OUT),      //
-        load_u32(1, 0, IFINDEX_AT), // not to the port it sends to: out
+        mov_reg(2, 10),                  // r0 = &value
+        add_imm(2, -4),                  //
+        call(FUNC_MAP_LOOKUP_ELEM),      //
+        jeq_imm(0, 0, TO_OUT),           // (never null: the key is in range)
+        mov_reg(7, 0),                   // r7 = &value (r6..r9 survive helper calls)
+        call(FUNC_GET_CURRENT_PID_TGID), // not the data-plane thread's event: out
+        mov_reg(2, 0),                   // (the thread id is the low 32 bits)
+        lsh_imm(2, 32),                  //
+        rsh_imm(2, 32),                  //
+        mov_reg(0, 7),                   // r0 = &value again
+        load_u32(1, 0, TID_AT),          //
+        jne_reg(1, 2, TO_OUT),           //
+        load_u32(1, 0, IFINDEX_AT),      // not to the port it sends to: out
         load_u32(2, 6, at.to_ifindex),
         jne_reg(1, 2, TO_OUT),
         load_u32(1, 6, at.sent), // total += sent (never negative: 0 on error)
@@ -128,10 +135,18 @@ fn program(map_fd: i32, at: &Layout) -> Vec<Insn> {
 
 /// The tracepoint's id and the offsets of the fields the program reads, from tracefs.
 fn tracepoint() -> io::Result<(u64, Layout)> {
-    let dir = EVENT_DIRS
-        .iter()
-        .find(|d| std::path::Path::new(d).join("id").exists())
-        .ok_or_else(|| io::Error::other("tracefs has no xdp:xdp_devmap_xmit (not mounted?)"))?;
+    let find = || {
+        EVENT_DIRS
+            .iter()
+            .find(|d| std::path::Path::new(d).join("id").exists())
+    };
+    let dir = match find() {
+        Some(dir) => dir,
+        None => {
+            mount_private_tracefs()?;
+            find().ok_or_else(|| io::Error::other("tracefs has no xdp:xdp_devmap_xmit"))?
+        }
+    };
     let id = std::fs::read_to_string(format!("{dir}/id"))?;
     let id = id
         .trim()
@@ -143,11 +158,48 @@ fn tracepoint() -> io::Result<(u64, Layout)> {
             .ok_or_else(|| io::Error::other(format!("xdp_devmap_xmit has no 4-byte {name}")))
     };
     let layout = Layout {
-        pid: field("common_pid")?,
         to_ifindex: field("to_ifindex")?,
         sent: field("sent")?,
     };
     Ok((id, layout))
+}
+
+/// Mounts tracefs at its usual place in a mount namespace of this process's own. Must run
+/// before the process starts a thread (a new mount namespace needs an unshared filesystem
+/// context): main opens the XDP transmit before it spawns any.
+fn mount_private_tracefs() -> io::Result<()> {
+    let check = |rc: libc::c_int, what: &str| match rc {
+        0 => Ok(()),
+        _ => Err(io::Error::other(format!(
+            "{what}: {}",
+            io::Error::last_os_error()
+        ))),
+    };
+    check(
+        unsafe { libc::unshare(libc::CLONE_NEWNS) },
+        "unshare a mount namespace",
+    )?;
+    // Nothing mounted from here on may reach the namespace this one was copied from.
+    let private = libc::MS_REC | libc::MS_PRIVATE;
+    let root = c"/";
+    let none = std::ptr::null();
+    check(
+        unsafe { libc::mount(none, root.as_ptr(), none, private, std::ptr::null()) },
+        "make mounts private",
+    )?;
+    let (source, target) = (c"tracefs", c"/sys/kernel/tracing");
+    check(
+        unsafe {
+            libc::mount(
+                source.as_ptr(),
+                target.as_ptr(),
+                source.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        },
+        "mount tracefs",
+    )
 }
 
 /// The offset of a 4-byte field in a tracepoint's `format` text, whose lines read
