@@ -36,6 +36,7 @@ from p4.v1 import p4runtime_pb2 as pb  # noqa: E402
 from p4.v1 import p4runtime_pb2_grpc  # noqa: E402
 from switch_rig import Rig  # noqa: E402
 
+from dplab.measure.stats import percentile  # noqa: E402
 from dplab.p4runtime.server import P4RuntimeServicer  # noqa: E402
 
 SIZES = (1, 10, 100, 1000)
@@ -189,17 +190,10 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def table(results: dict, reps: int) -> str:
     lat = results["latency_ms"]
     lines = [f"Write RPC of one INSERT: p50 {_fmt(median(lat), 2)} ms, p99 "
-             f"{_fmt(percentile(lat, 0.99), 2)} ms ({len(lat)} Writes). Wildcard Read of "
+             f"{_fmt(percentile(lat, 99), 2)} ms ({len(lat)} Writes). Wildcard Read of "
              f"{READ_ENTRIES} entries: {_fmt(median(results['read_ms']), 1)} ms (median of "
              f"{reps}). Decoding a WriteRequest of {max(SIZES)} INSERTs (protobuf "
              f"{api_implementation.Type()} implementation, as gRPC does before our handler "
