@@ -20,11 +20,8 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent import futures
-from contextlib import contextmanager
 from pathlib import Path
 
-import grpc
 from google.protobuf.internal import api_implementation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,9 +30,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 import p4runtime_rig  # noqa: E402  (the test rigs live with the tests)
 from doc_section import machine_line, write_section  # noqa: E402
 from p4.v1 import p4runtime_pb2 as pb  # noqa: E402
-from p4.v1 import p4runtime_pb2_grpc  # noqa: E402
-from switch_rig import Rig  # noqa: E402
 
+from dplab.measure.stats import percentile  # noqa: E402
 from dplab.p4runtime.server import P4RuntimeServicer  # noqa: E402
 
 SIZES = (1, 10, 100, 1000)
@@ -159,20 +155,6 @@ class ProfiledServicer(P4RuntimeServicer):
             self.profile.disable()
 
 
-@contextmanager
-def in_process_server(rig: Rig, address: str):
-    """Our server in this process; yields its servicer."""
-    servicer = ProfiledServicer(rig.control_path)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
-    server.add_insecure_port(address)
-    server.start()
-    try:
-        yield servicer
-    finally:
-        server.stop(grace=0.5).wait()
-
-
 def profile(servicer: ProfiledServicer, address: str, program, out: Path) -> None:
     """The server's Write handler profiled while DATAPLANE_ATOMIC batches of 1000 INSERTs
     are written."""
@@ -189,17 +171,10 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def table(results: dict, reps: int) -> str:
     lat = results["latency_ms"]
     lines = [f"Write RPC of one INSERT: p50 {_fmt(median(lat), 2)} ms, p99 "
-             f"{_fmt(percentile(lat, 0.99), 2)} ms ({len(lat)} Writes). Wildcard Read of "
+             f"{_fmt(percentile(lat, 99), 2)} ms ({len(lat)} Writes). Wildcard Read of "
              f"{READ_ENTRIES} entries: {_fmt(median(results['read_ms']), 1)} ms (median of "
              f"{reps}). Decoding a WriteRequest of {max(SIZES)} INSERTs (protobuf "
              f"{api_implementation.Type()} implementation, as gRPC does before our handler "
@@ -235,7 +210,8 @@ def main() -> None:
             results = run(args.reps, address, program)
             if args.profile:
                 profiled = f"unix:{tmp}/profiled.sock"
-                with in_process_server(rig, profiled) as servicer:
+                with p4runtime_rig.in_process_server(ProfiledServicer(rig.control_path),
+                                                     profiled) as servicer:
                     profile(servicer, profiled, program, args.profile)
     text = table(results, args.reps)
     print(text)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from p4.v1 import p4runtime_pb2_grpc
 from switch_rig import Rig, compile_p4
 
 from dplab.p4runtime import errors
+from dplab.p4runtime.server import P4RuntimeServicer
 
 PRIMARY_WAIT_S = 10.0
 # The election id of each test's own controller (fresh_pipeline): the highest there is, so
@@ -80,6 +82,20 @@ def server_process(rig: Rig, address: str):
     finally:
         proc.terminate()
         proc.wait(5)
+
+
+@contextmanager
+def in_process_server(servicer: P4RuntimeServicer, address: str):
+    """``servicer`` served in this process on ``address`` until the block ends (for a
+    test or benchmark that reaches into the server); yields it."""
+    server = grpc.server(ThreadPoolExecutor(max_workers=4))
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    server.add_insecure_port(address)
+    server.start()
+    try:
+        yield servicer
+    finally:
+        server.stop(0).wait()
 
 
 class Names:

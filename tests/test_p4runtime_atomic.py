@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4.v1 import p4runtime_pb2_grpc
 from p4runtime_rig import (
     Client,
     Names,
@@ -302,29 +300,23 @@ def test_a_refused_hold_fails_the_write_alike_on_the_batched_and_the_stepwise_pa
     both fail alike, with the switch's code for the whole Write (no per-update details,
     no update is to blame) and no update applied."""
     rig, client, n = ctl
-    servicer = P4RuntimeServicer(rig.control_path, 1)
-    server = grpc.server(ThreadPoolExecutor(max_workers=4))
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
     address = f"unix:{tmp_path}/held.sock"
-    server.add_insecure_port(address)
-    server.start()
     default = pb.Entity()
     default.table_entry.table_id = n["route"]
     default.table_entry.is_default_action = True
     default.table_entry.action.action.action_id = n["to_port"]
     default.table_entry.action.action.params.add(param_id=1, value=b"\x02")
-    try:
-        with p4runtime_rig.primary_client(address, program, election=1, action=(
-                pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT)) as (own, _):
-            servicer.switch.call("hold")
-            try:
-                failures = [refusal(own, updates) for updates in (
-                    [(pb.Update.INSERT, e) for e in pair(n, 2)],
-                    [(pb.Update.INSERT, pair(n, 2)[0]), (pb.Update.MODIFY, default)])]
-            finally:
-                servicer.switch.call("release")
-    finally:
-        server.stop(0)
+    with (p4runtime_rig.in_process_server(P4RuntimeServicer(rig.control_path, 1),
+                                          address) as servicer,
+          p4runtime_rig.primary_client(address, program, election=1, action=(
+              pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT)) as (own, _)):
+        servicer.switch.call("hold")
+        try:
+            failures = [refusal(own, updates) for updates in (
+                [(pb.Update.INSERT, e) for e in pair(n, 2)],
+                [(pb.Update.INSERT, pair(n, 2)[0]), (pb.Update.MODIFY, default)])]
+        finally:
+            servicer.switch.call("release")
     assert failures[0] == failures[1]
     code, message, details = failures[0]
     assert code == grpc.StatusCode.FAILED_PRECONDITION

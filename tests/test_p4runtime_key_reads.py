@@ -10,8 +10,9 @@ from pathlib import Path
 import p4runtime_rig
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Names, compile_with_info
+from p4runtime_rig import compile_with_info
 from test_p4runtime_entities import acl, lpm
+from test_p4runtime_entry_state import probe
 
 pytestmark = pytest.mark.net
 HERE = Path(__file__).resolve().parent
@@ -39,18 +40,10 @@ def read_counted(rig, client, entity: pb.Entity) -> tuple[list[pb.Entity], dict[
     return found, {kind: after[kind] - before[kind] for kind in after}
 
 
-def table_of(n: Names, table: str, **fields) -> pb.Entity:
-    entity = pb.Entity()
-    entity.table_entry.table_id = n[table]
-    for name, value in fields.items():
-        setattr(entity.table_entry, name, value)
-    return entity
-
-
-def filtered(everything: list[pb.Entity], probe: pb.Entity) -> list[pb.Entity]:
-    """The entries of a whole-table read that have ``probe``'s key (what a key read
+def filtered(everything: list[pb.Entity], keyed: pb.Entity) -> list[pb.Entity]:
+    """The entries of a whole-table read that have ``keyed``'s key (what a key read
     answered before it went to the switch by key)."""
-    want = probe.table_entry
+    want = keyed.table_entry
     return [e for e in everything
             if sorted(m.SerializeToString() for m in e.table_entry.match)
             == sorted(m.SerializeToString() for m in want.match)
@@ -65,18 +58,18 @@ def test_a_read_by_whole_key_reads_one_entry_on_the_switch(ctl):
              acl(n, 20, "police", src=("10.0.0.1", "255.255.255.255")),
              acl(n, 30, "NoAction", ttl=(1, 9))]
     client.write(*routes, *rules)
-    whole_routes, counted = read_counted(rig, client, table_of(n, "fwd_lpm"))
+    whole_routes, counted = read_counted(rig, client, probe(n, "fwd_lpm"))
     assert len(whole_routes) == 8 and counted == {"whole": 1, "by_key": 0}
-    whole_rules = client.read(table_of(n, "acl"))
+    whole_rules = client.read(probe(n, "acl"))
 
     present, absent = routes[3], lpm(n, "10.9.9.0", 24, "forward", b"\x02")
-    for probe, everything in ((present, whole_routes), (absent, whole_routes),
-                              (rules[1], whole_rules)):  # with its priority
-        probe = pb.Entity(table_entry=pb.TableEntry(
-            table_id=probe.table_entry.table_id, priority=probe.table_entry.priority,
-            match=probe.table_entry.match))
-        found, counted = read_counted(rig, client, probe)
-        assert found == filtered(everything, probe)
+    for written, everything in ((present, whole_routes), (absent, whole_routes),
+                                (rules[1], whole_rules)):  # with its priority
+        keyed = pb.Entity(table_entry=pb.TableEntry(
+            table_id=written.table_entry.table_id, priority=written.table_entry.priority,
+            match=written.table_entry.match))
+        found, counted = read_counted(rig, client, keyed)
+        assert found == filtered(everything, keyed)
         assert counted == {"whole": 0, "by_key": 1}
     assert [e.table_entry.metadata for e in client.read(present)] == [b"fourth"]
 
@@ -87,7 +80,7 @@ def test_a_read_by_whole_key_reads_one_entry_on_the_switch(ctl):
     assert [e.table_entry.priority for e in found] == [10, 20]
     assert counted == {"whole": 1, "by_key": 0}
     # the default entry is in every table read: it never costs the entries
-    default, counted = read_counted(rig, client, table_of(n, "fwd_lpm",
-                                                          is_default_action=True))
+    default, counted = read_counted(rig, client, probe(n, "fwd_lpm",
+                                                       is_default_action=True))
     assert [e.table_entry.action.action.action_id for e in default] == [n["drop"]]
     assert counted == {"whole": 1, "by_key": 0}

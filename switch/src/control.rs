@@ -1415,7 +1415,6 @@ pub fn event_writer(shared: Arc<Shared>) {
         let now = shared.now_ns();
         if now - last_idle_scan > 200_000_000 {
             last_idle_scan = now;
-            let clients = subscribers(&shared);
             for line in idle_events(&shared, now) {
                 broadcast(&clients, &line);
             }

@@ -409,17 +409,18 @@ class Entities:
 
     def _read_one_table(self, table, want: pb.TableEntry,
                         new_entry: Callable[[], pb.TableEntry]) -> Iterator[pb.TableEntry]:
-        got = self.switch.call("table_read", **_read_scope(self.index, table, want))
-        wanted = codec.Wanted(self.index, table, want)
         table_id = table.preamble.id
+        key = self.index.keys[table_id]
+        match = (codec.match_to_switch(key, want.match)
+                 if want.match and not want.is_default_action else None)
+        got = self.switch.call("table_read", **_read_scope(table, want, match))
+        wanted = codec.Wanted(self.index, table, want)
         if want.is_default_action:
             entry = new_entry()
             codec.fill_default_entry(entry, self.index, table_id, got, wanted)
             Extras.from_switch(got["default_meta"]).fill(entry)
             yield entry
             return
-        key = self.index.keys[table_id]
-        match = codec.match_to_switch(key, want.match) if want.match else None
         action_id = want.action.action.action_id if want.action.HasField("action") else 0
         action_sets = self.oneshots.action_sets(table)  # one shots read as written (9.2.3)
         time_since_last_hit = want.HasField("time_since_last_hit") and _supports_timeout(table)
@@ -600,16 +601,15 @@ def entry_of(read: dict, priority: int) -> dict | None:
                  if (item.get("priority") or 0) == priority), None)
 
 
-def _read_scope(index: P4InfoIndex, table: p4info_pb2.Table, want: pb.TableEntry) -> dict:
+def _read_scope(table: p4info_pb2.Table, want: pb.TableEntry, match: list[dict] | None,
+                ) -> dict:
     """The table_read a Read needs: the whole table, or, when it names an entry's whole key
-    (its match, and its priority where the table has priorities), that entry alone. A
-    given match is always a whole key: fields left out are the entry's wildcards."""
-    scope = {"table": table.preamble.id}
-    if (want.match and not want.is_default_action
-            and (want.priority or not _has_priorities(table))):
-        scope |= {"match": codec.match_to_switch(index.key(table), want.match),
-                  "priority": want.priority}
-    return scope
+    (its ``match`` in the switch's form, and its priority where the table has priorities),
+    that entry alone. A given match is always a whole key: fields left out are the entry's
+    wildcards."""
+    if match is not None and (want.priority or not _has_priorities(table)):
+        return {"table": table.preamble.id, "match": match, "priority": want.priority}
+    return {"table": table.preamble.id}
 
 
 def _has_priorities(table: p4info_pb2.Table) -> bool:
