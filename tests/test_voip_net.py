@@ -31,9 +31,12 @@ def test_a_clean_voip_stream_scores_above_mos_4(net):
     assert s["packets_received"] == 150
     assert s["loss_pct"] == 0.0
     assert s["out_of_order"] == 0.0
-    assert 0 < s["owd_p50_ms"] <= s["owd_p99_ms"] <= s["owd_max_ms"] < 20
-    assert 0 < s["owd_ms"] < 5
-    assert 0 <= s["jitter_ms"] < 5
+    # Delays are what the machine gives (a loaded one took 34 ms at the worst); the bounds
+    # catch a unit or clock mistake, which would be 1000 times off. Within them and without
+    # loss, the mouth-to-ear delay (20 ms + mean + 2 x jitter) stays under G.107's 100 ms.
+    assert 0 < s["owd_p50_ms"] <= s["owd_p99_ms"] <= s["owd_max_ms"] < 150
+    assert 0 < s["owd_ms"] < 50
+    assert 0 <= s["jitter_ms"] < 15
     assert s["r_factor"] > 90 and s["mos"] > 4
     assert [row["t_start"] for row in result.intervals] == [0.0, 1.0, 2.0]
     assert [row["packets_received"] for row in result.intervals] == [50.0, 50.0, 50.0]
