@@ -199,6 +199,9 @@ SPAN_NOTE = [
     "  unary Write RPC returns once the switch took the entries). The first-packet RTT is",
     "  the comparable figure: it holds one set-up and what each plane needs before the",
     "  packet can move on.",
+    "- P4's set-up writes one Write per switch of the path, all in flight at once, and",
+    "  sends the packet-out after every answer (control/p4runtime_app.py); each Write is a",
+    "  gRPC-Python RPC to the one process that serves every switch's P4Runtime.",
 ]
 
 
