@@ -1,10 +1,12 @@
 """The P4Runtime controller app's reading of failed writes: the server answers a failed
 update with UNKNOWN and the update's own code in the details (spec 12.4), and the app must
-act on the update's code. The session stands in for the switch (the server's behaviour is
+act on the update's code; and how it writes a path: one Write per switch, all at once,
+answered before the packet-out. The session stands in for the switch (the server's behaviour is
 tested in test_p4runtime_conformance.py)."""
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 
 import grpc
@@ -12,6 +14,8 @@ from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.control.p4runtime_app import P4RuntimeSouthbound
+
+A, B = "00:00:00:00:00:01", "00:00:00:00:00:02"
 
 
 class RefusedUpdate(grpc.RpcError):
@@ -32,36 +36,94 @@ class RefusedUpdate(grpc.RpcError):
         return self._trailer
 
 
+class Answered:
+    """A Write's future: its answer, recorded in the shared log when awaited."""
+
+    def __init__(self, log: list, name: str, error: grpc.RpcError | None) -> None:
+        self.log, self.name, self.error = log, name, error
+
+    def result(self) -> None:
+        self.log.append(("answer", self.name))
+        if self.error is not None:
+            raise self.error
+
+
 class Session:
-    """Refuses every INSERT with `insert_code`; records what was written."""
+    """A switch that refuses every INSERT with ``insert_code`` (None: takes everything);
+    records the operations written, and Writes, answers and packet-outs in ``log``."""
 
     ready = True
-    name = "s1"
 
-    def __init__(self, insert_code: grpc.StatusCode) -> None:
+    def __init__(self, name: str = "s1", insert_code: grpc.StatusCode | None = None,
+                 log: list | None = None) -> None:
+        self.name = name
         self.insert_code = insert_code
+        self.log = [] if log is None else log
         self.written: list[int] = []
+        self.pending: dict = {}
+        self.installed: set = set()
+        self.outbox = SimpleNamespace(put=lambda msg: self.log.append(("packet_out", self.name)))
+
+    def send(self, updates: list[pb.Update]) -> Answered:
+        self.log.append(("send", self.name))
+        self.written.extend(u.type for u in updates)
+        refused = self.insert_code is not None and updates[0].type == pb.Update.INSERT
+        return Answered(self.log, self.name, RefusedUpdate(self.insert_code) if refused else None)
 
     def write(self, op: int, entry: pb.TableEntry) -> None:
-        self.written.append(op)
-        if op == pb.Update.INSERT:
-            raise RefusedUpdate(self.insert_code)
+        self.send([pb.Update(type=op)]).result()
 
 
-def app_with(session: Session) -> P4RuntimeSouthbound:
+def app_with(*sessions: Session) -> P4RuntimeSouthbound:
     app = object.__new__(P4RuntimeSouthbound)  # no switches to connect to
-    app.program = SimpleNamespace(table_id=1, forward_id=2)
-    app.sessions = {"s1": session}
+    app.program = SimpleNamespace(table_id=1, forward_id=2, egress_port_id=1,
+                                  packet_out_zeros=[])
+    app.sessions = {session.name: session for session in sessions}
+    app._lock = threading.Lock()
     return app
 
 
+def install_and_send(app: P4RuntimeSouthbound, switches: list[str], dst: str = B) -> None:
+    """What Forwarding does for one path: its rules, then the packet-out at the first switch."""
+    for switch in switches:
+        app.install_path_rule(switch, 1, A, dst, 3, 10)
+    app.packet_out(switches[-1], [3], b"frame")
+
+
 def test_a_rule_that_exists_already_is_modified():
-    session = Session(grpc.StatusCode.ALREADY_EXISTS)
-    app_with(session).install_path_rule("s1", 1, "00:00:00:00:00:01", "00:00:00:00:00:02", 3, 10)
+    session = Session(insert_code=grpc.StatusCode.ALREADY_EXISTS)
+    install_and_send(app_with(session), ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY]
+    assert session.log[-1] == ("packet_out", "s1")
 
 
 def test_a_rule_refused_for_another_reason_is_not_retried():
-    session = Session(grpc.StatusCode.RESOURCE_EXHAUSTED)
-    app_with(session).install_path_rule("s1", 1, "00:00:00:00:00:01", "00:00:00:00:00:02", 3, 10)
+    session = Session(insert_code=grpc.StatusCode.RESOURCE_EXHAUSTED)
+    install_and_send(app_with(session), ["s1"])
     assert session.written == [pb.Update.INSERT]
+
+
+def test_a_path_goes_to_every_switch_at_once_and_before_its_packet_out():
+    log: list = []
+    sessions = [Session(name, log=log) for name in ("s3", "s2", "s1")]
+    install_and_send(app_with(*sessions), ["s3", "s2", "s1"])
+    sends = [step for step in log if step[0] == "send"]
+    assert len(sends) == 3  # one Write per switch
+    assert log[:3] == sends  # all in flight before the first answer is awaited
+    assert log[-1] == ("packet_out", "s1")  # after every answer
+    assert sorted(step for step in log if step[0] == "answer") == [
+        ("answer", "s1"), ("answer", "s2"), ("answer", "s3")]
+
+
+def test_a_rule_the_switch_holds_goes_as_a_modify_and_after_an_idle_delete_as_an_insert():
+    session = Session()
+    app = app_with(session)
+    install_and_send(app, ["s1"])
+    install_and_send(app, ["s1"])
+    assert session.written == [pb.Update.INSERT, pb.Update.MODIFY]
+    idle = pb.StreamMessageResponse()
+    idle.idle_timeout_notification.table_entry.add().CopyFrom(app._entry(B))
+    app.on_stream_message(session, idle)
+    install_and_send(app, ["s1"])
+    assert session.written == [pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE,
+                               pb.Update.INSERT]

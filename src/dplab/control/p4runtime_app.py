@@ -11,6 +11,13 @@ in as a packet-in carrying its ingress port; packet-outs carry their egress port
 Reactive rules get the switch's idle timeout; the controller deletes them when the switch
 reports them idle, as an OpenFlow switch would by itself.
 
+Rules the logic asks for are collected and go out when the logic returns, or before its
+next packet-out: one Write per switch, to all switches at once, and the packet-out waits
+until every switch has answered (the path is in place before the packet moves on, as in
+ONOS fwd; a path costs one Write round trip, not one per switch). A rule the switch is
+known to hold goes as a MODIFY, others as an INSERT; a refusal because the entry is there
+(or gone) is retried once the other way.
+
 ``python -m dplab.control.p4runtime_app --config F --mode reactive --stats-file S``; the
 config JSON names ``ir`` and ``p4info`` (binary) files and ``switches``:
 ``{"s1": {"address": "unix:/...", "device_id": 1, "ports": [1, 2]}}``.
@@ -25,7 +32,8 @@ import os
 import queue
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -35,12 +43,15 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.control.counters_file import write_counters
 from dplab.control.forwarding import MODES, REACTIVE, Forwarding
-from dplab.p4runtime.errors import update_code
+from dplab.p4runtime.errors import update_code, update_codes
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
 CONNECT_TIMEOUT_S = 30.0
 NS_PER_S = 1_000_000_000
+# A refused update sent once more as the other operation: the entry is there, or gone.
+RETRY_AS = {grpc.StatusCode.ALREADY_EXISTS: pb.Update.MODIFY,
+            grpc.StatusCode.NOT_FOUND: pb.Update.INSERT}
 log = logging.getLogger("dplab.p4runtime_app")
 
 
@@ -79,6 +90,11 @@ class SwitchSession:
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.outbox: queue.Queue = queue.Queue()
         self.ready = False
+        # Both under the app's lock: the rules waiting for the next flush (by destination
+        # MAC, a later rule replacing an earlier one as a later Write would), and the
+        # destinations whose entry the switch holds as far as we know.
+        self.pending: dict[bytes, pb.TableEntry] = {}
+        self.installed: set[bytes] = set()
 
     def start(self) -> None:
         grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
@@ -107,9 +123,13 @@ class SwitchSession:
         self.stub.SetForwardingPipelineConfig(req)
 
     def write(self, op: int, entry: pb.TableEntry) -> None:
+        self.send([_update(op, entry)]).result()
+
+    def send(self, updates: list[pb.Update]) -> grpc.Future:
+        """One Write of ``updates`` (CONTINUE_ON_ERROR), in flight when this returns."""
         req = pb.WriteRequest(device_id=self.device_id, election_id=ELECTION_ID)
-        req.updates.add(type=op).entity.table_entry.CopyFrom(entry)
-        self.stub.Write(req)
+        req.updates.extend(updates)
+        return self.stub.Write.future(req)
 
 
 class P4RuntimeSouthbound:
@@ -136,18 +156,13 @@ class P4RuntimeSouthbound:
         action.action_id = self.program.forward_id
         action.params.add(param_id=1, value=out_port.to_bytes(2, "big"))
         entry.idle_timeout_ns = idle_timeout * NS_PER_S
-        try:
-            session.write(pb.Update.INSERT, entry)
-        except grpc.RpcError as err:
-            if update_code(err) != grpc.StatusCode.ALREADY_EXISTS:
-                log.warning("%s: rule for %s refused: %s", switch, eth_dst, err.details())
-                return
-            session.write(pb.Update.MODIFY, entry)
+        session.pending[_key(entry)] = entry  # sent by the next flush
 
     def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
         session = self.sessions.get(switch)
         if session is None or not session.ready:
             return
+        self._flush()  # the rules asked for so far are in before the packet moves on
         for port in ports:
             msg = pb.StreamMessageRequest()
             msg.packet.payload = data
@@ -156,38 +171,105 @@ class P4RuntimeSouthbound:
             msg.packet.metadata.extend(self.program.packet_out_zeros)
             session.outbox.put(msg)
 
+    # -- rule writes ---------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        """Sends every pending rule, one Write per switch, all switches at once; returns
+        when each has answered. A rule refused because its entry exists (or does not) is
+        sent once more the other way."""
+        batches = {}
+        for session in self.sessions.values():
+            if session.pending:
+                batches[session] = [_update(self._op(session, key), entry)
+                                    for key, entry in session.pending.items()]
+                session.pending.clear()
+        for _attempt in range(2):
+            calls = [(session, updates, session.send(updates))
+                     for session, updates in batches.items()]
+            batches = {}
+            for session, updates, call in calls:
+                retry = self._settle(session, updates, call)
+                if retry:
+                    batches[session] = retry
+        for session, updates in batches.items():
+            log.warning("%s: %d rules refused both ways (their entries came and went)",
+                        session.name, len(updates))
+
+    @staticmethod
+    def _op(session: SwitchSession, key: bytes) -> int:
+        return pb.Update.MODIFY if key in session.installed else pb.Update.INSERT
+
+    @staticmethod
+    def _settle(session: SwitchSession, updates: list[pb.Update],
+                call: grpc.Future) -> list[pb.Update]:
+        """Waits for ``call`` (the Write of ``updates``) and records which entries the
+        switch holds; returns the updates to send again with the other operation."""
+        try:
+            call.result()
+            codes = [grpc.StatusCode.OK] * len(updates)
+        except grpc.RpcError as err:
+            codes = update_codes(err)
+            if len(codes) != len(updates):  # the whole Write was refused
+                log.warning("%s: rules refused: %s", session.name, err.details())
+                return []
+        retry = []
+        for update, code in zip(updates, codes, strict=True):
+            entry = update.entity.table_entry
+            if code == grpc.StatusCode.OK:
+                session.installed.add(_key(entry))
+            elif code in RETRY_AS:
+                retry.append(_update(RETRY_AS[code], entry))
+            else:
+                log.warning("%s: rule for %s refused: %s", session.name,
+                            _key(entry).hex(":"), code.name)
+        return retry
+
     # -- stream events -------------------------------------------------------------------
 
     def on_stream_message(self, session: SwitchSession, msg: pb.StreamMessageResponse) -> None:
         kind = msg.WhichOneof("update")
         if kind == "arbitration" and msg.arbitration.status.code == 0 and not session.ready:
             session.set_pipeline(self.program)
-            with self._lock:
+            with self._driving() as logic:
                 session.ready = True
-                self.logic.switch_up(session.name, session.ports)
+                logic.switch_up(session.name, session.ports)
         elif kind == "packet":
             meta = {m.metadata_id: m.value for m in msg.packet.metadata}
             port = int.from_bytes(meta.get(self.program.ingress_port_id, b"\0"), "big")
-            with self._lock:
-                self.logic.packet_in(session.name, port, msg.packet.payload)
+            with self._driving() as logic:
+                logic.packet_in(session.name, port, msg.packet.payload)
         elif kind == "idle_timeout_notification":
             self._delete_idle(session, msg.idle_timeout_notification.table_entry)
         elif kind == "error":
             log.warning("%s: %s", session.name, msg.error.message)
 
     def _delete_idle(self, session: SwitchSession, entries) -> None:
-        for entry in entries:
-            try:
-                session.write(pb.Update.DELETE, entry)
-            except grpc.RpcError as err:
-                if update_code(err) != grpc.StatusCode.NOT_FOUND:  # NOT_FOUND: already gone
-                    log.warning("%s: idle entry not deleted: %s", session.name, err.details())
+        """Under the lock, so that a rule for the same destination being installed now
+        goes after the delete (and as an INSERT)."""
+        with self._lock:
+            for entry in entries:
+                session.installed.discard(_key(entry))
+                try:
+                    session.write(pb.Update.DELETE, entry)
+                except grpc.RpcError as err:
+                    if update_code(err) != grpc.StatusCode.NOT_FOUND:  # already gone
+                        log.warning("%s: idle entry not deleted: %s", session.name,
+                                    err.details())
 
     def on_switch_gone(self, session: SwitchSession) -> None:
-        with self._lock:
+        with self._driving() as logic:
             if session.ready:
                 session.ready = False
-                self.logic.switch_down(session.name)
+                session.pending.clear()
+                session.installed.clear()
+                logic.switch_down(session.name)
+
+    @contextmanager
+    def _driving(self) -> Iterator[Forwarding]:
+        """The logic, under the lock; the rules it asked for are sent when it returns."""
+        with self._lock:
+            yield self.logic
+            self._flush()
 
     def _entry(self, eth_dst: str) -> pb.TableEntry:
         entry = pb.TableEntry(table_id=self.program.table_id)
@@ -201,13 +283,24 @@ class P4RuntimeSouthbound:
             session.start()
 
     def tick(self) -> None:
-        with self._lock:
-            self.logic.tick()
+        with self._driving() as logic:
+            logic.tick()
         self.write_stats()
 
     def write_stats(self) -> None:
         """Counters to the stats file (see control.counters_file)."""
         write_counters(self.stats_file, self.logic, self._lock)
+
+
+def _update(op: int, entry: pb.TableEntry) -> pb.Update:
+    update = pb.Update(type=op)
+    update.entity.table_entry.CopyFrom(entry)
+    return update
+
+
+def _key(entry: pb.TableEntry) -> bytes:
+    """A mac_exact entry's destination MAC (its only match field)."""
+    return entry.match[0].exact.value
 
 
 def main(argv: list[str] | None = None) -> None:
