@@ -66,7 +66,10 @@ buffer per frame on transmit) offers the same UDP frame as fast as it can from c
 {blast_core} into port 1 (GRO on for port 1: veth accepts XDP frames only into a NAPI peer),
 and port 2's peer (the sink) counts what arrives and drops it in XDP (`benchmarks/xdp_drop.py`):
 veth runs a peer's receive inside the sender's transmit, on the forwarder's core, and a
-sink dropping in XDP costs next to nothing there, as a NIC between them would. The row
+sink dropping XDP frames in XDP costs next to nothing there, as a NIC between them would (a
+socket buffer without XDP's headroom, which the AF_PACKET transmit ring sends, veth first
+copies into a page for the program, skb_pp_cow_data: the *tx ring* rows pay that copy per
+frame on the switch's core, which XDP frames do not). The row
 *sink receiving into its stack* runs the L3 switch once more with a sink that takes every
 frame into the kernel's receive path (a socket buffer each, GRO, then IP drops it: it is
 addressed to another host), all of it on core {core} inside the switch's send. Median of
