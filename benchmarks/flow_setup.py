@@ -60,15 +60,8 @@ def reactive(label: str, pairs: int) -> Iterator[tuple[Network, ControlledPlane]
     kind, options = PLANES[label]
     topo = catalog.build("linear", switches=SWITCHES, hosts_per_switch=pairs,
                          core_bw=None, edge_bw=None)
-    plane = planes.create(kind, options)
-    with Network(topo, addressing=plane.addressing,
-                 shared_switch_ns=plane.shared_switch_ns) as net:
-        try:
-            plane.start(net)
-            plane.wait_ready(READY_TIMEOUT_S)
-            yield net, plane
-        finally:
-            plane.stop()
+    with planes.running(kind, options, topo, READY_TIMEOUT_S) as (net, plane):
+        yield net, plane
 
 
 def end_pairs(net: Network) -> list[tuple[str, str]]:

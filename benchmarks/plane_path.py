@@ -116,15 +116,8 @@ def forwarding(label: str, topo: Topology) -> Iterator[Network]:
             yield net
         return
     kind, options = PLANES[label]
-    plane = planes.create(kind, options)
-    with Network(topo, addressing=plane.addressing,
-                 shared_switch_ns=plane.shared_switch_ns) as net:
-        try:
-            plane.start(net)
-            plane.wait_ready(READY_TIMEOUT_S)
-            yield net
-        finally:
-            plane.stop()
+    with planes.running(kind, options, topo, READY_TIMEOUT_S) as (net, _):
+        yield net
 
 
 # ------------------------------------------------------------------ measurements

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 from typing import Any
 
 from dplab.planes.base import Plane, PlaneError
+from dplab.substrate import Network
+from dplab.topology.model import Topology
 
 # kind -> "module:class"; imported only when asked for, so a plane's heavy or missing
 # dependencies never break the others.
@@ -29,4 +33,20 @@ def create(kind: str, options: dict[str, Any] | None = None) -> Plane:
     return getattr(module, class_name)(options or {})
 
 
-__all__ = ["PLANES", "Plane", "PlaneError", "create"]
+@contextlib.contextmanager
+def running(kind: str, options: dict[str, Any] | None, topo: Topology,
+            ready_timeout: float) -> Iterator[tuple[Network, Plane]]:
+    """Plane ``kind`` forwarding on a network built for ``topo``: started, ready within
+    ``ready_timeout`` seconds, stopped at the end (then the network goes)."""
+    plane = create(kind, options)
+    with Network(topo, addressing=plane.addressing,
+                 shared_switch_ns=plane.shared_switch_ns) as net:
+        try:
+            plane.start(net)
+            plane.wait_ready(ready_timeout)
+            yield net, plane
+        finally:
+            plane.stop()
+
+
+__all__ = ["PLANES", "Plane", "PlaneError", "create", "running"]
