@@ -23,8 +23,7 @@ from switch_rig import Rig, SwitchClient, set_gro, tag_frame
 from test_switch_gso import compiled
 from test_switch_superpackets import send_super_packet, with_extensions
 
-from dplab.planes import PlaneError, create
-from dplab.substrate.network import Network
+from dplab.planes import PlaneError, create, running
 from dplab.topology import catalog
 
 pytestmark = pytest.mark.net
@@ -307,21 +306,15 @@ def test_the_p4_plane_sends_tcp_through_xdp_across_switches(switches):
     unshaped = {"core_bw": None, "edge_bw": None}
     topo = (catalog.build("single", hosts=2, **unshaped) if switches == 1 else
             catalog.build("linear", switches=switches, hosts_per_switch=1, **unshaped))
-    plane = create("p4", {"mode": "proactive"})
-    with Network(topo, addressing="l2", shared_switch_ns=plane.shared_switch_ns) as net:
-        try:
-            plane.start(net)
-            plane.wait_ready(40)
-            assert ping_failures(net) == []
-            first, last = topo.hosts()[0], topo.hosts()[-1]
-            received, _ = tcp_received(net, first, last, seconds=2.0)
-            assert received > 1_000_000
-            ports = [port for s in topo.switches()
-                     for port in SwitchClient(str(plane.dir / f"{s}.sock")).call("stats")["ports"]]
-            holders = {h for ns in {net.switch_ns(s) for s in topo.switches()}
-                       for h in _holders(ns)}
-        finally:
-            plane.stop()
+    with running("p4", {"mode": "proactive"}, topo, 40) as (net, plane):
+        assert ping_failures(net) == []
+        first, last = topo.hosts()[0], topo.hosts()[-1]
+        received, _ = tcp_received(net, first, last, seconds=2.0)
+        assert received > 1_000_000
+        ports = [port for s in topo.switches()
+                 for port in SwitchClient(str(plane.dir / f"{s}.sock")).call("stats")["ports"]]
+        holders = {h for ns in {net.switch_ns(s) for s in topo.switches()}
+                   for h in _holders(ns)}
     assert len(holders) == switches
     for port in ports:
         assert port["xdp"]["fallbacks"] == 0 and port["drops"] == 0, port
