@@ -18,7 +18,7 @@ use crate::pipeline::{Event, Runtime};
 use crate::pre::{CloneSession, Replica};
 use crate::profiles::{GroupMember, ProfileError};
 use crate::program::{self, parse_hex, Program, Scope, Unit};
-use crate::shared::{add, get, signal, Client, Shared, PACKET_OUT_QUEUE_LIMIT};
+use crate::shared::{add, get, signal, Client, Shared, SwitchCounters, PACKET_OUT_QUEUE_LIMIT};
 use crate::tables::{ActionCall, Direct, EntryAction, FieldMatch, TableError};
 use crate::values::{mask, read_bits, write_bits};
 
@@ -287,7 +287,10 @@ impl<'a> Handler<'a> {
             "table_set_default" | "table_reset_default" => {
                 self.with_runtime(|rt| table_default(rt, req, cmd))
             }
-            "table_read" => self.with_runtime(|rt| table_read(rt, req, self.now())),
+            "table_read" => {
+                let counters = &self.shared.counters;
+                self.with_runtime(|rt| table_read(rt, req, self.now(), counters))
+            }
             "profile_member_add" | "profile_member_modify" | "profile_member_delete" => {
                 self.with_runtime(|rt| member_write(rt, req, cmd))
             }
@@ -451,13 +454,13 @@ impl<'a> Handler<'a> {
                          "warmups": get(&c.warmups)},
             "cpu": {"packet_in": get(&c.packet_in), "packet_out": get(&c.packet_out),
                     "digests": get(&c.digests), "events_dropped": get(&c.events_dropped),
-                    "events_unheard": get(&UNHEARD_EVENTS)},
+                    "events_unheard": get(&c.events_unheard)},
             "dataplane_busy_s": get(&c.busy_ns) as f64 / 1e9,
             "dataplane_cpu_s": get(&c.busy_cpu_ns) as f64 / 1e9,
             "dataplane_moves": get(&c.moves),
             "uptime_s": s.started.elapsed().as_secs_f64(),
             "heap": heap,
-            "table_reads": {"whole": get(&WHOLE_TABLE_READS), "by_key": get(&KEY_READS)},
+            "table_reads": {"whole": get(&c.whole_table_reads), "by_key": get(&c.key_reads)},
         })
     }
 }
@@ -936,23 +939,18 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
     Ok(Value::Null)
 }
 
-/// How many `table_read`s read a whole table and how many one entry by its key (`stats`):
-/// what a client's reads cost the switch.
-static WHOLE_TABLE_READS: AtomicU64 = AtomicU64::new(0);
-static KEY_READS: AtomicU64 = AtomicU64::new(0);
-
 /// `table_read`: every entry, or with `match` (and `priority`) only the entry with that key
 /// (none if there is none), so that reading one entry does not cost the whole table.
-fn table_read(rt: &Runtime, req: &Value, now: u64) -> Reply {
+fn table_read(rt: &Runtime, req: &Value, now: u64, counters: &SwitchCounters) -> Reply {
     let t = table_index(rt, req)?;
     let table = &rt.tables[t];
     let slots: Vec<usize> = match req.get("match").and_then(Value::as_array) {
         None => {
-            add(&WHOLE_TABLE_READS, 1);
+            add(&counters.whole_table_reads, 1);
             table.entries().map(|(slot, _)| slot).collect()
         }
         Some(items) => {
-            add(&KEY_READS, 1);
+            add(&counters.key_reads, 1);
             let matches = parse_matches(items, "match").map_err(invalid)?;
             let priority = req.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32;
             match table.find(&matches, priority) {
@@ -1363,10 +1361,6 @@ fn event_json(prog: &Program, ev: &Event) -> Value {
     }
 }
 
-/// Data-plane events that found no subscribed client: dropped unencoded (`stats`
-/// `cpu.events_unheard`).
-static UNHEARD_EVENTS: AtomicU64 = AtomicU64::new(0);
-
 fn subscribers(shared: &Shared) -> Vec<Arc<Client>> {
     shared
         .clients
@@ -1405,7 +1399,7 @@ pub fn event_writer(shared: Arc<Shared>) {
                 add(&shared.counters.digests, 1);
             }
             if clients.is_empty() {
-                add(&UNHEARD_EVENTS, 1);
+                add(&shared.counters.events_unheard, 1);
                 continue;
             }
             let mut line = event_json(prog, ev).to_string();

@@ -125,6 +125,11 @@ pub struct SwitchCounters {
     pub warmups: AtomicU64,
     /// Times the data-plane thread moved to another core, crowded out of its own.
     pub moves: AtomicU64,
+    /// Packet-ins and digests dropped unencoded: no client subscribed.
+    pub events_unheard: AtomicU64,
+    /// `table_read`s of a whole table and of one entry by its key: what reads cost.
+    pub whole_table_reads: AtomicU64,
+    pub key_reads: AtomicU64,
 }
 
 pub fn add(counter: &AtomicU64, n: u64) {
