@@ -112,6 +112,16 @@ class Key:
         return cls(owner, fields, frozenset(f.id for f in fields))
 
 
+# Spec 9.1: entries of a table with any of these keys carry priorities.
+PRIORITY_KINDS = (MatchField.MatchType.TERNARY, MatchField.MatchType.RANGE,
+                  MatchField.MatchType.OPTIONAL)
+
+
+def has_priorities(match_fields: Iterable[MatchField]) -> bool:
+    """Whether a table with these match fields orders its entries by priority."""
+    return any(mf.match_type in PRIORITY_KINDS for mf in match_fields)
+
+
 def match_to_switch(key: Key, fields: Iterable[pb.FieldMatch]) -> list[dict]:
     """FieldMatches -> the switch's match list, one item per field of ``key``."""
     given = {}

@@ -607,16 +607,9 @@ def _read_scope(table: p4info_pb2.Table, want: pb.TableEntry, match: list[dict] 
     (its ``match`` in the switch's form, and its priority where the table has priorities),
     that entry alone. A given match is always a whole key: fields left out are the entry's
     wildcards."""
-    if match is not None and (want.priority or not _has_priorities(table)):
+    if match is not None and (want.priority or not codec.has_priorities(table.match_fields)):
         return {"table": table.preamble.id, "match": match, "priority": want.priority}
     return {"table": table.preamble.id}
-
-
-def _has_priorities(table: p4info_pb2.Table) -> bool:
-    """Spec 9.1: entries of tables with a ternary, range or optional key have priorities."""
-    kinds = p4info_pb2.MatchField.MatchType
-    return any(mf.match_type in (kinds.TERNARY, kinds.RANGE, kinds.OPTIONAL)
-               for mf in table.match_fields)
 
 
 def _key(req: dict) -> dict:

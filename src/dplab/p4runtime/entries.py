@@ -205,8 +205,7 @@ def _switches(value: Any) -> list[str] | None:
 def _priority(table: p4info_pb2.Table, value: Any, default: bool) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise EntriesError(f"'priority' must be a whole number >= 0, not {value!r}")
-    needs = any(mf.match_type in (MatchType.TERNARY, MatchType.RANGE, MatchType.OPTIONAL)
-                for mf in table.match_fields)
+    needs = codec.has_priorities(table.match_fields)
     if needs and not default and value == 0:
         raise EntriesError(f"table {table.preamble.name} has ternary/range/optional keys: "
                            "the entry needs a 'priority' > 0 (higher wins)")
