@@ -428,3 +428,12 @@ def udp_frame(
     header = header[:10] + struct.pack("!H", ipv4_checksum(header)) + header[12:]
     udp = struct.pack("!HHHH", 1234, 5678, udp_len, 0) + bytes(udp_len - 8)
     return mac(dst_mac) + mac(src_mac) + b"\x08\x00" + header + udp
+
+
+def exchange(rig: Rig, port: int, frames: list[bytes],
+             wait: float = 0.3) -> dict[int, list[bytes]]:
+    """Sends `frames` into `port` on a drained rig; what every host port received."""
+    rig.drain()
+    for frame in frames:
+        rig.send(port, frame)
+    return rig.capture(wait)

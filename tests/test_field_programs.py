@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import Rig, mac, udp_frame
+from switch_rig import Rig, exchange, mac, udp_frame
 
 pytestmark = pytest.mark.net
 
@@ -24,13 +24,6 @@ def compiled(tmp_path_factory) -> dict[str, Path]:
     out = rig_mod.ir_folder(tmp_path_factory, "field_ir")
     return {name: rig_mod.compile_p4(FIELD / f"{name}.p4", out)
             for name in ("basic", "calc", "source_routing")}
-
-
-def exchange(rig: Rig, port: int, frames: list[bytes]) -> dict[int, list[bytes]]:
-    rig.drain()
-    for frame in frames:
-        rig.send(port, frame)
-    return rig.capture()
 
 
 def test_basic_forwards_by_longest_prefix(compiled):

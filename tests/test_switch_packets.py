@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import TAG_TYPE, Rig, mac, tag_frame, udp_frame
+from switch_rig import TAG_TYPE, Rig, exchange, mac, tag_frame, udp_frame
 
 pytestmark = pytest.mark.net
 
@@ -37,13 +37,6 @@ def features(compiled):
 def tag_of(frame: bytes) -> dict[str, int]:
     kind, value, hash_value, color, instance = struct.unpack("!BBIBB", frame[14:22])
     return {"kind": kind, "value": value, "hash": hash_value, "color": color, "instance": instance}
-
-
-def exchange(rig: Rig, port: int, frames: list[bytes], wait: float = 0.3) -> dict[int, list[bytes]]:
-    rig.drain()
-    for f in frames:
-        rig.send(port, f)
-    return rig.capture(wait)
 
 
 def test_l3_forwarding_rewrites_macs_ttl_and_checksum(compiled):
