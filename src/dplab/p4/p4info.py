@@ -127,9 +127,7 @@ def _table(msg: object, table: dict, ir: dict) -> None:
         if "annotations" not in ref and ref["scope"] in SCOPE_ANNOTATIONS:   # p4c's NoAction
             msg_ref.annotations.append(SCOPE_ANNOTATIONS[ref["scope"]])
         _annotate(msg_ref, ref)
-    default = table["default_action"]
-    if default["const"]:
-        msg.const_default_action_id = ir["actions"][default["action"]]["id"]
+    _default_action(msg, table["default_action"], ir)
     msg.size = table["size"]
     if table.get("implementation") is not None:
         msg.implementation_id = ir["action_profiles"][table["implementation"]]["id"]
@@ -140,6 +138,21 @@ def _table(msg: object, table: dict, ir: dict) -> None:
     for kind in ("direct_counter", "direct_meter"):
         if table[kind] is not None:
             msg.direct_resource_ids.append(ir[kind + "s"][table[kind]]["id"])
+
+
+def _default_action(msg: p4info_pb2.Table, default: dict, ir: dict) -> None:
+    """As p4c (since P4Runtime 1.4's `initial_default_action`, p4c PR 4773): every table's
+    default action with its arguments, each the parameter's full width in bytes (p4c's
+    default-action-arg-bmv2.p4.p4info.txtpb: bit<32> 10 is "\\000\\000\\000\\n"); a table
+    without `default_action` has NoAction (p4c's front end gives it one). A const one is
+    also `const_default_action_id`."""
+    action = ir["actions"][default["action"]]
+    if default["const"]:
+        msg.const_default_action_id = action["id"]
+    msg.initial_default_action.action_id = action["id"]
+    for param, arg in zip(action["params"], default["args"], strict=True):
+        msg.initial_default_action.arguments.add(
+            param_id=param["id"], value=int(arg, 16).to_bytes((param["w"] + 7) // 8, "big"))
 
 
 def _pkg_info(msg: p4info_pb2.PkgInfo, given: dict) -> None:
