@@ -24,6 +24,7 @@ from pathlib import Path
 
 from test_p4_compiler import compiled
 
+from dplab.p4.compiler import compile_with_warnings
 
 HEAD = """#include <core.p4>
 #include <v1model.p4>
@@ -95,3 +96,22 @@ def test_initial_default_actions_as_p4c(tmp_path: Path) -> None:
         assert tables[alias].HasField("initial_default_action")
         assert tables[alias].initial_default_action.action_id == action_ids["NoAction"]
         assert not tables[alias].initial_default_action.arguments
+
+
+def test_an_inline_profile_is_named_by_its_name_annotation(tmp_path: Path) -> None:
+    path = program(tmp_path)
+    _, info = compiled(path, tmp_path / "out")
+    profiles = {p.preamble.name: p for p in info.action_profiles}
+    assert set(profiles) == {"ap_ws", "I.spread_too"}
+    named = profiles["ap_ws"]
+    assert (named.preamble.alias, list(named.preamble.annotations)) == ("ap_ws", ["@my_profile"])
+    assert named.preamble.doc.brief == "spreads flows"
+    spread = next(t for t in info.tables if t.preamble.alias == "spread")
+    assert spread.implementation_id == named.preamble.id
+    # without @name p4c stops; we keep the table's name and say so at the property
+    _, warnings = compile_with_warnings(path)
+    lines = (HEAD + INGRESS).splitlines()
+    line = next(i for i, s in enumerate(lines, 1) if "32w64" in s)
+    assert [(w.loc.line, w.loc.col) for w in warnings] == [(line, 9)]
+    assert "'I.spread_too' has an anonymous table property 'implementation' with no " \
+           "name annotation" in warnings[0].reason
