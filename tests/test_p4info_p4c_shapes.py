@@ -115,3 +115,18 @@ def test_an_inline_profile_is_named_by_its_name_annotation(tmp_path: Path) -> No
     assert [(w.loc.line, w.loc.col) for w in warnings] == [(line, 9)]
     assert "'I.spread_too' has an anonymous table property 'implementation' with no " \
            "name annotation" in warnings[0].reason
+
+
+def test_controller_header_and_digest_annotations_as_p4c(tmp_path: Path) -> None:
+    _, info = compiled(program(tmp_path), tmp_path / "out")
+    (header,) = info.controller_packet_metadata
+    assert (header.preamble.name, header.preamble.alias) == ("packet_in", "packet_in")
+    assert list(header.preamble.annotations) == ["@my_cpu_header",
+                                                 '@controller_header("packet_in")']
+    assert header.preamble.doc.brief == "to the controller"
+    assert [a.name for a in header.preamble.structured_annotations] == ["layout"]
+    assert [(m.name, list(m.annotations)) for m in header.metadata] == [
+        ("ingress_port", ["@my_port"]), ("_pad", ["@padding"])]
+    (digest,) = info.digests
+    assert digest.preamble.name == "learn_t"
+    assert not digest.preamble.annotations and not digest.preamble.HasField("doc")

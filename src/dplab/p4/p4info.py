@@ -1,6 +1,6 @@
 """The IR's P4Info (p4.config.v1.P4Info) for P4Runtime clients."""
 
-from p4.config.v1 import p4info_pb2
+from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from dplab.p4.ids import symbol_name
 from dplab.p4.names import aliases
@@ -39,15 +39,18 @@ def _annotate(msg: object, obj: dict) -> None:
     for brief_or_description, text in obj.get("doc", {}).items():
         setattr(msg.doc, brief_or_description, text)
     for anno in obj.get("structured_annotations", []):
-        out = msg.structured_annotations.add(name=anno["name"])
-        if "kv" in anno:
-            out.kv_pair_list.SetInParent()
-            for key, value in anno["kv"]:
-                _expression(out.kv_pair_list.kv_pairs.add(key=key).value, value)
-        else:
-            out.expression_list.SetInParent()
-            for value in anno["expressions"]:
-                _expression(out.expression_list.expressions.add(), value)
+        _structured(msg.structured_annotations.add(name=anno["name"]), anno)
+
+
+def _structured(out: p4types_pb2.StructuredAnnotation, anno: dict) -> None:
+    if "kv" in anno:
+        out.kv_pair_list.SetInParent()
+        for key, value in anno["kv"]:
+            _expression(out.kv_pair_list.kv_pairs.add(key=key).value, value)
+    else:
+        out.expression_list.SetInParent()
+        for value in anno["expressions"]:
+            _expression(out.expression_list.expressions.add(), value)
 
 
 def _expression(msg: object, value: dict) -> None:
@@ -93,9 +96,11 @@ def build_p4info(ir: dict) -> p4info_pb2.P4Info:
     for header in ir["controller_headers"].values():
         msg = info.controller_packet_metadata.add()
         _preamble(msg, header)
-        msg.preamble.annotations.append(f'@controller_header("{header["name"]}")')
         for f in header["fields"]:
-            msg.metadata.add(id=f["id"], name=f["name"], bitwidth=f["w"])
+            metadata = msg.metadata.add(id=f["id"], name=f["name"], bitwidth=f["w"])
+            metadata.annotations.extend(f.get("annotations", []))
+            for anno in f.get("structured_annotations", []):
+                _structured(metadata.structured_annotations.add(name=anno["name"]), anno)
     _aliases(info, ir)
     return info
 
