@@ -348,15 +348,19 @@ def test_link_monitor_probes_report_the_bytes_sent_since_the_last_probe(rig, com
 
 
 def test_load_balance_spreads_flows_over_both_next_hops_by_their_crc16(rig, compiled):
-    """load_balance's s1-runtime.json: 10.0.0.1/32 to set_ecmp_select(0, 2); ecmp_select 0
-    to set_nhop(00:00:00:00:01:02, 10.0.2.2, 2) and 1 to set_nhop(00:00:00:00:01:03,
-    10.0.3.3, 3); egress rewrites the source MAC by port (00:00:00:01:02:00, ..03:00).
-    Each flow's next hop is crc16(src, dst, protocol, sport, dport) mod 2 (v1model hash:
-    base + hash mod count), the same for every packet of it."""
+    """load_balance's s1-runtime.json (as in p4lang/tutorials' copies): ecmp_group's default
+    action drop, 10.0.0.1/32 to set_ecmp_select(0, 2); ecmp_select 0 to
+    set_nhop(08:00:00:00:01:02, 10.0.2.2, 2) and 1 to set_nhop(08:00:00:00:01:03, 10.0.3.3,
+    3); egress rewrites the source MAC by port (00:00:00:01:02:00, ..03:00). Each flow's
+    next hop is crc16(src, dst, protocol, sport, dport) mod 2 (v1model hash: base + hash
+    mod count), the same for every packet of it. The default drop does not stop a packet
+    to another address (see the stray below)."""
     rig.load(compiled["load_balance"])
+    rig.client.call("table_set_default", table="MyIngress.ecmp_group",
+                    action={"action": "MyIngress.drop", "args": []})
     add(rig, "MyIngress.ecmp_group", [{"kind": "lpm", "v": ip_arg("10.0.0.1"), "plen": 32}],
         "MyIngress.set_ecmp_select", "0x0", "0x2")
-    hops = {0: ("00:00:00:00:01:02", "10.0.2.2", 2), 1: ("00:00:00:00:01:03", "10.0.3.3", 3)}
+    hops = {0: ("08:00:00:00:01:02", "10.0.2.2", 2), 1: ("08:00:00:00:01:03", "10.0.3.3", 3)}
     for select, (dmac, nhop_ip, port) in hops.items():
         add(rig, "MyIngress.ecmp_nhop", [{"kind": "exact", "v": hex(select)}],
             "MyIngress.set_nhop", mac_arg(dmac), ip_arg(nhop_ip), hex(port))
@@ -364,21 +368,32 @@ def test_load_balance_spreads_flows_over_both_next_hops_by_their_crc16(rig, comp
             "MyEgress.rewrite_mac", mac_arg(f"00:00:00:01:0{port}:00"))
     sports = range(40000, 40016)
     flows = [tcp_frame("10.0.1.1", "10.0.0.1", sport, 1234, ACK) for sport in sports]
-    got = exchange(rig, [(1, frame) for frame in flows + flows])
-    expected: dict[int, list[bytes]] = {1: [], 2: [], 3: [], 4: []}
-    for sport, sent in zip(sports, flows, strict=True):
-        key = ip_bytes("10.0.1.1") + ip_bytes("10.0.0.1") + struct.pack("!BHH", TCP, sport,
-                                                                        1234)
-        dmac, nhop_ip, port = hops[crc16(key) % 2]
+    stray = tcp_frame("10.0.1.1", "10.0.9.9", 40000, 1234, ACK)
+    got = exchange(rig, [(1, frame) for frame in flows + [stray] + flows])
+
+    def routed(sent: bytes, select: int) -> tuple[int, bytes]:
+        dmac, nhop_ip, port = hops[select]
         header = bytearray(sent[14:34])
         header[8] -= 1
         header[16:20] = ip_bytes(nhop_ip)
         header[10:12] = b"\0\0"
         header[10:12] = struct.pack("!H", ipv4_checksum(bytes(header)))
-        expected[port].append(mac(dmac) + mac(f"00:00:00:01:0{port}:00") + sent[12:14]
-                              + bytes(header) + sent[34:])
+        return port, (mac(dmac) + mac(f"00:00:00:01:0{port}:00") + sent[12:14]
+                      + bytes(header) + sent[34:])
+
+    expected: dict[int, list[bytes]] = {1: [], 2: [], 3: [], 4: []}
+    for sport, sent in zip(sports, flows, strict=True):
+        key = ip_bytes("10.0.1.1") + ip_bytes("10.0.0.1") + struct.pack("!BHH", TCP, sport,
+                                                                        1234)
+        port, out = routed(sent, crc16(key) % 2)
+        expected[port].append(out)
     assert expected[2] and expected[3]   # these flows do take both next hops
-    assert got == {port: frames + frames for port, frames in expected.items()}
+    # the stray misses ecmp_group: drop marks it, but ecmp_nhop still applies (ecmp_select
+    # 0) and set_nhop's egress_spec overrides the mark, as in v1model: it leaves by hop 0
+    stray_port, stray_out = routed(stray, 0)
+    expected_got = {port: frames + frames for port, frames in expected.items()}
+    expected_got[stray_port] = (expected[stray_port] + [stray_out] + expected[stray_port])
+    assert got == expected_got
 
 
 def mri_frame(traces: list[tuple[int, int]], size: int = 80) -> bytes:

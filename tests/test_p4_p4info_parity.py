@@ -51,7 +51,7 @@ control I(inout headers hdr, inout metadata meta, inout standard_metadata_t sm) 
         key = { hdr.h.a: exact @sai_field(SAI_ACL_TABLE_ATTR_FIELD_ACL_IP_TYPE / IP)
                          @refers_to(vrf_table, vrf_id) @name("a"); }
         actions = { @proto_id(1) second; @proto_id(2) first; }
-        @max_group_size(200) @my_profile
+        @max_group_size(200) @my_profile @name("t_selector")
         implementation = action_selector(HashAlgorithm.identity, 32w1024, 32w10);
     }
     apply { t.apply(); }

@@ -46,6 +46,8 @@ control EcmpIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.ports.dst: selector;
         }
         actions = { forward; drop; }
+        // p4c names a profile made in place only by its @name (here its table's)
+        @name("EcmpIngress.ecmp")
         implementation = action_selector(HashAlgorithm.crc16, 32w1024, 32w14);
         counters = ecmp_hits;
         size = 256;

@@ -60,6 +60,8 @@ control OneShotIngress(inout headers_t hdr, inout metadata_t meta,
     table wide {
         key = { hdr.ipv4.ttl: exact; hdr.ports.src: selector; }
         actions = { forward; drop; }
+        // p4c names a profile made in place only by its @name (here its table's)
+        @name("OneShotIngress.wide")
         implementation = action_selector(HashAlgorithm.crc16, 32w4096, 32w14);
     }
 

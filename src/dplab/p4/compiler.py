@@ -301,15 +301,17 @@ class Compiler:
                           f"packet_out, not {role}")
         decl = self.struct_decls[typ.name]
         # p4c hashes the header type's control-plane name (its @name, else its own) for the
-        # id; the P4Info preamble's name and alias are the role (P4RuntimeSerializer's
-        # addControllerHeader)
+        # id; the P4Info preamble's name and alias are the role; the preamble carries the
+        # type's annotations (`@controller_header(...)` among them, in source order) and
+        # each metadata field its own (P4RuntimeSerializer's addControllerHeader)
         symbol = names.qualified(decl, "")
         self.ids.note("controller_headers", symbol, decl)
         numbers = ids.field_ids([ids.given_id(f) for f in decl.fields])
-        fields = [{"id": number, "name": names.local_name(f), "w": width_of(t)}
+        fields = [{"id": number, "name": names.local_name(f), "w": width_of(t),
+                   **p4info_annotations(f)}
                   for number, f, (_, t, _) in zip(numbers, decl.fields, typ.fields, strict=True)]
         self.ir["controller_headers"][role] = {"name": role, "type_name": symbol, "inst": inst,
-                                               "fields": fields}
+                                               "fields": fields, **p4info_annotations(decl)}
 
     def metadata_instance(self, name: str, typ: StructType) -> StructRef:
         flat: list = []

@@ -1,6 +1,6 @@
 """The IR's P4Info (p4.config.v1.P4Info) for P4Runtime clients."""
 
-from p4.config.v1 import p4info_pb2
+from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from dplab.p4.ids import symbol_name
 from dplab.p4.names import aliases
@@ -39,15 +39,18 @@ def _annotate(msg: object, obj: dict) -> None:
     for brief_or_description, text in obj.get("doc", {}).items():
         setattr(msg.doc, brief_or_description, text)
     for anno in obj.get("structured_annotations", []):
-        out = msg.structured_annotations.add(name=anno["name"])
-        if "kv" in anno:
-            out.kv_pair_list.SetInParent()
-            for key, value in anno["kv"]:
-                _expression(out.kv_pair_list.kv_pairs.add(key=key).value, value)
-        else:
-            out.expression_list.SetInParent()
-            for value in anno["expressions"]:
-                _expression(out.expression_list.expressions.add(), value)
+        _structured(msg.structured_annotations.add(name=anno["name"]), anno)
+
+
+def _structured(out: p4types_pb2.StructuredAnnotation, anno: dict) -> None:
+    if "kv" in anno:
+        out.kv_pair_list.SetInParent()
+        for key, value in anno["kv"]:
+            _expression(out.kv_pair_list.kv_pairs.add(key=key).value, value)
+    else:
+        out.expression_list.SetInParent()
+        for value in anno["expressions"]:
+            _expression(out.expression_list.expressions.add(), value)
 
 
 def _expression(msg: object, value: dict) -> None:
@@ -93,9 +96,11 @@ def build_p4info(ir: dict) -> p4info_pb2.P4Info:
     for header in ir["controller_headers"].values():
         msg = info.controller_packet_metadata.add()
         _preamble(msg, header)
-        msg.preamble.annotations.append(f'@controller_header("{header["name"]}")')
         for f in header["fields"]:
-            msg.metadata.add(id=f["id"], name=f["name"], bitwidth=f["w"])
+            metadata = msg.metadata.add(id=f["id"], name=f["name"], bitwidth=f["w"])
+            metadata.annotations.extend(f.get("annotations", []))
+            for anno in f.get("structured_annotations", []):
+                _structured(metadata.structured_annotations.add(name=anno["name"]), anno)
     _aliases(info, ir)
     return info
 
@@ -127,9 +132,7 @@ def _table(msg: object, table: dict, ir: dict) -> None:
         if "annotations" not in ref and ref["scope"] in SCOPE_ANNOTATIONS:   # p4c's NoAction
             msg_ref.annotations.append(SCOPE_ANNOTATIONS[ref["scope"]])
         _annotate(msg_ref, ref)
-    default = table["default_action"]
-    if default["const"]:
-        msg.const_default_action_id = ir["actions"][default["action"]]["id"]
+    _default_action(msg, table["default_action"], ir)
     msg.size = table["size"]
     if table.get("implementation") is not None:
         msg.implementation_id = ir["action_profiles"][table["implementation"]]["id"]
@@ -140,6 +143,21 @@ def _table(msg: object, table: dict, ir: dict) -> None:
     for kind in ("direct_counter", "direct_meter"):
         if table[kind] is not None:
             msg.direct_resource_ids.append(ir[kind + "s"][table[kind]]["id"])
+
+
+def _default_action(msg: p4info_pb2.Table, default: dict, ir: dict) -> None:
+    """As p4c (since P4Runtime 1.4's `initial_default_action`, p4c PR 4773): every table's
+    default action with its arguments, each the parameter's full width in bytes (p4c's
+    default-action-arg-bmv2.p4.p4info.txtpb: bit<32> 10 is "\\000\\000\\000\\n"); a table
+    without `default_action` has NoAction (p4c's front end gives it one). A const one is
+    also `const_default_action_id`."""
+    action = ir["actions"][default["action"]]
+    if default["const"]:
+        msg.const_default_action_id = action["id"]
+    msg.initial_default_action.action_id = action["id"]
+    for param, arg in zip(action["params"], default["args"], strict=True):
+        msg.initial_default_action.arguments.add(
+            param_id=param["id"], value=int(arg, 16).to_bytes((param["w"] + 7) // 8, "big"))
 
 
 def _pkg_info(msg: p4info_pb2.PkgInfo, given: dict) -> None:

@@ -5,6 +5,7 @@ from dplab.p4.annotations import p4info_annotations
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import Env
 from dplab.p4.limits import checked_size
+from dplab.p4.names import name_annotation
 from dplab.p4.syntax import Node, name_loc
 from dplab.p4.types import ExternRef
 
@@ -92,8 +93,8 @@ class ProfileCompiler:
         value = prop.value
         if value.kind == "call" and value.func.kind == "name" \
                 and value.func.name in PROFILE_KINDS:
-            # p4c names a profile made inline after its table
-            profile = self.declare(value, table["name"], value.func.name, env, prop)
+            name = self.inline_name(table["name"], prop)
+            profile = self.declare(value, name, value.func.name, env, prop)
         else:
             target = self.c.exprs.denote(value, env) if value.kind == "name" else None
             if not isinstance(target, ExternRef) or target.kind not in PROFILE_KINDS:
@@ -108,6 +109,20 @@ class ProfileCompiler:
                               f"{self.c.ir['tables'][other]['name']} has others")
         shared["tables"].append(index)
         table["implementation"] = profile
+
+    def inline_name(self, table: str, prop: Node) -> str:
+        """A profile made in place is named by the property's `@name`, as written, not
+        prefixed with its control (p4c's getTableImplementationName; testdata
+        action_profile-bmv2.p4: `@name("ap") implementation = action_profile(...)` is "ap").
+        p4c refuses one without `@name` when it writes P4Info; we name it after its table
+        and warn where p4c stops."""
+        given = name_annotation(prop)
+        if given is not None:
+            return given.lstrip(".")
+        self.c.warn(prop.loc, f"Table '{table}' has an anonymous table property "
+                    "'implementation' with no name annotation, which p4c refuses for "
+                    f"P4Runtime; add @name(\"...\") (named '{table}' here)")
+        return table
 
     def action_names(self, table: dict) -> list[str]:
         return sorted(self.c.ir["actions"][a["action"]]["name"] for a in table["actions"])
