@@ -15,7 +15,7 @@ use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
 use crate::profiles::Profile;
 use crate::program::{
-    sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, UnOp, MAX_PARAMS,
+    sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, MAX_PARAMS,
 };
 use crate::tables::{ActionCall, EntryAction, Table};
 use crate::value_sets::ValueSet;
@@ -23,6 +23,9 @@ use crate::values::{mask, read_bits};
 
 #[cfg(test)]
 mod bench;
+mod lowered;
+
+use lowered::{Code, Cond, Op, Switch};
 
 const ERROR_PACKET_TOO_SHORT: u32 = 1;
 const ERROR_NO_MATCH: u32 = 2;
@@ -43,6 +46,8 @@ pub const INSTANCE_RESUBMIT: u128 = 6;
 /// The control-plane-programmable state of one loaded program.
 pub struct Runtime {
     pub prog: Arc<Program>,
+    /// The program's blocks as the worker runs them (lowered at load).
+    code: Code,
     pub tables: Vec<Table>,
     /// Members and groups of each action profile/selector (`Program::profiles`).
     pub profiles: Vec<Profile>,
@@ -107,6 +112,7 @@ struct Ingress<'a> {
 /// where its outputs go.
 struct Ctx<'a> {
     prog: &'a Program,
+    code: &'a Code,
     /// Empty while an action runs (actions cannot apply tables; the loader checks that).
     tables: &'a mut [Table],
     profiles: &'a [Profile],
@@ -268,6 +274,7 @@ impl Worker {
         }
         let mut cx = Ctx {
             prog: &rt.prog,
+            code: &rt.code,
             tables: &mut rt.tables,
             profiles: &rt.profiles,
             counters: &mut rt.counters,
@@ -310,12 +317,12 @@ impl Worker {
     }
 
     fn ingress_pass(&mut self, cx: &mut Ctx, job: Ingress<'_>) {
-        let prog = cx.prog;
+        let (prog, code) = (cx.prog, cx.code);
         self.start_packet(&job.bytes, job.port, job.instance_type, &job.preserved);
         self.parse(cx, &job.bytes);
         let payload_at = self.cursor;
-        self.run_control(cx, &prog.verify_checksum);
-        self.run_control(cx, &prog.ingress);
+        self.run_control(cx, &code.verify_checksum);
+        self.run_control(cx, &code.ingress);
         let flags = self.flags;
         if let Some((session, list)) = flags.clone_i2e {
             self.clone_ingress(cx, &job, session, list);
@@ -389,7 +396,7 @@ impl Worker {
         allow_clone: bool,
         queued: Option<Instant>,
     ) {
-        let prog = cx.prog;
+        let (prog, code) = (cx.prog, cx.code);
         // Run to completion: the packet joins its port's queue behind the packets of this
         // round already waiting there for the round's send, and egress takes it as it
         // joins. Only a copy waits in between, for the egress passes of the copies made
@@ -406,7 +413,7 @@ impl Worker {
         f[sm::DEQ_QDEPTH] = depth.min(mask(19));
         self.flags.clone_e2e = None;
         self.flags.recirculate = None;
-        self.run_control(cx, &prog.egress);
+        self.run_control(cx, &code.egress);
         if let (Some((session, list)), true) = (self.flags.clone_e2e, allow_clone) {
             self.clone_egress(cx, session, list, payload);
         }
@@ -414,7 +421,7 @@ impl Worker {
             self.stats.dropped += 1;
             return;
         }
-        self.run_control(cx, &prog.compute_checksum);
+        self.run_control(cx, &code.compute_checksum);
         let bytes = self.deparse(prog, payload);
         if let Some(list) = self.flags.recirculate {
             let preserved = preserved_fields(prog, &self.phv, list);
@@ -469,7 +476,7 @@ impl Worker {
     // ---- parser and deparser ----
 
     fn parse(&mut self, cx: &mut Ctx, bytes: &[u8]) {
-        let prog = cx.prog;
+        let (prog, code) = (cx.prog, cx.code);
         self.cursor = 0;
         let mut state = prog.parser_start;
         for _ in 0..MAX_PARSER_STEPS {
@@ -477,10 +484,11 @@ impl Worker {
                 return;
             }
             let st = &prog.parser_states[state as usize];
+            let body = &code.states[state as usize];
             // A state of only a transition (the start state of many programs) runs no block.
-            let flow = match st.body.is_empty() {
+            let flow = match body.is_empty() {
                 true => Flow::Next,
-                false => self.exec_block(cx, &st.body, &[], Some(bytes)),
+                false => self.exec_block(cx, body, &[], Some(bytes)),
             };
             match flow {
                 Flow::Reject(e) => return self.reject(e),
@@ -567,40 +575,148 @@ impl Worker {
 
     // ---- controls ----
 
-    fn run_control(&mut self, cx: &mut Ctx, body: &[Stmt]) {
+    fn run_control(&mut self, cx: &mut Ctx, body: &[Op]) {
         if !body.is_empty() {
             let _ = self.exec_block(cx, body, &[], None);
         }
     }
 
+    /// Runs a block: the plain assignments, `if` and `extract` (nearly all a forwarding
+    /// program runs) right here, the rest through `exec`: each call level costs a
+    /// prologue and an epilogue.
     fn exec_block(
         &mut self,
         cx: &mut Ctx,
-        stmts: &[Stmt],
+        ops: &[Op],
         params: &[u128],
         packet: Option<&[u8]>,
     ) -> Flow {
-        for s in stmts {
-            match self.exec(cx, s, params, packet) {
-                Flow::Next => {}
-                other => return other,
+        for op in ops {
+            let fields = &mut self.phv.fields;
+            let flow = match *op {
+                Op::SetConst { slot, value } => {
+                    fields[slot] = value;
+                    continue;
+                }
+                Op::Copy { dst, src, mask } => {
+                    fields[dst] = fields[src] & mask;
+                    continue;
+                }
+                Op::SetParam { slot, index, mask } => {
+                    fields[slot] = params.get(index).copied().unwrap_or(0) & mask;
+                    continue;
+                }
+                Op::AddConst {
+                    dst,
+                    src,
+                    addend,
+                    mask,
+                } => {
+                    fields[dst] = fields[src].wrapping_add(addend) & mask;
+                    continue;
+                }
+                Op::If(ref c, ref then, ref other) => {
+                    let branch = if self.test(c, params, packet) {
+                        then
+                    } else {
+                        other
+                    };
+                    self.exec_block(cx, branch, params, packet)
+                }
+                Op::Extract(inst) => match packet {
+                    Some(bytes) => self.extract(cx.prog, inst, bytes),
+                    None => continue,
+                },
+                _ => self.exec(cx, op, params, packet),
+            };
+            if !matches!(flow, Flow::Next) {
+                return flow;
             }
         }
         Flow::Next
     }
 
+    #[inline(never)]
+    fn exec(&mut self, cx: &mut Ctx, op: &Op, params: &[u128], packet: Option<&[u8]>) -> Flow {
+        match op {
+            Op::Apply {
+                table,
+                hit_dest,
+                switch,
+            } => self.apply(cx, *table, *hit_dest, switch.as_deref(), params, packet),
+            Op::Call { action, args } => {
+                if args.is_empty() {
+                    return self.run_action(cx, *action, &[]);
+                }
+                let mut values = [0; MAX_PARAMS];
+                for (slot, a) in values.iter_mut().zip(args.iter()) {
+                    *slot = self.eval(a, params, packet);
+                }
+                let count = args.len().min(MAX_PARAMS);
+                self.run_action(cx, *action, &values[..count])
+            }
+            Op::Assign(d, e) => {
+                self.short = false;
+                let v = self.eval(e, params, packet);
+                if self.short {
+                    return Flow::Reject(ERROR_PACKET_TOO_SHORT);
+                }
+                write_dest(&mut self.phv.fields, *d, v);
+                Flow::Next
+            }
+            Op::Leaf(s) => self.exec_leaf(cx, s, params, packet),
+            // Run by `exec_block` itself.
+            Op::SetConst { .. }
+            | Op::Copy { .. }
+            | Op::SetParam { .. }
+            | Op::AddConst { .. }
+            | Op::If(..)
+            | Op::Extract(_) => Flow::Next,
+        }
+    }
+
+    /// Whether a condition holds; the one-field tests without a call.
+    #[inline(always)]
+    fn test(&mut self, c: &Cond, params: &[u128], packet: Option<&[u8]>) -> bool {
+        match c {
+            Cond::Valid(inst) => self.phv.valid[*inst],
+            Cond::FieldCmp { slot, op, value } => op.holds(self.phv.fields[*slot], *value),
+            _ => self.test_node(c, params, packet),
+        }
+    }
+
+    fn test_node(&mut self, c: &Cond, params: &[u128], packet: Option<&[u8]>) -> bool {
+        match c {
+            Cond::And(a, b) => self.test(a, params, packet) && self.test(b, params, packet),
+            Cond::Or(a, b) => self.test(a, params, packet) || self.test(b, params, packet),
+            Cond::Not(a) => !self.test(a, params, packet),
+            Cond::Always(v) => *v,
+            Cond::Expr(e) => self.eval(e, params, packet) != 0,
+            Cond::Valid(_) | Cond::FieldCmp { .. } => self.test(c, params, packet),
+        }
+    }
+
     fn run_action(&mut self, cx: &mut Ctx, action: usize, params: &[u128]) -> Flow {
-        let Some(action) = cx.prog.actions.get(action) else {
+        let Some(body) = cx.code.actions.get(action) else {
             return Flow::Next;
         };
-        match self.exec_block(cx, &action.body, params, None) {
+        match self.exec_block(cx, body, params, None) {
             Flow::Exit => Flow::Exit,
             _ => Flow::Next,
         }
     }
 
-    /// Applies a table and runs the action it chose, with the entry's data read in place.
-    fn apply(&mut self, cx: &mut Ctx, table: usize, hit_dest: Option<Dest>) -> (Flow, usize) {
+    /// Applies a table, runs the action it chose (with the entry's data read in place),
+    /// then the `switch` case of that action.
+    fn apply(
+        &mut self,
+        cx: &mut Ctx,
+        table: usize,
+        hit_dest: Option<Dest>,
+        switch: Option<&Switch>,
+        params: &[u128],
+        packet: Option<&[u8]>,
+    ) -> Flow {
         let tables = std::mem::take(&mut cx.tables);
         let (hit, call) = self.lookup(cx.prog, cx.profiles, table, &mut tables[table]);
         if let Some(d) = hit_dest {
@@ -609,20 +725,29 @@ impl Worker {
         let flow = self.run_action(cx, call.action, &call.params);
         let action = call.action;
         cx.tables = tables;
-        (flow, action)
+        if let Flow::Exit = flow {
+            return Flow::Exit;
+        }
+        let Some(sw) = switch else {
+            return Flow::Next;
+        };
+        let case = sw.cases.iter().find(|(acts, _)| acts.contains(&action));
+        match case.map(|c| &c.1).or(sw.default.as_ref()) {
+            Some(body) => self.exec_block(cx, body, params, packet),
+            None => Flow::Next,
+        }
     }
 
-    fn exec(&mut self, cx: &mut Ctx, s: &Stmt, params: &[u128], packet: Option<&[u8]>) -> Flow {
+    /// The statements that hold no block and have no op of their own.
+    fn exec_leaf(
+        &mut self,
+        cx: &mut Ctx,
+        s: &Stmt,
+        params: &[u128],
+        packet: Option<&[u8]>,
+    ) -> Flow {
         let prog = cx.prog;
         match s {
-            Stmt::Assign(d, e) => {
-                self.short = false;
-                let v = self.eval(e, params, packet);
-                if self.short {
-                    return Flow::Reject(ERROR_PACKET_TOO_SHORT);
-                }
-                write_dest(&mut self.phv.fields, *d, v);
-            }
             Stmt::CopyHeader(dst, src) => {
                 let (d, s) = (&prog.instances[*dst], &prog.instances[*src]);
                 let n = d.fields.len().min(s.fields.len());
@@ -630,45 +755,6 @@ impl Worker {
                 self.phv.valid[*dst] = self.phv.valid[*src];
             }
             Stmt::SetValid(inst, valid) => self.phv.valid[*inst] = *valid,
-            Stmt::If(c, then, other) => {
-                let branch = if self.eval(c, params, packet) != 0 {
-                    then
-                } else {
-                    other
-                };
-                return self.exec_block(cx, branch, params, packet);
-            }
-            Stmt::Apply {
-                table,
-                hit_dest,
-                switch,
-            } => {
-                let (flow, action) = self.apply(cx, *table, *hit_dest);
-                if let Flow::Exit = flow {
-                    return Flow::Exit;
-                }
-                if let Some(sw) = switch {
-                    let body = sw
-                        .cases
-                        .iter()
-                        .find(|(acts, _)| acts.contains(&action))
-                        .map(|c| &c.1);
-                    if let Some(body) = body.or(sw.default.as_ref()) {
-                        return self.exec_block(cx, body, params, packet);
-                    }
-                }
-            }
-            Stmt::Call(action, args) => {
-                if args.is_empty() {
-                    return self.run_action(cx, *action, &[]);
-                }
-                let mut values = [0; MAX_PARAMS];
-                for (slot, a) in values.iter_mut().zip(args) {
-                    *slot = self.eval(a, params, packet);
-                }
-                let count = args.len().min(MAX_PARAMS);
-                return self.run_action(cx, *action, &values[..count]);
-            }
             Stmt::Exit => return Flow::Exit,
             Stmt::Return => return Flow::Return,
             Stmt::StackPush(stack, count) => self.stack_shift(prog, *stack, *count, true),
@@ -784,12 +870,6 @@ impl Worker {
                 }
             }
             Stmt::Log => {}
-            Stmt::Extract(inst) => {
-                let Some(bytes) = packet else {
-                    return Flow::Next;
-                };
-                return self.extract(prog, *inst, bytes);
-            }
             Stmt::ExtractStack(stack) => {
                 let Some(bytes) = packet else {
                     return Flow::Next;
@@ -819,6 +899,13 @@ impl Worker {
                 if self.eval(cond, params, packet) == 0 {
                     return Flow::Reject(*error);
                 }
+            }
+            Stmt::Assign(..)
+            | Stmt::If(..)
+            | Stmt::Apply { .. }
+            | Stmt::Call(..)
+            | Stmt::Extract(_) => {
+                unreachable!("lowered into ops of their own")
             }
         }
         Flow::Next
@@ -985,14 +1072,7 @@ impl Worker {
                     }
                 }
             }
-            Expr::Un(op, a, w) => {
-                let a = self.eval(a, params, packet);
-                match op {
-                    UnOp::Not => !a & mask(*w),
-                    UnOp::LNot => (a == 0) as u128,
-                    UnOp::Neg => a.wrapping_neg() & mask(*w),
-                }
-            }
+            Expr::Un(op, a, w) => lowered::unary(*op, self.eval(a, params, packet), *w),
             Expr::Bin(op, a, b, w) => self.eval_binary(*op, a, b, *w, params, packet),
             Expr::Cond(c, a, b) => {
                 if self.eval(c, params, packet) != 0 {
@@ -1001,15 +1081,10 @@ impl Worker {
                     self.eval(b, params, packet)
                 }
             }
-            Expr::Slice(a, hi, lo) => (self.eval(a, params, packet) >> lo) & mask(hi - lo + 1),
+            Expr::Slice(a, hi, lo) => lowered::slice(self.eval(a, params, packet), *hi, *lo),
             Expr::Concat(a, b, bw) => {
                 let high = self.eval(a, params, packet);
-                let low = self.eval(b, params, packet);
-                if *bw >= 128 {
-                    low
-                } else {
-                    (high << bw) | low
-                }
+                lowered::concat(high, self.eval(b, params, packet), *bw)
             }
             Expr::Cast(a, w) => self.eval(a, params, packet) & mask(*w),
         }
@@ -1030,39 +1105,7 @@ impl Worker {
             BinOp::LOr if x != 0 => return 1,
             _ => {}
         }
-        let y = self.eval(b, params, packet);
-        let m = mask(w);
-        match op {
-            BinOp::Add => x.wrapping_add(y) & m,
-            BinOp::Sub => x.wrapping_sub(y) & m,
-            BinOp::Mul => x.wrapping_mul(y) & m,
-            BinOp::AddSat => x.checked_add(y).filter(|v| *v <= m).unwrap_or(m),
-            BinOp::SubSat => x.saturating_sub(y),
-            BinOp::And => x & y,
-            BinOp::Or => x | y,
-            BinOp::Xor => x ^ y,
-            BinOp::Shl => {
-                if y >= w as u128 {
-                    0
-                } else {
-                    (x << y) & m
-                }
-            }
-            BinOp::Shr => {
-                if y >= w as u128 {
-                    0
-                } else {
-                    x >> y
-                }
-            }
-            BinOp::Eq => (x == y) as u128,
-            BinOp::Ne => (x != y) as u128,
-            BinOp::Lt => (x < y) as u128,
-            BinOp::Le => (x <= y) as u128,
-            BinOp::Gt => (x > y) as u128,
-            BinOp::Ge => (x >= y) as u128,
-            BinOp::LAnd | BinOp::LOr => (y != 0) as u128,
-        }
+        lowered::binary(op, x, self.eval(b, params, packet), w)
     }
 }
 
@@ -1112,6 +1155,7 @@ impl Runtime {
             tables.push(Table::new(kinds, widths, t.size, default));
         }
         let mut rt = Runtime {
+            code: Code::new(&prog),
             profiles: prog.profiles.iter().map(|_| Profile::default()).collect(),
             counters: prog.counters.iter().map(|c| vec![(0, 0); c.size]).collect(),
             meters: prog

@@ -45,7 +45,7 @@ pub struct WireBits {
 
 /// Expressions bit-concatenated MSB-first into a byte string zero-padded to whole bytes
 /// (hash and checksum data), with each item's place in that string worked out at load.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Packed {
     pub items: Vec<Expr>,
     /// Writes the items' values as bytes: by field slot when `of_fields`, else by item index.
@@ -112,7 +112,7 @@ pub enum BinOp {
     LOr,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Expr {
     Const(u128),
     Field(usize),
@@ -163,13 +163,13 @@ pub struct ParserState {
     pub transition: Transition,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct SwitchCases {
     pub cases: Vec<(Vec<usize>, Vec<Stmt>)>,
     pub default: Option<Vec<Stmt>>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Stmt {
     Assign(Dest, Expr),
     CopyHeader(usize, usize),

@@ -139,7 +139,7 @@ struct Share {
 /// concatenates hash data) as bytes: word by word, each 64-bit word assembled in a
 /// register from the fields' shares and appended once (writing field by field into
 /// memory would make each write wait for the one before it).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct WordPlan {
     /// Shares of fields of at most 64 bits (worked on as u64), then of wider fields.
     narrow: Vec<Share>,
@@ -188,7 +188,7 @@ fn split_words(
 /// ones'-complement sum of their 16-bit words is that of their 32-bit words folded, and
 /// a 32-bit word is the sum of its fields' shares (they do not overlap). So the checksum
 /// is one flat sum over the shares: no words assembled, no bytes written.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct SumPlan {
     /// Shares of fields of at most 64 bits (worked on as u64), then of wider fields.
     narrow: Vec<Share>,
