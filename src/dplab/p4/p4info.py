@@ -63,6 +63,7 @@ def _expression(msg: object, value: dict) -> None:
 def build_p4info(ir: dict) -> p4info_pb2.P4Info:
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
+    info.type_info.SetInParent()   # p4c writes it even when empty (`type_info {}`)
     _pkg_info(info.pkg_info, ir.get("pkg_info", {}))
     for table in ir["tables"]:
         _table(info.tables.add(), table, ir)
