@@ -112,7 +112,6 @@ GOOD = {"PARSER_KEY": "hdr.s.last.a", "INGRESS": "mark_to_drop(sm);"}
 BAD = [
     ({"INGRESS": "if (hdr.s.last.a == 1) { mark_to_drop(sm); }"}, 15, 22,
      "header stack '.last' is only allowed in a parser"),
-    ({"INGRESS": "mark_to_drop();"}, 15, 13, "write mark_to_drop(standard_metadata)"),
     ({"PARSER_KEY": "packet.lookahead<h_t>().c"}, 10, 50, "header h_t has no field 'c'"),
     ({"PARSER_KEY": "packet.lookahead<wide_t>().x"}, 10, 53,
      "field 'x' ends 136 bits into the packet"),

@@ -2,7 +2,7 @@
 field by field, ids included (p4c: 8-bit kind prefix + hash of the name).
 
 tests/p4/p4c_samples/ holds p4lang/p4c testdata/p4_16_samples programs (Apache-2.0, header
-kept; two CHANGED where they say, in an action body P4Info does not show) and, beside each,
+kept; one CHANGED where it says, in an action body P4Info does not show) and, beside each,
 p4c's `*.p4info.txtpb` from testdata/p4_16_samples_outputs (its commit in its first lines).
 Two differences come from p4c's version, not from us, and are set aside here:
   * references made before p4c wrote `initial_default_action` (P4Runtime 1.4, p4c PR 4773)

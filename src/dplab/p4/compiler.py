@@ -333,8 +333,12 @@ class Compiler:
                 continue
             w = width_of(ftype)
             if w is None:
-                raise P4Error(Loc(str(self.path), 1, 1), f"metadata field {name} of "
-                              f"{typ.name} must be a scalar")
+                decl = self.struct_decls.get(typ.name)
+                where = next((f.loc for f in decl.fields if f.name == name), None) \
+                    if decl else None
+                raise P4Error(where or Loc(str(self.path), 1, 1), f"metadata field {name} of "
+                              f"{typ.name} must be bit<W>, bool or a struct of them: "
+                              f"{type_name(ftype)} in metadata is not supported")
             ref.members[name] = Val({"op": "field", "w": w, "inst": inst, "field": len(flat)},
                                     ftype)
             flat.append((prefix + name, ftype, lists))
@@ -490,7 +494,12 @@ class Compiler:
             self.ids.note("action_profiles", name, node)
             return ExternRef(kind, self.profiles.declare(node, name, kind, env))
         if kind not in EXTERN_OBJECTS:
-            raise P4Error(node.loc, f"cannot instantiate '{kind or node.type.kind}' here")
+            what = kind or node.type.kind
+            if what in self.decls:
+                raise P4Error(node.loc, f"instantiating {self.decls[what].kind} '{what}' "
+                              "inside a control is not supported: only counters, meters, "
+                              "registers and action profiles/selectors may be declared here")
+            raise P4Error(node.loc, f"cannot instantiate '{what}' here")
         self.ids.note(kind + "s", name, node)
         args = [self.exprs.value(a, env, 32) for a in node.args]
         if any(a.const is None for a in args):

@@ -14,6 +14,9 @@ from dplab.p4.lexer import Token, tokenize_line
 INCLUDE_DIR = Path(__file__).parent / "include"
 _DIRECTIVE = re.compile(r"\s*#\s*(\w+)\s*(.*)$")
 _MAX_INCLUDE_DEPTH = 32
+# p4c's other architectures' include files: named in the error, not just "not found"
+OTHER_ARCHITECTURES = {"psa.p4", "pna.p4", "ebpf_model.p4", "ubpf_model.p4", "tna.p4",
+                       "t2na.p4", "xdp_model.p4", "dpdk/psa.p4"}
 
 
 def blank_comments(text: str, file: str) -> str:
@@ -155,6 +158,9 @@ class Preprocessor:
             if candidate.is_file():
                 self.run_file(candidate, loc)
                 return
+        if Path(str(system or local)).name in OTHER_ARCHITECTURES:
+            raise P4Error(loc, f"architecture {system or local} is not supported: dplab "
+                          "compiles v1model programs only (#include <v1model.p4>)")
         raise P4Error(loc, f"included file {system or local} not found")
 
     def _define(self, rest: str, loc: Loc) -> None:

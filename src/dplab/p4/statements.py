@@ -263,13 +263,14 @@ class StatementCompiler:
     def function(self, name: str, call: Node, env: Env, scope: Scope) -> list[dict]:
         ex = self.exprs
         if name == "mark_to_drop":
-            if not call.args:
-                # The argument-less form left v1model in 2019; p4c's BMv2 back end refuses it
-                # ("Expected 1 argument for mark_to_drop", p4lang/p4app#72).
-                raise P4Error(call.loc, "mark_to_drop needs standard_metadata: write "
-                              "mark_to_drop(standard_metadata) (the argument-less form was "
-                              "removed from v1model)")
-            self._args(call, 1)
+            if call.args:
+                self._args(call, 1)
+            else:
+                # v1model still declares the argument-less form, @deprecated; p4c accepts it
+                # with this warning, and it drops the packet being processed all the same.
+                self.program.warn(call.loc, "mark_to_drop: Using deprecated feature "
+                                  "mark_to_drop. Please use mark_to_drop(standard_metadata) "
+                                  "instead.")
             return [{"kind": "assign", "dst": {"inst": 0, "field": f}, "src": const(v, w).ir}
                     for _, f, w, v in STANDARD_DROP]
         if name == "verify":
@@ -343,10 +344,19 @@ class StatementCompiler:
 
     def digest(self, call: Node, env: Env) -> list[dict]:
         receiver, data_node = self._args(call, 2)
-        if len(call.targs) != 1:
-            raise P4Error(call.loc, "digest needs its struct type: digest<my_digest_t>(1, {...})")
-        typ = self.program.resolve_type(call.targs[0])
+        typ = self._digest_type(call, data_node, env)
         data = self.exprs.list_items(data_node, env)
         index = self.program.digest_index(typ, data, call.loc)
         self.exprs.value(receiver, env, 32)
         return [{"kind": "digest", "digest": index, "data": [v.ir for v in data]}]
+
+    def _digest_type(self, call: Node, data_node: Node, env: Env) -> object:
+        """digest<T>'s T: written, or (as p4c infers it) the type of a struct argument."""
+        if len(call.targs) == 1:
+            return self.program.resolve_type(call.targs[0])
+        if data_node.kind in ("name", "member", "index"):
+            target = self.exprs.denote(data_node, env)
+            if isinstance(target, StructRef):
+                return target.type
+        raise P4Error(call.loc, "digest needs its struct type: digest<my_digest_t>(1, {...}), "
+                      "or a struct as its data: digest(1, meta.my_digest)")

@@ -417,6 +417,8 @@ class Parser:
     def table(self) -> Node:
         self.advance()
         name = self.ident()
+        if self.accept("("):   # the old `table t() {...}` form, still taken by p4c
+            self.expect(")")
         self.expect("{")
         props: list[Node] = []
         while not self.accept("}"):

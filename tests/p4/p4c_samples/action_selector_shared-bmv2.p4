@@ -13,11 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-/*
- * dplab: p4lang/p4c testdata/p4_16_samples/action_selector_shared-bmv2.p4, CHANGED by dplab:
- * drop() calls mark_to_drop(smeta) instead of the deprecated `mark_to_drop()`,
- * which our v1model subset does not take. P4Info does not depend on an action's body.
- */
+/* dplab: p4lang/p4c testdata/p4_16_samples/action_selector_shared-bmv2.p4, unchanged. */
 
 #include <core.p4>
 #include <v1model.p4>
@@ -35,7 +31,7 @@ action empty() { }
 
 control IngressI(inout H hdr, inout M meta, inout standard_metadata_t smeta) {
 
-    action drop() { mark_to_drop(smeta); }
+    action drop() { mark_to_drop(); }
 
     action_selector (HashAlgorithm.identity, 32w1024, 32w10) as;
 

@@ -1,0 +1,79 @@
+"""What p4c's testdata programs (testdata/p4_16_samples) found in our compiler: forms p4c
+takes that we now take too (deprecated `mark_to_drop()` with p4c's warning, `table t()`,
+`digest(1, meta.d)` with its type inferred), and plain errors, at the offending place, for
+what stays outside our subset (a control instantiated in a control, a header stack in
+metadata, another architecture's include file)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from test_p4_compiler import compile_error
+
+from dplab.p4.cli import compile_command
+from dplab.p4.compiler import compile_with_warnings
+
+PROGRAM = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct digest_t { bit<8> a; }
+struct meta_t { digest_t d; META }
+struct headers { h_t h; }
+parser P(packet_in p, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { p.extract(hdr.h); transition accept; }
+}
+control Sub(inout headers hdr) { apply { hdr.h.b = 1; } }
+control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    LOCALS
+    action drop() { mark_to_drop(); }
+    action learn() { meta.d.a = hdr.h.a; digest(1, meta.d); }
+    table t() { key = { hdr.h.a: exact; } actions = { drop; learn; } }
+    apply { t.apply(); }
+}
+control E(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
+control V(inout headers hdr, inout meta_t meta) { apply { } }
+control C(inout headers hdr, inout meta_t meta) { apply { } }
+control D(packet_out p, in headers hdr) { apply { p.emit(hdr.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def program(locals_: str = "", meta: str = "") -> str:
+    return PROGRAM.replace("LOCALS", locals_).replace("META", meta)
+
+
+def test_p4cs_forms_compile(tmp_path: Path) -> None:
+    path = tmp_path / "prog.p4"
+    path.write_text(program())
+    ir = json.loads(compile_command(path, tmp_path / "out")["ir"].read_text())
+    assert [(d["name"], d["fields"]) for d in ir["digests"]] == [("digest_t", [{"name": "a",
+                                                                              "w": 8}])]
+    _, warnings = compile_with_warnings(path)
+    assert [(w.loc.line, w.loc.col) for w in warnings] == [(13, 21)]
+    assert warnings[0].reason.startswith("mark_to_drop: Using deprecated feature")
+
+
+def test_argumentless_mark_to_drop_drops_as_the_other(tmp_path: Path) -> None:
+    def drop_body(text: str) -> list:
+        path = tmp_path / "prog.p4"
+        path.write_text(text)
+        ir = json.loads(compile_command(path, tmp_path / "out")["ir"].read_text())
+        return next(a["body"] for a in ir["actions"] if a["name"] == "I.drop")
+
+    assert drop_body(program()) == drop_body(program().replace("mark_to_drop()",
+                                                                "mark_to_drop(sm)"))
+
+
+@pytest.mark.parametrize(("text", "line", "col", "reason"), [
+    (program(locals_="Sub() sub;"), 12, 5,
+     "instantiating control 'Sub' inside a control is not supported"),
+    (program(meta="h_t[2] stack;"), 5, 36,
+     "metadata field stack of meta_t must be bit<W>, bool or a struct of them"),
+    ("#include <core.p4>\n#include <psa.p4>\n", 2, 1,
+     "architecture psa.p4 is not supported: dplab compiles v1model programs only"),
+])
+def test_outside_the_subset_says_where_and_what(text: str, line: int, col: int, reason: str,
+                                                tmp_path: Path) -> None:
+    error = compile_error(text, tmp_path)
+    assert (error.loc.line, error.loc.col) == (line, col)
+    assert reason in error.reason
