@@ -8,6 +8,7 @@ from dplab.p4.syntax import Node
 from dplab.p4.types import (
     ActionRef,
     BoolType,
+    ControlRef,
     ExternRef,
     FunctionRef,
     HeaderRef,
@@ -202,6 +203,10 @@ class StatementCompiler:
         return dst, width_of(typ)
 
     def method(self, target: object, name: str, call: Node, env: Env, scope: Scope) -> list[dict]:
+        if isinstance(target, ControlRef):
+            if name != "apply":
+                raise P4Error(call.loc, f"controls have no method '{name}'")
+            return self.program.inline_control(target, call, env)
         if isinstance(target, TableRef):
             if name != "apply":
                 raise P4Error(call.loc, f"tables have no method '{name}'")
@@ -291,6 +296,8 @@ class StatementCompiler:
             dst, width = self._dst(dst_node, env)
             return [{"kind": "random", "dst": dst, "lo": ex.bits(lo_node, env, width).ir,
                      "hi": ex.bits(hi_node, env, width).ir}]
+        if name in ("resubmit", "recirculate", "clone3"):
+            return self.deprecated_field_list_call(name, call, env, scope)
         if name in ("clone", "clone_preserving_field_list"):
             args = self._args(call, 2 if name == "clone" else 3)
             clone_type = ex.value(args[0], env)
@@ -311,6 +318,24 @@ class StatementCompiler:
             args = ex.list_items(call.args[1], env) if len(call.args) == 2 else []
             return [{"kind": "log", "fmt": call.args[0].value, "args": [a.ir for a in args]}]
         raise P4Error(call.loc, f"'{name}' is not supported")
+
+    def deprecated_field_list_call(self, name: str, call: Node, env: Env,
+                                   scope: Scope) -> list[dict]:
+        """v1model's deprecated `resubmit(data)`, `recirculate(data)`, `clone3(type, session,
+        data)`: taken, with p4c's warning, when `data` is `{}` (no field kept), which is
+        `clone(type, session)` or a `_preserving_field_list` call without a field list."""
+        data = self._args(call, 3 if name == "clone3" else 1)[-1]
+        newer = "clone_preserving_field_list" if name == "clone3" else \
+            f"{name}_preserving_field_list"
+        if data.kind != "list" or data.items:
+            raise P4Error(data.loc, f"{name} with fields to keep is not supported: mark them "
+                          f"@field_list(N) and call {newer}(..., N)")
+        self.program.warn(call.loc, f"{name}: Using deprecated feature {name}. "
+                          f"Please use '{newer}' instead")
+        if name == "clone3":
+            return self.function("clone", Node("call", call.loc, func=call.func,
+                                               args=call.args[:2]), env, scope)
+        return [{"kind": name, "field_list": None}]
 
     def algorithm(self, node: Node, env: Env, need: str = "expected") -> str:
         """The name of a `HashAlgorithm.x` argument; ``need`` leads the error message."""
