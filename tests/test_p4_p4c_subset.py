@@ -101,3 +101,17 @@ def test_sub_control_macro_and_deprecated_resubmit(tmp_path: Path) -> None:
     _, warnings = compile_with_warnings(path)
     assert any(w.reason.startswith("resubmit: Using deprecated feature resubmit")
                for w in warnings)
+
+
+def test_struct_list_assignment(tmp_path: Path) -> None:
+    """issue1001-bmv2's `h = {}` generalised: `s = {e1, ...}` sets field i to item i (so `{}`
+    of a struct without fields sets nothing); a header from a list is a plain error."""
+    text = program().replace("p.extract(hdr.h);", "p.extract(hdr.h); meta.d = {7};")
+    path = tmp_path / "prog.p4"
+    path.write_text(text)
+    ir = json.loads(compile_command(path, tmp_path / "out")["ir"].read_text())
+    body = ir["parser"]["states"][0]["body"]
+    assert [s["kind"] for s in body] == ["extract", "assign"]
+    assert body[1]["src"] == {"op": "const", "w": 8, "v": "0x7"}
+    error = compile_error(text.replace("meta.d = {7};", "hdr.h = {1, 2};"), tmp_path)
+    assert "cannot assign a list expression to h_t (a whole header)" in error.reason

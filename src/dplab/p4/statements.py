@@ -106,7 +106,33 @@ class StatementCompiler:
             return out
         if isinstance(target, HeaderRef) and node.value.kind == "call":
             return self.assign_lookahead(target, node, env)
-        raise P4Error(node.loc, f"cannot assign this to a {type_name(target.type)}")
+        if isinstance(target, StructRef) and node.value.kind == "list":
+            return self.assign_list(target, node, env)
+        what = "a list expression" if node.value.kind == "list" else "this"
+        raise P4Error(node.loc, f"cannot assign {what} to {type_name(target.type)} (a whole "
+                      f"{'header' if isinstance(target, HeaderRef) else 'struct'}): only a "
+                      "value of its own type, a lookahead (headers) or a {...} of its fields "
+                      "(structs of scalars) is supported")
+
+    def assign_list(self, target: StructRef, node: Node, env: Env) -> list[dict]:
+        """`s = {e1, ..., en}`: the spec's list expression cast to the struct, field i taking
+        e_i (so `{}` for a struct without fields assigns nothing)."""
+        members = list(target.members.items())
+        if len(node.value.items) != len(members):
+            raise P4Error(node.value.loc, f"{type_name(target.type)} has {len(members)} "
+                          f"field(s), the list {len(node.value.items)}")
+        out = []
+        for (name, member), item in zip(members, node.value.items, strict=True):
+            if not isinstance(member, Val):
+                raise P4Error(item.loc, f"field {name} is not a scalar: a list expression "
+                              "may set only bit<W>/bool fields here")
+            src = self.exprs.value(item, env, width_of(member.type))
+            if src.type != member.type and not isinstance(src.type, IntType):
+                raise P4Error(item.loc, f"cannot assign {type_name(src.type)} to field {name} "
+                              f"({type_name(member.type)})")
+            out.append({"kind": "assign", "dst": {"inst": member.ir["inst"],
+                                                  "field": member.ir["field"]}, "src": src.ir})
+        return out
 
     def assign_lookahead(self, target: HeaderRef, node: Node, env: Env) -> list[dict]:
         """`hdr.h = packet.lookahead<H>()`: a valid copy of the next bits, field by field."""
