@@ -68,9 +68,6 @@ class P4InfoIndex:
             raise not_found(f"table id {table_id} is not in the P4Info")
         return self.tables[table_id]
 
-    def key(self, table: p4info_pb2.Table) -> Key:
-        return self.keys[table.preamble.id]
-
     def has_direct_meter(self, table: p4info_pb2.Table) -> bool:
         return any(r in self.direct_meters for r in table.direct_resource_ids)
 

@@ -315,7 +315,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         elif event["event"] == "idle_timeout" and self._index is not None:
             note = msg.idle_timeout_notification
             note.timestamp = time.time_ns()
-            key = self._index.key(self._index.table(event["table"]))
+            key = self._index.keys[event["table"]]  # a table of the loaded pipeline
             for item in event["entries"]:
                 entry = note.table_entry.add(table_id=event["table"],
                                              priority=item.get("priority") or 0)
