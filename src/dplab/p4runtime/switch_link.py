@@ -94,8 +94,8 @@ class _Lines:
         ConnectionError when the switch closed the connection."""
         while (end := self._buffer.find(b"\n", self._scanned)) < 0:
             self._scanned = len(self._buffer)
-            if deadline is not None:
-                self._sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+            self._sock.settimeout(None if deadline is None
+                                  else max(deadline - time.monotonic(), 1e-3))
             chunk = self._sock.recv(RECV_BYTES)
             if not chunk:
                 raise ConnectionError("switch closed its control socket")
