@@ -15,7 +15,7 @@ use crate::meters::{Color, MeterCell};
 use crate::pre::{Pre, Replica};
 use crate::profiles::Profile;
 use crate::program::{
-    sm, Algo, BinOp, Dest, Expr, Instance, KeySet, Packed, Program, Stmt, Transition, MAX_PARAMS,
+    sm, Algo, BinOp, Dest, Expr, KeySet, Packed, Program, Stmt, Transition, MAX_PARAMS,
 };
 use crate::tables::{ActionCall, EntryAction, Table};
 use crate::value_sets::ValueSet;
@@ -76,34 +76,12 @@ pub struct PipelineStats {
     pub loop_drops: u64,
 }
 
-/// Per-packet state: every instance's fields and state, and the stack cursors.
+/// Per-packet state: every instance's fields, header validity and stack cursors.
 #[derive(Clone)]
 struct Phv {
     fields: Vec<u128>,
-    insts: Vec<InstState>,
+    valid: Vec<bool>,
     stack_next: Vec<usize>,
-}
-
-/// One instance's per-packet state: its validity, and where its fields still are the
-/// bytes it was extracted from. Why the latter: the deparser copies such a header's bytes
-/// in one go and patches only the fields written since, instead of packing every field.
-#[derive(Clone, Copy)]
-struct InstState {
-    valid: bool,
-    /// The byte offset in the packet the fields were extracted from, or `NOT_EXTRACTED`.
-    source: u32,
-    /// The fields written since the extract (`lowered::dirty_bit`).
-    dirty: u64,
-}
-
-/// `InstState::source` of an instance whose fields are not (all) the bytes of an extract.
-const NOT_EXTRACTED: u32 = u32::MAX;
-
-/// Notes that the field in `slot` was written (see `InstState::dirty`).
-#[inline(always)]
-fn mark_written(insts: &mut [InstState], owners: &[(usize, u64)], slot: usize) {
-    let (inst, bit) = owners[slot];
-    insts[inst].dirty |= bit;
 }
 
 #[derive(Default, Clone, Copy)]
@@ -120,20 +98,6 @@ enum Flow {
     Return,
     Exit,
     Reject(u32),
-}
-
-/// A parsed packet as egress and the deparser see it: its bytes (the headers that were
-/// extracted from them are copied from there) and where the payload starts.
-#[derive(Clone, Copy)]
-struct Parsed<'a> {
-    bytes: &'a [u8],
-    payload_at: usize,
-}
-
-impl Parsed<'_> {
-    fn payload(&self) -> &[u8] {
-        &self.bytes[self.payload_at.min(self.bytes.len())..]
-    }
 }
 
 struct Ingress<'a> {
@@ -165,8 +129,8 @@ struct Ctx<'a> {
 
 pub struct Worker {
     phv: Phv,
-    /// Every instance's state at packet start: metadata valid, headers not.
-    initial: Vec<InstState>,
+    /// Validity of every instance at packet start: metadata valid, headers not.
+    initial_valid: Vec<bool>,
     flags: Flags,
     key: Vec<u128>,
     key_scratch: Vec<u128>,
@@ -207,33 +171,25 @@ fn preserved_fields(prog: &Program, phv: &Phv, list: Option<u32>) -> Vec<(usize,
     }
 }
 
-fn write_dest(phv: &mut Phv, owners: &[(usize, u64)], d: Dest, value: u128) {
-    let fields = &mut phv.fields;
+fn write_dest(fields: &mut [u128], d: Dest, value: u128) {
     fields[d.slot] = match d.is_slice {
         false => value & d.mask,
         true => (fields[d.slot] & !d.mask) | ((value << d.lo) & d.mask),
     };
-    mark_written(&mut phv.insts, owners, d.slot);
 }
 
 impl Worker {
     pub fn new(prog: &Program) -> Worker {
         let mut seed = 0u64;
         unsafe { libc::getrandom(&mut seed as *mut u64 as *mut libc::c_void, 8, 0) };
-        let initial: Vec<InstState> = (prog.instances.iter())
-            .map(|i| InstState {
-                valid: !i.is_header,
-                source: NOT_EXTRACTED,
-                dirty: 0,
-            })
-            .collect();
+        let initial_valid: Vec<bool> = prog.instances.iter().map(|i| !i.is_header).collect();
         Worker {
             phv: Phv {
                 fields: vec![0; prog.slot_count],
-                insts: initial.clone(),
+                valid: initial_valid.clone(),
                 stack_next: vec![0; prog.stacks.len()],
             },
-            initial,
+            initial_valid,
             flags: Flags::default(),
             key: Vec::with_capacity(16),
             key_scratch: Vec::with_capacity(16),
@@ -284,7 +240,7 @@ impl Worker {
 
     fn reset(&mut self) {
         self.phv.fields.fill(0);
-        self.phv.insts.copy_from_slice(&self.initial);
+        self.phv.valid.copy_from_slice(&self.initial_valid);
         self.phv.stack_next.fill(0);
         self.flags = Flags::default();
     }
@@ -382,10 +338,7 @@ impl Worker {
             });
             return;
         }
-        let parsed = Parsed {
-            bytes: &job.bytes,
-            payload_at,
-        };
+        let payload = &job.bytes[payload_at.min(job.bytes.len())..];
         let mcast = self.phv.fields[sm::MCAST_GRP] as u32;
         if mcast != 0 {
             let replicas = cx.pre.groups.get(&mcast).cloned().unwrap_or_default();
@@ -396,7 +349,7 @@ impl Worker {
                 self.flags = Flags::default();
                 self.phv.fields[sm::EGRESS_RID] = rid as u128;
                 self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_REPLICATION;
-                self.egress_pass(cx, port as u128, parsed, true, Some(queued));
+                self.egress_pass(cx, port as u128, payload, true, Some(queued));
             }
             return;
         }
@@ -406,7 +359,7 @@ impl Worker {
             return;
         }
         self.flags = Flags::default();
-        self.egress_pass(cx, spec, parsed, true, None);
+        self.egress_pass(cx, spec, payload, true, None);
     }
 
     fn clone_ingress(&mut self, cx: &mut Ctx, job: &Ingress<'_>, session: u32, list: Option<u32>) {
@@ -424,11 +377,8 @@ impl Worker {
             self.start_packet(&bytes, job.port, INSTANCE_INGRESS_CLONE, &preserved);
             self.parse(cx, &bytes);
             self.phv.fields[sm::EGRESS_RID] = rid as u128;
-            let parsed = Parsed {
-                bytes: &bytes,
-                payload_at: self.cursor,
-            };
-            self.egress_pass(cx, port as u128, parsed, true, Some(queued));
+            let payload = &bytes[self.cursor.min(bytes.len())..];
+            self.egress_pass(cx, port as u128, payload, true, Some(queued));
         }
         self.phv = saved_phv;
         self.flags = saved_flags;
@@ -442,7 +392,7 @@ impl Worker {
         &mut self,
         cx: &mut Ctx,
         port: u128,
-        parsed: Parsed<'_>,
+        payload: &[u8],
         allow_clone: bool,
         queued: Option<Instant>,
     ) {
@@ -465,14 +415,14 @@ impl Worker {
         self.flags.recirculate = None;
         self.run_control(cx, &code.egress);
         if let (Some((session, list)), true) = (self.flags.clone_e2e, allow_clone) {
-            self.clone_egress(cx, session, list, parsed);
+            self.clone_egress(cx, session, list, payload);
         }
         if self.phv.fields[sm::EGRESS_SPEC] == DROP_PORT {
             self.stats.dropped += 1;
             return;
         }
         self.run_control(cx, &code.compute_checksum);
-        let bytes = self.deparse(prog, parsed);
+        let bytes = self.deparse(prog, payload);
         if let Some(list) = self.flags.recirculate {
             let preserved = preserved_fields(prog, &self.phv, list);
             let port = self.phv.fields[sm::INGRESS_PORT];
@@ -492,7 +442,7 @@ impl Worker {
         cx.out.push((port as u32, bytes));
     }
 
-    fn clone_egress(&mut self, cx: &mut Ctx, session: u32, list: Option<u32>, parsed: Parsed<'_>) {
+    fn clone_egress(&mut self, cx: &mut Ctx, session: u32, list: Option<u32>, payload: &[u8]) {
         let prog = cx.prog;
         let Some(sess) = cx.pre.clone_sessions.get(&session).cloned() else {
             return;
@@ -507,18 +457,17 @@ impl Worker {
                 if !inst.is_header {
                     let range = inst.base..inst.base + inst.fields.len();
                     self.phv.fields[range].fill(0);
-                    self.phv.insts[i].valid = true;
+                    self.phv.valid[i] = true;
                 }
             }
             for (slot, v) in &preserved {
                 self.phv.fields[*slot] = *v;
-                mark_written(&mut self.phv.insts, &cx.code.owners, *slot);
             }
             self.phv.fields[sm::INSTANCE_TYPE] = INSTANCE_EGRESS_CLONE;
             self.phv.fields[sm::EGRESS_RID] = rid as u128;
             self.flags = Flags::default();
             // A clone of a clone is not cloned again, which also bounds the recursion.
-            self.egress_pass(cx, port as u128, parsed, false, Some(queued));
+            self.egress_pass(cx, port as u128, payload, false, Some(queued));
         }
         self.phv = saved.0;
         self.flags = saved.1;
@@ -602,42 +551,25 @@ impl Worker {
             let v = wb.piece.read(data);
             fields[wb.slot] = if wb.first { v } else { fields[wb.slot] | v };
         }
-        self.phv.insts[inst] = InstState {
-            valid: true,
-            source: self.cursor as u32,
-            dirty: 0,
-        };
+        self.phv.valid[inst] = true;
         self.cursor = end;
         Flow::Next
     }
 
-    fn deparse(&mut self, prog: &Program, parsed: Parsed<'_>) -> Vec<u8> {
+    fn deparse(&mut self, prog: &Program, payload: &[u8]) -> Vec<u8> {
         let mut out = self.spare.pop().unwrap_or_default();
         out.clear();
-        out.reserve(64 + parsed.bytes.len());
-        let phv = &self.phv;
+        out.reserve(64 + payload.len());
         for &inst in &prog.deparser {
-            let state = phv.insts[inst];
-            if !state.valid {
+            if !self.phv.valid[inst] {
                 continue;
             }
-            let header = &prog.instances[inst];
-            let fields = &phv.fields;
-            if state.source == NOT_EXTRACTED {
-                header.emit.emit(&mut out, |slot| fields[slot]);
-                continue;
-            }
-            let (start, len) = (out.len(), header.bits as usize / 8);
-            let at = state.source as usize;
-            out.extend_from_slice(&parsed.bytes[at..at + len]);
-            if state.dirty != 0 {
-                // Zero padding while patching, so every piece's 8-byte window is in `out`.
-                out.extend_from_slice(&[0; WINDOW_PAD]);
-                patch(&mut out[start..], header, state.dirty, fields);
-                out.truncate(start + len);
-            }
+            let fields = &self.phv.fields;
+            prog.instances[inst]
+                .emit
+                .emit(&mut out, |slot| fields[slot]);
         }
-        out.extend_from_slice(parsed.payload());
+        out.extend_from_slice(payload);
         out
     }
 
@@ -691,10 +623,6 @@ impl Worker {
                     };
                     self.exec_block(cx, branch, params, packet)
                 }
-                Op::Mark { inst, bit } => {
-                    self.phv.insts[inst].dirty |= bit;
-                    continue;
-                }
                 Op::Extract(inst) => match packet {
                     Some(bytes) => self.extract(cx.prog, inst, bytes),
                     None => continue,
@@ -733,7 +661,7 @@ impl Worker {
                 if self.short {
                     return Flow::Reject(ERROR_PACKET_TOO_SHORT);
                 }
-                write_dest(&mut self.phv, &cx.code.owners, *d, v);
+                write_dest(&mut self.phv.fields, *d, v);
                 Flow::Next
             }
             Op::Leaf(s) => self.exec_leaf(cx, s, params, packet),
@@ -743,8 +671,7 @@ impl Worker {
             | Op::SetParam { .. }
             | Op::AddConst { .. }
             | Op::If(..)
-            | Op::Extract(_)
-            | Op::Mark { .. } => Flow::Next,
+            | Op::Extract(_) => Flow::Next,
         }
     }
 
@@ -752,7 +679,7 @@ impl Worker {
     #[inline(always)]
     fn test(&mut self, c: &Cond, params: &[u128], packet: Option<&[u8]>) -> bool {
         match c {
-            Cond::Valid(inst) => self.phv.insts[*inst].valid,
+            Cond::Valid(inst) => self.phv.valid[*inst],
             Cond::FieldCmp { slot, op, value } => op.holds(self.phv.fields[*slot], *value),
             _ => self.test_node(c, params, packet),
         }
@@ -793,7 +720,7 @@ impl Worker {
         let tables = std::mem::take(&mut cx.tables);
         let (hit, call) = self.lookup(cx.prog, cx.profiles, table, &mut tables[table]);
         if let Some(d) = hit_dest {
-            write_dest(&mut self.phv, &cx.code.owners, d, hit as u128);
+            write_dest(&mut self.phv.fields, d, hit as u128);
         }
         let flow = self.run_action(cx, call.action, &call.params);
         let action = call.action;
@@ -825,10 +752,9 @@ impl Worker {
                 let (d, s) = (&prog.instances[*dst], &prog.instances[*src]);
                 let n = d.fields.len().min(s.fields.len());
                 self.phv.fields.copy_within(s.base..s.base + n, d.base);
-                self.phv.insts[*dst].valid = self.phv.insts[*src].valid;
-                self.phv.insts[*dst].source = NOT_EXTRACTED;
+                self.phv.valid[*dst] = self.phv.valid[*src];
             }
-            Stmt::SetValid(inst, valid) => self.phv.insts[*inst].valid = *valid,
+            Stmt::SetValid(inst, valid) => self.phv.valid[*inst] = *valid,
             Stmt::Exit => return Flow::Exit,
             Stmt::Return => return Flow::Return,
             Stmt::StackPush(stack, count) => self.stack_shift(prog, *stack, *count, true),
@@ -851,18 +777,15 @@ impl Worker {
                     }
                     _ => Color::Green,
                 };
-                write_dest(&mut self.phv, &cx.code.owners, *dst, color as u128);
+                write_dest(&mut self.phv.fields, *dst, color as u128);
             }
-            Stmt::DirectMeterRead(dst) => write_dest(
-                &mut self.phv,
-                &cx.code.owners,
-                *dst,
-                self.flags.direct_color,
-            ),
+            Stmt::DirectMeterRead(dst) => {
+                write_dest(&mut self.phv.fields, *dst, self.flags.direct_color)
+            }
             Stmt::RegisterRead(r, index, dst) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
                 let v = cx.registers[*r].get(i).copied().unwrap_or(0);
-                write_dest(&mut self.phv, &cx.code.owners, *dst, v);
+                write_dest(&mut self.phv.fields, *dst, v);
             }
             Stmt::RegisterWrite(r, index, value) => {
                 let i = self.eval(index, params, packet).min(usize::MAX as u128) as usize;
@@ -888,7 +811,7 @@ impl Worker {
                 } else {
                     base.wrapping_add(h % max)
                 };
-                write_dest(&mut self.phv, &cx.code.owners, *dst, v);
+                write_dest(&mut self.phv.fields, *dst, v);
             }
             Stmt::Random(dst, lo, hi) => {
                 let (lo, hi) = (self.eval(lo, params, packet), self.eval(hi, params, packet));
@@ -898,7 +821,7 @@ impl Worker {
                 } else {
                     lo + r % (hi - lo + 1).max(1)
                 };
-                write_dest(&mut self.phv, &cx.code.owners, *dst, v);
+                write_dest(&mut self.phv.fields, *dst, v);
             }
             Stmt::Clone {
                 egress,
@@ -943,7 +866,7 @@ impl Worker {
             } => {
                 if self.eval(cond, params, packet) != 0 {
                     let h = self.hash(*algo, data, params, packet);
-                    write_dest(&mut self.phv, &cx.code.owners, *dst, h);
+                    write_dest(&mut self.phv.fields, *dst, h);
                 }
             }
             Stmt::Log => {}
@@ -1004,7 +927,6 @@ impl Worker {
                 Some(i + count).filter(|s| *s < n)
             };
             let dst_inst = &prog.instances[members[i]];
-            self.phv.insts[members[i]].source = NOT_EXTRACTED;
             match src {
                 Some(s) => {
                     let src_inst = &prog.instances[members[s]];
@@ -1012,9 +934,9 @@ impl Worker {
                     self.phv
                         .fields
                         .copy_within(src_inst.base..src_inst.base + len, dst_inst.base);
-                    self.phv.insts[members[i]].valid = self.phv.insts[members[s]].valid;
+                    self.phv.valid[members[i]] = self.phv.valid[members[s]];
                 }
-                None => self.phv.insts[members[i]].valid = false,
+                None => self.phv.valid[members[i]] = false,
             }
         }
         let next = self.phv.stack_next[stack];
@@ -1129,7 +1051,7 @@ impl Worker {
         match e {
             Expr::Const(v) => *v,
             Expr::Field(slot) => self.phv.fields[*slot],
-            Expr::Valid(inst) => self.phv.insts[*inst].valid as u128,
+            Expr::Valid(inst) => self.phv.valid[*inst] as u128,
             Expr::Param(i) => params.get(*i).copied().unwrap_or(0),
             _ => self.eval_node(e, params, packet),
         }
@@ -1184,26 +1106,6 @@ impl Worker {
             _ => {}
         }
         lowered::binary(op, x, self.eval(b, params, packet), w)
-    }
-}
-
-/// Writes the fields of `header` that `dirty` marks over its extracted bytes in `bytes`.
-fn patch(bytes: &mut [u8], header: &Instance, dirty: u64, fields: &[u128]) {
-    let mut marked = dirty;
-    while marked != 0 {
-        let first = marked.trailing_zeros() as usize;
-        marked &= marked - 1;
-        // The top bit stands for every field from the 63rd on (`lowered::dirty_bit`).
-        let last = match first {
-            63 => header.field_pieces.len(),
-            _ => first + 1,
-        };
-        for (j, pieces) in header.field_pieces[first..last].iter().enumerate() {
-            let value = fields[header.base + first + j];
-            for piece in pieces {
-                piece.write(bytes, (value >> piece.rest) as u64);
-            }
-        }
     }
 }
 
@@ -1506,7 +1408,7 @@ mod tests {
             worker.phv.fields[sm::PARSER_ERROR],
             ERROR_PACKET_TOO_SHORT as u128
         );
-        assert!(worker.phv.insts[1].valid && !worker.phv.insts[4].valid);
+        assert!(worker.phv.valid[1] && !worker.phv.valid[4]);
         // The deparser writes the Ethernet header and the unparsed rest back unchanged.
         assert_eq!(out, vec![(2, packet)]);
     }

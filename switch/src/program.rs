@@ -30,8 +30,6 @@ pub struct Instance {
     /// one piece (nearly all) by slot, then the pieces of wider fields.
     pub wire_narrow: Vec<(usize, Piece)>,
     pub wire: Vec<WireBits>,
-    /// Headers: each field's pieces, by field, for the deparser's patches.
-    pub field_pieces: Vec<Vec<Piece>>,
     /// Headers: how emit writes the fields (they tile the header) as bytes.
     pub emit: WordPlan,
 }
@@ -792,7 +790,7 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
         let is_header = text(inst, "kind", &at)? == "header";
         let bits = num(inst, "bits", &at).unwrap_or(0).max(0) as u32;
         let mut fields = Vec::new();
-        let (mut wire_narrow, mut wire, mut field_pieces) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut wire_narrow, mut wire) = (Vec::new(), Vec::new());
         // Bits the fields read so far take: a header's next field must start there.
         let mut used = 0u32;
         for (j, f) in arr(inst, "fields", &at)?.iter().enumerate() {
@@ -805,7 +803,6 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
                         "{fat}: offset {offset}, but the fields before it end at bit {used}"
                     ));
                 }
-                field_pieces.push(Piece::split(offset as usize, w));
                 match Piece::split(offset as usize, w)[..] {
                     [piece] => wire_narrow.push((base + j, piece)),
                     ref pieces => {
@@ -842,7 +839,6 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
             fields,
             wire_narrow,
             wire,
-            field_pieces,
         });
         base += instances.last().map(|i| i.fields.len()).unwrap_or(0);
     }

@@ -117,16 +117,6 @@ impl Piece {
         let window = u64::from_be_bytes(window(data, self.byte));
         (window >> self.shift) & self.mask
     }
-
-    /// Writes `value` (its low `width` bits: this piece of the field) to the piece's place
-    /// in `data`, leaving every other bit as it is. `data` must reach 8 bytes past `byte`.
-    #[inline]
-    pub fn write(&self, data: &mut [u8], value: u64) {
-        let place = self.mask << self.shift;
-        let window = u64::from_be_bytes(window(data, self.byte));
-        let word = (window & !place) | ((value & self.mask) << self.shift);
-        data[self.byte..self.byte + 8].copy_from_slice(&word.to_be_bytes());
-    }
 }
 
 #[inline]
@@ -340,29 +330,6 @@ mod tests {
                 assert!(pieces.iter().all(|p| p.width <= PIECE_BITS));
                 let value = pieces.iter().fold(0, |v, p| v | p.read(&data));
                 assert_eq!(Some(value), read_bits(&data, off, width), "{off}+{width}");
-            }
-        }
-    }
-
-    /// Writing pieces over other bytes gives what writing the field's bits one by one does,
-    /// the bytes around left alone.
-    #[test]
-    fn piece_writes_agree_with_write_bits() {
-        for width in [1u32, 3, 8, 13, 32, 55, 56, 57, 64, 100, 128] {
-            for off in [0usize, 1, 5, 7, 8, 19, 64, 100] {
-                let value = 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210u128 & mask(width);
-                let len = (off + width as usize).div_ceil(8) + 8;
-                let mut data: Vec<u8> = (0..len as u8).map(|i| i.wrapping_mul(73) ^ 0x5a).collect();
-                let mut expected = data.clone();
-                for i in 0..width as usize {
-                    let (bit, at) = ((value >> (width as usize - 1 - i)) & 1, off + i);
-                    let m = 0x80u8 >> (at % 8);
-                    expected[at / 8] = (expected[at / 8] & !m) | if bit == 1 { m } else { 0 };
-                }
-                for p in Piece::split(off, width) {
-                    p.write(&mut data, ((value >> p.rest) & mask(p.width)) as u64);
-                }
-                assert_eq!(data, expected, "{off}+{width}");
             }
         }
     }

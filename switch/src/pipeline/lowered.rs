@@ -52,12 +52,6 @@ pub enum Op {
     },
     /// A parser's `extract` of one header instance.
     Extract(usize),
-    /// After a resolved op that writes a header field: notes the write in the header's
-    /// mask of written fields (the deparser patches those over the extracted bytes).
-    Mark {
-        inst: usize,
-        bit: u64,
-    },
     /// Every other statement, run as loaded: none of them holds a block.
     Leaf(Stmt),
 }
@@ -143,26 +137,10 @@ pub struct Code {
     pub compute_checksum: Block,
     pub states: Vec<Block>,
     pub actions: Vec<Block>,
-    /// Per field slot: its instance, and the bit a write of the field sets in that
-    /// instance's mask of written fields (`dirty_bit`).
-    pub owners: Vec<(usize, u64)>,
-}
-
-/// The bit of field `index` of an instance in its mask of written fields: fields past
-/// the 63rd share the top bit.
-pub fn dirty_bit(index: usize) -> u64 {
-    1 << index.min(63)
 }
 
 impl Code {
     pub fn new(prog: &Program) -> Code {
-        let owners: Vec<(usize, u64)> = (prog.instances.iter().enumerate())
-            .flat_map(|(i, inst)| (0..inst.fields.len()).map(move |j| (i, dirty_bit(j))))
-            .collect();
-        let marks: Marks = (owners.iter())
-            .map(|&(i, bit)| prog.instances[i].is_header.then_some((i, bit)))
-            .collect();
-        let block = |stmts: &[Stmt]| block(stmts, &marks);
         Code {
             verify_checksum: block(&prog.verify_checksum),
             ingress: block(&prog.ingress),
@@ -170,40 +148,18 @@ impl Code {
             compute_checksum: block(&prog.compute_checksum),
             states: prog.parser_states.iter().map(|s| block(&s.body)).collect(),
             actions: prog.actions.iter().map(|a| block(&a.body)).collect(),
-            owners,
         }
     }
 }
 
-/// Per field slot: the `Op::Mark` a write of it needs (None: a metadata field).
-type Marks = Vec<Option<(usize, u64)>>;
-
-fn block(stmts: &[Stmt], marks: &Marks) -> Block {
-    let mut ops = Vec::with_capacity(stmts.len());
-    for s in stmts {
-        let op = op(s, marks);
-        let mark = resolved_write(&op).and_then(|slot| marks[slot]);
-        ops.push(op);
-        if let Some((inst, bit)) = mark {
-            ops.push(Op::Mark { inst, bit });
-        }
-    }
-    ops.into()
+fn block(stmts: &[Stmt]) -> Block {
+    stmts.iter().map(op).collect()
 }
 
-/// The slot a resolved assignment op writes (the other writes note themselves).
-fn resolved_write(op: &Op) -> Option<usize> {
-    match *op {
-        Op::SetConst { slot, .. } | Op::SetParam { slot, .. } => Some(slot),
-        Op::Copy { dst, .. } | Op::AddConst { dst, .. } => Some(dst),
-        _ => None,
-    }
-}
-
-fn op(s: &Stmt, marks: &Marks) -> Op {
+fn op(s: &Stmt) -> Op {
     match s {
         Stmt::Assign(d, e) => assign(*d, fold(e)),
-        Stmt::If(c, then, other) => Op::If(cond(&fold(c)), block(then, marks), block(other, marks)),
+        Stmt::If(c, then, other) => Op::If(cond(&fold(c)), block(then), block(other)),
         Stmt::Apply {
             table,
             hit_dest,
@@ -211,7 +167,7 @@ fn op(s: &Stmt, marks: &Marks) -> Op {
         } => Op::Apply {
             table: *table,
             hit_dest: *hit_dest,
-            switch: switch.as_ref().map(|sw| Box::new(lower_switch(sw, marks))),
+            switch: switch.as_ref().map(|sw| Box::new(lower_switch(sw))),
         },
         Stmt::Call(action, args) => Op::Call {
             action: *action,
@@ -222,14 +178,14 @@ fn op(s: &Stmt, marks: &Marks) -> Op {
     }
 }
 
-fn lower_switch(sw: &SwitchCases, marks: &Marks) -> Switch {
+fn lower_switch(sw: &SwitchCases) -> Switch {
     Switch {
         cases: sw
             .cases
             .iter()
-            .map(|(actions, body)| (actions.clone(), block(body, marks)))
+            .map(|(actions, body)| (actions.clone(), block(body)))
             .collect(),
-        default: sw.default.as_deref().map(|body| block(body, marks)),
+        default: sw.default.as_deref().map(block),
     }
 }
 
