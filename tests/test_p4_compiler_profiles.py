@@ -19,7 +19,7 @@ def test_selector_and_profile_in_ir_and_p4info(tmp_path: Path) -> None:
     # an inline selector is named after its table, as p4c does
     assert selector["name"] == "EcmpIngress.ecmp"
     assert selector["selector"] == {"algo": "crc16", "output_width": 14,
-                                    "size_semantics": "sum_of_weights", "max_member_weight": 0}
+                                    "size_semantics": None, "max_member_weight": 0}
     assert selector["size"] == 1024 and selector["id"] >> 24 == 0x11
     assert [k["name"] for k in ecmp["keys"]] == ["hdr.ipv4.dst"]   # selector keys apart
     assert [k["name"] for k in ecmp["selector_keys"]] == [
@@ -108,10 +108,20 @@ def test_tables_sharing_a_profile_need_the_same_actions(tmp_path: Path) -> None:
 
 
 def test_selector_size_semantics_come_from_p4c_s_annotations(tmp_path: Path) -> None:
-    default_ir, default_info = compiled(ECMP, tmp_path / "default")
+    # as p4c (testdata action_selector_shared-bmv2.p4info.txtpb): no annotation, no
+    # semantics in P4Info (P4Runtime reads that as sum_of_weights); given, written
+    _, default_info = compiled(ECMP, tmp_path / "default")
     by_name = {p.preamble.name: p for p in default_info.action_profiles}
-    assert by_name["EcmpIngress.ecmp"].WhichOneof("selector_size_semantics") == "sum_of_weights"
+    assert by_name["EcmpIngress.ecmp"].WhichOneof("selector_size_semantics") is None
     assert by_name["EcmpIngress.l2_profile"].WhichOneof("selector_size_semantics") is None
+    weights = tmp_path / "weights.p4"
+    weights.write_text(ECMP.read_text().replace(
+        INLINE_SELECTOR, '@selector_size_semantics("sum_of_weights") ' + INLINE_SELECTOR))
+    ir, info = compiled(weights, tmp_path / "weights")
+    selector = next(p for p in ir["action_profiles"] if p["name"] == "EcmpIngress.ecmp")
+    assert selector["selector"]["size_semantics"] == "sum_of_weights"
+    written = next(p for p in info.action_profiles if p.preamble.name == "EcmpIngress.ecmp")
+    assert written.WhichOneof("selector_size_semantics") == "sum_of_weights"
     text = ECMP.read_text().replace(
         "    action_profile(32w64) l2_profile;",
         '    action_profile(32w64) l2_profile;\n    @max_group_size(4) '

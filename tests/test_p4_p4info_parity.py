@@ -136,6 +136,25 @@ def test_pkginfo_fills_pkg_info(tmp_path: Path) -> None:
         doc=p4info_pb2.Documentation(brief="a test program"))
 
 
+def test_main_s_other_annotations_go_to_pkg_info(tmp_path: Path) -> None:
+    # as p4c's own test (test/gtest/p4runtime.cpp, P4RuntimePkgInfo UnknownAnnotations and
+    # OverrideArch): main's annotations other than @pkginfo, in source order, empty brackets
+    # dropped; @pkginfo(arch=...) replaces the architecture, with a warning
+    main = ('@my_annotation_1 @my_annotation_2() @pkginfo(name="m.p4", arch="v1")\n'
+            '@my_annotation_3(test) @my_annotation_4("test") @tag[level=2]\n' + MAIN)
+    path = tmp_path / "annotated_main.p4"
+    path.write_text(HEAD + INGRESS + main)
+    info = info_of(HEAD + INGRESS + main, tmp_path)
+    assert list(info.pkg_info.annotations) == [
+        "@my_annotation_1", "@my_annotation_2", "@my_annotation_3(test)",
+        '@my_annotation_4("test")']
+    assert [a.name for a in info.pkg_info.structured_annotations] == ["tag"]
+    assert (info.pkg_info.name, info.pkg_info.arch) == ("m.p4", "v1")
+    _, warnings = compile_with_warnings(path)
+    assert [w.reason for w in warnings] == [
+        "The 'arch' field in PkgInfo should be set by the compiler, not by the user"]
+
+
 def test_pkginfo_mistakes(tmp_path: Path) -> None:
     error = compile_error(HEAD + INGRESS + "@pkginfo(name=3)\n" + MAIN, tmp_path)
     assert (error.line, error.col) == (32, 10)

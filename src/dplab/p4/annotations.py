@@ -18,7 +18,7 @@ from dplab.p4.syntax import Annotation, Node
 OWN_FIELDS = frozenset({"name", "id", "brief", "description"})
 DOC = ("brief", "description")
 # the PkgInfo fields `@pkginfo(key="...", ...)` on `main` sets (p4c: name, version,
-# organization, contact, url; `arch` is always the architecture's)
+# organization, contact, url; `arch` is the architecture's unless a program overrides it)
 PKGINFO_KEYS = ("name", "version", "organization", "contact", "url")
 
 
@@ -97,21 +97,27 @@ def _literal(tokens: list[Token]) -> dict:
 
 
 def pkg_info(main: Node, warn: Callable[[Loc, str], None]) -> dict:
-    """P4Info's `pkg_info` fields from `@pkginfo(...)` and `@brief`/`@description` on the
-    `main` instance; empty without them (p4c then writes only `arch`)."""
-    out: dict = {}
+    """P4Info's `pkg_info` fields from `@pkginfo(...)` on the `main` instance, and its other
+    annotations as any object's (doc, annotations, structured_annotations), as p4c's
+    addPkgInfo; empty without them (p4c then writes only `arch`)."""
+    out = p4info_annotations(main, frozenset({"pkginfo"}))
     for anno in getattr(main.annos, "written", []):
-        if anno.name in DOC:
-            out.setdefault("doc", {})[anno.name] = _doc_text(anno)
-        elif anno.name == "pkginfo" and not anno.structured:
+        if anno.name == "pkginfo" and not anno.structured:
             for item in _split_commas(anno):
-                if len(item) != 3 or item[0].kind != "id" or item[1].text != "=" \
-                        or item[2].kind != "str":
-                    raise P4Error(item[0].loc, '@pkginfo takes key="string" pairs: '
-                                  '@pkginfo(name="prog", version="1.0")')
-                if item[0].text in PKGINFO_KEYS:
-                    out[item[0].text] = item[2].text
-                else:
-                    warn(item[0].loc, f"unknown @pkginfo key '{item[0].text}' ignored "
-                         f"(known: {', '.join(PKGINFO_KEYS)})")
+                out.update(_pkginfo_pair(item, warn))
     return out
+
+
+def _pkginfo_pair(item: list[Token], warn: Callable[[Loc, str], None]) -> dict:
+    if len(item) != 3 or item[0].kind != "id" or item[1].text != "=" or item[2].kind != "str":
+        raise P4Error(item[0].loc, '@pkginfo takes key="string" pairs: '
+                      '@pkginfo(name="prog", version="1.0")')
+    key = item[0].text
+    if key == "arch":   # p4c takes it, with this warning
+        warn(item[0].loc, "The 'arch' field in PkgInfo should be set by the compiler, "
+             "not by the user")
+    elif key not in PKGINFO_KEYS:
+        warn(item[0].loc, f"unknown @pkginfo key '{key}' ignored "
+             f"(known: {', '.join(PKGINFO_KEYS)})")
+        return {}
+    return {key: item[2].text}

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from dplab.p4 import ids, names, value_sets
+from dplab.p4.action_order import action_ranks
 from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
 from dplab.p4.exprs import Env, ExprChecker, check_width, const, header_width
@@ -78,14 +79,13 @@ class Compiler:
         self.stmts = StatementCompiler(self.exprs, self)
         self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}
-        self.action_ranks: dict[str, int] = {}   # action -> its place in the source
+        self.action_ranks: dict[str, int] = {}   # action -> its place in P4Info
         self.warnings: list[P4Warning] = []
         self.declared: list[tuple[str, Node, object]] = []   # (what, node, ref): unused?
 
     # --- entry ---------------------------------------------------------------------
     def compile(self) -> dict:
         decls = parse(preprocess(self.path))
-        self.action_ranks = declaration_ranks(decls)
         for decl in decls:
             self.declare(decl)
         main = next((d for d in decls if d.kind == "instance" and d.name == "main"), None)
@@ -93,6 +93,7 @@ class Compiler:
             raise P4Error(Loc(str(self.path), 1, 1), "the program has no 'main' instance "
                           "(V1Switch(...) main;)")
         stages = self.stages(main)
+        self.action_ranks = action_ranks(decls, list(stages.values()))
         self.ir["pkg_info"] = pkg_info(main, self.warn)
         root_env = self.layout(stages["parser"])
         self.compile_parser(stages["parser"], root_env)
@@ -709,20 +710,6 @@ class Compiler:
         if isinstance(target, StructRef):
             return [i for m in target.members.values() for i in self.emitted(m, loc)]
         raise P4Error(loc, "emit needs a header, a header stack or a struct of headers")
-
-
-def declaration_ranks(decls: list[Node]) -> dict[str, int]:
-    """Each action's place in the program (top-level ones and those of each control, in
-    source order): p4c lists P4Info actions in this order, not in order of use."""
-    found = []
-    for decl in decls:
-        if decl.kind == "action":
-            found.append(names.qualified(decl, ""))
-        elif decl.kind == "control":
-            owner = names.block_name(decl)
-            found += [names.qualified(local, owner) for local in decl.locals
-                      if local.kind == "action"]
-    return {name: rank for rank, name in enumerate(found)}
 
 
 def binding_key(target: object) -> object:

@@ -13,6 +13,7 @@ COUNTER_UNITS = {"packets": p4info_pb2.CounterSpec.PACKETS,
 METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
 # p4c copies an action reference's annotations, so a scoped one carries its annotation too
 SCOPE_ANNOTATIONS = {"table_only": "@tableonly", "default_only": "@defaultonly"}
+ANNOTATION_KEYS = ("annotations", "doc", "structured_annotations")   # what _annotate writes
 SCOPES = {"table_and_default": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
           "table_only": p4info_pb2.ActionRef.TABLE_ONLY,
           "default_only": p4info_pb2.ActionRef.DEFAULT_ONLY}
@@ -62,6 +63,7 @@ def _expression(msg: object, value: dict) -> None:
 def build_p4info(ir: dict) -> p4info_pb2.P4Info:
     info = p4info_pb2.P4Info()
     info.pkg_info.arch = "v1model"
+    info.type_info.SetInParent()   # p4c writes it even when empty (`type_info {}`)
     _pkg_info(info.pkg_info, ir.get("pkg_info", {}))
     for table in ir["tables"]:
         _table(info.tables.add(), table, ir)
@@ -161,10 +163,10 @@ def _default_action(msg: p4info_pb2.Table, default: dict, ir: dict) -> None:
 
 
 def _pkg_info(msg: p4info_pb2.PkgInfo, given: dict) -> None:
-    """`@pkginfo(...)` and the doc annotations of `main`; p4c leaves the rest empty."""
-    _annotate(msg, given)   # the doc
+    """`@pkginfo(...)` and the other annotations of `main`; p4c leaves the rest empty."""
+    _annotate(msg, given)
     for key, value in given.items():
-        if key != "doc":
+        if key not in ANNOTATION_KEYS:
             setattr(msg, key, value)
 
 
@@ -178,16 +180,17 @@ def _value_set(msg: p4info_pb2.ValueSet, value_set: dict) -> None:
 def _action_profile(msg: p4info_pb2.ActionProfile, profile: dict, ir: dict) -> None:
     """As p4c writes it for v1model: `size` the constructor's, `max_group_size` 0 unless
     `@max_group_size(n)` (P4Runtime spec 9.2.3: then any group `max_size` is allowed); a
-    selector's size semantics (P4Runtime 1.3+) from its annotations."""
+    selector's size semantics (P4Runtime 1.3+) only when its annotation gives them, as p4c
+    (testdata action_selector_shared-bmv2: none; absent means sum_of_weights)."""
     _preamble(msg, profile)
     msg.table_ids.extend(ir["tables"][t]["id"] for t in profile["tables"])
     msg.with_selector = profile["selector"] is not None
     msg.size = profile["size"]
     msg.max_group_size = profile["max_group_size"]
-    selector = profile["selector"] or {}
-    if selector.get("size_semantics") == "sum_of_members":
-        msg.sum_of_members.max_member_weight = selector["max_member_weight"]
-    elif selector:
+    semantics = (profile["selector"] or {}).get("size_semantics")
+    if semantics == "sum_of_members":
+        msg.sum_of_members.max_member_weight = profile["selector"]["max_member_weight"]
+    elif semantics == "sum_of_weights":
         msg.sum_of_weights.SetInParent()
 
 

@@ -65,10 +65,11 @@ class ProfileCompiler:
                             f"'{name}', which does not have a selector")
 
     def size_semantics(self, annos: dict, env: Env) -> dict:
-        """A selector's `@selector_size_semantics("sum_of_weights"|"sum_of_members")` (as
-        p4c, sum_of_weights without it) and, for sum_of_members, `@max_member_weight(n)`
-        (0 without it: no limit)."""
-        semantics = "sum_of_weights"
+        """A selector's `@selector_size_semantics("sum_of_weights"|"sum_of_members")`, None
+        without it (p4c then writes no semantics in P4Info; the switch and P4Runtime take
+        sum_of_weights) and, for sum_of_members, `@max_member_weight(n)` (0 without it: no
+        limit)."""
+        semantics = None
         if annos.get("selector_size_semantics"):
             token = annos["selector_size_semantics"][0]
             semantics = token.text.strip('"')
