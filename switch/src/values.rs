@@ -72,7 +72,8 @@ pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u3
 /// several pieces, most significant first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Piece {
-    pub byte: usize,
+    /// u32, not usize: `byte + 8` then cannot overflow, which spares a check per read.
+    pub byte: u32,
     /// Right shift that brings the piece from its place in the window to the low bits.
     pub shift: u32,
     pub width: u32,
@@ -85,6 +86,15 @@ pub struct Piece {
 const PIECE_BITS: u32 = 56;
 
 impl Piece {
+    /// Reads nothing (zero): the place of a wide field in a header's one-piece reads.
+    pub const NONE: Piece = Piece {
+        byte: 0,
+        shift: 0,
+        width: 0,
+        rest: 0,
+        mask: 0,
+    };
+
     /// The pieces of a `width`-bit field starting `bit_offset` bits into a byte string.
     pub fn split(bit_offset: usize, width: u32) -> Vec<Piece> {
         let mut pieces = Vec::new();
@@ -93,7 +103,7 @@ impl Piece {
             let take = (width - done).min(PIECE_BITS);
             let at = bit_offset + done as usize;
             pieces.push(Piece {
-                byte: at / 8,
+                byte: (at / 8) as u32,
                 shift: 64 - (at % 8) as u32 - take,
                 width: take,
                 rest: width - done - take,
@@ -120,7 +130,8 @@ impl Piece {
 }
 
 #[inline]
-fn window(data: &[u8], byte: usize) -> [u8; 8] {
+fn window(data: &[u8], byte: u32) -> [u8; 8] {
+    let byte = byte as usize;
     let mut w = [0u8; 8];
     w.copy_from_slice(&data[byte..byte + 8]);
     w
