@@ -581,7 +581,8 @@ impl Worker {
     }
 
     /// Runs a block: the plain assignments, `if` and `extract` (nearly all a forwarding
-    /// program runs) right here, the rest through `exec`: each call level costs a
+    /// program runs) right here, the rest through `exec`. The branch of an `if` that ends
+    /// its block (the common case) runs in this same loop: each call level would cost a
     /// prologue and an epilogue.
     fn exec_block(
         &mut self,
@@ -590,7 +591,9 @@ impl Worker {
         params: &[u128],
         packet: Option<&[u8]>,
     ) -> Flow {
-        for op in ops {
+        let mut at = ops;
+        while let Some((op, rest)) = at.split_first() {
+            at = rest;
             let fields = &mut self.phv.fields;
             let flow = match *op {
                 Op::SetConst { slot, value } => {
@@ -620,6 +623,10 @@ impl Worker {
                     } else {
                         other
                     };
+                    if at.is_empty() {
+                        at = branch;
+                        continue;
+                    }
                     self.exec_block(cx, branch, params, packet)
                 }
                 Op::Extract(inst) => match packet {
