@@ -1,6 +1,7 @@
 """How fast our P4Runtime server takes Writes and answers Reads: one real gRPC client
 (the p4runtime package's stubs) against our server in front of a rig switch. Figures: the
-Write RPC latency of a single table-entry INSERT (p50, p99), updates per second for
+Write RPC latency of a single table-entry INSERT (p50, p99) beside that of an empty RPC
+(Capabilities: what gRPC-Python itself costs per call here), updates per second for
 batches of 1, 10, 100 and 1000 INSERTs (CONTINUE_ON_ERROR and DATAPLANE_ATOMIC), and the
 time of a wildcard Read of 1000 entries. Every cell is the median of its repetitions; the
 entries a cell inserted are deleted (untimed) before the next.
@@ -76,6 +77,17 @@ def delete_all(client, n, count: int) -> None:
                             pb.Update.DELETE))
 
 
+def empty_rpc_ms(client) -> list[float]:
+    """Capabilities RPCs, each timed on its own: the server does nothing for them, so
+    they show what any unary RPC costs on this machine, the floor of a Write."""
+    times = []
+    for _ in range(LATENCY_WRITES):
+        t0 = time.perf_counter()
+        client.stub.Capabilities(pb.CapabilitiesRequest())
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
 def latencies_ms(client, n) -> list[float]:
     """Single-INSERT Write RPCs, each timed on its own."""
     times = []
@@ -125,9 +137,10 @@ def decode_ms(client, n) -> float:
 def run(reps: int, address: str, program) -> dict:
     with p4runtime_rig.primary_client(address, program) as (client, _):
         n = p4runtime_rig.Names(program[1])
-        results: dict = {"latency_ms": [], "read_ms": [], "decode_ms": []}
+        results: dict = {"latency_ms": [], "empty_ms": [], "read_ms": [], "decode_ms": []}
         for _ in range(reps):  # cells interleaved, so the machine's moods spread
             results["decode_ms"].append(decode_ms(client, n))
+            results["empty_ms"] += empty_rpc_ms(client)
             results["latency_ms"] += latencies_ms(client, n)
             for name, atomicity in ATOMICITIES.items():
                 for size in SIZES:
@@ -174,7 +187,8 @@ def median(values: list[float]) -> float | None:
 def table(results: dict, reps: int) -> str:
     lat = results["latency_ms"]
     lines = [f"Write RPC of one INSERT: p50 {_fmt(median(lat), 2)} ms, p99 "
-             f"{_fmt(percentile(lat, 99), 2)} ms ({len(lat)} Writes). Wildcard Read of "
+             f"{_fmt(percentile(lat, 99), 2)} ms ({len(lat)} Writes); an empty RPC "
+             f"(Capabilities) p50 {_fmt(median(results['empty_ms']), 2)} ms. Wildcard Read of "
              f"{READ_ENTRIES} entries: {_fmt(median(results['read_ms']), 1)} ms (median of "
              f"{reps}). Decoding a WriteRequest of {max(SIZES)} INSERTs (protobuf "
              f"{api_implementation.Type()} implementation, as gRPC does before our handler "

@@ -13,7 +13,7 @@ import grpc
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.control.p4runtime_app import P4RuntimeSouthbound
+from dplab.control.p4runtime_app import P4RuntimeSouthbound, PathRule
 
 A, B = "00:00:00:00:00:01", "00:00:00:00:00:02"
 
@@ -64,14 +64,14 @@ class Session:
         self.installed: set = set()
         self.outbox = SimpleNamespace(put=lambda msg: self.log.append(("packet_out", self.name)))
 
-    def send(self, updates: list[pb.Update]) -> Answered:
+    def send(self, rules: list[tuple[int, PathRule]]) -> Answered:
         self.log.append(("send", self.name))
-        self.written.extend(u.type for u in updates)
-        refused = self.insert_code is not None and updates[0].type == pb.Update.INSERT
+        self.written.extend(op for op, _ in rules)
+        refused = self.insert_code is not None and rules[0][0] == pb.Update.INSERT
         return Answered(self.log, self.name, RefusedUpdate(self.insert_code) if refused else None)
 
-    def write(self, op: int, entry: pb.TableEntry) -> None:
-        self.send([pb.Update(type=op)]).result()
+    def delete(self, entry: pb.TableEntry) -> None:
+        self.send([(pb.Update.DELETE, entry)]).result()
 
 
 def app_with(*sessions: Session) -> P4RuntimeSouthbound:
@@ -122,7 +122,8 @@ def test_a_rule_the_switch_holds_goes_as_a_modify_and_after_an_idle_delete_as_an
     install_and_send(app, ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY]
     idle = pb.StreamMessageResponse()
-    idle.idle_timeout_notification.table_entry.add().CopyFrom(app._entry(B))
+    idle.idle_timeout_notification.table_entry.add().match.add(
+        field_id=1).exact.value = bytes.fromhex(B.replace(":", ""))
     app.on_stream_message(session, idle)
     install_and_send(app, ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE,

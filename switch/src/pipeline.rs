@@ -538,14 +538,13 @@ impl Worker {
         let data: &[u8] = if end + WINDOW_PAD <= bytes.len() {
             &bytes[self.cursor..]
         } else {
-            self.tail.clear();
-            self.tail.extend_from_slice(&bytes[self.cursor..end]);
-            self.tail.resize(len + WINDOW_PAD, 0);
-            &self.tail
+            padded_copy(&mut self.tail, &bytes[self.cursor..end])
         };
         let fields = &mut self.phv.fields;
-        for (slot, piece) in &header.wire_narrow {
-            fields[*slot] = piece.read_low(data) as u128;
+        // One range check for the header's slots, none per field.
+        let slots = header.base..header.base + header.wire_narrow.len();
+        for (field, piece) in fields[slots].iter_mut().zip(&header.wire_narrow) {
+            *field = piece.read_low(data) as u128;
         }
         for wb in &header.wire {
             let v = wb.piece.read(data);
@@ -582,7 +581,8 @@ impl Worker {
     }
 
     /// Runs a block: the plain assignments, `if` and `extract` (nearly all a forwarding
-    /// program runs) right here, the rest through `exec`: each call level costs a
+    /// program runs) right here, the rest through `exec`. The branch of an `if` that ends
+    /// its block (the common case) runs in this same loop: each call level would cost a
     /// prologue and an epilogue.
     fn exec_block(
         &mut self,
@@ -591,7 +591,9 @@ impl Worker {
         params: &[u128],
         packet: Option<&[u8]>,
     ) -> Flow {
-        for op in ops {
+        let mut at = ops;
+        while let Some((op, rest)) = at.split_first() {
+            at = rest;
             let fields = &mut self.phv.fields;
             let flow = match *op {
                 Op::SetConst { slot, value } => {
@@ -621,6 +623,10 @@ impl Worker {
                     } else {
                         other
                     };
+                    if at.is_empty() {
+                        at = branch;
+                        continue;
+                    }
                     self.exec_block(cx, branch, params, packet)
                 }
                 Op::Extract(inst) => match packet {
@@ -1107,6 +1113,16 @@ impl Worker {
         }
         lowered::binary(op, x, self.eval(b, params, packet), w)
     }
+}
+
+/// `header` copied into `tail` with `WINDOW_PAD` zero bytes after it (a header that ends
+/// less than a window before the packet does); out of line, as it is rare.
+#[cold]
+fn padded_copy<'a>(tail: &'a mut Vec<u8>, header: &[u8]) -> &'a [u8] {
+    tail.clear();
+    tail.extend_from_slice(header);
+    tail.resize(header.len() + WINDOW_PAD, 0);
+    tail
 }
 
 /// H(data) of the data `data` lays out from `value`s; `bits` is scratch space for the bytes.

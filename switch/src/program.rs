@@ -26,9 +26,11 @@ pub struct Instance {
     pub base: usize,
     /// (width, bit offset) per field.
     pub fields: Vec<(u32, u32)>,
-    /// Headers: where each field's bits lie in the header's bytes, for extract: fields of
-    /// one piece (nearly all) by slot, then the pieces of wider fields.
-    pub wire_narrow: Vec<(usize, Piece)>,
+    /// Headers: where each field's bits lie in the header's bytes, for extract: one piece
+    /// per field in field order (`Piece::NONE` for a field wider than one piece, nearly
+    /// never), so extract walks them beside the header's slots without a check per field;
+    /// then the pieces of the wider fields.
+    pub wire_narrow: Vec<Piece>,
     pub wire: Vec<WireBits>,
     /// Headers: how emit writes the fields (they tile the header) as bytes.
     pub emit: WordPlan,
@@ -804,8 +806,9 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
                     ));
                 }
                 match Piece::split(offset as usize, w)[..] {
-                    [piece] => wire_narrow.push((base + j, piece)),
+                    [piece] => wire_narrow.push(piece),
                     ref pieces => {
+                        wire_narrow.push(Piece::NONE);
                         wire.extend(pieces.iter().enumerate().map(|(k, piece)| WireBits {
                             slot: base + j,
                             piece: *piece,

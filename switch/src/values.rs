@@ -72,7 +72,8 @@ pub fn write_bits(out: &mut Vec<u8>, bit_len: &mut usize, value: u128, width: u3
 /// several pieces, most significant first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Piece {
-    pub byte: usize,
+    /// u32, not usize: `byte + 8` then cannot overflow, which spares a check per read.
+    pub byte: u32,
     /// Right shift that brings the piece from its place in the window to the low bits.
     pub shift: u32,
     pub width: u32,
@@ -85,6 +86,15 @@ pub struct Piece {
 const PIECE_BITS: u32 = 56;
 
 impl Piece {
+    /// Reads nothing (zero): the place of a wide field in a header's one-piece reads.
+    pub const NONE: Piece = Piece {
+        byte: 0,
+        shift: 0,
+        width: 0,
+        rest: 0,
+        mask: 0,
+    };
+
     /// The pieces of a `width`-bit field starting `bit_offset` bits into a byte string.
     pub fn split(bit_offset: usize, width: u32) -> Vec<Piece> {
         let mut pieces = Vec::new();
@@ -93,7 +103,7 @@ impl Piece {
             let take = (width - done).min(PIECE_BITS);
             let at = bit_offset + done as usize;
             pieces.push(Piece {
-                byte: at / 8,
+                byte: (at / 8) as u32,
                 shift: 64 - (at % 8) as u32 - take,
                 width: take,
                 rest: width - done - take,
@@ -120,7 +130,8 @@ impl Piece {
 }
 
 #[inline]
-fn window(data: &[u8], byte: usize) -> [u8; 8] {
+fn window(data: &[u8], byte: u32) -> [u8; 8] {
+    let byte = byte as usize;
     let mut w = [0u8; 8];
     w.copy_from_slice(&data[byte..byte + 8]);
     w
@@ -184,14 +195,18 @@ fn split_words(
     (words, bit)
 }
 
-/// The Internet checksum (csum16) of fields laid out as a `WordPlan` lays them: the
-/// ones'-complement sum of their 16-bit words is that of their 32-bit words folded, and
-/// a 32-bit word is the sum of its fields' shares (they do not overlap). So the checksum
-/// is one flat sum over the shares: no words assembled, no bytes written.
+/// The Internet checksum (csum16) of fields laid out as a `WordPlan` lays them. It is the
+/// ones'-complement sum of the 16-bit words, that is the bits' value modulo 2^16 - 1, and
+/// as 2^16 is 1 modulo 2^16 - 1, a field whose lowest bit lies `p` bits above the end
+/// counts as itself shifted left by `p mod 16`, wherever it sits. So the checksum is one
+/// flat sum with one shift per field: no words assembled, no bytes written, no field cut
+/// at word boundaries (only wider fields into 32-bit chunks, so that each term stays
+/// below 2^47 and the u64 sum cannot overflow).
 #[derive(Clone, Debug, Default)]
 pub struct SumPlan {
-    /// Shares of fields of at most 64 bits (worked on as u64), then of wider fields.
+    /// Fields of at most 32 bits (worked on as u64): `rshift` 0.
     narrow: Vec<Share>,
+    /// The 32-bit chunks of wider fields.
     wide: Vec<Share>,
 }
 
@@ -199,10 +214,20 @@ impl SumPlan {
     /// `fields`: (source index, width) in layout order.
     pub fn new(fields: impl IntoIterator<Item = (usize, u32)>) -> SumPlan {
         let mut plan = SumPlan::default();
-        for (wide, share) in split_words(fields, 32).0.into_iter().flatten() {
-            match wide {
-                true => plan.wide.push(share),
-                false => plan.narrow.push(share),
+        let mut end = 0u32;
+        for (src, width) in fields {
+            end += width;
+            // The data is zero-padded to whole 16-bit words after the last field.
+            let lshift = (16 - end % 16) % 16;
+            let share = |rshift: u32| Share {
+                src,
+                rshift,
+                mask: mask((width - rshift).min(32)) as u64,
+                lshift,
+            };
+            match width <= 32 {
+                true => plan.narrow.push(share(0)),
+                false => plan.wide.extend((0..width).step_by(32).map(share)),
             }
         }
         plan
@@ -212,7 +237,7 @@ impl SumPlan {
     #[inline]
     pub fn csum16(&self, value: impl Fn(usize) -> u128) -> u16 {
         let narrow = self.narrow.iter().fold(0u64, |sum, s| {
-            sum + ((((value(s.src) as u64) >> s.rshift) & s.mask) << s.lshift)
+            sum + (((value(s.src) as u64) & s.mask) << s.lshift)
         });
         let sum = self.wide.iter().fold(narrow, |sum, s| {
             sum + ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)

@@ -54,7 +54,10 @@ class P4InfoIndex:
         self.value_sets = {v.preamble.id: v for v in info.value_sets}
         self.action_profiles = {p.preamble.id: p for p in info.action_profiles}
         self.externs = {e.extern_type_id: e for e in info.externs}
-        self.controller_headers = {h.preamble.name: h for h in info.controller_packet_metadata}
+        headers = {h.preamble.name: h for h in info.controller_packet_metadata}
+        # the fields every packet-out must give, by metadata id (none without the header)
+        self.packet_out_fields = ({m.id: m for m in headers["packet_out"].metadata}
+                                  if "packet_out" in headers else {})
         # What every update of a table or action needs, read from the P4Info once: with
         # the pure-Python protobuf each P4Info field read costs about a microsecond.
         self.keys = {t.preamble.id: Key.of(f"table {t.preamble.name}", t.match_fields)
@@ -67,9 +70,6 @@ class P4InfoIndex:
         if table_id not in self.tables:
             raise not_found(f"table id {table_id} is not in the P4Info")
         return self.tables[table_id]
-
-    def key(self, table: p4info_pb2.Table) -> Key:
-        return self.keys[table.preamble.id]
 
     def has_direct_meter(self, table: p4info_pb2.Table) -> bool:
         return any(r in self.direct_meters for r in table.direct_resource_ids)

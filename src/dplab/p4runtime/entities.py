@@ -232,7 +232,7 @@ class Entities:
             if te.match or te.priority:
                 raise invalid(f"table {table.preamble.name}: a default entry has no match")
             return table, {"default": True}
-        return table, {"match": codec.match_to_switch(self.index.key(table), te.match),
+        return table, {"match": codec.match_to_switch(self.index.keys[te.table_id], te.match),
                        "priority": te.priority}
 
     def _check_entry_exists(self, table, key: dict) -> None:

@@ -104,7 +104,7 @@ def _table_entry(entities: Entities, entry: pb.TableEntry) -> Undo:
     if entry.is_default_action:
         return _default_entry(entities, table)
     key = {"table": entry.table_id,
-           "match": codec.match_to_switch(entities.index.key(table), entry.match),
+           "match": codec.match_to_switch(entities.index.keys[entry.table_id], entry.match),
            "priority": entry.priority}
     return table_entry_undo(entities, key, entities.find_entry(table, key["match"],
                                                                entry.priority))

@@ -267,8 +267,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         width (spec 16.1: a packet-out missing one is dropped)."""
         if self._index is None:
             raise P4RuntimeError("FAILED_PRECONDITION", "no forwarding pipeline is set")
-        header = self._index.controller_headers.get("packet_out")
-        fields = {m.id: m for m in header.metadata} if header is not None else {}
+        fields = self._index.packet_out_fields
         given: dict[int, dict] = {}
         for m in packet.metadata:
             field = fields.get(m.metadata_id)
@@ -280,9 +279,10 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             given[m.metadata_id] = {"id": m.metadata_id,
                                     "value": codec.to_hex(m.value, field.bitwidth or None,
                                                           f"packet-out metadata {field.name}")}
-        missing = sorted(f.name for f in fields.values() if f.id not in given)
+        missing = fields.keys() - given.keys()
         if missing:
-            raise invalid(f"packet-out metadata missing: {', '.join(missing)} (every field of "
+            names = sorted(fields[i].name for i in missing)
+            raise invalid(f"packet-out metadata missing: {', '.join(names)} (every field of "
                           "the packet_out header must be given)")
         return list(given.values())
 
@@ -315,7 +315,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         elif event["event"] == "idle_timeout" and self._index is not None:
             note = msg.idle_timeout_notification
             note.timestamp = time.time_ns()
-            key = self._index.key(self._index.table(event["table"]))
+            key = self._index.keys[event["table"]]  # a table of the loaded pipeline
             for item in event["entries"]:
                 entry = note.table_entry.add(table_id=event["table"],
                                              priority=item.get("priority") or 0)

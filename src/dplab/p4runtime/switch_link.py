@@ -1,5 +1,7 @@
-"""The server's connection to dplab-switch's control socket: requests from many gRPC
-threads at once, replies matched by id, events handed to a callback by a reader thread."""
+"""The server's connection to dplab-switch's control socket: two connections, one for
+requests, answered in order to the thread that sent each (no other thread is woken on a
+request's way), and one subscribed to the switch's events, which a reader thread hands to
+a callback."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from dplab.p4runtime.errors import P4RuntimeError
@@ -17,6 +18,7 @@ REPLY_TIMEOUT_S = 10.0
 # A switch started at the same time as its server opens its socket within milliseconds;
 # nothing signals that moment, so connecting is retried this often.
 CONNECT_RETRY_S = 0.01
+RECV_BYTES = 1 << 16
 
 
 class SwitchLinkError(OSError):
@@ -34,32 +36,28 @@ class SwitchError(P4RuntimeError):
 
 class SwitchLink:
     def __init__(self, path: str, on_event: Callable[[dict], None], wait_s: float = 0.0) -> None:
-        self._sock = _connect(path, wait_s)
-        self._on_event = on_event
-        self._lock = threading.Lock()
-        self._waiting: dict[int, Future] = {}
+        self._requests = _Lines(_connect(path, wait_s))
+        self._lock = threading.Lock()  # one request on the wire at a time, and its reply
         self._next_id = 1
-        threading.Thread(target=self._read_forever, daemon=True, name="switch-reader").start()
-        self.call("subscribe")
+        events = _Lines(_connect(path, wait_s))
+        events.send({"id": 0, "cmd": "subscribe"})
+        events.receive(time.monotonic() + REPLY_TIMEOUT_S)  # events flow from here on
+        threading.Thread(target=_read_events, args=(events, on_event), daemon=True,
+                         name="switch-events").start()
 
     def call(self, cmd: str, **fields: Any) -> Any:
         """Sends one request; returns its result or raises SwitchError with the switch's
-        status code name (UNAVAILABLE when the switch is gone)."""
-        reply = Future()
+        status code name (UNAVAILABLE when the switch is gone or did not answer)."""
         with self._lock:
             rid = self._next_id
             self._next_id += 1
-            self._waiting[rid] = reply
-            line = json.dumps({"id": rid, "cmd": cmd, **fields}) + "\n"
             try:
-                self._sock.sendall(line.encode())
+                self._requests.send({"id": rid, "cmd": cmd, **fields})
+                msg = self._reply(rid, time.monotonic() + REPLY_TIMEOUT_S)
+            except TimeoutError as exc:
+                raise SwitchError("UNAVAILABLE", f"switch did not answer {cmd}") from exc
             except OSError as exc:
-                del self._waiting[rid]
                 raise SwitchError("UNAVAILABLE", f"switch control socket: {exc}") from exc
-        try:
-            msg = reply.result(REPLY_TIMEOUT_S)
-        except TimeoutError as exc:
-            raise SwitchError("UNAVAILABLE", f"switch did not answer {cmd}") from exc
         if not msg.get("ok"):
             raise SwitchError.of(msg)
         return msg.get("result")
@@ -70,22 +68,53 @@ class SwitchLink:
         per request the switch ran; with ``stop_on_error`` the last one is the failure."""
         return self.call("batch", requests=requests, stop_on_error=stop_on_error)
 
-    def _read_forever(self) -> None:
-        stream = self._sock.makefile("rb")
-        for line in stream:
-            msg = json.loads(line)
+    def _reply(self, rid: int, deadline: float) -> dict:
+        """The answer to request ``rid``; answers to earlier requests that timed out
+        arrive first and are passed over."""
+        while True:
+            msg = self._requests.receive(deadline)
+            if msg.get("id") == rid:
+                return msg
+
+
+class _Lines:
+    """One connection carrying a JSON object per line, both ways."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no line end
+
+    def send(self, msg: dict) -> None:
+        self._sock.settimeout(None)
+        self._sock.sendall(json.dumps(msg).encode() + b"\n")
+
+    def receive(self, deadline: float | None = None) -> dict:
+        """The next object; TimeoutError after ``deadline`` (a monotonic time), and
+        ConnectionError when the switch closed the connection."""
+        while (end := self._buffer.find(b"\n", self._scanned)) < 0:
+            self._scanned = len(self._buffer)
+            self._sock.settimeout(None if deadline is None
+                                  else max(deadline - time.monotonic(), 1e-3))
+            chunk = self._sock.recv(RECV_BYTES)
+            if not chunk:
+                raise ConnectionError("switch closed its control socket")
+            self._buffer += chunk
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end + 1]
+        self._scanned = 0
+        return json.loads(line)
+
+
+def _read_events(events: _Lines, on_event: Callable[[dict], None]) -> None:
+    """Until the switch closes the connection."""
+    try:
+        while True:
+            msg = events.receive()
             if "event" in msg:
-                self._on_event(msg)
-                continue
-            with self._lock:
-                waiter = self._waiting.pop(msg.get("id"), None)
-            if waiter is not None:
-                waiter.set_result(msg)
-        with self._lock:  # switch gone: fail everyone still waiting
-            for waiter in self._waiting.values():
-                waiter.set_result({"ok": False, "code": "UNAVAILABLE",
-                                   "error": "switch closed its control socket"})
-            self._waiting.clear()
+                on_event(msg)
+    except OSError:
+        return  # the switch is gone: requests fail on their own connection
 
 
 def _connect(path: str, wait_s: float) -> socket.socket:
