@@ -1,24 +1,22 @@
-"""p4c's packet test of testdata/p4_16_samples/v1model-special-ops-bmv2 (its `.stf`):
-resubmit, recirculate, I2E and E2E clones and multicast, each packet compared whole with the
-one p4c expects, on our switch.
+"""Resubmit, recirculate, I2E and E2E clones and multicast on our switch: our rewrite of
+p4c's testdata/p4_16_samples/v1model-special-ops-bmv2 (tests/p4/p4c_rewrites/special_ops.p4)
+with the table entries, mirroring sessions, multicast group and packets of p4c's packet test
+of it, each packet compared whole with the one p4c expects.
 
-The program is p4c's (Apache-2.0); it is read from P4C_SPECIAL_OPS (default
-/tmp/p4c4/special.p4) and the test skips without it: the .stf's table entries, mirroring
-sessions and multicast group go through the switch's control channel. One adaptation to our
-rig: our ports start at 1, so every .stf port p (packets, expects, `intf` action data,
-mirroring and multicast ports) is p + 1 here.
+Entries, sessions and the group go through the switch's control channel. One adaptation to
+our rig: our ports start at 1, so every port p of p4c's test (packets, expectations, `intf`
+action data, mirroring and multicast ports) is p + 1 here.
 """
 
-import os
 from pathlib import Path
 
 import pytest
 from switch_rig import Rig, compile_p4, ir_folder
 
-SAMPLE = Path(os.environ.get("P4C_SPECIAL_OPS", "/tmp/p4c4/special.p4"))
-SHIFT = 1  # .stf port p is our port p + SHIFT
+SAMPLE = Path(__file__).resolve().parent / "p4" / "p4c_rewrites" / "special_ops.p4"
+SHIFT = 1  # p4c's port p is our port p + SHIFT
 
-# (table, [match items], action, [args]) as the .stf adds them; `intf` already shifted
+# (table, [match items], action, [args]) in p4c's test's order; `intf` already shifted
 ENTRIES = [
     ("ingress.ipv4_da_lpm", [("lpm", 0x0A010065)], "ingress.do_resubmit", [0x0A010001]),
     ("ingress.mac_da", [0xE50B], "ingress.set_bd_dmac_intf", [9, 0x0213570BE5FF, 2 + SHIFT]),
@@ -43,7 +41,7 @@ ENTRIES = [
 CLONE_SESSIONS = {5: 4 + SHIFT, 11: 5 + SHIFT}      # mirroring_add session port
 MCAST_1113 = [(6 + SHIFT, 400), (7 + SHIFT, 401), (8 + SHIFT, 402)]  # (port, rid)
 
-# The .stf's packets (all enter on its port 0) and what it expects, port -> frames.
+# p4c's test's packets (all enter on its port 0) and what it expects, port -> frames.
 IN = "525400123502080027f87bea08004500001c000100004011"
 UDP = "16a100500008"
 CASES = {
@@ -72,7 +70,7 @@ PAD = bytes(18)
 
 
 def padded(hex_frame: str) -> bytes:
-    """veth carries frames of at least 60 bytes; the .stf's are 42, so the sent one gets 18
+    """veth carries frames of at least 60 bytes; p4c's test's are 42, so the sent one gets 18
     zero bytes after its UDP header. The program never parses them: they stay payload, after
     the headers of every copy (a clone's 8-byte switch_to_cpu header included)."""
     return bytes.fromhex(hex_frame) + PAD
@@ -86,14 +84,12 @@ def match_item(key: object) -> dict:
 
 @pytest.fixture(scope="module")
 def ir_dir(tmp_path_factory):
-    if not SAMPLE.is_file():
-        pytest.skip(f"p4c's v1model-special-ops-bmv2.p4 not at {SAMPLE}")
     return ir_folder(tmp_path_factory, "p4c_special_ops")
 
 
 @pytest.mark.net
 @pytest.mark.parametrize("case", list(CASES))
-def test_special_ops_stf(case: str, ir_dir: Path) -> None:
+def test_special_ops_packets(case: str, ir_dir: Path) -> None:
     with Rig(n_ports=9 + SHIFT) as rig:
         rig.load(compile_p4(SAMPLE, ir_dir))
         for table, keys, action, args in ENTRIES:
