@@ -22,7 +22,7 @@ struct headers { h_t h; }
 parser P(packet_in p, out headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
     state start { p.extract(hdr.h); transition accept; }
 }
-control Sub(inout headers hdr) { apply { hdr.h.b = 1; } }
+control Tabled(inout headers hdr) { table u { actions = { } } apply { u.apply(); } }
 control I(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) {
     LOCALS
     action drop() { mark_to_drop(); }
@@ -65,8 +65,13 @@ def test_argumentless_mark_to_drop_drops_as_the_other(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "line", "col", "reason"), [
-    (program(locals_="Sub() sub;"), 12, 5,
-     "instantiating control 'Sub' inside a control is not supported"),
+    (program(locals_="Tabled() sub;"), 10, 43,
+     "control 'Tabled' is instantiated in a control (line 12), which needs it to hold "
+     "only variables and statements: its table is not supported"),
+    (program().replace("learn; }", "learn; resubmit_it; }").replace(
+        "    table t", "    action resubmit_it() { resubmit({hdr.h.a}); }\n    table t"), 15, 37,
+     "resubmit with fields to keep is not supported: mark them @field_list(N) and call "
+     "resubmit_preserving_field_list(..., N)"),
     (program(meta="h_t[2] stack;"), 5, 36,
      "metadata field stack of meta_t must be bit<W>, bool or a struct of them"),
     ("#include <core.p4>\n#include <psa.p4>\n", 2, 1,
@@ -77,3 +82,36 @@ def test_outside_the_subset_says_where_and_what(text: str, line: int, col: int, 
     error = compile_error(text, tmp_path)
     assert (error.loc.line, error.loc.col) == (line, col)
     assert reason in error.reason
+
+
+def test_sub_control_macro_and_deprecated_resubmit(tmp_path: Path) -> None:
+    """v1model-special-ops-bmv2's forms: a function-like macro, a control applied from a
+    control (inlined: `in` copied, `out` written through), `resubmit({})` (p4c's warning)."""
+    text = program(locals_="Fill() fill;").replace(
+        "control Tabled(", "#define IS_TYPE(sm, t) (sm.instance_type == t)\n"
+        "control Fill(out bit<8> dst, in bit<8> v) { apply { dst = v + 1; } }\ncontrol Tabled(")
+    text = text.replace("apply { t.apply(); }", "apply { if (IS_TYPE(sm, 6)) { "
+                        "fill.apply(hdr.h.b, 41); } else { resubmit({}); } }")
+    path = tmp_path / "prog.p4"
+    path.write_text(text)
+    ir = json.loads(compile_command(path, tmp_path / "out")["ir"].read_text())
+    ingress = json.dumps(ir["controls"]["ingress"]["body"])
+    assert '"kind": "resubmit", "field_list": null' in ingress
+    assert '"v": "0x29"' in ingress  # the copied-in 41
+    _, warnings = compile_with_warnings(path)
+    assert any(w.reason.startswith("resubmit: Using deprecated feature resubmit")
+               for w in warnings)
+
+
+def test_struct_list_assignment(tmp_path: Path) -> None:
+    """issue1001-bmv2's `h = {}` generalised: `s = {e1, ...}` sets field i to item i (so `{}`
+    of a struct without fields sets nothing); a header from a list is a plain error."""
+    text = program().replace("p.extract(hdr.h);", "p.extract(hdr.h); meta.d = {7};")
+    path = tmp_path / "prog.p4"
+    path.write_text(text)
+    ir = json.loads(compile_command(path, tmp_path / "out")["ir"].read_text())
+    body = ir["parser"]["states"][0]["body"]
+    assert [s["kind"] for s in body] == ["extract", "assign"]
+    assert body[1]["src"] == {"op": "const", "w": 8, "v": "0x7"}
+    error = compile_error(text.replace("meta.d = {7};", "hdr.h = {1, 2};"), tmp_path)
+    assert "cannot assign a list expression to h_t (a whole header)" in error.reason

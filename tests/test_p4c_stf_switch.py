@@ -1,10 +1,10 @@
-"""p4c's own packet test of testdata/p4_16_samples/table-entries-range-bmv2 (its `.stf`:
-range-keyed const entries, overlapping ranges resolved in program order) run on our switch.
+"""Range-keyed const entries on our switch, overlapping ranges resolved in program order:
+our rewrite of p4c's testdata/p4_16_samples/table-entries-range-bmv2 with the packets and
+ports p4c's packet test of it expects.
 
-The sample (Apache-2.0, unchanged) is in tests/p4/p4c_samples/stf/. Two adaptations to a veth
-rig, neither touching what the program sees: p4c's 6-byte packets are padded to 60 bytes (a
-veth takes no frame shorter than an Ethernet header) and so are the expected ones, and they
-enter on port 1, not 0 (the program never reads ingress_port).
+Two adaptations to a veth rig, neither touching what the program sees: p4c's 6-byte packets
+are padded to 60 bytes (a veth takes no frame shorter than an Ethernet header) and so are the
+expected ones, and they enter on port 1, not 0 (the program never reads ingress_port).
 """
 
 from pathlib import Path
@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from switch_rig import Rig, compile_p4, ir_folder
 
-SAMPLE = Path(__file__).resolve().parent / "p4" / "p4c_samples" / "stf" / \
-    "table-entries-range-bmv2.p4"
-# (h.r, the port p4c's .stf expects) in the .stf's order
+SAMPLE = Path(__file__).resolve().parent / "p4" / "p4c_rewrites" / "table_entries_range.p4"
+# (h.r, the port p4c expects it on)
 RANGE_CASES = [(0x01, 21), (0x07, 21), (0x0a, 22), (0x0f, 24), (0x10, 23), (0xf0, 23)]
 
 
@@ -24,7 +23,7 @@ def ir_dir(tmp_path_factory):
 
 
 @pytest.mark.net
-def test_table_entries_range_stf(ir_dir: Path) -> None:
+def test_table_entries_range_packets(ir_dir: Path) -> None:
     with Rig(n_ports=24) as rig:
         rig.load(compile_p4(SAMPLE, ir_dir))
         for r, port in RANGE_CASES:

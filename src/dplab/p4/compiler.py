@@ -19,6 +19,7 @@ from dplab.p4.types import (
     ActionRef,
     Bits,
     BoolType,
+    ControlRef,
     EnumType,
     ErrorType,
     ExternRef,
@@ -42,7 +43,8 @@ STANDARD_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
                    "HeaderTooShort", "ParserTimeout", "ParserInvalidArgument"]
 FUNCTIONS = {"mark_to_drop", "verify", "verify_checksum", "update_checksum", "hash", "random",
              "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
-             "recirculate_preserving_field_list", "digest", "log_msg"}
+             "recirculate_preserving_field_list", "resubmit", "recirculate", "clone3",
+             "digest", "log_msg"}
 EXTERN_OBJECTS = {"counter", "direct_counter", "meter", "direct_meter", "register"}
 UNITS = {"packets": "packets", "bytes": "bytes", "packets_and_bytes": "both"}
 STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
@@ -480,14 +482,15 @@ class Compiler:
             return []
         if local.kind == "instance":
             env[local.name] = self.extern_instance(local, owner, env)
-            self.declared.append((env[local.name].kind, local, env[local.name]))
+            if isinstance(env[local.name], ExternRef):   # a sub-control has no P4Info object
+                self.declared.append((env[local.name].kind, local, env[local.name]))
             return []
         raise P4Error(local.loc, f"'{local.kind}' is not supported inside a control")
 
     def qualified(self, node: Node, owner: str) -> str:
         return names.qualified(node, owner)
 
-    def extern_instance(self, node: Node, owner: str, env: Env) -> ExternRef:
+    def extern_instance(self, node: Node, owner: str, env: Env) -> ExternRef | ControlRef:
         kind = node.type.name if node.type.kind == "named" else ""
         name = self.qualified(node, owner)
         if kind in PROFILE_KINDS:
@@ -495,6 +498,8 @@ class Compiler:
             return ExternRef(kind, self.profiles.declare(node, name, kind, env))
         if kind not in EXTERN_OBJECTS:
             what = kind or node.type.kind
+            if what in self.decls and self.decls[what].kind == "control":
+                return self.sub_control(node, self.decls[what])
             if what in self.decls:
                 raise P4Error(node.loc, f"instantiating {self.decls[what].kind} '{what}' "
                               "inside a control is not supported: only counters, meters, "
@@ -528,6 +533,46 @@ class Compiler:
         group.append(entry)
         return ExternRef(kind, len(group) - 1, elem)
 
+    def sub_control(self, node: Node, decl: Node) -> ControlRef:
+        """A control instantiated in a control, inlined where it is applied: only one
+        made of statements and variables (a table or extern in it would need one copy per
+        instance, with its own P4Info name)."""
+        for local in decl.locals:
+            if local.kind not in ("var", "const"):
+                raise P4Error(local.loc, f"control '{decl.name}' is instantiated in a control "
+                              f"(line {node.loc.line}), which needs it to hold only variables and "
+                              f"statements: its {local.kind} is not supported")
+        if node.args:
+            raise P4Error(node.loc, f"control '{decl.name}' takes no constructor arguments")
+        return ControlRef(decl)
+
+    def inline_control(self, control: ControlRef, call: Node, env: Env) -> list[dict]:
+        """`instance.apply(args)`: the control's body with its parameters bound as an
+        action's directional ones (in: a copy; out/inout: the caller's l-value)."""
+        decl = control.decl
+        params = [(p, self.resolve_type(p.type)) for p in decl.params]
+        if len(call.args) != len(params):
+            raise P4Error(call.loc, f"control {decl.name} takes {len(params)} argument(s)")
+        inner, prologue = dict(self.globals), []
+        for (param, typ), target in zip(params, self.bind_args(params, call.args, env),
+                                        strict=True):
+            inner[param.name], copy_in = self.bound_param(param, typ, target)
+            prologue.extend(copy_in)
+        scope = Scope(params=frozenset(p.name for p in decl.params))
+        body = []
+        for local in decl.locals:
+            body.extend(self.stmts.statement(local, inner, scope))
+        return prologue + body + self.stmts.block(decl.body.body, inner, scope)
+
+    def bound_param(self, param: Node, typ: object, target: object) -> tuple[object, list]:
+        """What a directional parameter names in the body, and the copy-in it needs."""
+        if param.direction != "in":   # out/inout: the body works on the l-value itself
+            return target, []
+        local = self.new_local(param.name, typ, param.loc)   # copy-in: the body may write it
+        return local, [{"kind": "assign", "dst": {"inst": local.ir["inst"],
+                                                  "field": local.ir["field"]},
+                        "src": target.ir}]
+
     # --- actions -------------------------------------------------------------------
     def action_params(self, name: str) -> tuple[list[tuple[Node, object]], list[dict]]:
         """(directional parameters with their types, action-data parameters) of an action."""
@@ -553,10 +598,14 @@ class Compiler:
         return directional, data
 
     def bind(self, name: str, args: list[Node], env: Env) -> list[object]:
-        """Evaluate the arguments of an action's directional parameters in the caller's env:
+        return self.bind_args(self.action_params(name)[0], args, env)
+
+    def bind_args(self, params: list[tuple[Node, object]], args: list[Node],
+                  env: Env) -> list[object]:
+        """Evaluate the arguments of directional parameters in the caller's env:
         `in` -> a value, `out`/`inout` -> the l-value itself (field, variable, header, struct)."""
         bound = []
-        for (param, typ), arg in zip(self.action_params(name)[0], args, strict=True):
+        for (param, typ), arg in zip(params, args, strict=True):
             if param.direction == "in":
                 if width_of(typ) is None:
                     raise P4Error(param.loc, "in parameters must be bit<W> or bool")
@@ -591,12 +640,8 @@ class Compiler:
         env = dict(env)
         prologue = []
         for (param, typ), target in zip(directional, bound, strict=True):
-            if param.direction == "in":   # copy-in: the body may write its own copy
-                env[param.name] = self.new_local(param.name, typ, param.loc)
-                prologue.append({"kind": "assign", "dst": {"inst": env[param.name].ir["inst"],
-                                 "field": env[param.name].ir["field"]}, "src": target.ir})
-            else:                         # out/inout: the body works on the l-value itself
-                env[param.name] = target
+            env[param.name], copy_in = self.bound_param(param, typ, target)
+            prologue.extend(copy_in)
         for i, param in enumerate(data):
             env[param["local"]] = Val({"op": "param", "w": param["w"], "index": i},
                                       param["type"])

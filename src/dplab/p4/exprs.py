@@ -12,6 +12,7 @@ from dplab.p4.types import (
     ActionRef,
     Bits,
     BoolType,
+    ControlRef,
     EnumType,
     ErrorType,
     ExternRef,
@@ -121,7 +122,7 @@ class ExprChecker:
             return ("stack_method", base, name)
         if isinstance(base, TypeRef):
             return self.type_member(base.type, node)
-        if isinstance(base, TableRef | ExternRef | FunctionRef):
+        if isinstance(base, TableRef | ExternRef | FunctionRef | ControlRef):
             return ("method", base, name)
         if isinstance(base, tuple) and base[0] == "apply_result":
             return ("apply_member", base[1], name)

@@ -1,7 +1,9 @@
-"""The C-like preprocessor subset: #include, #define constants, #undef, #if/#ifdef/#else.
+"""The C-like preprocessor subset: #include, #define (constants and function-like macros),
+#undef, #if/#ifdef/#else.
 
 Produces one token list for the whole program; every token keeps the file, line and column
-it came from (a macro's tokens take the location of the macro's use).
+it came from (a macro's tokens take the location of the macro's use). A function-like
+macro's call must fit on one (logical) line; `#` and `##` in a macro body are not supported.
 """
 
 import re
@@ -63,8 +65,14 @@ class _Condition:
 
 
 @dataclass
+class _Macro:
+    body: list[Token]
+    params: list[str] | None = None  # None: an object-like macro (a constant)
+
+
+@dataclass
 class Preprocessor:
-    defines: dict[str, list[Token]] = field(default_factory=dict)
+    defines: dict[str, _Macro] = field(default_factory=dict)
     tokens: list[Token] = field(default_factory=list)
     depth: int = 0
 
@@ -164,31 +172,84 @@ class Preprocessor:
         raise P4Error(loc, f"included file {system or local} not found")
 
     def _define(self, rest: str, loc: Loc) -> None:
-        match = re.match(r"(\w+)(\(?)", rest)
+        match = re.match(r"(\w+)(?:\(([^)]*)\))?", rest)
         if not match:
             raise P4Error(loc, "#define needs a name")
-        if match.group(2):
-            raise P4Error(loc, "function-like macros are not supported")
+        params = None
+        if match.group(2) is not None:
+            params = [p.strip() for p in match.group(2).split(",")] if match.group(2).strip() \
+                else []
+            if not all(re.fullmatch(r"\w+", p) for p in params):
+                raise P4Error(loc, f"#define {match.group(1)}: parameters must be names")
         body_col = loc.col + len("#define ") + match.end()
         body = tokenize_line(" " * body_col + rest[match.end():], loc.file, loc.line)
-        self.defines[match.group(1)] = body
+        if params is not None and any(t.text in ("#", "##") for t in body if t.kind == "op"):
+            raise P4Error(loc, f"#define {match.group(1)}: # and ## in a macro are not "
+                          "supported")
+        self.defines[match.group(1)] = _Macro(body, params)
 
-    def _expanded(self, tokens: list[Token]) -> list[Token]:
+    def _expanded(self, tokens: list[Token], hiding: frozenset[str] = frozenset()) -> list[Token]:
         out: list[Token] = []
-        self._append(tokens, set(), out)
+        self._append(tokens, set(hiding), out)
         return out
 
     def _append(self, tokens: list[Token], hiding: set[str],
                 out: list[Token] | None = None) -> None:
         target = self.tokens if out is None else out
-        for token in tokens:
-            body = self.defines.get(token.text) if token.kind == "id" else None
-            if body is None or token.text in hiding:
-                target.append(token)
+        i = 0
+        while i < len(tokens):
+            token = tokens[i]
+            macro = self.defines.get(token.text) if token.kind == "id" else None
+            calls = macro is not None and macro.params is not None
+            if macro is None or token.text in hiding or \
+                    (calls and (i + 1 >= len(tokens) or tokens[i + 1].text != "(")):
+                target.append(token)  # a function-like macro's name alone is no call (C)
+                i += 1
                 continue
+            body = macro.body
+            i += 1
+            if calls:
+                args, i = _call_arguments(tokens, i, token)
+                body = self._substituted(macro, args, token, hiding)
             moved = [Token(t.kind, t.text, token.loc, t.width, t.value, t.signed, t.glued)
                      for t in body]
             self._append(moved, hiding | {token.text}, target)
+
+    def _substituted(self, macro: _Macro, args: list[list[Token]], name: Token,
+                     hiding: set[str]) -> list[Token]:
+        """The macro's body with each parameter replaced by its (expanded) argument."""
+        params = macro.params or []
+        if not params and args == [[]]:
+            args = []  # NAME() of a macro without parameters
+        if len(args) != len(params):
+            raise P4Error(name.loc, f"macro {name.text} takes {len(params)} arguments, "
+                          f"got {len(args)}")
+        expanded = {p: self._expanded(a, frozenset(hiding))
+                    for p, a in zip(params, args, strict=True)}
+        out: list[Token] = []
+        for t in macro.body:
+            out.extend(expanded[t.text] if t.kind == "id" and t.text in expanded else [t])
+        return out
+
+
+def _call_arguments(tokens: list[Token], i: int, name: Token) -> tuple[list[list[Token]], int]:
+    """The arguments of a macro call whose "(" is tokens[i], split at top-level commas, and
+    the index after its ")"."""
+    args: list[list[Token]] = [[]]
+    depth = 0
+    for j in range(i + 1, len(tokens)):
+        t = tokens[j]
+        if t.kind == "op" and t.text == ")" and depth == 0:
+            return args, j + 1
+        if t.kind == "op" and t.text == "," and depth == 0:
+            args.append([])
+            continue
+        if t.kind == "op" and t.text in "([{":
+            depth += 1
+        elif t.kind == "op" and t.text in ")]}":
+            depth -= 1
+        args[-1].append(t)
+    raise P4Error(name.loc, f"call of macro {name.text} must end with ) on the same line")
 
 
 def preprocess(path: Path) -> list[Token]:

@@ -8,6 +8,7 @@ from dplab.p4.syntax import Node
 from dplab.p4.types import (
     ActionRef,
     BoolType,
+    ControlRef,
     ExternRef,
     FunctionRef,
     HeaderRef,
@@ -105,7 +106,33 @@ class StatementCompiler:
             return out
         if isinstance(target, HeaderRef) and node.value.kind == "call":
             return self.assign_lookahead(target, node, env)
-        raise P4Error(node.loc, f"cannot assign this to a {type_name(target.type)}")
+        if isinstance(target, StructRef) and node.value.kind == "list":
+            return self.assign_list(target, node, env)
+        what = "a list expression" if node.value.kind == "list" else "this"
+        raise P4Error(node.loc, f"cannot assign {what} to {type_name(target.type)} (a whole "
+                      f"{'header' if isinstance(target, HeaderRef) else 'struct'}): only a "
+                      "value of its own type, a lookahead (headers) or a {...} of its fields "
+                      "(structs of scalars) is supported")
+
+    def assign_list(self, target: StructRef, node: Node, env: Env) -> list[dict]:
+        """`s = {e1, ..., en}`: the spec's list expression cast to the struct, field i taking
+        e_i (so `{}` for a struct without fields assigns nothing)."""
+        members = list(target.members.items())
+        if len(node.value.items) != len(members):
+            raise P4Error(node.value.loc, f"{type_name(target.type)} has {len(members)} "
+                          f"field(s), the list {len(node.value.items)}")
+        out = []
+        for (name, member), item in zip(members, node.value.items, strict=True):
+            if not isinstance(member, Val):
+                raise P4Error(item.loc, f"field {name} is not a scalar: a list expression "
+                              "may set only bit<W>/bool fields here")
+            src = self.exprs.value(item, env, width_of(member.type))
+            if src.type != member.type and not isinstance(src.type, IntType):
+                raise P4Error(item.loc, f"cannot assign {type_name(src.type)} to field {name} "
+                              f"({type_name(member.type)})")
+            out.append({"kind": "assign", "dst": {"inst": member.ir["inst"],
+                                                  "field": member.ir["field"]}, "src": src.ir})
+        return out
 
     def assign_lookahead(self, target: HeaderRef, node: Node, env: Env) -> list[dict]:
         """`hdr.h = packet.lookahead<H>()`: a valid copy of the next bits, field by field."""
@@ -202,6 +229,10 @@ class StatementCompiler:
         return dst, width_of(typ)
 
     def method(self, target: object, name: str, call: Node, env: Env, scope: Scope) -> list[dict]:
+        if isinstance(target, ControlRef):
+            if name != "apply":
+                raise P4Error(call.loc, f"controls have no method '{name}'")
+            return self.program.inline_control(target, call, env)
         if isinstance(target, TableRef):
             if name != "apply":
                 raise P4Error(call.loc, f"tables have no method '{name}'")
@@ -291,6 +322,8 @@ class StatementCompiler:
             dst, width = self._dst(dst_node, env)
             return [{"kind": "random", "dst": dst, "lo": ex.bits(lo_node, env, width).ir,
                      "hi": ex.bits(hi_node, env, width).ir}]
+        if name in ("resubmit", "recirculate", "clone3"):
+            return self.deprecated_field_list_call(name, call, env, scope)
         if name in ("clone", "clone_preserving_field_list"):
             args = self._args(call, 2 if name == "clone" else 3)
             clone_type = ex.value(args[0], env)
@@ -311,6 +344,24 @@ class StatementCompiler:
             args = ex.list_items(call.args[1], env) if len(call.args) == 2 else []
             return [{"kind": "log", "fmt": call.args[0].value, "args": [a.ir for a in args]}]
         raise P4Error(call.loc, f"'{name}' is not supported")
+
+    def deprecated_field_list_call(self, name: str, call: Node, env: Env,
+                                   scope: Scope) -> list[dict]:
+        """v1model's deprecated `resubmit(data)`, `recirculate(data)`, `clone3(type, session,
+        data)`: taken, with p4c's warning, when `data` is `{}` (no field kept), which is
+        `clone(type, session)` or a `_preserving_field_list` call without a field list."""
+        data = self._args(call, 3 if name == "clone3" else 1)[-1]
+        newer = "clone_preserving_field_list" if name == "clone3" else \
+            f"{name}_preserving_field_list"
+        if data.kind != "list" or data.items:
+            raise P4Error(data.loc, f"{name} with fields to keep is not supported: mark them "
+                          f"@field_list(N) and call {newer}(..., N)")
+        self.program.warn(call.loc, f"{name}: Using deprecated feature {name}. "
+                          f"Please use '{newer}' instead")
+        if name == "clone3":
+            return self.function("clone", Node("call", call.loc, func=call.func,
+                                               args=call.args[:2]), env, scope)
+        return [{"kind": name, "field_list": None}]
 
     def algorithm(self, node: Node, env: Env, need: str = "expected") -> str:
         """The name of a `HashAlgorithm.x` argument; ``need`` leads the error message."""

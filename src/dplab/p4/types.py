@@ -138,6 +138,13 @@ class ActionRef:
 
 
 @dataclass
+class ControlRef:
+    """An instance of a control inside a control: its apply() is inlined at each call."""
+
+    decl: object   # the control's declaration (syntax.Node)
+
+
+@dataclass
 class ExternRef:
     kind: str      # counter, direct_counter, meter, direct_meter, register, packet_in, packet_out
     index: int

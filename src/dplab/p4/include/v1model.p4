@@ -111,6 +111,12 @@ extern void resubmit_preserving_field_list(bit<8> index);
 extern void recirculate_preserving_field_list(bit<8> index);
 extern void clone(in CloneType type, in bit<32> session);
 extern void clone_preserving_field_list(in CloneType type, in bit<32> session, bit<8> index);
+@deprecated("Please use 'resubmit_preserving_field_list' instead")
+extern void resubmit<T>(in T data);
+@deprecated("Please use 'recirculate_preserving_field_list' instead")
+extern void recirculate<T>(in T data);
+@deprecated("Please use 'clone_preserving_field_list' instead")
+extern void clone3<T>(in CloneType type, in bit<32> session, in T data);
 extern void truncate(in bit<32> length);
 
 extern void verify_checksum<T, O>(in bool condition, in T data, in O checksum, HashAlgorithm algo);
