@@ -661,7 +661,8 @@ impl Worker {
                 let count = args.len().min(MAX_PARAMS);
                 self.run_action(cx, *action, &values[..count])
             }
-            Op::Assign(d, e) => {
+            Op::Assign(assign) => {
+                let (d, e) = &**assign;
                 self.short = false;
                 let v = self.eval(e, params, packet);
                 if self.short {
