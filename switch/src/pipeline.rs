@@ -306,13 +306,14 @@ impl Worker {
 
     fn start_packet(&mut self, bytes: &[u8], port: u128, itype: u128, preserved: &[(usize, u128)]) {
         self.reset();
-        let f = &mut self.phv.fields;
+        // One range check for the standard_metadata writes (instance 0 has them all).
+        let f = &mut self.phv.fields[..sm::FIELD_COUNT];
         f[sm::INGRESS_PORT] = port;
         f[sm::INSTANCE_TYPE] = itype;
         f[sm::PACKET_LENGTH] = bytes.len() as u128;
         f[sm::INGRESS_TIMESTAMP] = self.now_stamp;
         for (slot, v) in preserved {
-            f[*slot] = *v;
+            self.phv.fields[*slot] = *v;
         }
     }
 
@@ -403,7 +404,7 @@ impl Worker {
         // before it: that wait is measured.
         let waited_us = queued.map_or(0, |t| t.elapsed().as_micros());
         let depth = self.queued[(port & mask(9)) as usize] as u128;
-        let f = &mut self.phv.fields;
+        let f = &mut self.phv.fields[..sm::FIELD_COUNT];
         f[sm::EGRESS_PORT] = port & mask(9);
         f[sm::EGRESS_SPEC] = port & mask(9);
         f[sm::EGRESS_TIMESTAMP] = (self.now_stamp + waited_us) & mask(48);
@@ -661,7 +662,8 @@ impl Worker {
                 let count = args.len().min(MAX_PARAMS);
                 self.run_action(cx, *action, &values[..count])
             }
-            Op::Assign(d, e) => {
+            Op::Assign(assign) => {
+                let (d, e) = &**assign;
                 self.short = false;
                 let v = self.eval(e, params, packet);
                 if self.short {

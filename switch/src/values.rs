@@ -149,16 +149,24 @@ struct Share {
 /// How to write fields laid out one after the other (MSB first, as P4 emits headers and
 /// concatenates hash data) as bytes: word by word, each 64-bit word assembled in a
 /// register from the fields' shares and appended once (writing field by field into
-/// memory would make each write wait for the one before it).
+/// memory would make each write wait for the one before it). The shares are one flat
+/// list, each marked where its word ends: a list per word would cost its own slice
+/// bounds and loop per word.
 #[derive(Clone, Debug, Default)]
 pub struct WordPlan {
-    /// Shares of fields of at most 64 bits (worked on as u64), then of wider fields.
-    narrow: Vec<Share>,
-    wide: Vec<Share>,
-    /// Indexes into `narrow` and `wide` where each word's shares end.
-    word_ends: Vec<(usize, usize)>,
+    parts: Vec<Part>,
     /// Bytes the fields fill (the last one zero-padded).
     pub bytes: usize,
+}
+
+/// One share of a word, as `WordPlan` walks them.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    share: Share,
+    /// The field is wider than 64 bits: its value is shifted as a u128.
+    wide: bool,
+    /// The last share of its word: the word is complete after it.
+    ends_word: bool,
 }
 
 /// Fields laid out one after the other, cut into `word_bits`-bit words: each word's
@@ -250,41 +258,43 @@ impl WordPlan {
     /// `fields`: (source index, width) in layout order.
     pub fn new(fields: impl IntoIterator<Item = (usize, u32)>) -> WordPlan {
         let (words, bit) = split_words(fields, 64);
-        let mut plan = WordPlan {
-            bytes: bit.div_ceil(8),
-            ..WordPlan::default()
-        };
+        let mut parts = Vec::new();
         for shares in words {
-            for (wide, share) in shares {
-                match wide {
-                    true => plan.wide.push(share),
-                    false => plan.narrow.push(share),
-                }
-            }
-            plan.word_ends.push((plan.narrow.len(), plan.wide.len()));
+            let last = shares.len().saturating_sub(1);
+            parts.extend(
+                shares
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (wide, share))| Part {
+                        share,
+                        wide,
+                        ends_word: i == last,
+                    }),
+            );
         }
-        plan
+        WordPlan {
+            parts,
+            bytes: bit.div_ceil(8),
+        }
     }
 
     /// Appends the fields' bytes to `out`; `value(src)` gives each field's value.
     #[inline]
     pub fn emit(&self, out: &mut Vec<u8>, value: impl Fn(usize) -> u128) {
         let start = out.len();
-        out.reserve(self.word_ends.len() * 8);
-        let (mut narrow_from, mut wide_from) = (0, 0);
-        for &(narrow_end, wide_end) in &self.word_ends {
-            let narrow = self.narrow[narrow_from..narrow_end]
-                .iter()
-                .fold(0u64, |acc, s| {
-                    acc | (((value(s.src) as u64) >> s.rshift) & s.mask) << s.lshift
-                });
-            let word = self.wide[wide_from..wide_end]
-                .iter()
-                .fold(narrow, |acc, s| {
-                    acc | ((((value(s.src) >> s.rshift) as u64) & s.mask) << s.lshift)
-                });
-            out.extend_from_slice(&word.to_be_bytes());
-            (narrow_from, wide_from) = (narrow_end, wide_end);
+        let mut word = 0u64;
+        for part in &self.parts {
+            let s = &part.share;
+            let v = value(s.src);
+            let bits = match part.wide {
+                true => (v >> s.rshift) as u64,
+                false => (v as u64) >> s.rshift,
+            };
+            word |= (bits & s.mask) << s.lshift;
+            if part.ends_word {
+                out.extend_from_slice(&word.to_be_bytes());
+                word = 0;
+            }
         }
         out.truncate(start + self.bytes);
     }

@@ -38,8 +38,9 @@ pub enum Op {
         addend: u128,
         mask: u128,
     },
-    /// Any other assignment.
-    Assign(Dest, Expr),
+    /// Any other assignment (boxed, as the rare big variants are: a small `Op` keeps the
+    /// blocks dense and the dispatch on a plain tag).
+    Assign(Box<(Dest, Expr)>),
     If(Cond, Block, Block),
     Apply {
         table: usize,
@@ -53,7 +54,7 @@ pub enum Op {
     /// A parser's `extract` of one header instance.
     Extract(usize),
     /// Every other statement, run as loaded: none of them holds a block.
-    Leaf(Stmt),
+    Leaf(Box<Stmt>),
 }
 
 /// `switch (t.apply().action_run)`: the case bodies by action, and the default's.
@@ -174,7 +175,7 @@ fn op(s: &Stmt) -> Op {
             args: args.iter().map(fold).collect(),
         },
         Stmt::Extract(inst) => Op::Extract(*inst),
-        leaf => Op::Leaf(leaf.clone()),
+        leaf => Op::Leaf(Box::new(leaf.clone())),
     }
 }
 
@@ -192,7 +193,7 @@ fn lower_switch(sw: &SwitchCases) -> Switch {
 /// An assignment as one of the resolved ops when it has their shape.
 fn assign(d: Dest, e: Expr) -> Op {
     if d.is_slice {
-        return Op::Assign(d, e);
+        return Op::Assign(Box::new((d, e)));
     }
     match e {
         Expr::Const(v) => Op::SetConst {
@@ -226,9 +227,9 @@ fn assign(d: Dest, e: Expr) -> Op {
                 addend: k,
                 mask: mask(w) & d.mask,
             },
-            (a, b) => Op::Assign(d, Expr::Bin(op, Box::new(a), Box::new(b), w)),
+            (a, b) => Op::Assign(Box::new((d, Expr::Bin(op, Box::new(a), Box::new(b), w)))),
         },
-        other => Op::Assign(d, other),
+        other => Op::Assign(Box::new((d, other))),
     }
 }
 
