@@ -564,10 +564,9 @@ impl Worker {
             if !self.phv.valid[inst] {
                 continue;
             }
-            let fields = &self.phv.fields;
             prog.instances[inst]
                 .emit
-                .emit(&mut out, |slot| fields[slot]);
+                .emit_fields(&mut out, &self.phv.fields);
         }
         out.extend_from_slice(payload);
         out

@@ -157,6 +157,8 @@ pub struct WordPlan {
     parts: Vec<Part>,
     /// Bytes the fields fill (the last one zero-padded).
     pub bytes: usize,
+    /// One past the highest source index: `emit_fields` checks this once, not each share.
+    src_end: usize,
 }
 
 /// One share of a word, as `WordPlan` walks them.
@@ -272,10 +274,24 @@ impl WordPlan {
                     }),
             );
         }
+        let src_end = parts.iter().map(|p| p.share.src + 1).max().unwrap_or(0);
         WordPlan {
             parts,
             bytes: bit.div_ceil(8),
+            src_end,
         }
+    }
+
+    /// Appends the fields' bytes to `out`, each read as `fields[src]`: one length check
+    /// for all of them, none per share (the deparser's hottest loop).
+    #[inline]
+    pub fn emit_fields(&self, out: &mut Vec<u8>, fields: &[u128]) {
+        assert!(
+            self.src_end <= fields.len(),
+            "emit: fields end before its sources"
+        );
+        // SAFETY: every share's src is below src_end (WordPlan::new), checked above.
+        self.emit(out, |src| unsafe { *fields.get_unchecked(src) });
     }
 
     /// Appends the fields' bytes to `out`; `value(src)` gives each field's value.
