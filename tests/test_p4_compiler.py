@@ -157,6 +157,29 @@ def test_directional_parameters_specialise_the_action_per_binding(tmp_path: Path
     assert actions["set_port"] == [(1, "v")] and actions["DirIngress.swap_macs"] == []
 
 
+TERNARY2 = ROOT / "tests" / "p4" / "p4c_rewrites" / "ternary2.p4"
+
+
+def test_one_action_bound_differently_in_each_table(tmp_path: Path) -> None:
+    """ternary2's setbyte(out reg, val): four tables bind `reg` to four fields.
+    One IR action per binding, all under setbyte's one P4Info id; each table lists its own."""
+    ir, info = compiled(TERNARY2, tmp_path)
+    instances = {inst["name"]: i for i, inst in enumerate(ir["instances"])}
+    tables = {t["name"]: t for t in ir["tables"]}
+    written = {}
+    for table, field in (("ex1", ("hdrs.extra[0]", 1)), ("tbl1", ("hdrs.data", 4)),
+                         ("tbl2", ("hdrs.extra[1]", 1)), ("tbl3", ("hdrs.extra[2]", 2))):
+        [setbyte] = [ir["actions"][a["action"]] for a in tables[f"ingress.{table}"]["actions"]
+                     if ir["actions"][a["action"]]["name"] == "ingress.setbyte"]
+        [write] = setbyte["body"]
+        assert write["dst"] == {"inst": instances[field[0]], "field": field[1]}
+        assert setbyte["params"] == [{"name": "val", "w": 8, "id": 1}]
+        written[table] = setbyte["id"]
+    [p4_setbyte] = [a for a in info.actions if a.preamble.name == "ingress.setbyte"]
+    assert set(written.values()) == {p4_setbyte.preamble.id}
+    assert [(p.id, p.name) for p in p4_setbyte.params] == [(1, "val")]
+
+
 DIR_BAD = [
     ("action mark(out bit<8> dst, bit<8> v) {",
      "action mark(bit<8> v, out bit<8> dst) {", "dst) {", "follows an action-data"),
@@ -167,7 +190,7 @@ DIR_BAD = [
     ("default_action = mark(meta.x, 0x33);", "default_action = mark(hdr.tag.d, 0x33);",
      "mark(hdr.tag.d", "is not in the actions of table"),
     ("NoAction;\n", "NoAction;\n            add_to(hdr.tag.d, hdr.tag.b);\n",
-     "add_to(hdr.tag.d", "bound to other arguments"),
+     "add_to(hdr.tag.d", "is listed twice in the actions of table DirIngress.adder"),
 ]
 
 

@@ -107,6 +107,40 @@ def test_tables_sharing_a_profile_need_the_same_actions(tmp_path: Path) -> None:
     assert "must have the same actions" in compile_error(text, tmp_path).reason
 
 
+TERNARY2 = Path(__file__).resolve().parent / "p4" / "p4c_rewrites" / "ternary2.p4"
+
+
+@pytest.mark.parametrize("tbl2_field", ["hdrs.data.b2", "hdrs.extra[1].b1"])
+def test_tables_sharing_a_profile_bind_each_action_alike(tmp_path: Path,
+                                                          tbl2_field: str) -> None:
+    """A member runs one IR action in every table of its profile: ternary2's tbl1 and tbl2
+    sharing one profile may bind setbyte to one field, not to two."""
+    text = TERNARY2.read_text().replace(
+        "    table test1 {", "    action_profile(32w4) ap;\n\n    table test1 {")
+    for table, field in (("tbl1", "hdrs.data.b2"), ("tbl2", "hdrs.extra[1].b1")):
+        old = (f"    table {table} {{\n        key = {{ hdrs.data.f2 : ternary; }}\n"
+               f"        actions = {{ setbyte({field}); noop; }}\n"
+               "        default_action = noop;\n")
+        assert old in text
+        bound = field if table == "tbl1" else tbl2_field
+        text = text.replace(old, old.split("        actions")[0]
+                            + f"        actions = {{ setbyte({bound}); }}\n"
+                            "        implementation = ap;\n")
+    path = tmp_path / "ternary2_ap.p4"
+    path.write_text(text)
+    if tbl2_field == "hdrs.data.b2":
+        ir, _ = compile_with_warnings(path)
+        tables = {t["name"]: t for t in ir["tables"]}
+        assert tables["ingress.tbl1"]["actions"] == tables["ingress.tbl2"]["actions"]
+        return
+    error = compile_error(text, tmp_path)
+    assert "tables sharing ingress.ap must bind action ingress.setbyte to the same " \
+        "arguments" in error.reason
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "implementation = ap" in s
+                and i > text.splitlines().index("    table tbl2 {"))
+    assert error.line == line
+
+
 def test_selector_size_semantics_come_from_p4c_s_annotations(tmp_path: Path) -> None:
     # as p4c (testdata action_selector_shared-bmv2.p4info.txtpb): no annotation, no
     # semantics in P4Info (P4Runtime reads that as sum_of_weights); given, written

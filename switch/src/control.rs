@@ -511,15 +511,15 @@ fn action_call(
     default: bool,
 ) -> Result<ActionCall, Failure> {
     let prog = &rt.prog;
-    let action = resolve(&prog.actions, spec, "action", |a| (a.id, &a.name))?;
+    let named = resolve(&prog.actions, spec, "action", |a| (a.id, &a.name))?;
     let def = &prog.tables[table];
-    let scope = def
-        .actions
-        .iter()
-        .find(|(a, _)| *a == action)
-        .map(|(_, s)| *s);
+    // One P4 action may be several IR actions (one per binding of its directional
+    // parameters, all with its id): the table's own list says which binding it runs.
+    let id = prog.actions[named].id;
+    let listed = def.actions.iter().find(|(a, _)| prog.actions[*a].id == id);
+    let action = listed.map_or(named, |(a, _)| *a);
     let name = &prog.actions[action].name;
-    match (scope, default) {
+    match (listed.map(|(_, s)| *s), default) {
         (None, _) => {
             return Err(invalid(format!(
                 "action {name} is not an action of table {}",
@@ -658,7 +658,8 @@ fn member_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
             .map_err(profile_failure)?;
         return Ok(Value::Null);
     }
-    // The tables a profile implements share one action list (the compiler checks it).
+    // The tables a profile implements share one action list, each action bound alike (the
+    // compiler checks it), so the first table resolves the action for all.
     let def = &rt.prog.profiles[p];
     let Some(&table) = def.tables.first() else {
         return Err(invalid(format!("{} implements no table", def.name)));

@@ -69,8 +69,6 @@ class Compiler:
                          "value_sets": [], "action_profiles": []}
         self.action_index: dict[tuple[str, str], int] = {}   # (name, binding) -> index
         self.signatures: dict[str, tuple[list, list[dict]]] = {}
-        self.table_bindings: dict[str, int] = {}
-        self.deferred_calls: list[tuple[dict, str, list]] = []
         self.table_nodes: list[Node] = []
         self.digest_types: dict[str, int] = {}
         self.locals_inst: int | None = None
@@ -102,7 +100,6 @@ class Compiler:
         for stage in STAGES[1:-1]:
             self.ir["controls"][stage] = self.compile_control(stages[stage], root_env)
         self.ir["deparser"] = self.compile_deparser(stages["deparser"], root_env)
-        self.compile_deferred_calls()
         self.warn_unused()
         self.ids.assign(self.ir)
         return self.ir
@@ -657,17 +654,6 @@ class Compiler:
                                                     Scope(in_action=True, params=params))
         return index
 
-    def table_action_ir_index(self, name: str, args: list[Node], env: Env, loc: Loc) -> int:
-        """The action a table's action list binds. The switch resolves a control-plane action
-        id to the first IR action with that id, so all tables must bind an action alike."""
-        bound = self.bind(name, args, env)
-        index = self.action_ir_index(name, bound)
-        first = self.table_bindings.setdefault(name, index)
-        if first != index:
-            raise P4Error(loc, f"action {name} is bound to other arguments in another table; "
-                          "one P4 action can be bound only one way across tables")
-        return index
-
     def direct_action_call(self, name: str, call: Node, env: Env) -> list[dict]:
         directional, data = self.action_params(name)
         if len(call.args) != len(directional) + len(data):
@@ -677,17 +663,7 @@ class Compiler:
         bound = self.bind(name, call.args[:count], env)
         args = [self.exprs.bits(a, env, p["w"]).ir
                 for a, p in zip(call.args[count:], data, strict=True)]
-        stmt = {"kind": "call", "action": None, "args": args}
-        if bound:   # compiled after all tables, so a table's binding comes first (see above)
-            self.deferred_calls.append((stmt, name, bound))
-        else:
-            stmt["action"] = self.action_ir_index(name)
-        return [stmt]
-
-    def compile_deferred_calls(self) -> None:
-        while self.deferred_calls:
-            stmt, name, bound = self.deferred_calls.pop(0)
-            stmt["action"] = self.action_ir_index(name, bound)
+        return [{"kind": "call", "action": self.action_ir_index(name, bound), "args": args}]
 
     def action_args(self, index: int, args: list[Node], loc: Loc, env: Env) -> list[str]:
         params = self.ir["actions"][index]["params"]

@@ -104,10 +104,8 @@ class ProfileCompiler:
             profile = target.index
         shared = self.c.ir["action_profiles"][profile]
         for other in shared["tables"]:
-            if self.action_names(self.c.ir["tables"][other]) != self.action_names(table):
-                raise P4Error(value.loc, f"tables sharing {shared['name']} must have the same "
-                              f"actions (P4Runtime spec 9.2); "
-                              f"{self.c.ir['tables'][other]['name']} has others")
+            self.check_same_actions(shared["name"], self.c.ir["tables"][other], table,
+                                    value.loc)
         shared["tables"].append(index)
         table["implementation"] = profile
 
@@ -125,8 +123,21 @@ class ProfileCompiler:
                     f"P4Runtime; add @name(\"...\") (named '{table}' here)")
         return table
 
-    def action_names(self, table: dict) -> list[str]:
-        return sorted(self.c.ir["actions"][a["action"]]["name"] for a in table["actions"])
+    def check_same_actions(self, profile: str, other: dict, table: dict, loc: Loc) -> None:
+        """Tables sharing a profile have the same actions (P4Runtime spec 9.2), each bound
+        alike: a member holds one IR action, run by whichever of them hits it."""
+        theirs, mine = self.action_indices(other), self.action_indices(table)
+        if sorted(theirs) != sorted(mine):
+            raise P4Error(loc, f"tables sharing {profile} must have the same actions "
+                          f"(P4Runtime spec 9.2); {other['name']} has others")
+        for name, index in mine.items():
+            if theirs[name] != index:
+                raise P4Error(loc, f"tables sharing {profile} must bind action {name} to the "
+                              f"same arguments: a member runs one binding; {other['name']} "
+                              "binds it to others")
+
+    def action_indices(self, table: dict) -> dict[str, int]:
+        return {self.c.ir["actions"][a["action"]]["name"]: a["action"] for a in table["actions"]}
 
     def check(self, table: dict, props: dict[str, Node], selector_keys: list[Node]) -> None:
         """What v1model (BMv2) does not allow on a table with an implementation."""

@@ -37,7 +37,7 @@ class TableCompiler:
         numbers = ids.field_ids([ids.given_id(k) for k in keys])
         table["keys"] = [self.key(k, number) for k, number in zip(keys, numbers, strict=True)
                          if k.match.text != "selector"]
-        table["actions"] = [self.action_ref(a) for a in props["actions"].value]
+        table["actions"] = self.action_refs(props["actions"].value, table["name"])
         table["default_action"] = self.default_action(props.get("default_action"), table)
         if "implementation" in props:
             self.c.profiles.attach(table, index, props["implementation"], self.env)
@@ -96,7 +96,19 @@ class TableCompiler:
             raise P4Error(node.loc, f"action {target.name} has {count} directional "
                           f"parameter(s); the action list binds exactly those, found "
                           f"{len(args)} argument(s)")
-        return self.c.table_action_ir_index(target.name, args, self.env, node.loc), []
+        return self.c.action_ir_index(target.name, self.c.bind(target.name, args, self.env)), []
+
+    def action_refs(self, refs: list[Node], table: str) -> list[dict]:
+        """The action list. Each P4 action at most once: the control plane names an action
+        by its P4Info id, which must pick one binding of it in this table."""
+        out = []
+        for ref in refs:
+            out.append(self.action_ref(ref))
+            name = self.c.ir["actions"][out[-1]["action"]]["name"]
+            if any(self.c.ir["actions"][a["action"]]["name"] == name for a in out[:-1]):
+                raise P4Error(ref.loc, f"action {name} is listed twice in the actions of "
+                              f"table {table}")
+        return out
 
     def action_ref(self, ref: Node) -> dict:
         index, _ = self.action_of(ref.call, with_data=False)
