@@ -37,6 +37,8 @@ INTAKE_DEADLINE_S = 10.0
 ETH_P_ALL = 0x0003
 SO_RCVBUFFORCE = 33  # socket.h; Python names only SO_RCVBUF (root may force past rmem_max)
 CAPTURE_RCVBUF = 8 << 20
+P4C_REWRITES = ROOT / "tests" / "p4" / "p4c_rewrites"  # our rewrites of p4c testdata
+VETH_MIN_FRAME = 60
 TAG_TYPE = b"\x88\xb5"  # the tag header of tests/data/switch_features.p4
 
 
@@ -62,6 +64,16 @@ def compile_p4(source: Path, out_dir: Path) -> Path:
     from dplab.p4.cli import compile_command
 
     return compile_command(source, out_dir)["ir"]
+
+
+def padded(frame: bytes) -> bytes:
+    """The frame with zeros after it up to the 60 bytes a veth carries at least (the
+    reference tests of p4c send shorter ones)."""
+    return frame + bytes(VETH_MIN_FRAME - len(frame))
+
+
+def from_hex(spaced_hex: str) -> bytes:
+    return bytes.fromhex(spaced_hex.replace(" ", ""))
 
 
 def _ip(*args: str) -> None:

@@ -12,9 +12,9 @@ the expected frame is p4c's with the same zeros after its headers.
 from pathlib import Path
 
 import pytest
-from switch_rig import Rig, compile_p4, ir_folder
+from switch_rig import P4C_REWRITES, Rig, compile_p4, from_hex, ir_folder, padded
 
-SAMPLE = Path(__file__).resolve().parent / "p4" / "p4c_rewrites" / "header_stack_ops.p4"
+SAMPLE = P4C_REWRITES / "header_stack_ops.p4"
 FIVE_H2 = "02123402 02567802 029abc02 02def102 02234503 03fe"
 
 # (what it tests, frame sent, frame expected back on the same port); spaces are for reading
@@ -44,14 +44,6 @@ CASES = [
 ]
 
 
-def frame(spaced_hex: str) -> bytes:
-    return bytes.fromhex(spaced_hex.replace(" ", ""))
-
-
-def padding(sent: str) -> bytes:
-    return bytes(60 - len(frame(sent)))
-
-
 @pytest.fixture(scope="module")
 def ir_dir(tmp_path_factory):
     return ir_folder(tmp_path_factory, "p4c_header_stack")
@@ -64,7 +56,9 @@ def test_header_stack_ops_packets(ir_dir: Path) -> None:
         rig.load(compile_p4(SAMPLE, ir_dir))
         for name, sent, wanted in CASES:
             rig.drain()
-            rig.send(1, frame(sent) + padding(sent))
+            frame = padded(from_hex(sent))
+            rig.send(1, frame)
             got[name] = [f.hex() for f in rig.capture().get(1, [])]
-            expected[name] = [(frame(wanted) + padding(sent)).hex()]
+            padding = frame[len(from_hex(sent)):]  # payload the program leaves as it is
+            expected[name] = [(from_hex(wanted) + padding).hex()]
     assert got == expected

@@ -12,9 +12,7 @@ payload, so the expected frames carry the same zeros.
 from pathlib import Path
 
 import pytest
-from switch_rig import Rig, compile_p4, ir_folder
-
-REWRITES = Path(__file__).resolve().parent / "p4" / "p4c_rewrites"
+from switch_rig import P4C_REWRITES, Rig, compile_p4, ir_folder, padded
 
 # etherType -> the first byte p4c expects: 0xe0 with bit 0..4 set for the h0..h4 parsed
 SELECT_CASES = {
@@ -27,10 +25,6 @@ SELECT_CASES = {
 CHECKSUM_CASES = [((0x0000, 0x0000), (0x0001, 0xFFFE)), ((0x0001, 0xFFFE), (0x0002, 0xFFFD))]
 
 
-def padded(frame: bytes) -> bytes:
-    return frame + bytes(60 - len(frame))
-
-
 @pytest.fixture(scope="module")
 def ir_dir(tmp_path_factory):
     return ir_folder(tmp_path_factory, "p4c_small")
@@ -40,7 +34,7 @@ def ir_dir(tmp_path_factory):
 def test_select_ranges_packets(ir_dir: Path) -> None:
     got, expected = {}, {}
     with Rig(n_ports=3) as rig:
-        rig.load(compile_p4(REWRITES / "select_ranges.p4", ir_dir))
+        rig.load(compile_p4(P4C_REWRITES / "select_ranges.p4", ir_dir))
         for ether_type, first in SELECT_CASES.items():
             type_and_byte = ether_type.to_bytes(2, "big") + b"\x00"
             rig.drain()
@@ -53,7 +47,7 @@ def test_select_ranges_packets(ir_dir: Path) -> None:
 @pytest.mark.net
 def test_issue655_checksum_packets(ir_dir: Path) -> None:
     with Rig(n_ports=1) as rig:
-        rig.load(compile_p4(REWRITES / "issue655.p4", ir_dir))
+        rig.load(compile_p4(P4C_REWRITES / "issue655.p4", ir_dir))
         for (d, c), (d_out, c_out) in CHECKSUM_CASES:
             rig.drain()
             rig.send(1, padded(d.to_bytes(2, "big") + c.to_bytes(2, "big")))

@@ -11,9 +11,9 @@ action data, mirroring and multicast ports) is p + 1 here.
 from pathlib import Path
 
 import pytest
-from switch_rig import Rig, compile_p4, ir_folder
+from switch_rig import P4C_REWRITES, Rig, compile_p4, ir_folder
 
-SAMPLE = Path(__file__).resolve().parent / "p4" / "p4c_rewrites" / "special_ops.p4"
+SAMPLE = P4C_REWRITES / "special_ops.p4"
 SHIFT = 1  # p4c's port p is our port p + SHIFT
 
 # (table, [match items], action, [args]) in p4c's test's order; `intf` already shifted

@@ -10,9 +10,9 @@ expected ones, and they enter on port 1, not 0 (the program never reads ingress_
 from pathlib import Path
 
 import pytest
-from switch_rig import Rig, compile_p4, ir_folder
+from switch_rig import P4C_REWRITES, Rig, compile_p4, ir_folder
 
-SAMPLE = Path(__file__).resolve().parent / "p4" / "p4c_rewrites" / "table_entries_range.p4"
+SAMPLE = P4C_REWRITES / "table_entries_range.p4"
 # (h.r, the port p4c expects it on)
 RANGE_CASES = [(0x01, 21), (0x07, 21), (0x0a, 22), (0x0f, 24), (0x10, 23), (0xf0, 23)]
 

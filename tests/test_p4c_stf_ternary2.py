@@ -11,9 +11,9 @@ overlap, as p4c's test expects); p4c's priority 0 is 1 here (ours start at 1).
 from pathlib import Path
 
 import pytest
-from switch_rig import Rig, compile_p4, ir_folder
+from switch_rig import P4C_REWRITES, Rig, compile_p4, from_hex, ir_folder, padded
 
-SAMPLE = Path(__file__).resolve().parent / "p4" / "p4c_rewrites" / "ternary2.p4"
+SAMPLE = P4C_REWRITES / "ternary2.p4"
 
 
 def ternary(value: int, mask: int) -> dict:
@@ -52,8 +52,7 @@ ROUNDS = [
 
 
 def frame(spaced_hex: str) -> bytes:
-    raw = bytes.fromhex(spaced_hex.replace(" ", ""))
-    return raw + bytes(60 - len(raw))
+    return padded(from_hex(spaced_hex))
 
 
 @pytest.fixture(scope="module")
