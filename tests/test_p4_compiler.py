@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
+from switch_rig import P4C_REWRITES
 
 from dplab.p4 import P4Error
 from dplab.p4.cli import compile_command
@@ -157,7 +158,7 @@ def test_directional_parameters_specialise_the_action_per_binding(tmp_path: Path
     assert actions["set_port"] == [(1, "v")] and actions["DirIngress.swap_macs"] == []
 
 
-TERNARY2 = ROOT / "tests" / "p4" / "p4c_rewrites" / "ternary2.p4"
+TERNARY2 = P4C_REWRITES / "ternary2.p4"
 
 
 def test_one_action_bound_differently_in_each_table(tmp_path: Path) -> None:

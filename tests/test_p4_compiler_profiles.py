@@ -4,6 +4,7 @@ and exact error locations for their misuses."""
 from pathlib import Path
 
 import pytest
+from switch_rig import P4C_REWRITES
 from test_p4_compiler import compile_error, compiled
 
 from dplab.p4.compiler import compile_with_warnings
@@ -107,7 +108,7 @@ def test_tables_sharing_a_profile_need_the_same_actions(tmp_path: Path) -> None:
     assert "must have the same actions" in compile_error(text, tmp_path).reason
 
 
-TERNARY2 = Path(__file__).resolve().parent / "p4" / "p4c_rewrites" / "ternary2.p4"
+TERNARY2 = P4C_REWRITES / "ternary2.p4"
 
 
 @pytest.mark.parametrize("tbl2_field", ["hdrs.data.b2", "hdrs.extra[1].b1"])

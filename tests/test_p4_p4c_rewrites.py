@@ -3,13 +3,12 @@ P4Info facts p4c's own output for those programs shows (p4lang/p4c
 testdata/p4_16_samples_outputs/*.p4info.txtpb), written here by hand. Ids are p4c's: an
 8-bit kind prefix and a hash of the name, so the same names give the same numbers."""
 
-from pathlib import Path
 
 import pytest
 from p4.config.v1 import p4info_pb2, p4types_pb2
+from switch_rig import P4C_REWRITES as REWRITES
 from test_p4_compiler import compiled
 
-REWRITES = Path(__file__).resolve().parent / "p4" / "p4c_rewrites"
 NO_ACTION = 21257015
 
 
