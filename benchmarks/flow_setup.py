@@ -1,7 +1,8 @@
 """Reactive flow setup: p4 (P4Runtime) vs OVS (OpenFlow) under the same controller logic.
 
     sudo .venv/bin/python benchmarks/flow_setup.py [--reps 3] [--pairs 6] [--rounds 2]
-                                                   [--planes p4-reactive,ovs-reactive] [--write]
+                                                   [--planes p4-reactive,ovs-reactive]
+                                                   [--cpu-idle machine poll] [--write]
 
 Each plane comes up reactive on catalog ``linear`` (4 switches, ``--pairs`` hosts on each,
 unshaped). Host a_i on the first switch is paired with b_i on the last one (4-switch path).
@@ -18,6 +19,10 @@ After steps 1 and 2 the controller's counters file (``flows_set_up``, ``setup_ms
 gives that one set-up's ``setup_ms`` exactly (the difference of the running sums); a step
 that set up no flow (or more than one) gives no sample. Per repetition: p50/p99 of the
 samples; the table shows the median over repetitions.
+
+``--cpu-idle`` (default both) measures each plane under each idle behaviour of the CPUs
+(experiment field ``cpu_idle``): ``machine`` as the machine has it, ``poll`` with a 0 µs PM
+QoS wake-up latency request held from before the network comes up until after teardown.
 
 ``--write`` replaces this benchmark's section of docs/benchmarks.md.
 """
@@ -38,7 +43,7 @@ from doc_section import machine_line, write_section  # beside this script
 from dplab import planes
 from dplab.control.forwarding import REACTIVE_IDLE_TIMEOUT_S
 from dplab.planes.controlled import ControlledPlane
-from dplab.substrate import Network
+from dplab.substrate import Network, cpu_idle
 from dplab.substrate.network import HOST_IF
 from dplab.topology import catalog
 
@@ -171,17 +176,28 @@ def median_of(reps: list[dict], key: str) -> str:
     return f"{statistics.median(got):.2f} [{min(got):.2f}–{max(got):.2f}]"
 
 
-def table(results: dict[str, list[dict]]) -> list[str]:
-    lines = ["| plane | setup_ms p50 | setup_ms p99 | first-packet RTT p50 (ms) "
-             "| first-packet RTT p99 (ms) | warm RTT p50 (ms) | set-ups measured / missed |",
-             "|---|---|---|---|---|---|---|"]
-    for label, reps in results.items():
+def table(results: dict[tuple[str, str], list[dict]]) -> list[str]:
+    """A row per (plane, CPU idle setting)."""
+    lines = ["| plane | CPU idle (idle time polled) | setup_ms p50 | setup_ms p99 "
+             "| first-packet RTT p50 (ms) | first-packet RTT p99 (ms) | warm RTT p50 (ms) "
+             "| set-ups measured / missed |",
+             "|---|---|---|---|---|---|---|---|"]
+    for (label, setting), reps in results.items():
         cells = [median_of(reps, key) for key in
                  ("setup_p50", "setup_p99", "first_p50", "first_p99", "warm_p50")]
         measured = sum(r["samples"] or 0 for r in reps)
         missed = sum(r["missed"] or 0 for r in reps)
-        lines.append(f"| {label} | {' | '.join(cells)} | {measured:.0f} / {missed:.0f} |")
+        lines.append(f"| {label} | {idle_cell(setting, reps)} | {' | '.join(cells)} "
+                     f"| {measured:.0f} / {missed:.0f} |")
     return lines
+
+
+def idle_cell(setting: str, reps: list[dict]) -> str:
+    """The setting and the median measured share of idle time spent polling under it."""
+    shares = [r["polled_share"] for r in reps if r.get("polled_share") is not None]
+    if not shares:
+        return setting
+    return f"{setting} ({statistics.median(shares) * 100:.0f} %)"
 
 
 SPAN_NOTE = [
@@ -195,10 +211,17 @@ SPAN_NOTE = [
     "- P4's set-up writes one Write per switch of the path, all in flight at once, and",
     "  sends the packet-out after every answer (control/p4runtime_app.py); each Write is a",
     "  gRPC-Python RPC to the one process that serves every switch's P4Runtime.",
+    "- CPU idle: on this VM an idle vCPU halts and every wake-up of a sleeping thread",
+    "  exits to the hypervisor (~10-30 µs; a set-up wakes the controller, the P4Runtime",
+    "  server or ovs-vswitchd and the switches several times). `poll` holds a 0 µs PM QoS",
+    "  wake-up latency request (experiment field `cpu_idle`) for the whole measurement, so",
+    "  idle CPUs poll; `machine` leaves them as they are. Both planes get the same",
+    "  treatment; the percentage is the measured share of idle time spent polling.",
 ]
 
 
-def render(results: dict[str, list[dict]], args: argparse.Namespace, command: str) -> str:
+def render(results: dict[tuple[str, str], list[dict]], args: argparse.Namespace,
+           command: str) -> str:
     return "\n".join([
         "## Reactive flow setup: P4Runtime vs OpenFlow",
         "",
@@ -225,6 +248,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--planes", default=",".join(PLANES))
+    parser.add_argument("--cpu-idle", nargs="+", default=list(cpu_idle.SETTINGS),
+                        choices=cpu_idle.SETTINGS,
+                        help="idle behaviours of the CPUs to measure under")
     parser.add_argument("--write", action="store_true",
                         help="write the figures into docs/benchmarks.md")
     args = parser.parse_args()
@@ -232,14 +258,19 @@ def main() -> None:
     unknown = sorted(set(labels) - set(PLANES))
     if unknown:
         parser.error(f"--planes: unknown {', '.join(unknown)} (known: {', '.join(PLANES)})")
-    results: dict[str, list[dict]] = {label: [] for label in labels}
+    settings = list(dict.fromkeys(args.cpu_idle))
+    results: dict[tuple[str, str], list[dict]] = {
+        (label, setting): [] for label in labels for setting in settings}
     for rep in range(args.reps):
-        for label in labels:  # interleaved: drift of the shared machine hits both
-            figures = summary(*measure(label, args.pairs, args.rounds))
-            results[label].append(figures)
-            print(f"rep {rep + 1}: {label}: {figures}", flush=True)
+        for label, setting in results:  # interleaved: drift of the shared machine hits all
+            with cpu_idle.idle_behaviour(setting):
+                watch = cpu_idle.IdleWatch(setting)
+                figures = summary(*measure(label, args.pairs, args.rounds))
+                figures["polled_share"] = watch.finish().polled_share
+            results[(label, setting)].append(figures)
+            print(f"rep {rep + 1}: {label} ({setting}): {figures}", flush=True)
     command = (f"python benchmarks/flow_setup.py --reps {args.reps} --pairs {args.pairs} "
-               f"--rounds {args.rounds}")
+               f"--rounds {args.rounds} --cpu-idle {' '.join(settings)}")
     text = render(results, args, command)
     print(text)
     if args.write:

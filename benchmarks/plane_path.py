@@ -1,7 +1,8 @@
 """Latency added per hop and single-flow TCP throughput: p4 vs OVS vs Linux bridge (and router).
 
     sudo .venv/bin/python benchmarks/plane_path.py [--repeat 3] [--hops 4] [--no-tcp]
-                                                   [--tx xdp|ring] [--write]
+                                                   [--tx xdp|ring]
+                                                   [--cpu-idle machine poll] [--write]
 
 Every plane forwards between two hosts on one switch (catalog ``single``, links unshaped).
 Beside it, a direct veth pair between two more hosts stays up for the whole repetition: the
@@ -21,6 +22,12 @@ floor every switch adds to. Per plane and repetition:
   pair's TCP is measured alone at the start of the repetition. ``--no-tcp`` leaves TCP out
   (a quick latency-only run).
 
+``--cpu-idle`` (default both): the one-way delay rows under each idle behaviour of the
+CPUs (experiment field ``cpu_idle``: ``machine`` leaves it as it is, ``poll`` holds a 0 µs
+PM QoS wake-up latency request so idle CPUs poll instead of halting); another configuration
+dimension, interleaved with the planes. TCP runs under ``machine`` unless only ``poll`` is
+named.
+
 ``--tx`` is the p4 plane's option ``tx``: how its switches transmit (XDP, the plane's
 default, or the AF_PACKET ring; switch/PROTOCOL.md ``--tx``); the section names it.
 
@@ -37,15 +44,16 @@ import statistics
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import networkx as nx
 from doc_section import machine_line, write_section  # beside this script
 
 from dplab import planes
 from dplab.measure.resources import ResourceSampler
-from dplab.substrate import Network, registry
+from dplab.substrate import Network, cpu_idle, registry
 from dplab.substrate.network import HOST_IF
 from dplab.topology import catalog
 from dplab.topology.model import HOST, Topology
@@ -72,6 +80,18 @@ FEATURES = {"tx-checksumming": "tx", "tx-tcp-segmentation": "tso",
             "generic-segmentation-offload": "gso"}
 ALL_OFF = "tx off tso off gso off"
 TCP_PAYLOAD_BYTES = 1448  # MSS on a 1500-byte MTU with TCP timestamps
+
+
+class Config(NamedTuple):
+    """One row of the tables: a path (DIRECT or a plane label) under one CPU idle setting."""
+
+    path: str
+    cpu_idle: str  # "machine" | "poll" (dplab.substrate.cpu_idle.SETTINGS)
+
+
+def tcp_idle_setting(settings: list[str]) -> str:
+    """TCP is measured under one setting only: machine, unless only poll was asked for."""
+    return "machine" if "machine" in settings else "poll"
 
 
 @dataclass(frozen=True)
@@ -234,21 +254,34 @@ def added(path: dict, floor: dict) -> dict[str, float | None]:
 # ------------------------------------------------------------------ the run
 
 
-def run(repeat: int, hops: int, sizes: Sizes, labels: list[str]) -> dict[str, list[dict]]:
+def run(repeat: int, hops: int, sizes: Sizes, labels: list[str],
+        settings: list[str]) -> dict[Config, list[dict]]:
     """Per configuration, one dict of figures per measurement. The direct pair stays up
-    for a whole repetition: its TCP is measured alone, its delay beside every plane."""
-    rows: dict[str, list[dict]] = {label: [] for label in [DIRECT, *labels]}
+    for a whole repetition: its TCP is measured alone, its delay beside every plane. Each
+    plane is measured under every idle setting in turn, the setting held from before its
+    network comes up until after its teardown."""
+    tcp_setting = tcp_idle_setting(settings)
+    rows: dict[Config, list[dict]] = {Config(path, setting): []
+                                      for path in [DIRECT, *labels] for setting in settings}
     for rep in range(repeat):
         with forwarding(DIRECT, direct_pair()) as floor_net:
             if sizes.tcp_s is not None:
-                floor_tcp = tcp_figures(floor_net, sizes)
-                rows[DIRECT].append(floor_tcp)
-                print(f"rep {rep + 1}: {DIRECT}: {_brief(floor_tcp)}", flush=True)
+                with cpu_idle.idle_behaviour(tcp_setting):
+                    floor_tcp = tcp_figures(floor_net, sizes)
+                rows[Config(DIRECT, tcp_setting)].append(floor_tcp)
+                print(f"rep {rep + 1}: {DIRECT} ({tcp_setting}): {_brief(floor_tcp)}",
+                      flush=True)
             for label in labels:
-                figures, floors = measure_plane(label, floor_net, hops, sizes)
-                rows[label].append(figures)
-                rows[DIRECT].extend(floors)
-                print(f"rep {rep + 1}: {label}: {_brief(figures)}", flush=True)
+                for setting in settings:
+                    measured = sizes if setting == tcp_setting else replace(sizes, tcp_s=None)
+                    with cpu_idle.idle_behaviour(setting):
+                        watch = cpu_idle.IdleWatch(setting)
+                        figures, floors = measure_plane(label, floor_net, hops, measured)
+                        figures["polled_share"] = watch.finish().polled_share
+                    rows[Config(label, setting)].append(figures)
+                    rows[Config(DIRECT, setting)].extend(floors)
+                    print(f"rep {rep + 1}: {label} ({setting}): {_brief(figures)}",
+                          flush=True)
     return rows
 
 
@@ -288,26 +321,40 @@ def columns(reps: list[dict]) -> dict[str, list]:
     return {key: [r.get(key) for r in reps] for key in {k for r in reps for k in r}}
 
 
-def latency_table(rows: dict[str, list[dict]], hops: int) -> list[str]:
+def latency_table(rows: dict[Config, list[dict]], hops: int) -> list[str]:
     slope = f"per-hop slope p50, {hops}-switch chain (µs)" if hops > 1 else "per-hop slope"
-    lines = [f"| path | OWD p50 (µs) | added p50 (µs) | added p99 (µs) | added mean (µs) "
-             f"| {slope} | packets received/sent |", "|---|---|---|---|---|---|---|"]
-    for label, reps in rows.items():
+    lines = [f"| path | CPU idle (idle time polled) | OWD p50 (µs) | added p50 (µs) "
+             f"| added p99 (µs) | added mean (µs) | {slope} | packets received/sent |",
+             "|---|---|---|---|---|---|---|---|"]
+    for config, reps in rows.items():
         col = columns(reps)
         received = sum(r.get("packets_received") or 0 for r in reps)
         sent = sum(r.get("packets_sent") or 0 for r in reps)
         cells = [spread(col.get(key, [])) for key in (
             "owd_p50_us", "added_p50_us", "added_p99_us", "added_mean_us", "slope_p50_us")]
-        lines.append(f"| {label} | {' | '.join(cells)} | {received:.0f}/{sent:.0f} |")
+        lines.append(f"| {config.path} | {idle_cell(config, col.get('polled_share', []))} "
+                     f"| {' | '.join(cells)} | {received:.0f}/{sent:.0f} |")
     return lines
 
 
-def tcp_table(rows: dict[str, list[dict]]) -> list[str]:
+def idle_cell(config: Config, shares: list) -> str:
+    """The setting and the median share of idle time spent polling while it was held
+    (measured over each plane's whole measurement; the direct pair runs beside them)."""
+    got = [v for v in shares if isinstance(v, float)]
+    if not got:
+        return config.cpu_idle
+    return f"{config.cpu_idle} ({statistics.median(got) * 100:.0f} %)"
+
+
+def tcp_table(rows: dict[Config, list[dict]]) -> list[str]:
     lines = ["| path | host offloads as the plane leaves them | TCP, plane's offloads (Gbit/s) "
              "| plane CPU (% of a core) | softirq (% of all cores) "
              "| TCP, offloads off (Gbit/s) | plane CPU (% of a core) | softirq (% of all cores) |",
              "|---|---|---|---|---|---|---|---|"]
-    for label, reps in rows.items():
+    tcp_setting = tcp_idle_setting([config.cpu_idle for config in rows])
+    for config, reps in rows.items():
+        if config.cpu_idle != tcp_setting:
+            continue  # TCP is measured under one idle setting only
         col = columns(reps)
         offloads = " / ".join(sorted({o for o in col.get("offloads", []) if o}))
         cells = []
@@ -315,19 +362,20 @@ def tcp_table(rows: dict[str, list[dict]]) -> list[str]:
             cells += [spread(col.get(f"tcp_{setting}_gbit", []), digits=2),
                       spread(col.get(f"tcp_{setting}_plane_cpu_pct", []), digits=0),
                       spread(col.get(f"tcp_{setting}_softirq_pct", []), digits=0)]
-        lines.append(f"| {label} | {offloads} | {' | '.join(cells)} |")
+        lines.append(f"| {config.path} | {offloads} | {' | '.join(cells)} |")
     return lines
 
 
-def budgets(rows: dict[str, list[dict]]) -> list[str]:
-    lines = [f"| plane | added p50 ≤ {OWD_BUDGET_US:g} µs | TCP ≥ {TCP_BUDGET_GBIT:g} Gbit/s "
-             "(plane's offloads) |", "|---|---|---|"]
-    for label, reps in rows.items():
-        if label == DIRECT:
+def budgets(rows: dict[Config, list[dict]]) -> list[str]:
+    lines = [f"| plane | CPU idle | added p50 ≤ {OWD_BUDGET_US:g} µs "
+             f"| TCP ≥ {TCP_BUDGET_GBIT:g} Gbit/s (plane's offloads) |", "|---|---|---|---|"]
+    for config, reps in rows.items():
+        if config.path == DIRECT:
             continue
         added = [r.get("added_p50_us") for r in reps]
         tcp = [r.get("tcp_default_gbit") for r in reps]
-        lines.append(f"| {label} | {verdict(added, lambda v: v <= OWD_BUDGET_US)} "
+        lines.append(f"| {config.path} | {config.cpu_idle} "
+                     f"| {verdict(added, lambda v: v <= OWD_BUDGET_US)} "
                      f"| {verdict(tcp, lambda v: v >= TCP_BUDGET_GBIT)} |")
     return lines
 
@@ -345,7 +393,7 @@ def p4_transmit_note() -> list[str]:
             "switch/PROTOCOL.md `--tx`)."]
 
 
-def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
+def render(rows: dict[Config, list[dict]], repeat: int, hops: int, sizes: Sizes,
            load: tuple[str, str], command: str) -> str:
     return "\n".join([
         "## Per-hop latency and single-flow TCP through one switch",
@@ -360,6 +408,7 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         "",
         "### One TCP flow through one switch",
         "",
+        *tcp_heading(rows),
         *tcp_table(rows),
         "",
         "### Budgets (medians)",
@@ -367,13 +416,14 @@ def render(rows: dict[str, list[dict]], repeat: int, hops: int, sizes: Sizes,
         *budgets(rows),
         "",
         *notes(sizes, hops, rows),
+        *CPU_IDLE_NOTE,
         *p4_transmit_note(),
         "",
         f"Reproduce: `{command}`",
     ])
 
 
-def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
+def notes(sizes: Sizes, hops: int, rows: dict[Config, list[dict]]) -> list[str]:
     """What each figure is, how it was measured, and where the time goes."""
     return [
         f"- One-way delay: {sizes.packets} UDP packets at {1000 / sizes.packet_ms:g} pps, "
@@ -438,15 +488,31 @@ def notes(sizes: Sizes, hops: int, rows: dict[str, list[dict]]) -> list[str]:
     ]
 
 
+CPU_IDLE_NOTE = [
+    "- CPU idle: on this VM an idle vCPU halts, and waking it exits to the hypervisor:",
+    "  ~10-30 µs on every wake-up of a sleeping thread (a switch daemon, a receiver, a",
+    "  sender's timer). `poll` holds a 0 µs PM QoS wake-up latency request",
+    "  (/dev/cpu_dma_latency, experiment field `cpu_idle`) from before a plane's network",
+    "  comes up until after its teardown, so idle CPUs poll and a wake-up is a flag check;",
+    "  `machine` leaves idle behaviour as the machine has it. Every plane and the direct",
+    "  pair get the same treatment; the percentage is the measured share of idle time",
+    "  spent polling.",
+]
+
+
+def tcp_heading(rows: dict[Config, list[dict]]) -> list[str]:
+    return [f"CPU idle: {tcp_idle_setting([config.cpu_idle for config in rows])}.", ""]
+
+
 def tcp_run(sizes: Sizes) -> str:
     if sizes.tcp_s is None:
         return "not measured in this run (`--no-tcp`); else one iperf2 flow"
     return f"one iperf2 flow, {sizes.tcp_s:g} s"
 
 
-def tcp_cost_note(rows: dict[str, list[dict]]) -> list[str]:
+def tcp_cost_note(rows: dict[Config, list[dict]]) -> list[str]:
     """Frames per second the p4 switch carried in its TCP run, from the measured goodput."""
-    reps = rows.get("p4-proactive", [])
+    reps = [r for config, runs in rows.items() if config.path == "p4-proactive" for r in runs]
     gbit = [r["tcp_default_gbit"] for r in reps if r.get("tcp_default_gbit") is not None]
     cpu = [r["tcp_default_plane_cpu_pct"] for r in reps
            if r.get("tcp_default_plane_cpu_pct") is not None]
@@ -484,6 +550,9 @@ def main() -> None:
     parser.add_argument("--no-tcp", action="store_true", help="measure the one-way delay only")
     parser.add_argument("--tx", choices=("xdp", "ring"), default="xdp",
                         help="how the p4 plane's switches transmit (its option tx)")
+    parser.add_argument("--cpu-idle", nargs="+", default=list(cpu_idle.SETTINGS),
+                        choices=cpu_idle.SETTINGS,
+                        help="idle behaviours of the CPUs to measure the delay under")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     p4_transmit(args.tx)
@@ -493,7 +562,8 @@ def main() -> None:
     registry.reclaim_stale()
     start_load = load_1min()
     sizes = Sizes(tcp_s=None) if args.no_tcp else Sizes()
-    rows = run(args.repeat, args.hops, sizes, args.planes)
+    settings = list(dict.fromkeys(args.cpu_idle))
+    rows = run(args.repeat, args.hops, sizes, args.planes, settings)
     command = "sudo .venv/bin/python benchmarks/plane_path.py " + " ".join(sys.argv[1:])
     section = render(rows, args.repeat, args.hops, sizes, (start_load, load_1min()),
                      command.strip())

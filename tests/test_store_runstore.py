@@ -47,7 +47,9 @@ def test_round_trip_keeps_values_and_missing(tmp_path):
     assert back.experiment["dplab_version"]
     assert back.rows("runs") == [{"run_id": "ovs-r1", "plane": "ovs", "repetition": 1,
                                   "status": "ok", "error": None, "started": 1000.0,
-                                  "duration_s": 4.5}]
+                                  "duration_s": 4.5, "cpu_idle": None,
+                                  "cpu_wakeup_target_us": None,
+                                  "cpu_idle_polled_share": None}]
     summary = {(r["flow_id"], r["metric"]): r["value"] for r in back.rows("summaries")}
     assert summary == {
         ("tcp-h2-h6", "throughput_bps"): 9.4e7,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from dplab import planes
 from dplab.measure.resources import ResourceSampler
 from dplab.spec.model import Experiment, PlaneSpec
 from dplab.store.runstore import RunStore
-from dplab.substrate import registry
+from dplab.substrate import cpu_idle, registry
 from dplab.substrate.network import Network
 from dplab.substrate.registry import SubstrateError
 from dplab.topology import catalog, from_mininet, from_topohub, importers
@@ -92,6 +93,7 @@ class RunPlan:
     topo: Topology
     phases: list[list[Flow]]
     captures: list[tuple[str, str]]  # (node, interface)
+    cpu_idle: str  # the experiment's setting, recorded with every run
 
 
 def _plan_captures(exp: Experiment, topo: Topology) -> list[tuple[str, str]]:
@@ -127,22 +129,37 @@ def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = N
     phases = plan_flows(exp, topo)
     captures = _plan_captures(exp, topo)
     _refuse_unsupported_links(topo)
-    store = RunStore(results_dir)
-    store.write_experiment(exp.model_dump(mode="json"))
-    done = store.completed_runs()
-    registry.reclaim_stale()
-    for repetition in range(1, exp.repetitions + 1):
-        for plane_spec in exp.planes:
-            key = RunKey(plane_spec, repetition)
-            if key.run_id in done:
-                say(f"{key.run_id}: already stored, skipped")
-                continue
-            _run_one(key, RunPlan(topo, phases, captures), store, say)
+    plan = RunPlan(topo, phases, captures, exp.cpu_idle)
+    with idle_behaviour(exp.cpu_idle):  # from before the first network to after the last
+        store = RunStore(results_dir)
+        store.write_experiment(exp.model_dump(mode="json"))
+        done = store.completed_runs()
+        registry.reclaim_stale()
+        for repetition in range(1, exp.repetitions + 1):
+            for plane_spec in exp.planes:
+                key = RunKey(plane_spec, repetition)
+                if key.run_id in done:
+                    say(f"{key.run_id}: already stored, skipped")
+                    continue
+                _run_one(key, plan, store, say)
     return store
+
+
+@contextlib.contextmanager
+def idle_behaviour(setting: str) -> Iterator[None]:
+    """Holds the experiment's `cpu_idle` behaviour; a request the machine refuses stops the
+    experiment before anything is built (figures under another behaviour would be wrong)."""
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(cpu_idle.idle_behaviour(setting))
+        except cpu_idle.CpuIdleError as exc:
+            raise ExperimentError(f"{exc}; nothing was run") from None
+        yield
 
 
 def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None:
     started = time.time()
+    idle = cpu_idle.IdleWatch(plan.cpu_idle)
     clock = StageClock()
     results: list[FlowResult] = []
     stats: dict[str, float | None] = {}
@@ -167,6 +184,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         duration_s=time.time() - started,
         plane_stats={**stats, **clock.stats()},
         results=results,
+        cpu_idle=idle.finish(),
     )
 
 

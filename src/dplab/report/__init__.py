@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from dplab.analysis import analyse
+from dplab.report import cpu_idle
 from dplab.report.html import write_html
 from dplab.report.plots import (
     TIMESERIES_METRICS,
@@ -40,14 +41,17 @@ def build(results_dir: Path) -> Path:
         + cdf_plots(intervals, flows, analysis, plots_dir) + ([resources] if resources else [])
     raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
-                      comparison_tables(analysis), plots, raw)
+                      comparison_tables(analysis), plots, raw, store.rows("runs"))
 
 
 def print_tables(results_dir: Path, console: Console | None = None) -> None:
     """Print the comparison tables and any failed runs of a stored experiment."""
     console = console or _wide_console()
-    analysis = analyse(RunStore.open(Path(results_dir)))
+    store = RunStore.open(Path(results_dir))
+    analysis = analyse(store)
     tables = comparison_tables(analysis)
+    console.print(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", style="dim",
+                  highlight=False)
     for table in tables:
         console.print(to_rich(table))
     if tables:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dplab.analysis import Analysis
+from dplab.report import cpu_idle
 from dplab.report.tables import NOTES, TableData, to_html
 
 STYLE = """
@@ -38,15 +39,16 @@ PLOTS_NOTE = (
 
 
 def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
-               tables: list[TableData], plots: list[Path], raw_files: list[Path]) -> Path:
+               tables: list[TableData], plots: list[Path], raw_files: list[Path],
+               runs: list[dict[str, Any]]) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
-    files are linked relative to the report."""
+    files are linked relative to the report. ``runs``: the store's runs table."""
     spec = experiment.get("spec", {})
     title = f"dplab report: {spec.get('name', path.parent.name)}"
     sections = [
         f"<h1>{_esc(title)}</h1>",
         f"<p>{_esc(spec.get('description', ''))}</p>",
-        _metadata(experiment, analysis),
+        _metadata(experiment, analysis, runs),
         "<h2>Comparison tables</h2>",
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
@@ -56,6 +58,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         _video_frames(path.parent, analysis),
         _failed_runs(analysis),
         _failed_flows(analysis),
+        _runs(runs),
         _raw_data(path.parent, raw_files),
         "<h2>Experiment file (as validated)</h2>",
         f"<details><summary>spec</summary><pre>{_esc(json.dumps(spec, indent=2))}</pre>"
@@ -67,7 +70,8 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
     return path
 
 
-def _metadata(experiment: dict[str, Any], analysis: Analysis) -> str:
+def _metadata(experiment: dict[str, Any], analysis: Analysis,
+              runs: list[dict[str, Any]]) -> str:
     spec = experiment.get("spec", {})
     failed = len(analysis.failed_runs)
     items = {
@@ -75,6 +79,7 @@ def _metadata(experiment: dict[str, Any], analysis: Analysis) -> str:
                                                  if analysis.planes else ""),
         "repetitions": spec.get("repetitions", "?"),
         "failed runs": failed,
+        "CPU idle": cpu_idle.summary(runs),
         "host": experiment.get("host", "?"),
         "kernel": experiment.get("kernel", "?"),
         "started": experiment.get("created", "?"),
@@ -149,6 +154,21 @@ def _failed_runs(analysis: Analysis) -> str:
     )
     return ("<h2>Failed runs</h2><p class=\"note\">Left out of every figure above.</p>"
             + _table(("run", "plane", "repetition", "error"), rows))
+
+
+def _runs(runs: list[dict[str, Any]]) -> str:
+    """Every stored run with its status, time and the idle behaviour it ran under."""
+    rows = "".join(
+        f"<tr><td>{_esc(r['run_id'])}</td><td>{_esc(r['status'])}</td>"
+        f"<td>{r['duration_s']:.1f}</td><td>{_esc(r.get('cpu_idle') or cpu_idle.NOT_RECORDED)}"
+        f"</td><td>{_esc(cpu_idle.target_text(r.get('cpu_wakeup_target_us')))}</td>"
+        f"<td>{_esc(cpu_idle.share_text(r.get('cpu_idle_polled_share')))}</td></tr>"
+        for r in runs
+    )
+    return ("<h2>Runs</h2><details><summary>every stored run</summary>"
+            + _table(("run", "status", "duration (s)", "CPU idle", "wake-up latency target",
+                      "idle time spent polling"), rows)
+            + "</details>")
 
 
 def _failed_flows(analysis: Analysis) -> str:

@@ -7,6 +7,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PLANE_KINDS = ("bridge", "router", "ovs", "p4")
+# How idle CPUs behave during the runs (substrate.cpu_idle): as the machine has it, or
+# polling (a 0 µs PM QoS wake-up latency request held for the whole experiment).
+CpuIdle = Literal["machine", "poll"]
 HostPair = tuple[str, str]
 
 
@@ -162,6 +165,10 @@ class Experiment(Strict):
         default_factory=list,
         description="pcap during traffic: a host (its eth0), a switch (all ports) or "
         "'switch:interface'; files in <results>/pcap/<run>/",
+    )
+    cpu_idle: CpuIdle = Field(
+        "machine", description="machine: idle CPUs as the machine has them; poll: idle CPUs "
+        "poll instead of halting while the experiment runs (fast wake-ups on a VM)",
     )
 
     @model_validator(mode="after")

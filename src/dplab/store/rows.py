@@ -36,6 +36,24 @@ class FlowResultLike(Protocol):
     intervals: list[dict[str, float | None]]
 
 
+class CpuIdleLike(Protocol):
+    """The fields of ``dplab.substrate.cpu_idle.IdleRecord`` the store reads."""
+
+    setting: str
+    wakeup_target_us: int | None
+    polled_share: float | None
+
+
+def cpu_idle_columns(run_id: str, record: CpuIdleLike | None) -> dict[str, Any]:
+    """The ``runs`` columns saying under which idle behaviour a run was measured."""
+    if record is None:
+        return {"cpu_idle": None, "cpu_wakeup_target_us": None, "cpu_idle_polled_share": None}
+    where = f"run {run_id!r}, cpu_idle"
+    return {"cpu_idle": record.setting,
+            "cpu_wakeup_target_us": as_value(record.wakeup_target_us, f"{where} target"),
+            "cpu_idle_polled_share": as_value(record.polled_share, f"{where} polled share")}
+
+
 def as_value(raw: Any, where: str) -> float | None:
     """A stored metric value: float, or None when not measured (NaN counts as not measured)."""
     if raw is None:

@@ -2,7 +2,10 @@
 
 Tables (long format, one row per value; ``value`` is null when not measured):
 
-- ``runs``: run_id, plane, repetition, status ("ok" | "failed"), error, started, duration_s
+- ``runs``: run_id, plane, repetition, status ("ok" | "failed"), error, started, duration_s,
+  cpu_idle (the experiment's setting), cpu_wakeup_target_us (PM QoS target read during the
+  run), cpu_idle_polled_share (share of the run's idle CPU time spent polling; null when
+  not measurable or stored before these columns existed)
 - ``flows``: run keys + flow_id, kind, src, dst, ok, error, params (JSON)
 - ``summaries``: run keys + flow_id, kind, src, dst, metric, value
 - ``intervals``: run keys + flow_id, kind, src, dst, t_start, t_end, metric, value
@@ -31,8 +34,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from dplab.store.rows import (
+    CpuIdleLike,
     FlowResultLike,
     StoreError,
+    cpu_idle_columns,
     flow_row,
     interval_rows,
     plane_stat_rows,
@@ -47,9 +52,14 @@ _FLOW_KEYS = [("flow_id", pa.string()), ("kind", pa.string()), ("src", pa.string
               ("dst", pa.string())]
 _VALUE = [("metric", pa.string()), ("value", pa.float64())]
 
+# Under which idle behaviour a run was measured (dplab.substrate.cpu_idle.IdleRecord).
+_CPU_IDLE = [("cpu_idle", pa.string()), ("cpu_wakeup_target_us", pa.float64()),
+             ("cpu_idle_polled_share", pa.float64())]
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": pa.schema(_RUN_KEYS + [("status", pa.string()), ("error", pa.string()),
-                                   ("started", pa.float64()), ("duration_s", pa.float64())]),
+                                   ("started", pa.float64()), ("duration_s", pa.float64())]
+                      + _CPU_IDLE),
     "flows": pa.schema(_RUN_KEYS + _FLOW_KEYS + [("ok", pa.bool_()), ("error", pa.string()),
                                                  ("params", pa.string())]),
     "summaries": pa.schema(_RUN_KEYS + _FLOW_KEYS + _VALUE),
@@ -57,6 +67,8 @@ SCHEMAS: dict[str, pa.Schema] = {
                                                      ("t_end", pa.float64())] + _VALUE),
     "plane_stats": pa.schema(_RUN_KEYS + [("stat", pa.string()), ("value", pa.float64())]),
 }
+# Columns added later: a table stored without them loads with nulls there.
+ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE}}
 # "runs" last: it marks a run as stored only after its other rows are on disk.
 WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "runs")
 
@@ -125,8 +137,10 @@ class RunStore:
         duration_s: float,
         plane_stats: dict[str, float | None],
         results: list[FlowResultLike],
+        cpu_idle: CpuIdleLike | None = None,
     ) -> None:
-        """Store one run and write every table to disk before returning."""
+        """Store one run and write every table to disk before returning; ``cpu_idle`` says
+        under which idle behaviour it ran (None: not recorded)."""
         if status not in STATUSES:
             raise StoreError(f"run {run_id!r}: status must be one of {STATUSES}, got {status!r}")
         if status == "failed" and not error:
@@ -134,7 +148,8 @@ class RunStore:
         keys = {"run_id": run_id, "plane": plane_label, "repetition": int(repetition)}
         new_rows = {
             "runs": [{**keys, "status": status, "error": error,
-                      "started": float(started), "duration_s": float(duration_s)}],
+                      "started": float(started), "duration_s": float(duration_s),
+                      **cpu_idle_columns(run_id, cpu_idle)}],
             "flows": [flow_row(keys, r) for r in results],
             "summaries": [row for r in results for row in summary_rows(keys, r)],
             "intervals": [row for r in results for row in interval_rows(keys, r)],
@@ -188,6 +203,9 @@ class RunStore:
             table = pq.read_table(path)
         except (OSError, pa.ArrowException) as exc:
             raise StoreError(f"{path}: cannot read stored table: {exc}") from exc
+        for column in sorted(ADDED_COLUMNS.get(name, set()) - set(table.column_names)):
+            table = table.append_column(column, pa.nulls(len(table),
+                                                         SCHEMAS[name].field(column).type))
         missing = set(SCHEMAS[name].names) - set(table.column_names)
         if missing:
             raise StoreError(f"{path}: stored table lacks columns {sorted(missing)}")

@@ -16,12 +16,15 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 PM_QOS_DEVICE = Path("/dev/cpu_dma_latency")
 CPU_SYSFS = Path("/sys/devices/system/cpu")
 POLL_STATE = "POLL"  # the cpuidle state that spins instead of halting
+# Experiment field cpu_idle (spec.model.CpuIdle): "machine" leaves idle behaviour as it is.
+SETTINGS = ("machine", "poll")
 
 
 class CpuIdleError(Exception):
@@ -40,6 +43,13 @@ def polling_idle() -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def idle_behaviour(setting: str) -> AbstractContextManager[None]:
+    """What to hold for an experiment's `cpu_idle` setting: the polling request, or nothing."""
+    if setting not in SETTINGS:
+        raise ValueError(f"cpu_idle: expected one of {', '.join(SETTINGS)}, got {setting!r}")
+    return polling_idle() if setting == "poll" else nullcontext()
 
 
 def wakeup_latency_target_us() -> int | None:
@@ -75,3 +85,28 @@ def polled_share(before: dict[str, int], after: dict[str, int]) -> float | None:
     if total <= 0:
         return None
     return spent.get(POLL_STATE, 0) / total
+
+
+@dataclass(frozen=True)
+class IdleRecord:
+    """Under which idle behaviour a span (one run) was measured."""
+
+    setting: str  # the experiment's cpu_idle
+    wakeup_target_us: int | None  # the loosest PM QoS target read during the span
+    polled_share: float | None  # share of the span's idle time spent polling
+
+
+class IdleWatch:
+    """Watches one span: the PM QoS target and idle-state times at its start and at
+    `finish`. Of the two targets the looser one is kept: if either was not 0, the span was
+    not wholly under polling."""
+
+    def __init__(self, setting: str) -> None:
+        self.setting = setting
+        self._target = wakeup_latency_target_us()
+        self._before = idle_times_us()
+
+    def finish(self) -> IdleRecord:
+        targets = [t for t in (self._target, wakeup_latency_target_us()) if t is not None]
+        return IdleRecord(self.setting, max(targets, default=None),
+                          polled_share(self._before, idle_times_us()))
