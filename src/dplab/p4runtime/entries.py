@@ -14,6 +14,9 @@ against the program's P4Info.
         actions:                  # a one shot (P4Runtime spec 9.2.3); weight: 1 if left out
           - {action: forward, params: {port: 2}, weight: 2}
           - {action: forward, params: {port: 3}}
+      - multicast_group: 1        # a multicast group (PacketReplicationEngineEntry, INSERT)
+        replicas: [1, 2, {port: 3, instance: 1}]   # ports; instance (egress_rid) 0 if left out
+        switches: [s1]
 
 Match values: numbers, ``0x..`` hex, IPv4 ``10.0.0.1``, MAC ``00:00:00:00:00:01``;
 lpm ``10.0.0.0/24``; ternary ``10.0.0.0 &&& 255.0.0.0``; range ``1000..2000``. A field
@@ -38,7 +41,11 @@ from dplab.p4runtime.codec import canonical_bytes
 
 ENTRY_KEYS = {"table", "match", "action", "params", "priority", "default", "switches",
               "actions"}
+GROUP_KEYS = {"multicast_group", "replicas", "switches"}
 SET_KEYS = {"action", "params", "weight"}
+REPLICA_KEYS = {"port", "instance"}
+MAX_GROUP_ID = 65535  # the switch's groups are 1..65535 (switch/PROTOCOL.md)
+MAX_PORT = 511        # v1model's ports are 9 bits wide
 MatchType = p4info_pb2.MatchField.MatchType
 
 
@@ -54,7 +61,8 @@ class Entry:
 
     @property
     def is_default(self) -> bool:
-        return self.entity.table_entry.is_default_action
+        return (self.entity.HasField("table_entry")
+                and self.entity.table_entry.is_default_action)
 
 
 def load(path: str | Path, info: p4info_pb2.P4Info) -> list[Entry]:
@@ -89,6 +97,8 @@ class _Program:
     def entry(self, index: int, item: Any) -> Entry:
         if not isinstance(item, dict):
             raise EntriesError(f"must be a mapping, not {item!r}")
+        if "multicast_group" in item:
+            return _multicast_group(index, item)
         unknown = sorted(set(item) - ENTRY_KEYS)
         if unknown:
             raise EntriesError(f"unknown key {unknown[0]!r} (known: {sorted(ENTRY_KEYS)})")
@@ -167,6 +177,48 @@ class _Program:
             out.params.add(param_id=p.id, value=_bits(params[p.name], p.bitwidth,
                                                       f"param {p.name}"))
         return out
+
+
+def _multicast_group(index: int, item: dict) -> Entry:
+    unknown = sorted(set(item) - GROUP_KEYS)
+    if unknown:
+        raise EntriesError(f"unknown key {unknown[0]!r} for a multicast group "
+                           f"(known: {sorted(GROUP_KEYS)})")
+    group = item["multicast_group"]
+    if not _whole(group) or not 1 <= group <= MAX_GROUP_ID:
+        raise EntriesError(f"'multicast_group' must be a whole number in 1..{MAX_GROUP_ID}, "
+                           f"not {group!r}")
+    replicas = item.get("replicas")
+    if not isinstance(replicas, list) or not replicas:
+        raise EntriesError("'replicas' must be a non-empty list of ports or "
+                           "{port, instance}")
+    entity = pb.Entity()
+    entry = entity.packet_replication_engine_entry.multicast_group_entry
+    entry.multicast_group_id = group
+    for i, replica in enumerate(replicas):
+        port, instance = _replica(i, replica)
+        entry.replicas.add(egress_port=port, instance=instance)
+    return Entry(index, _switches(item.get("switches")), entity)
+
+
+def _replica(i: int, replica: Any) -> tuple[int, int]:
+    """A port number, or a mapping {port, instance}; returns (port, instance)."""
+    given = replica if isinstance(replica, dict) else {"port": replica}
+    if set(given) - REPLICA_KEYS or "port" not in given:
+        raise EntriesError(f"replicas[{i}]: must be a port or a mapping with keys "
+                           f"{sorted(REPLICA_KEYS)}, not {replica!r}")
+    port, instance = given["port"], given.get("instance", 0)
+    if not _whole(port) or not 0 <= port <= MAX_PORT:
+        raise EntriesError(f"replicas[{i}]: port must be a whole number in 0..{MAX_PORT}, "
+                           f"not {port!r}")
+    if not _whole(instance) or not 0 <= instance <= 0xFFFF:
+        raise EntriesError(f"replicas[{i}]: instance must be a whole number in 0..65535, "
+                           f"not {instance!r}")
+    return port, instance
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 _SCOPE_NAMES = {p4info_pb2.ActionRef.DEFAULT_ONLY: "@defaultonly",
