@@ -115,3 +115,17 @@ def test_struct_list_assignment(tmp_path: Path) -> None:
     assert body[1]["src"] == {"op": "const", "w": 8, "v": "0x7"}
     error = compile_error(text.replace("meta.d = {7};", "hdr.h = {1, 2};"), tmp_path)
     assert "cannot assign a list expression to h_t (a whole header)" in error.reason
+
+
+def test_meter_colour_macros_are_v1models(tmp_path: Path) -> None:
+    """p4c's v1model.p4 names execute_meter's colours V1MODEL_METER_COLOR_GREEN/YELLOW/RED
+    (0, 1, 2); programs compare colours with them."""
+    colours = ("V1MODEL_METER_COLOR_GREEN", "V1MODEL_METER_COLOR_YELLOW",
+               "V1MODEL_METER_COLOR_RED")
+    sets = " ".join(f"hdr.h.b = {name};" for name in colours)
+    text = program().replace("apply { t.apply(); }", f"apply {{ {sets} }}")
+    path = tmp_path / "prog.p4"
+    path.write_text(text)
+    ir = json.loads(compile_command(path, tmp_path / "out")["ir"].read_text())
+    written = [s["src"]["v"] for s in ir["controls"]["ingress"]["body"]]
+    assert written == ["0x0", "0x1", "0x2"]

@@ -57,6 +57,11 @@ extern direct_counter {
     void count();
 }
 
+// The colours execute_meter and read write, as v1model programs compare them.
+#define V1MODEL_METER_COLOR_GREEN 0
+#define V1MODEL_METER_COLOR_YELLOW 1
+#define V1MODEL_METER_COLOR_RED 2
+
 extern meter<I> {
     meter(bit<32> size, MeterType type);
     void execute_meter<T>(in I index, out T result);
