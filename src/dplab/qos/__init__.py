@@ -1,0 +1,1 @@
+"""Quality-of-service control logic that runs beside a data plane (pure computations)."""
