@@ -16,9 +16,10 @@ next packet-out: one Write per switch, to all switches at once, and the packet-o
 until every switch it will meet has answered (the path is in place before the packet moves
 on, as in ONOS fwd; a path costs one Write round trip, not one per switch). A packet-out
 skips its own switch's table, so that switch's Write goes last and is not waited for:
-the packet moves on while it is applied (the P4Runtime server serves the Writes one after
-another, so this takes one Write off the set-up), and it is answered before the logic's
-next event (no Write is in flight while the app's lock is free). A rule the switch is
+the packet moves on while it is applied (one server process answers every switch's
+Writes, about one after another, so this takes about one Write off the set-up), and it is
+answered before the logic's next event (no Write is in flight while the app's lock is
+free). A rule the switch is
 known to hold goes as a MODIFY, others as an INSERT; a refusal because the entry is there
 (or gone) is retried once the other way.
 
@@ -227,9 +228,12 @@ class P4RuntimeSouthbound:
         rules, call = session.in_flight
         session.in_flight = None
         retry = self._answered(session, rules, call)
-        if retry and self._answered(session, retry, session.send(retry)):
+        if not retry:
+            return
+        refused = self._answered(session, retry, session.send(retry))
+        if refused:
             log.warning("%s: %d rules refused both ways (their entries came and went)",
-                        session.name, len(retry))
+                        session.name, len(refused))
 
     @staticmethod
     def _op(session: SwitchSession, key: bytes) -> int:
