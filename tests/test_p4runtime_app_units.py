@@ -1,7 +1,8 @@
 """The P4Runtime controller app's reading of failed writes: the server answers a failed
 update with UNKNOWN and the update's own code in the details (spec 12.4), and the app must
 act on the update's code; and how it writes a path: one Write per switch, all at once,
-answered before the packet-out. The session stands in for the switch (the server's behaviour is
+every other switch's answered before the packet-out, the packet-out's own switch's (sent
+last) before the logic's event ends. The session stands in for the switch (the server's behaviour is
 tested in test_p4runtime_conformance.py)."""
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class Session:
         self.written: list[int] = []
         self.pending: dict = {}
         self.installed: set = set()
+        self.in_flight = None
         self.outbox = SimpleNamespace(put=lambda msg: self.log.append(("packet_out", self.name)))
 
     def send(self, rules: list[tuple[int, PathRule]]) -> Answered:
@@ -80,21 +82,25 @@ def app_with(*sessions: Session) -> P4RuntimeSouthbound:
                                   packet_out_zeros=[])
     app.sessions = {session.name: session for session in sessions}
     app._lock = threading.Lock()
+    app.logic = None  # the tests drive the app as the logic would
     return app
 
 
 def install_and_send(app: P4RuntimeSouthbound, switches: list[str], dst: str = B) -> None:
-    """What Forwarding does for one path: its rules, then the packet-out at the first switch."""
-    for switch in switches:
-        app.install_path_rule(switch, 1, A, dst, 3, 10)
-    app.packet_out(switches[-1], [3], b"frame")
+    """What Forwarding does for one path in one event: its rules, then the packet-out at
+    the first switch."""
+    with app._driving():
+        for switch in switches:
+            app.install_path_rule(switch, 1, A, dst, 3, 10)
+        app.packet_out(switches[-1], [3], b"frame")
 
 
 def test_a_rule_that_exists_already_is_modified():
     session = Session(insert_code=grpc.StatusCode.ALREADY_EXISTS)
     install_and_send(app_with(session), ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY]
-    assert session.log[-1] == ("packet_out", "s1")
+    assert session.log == [("send", "s1"), ("packet_out", "s1"), ("answer", "s1"),
+                           ("send", "s1"), ("answer", "s1")]
 
 
 def test_a_rule_refused_for_another_reason_is_not_retried():
@@ -105,14 +111,40 @@ def test_a_rule_refused_for_another_reason_is_not_retried():
 
 def test_a_path_goes_to_every_switch_at_once_and_before_its_packet_out():
     log: list = []
-    sessions = [Session(name, log=log) for name in ("s3", "s2", "s1")]
+    sessions = [Session(name, log=log) for name in ("s1", "s2", "s3")]
     install_and_send(app_with(*sessions), ["s3", "s2", "s1"])
     sends = [step for step in log if step[0] == "send"]
     assert len(sends) == 3  # one Write per switch
     assert log[:3] == sends  # all in flight before the first answer is awaited
-    assert log[-1] == ("packet_out", "s1")  # after every answer
-    assert sorted(step for step in log if step[0] == "answer") == [
-        ("answer", "s1"), ("answer", "s2"), ("answer", "s3")]
+    assert sends[-1] == ("send", "s1")  # the packet-out's own switch last
+    # the packet moves on once every switch it will meet has answered; its own switch's
+    # table does not see it, and that switch's answer ends the event
+    assert log[3:] == [("answer", "s2"), ("answer", "s3"), ("packet_out", "s1"),
+                       ("answer", "s1")]
+
+
+def test_a_packet_out_elsewhere_waits_for_the_write_left_in_flight():
+    log: list = []
+    app = app_with(*(Session(name, log=log) for name in ("s1", "s2")))
+    with app._driving():
+        app.install_path_rule("s1", 1, A, B, 3, 10)
+        app.packet_out("s1", [3], b"frame")  # s1's Write left in flight
+        app.packet_out("s2", [3], b"frame")  # may reach s1: its rule must be in
+    assert log == [("send", "s1"), ("packet_out", "s1"), ("answer", "s1"),
+                   ("packet_out", "s2")]
+
+
+def test_a_switch_gets_its_next_write_after_the_answer_to_the_one_in_flight():
+    session = Session()
+    app = app_with(session)
+    with app._driving():
+        app.install_path_rule("s1", 1, A, B, 3, 10)
+        app.packet_out("s1", [3], b"frame")
+        app.install_path_rule("s1", 1, A, B, 4, 10)  # the same entry again
+        app.packet_out("s1", [4], b"frame")
+    assert session.log == [("send", "s1"), ("packet_out", "s1"), ("answer", "s1"),
+                           ("send", "s1"), ("packet_out", "s1"), ("answer", "s1")]
+    assert session.written == [pb.Update.INSERT, pb.Update.MODIFY]  # it knew of the first
 
 
 def test_a_rule_the_switch_holds_goes_as_a_modify_and_after_an_idle_delete_as_an_insert():

@@ -13,8 +13,13 @@ reports them idle, as an OpenFlow switch would by itself.
 
 Rules the logic asks for are collected and go out when the logic returns, or before its
 next packet-out: one Write per switch, to all switches at once, and the packet-out waits
-until every switch has answered (the path is in place before the packet moves on, as in
-ONOS fwd; a path costs one Write round trip, not one per switch). A rule the switch is
+until every switch it will meet has answered (the path is in place before the packet moves
+on, as in ONOS fwd; a path costs one Write round trip, not one per switch). A packet-out
+skips its own switch's table, so that switch's Write goes last and is not waited for:
+the packet moves on while it is applied (one server process answers every switch's
+Writes, about one after another, so this takes about one Write off the set-up), and it is
+answered before the logic's next event (no Write is in flight while the app's lock is
+free). A rule the switch is
 known to hold goes as a MODIFY, others as an INSERT; a refusal because the entry is there
 (or gone) is retried once the other way.
 
@@ -114,6 +119,8 @@ class SwitchSession:
         # destinations whose entry the switch holds as far as we know.
         self.pending: dict[bytes, PathRule] = {}
         self.installed: set[bytes] = set()
+        # Also under the app's lock: the Write sent and not yet answered, with its rules.
+        self.in_flight: tuple[list[tuple[int, PathRule]], grpc.Future] | None = None
 
     def start(self) -> None:
         grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
@@ -185,7 +192,9 @@ class P4RuntimeSouthbound:
         session = self.sessions.get(switch)
         if session is None or not session.ready:
             return
-        self._flush()  # the rules asked for so far are in before the packet moves on
+        # The rules asked for so far are in on every other switch before the packet moves
+        # on; its own switch's table does not see a packet-out.
+        self._flush(but=session)
         for port in ports:
             msg = pb.StreamMessageRequest()
             msg.packet.payload = data
@@ -196,35 +205,43 @@ class P4RuntimeSouthbound:
 
     # -- rule writes ---------------------------------------------------------------------
 
-    def _flush(self) -> None:
-        """Sends every pending rule, one Write per switch, all switches at once; returns
-        when each has answered. A rule refused because its entry exists (or does not) is
-        sent once more the other way."""
-        batches = {}
-        for session in self.sessions.values():
+    def _flush(self, but: SwitchSession | None = None) -> None:
+        """Sends every pending rule, one Write per switch, all switches at once (``but``'s
+        last), and returns when each has answered, but for ``but``: its Write may still be
+        in flight, and the next flush waits for it."""
+        order = sorted(self.sessions.values(), key=lambda session: session is but)
+        for session in order:
             if session.pending:
-                batches[session] = [(self._op(session, key), rule)
-                                    for key, rule in session.pending.items()]
+                if session.in_flight is not None:  # one Write at a time per switch: in order
+                    self._settle(session)
+                rules = [(self._op(session, key), rule) for key, rule in session.pending.items()]
                 session.pending.clear()
-        for _attempt in range(2):
-            calls = [(session, rules, session.send(rules))
-                     for session, rules in batches.items()]
-            batches = {}
-            for session, rules, call in calls:
-                retry = self._settle(session, rules, call)
-                if retry:
-                    batches[session] = retry
-        for session, rules in batches.items():
+                session.in_flight = (rules, session.send(rules))
+        for session in order:
+            if session is not but and session.in_flight is not None:
+                self._settle(session)
+
+    def _settle(self, session: SwitchSession) -> None:
+        """Waits for ``session``'s Write in flight; a rule it refused because its entry
+        exists (or does not) is sent once more the other way, and waited for."""
+        assert session.in_flight is not None
+        rules, call = session.in_flight
+        session.in_flight = None
+        retry = self._answered(session, rules, call)
+        if not retry:
+            return
+        refused = self._answered(session, retry, session.send(retry))
+        if refused:
             log.warning("%s: %d rules refused both ways (their entries came and went)",
-                        session.name, len(rules))
+                        session.name, len(refused))
 
     @staticmethod
     def _op(session: SwitchSession, key: bytes) -> int:
         return pb.Update.MODIFY if key in session.installed else pb.Update.INSERT
 
     @staticmethod
-    def _settle(session: SwitchSession, rules: list[tuple[int, PathRule]],
-                call: grpc.Future) -> list[tuple[int, PathRule]]:
+    def _answered(session: SwitchSession, rules: list[tuple[int, PathRule]],
+                  call: grpc.Future) -> list[tuple[int, PathRule]]:
         """Waits for ``call`` (the Write of ``rules``) and records which entries the
         switch holds; returns the rules to send again with the other operation."""
         try:
