@@ -140,7 +140,7 @@ class _Program:
                 raise EntriesError(f"actions[{i}]: must be a mapping with keys "
                                    f"{sorted(SET_KEYS)}, not {one!r}")
             weight = one.get("weight", 1)
-            if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1:
+            if not _whole(weight) or weight < 1:
                 raise EntriesError(f"actions[{i}]: 'weight' must be a whole number >= 1, "
                                    f"not {weight!r}")
             try:
@@ -218,6 +218,7 @@ def _replica(i: int, replica: Any) -> tuple[int, int]:
 
 
 def _whole(value: Any) -> bool:
+    """An int that is not a bool (YAML's true/false load as bools, which are ints)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -255,7 +256,7 @@ def _switches(value: Any) -> list[str] | None:
 
 
 def _priority(table: p4info_pb2.Table, value: Any, default: bool) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+    if not _whole(value) or value < 0:
         raise EntriesError(f"'priority' must be a whole number >= 0, not {value!r}")
     needs = codec.has_priorities(table.match_fields)
     if needs and not default and value == 0:
@@ -338,7 +339,7 @@ def _bits(value: Any, width: int, what: str) -> bytes:
 
 
 def _parse_value(value: Any, what: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
+    if _whole(value):
         return value
     if not isinstance(value, str) or not value.strip():
         raise EntriesError(f"{what}: expected a number or an address, not {value!r}")
