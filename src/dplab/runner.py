@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,31 +129,26 @@ def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = N
     captures = _plan_captures(exp, topo)
     _refuse_unsupported_links(topo)
     plan = RunPlan(topo, phases, captures, exp.cpu_idle)
-    with idle_behaviour(exp.cpu_idle):  # from before the first network to after the last
-        store = RunStore(results_dir)
-        store.write_experiment(exp.model_dump(mode="json"))
-        done = store.completed_runs()
-        registry.reclaim_stale()
-        for repetition in range(1, exp.repetitions + 1):
-            for plane_spec in exp.planes:
-                key = RunKey(plane_spec, repetition)
-                if key.run_id in done:
-                    say(f"{key.run_id}: already stored, skipped")
-                    continue
-                _run_one(key, plan, store, say)
+    try:  # held from before the first network to after the last teardown
+        with cpu_idle.idle_behaviour(exp.cpu_idle):
+            return _run_pending(exp, plan, results_dir, say)
+    except cpu_idle.CpuIdleError as exc:  # raised only on taking the request: nothing ran
+        raise ExperimentError(f"{exc}; nothing was run") from None
+
+
+def _run_pending(exp: Experiment, plan: RunPlan, results_dir: Path, say: Progress) -> RunStore:
+    store = RunStore(results_dir)
+    store.write_experiment(exp.model_dump(mode="json"))
+    done = store.completed_runs()
+    registry.reclaim_stale()
+    for repetition in range(1, exp.repetitions + 1):
+        for plane_spec in exp.planes:
+            key = RunKey(plane_spec, repetition)
+            if key.run_id in done:
+                say(f"{key.run_id}: already stored, skipped")
+                continue
+            _run_one(key, plan, store, say)
     return store
-
-
-@contextlib.contextmanager
-def idle_behaviour(setting: str) -> Iterator[None]:
-    """Holds the experiment's `cpu_idle` behaviour; a request the machine refuses stops the
-    experiment before anything is built (figures under another behaviour would be wrong)."""
-    with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(cpu_idle.idle_behaviour(setting))
-        except cpu_idle.CpuIdleError as exc:
-            raise ExperimentError(f"{exc}; nothing was run") from None
-        yield
 
 
 def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None:
