@@ -43,6 +43,7 @@ from doc_section import machine_line, write_section  # beside this script
 from dplab import planes
 from dplab.control.forwarding import REACTIVE_IDLE_TIMEOUT_S
 from dplab.planes.controlled import ControlledPlane
+from dplab.report import cpu_idle as idle_report
 from dplab.substrate import Network, cpu_idle
 from dplab.substrate.network import HOST_IF
 from dplab.topology import catalog
@@ -187,17 +188,10 @@ def table(results: dict[tuple[str, str], list[dict]]) -> list[str]:
                  ("setup_p50", "setup_p99", "first_p50", "first_p99", "warm_p50")]
         measured = sum(r["samples"] or 0 for r in reps)
         missed = sum(r["missed"] or 0 for r in reps)
-        lines.append(f"| {label} | {idle_cell(setting, reps)} | {' | '.join(cells)} "
+        idle = idle_report.setting_with_share(setting, [r.get("polled_share") for r in reps])
+        lines.append(f"| {label} | {idle} | {' | '.join(cells)} "
                      f"| {measured:.0f} / {missed:.0f} |")
     return lines
-
-
-def idle_cell(setting: str, reps: list[dict]) -> str:
-    """The setting and the median measured share of idle time spent polling under it."""
-    shares = [r["polled_share"] for r in reps if r.get("polled_share") is not None]
-    if not shares:
-        return setting
-    return f"{setting} ({statistics.median(shares) * 100:.0f} %)"
 
 
 SPAN_NOTE = [

@@ -53,6 +53,7 @@ from doc_section import machine_line, write_section  # beside this script
 
 from dplab import planes
 from dplab.measure.resources import ResourceSampler
+from dplab.report import cpu_idle as idle_report
 from dplab.substrate import Network, cpu_idle, registry
 from dplab.substrate.network import HOST_IF
 from dplab.topology import catalog
@@ -332,18 +333,10 @@ def latency_table(rows: dict[Config, list[dict]], hops: int) -> list[str]:
         sent = sum(r.get("packets_sent") or 0 for r in reps)
         cells = [spread(col.get(key, [])) for key in (
             "owd_p50_us", "added_p50_us", "added_p99_us", "added_mean_us", "slope_p50_us")]
-        lines.append(f"| {config.path} | {idle_cell(config, col.get('polled_share', []))} "
+        idle = idle_report.setting_with_share(config.cpu_idle, col.get("polled_share", []))
+        lines.append(f"| {config.path} | {idle} "
                      f"| {' | '.join(cells)} | {received:.0f}/{sent:.0f} |")
     return lines
-
-
-def idle_cell(config: Config, shares: list) -> str:
-    """The setting and the median share of idle time spent polling while it was held
-    (measured over each plane's whole measurement; the direct pair runs beside them)."""
-    got = [v for v in shares if isinstance(v, float)]
-    if not got:
-        return config.cpu_idle
-    return f"{config.cpu_idle} ({statistics.median(got) * 100:.0f} %)"
 
 
 def tcp_table(rows: dict[Config, list[dict]]) -> list[str]:

@@ -8,6 +8,7 @@ a reader must see which one a figure was taken under.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 NOT_RECORDED = "not recorded"
@@ -65,3 +66,12 @@ def share_range(shares: list[float]) -> str:
 
 def _count(runs: list[dict[str, Any]]) -> str:
     return f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+
+
+def setting_with_share(setting: str, shares: list[float | None]) -> str:
+    """'poll (100 %)': a setting and the median measured share of idle time spent polling
+    under it (the setting alone when none was measured)."""
+    got = [share for share in shares if share is not None]
+    if not got:
+        return setting
+    return f"{setting} ({share_text(statistics.median(got))})"
