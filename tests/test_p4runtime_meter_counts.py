@@ -145,7 +145,11 @@ def test_direct_meter_counts_each_colour(ctl):
     client.write(police, op=MODIFY)
     (entry,) = client.read(asked)
     assert colours(entry.table_entry.meter_counter_data) == [(0, 0)] * 3
-    # So does a DirectMeterEntry with counter_data; non-zero counts are refused.
+    # So does a DirectMeterEntry with counter_data; non-zero counts are refused. (A new
+    # config of a configured meter keeps its buckets, emptied by the burst above:
+    # unconfigured first, the config starts full.)
+    client.write(direct_meter(police.table_entry), op=MODIFY)
+    client.write(direct_meter(police.table_entry, TIGHT), op=MODIFY)
     delivered, length = burst_through(rig)
     bad = direct_meter(police.table_entry, pb.MeterConfig(cir=9, cburst=9, pir=9, pburst=9))
     bad.direct_meter_entry.counter_data.green.byte_count = 5
@@ -186,7 +190,10 @@ def test_default_entry_direct_counter_and_meter(ctl):
     (meter,) = client.read(direct_meter(default_entry(n, "acl"), counts=True))
     assert meter.direct_meter_entry.config == TIGHT
     assert_coloured(meter.direct_meter_entry.counter_data, delivered, length)
-    # A DirectMeterEntry naming the default entry: a fresh config, the counts cleared.
+    # A DirectMeterEntry naming the default entry: unconfigured, then a config (starting
+    # with full buckets: a new config of a configured meter would keep them empty), the
+    # counts cleared.
+    client.write(direct_meter(default_entry(n, "acl")), op=MODIFY)
     client.write(direct_meter(default_entry(n, "acl"), TIGHT, counts=True), op=MODIFY)
     delivered, length = burst_through(rig)
     (meter,) = client.read(direct_meter(default_entry(n, "acl"), counts=True))

@@ -35,9 +35,16 @@ pub struct MeterCell {
 }
 
 impl MeterCell {
-    /// A new configuration (or none) starts with full buckets; the colour counts stay.
+    /// A first configuration starts with full buckets. A new one for a configured cell
+    /// keeps what its buckets hold (refilled to now at the old rates, capped by the new
+    /// bursts): a controller that re-rates a meter every interval (study 004's loop) must
+    /// not hand out a fresh burst each time. The colour counts stay.
     pub fn configure(&mut self, config: Option<MeterConfig>, now_ns: u64) {
-        self.meter = config.map(|c| Meter::new(c, now_ns));
+        self.meter = match (self.meter.take(), config) {
+            (Some(old), Some(c)) => Some(old.rerated(c, now_ns)),
+            (None, Some(c)) => Some(Meter::new(c, now_ns)),
+            (_, None) => None,
+        };
     }
 
     pub fn config(&self) -> Option<MeterConfig> {
@@ -73,6 +80,17 @@ impl Meter {
             committed_tokens: config.cburst as f64,
             peak_tokens: config.pburst as f64,
             last_ns: now_ns,
+        }
+    }
+
+    /// This meter under `config`, its buckets as full as they are now.
+    fn rerated(mut self, config: MeterConfig, now_ns: u64) -> Meter {
+        self.refill(now_ns);
+        Meter {
+            config,
+            committed_tokens: self.committed_tokens.min(config.cburst as f64),
+            peak_tokens: self.peak_tokens.min(config.pburst as f64),
+            last_ns: self.last_ns,
         }
     }
 
@@ -153,6 +171,40 @@ mod tests {
         assert_eq!(cell.counts.bytes, [160, 60, 60]);
         cell.configure(None, 0); // a new configuration keeps the counts
         assert_eq!(cell.counts.packets, [2, 1, 1]);
+    }
+
+    #[test]
+    fn a_new_rate_keeps_the_buckets_as_they_are() {
+        let mut cell = MeterCell::default();
+        cell.configure(Some(meter(10, 3, 10, 3).config), 0);
+        for _ in 0..3 {
+            assert_eq!(cell.execute(Unit::Packets, 64, 0), Color::Green);
+        }
+        // Re-rated with the buckets empty: no fresh burst, and 0.1 s at the new
+        // rate (20/s) refills two tokens.
+        cell.configure(Some(meter(20, 5, 20, 5).config), 0);
+        assert_eq!(cell.execute(Unit::Packets, 64, 0), Color::Red);
+        assert_eq!(cell.execute(Unit::Packets, 64, 100_000_000), Color::Green);
+        assert_eq!(cell.execute(Unit::Packets, 64, 100_000_000), Color::Green);
+        assert_eq!(cell.execute(Unit::Packets, 64, 100_000_000), Color::Red);
+        // Full buckets stay full only up to the new, smaller bursts.
+        cell.configure(Some(meter(20, 1, 20, 1).config), 10_000_000_000);
+        assert_eq!(
+            cell.execute(Unit::Packets, 64, 10_000_000_000),
+            Color::Green
+        );
+        assert_eq!(cell.execute(Unit::Packets, 64, 10_000_000_000), Color::Red);
+        // Unconfigured, then configured again: full buckets.
+        cell.configure(None, 10_000_000_000);
+        cell.configure(Some(meter(1, 2, 1, 2).config), 10_000_000_000);
+        assert_eq!(
+            cell.execute(Unit::Packets, 64, 10_000_000_000),
+            Color::Green
+        );
+        assert_eq!(
+            cell.execute(Unit::Packets, 64, 10_000_000_000),
+            Color::Green
+        );
     }
 
     #[test]
