@@ -61,7 +61,12 @@ def test_entries_file_loads_against_the_program(info):
     loaded = entries_file.load(STUDY / "dmbrl_entries.yaml", info)
     tables = {t.preamble.id: t.preamble.alias for t in info.tables}
     per_table: dict[str, int] = {}
+    meters = [e.entity.meter_entry for e in loaded if e.entity.HasField("meter_entry")]
     for entry in loaded:
-        name = tables[entry.entity.table_entry.table_id]
-        per_table[name] = per_table.get(name, 0) + 1
+        if entry.entity.HasField("table_entry"):
+            name = tables[entry.entity.table_entry.table_id]
+            per_table[name] = per_table.get(name, 0) + 1
     assert per_table == {"tos_class": 2, "ipv4_lpm": 2, "low_routes": 6, "port_fwd": 2}
+    # The static meter: one config per class cell (EF 1, AF41 2, best effort 0).
+    assert sorted((m.index.index, m.config.pir) for m in meters) == [
+        (0, 375000), (1, 187500), (2, 375000)]

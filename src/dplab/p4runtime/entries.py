@@ -17,6 +17,13 @@ against the program's P4Info.
       - multicast_group: 1        # a multicast group (PacketReplicationEngineEntry, INSERT)
         replicas: [1, 2, {port: 3, instance: 1}]   # ports; instance (egress_rid) 0 if left out
         switches: [s1]
+      - meter: MyIngress.class_meter  # an indirect meter's cell config (MeterEntry, MODIFY)
+        index: 1                      # the cell, 0..size-1
+        cir: 125000                   # rates per second and bursts in the meter's unit
+        cburst: 12500                 # (bytes for a bytes meter, packets for packets)
+        pir: 250000                   # pir >= cir (RFC 2698); every value 0..2^63-1
+        pburst: 25000
+        switches: [s1]
 
 Match values: numbers, ``0x..`` hex, IPv4 ``10.0.0.1``, MAC ``00:00:00:00:00:01``;
 lpm ``10.0.0.0/24``; ternary ``10.0.0.0 &&& 255.0.0.0``; range ``1000..2000``. A field
@@ -44,6 +51,9 @@ ENTRY_KEYS = {"table", "match", "action", "params", "priority", "default", "swit
 GROUP_KEYS = {"multicast_group", "replicas", "switches"}
 SET_KEYS = {"action", "params", "weight"}
 REPLICA_KEYS = {"port", "instance"}
+METER_KEYS = {"meter", "index", "cir", "cburst", "pir", "pburst", "switches"}
+METER_RATES = ("cir", "cburst", "pir", "pburst")
+MAX_METER_VALUE = 2**63 - 1  # MeterConfig's fields are int64
 MAX_GROUP_ID = 65535  # the switch's groups are 1..65535 (switch/PROTOCOL.md)
 MAX_PORT = 511        # v1model's ports are 9 bits wide
 MatchType = p4info_pb2.MatchField.MatchType
@@ -63,6 +73,11 @@ class Entry:
     def is_default(self) -> bool:
         return (self.entity.HasField("table_entry")
                 and self.entity.table_entry.is_default_action)
+
+    @property
+    def modifies(self) -> bool:
+        """Written with MODIFY: a default entry or a meter config (both always exist)."""
+        return self.is_default or self.entity.HasField("meter_entry")
 
 
 def load(path: str | Path, info: p4info_pb2.P4Info) -> list[Entry]:
@@ -93,12 +108,15 @@ class _Program:
         self.tables = _by_name(info.tables)
         self.actions = _by_name(info.actions)
         self.selectors = {p.preamble.id for p in info.action_profiles if p.with_selector}
+        self.meters = _by_name(info.meters)
 
     def entry(self, index: int, item: Any) -> Entry:
         if not isinstance(item, dict):
             raise EntriesError(f"must be a mapping, not {item!r}")
         if "multicast_group" in item:
             return _multicast_group(index, item)
+        if "meter" in item:
+            return self._meter(index, item)
         unknown = sorted(set(item) - ENTRY_KEYS)
         if unknown:
             raise EntriesError(f"unknown key {unknown[0]!r} (known: {sorted(ENTRY_KEYS)})")
@@ -177,6 +195,34 @@ class _Program:
             out.params.add(param_id=p.id, value=_bits(params[p.name], p.bitwidth,
                                                       f"param {p.name}"))
         return out
+
+
+    def _meter(self, index: int, item: dict) -> Entry:
+        unknown = sorted(set(item) - METER_KEYS)
+        if unknown:
+            raise EntriesError(f"unknown key {unknown[0]!r} for a meter config "
+                               f"(known: {sorted(METER_KEYS)})")
+        meter = _named(self.meters, item["meter"], "meter")
+        cell = item.get("index")
+        if not _whole(cell) or not 0 <= cell < meter.size:
+            raise EntriesError(f"'index' must be a whole number in 0..{meter.size - 1} "
+                               f"(meter {meter.preamble.name}), not {cell!r}")
+        missing = [key for key in METER_RATES if key not in item]
+        if missing:
+            raise EntriesError(f"a meter config needs {', '.join(METER_RATES)}: "
+                               f"{missing[0]!r} is missing")
+        for key in METER_RATES:
+            if not _whole(item[key]) or not 0 <= item[key] <= MAX_METER_VALUE:
+                raise EntriesError(f"'{key}' must be a whole number >= 0, not {item[key]!r}")
+        if item["pir"] < item["cir"]:
+            raise EntriesError(f"'pir' {item['pir']} is below 'cir' {item['cir']} "
+                               "(a two-rate meter needs pir >= cir)")
+        entity = pb.Entity()
+        entity.meter_entry.meter_id = meter.preamble.id
+        entity.meter_entry.index.index = cell
+        entity.meter_entry.config.CopyFrom(
+            pb.MeterConfig(**{key: item[key] for key in METER_RATES}))
+        return Entry(index, _switches(item.get("switches")), entity)
 
 
 def _multicast_group(index: int, item: dict) -> Entry:

@@ -68,7 +68,7 @@ def _set_pipeline(stub, device_id: int, config: pb.ForwardingPipelineConfig,
 
 
 def _write(stub, device_id: int, entry: Entry, where: str) -> None:
-    op = pb.Update.MODIFY if entry.is_default else pb.Update.INSERT
+    op = pb.Update.MODIFY if entry.modifies else pb.Update.INSERT
     req = pb.WriteRequest(device_id=device_id, election_id=ELECTION_ID)
     req.updates.add(type=op, entity=entry.entity)
     try:

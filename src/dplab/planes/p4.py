@@ -15,7 +15,11 @@ Without ``entries`` the controller drives the switches; it needs basic_fwd's tab
 and controller headers, so a program must keep those names.
 With ``entries`` the plane is static: no controller runs; the plane loads ``program`` into
 every switch over P4Runtime and writes the entries (each to the switches it names, else to
-all), and nothing changes them afterwards. Ready = every switch up and every link found by
+all), and nothing changes them afterwards, except option ``qos`` (study 004, see
+``dplab.qos.options``): with a policy other than ``static`` the plane runs the QoS loop
+(``python -m dplab.qos.dmbrl_loop``, daemon ``qos``) once the entries are written; it
+rewrites the class meters every sampling interval and its samples are in
+``<run dir>/p4/qos_samples.jsonl``. Ready = every switch up and every link found by
 LLDP (proactive: all host-pair paths installed; static: skipped), then a ping between the
 farthest hosts.
 """
@@ -41,6 +45,7 @@ from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes.base import PlaneError
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
+from dplab.qos import options as qos_options
 from dplab.substrate.network import HOST_IF, Network
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -66,6 +71,7 @@ HOST_OFFLOADS = ("for i in \"$@\"; do have=$(ethtool -k \"$i\") || exit 1; off='
                  f"for f in {' '.join(UNHONOURED_OFFLOADS)}; do "
                  "case \"$have\" in *\"$f:\"*) off=\"$off $f off\";; esac; done; "
                  "ethtool -K \"$i\" $off gro on >/dev/null || exit 1; done")
+QOS_LOOP = "qos"  # the QoS loop's daemon and log name
 GRO_ON = "for i in \"$@\"; do ethtool -K \"$i\" gro on >/dev/null || exit 1; done"
 
 
@@ -74,7 +80,7 @@ class P4Plane(ControlledPlane):
     addressing = "l2"
     shared_switch_ns = False
     OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None, "entries": None,
-                               "tx": "xdp"}
+                               "tx": "xdp", "qos": None}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -92,7 +98,19 @@ class P4Plane(ControlledPlane):
         if self.options["tx"] not in TX_MODES:
             raise PlaneError(f"plane p4: option 'tx' must be one of {', '.join(TX_MODES)}, "
                              f"not {self.options['tx']!r}")
+        self.qos = self._qos_spec()
         self._entries_written: int | None = None
+
+    def _qos_spec(self) -> qos_options.QosSpec | None:
+        if self.options["qos"] is None:
+            return None
+        if self.entries_path is None:
+            raise PlaneError("plane p4: option 'qos' needs option 'entries' (a static "
+                             "plane: the loop drives the meters of the entries' program)")
+        try:
+            return qos_options.parse(self.options["qos"])
+        except qos_options.QosError as exc:
+            raise PlaneError(str(exc)) from exc
 
     def _has_controller(self) -> bool:
         return self.entries_path is None
@@ -123,6 +141,8 @@ class P4Plane(ControlledPlane):
             self._start_controller(net, compiled)
         else:
             self._install_static(net, compiled, entries)
+            if self.qos is not None and self.qos.runs_loop:
+                self._start_qos_loop(net, compiled)
 
     def _load_entries(self, net: Network,
                       compiled: dict[str, Path]) -> list[entries_file.Entry]:
@@ -232,6 +252,51 @@ class P4Plane(ControlledPlane):
                 "--mode", self.options["mode"], "--stats-file", str(self.stats_file)]
         self._spawn(net, net.switch_ns(net.topo.switches()[0]), "controller", argv)
 
+    @property
+    def qos_samples_file(self) -> Path:
+        return self.dir / "qos_samples.jsonl"
+
+    def _start_qos_loop(self, net: Network, compiled: dict[str, Path]) -> None:
+        """The loop connects to every switch and prints ``ready`` before traffic may start:
+        its first counter readings are the baselines of its first intervals."""
+        config = self.dir / "qos-config.json"
+        config.write_text(json.dumps({
+            "p4info": str(compiled["p4info_bin"]), "qos": self.options["qos"],
+            "samples": str(self.qos_samples_file),
+            "switches": {s: {"address": self._grpc(s), "device_id": int(s[1:])}
+                         for s in net.topo.switches()}}))
+        argv = [sys.executable, "-m", "dplab.qos.dmbrl_loop", "--config", str(config)]
+        loop = self._spawn(net, net.switch_ns(net.topo.switches()[0]), QOS_LOOP, argv,
+                           stdout_pipe=True)
+        stdout = loop.stdout
+        assert stdout is not None
+        self._wait_for(lambda: bool(select.select([stdout], [], [], POLL_S)[0]),
+                       START_TIMEOUT_S, f"the QoS loop was not ready within "
+                       f"{START_TIMEOUT_S} s (log {self.dir / QOS_LOOP}.log)",
+                       pause=lambda: None)
+        if stdout.readline().strip() != b"ready":
+            loop.wait()
+            raise PlaneError(f"p4: the QoS loop exited ({loop.returncode}); "
+                             f"log {self.dir / QOS_LOOP}.log")
+
+    def _qos_stats(self) -> dict[str, float | None]:
+        """How many turns the loop took and how many meter rates it wrote that differ
+        from the class's previous one (None: no loop ran)."""
+        if self.qos is None or not self.qos.runs_loop:
+            return {}
+        try:
+            samples = [json.loads(line) for line in
+                       self.qos_samples_file.read_text().splitlines()]
+        except OSError:
+            return {"qos_turns": None, "qos_rate_changes": None}
+        last: dict[tuple[str, int], float] = {}
+        changes = 0
+        for sample in samples:
+            key = (sample["switch"], sample["class"])
+            changes += last.get(key) != sample["rate_bps"]
+            last[key] = sample["rate_bps"]
+        return {"qos_turns": len(samples), "qos_rate_changes": changes}
+
     # -- stats and stop ------------------------------------------------------------------
 
     def stats(self) -> dict[str, float | None]:
@@ -239,7 +304,8 @@ class P4Plane(ControlledPlane):
         missing) and the time it took to become ready. A daemon that died during the run
         (the P4Runtime server, a switch, the controller) fails it: its traffic was not
         measured on the plane as configured."""
-        static = {} if self.entries_path is None else {"entries_written": self._entries_written}
+        static = ({} if self.entries_path is None
+                  else {"entries_written": self._entries_written, **self._qos_stats()})
         if self.net is None:
             return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s")), **static}
         self._check_daemons()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dplab.qos import options as qos_options
 
 PLANE_KINDS = ("bridge", "router", "ovs", "p4")
 # How idle CPUs behave during the runs (substrate.cpu_idle): as the machine has it, or
@@ -46,7 +48,14 @@ class TopologySpec(Strict):
 class PlaneSpec(Strict):
     kind: Literal["bridge", "router", "ovs", "p4"]
     label: str | None = Field(None, description="column name in the tables")
-    options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    # A mapping value for options that group keys (p4's ``qos``, checked below).
+    options: dict[str, str | int | float | bool | dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _qos_option(self) -> PlaneSpec:
+        if self.kind == "p4" and "qos" in self.options:
+            qos_options.parse(self.options["qos"])  # QosError is a ValueError
+        return self
 
     @property
     def column(self) -> str:
@@ -74,6 +83,8 @@ class TcpWorkload(Strict):
     bytes: Annotated[int, Field(gt=0)] | None = None
     rate_mbit: Annotated[float, Field(gt=0)] | None = None
     window: Annotated[int, Field(gt=0)] | None = None
+    tos: Annotated[int, Field(ge=0, le=255)] | None = Field(
+        None, description="IPv4 ToS byte of the client's packets, e.g. 184 (0xb8, DSCP EF)")
 
     @model_validator(mode="after")
     def _size_or_time(self) -> TcpWorkload:
@@ -88,6 +99,8 @@ class UdpWorkload(Strict):
     bytes: Annotated[int, Field(gt=0)] | None = None
     rate_mbit: Annotated[float, Field(gt=0)] = 10.0
     size: Annotated[int, Field(ge=16, le=65507)] = 1470
+    tos: Annotated[int, Field(ge=0, le=255)] | None = Field(
+        None, description="IPv4 ToS byte of the client's packets, e.g. 184 (0xb8, DSCP EF)")
 
     @model_validator(mode="after")
     def _size_or_time(self) -> UdpWorkload:

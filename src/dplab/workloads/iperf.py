@@ -2,7 +2,9 @@
 
 Params: duration in s (-t, default 10) or bytes (-n); rate_mbit (-b: UDP offered rate,
 iperf's default 1 Mbit/s when absent; TCP a cap); window in bytes (-w, set on both ends);
-size = UDP datagram bytes (-l); timeout_s (default: expected time + 10 % + 5 s).
+size = UDP datagram bytes (-l); tos = the IPv4 ToS byte of the client's packets (-S, 0..255,
+e.g. 0xb8 = DSCP EF; the server's replies keep the default); timeout_s (default: expected
+time + 10 % + 5 s).
 
 Metrics come from the receiver (the server: what arrived), the TCP connect time from the
 client's `ct=`. UDP runs with --trip-times: the hosts share one kernel clock, so iperf's
@@ -52,11 +54,12 @@ class IperfParams:
     window: int | None
     size: int | None
     timeout_s: float
+    tos: int | None = None
 
 
 def validate(kind: str, params: dict, where: str) -> IperfParams:
     udp = kind == "udp"
-    allowed = {"duration", "bytes", "rate_mbit", "window", "timeout_s"}
+    allowed = {"duration", "bytes", "rate_mbit", "window", "timeout_s", "tos"}
     if udp:
         allowed.add("size")
     check_keys(params, allowed, where)
@@ -75,7 +78,17 @@ def validate(kind: str, params: dict, where: str) -> IperfParams:
         window=positive_int(params, "window", where, None),
         size=positive_int(params, "size", where, None),
         timeout_s=positive_number(params, "timeout_s", where, default_timeout),
+        tos=_tos(params, where),
     )
+
+
+def _tos(params: dict, where: str) -> int | None:
+    tos = params.get("tos")
+    if tos is not None and (isinstance(tos, bool) or not isinstance(tos, int)
+                            or not 0 <= tos <= 255):
+        raise ValueError(f"{where}: 'tos' must be a whole number 0..255 (the IPv4 ToS byte), "
+                         f"not {tos!r}")
+    return tos
 
 
 def server_argv(params: IperfParams, port: int) -> list[str]:
@@ -97,6 +110,8 @@ def client_argv(params: IperfParams, dst_ip: str, port: int) -> list[str]:
         argv += ["-b", str(round(params.rate_mbit * 1e6))]
     if params.window:
         argv += ["-w", str(params.window)]
+    if params.tos is not None:
+        argv += ["-S", str(params.tos)]
     if params.udp:
         argv += ["-u", "--trip-times"]
         if params.size:
