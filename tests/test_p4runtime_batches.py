@@ -228,14 +228,17 @@ def test_direct_resources_of_const_entries_stay_writable(served, programs):
         assert read.direct_meter_entry.config == meter.direct_meter_entry.config
         # 1 packet/s, peak burst 2: two pass, the rest are RED (sent within milliseconds)
         assert len(send_and_capture(rig, 1, burst)[2]) == 2
+        # A new config of a configured meter keeps its buckets (emptied by that burst):
+        # unconfigured first, the next config starts full.
+        unconfigured = pb.Entity()
+        unconfigured.direct_meter_entry.table_entry.CopyFrom(key)
+        client.write(unconfigured, op=pb.Update.MODIFY)
         entry = pb.Entity()
         entry.table_entry.CopyFrom(key)
         entry.table_entry.meter_config.CopyFrom(pb.MeterConfig(cir=1, cburst=1, pir=1,
                                                                pburst=4))
         client.write(entry, op=pb.Update.MODIFY)  # no action: only direct resources
         assert len(send_and_capture(rig, 1, burst)[2]) == 4
-        unconfigured = pb.Entity()
-        unconfigured.direct_meter_entry.table_entry.CopyFrom(key)
         fixed = pb.Entity()
         fixed.table_entry.table_id = n["fixed"]
         fixed.table_entry.match.add(field_id=1).exact.value = b"\x01"
