@@ -112,6 +112,7 @@ class _Stream:
     params: PpsParams
     ident: int  # UDP port or ICMP id that tells this flow's frames apart
     outputs: dict[str, IO[str]]  # "sender", "at_dst", "replies" -> output files
+    frame: bytes = b""
     sender: subprocess.Popen | None = None
     counters: dict[str, subprocess.Popen] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -127,7 +128,8 @@ class PpsFlows:
         self.streams: list[_Stream] = []
 
     def listen(self, tmp: Path) -> None:
-        """Resolve each flow's frame, start its counters and wait until they count."""
+        """Build each flow's frame (resolving B's MAC), start its counters and wait until
+        they count, so that send() only starts the senders."""
         for index, (flow, params) in enumerate(zip(self.flows, self.params, strict=True)):
             roles = ("sender", "at_dst", "replies") if params.protocol == "icmp" else (
                 "sender", "at_dst")
@@ -135,6 +137,11 @@ class PpsFlows:
                        for role in roles}  # closed in _read
             stream = _Stream(flow, params, FIRST_PORT + index, outputs)
             self.streams.append(stream)
+            try:
+                stream.frame = self._frame(stream)
+            except (ValueError, subprocess.SubprocessError) as exc:
+                stream.problems.append(str(exc))
+                continue
             self._start_counters(stream)
         silent = wait_ready([(s, role) for s in self.streams for role in s.counters],
                             _said_ready, lambda item: item[0].counters[item[1]],
@@ -144,20 +151,19 @@ class PpsFlows:
             stream.problems.append(f"frame counter on {host} did not start")
 
     def send(self) -> None:
-        """Start pktblast for every flow whose counters count, each with its frame."""
+        """Start pktblast for every flow whose frame is built and whose counters count."""
         for stream in self.streams:
-            if stream.problems:
-                continue
-            try:
-                frame = self._frame(stream)
-            except (ValueError, subprocess.SubprocessError) as exc:
-                stream.problems.append(str(exc))
-                continue
-            stream.sender = self._spawn(stream.flow.src, _sender_argv(stream, frame),
-                                        stream.outputs["sender"])
+            if not stream.problems:
+                stream.sender = self._spawn(stream.flow.src, _sender_argv(stream),
+                                            stream.outputs["sender"])
 
     def wait(self) -> None:
-        """Senders to their end (or timeout), a grace for frames in flight, then the counts."""
+        """Senders to their end, then the counts."""
+        self.wait_senders()
+        self.stop_counting()
+
+    def wait_senders(self) -> None:
+        """Until every sender has ended (or timed out: then stopped, and it still reports)."""
         for stream in self.streams:
             if stream.sender is None:
                 continue
@@ -167,6 +173,9 @@ class PpsFlows:
                 stream.problems.append(f"timed out after {stream.params.timeout_s:g} s")
                 stream.sender.send_signal(signal.SIGTERM)  # it still reports what it sent
                 stream.sender.wait()
+
+    def stop_counting(self) -> None:
+        """After a grace for frames still in flight, the counters stop and report."""
         if any(stream.sender is not None for stream in self.streams):
             time.sleep(ARRIVAL_GRACE_S)
         for stream in self.streams:
@@ -243,10 +252,10 @@ def _counter_argv(expression: str) -> list[str]:
     return [*COUNTER, "--iface", HOST_IF, "--filter", expression]
 
 
-def _sender_argv(stream: _Stream, frame: bytes) -> list[str]:
+def _sender_argv(stream: _Stream) -> list[str]:
     p = stream.params
     count = [] if p.count is None else ["--count", str(p.count)]
-    return [str(PKTBLAST), "--iface", HOST_IF, "--frame", frame.hex(), "--seconds",
+    return [str(PKTBLAST), "--iface", HOST_IF, "--frame", stream.frame.hex(), "--seconds",
             f"{p.send_s:g}", "--pps", f"{p.pps:g}", *count]
 
 
