@@ -17,14 +17,14 @@ def machine_line() -> str:
             f"{os.cpu_count()} cores; shared machine: read ratios, not absolutes).")
 
 
-def write_section(name: str, body: str) -> None:
-    """Replace section ``name`` (between its markers) or append it."""
+def write_section(name: str, body: str, doc: Path = DOC) -> None:
+    """Replace section ``name`` of ``doc`` (between its markers) or append it."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     section = f"{start}\n{body.rstrip()}\n{end}"
-    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
     if start in text and end in text:
         head, rest = text.split(start, 1)
         text = head + section + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOC.write_text(text)
+    doc.write_text(text)

@@ -154,13 +154,32 @@ class VideoWorkload(Strict):
         return self
 
 
+class PpsWorkload(Strict):
+    """Copies of one frame at a set rate (dplab.workloads.pps, sent by dplab-pktblast)."""
+
+    kind: Literal["pps"]
+    pairs: Pairs = "udp"
+    size: Annotated[int, Field(ge=64, le=1500, description="Ethernet frame bytes, FCS "
+                               "included")] = 64
+    pps: Annotated[float, Field(gt=0, le=10_000_000, description="frames per second")]
+    duration: Annotated[float, Field(gt=0)] | None = None
+    count: Annotated[int, Field(gt=0, description="frames")] | None = None
+    protocol: Literal["udp", "icmp"] = "udp"
+
+    @model_validator(mode="after")
+    def _count_or_time(self) -> PpsWorkload:
+        if (self.duration is None) == (self.count is None):
+            raise ValueError("give exactly one of 'duration' (seconds) or 'count' (frames)")
+        return self
+
+
 def _require_one_of(duration: float | None, size: int | None) -> None:
     if (duration is None) == (size is None):
         raise ValueError("give exactly one of 'duration' (seconds) or 'bytes'")
 
 
 Workload = Annotated[
-    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload,
+    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload | PpsWorkload,
     Field(discriminator="kind"),
 ]
 

@@ -16,7 +16,7 @@ from dplab.measure.iperf_report import IperfParseError
 from dplab.measure.ping_report import PingParseError
 from dplab.measure.syn_delay import Endpoint, syn_delays_ms
 from dplab.substrate.network import HOST_IF
-from dplab.workloads import iperf, ping, video, voip
+from dplab.workloads import iperf, ping, pps, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
 from dplab.workloads.measured import Measured, missing
 from dplab.workloads.waiting import bound_ports
@@ -45,6 +45,7 @@ class StreamFlows(Protocol):
 STREAMS: dict[str, Any] = {
     "voip": voip.VoipFlows,
     "video": video.VideoFlows,
+    "pps": pps.PpsFlows,
 }
 KINDS = (*TOOL_KINDS, *STREAMS)
 

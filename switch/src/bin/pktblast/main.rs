@@ -4,7 +4,7 @@
 //! sent as one JSON line.
 //!
 //! usage: dplab-pktblast --iface NAME --frame HEX --seconds S [--pps N] [--batch B]
-//!                       [--method ring|xdp]
+//!                       [--method ring|xdp] [--count N]
 //!
 //! `--method xdp` has the kernel send the frames from an XDP program instead (xdp.rs):
 //! no socket buffer per frame, so it offers more, but on veth only into a peer that runs
@@ -13,7 +13,8 @@
 //! cut to 13 characters + "x", peer + "p") holds the program, which makes each kernel call
 //! cheap (xdp.rs); it is deleted at the end, also after SIGINT or SIGTERM. Default batch:
 //! 256 frames (ring), 4096 (xdp). With `--pps`, each call sends what the schedule owes, up
-//! to a batch.
+//! to a batch. With `--count`, the run ends once N frames are queued (or at `--seconds`,
+//! whichever comes first): a workload that asks for a number of frames gets no more.
 //!
 //! The report: `sent` frames the kernel took from the ring and passed to the device,
 //! `seconds` from the first frame to the last one sent, `pps` = sent / seconds,
@@ -49,6 +50,8 @@ struct Options {
     pps: f64,
     batch: usize,
     method: Method,
+    /// Frames to queue at most (u64::MAX: no limit but the time).
+    count: u64,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -76,6 +79,7 @@ fn parse_args() -> Result<Options, String> {
         pps: 0.0,
         batch: 0,
         method: Method::Ring,
+        count: u64::MAX,
     };
     let mut i = 0;
     while i < args.len() {
@@ -88,6 +92,7 @@ fn parse_args() -> Result<Options, String> {
             "--seconds" => opts.seconds = value.parse().map_err(|_| "--seconds: not a number")?,
             "--pps" => opts.pps = value.parse().map_err(|_| "--pps: not a number")?,
             "--batch" => opts.batch = value.parse().map_err(|_| "--batch: not a number")?,
+            "--count" => opts.count = value.parse().map_err(|_| "--count: not a count")?,
             "--method" => {
                 opts.method = match value.as_str() {
                     "ring" => Method::Ring,
@@ -103,8 +108,8 @@ fn parse_args() -> Result<Options, String> {
         return Err("need --iface and a --frame of at least 14 bytes".into());
     }
     let valid = opts.seconds.is_finite() && opts.seconds > 0.0;
-    if !valid || !opts.pps.is_finite() || opts.pps < 0.0 {
-        return Err("--seconds must be > 0 and --pps >= 0".into());
+    if !valid || !opts.pps.is_finite() || opts.pps < 0.0 || opts.count == 0 {
+        return Err("--seconds must be > 0, --pps >= 0 and --count > 0".into());
     }
     // A ring batch must leave room in the ring. An XDP call has a setup cost of its own:
     // 4096 frames amortise it while a set rate's bursts stay short (~4 ms at 1 Mpps).
@@ -173,26 +178,29 @@ fn stop_on_signals() {
     }
 }
 
-/// Whether the run should go on sending: its time is not up and no one asked it to stop.
-fn sending(end: Instant) -> bool {
-    Instant::now() < end && !STOP.load(Ordering::Relaxed)
+/// Whether the run should go on sending: its time is not up, its count not reached and no
+/// one asked it to stop.
+fn sending(opts: &Options, end: Instant, queued: u64) -> bool {
+    queued < opts.count && Instant::now() < end && !STOP.load(Ordering::Relaxed)
 }
 
-/// Frames to queue now: a batch, or (with a rate) what the schedule since `start` is owed.
+/// Frames to queue now: a batch, or (with a rate) what the schedule since `start` is owed;
+/// never beyond `--count`.
 fn frames_due(opts: &Options, start: Instant, queued: u64) -> usize {
+    let left = opts.count.saturating_sub(queued).min(opts.batch as u64) as usize;
     if opts.pps == 0.0 {
-        return opts.batch;
+        return left;
     }
     // Pace against the schedule since the start, so rounding errors do not accumulate.
     let due = (start.elapsed().as_secs_f64() * opts.pps) as u64;
-    (due.saturating_sub(queued) as usize).min(opts.batch)
+    (due.saturating_sub(queued) as usize).min(left)
 }
 
 fn blast(opts: &Options, ring: &mut TxRing) -> Result<(Tally, f64), String> {
     let mut tally = Tally::default();
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(opts.seconds);
-    while sending(end) {
+    while sending(opts, end, tally.queued) {
         let want = frames_due(opts, start, tally.queued);
         if want == 0 {
             std::hint::spin_loop();
@@ -219,14 +227,18 @@ fn blast_xdp(opts: &Options, prog: &bpf::Fd) -> Result<(Tally, f64), String> {
     let mut tally = Tally::default();
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(opts.seconds);
-    while sending(end) {
+    while sending(opts, end, tally.queued) {
         let mut want = frames_due(opts, start, tally.queued);
         if opts.pps == 0.0 && tally.queued > 0 {
             // Unpaced: size the call to the time left at the rate so far, so the run
             // ends on time despite batches of up to a million frames.
             let rate = tally.queued as f64 / start.elapsed().as_secs_f64();
             let left = (end - Instant::now()).as_secs_f64();
-            want = want.min((rate * left) as usize).max(256);
+            let remaining = opts.count.saturating_sub(tally.queued);
+            want = want
+                .min((rate * left) as usize)
+                .max(256)
+                .min(remaining as usize);
         }
         if want == 0 {
             std::hint::spin_loop();
