@@ -44,6 +44,23 @@ install_python_env() {
   mark_done python "$want"
 }
 
+# P4Runtime stubs (p4.v1.p4runtime_pb2, ...) generated for the venv's protobuf from the pinned
+# p4runtime wheel (scripts/p4runtime_stubs.py; docs/architecture.md "P4Runtime stubs").
+P4RUNTIME_VERSION=1.5.0
+generate_p4runtime_stubs() {
+  local venv="$root/.venv" out="$root/.venv/p4runtime-stubs"
+  local want; want="$( (echo "$P4RUNTIME_VERSION"; cat "$root/pyproject.toml" "$root/scripts/p4runtime_stubs.py") | fingerprint)"
+  [ -d "$out/p4" ] && done_before p4runtime-stubs "$want" && return 0
+  echo "setup: generating the P4Runtime stubs (p4runtime $P4RUNTIME_VERSION)" >&2
+  # A venv made before the stubs were generated has the package's own protobuf-3.20 ones.
+  if "$venv/bin/pip" show -q p4runtime 2>/dev/null; then "$venv/bin/pip" uninstall -y -q p4runtime; fi
+  local wheels="$venv/.p4runtime-wheel"
+  "$venv/bin/pip" download -q --no-deps --only-binary=:all: -d "$wheels" "p4runtime==$P4RUNTIME_VERSION"
+  "$venv/bin/python" "$root/scripts/p4runtime_stubs.py" \
+    "$wheels/p4runtime-$P4RUNTIME_VERSION-py3-none-any.whl" "$out"
+  mark_done p4runtime-stubs "$want"
+}
+
 # The P4 software switch (Rust, switch/): rebuilt in release mode when its sources change.
 build_p4_switch() {
   local crate="$root/switch" cargo
@@ -82,5 +99,6 @@ install_p4runtime_shell() {
 
 install_debian_packages
 install_python_env
+generate_p4runtime_stubs
 build_p4_switch
 install_p4runtime_shell
