@@ -41,6 +41,11 @@ install_python_env() {
   echo "setup: installing the Python environment" >&2
   "$root/.venv/bin/pip" install -q --upgrade pip >/dev/null
   "$root/.venv/bin/pip" install -q -e "$root[dev]"
+  # A venv from before generate_p4runtime_stubs has the p4runtime package's own stubs, which
+  # fail on this protobuf and would shadow the generated ones.
+  if "$root/.venv/bin/pip" show -q p4runtime 2>/dev/null; then
+    "$root/.venv/bin/pip" uninstall -y -q p4runtime
+  fi
   mark_done python "$want"
 }
 
@@ -52,8 +57,6 @@ generate_p4runtime_stubs() {
   local want; want="$( (echo "$P4RUNTIME_VERSION"; cat "$root/pyproject.toml" "$root/scripts/p4runtime_stubs.py") | fingerprint)"
   [ -d "$out/p4" ] && done_before p4runtime-stubs "$want" && return 0
   echo "setup: generating the P4Runtime stubs (p4runtime $P4RUNTIME_VERSION)" >&2
-  # A venv made before the stubs were generated has the package's own protobuf-3.20 ones.
-  if "$venv/bin/pip" show -q p4runtime 2>/dev/null; then "$venv/bin/pip" uninstall -y -q p4runtime; fi
   local wheels="$venv/.p4runtime-wheel"
   "$venv/bin/pip" download -q --no-deps --only-binary=:all: -d "$wheels" "p4runtime==$P4RUNTIME_VERSION"
   "$venv/bin/python" "$root/scripts/p4runtime_stubs.py" \
