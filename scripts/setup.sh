@@ -41,7 +41,27 @@ install_python_env() {
   echo "setup: installing the Python environment" >&2
   "$root/.venv/bin/pip" install -q --upgrade pip >/dev/null
   "$root/.venv/bin/pip" install -q -e "$root[dev]"
+  # A venv from before generate_p4runtime_stubs has the p4runtime package's own stubs, which
+  # fail on this protobuf and would shadow the generated ones.
+  if "$root/.venv/bin/pip" show -q p4runtime 2>/dev/null; then
+    "$root/.venv/bin/pip" uninstall -y -q p4runtime
+  fi
   mark_done python "$want"
+}
+
+# P4Runtime stubs (p4.v1.p4runtime_pb2, ...) generated for the venv's protobuf from the pinned
+# p4runtime wheel (scripts/p4runtime_stubs.py; docs/architecture.md "P4Runtime stubs").
+P4RUNTIME_VERSION=1.5.0
+generate_p4runtime_stubs() {
+  local venv="$root/.venv" out="$root/.venv/p4runtime-stubs"
+  local want; want="$( (echo "$P4RUNTIME_VERSION"; cat "$root/pyproject.toml" "$root/scripts/p4runtime_stubs.py") | fingerprint)"
+  [ -d "$out/p4" ] && done_before p4runtime-stubs "$want" && return 0
+  echo "setup: generating the P4Runtime stubs (p4runtime $P4RUNTIME_VERSION)" >&2
+  local wheels="$venv/.p4runtime-wheel"
+  "$venv/bin/pip" download -q --no-deps --only-binary=:all: -d "$wheels" "p4runtime==$P4RUNTIME_VERSION"
+  "$venv/bin/python" "$root/scripts/p4runtime_stubs.py" \
+    "$wheels/p4runtime-$P4RUNTIME_VERSION-py3-none-any.whl" "$out"
+  mark_done p4runtime-stubs "$want"
 }
 
 # The P4 software switch (Rust, switch/): rebuilt in release mode when its sources change.
@@ -82,5 +102,6 @@ install_p4runtime_shell() {
 
 install_debian_packages
 install_python_env
+generate_p4runtime_stubs
 build_p4_switch
 install_p4runtime_shell
