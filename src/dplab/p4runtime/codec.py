@@ -58,8 +58,8 @@ class P4InfoIndex:
         # the fields every packet-out must give, by metadata id (none without the header)
         self.packet_out_fields = ({m.id: m for m in headers["packet_out"].metadata}
                                   if "packet_out" in headers else {})
-        # What every update of a table or action needs, read from the P4Info once: with
-        # the pure-Python protobuf each P4Info field read costs about a microsecond.
+        # What every update of a table or action needs, read from the P4Info once rather
+        # than walked per update.
         self.keys = {t.preamble.id: Key.of(f"table {t.preamble.name}", t.match_fields)
                      for t in info.tables}
         self.signatures = {a.preamble.id: Signature.of(a) for a in info.actions}

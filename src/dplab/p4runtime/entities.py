@@ -376,8 +376,8 @@ class Entities:
 
     def read(self, entity: pb.Entity, into) -> None:
         """Adds the entities ``entity`` asks for to ``into`` (a ReadResponse's entities).
-        Table entries, the bulk of reads, are built inside their Entity: with the
-        pure-Python protobuf a copy costs as much as building the entry."""
+        Table entries, the bulk of reads, are built inside their Entity rather than
+        built apart and copied in."""
         kind = entity.WhichOneof("entity")
         if kind is None:  # spec 11.1: no wildcard over all entity kinds
             raise invalid("an empty entity cannot be read (name its kind)")
