@@ -233,7 +233,11 @@ def report(echo: dict, forward: dict, command: str) -> str:
         "Echo latency under a load of 64 B echo requests (the load's own replies counted "
         "at h1):", table(echo, ECHO_COLUMNS),
         "CPU and memory while forwarding 64 B UDP frames h1 -> h2 (CPU % of one core over "
-        "the sender's lifetime; softirq is the whole machine's, other work included):",
+        "the sender's lifetime; softirq is the whole machine's, other work included). "
+        "The switch CPU is not work alone: a switch spins through gaps between packets up "
+        "to a limit instead of sleeping (switch/src/dataplane/arrivals.rs), so from about "
+        "10 kpps on it holds most of a core whatever the rate; dplab-pktblast also spins "
+        "between frames on the sender's core:",
         table(forward, FORWARD_COLUMNS),
         "Lines of code (non-blank, non-comment) of the study-003 P4 programs:", loc_table(),
     ])
