@@ -22,7 +22,9 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 from switch_rig import Rig, compile_p4
 
+from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import errors
+from dplab.p4runtime.installer import install
 from dplab.p4runtime.server import P4RuntimeServicer
 
 PRIMARY_WAIT_S = 10.0
@@ -67,6 +69,23 @@ def rig_with_server(address: str, n_ports: int = 3):
     (``unix:/path`` or ``127.0.0.1:port``); yields the rig once the server answers."""
     with Rig(n_ports=n_ports) as rig, server_process(rig, address):
         yield rig
+
+
+@contextmanager
+def installed_rig(program: Path, entries: Path | None, out: Path, n_ports: int,
+                  switch: str = "s1"):
+    """A rig with ``n_ports`` ports behind our P4Runtime server, running ``program`` with the
+    entries of the file ``entries`` for ``switch`` (None or no such file: none), written by
+    the p4 plane's own installer, which has left again. Yields (rig, address, P4Info)."""
+    ir, info = compile_with_info(program, out)
+    config = pb.ForwardingPipelineConfig(p4_device_config=ir.read_bytes())
+    config.p4info.CopyFrom(info)
+    mine = [e for e in entries_file.load(entries, info) if e.switches is None
+            or switch in e.switches] if entries is not None and entries.is_file() else []
+    address = f"unix:{out}/{program.stem}-p4rt.sock"
+    with rig_with_server(address, n_ports=n_ports) as rig:
+        install(address, 1, config, mine, str(entries))
+        yield rig, address, info
 
 
 @contextmanager

@@ -9,10 +9,7 @@ from pathlib import Path
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import Client, Names, compile_with_info, rig_with_server
-
-from dplab.p4runtime import entries as entries_file
-from dplab.p4runtime.installer import install
+from p4runtime_rig import Client, Names, installed_rig
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = ROOT / "p4src" / "study003"
@@ -34,15 +31,8 @@ def programmed_rig(name: str, out: Path, n_ports: int, switch: str = "s1",
     ``switch`` written (``entries`` None: the program's own file; drop has none). Yields
     (rig, counters) where ``counters(counter, index)`` reads a counter cell over P4Runtime
     as (packets, bytes)."""
-    ir, info = compile_with_info(program(name), out)
-    config = pb.ForwardingPipelineConfig(p4_device_config=ir.read_bytes())
-    config.p4info.CopyFrom(info)
     path = entries if entries is not None else entries_of(name)
-    mine = [e for e in entries_file.load(path, info) if e.switches is None
-            or switch in e.switches] if path.is_file() else []
-    address = f"unix:{out}/{name}-p4rt.sock"
-    with rig_with_server(address, n_ports=n_ports) as rig:
-        install(address, 1, config, mine, str(path))
+    with installed_rig(program(name), path, out, n_ports, switch) as (rig, address, info):
         reader = Client(address, election=None)
         try:
             yield rig, lambda counter, index: read_counter(reader, info, counter, index)

@@ -13,12 +13,10 @@ from pathlib import Path
 
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
-from p4runtime_rig import compile_with_info, rig_with_server
+from p4runtime_rig import installed_rig
 from switch_rig import exchange, ir_folder
 from test_study004_packets import EF, SIZE, frame
 
-from dplab.p4runtime import entries as entries_file
-from dplab.p4runtime.installer import install
 from dplab.qos.dmbrl_loop import Loop
 from dplab.qos.meter_client import MeterClient
 from dplab.qos.options import parse
@@ -47,13 +45,8 @@ def out(tmp_path_factory) -> Path:
 def loop_on_rig(out: Path):
     """(rig, meter client, loop, its clock, its samples): the entries file installed as the
     plane does, then the loop's own primary client."""
-    ir, info = compile_with_info(STUDY / "dmbrl.p4", out)
-    config = pb.ForwardingPipelineConfig(p4_device_config=ir.read_bytes())
-    config.p4info.CopyFrom(info)
-    path = STUDY / "dmbrl_entries.yaml"
-    address = f"unix:{out}/qos-p4rt.sock"
-    with rig_with_server(address, n_ports=4) as rig:
-        install(address, 1, config, entries_file.load(path, info), str(path))
+    with installed_rig(STUDY / "dmbrl.p4", STUDY / "dmbrl_entries.yaml", out,
+                       n_ports=4) as (rig, address, info):
         client = MeterClient(address, 1, info, "class_meter", "class_bytes")
         try:
             client.connect()

@@ -18,9 +18,8 @@ from p4runtime_rig import (
     TOP_ELECTION,
     Client,
     Names,
-    compile_with_info,
+    installed_rig,
     is_primary,
-    rig_with_server,
 )
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -29,7 +28,6 @@ from study003_rig import read_counter
 from switch_rig import exchange, ir_folder
 
 from dplab.p4runtime import entries as entries_file
-from dplab.p4runtime.installer import install
 
 pytestmark = pytest.mark.net
 STUDY = Path(__file__).resolve().parents[1] / "p4src" / "study004"
@@ -86,13 +84,8 @@ class Switch:
 def programmed(out: Path):
     """(rig, Switch): dmbrl.p4 with its entries file's entries, installed as the p4 plane
     does, then a primary client for meters and reads."""
-    ir, info = compile_with_info(STUDY / "dmbrl.p4", out)
-    config = pb.ForwardingPipelineConfig(p4_device_config=ir.read_bytes())
-    config.p4info.CopyFrom(info)
-    path = STUDY / "dmbrl_entries.yaml"
-    address = f"unix:{out}/dmbrl-p4rt.sock"
-    with rig_with_server(address, n_ports=4) as rig:
-        install(address, 1, config, entries_file.load(path, info), str(path))
+    with installed_rig(STUDY / "dmbrl.p4", STUDY / "dmbrl_entries.yaml", out,
+                       n_ports=4) as (rig, address, info):
         client = Client(address, election=TOP_ELECTION)
         try:
             assert is_primary(client.next("arbitration"))

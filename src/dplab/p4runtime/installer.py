@@ -4,17 +4,14 @@ controller stays connected; the switch keeps what was written)."""
 
 from __future__ import annotations
 
-import queue
-
 import grpc
 from p4.v1 import p4runtime_pb2 as pb
-from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.p4runtime.entries import Entry
 from dplab.p4runtime.errors import update_code
+from dplab.p4runtime.primary import NotPrimary, PrimarySession
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
-CONNECT_TIMEOUT_S = 15.0
 
 
 class InstallError(RuntimeError):
@@ -24,36 +21,13 @@ class InstallError(RuntimeError):
 def install(address: str, device_id: int, config: pb.ForwardingPipelineConfig,
             entries: list[Entry], where: str) -> None:
     """``where`` names the entries' origin (e.g. the file) in error messages."""
-    with grpc.insecure_channel(address) as channel:
-        try:
-            grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT_S)
-        except grpc.FutureTimeoutError as exc:
-            raise InstallError(f"no P4Runtime server at {address}") from exc
-        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        outbox: queue.Queue = queue.Queue()
-        stream = stub.StreamChannel(iter(outbox.get, None))
-        try:
-            _become_primary(stream, outbox, device_id, address)
-            _set_pipeline(stub, device_id, config, address)
-            for entry in entries:
-                _write(stub, device_id, entry, where)
-        finally:
-            outbox.put(None)
-            stream.cancel()
-
-
-def _become_primary(stream, outbox: queue.Queue, device_id: int, address: str) -> None:
-    hello = pb.StreamMessageRequest()
-    hello.arbitration.device_id = device_id
-    hello.arbitration.election_id.CopyFrom(ELECTION_ID)
-    outbox.put(hello)
     try:
-        reply = next(stream)
-    except grpc.RpcError as exc:
-        raise InstallError(f"{address}: arbitration failed: {exc.details()}") from exc
-    if reply.arbitration.status.code != 0:
-        raise InstallError(f"{address}: another client is primary "
-                           f"({reply.arbitration.status.message})")
+        with PrimarySession(address, device_id, ELECTION_ID) as session:
+            _set_pipeline(session.stub, device_id, config, address)
+            for entry in entries:
+                _write(session.stub, device_id, entry, where)
+    except NotPrimary as exc:
+        raise InstallError(str(exc)) from exc
 
 
 def _set_pipeline(stub, device_id: int, config: pb.ForwardingPipelineConfig,

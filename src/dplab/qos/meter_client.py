@@ -4,21 +4,18 @@ long as it writes: a client is primary only while its stream lives."""
 
 from __future__ import annotations
 
-import queue
-
-import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
-from p4.v1 import p4runtime_pb2_grpc
+
+from dplab.p4runtime.primary import PrimarySession
 
 # Above the plane's installer (1), which has left by the time the loop connects; a higher
 # id keeps the loop primary should anything else with a lower one connect.
 ELECTION_ID = pb.Uint128(high=0, low=2)
-CONNECT_TIMEOUT_S = 15.0
 
 
 class MeterClientError(RuntimeError):
-    """No server, not primary, or a name missing from the program."""
+    """A name missing from the program, or a counter cell not read."""
 
 
 class MeterClient:
@@ -27,31 +24,15 @@ class MeterClient:
         self.address, self.device_id = address, device_id
         self.meter_id = _id_of(info.meters, meter, "meter")
         self.counter_id = _id_of(info.counters, counter, "counter")
-        self.channel = grpc.insecure_channel(address)
-        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.outbox: queue.Queue = queue.Queue()
-        self.stream = None
+        self.session = PrimarySession(address, device_id, ELECTION_ID)
+        self.stub = self.session.stub
 
     def connect(self) -> None:
-        try:
-            grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
-        except grpc.FutureTimeoutError as exc:
-            raise MeterClientError(f"no P4Runtime server at {self.address}") from exc
-        self.stream = self.stub.StreamChannel(iter(self.outbox.get, None))
-        hello = pb.StreamMessageRequest()
-        hello.arbitration.device_id = self.device_id
-        hello.arbitration.election_id.CopyFrom(ELECTION_ID)
-        self.outbox.put(hello)
-        reply = next(self.stream)
-        if reply.arbitration.status.code != 0:
-            raise MeterClientError(f"{self.address}: not primary "
-                                   f"({reply.arbitration.status.message})")
+        """Primary from here on (primary.NotPrimary if not)."""
+        self.session.open()
 
     def close(self) -> None:
-        self.outbox.put(None)
-        if self.stream is not None:
-            self.stream.cancel()
-        self.channel.close()
+        self.session.close()
 
     def read_bytes(self, index: int) -> int:
         entity = pb.Entity()

@@ -18,7 +18,7 @@ from dplab.measure.syn_delay import Endpoint, syn_delays_ms
 from dplab.substrate.network import HOST_IF
 from dplab.workloads import iperf, ping, pps, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
-from dplab.workloads.measured import Measured, missing
+from dplab.workloads.measured import Measured, missing, read_output
 from dplab.workloads.waiting import bound_ports
 
 FIRST_PORT = 5001
@@ -55,6 +55,7 @@ class FlowNetwork(Protocol):
 
     def host_ns(self, host: str) -> str: ...
     def host_ip(self, host: str) -> str: ...
+    def host_mac(self, host: str) -> str: ...
     def popen(self, ns: str, argv: list[str], **kw: Any) -> subprocess.Popen: ...
     def run(self, ns: str, argv: list[str], timeout: float | None = None,
             check: bool = True) -> subprocess.CompletedProcess: ...
@@ -279,7 +280,7 @@ def _from_measured(flow: Flow, measured: Measured) -> FlowResult:
 
 def _measure(job: _Job) -> Measured:
     source = f"flow '{job.flow.flow_id}' ({job.flow.src}->{job.flow.dst})"
-    client_text = _read(job.client_out)
+    client_text = read_output(job.client_out)
     if isinstance(job.params, ping.PingParams):
         metrics = ping.METRICS
     else:
@@ -289,14 +290,6 @@ def _measure(job: _Job) -> Measured:
     try:
         if isinstance(job.params, ping.PingParams):
             return ping.measure(job.params, client_text, source)
-        return iperf.measure(job.params, client_text, _read(job.server_out), source)
+        return iperf.measure(job.params, client_text, read_output(job.server_out), source)
     except (IperfParseError, PingParseError) as exc:
         return missing(metrics, str(exc))
-
-
-def _read(out: IO[str] | None) -> str:
-    if out is None:
-        return ""
-    with out:
-        out.seek(0)
-        return out.read()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ipaddress
 import struct
 
+from dplab.control.packets import build_ethernet
+
 FCS = 4
 ETH_HEADER = 14
 IPV4_HEADER = 20
@@ -33,7 +35,7 @@ def udp_frame(size: int, src_mac: str, dst_mac: str, src_ip: str, dst_ip: str,
     header = struct.pack("!HHHH", src_port, dst_port, length, 0)
     checksum = internet_checksum(pseudo + header + payload) or 0xFFFF  # 0 means "none"
     udp = struct.pack("!HHHH", src_port, dst_port, length, checksum) + payload
-    return _ethernet(src_mac, dst_mac) + _ipv4(src_ip, dst_ip, PROTO_UDP, udp)
+    return build_ethernet(dst_mac, src_mac, ETHERTYPE_IPV4, _ipv4(src_ip, dst_ip, PROTO_UDP, udp))
 
 
 def icmp_echo_frame(size: int, src_mac: str, dst_mac: str, src_ip: str, dst_ip: str,
@@ -43,7 +45,8 @@ def icmp_echo_frame(size: int, src_mac: str, dst_mac: str, src_ip: str, dst_ip: 
     header = struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, 0, ident, seq)
     checksum = internet_checksum(header + payload)
     icmp = struct.pack("!BBHHH", ICMP_ECHO_REQUEST, 0, checksum, ident, seq) + payload
-    return _ethernet(src_mac, dst_mac) + _ipv4(src_ip, dst_ip, PROTO_ICMP, icmp)
+    return build_ethernet(dst_mac, src_mac, ETHERTYPE_IPV4,
+                          _ipv4(src_ip, dst_ip, PROTO_ICMP, icmp))
 
 
 def check_size(size: object, where: str) -> int:
@@ -68,10 +71,6 @@ def _payload_len(size: int) -> int:
     return size - FCS - ETH_HEADER - IPV4_HEADER - L4_HEADER
 
 
-def _ethernet(src_mac: str, dst_mac: str) -> bytes:
-    return _mac(dst_mac) + _mac(src_mac) + struct.pack("!H", ETHERTYPE_IPV4)
-
-
 def _ipv4(src_ip: str, dst_ip: str, proto: int, body: bytes) -> bytes:
     total = IPV4_HEADER + len(body)
     # Version 4, IHL 5; identification 0 with DF set, as Linux sends unfragmentable packets.
@@ -79,13 +78,6 @@ def _ipv4(src_ip: str, dst_ip: str, proto: int, body: bytes) -> bytes:
     header = struct.pack("!BBHHHBBH", *fields, 0) + _ip(src_ip) + _ip(dst_ip)
     checksum = internet_checksum(header)
     return struct.pack("!BBHHHBBH", *fields, checksum) + _ip(src_ip) + _ip(dst_ip) + body
-
-
-def _mac(text: str) -> bytes:
-    octets = text.split(":")
-    if len(octets) != 6:
-        raise ValueError(f"not a MAC address: {text!r}")
-    return bytes(int(octet, 16) for octet in octets)
 
 
 def _ip(text: str) -> bytes:

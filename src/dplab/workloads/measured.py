@@ -1,6 +1,7 @@
 """What a workload module hands back for one flow before it becomes a FlowResult."""
 
 from dataclasses import dataclass, field
+from typing import IO
 
 Metrics = dict[str, float | None]
 
@@ -42,3 +43,12 @@ def positive_int(params: dict, key: str, where: str, default: int | None) -> int
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{where}: parameter '{key}' must be an integer > 0, got {value!r}")
     return value
+
+
+def read_output(out: IO[str] | None) -> str:
+    """All a tool wrote into its output file (opened w+), which this closes ("" for none)."""
+    if out is None:
+        return ""
+    with out:
+        out.seek(0)
+        return out.read()

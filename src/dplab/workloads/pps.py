@@ -5,7 +5,8 @@ second, required), duration (s) or count (frames), protocol "udp" (default) or "
 (echo requests: an echo server on the way, e.g. p4src/study003/echo.p4, answers them),
 timeout_s (default: the send time + 10 s).
 
-The frame is built from the hosts' real addresses: A's MAC and IP, B's IP, and as
+The frame is built from the hosts' real addresses: A's MAC and IP (as the substrate
+set them), B's IP, and as
 destination MAC the one A's kernel resolved for the next hop towards B (`ip route get`,
 then A's neighbour table), after one ordinary ping A -> B made it resolve it.
 dplab-pktblast (switch/src/bin/pktblast, AF_PACKET transmit ring) sends it from A's eth0 at
@@ -37,7 +38,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from dplab.substrate.network import HOST_IF
 from dplab.workloads import frames
-from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
+from dplab.workloads.measured import (
+    Measured,
+    check_keys,
+    missing,
+    positive_int,
+    positive_number,
+    read_output,
+)
 from dplab.workloads.waiting import wait_ready
 
 if TYPE_CHECKING:
@@ -215,7 +223,7 @@ class PpsFlows:
         flow, p = stream.flow, stream.params
         src_ip, dst_ip = self.net.host_ip(flow.src), self.net.host_ip(flow.dst)
         dst_mac = self.resolved_mac(flow.src, dst_ip)
-        src_mac = self._own_mac(flow.src)
+        src_mac = self.net.host_mac(flow.src)
         if p.protocol == "udp":
             return frames.udp_frame(p.size, src_mac, dst_mac, src_ip, dst_ip, stream.ident,
                                     stream.ident)
@@ -237,11 +245,6 @@ class PpsFlows:
             raise ValueError(f"{host}: its kernel did not resolve a MAC for {hop} (next hop to "
                              f"{dst_ip}), so there is no frame to send")
         return macs[0]
-
-    def _own_mac(self, host: str) -> str:
-        path = f"/sys/class/net/{HOST_IF}/address"
-        return self.net.run(self.net.host_ns(host), ["cat", path],
-                            timeout=RESOLVE_TIMEOUT_S).stdout.strip()
 
     def _spawn(self, host: str, argv: list[str], out: IO[str]) -> subprocess.Popen:
         ns = self.net.host_ns(host)
@@ -266,7 +269,7 @@ def _said_ready(item: tuple[_Stream, str]) -> bool:
 
 def _result(stream: _Stream) -> Measured:
     source = f"flow '{stream.flow.flow_id}' ({stream.flow.src}->{stream.flow.dst})"
-    texts = {role: _read(out) for role, out in stream.outputs.items()}
+    texts = {role: read_output(out) for role, out in stream.outputs.items()}
     report = _last_json(texts["sender"])
     if stream.sender is None or report is None:
         said = "; ".join(t.strip()[-300:] for t in texts.values() if t.strip())
@@ -313,9 +316,3 @@ def _last_json(text: str) -> dict[str, Any] | None:
         if line.startswith("{"):
             return json.loads(line)
     return None
-
-
-def _read(out: IO[str]) -> str:
-    with out:
-        out.seek(0)
-        return out.read()

@@ -31,7 +31,14 @@ from typing import IO, TYPE_CHECKING, Any
 from dplab.measure import emodel
 from dplab.measure.jitter import rfc3550_jitter_series
 from dplab.measure.stats import mean, percentile
-from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
+from dplab.workloads.measured import (
+    Measured,
+    check_keys,
+    missing,
+    positive_int,
+    positive_number,
+    read_output,
+)
 from dplab.workloads.waiting import wait_ready
 
 if TYPE_CHECKING:
@@ -207,7 +214,7 @@ def _said_ready(stream: _Stream) -> bool:
 
 def _result(stream: _Stream) -> Measured:
     source = f"flow '{stream.flow.flow_id}' ({stream.flow.src}->{stream.flow.dst})"
-    sender_text, receiver_text = _read(stream.sender_out), _read(stream.receiver_out)
+    sender_text, receiver_text = read_output(stream.sender_out), read_output(stream.receiver_out)
     report = _sender_report(sender_text)
     if stream.problems or report is None:
         said = (sender_text + receiver_text).strip()[-300:]
@@ -325,9 +332,3 @@ def _bin_row(index: int, sent: int, arrived: list[tuple[float, float | None]]) -
         "owd_ms": mean([owd for owd, _ in arrived]),
         "jitter_ms": jitters[-1] if jitters else None,  # RFC 3550 running value at bin end
     }
-
-
-def _read(out: IO[str]) -> str:
-    with out:
-        out.seek(0)
-        return out.read()
