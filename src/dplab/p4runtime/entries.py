@@ -196,7 +196,6 @@ class _Program:
                                                       f"param {p.name}"))
         return out
 
-
     def _meter(self, index: int, item: dict) -> Entry:
         unknown = sorted(set(item) - METER_KEYS)
         if unknown:
