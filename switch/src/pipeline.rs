@@ -241,7 +241,12 @@ impl Worker {
     fn reset(&mut self) {
         self.phv.fields.fill(0);
         self.phv.valid.copy_from_slice(&self.initial_valid);
-        self.phv.stack_next.fill(0);
+        // Not on an empty slice: glibc's AVX-512 memset of 0 bytes does a masked store to
+        // the slice's dangling address, whose fault suppression costs ~50 ns per packet on
+        // these machines (perf: 12 % of the switch's time in that one instruction).
+        if !self.phv.stack_next.is_empty() {
+            self.phv.stack_next.fill(0);
+        }
         self.flags = Flags::default();
     }
 
