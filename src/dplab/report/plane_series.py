@@ -19,12 +19,21 @@ from dplab.report.plots import save_png
 
 BITRATE_SUFFIX = "_bps"  # plotted in Mbit/s; other series (e.g. interval_s) stay in the data
 MAX_COLUMNS = 4
+# How a metric is drawn: a rate holds from its turn to the next (steps), drawn wide under
+# the load so that a rate equal to the load (DMB-RL's usual case) stays visible.
+STYLES: dict[str, dict[str, Any]] = {
+    "rate_bps": {"drawstyle": "steps-post", "linewidth": 2.5, "zorder": 1},
+    "used_bps": {"linestyle": "--", "marker": ".", "markersize": 4, "linewidth": 1,
+                 "zorder": 2},
+}
+DEFAULT_STYLE: dict[str, Any] = {"marker": ".", "markersize": 3, "linewidth": 1}
 NOTE = (
     "Per plane that recorded values over time (the p4 plane's QoS loop): per subject "
-    "<switch>:class<id> the rate the loop wrote to the class's meter (rate_bps) and the "
-    "class's load it measured over the interval before (used_bps, from the class's byte "
-    "counter), one point per turn, every ok repetition drawn; t = 0 is when the run's "
-    "traffic began (the dashed line). All series, interval_s too, are in plane_series.csv."
+    "<switch>:class<id> the rate the loop wrote to the class's meter (rate_bps, held until "
+    "the class's next turn) and the class's load it measured over the interval before "
+    "(used_bps, from the class's byte counter, one point per turn); every ok repetition "
+    "drawn; t = 0 is when the run's traffic began (the grey line). All series, interval_s "
+    "too, are in plane_series.csv."
 )
 
 # subject -> metric -> run_id -> [(t, value)]
@@ -63,12 +72,15 @@ def _figure(plane: str, by_subject: BySubject, path: Path) -> Path:
     axes = fig.subplots(rows, columns, squeeze=False, sharex=True)
     for ax, subject in zip(axes.flat, subjects, strict=False):
         _subplot(ax, subject, by_subject[subject])
+    # One legend for the figure: the same metrics in every subplot, and none covers a line.
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper right", fontsize="small", ncols=len(labels))
     for ax in list(axes.flat)[len(subjects):]:
         ax.set_visible(False)
     runs = len({run for metrics in by_subject.values() for by_run in metrics.values()
                 for run in by_run})
     fig.suptitle(f"{plane}: plane time series ({runs} run(s), every run drawn)",
-                 fontsize="medium")
+                 fontsize="medium", x=0.02, ha="left")
     for ax in axes[-1]:
         ax.set_xlabel("time since traffic began (s)")
     return save_png(fig, path)
@@ -81,15 +93,15 @@ def _subplot(ax: Axes, subject: str,
         for index, run in enumerate(sorted(by_metric[metric])):
             points = sorted(by_metric[metric][run])
             ys = [v / 1e6 for _, v in points]
-            ax.plot([t for t, _ in points], ys, marker=".", markersize=3, linewidth=1,
-                    color=f"C{colour}", alpha=0.7, label=metric if index == 0 else None)
+            ax.plot([t for t, _ in points], ys, color=f"C{colour}", alpha=0.75,
+                    label=metric if index == 0 else None,
+                    **STYLES.get(metric, DEFAULT_STYLE))
             top = max(top, *ys)
-    ax.axvline(0.0, color="0.5", linestyle="--", linewidth=0.8)
+    ax.axvline(0.0, color="0.5", linestyle=":", linewidth=1)
     ax.set_ylim(0, top * 1.15 or 1.0)  # from zero, as the other time series
     ax.set_title(subject, fontsize="small")
     ax.set_ylabel("Mbit/s")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper right", fontsize="x-small")
 
 
 def _subject_order(subject: str) -> tuple[str, ...]:
