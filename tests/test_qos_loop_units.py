@@ -70,7 +70,8 @@ def test_dmbrl_sets_the_measured_load_within_bounds_and_adapts_its_interval():
     assert switch.rates[0] == (8 * MBIT, 5000)
     assert (ef.interval_s, best_effort.interval_s) == (1.0, 0.5)  # 8 > θhigh: halved
     rows = [json.loads(line) for line in samples.getvalue().splitlines()]
-    assert rows[0] == {"t": 1.0, "switch": "s1", "class": 1, "bytes": 250_000,
+    assert rows[0] == {"t": 1.0, "monotonic": 101.0, "switch": "s1", "class": 1,
+                       "bytes": 250_000,
                        "used_bps": 2 * MBIT, "rate_bps": 2 * MBIT, "interval_s": 1.0}
     switch.bytes[1] += 20_000  # 0.8 Mbit/s over the 0.2 s measured (not the nominal 1 s)
     clock.now += 0.2

@@ -5,6 +5,7 @@ import re
 from rich.console import Console
 
 from dplab import report
+from dplab.planes.base import SeriesPoint
 from dplab.store import RunStore
 from dplab.workloads.flows import Flow, FlowResult
 
@@ -89,3 +90,49 @@ def test_report_of_an_experiment_with_only_failed_runs(tmp_path):
     store.add_run("bridge-r1", "bridge", 1, "failed", "netns busy", 0.0, 0.1, {}, [])
     page = report.build(tmp_path).read_text()
     assert "No measured values stored." in page and "netns busy" in page
+
+
+QOS_SPEC = {"name": "qos", "repetitions": 2,
+            "planes": [{"kind": "p4", "label": "static", "options": {}},
+                       {"kind": "p4", "label": "dmbrl", "options": {}}]}
+
+
+def store_qos_experiment(path, with_series: bool) -> None:
+    """Two planes, two runs each; dmbrl's runs carry a loop's time series (two switches,
+    rate and load of class 1 every 0.5 s, and its interval, which is not a bit rate)."""
+    store = RunStore(path)
+    store.write_experiment(QOS_SPEC)
+    for rep in (1, 2):
+        for plane, mbit in (("static", 3.0), ("dmbrl", 4.0 + rep / 10)):
+            series = [SeriesPoint(t / 2, f"{metric}:{switch}:class1", value)
+                      for t in range(-1, 10) for switch in ("s3", "s4")
+                      for metric, value in (("used_bps", 1e6 + t * 1e5),
+                                            ("rate_bps", 1.2e6), ("interval_s", 0.5))]
+            store.add_run(f"{plane}-r{rep}", plane, rep, "ok", None, 1000.0, 9.0,
+                          {"qos_turns": 22.0 if plane == "dmbrl" else None},
+                          [tcp(1, mbit)],
+                          plane_series=series if with_series and plane == "dmbrl" else None)
+
+
+def test_runs_with_plane_series_get_a_plot_per_plane_and_the_tables_stay(tmp_path):
+    store_qos_experiment(tmp_path / "with", with_series=True)
+    store_qos_experiment(tmp_path / "without", with_series=False)
+    page = report.build(tmp_path / "with").read_text()
+    plain = report.build(tmp_path / "without").read_text()
+
+    png = tmp_path / "with" / "plots" / "plane_series_dmbrl.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    assert not (tmp_path / "with" / "plots" / "plane_series_static.png").exists()
+    assert "<h2>Plane time series</h2>" in page and 'alt="plane_series_dmbrl"' in page
+    assert "Plane time series" not in plain
+    images = re.compile(r'src="data:image/png;base64,')
+    assert len(images.findall(page)) == len(images.findall(plain)) + 1
+    csv_rows = (tmp_path / "with" / "csv" / "plane_series.csv").read_text().splitlines()
+    assert len(csv_rows) == 1 + 2 * 11 * 2 * 3  # header + runs x turns x switches x metrics
+    assert 'href="csv/plane_series.csv"' in page
+    tables = []
+    for results in ("with", "without"):
+        console = Console(record=True, width=160)
+        report.print_tables(tmp_path / results, console)
+        tables.append(console.export_text())
+    assert tables[0] == tables[1] and "dmbrl" in tables[0]

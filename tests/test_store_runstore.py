@@ -5,6 +5,7 @@ import csv
 import pyarrow.parquet as pq
 import pytest
 
+from dplab.planes.base import SeriesPoint
 from dplab.store import RunStore, StoreError
 from dplab.workloads.flows import Flow, FlowResult
 
@@ -95,8 +96,8 @@ def test_csv_export_writes_every_table_with_empty_cells_for_missing(tmp_path):
     store = RunStore(tmp_path / "res")
     add(store, "ovs-r1")
     paths = store.export_csv(tmp_path / "csv")
-    assert sorted(p.name for p in paths) == ["flows.csv", "intervals.csv", "plane_stats.csv",
-                                            "runs.csv", "summaries.csv"]
+    assert sorted(p.name for p in paths) == ["flows.csv", "intervals.csv", "plane_series.csv",
+                                            "plane_stats.csv", "runs.csv", "summaries.csv"]
     with (tmp_path / "csv" / "summaries.csv").open() as f:
         rows = list(csv.DictReader(f))
     syn = next(r for r in rows if r["metric"] == "syn_delay_ms")
@@ -138,3 +139,52 @@ def test_open_refuses_an_empty_directory_and_a_different_experiment(tmp_path):
     store.write_experiment({"name": "a"})  # resuming the same experiment is fine
     with pytest.raises(StoreError, match="different experiment"):
         RunStore(tmp_path).write_experiment({"name": "b"})
+
+
+SERIES = [SeriesPoint(-0.2, "rate_bps:s3:class1", 1e6),
+          SeriesPoint(0.8, "used_bps:s3:class1", 2.5e5),
+          SeriesPoint(0.8, "rate_bps:s3:class1", None)]
+
+
+def test_plane_series_round_trip_and_csv(tmp_path):
+    store = RunStore(tmp_path / "res")
+    add(store, "p4-r1", plane_label="p4", plane_series=SERIES)
+    add(store, "p4-r2", plane_label="p4", repetition=2)  # a plane with no series: no rows
+    back = RunStore.open(tmp_path / "res")
+    assert back.rows("plane_series") == [
+        {"run_id": "p4-r1", "plane": "p4", "repetition": 1, "t": t, "series": name,
+         "value": value} for t, name, value in SERIES]
+    back.export_csv(tmp_path / "csv")
+    with (tmp_path / "csv" / "plane_series.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["t"], r["series"], r["value"]) for r in rows] == [
+        ("-0.2", "rate_bps:s3:class1", "1000000"), ("0.8", "used_bps:s3:class1", "250000"),
+        ("0.8", "rate_bps:s3:class1", "")]
+
+
+def test_a_store_from_before_plane_series_opens_and_takes_new_runs(tmp_path):
+    store = RunStore(tmp_path)
+    store.write_experiment({"name": "old"})
+    add(store, "ovs-r1")
+    (tmp_path / "plane_series.parquet").unlink()  # the layout stores had before the table
+
+    old = RunStore.open(tmp_path)
+    assert old.rows("plane_series") == []
+    assert old.completed_runs() == {"ovs-r1"}
+    add(old, "ovs-r2", repetition=2, plane_series=SERIES[:1])
+    again = RunStore.open(tmp_path)
+    assert [r["run_id"] for r in again.rows("runs")] == ["ovs-r1", "ovs-r2"]
+    assert [(r["run_id"], r["series"]) for r in again.rows("plane_series")] == [
+        ("ovs-r2", "rate_bps:s3:class1")]
+
+
+def test_bad_series_points_are_named_and_store_nothing(tmp_path):
+    store = RunStore(tmp_path)
+    with pytest.raises(StoreError, match=r"run 'x', plane series point 1 \(rate_bps:s1\) "
+                                         r"value: expected a number"):
+        add(store, "x", plane_series=[SERIES[0], SeriesPoint(1.0, "rate_bps:s1", "fast")])
+    with pytest.raises(StoreError, match="point 0 .*t is missing"):
+        add(store, "x", plane_series=[SeriesPoint(None, "rate_bps:s1", 1.0)])
+    with pytest.raises(StoreError, match="point 0: series must be a non-empty name"):
+        add(store, "x", plane_series=[SeriesPoint(1.0, "", 1.0)])
+    assert store.rows("runs") == [] and store.rows("plane_series") == []

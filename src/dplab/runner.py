@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dplab import planes
 from dplab.measure.resources import ResourceSampler
+from dplab.planes.base import SeriesPoint
 from dplab.spec.model import Experiment, PlaneSpec
 from dplab.store.runstore import RunStore
 from dplab.substrate import cpu_idle, registry
@@ -157,9 +158,10 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
     clock = StageClock()
     results: list[FlowResult] = []
     stats: dict[str, float | None] = {}
+    series: list[SeriesPoint] = []
     error: str | None = None
     try:
-        results, stats = _execute(key, plan, store.results_dir, say, clock)
+        results, stats, series = _execute(key, plan, store.results_dir, say, clock)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
@@ -179,6 +181,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         plane_stats={**stats, **clock.stats()},
         results=results,
         cpu_idle=idle.finish(),
+        plane_series=series,
     )
 
 
@@ -202,8 +205,10 @@ class StageClock:
 
 
 def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
-             clock: StageClock) -> tuple[list[FlowResult], dict[str, float | None]]:
-    """One run; its pcaps and video frames go to <results>/{pcap,frames}/<run_id>/."""
+             clock: StageClock,
+             ) -> tuple[list[FlowResult], dict[str, float | None], list[SeriesPoint]]:
+    """One run: its flows' results, the plane's statistics and time series; its pcaps and
+    video frames go to <results>/{pcap,frames}/<run_id>/."""
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
     say(f"{key.run_id}: building {topo.name}")
@@ -221,6 +226,7 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             with ResourceSampler(switch_namespaces) as resources, \
                     Captures(net, points) as pcap, \
                     video.keep_frames(results_dir / "frames" / key.run_id):
+                traffic_began = time.monotonic()  # t = 0 of the plane's time series
                 for number, flows in enumerate(plan.phases, start=1):
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
@@ -229,7 +235,8 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")
             stats = {**plane.stats(), **resources.stats()}
+            series = plane.series(traffic_began)  # the run directory goes with the network
             clock.lap("collect_stats")
-            return results, stats
+            return results, stats, series
         finally:
             plane.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
 
@@ -14,6 +14,14 @@ if TYPE_CHECKING:
 
 class PlaneError(RuntimeError):
     """A plane was misconfigured or did not become ready; the message says which and why."""
+
+
+class SeriesPoint(NamedTuple):
+    """One value a plane recorded at a moment of a run (the store's plane_series table)."""
+
+    t: float  # s since the run's traffic began; negative: before it
+    series: str  # "<metric>:<subject>", e.g. "rate_bps:s3:class1"
+    value: float | None  # None: not measured at that moment
 
 
 class Plane(ABC):
@@ -47,6 +55,12 @@ class Plane(ABC):
     @abstractmethod
     def stats(self) -> dict[str, float | None]:
         """Plane counters (e.g. packet_ins, flow_installs, setup_ms); None = not measured."""
+
+    def series(self, traffic_began: float) -> list[SeriesPoint]:
+        """What the plane recorded over the run, with times relative to ``traffic_began``
+        (a ``time.monotonic()`` reading). Called with ``stats()``, before ``stop()``, while
+        the run directory still exists. Most planes record nothing over time."""
+        return []
 
     @abstractmethod
     def stop(self) -> None:

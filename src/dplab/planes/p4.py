@@ -19,8 +19,9 @@ all), and nothing changes them afterwards, except option ``qos`` (study 004, see
 ``dplab.qos.options``): with a policy other than ``static`` the plane runs the QoS loop
 (``python -m dplab.qos.dmbrl_loop``, daemon ``qos``) once the entries are written; it
 rewrites the class meters every sampling interval and its samples are in
-``<run dir>/p4/qos_samples.jsonl``. Ready = every switch up and every link found by
-LLDP (proactive: all host-pair paths installed; static: skipped), then a ping between the
+``<run dir>/p4/qos_samples.jsonl``; ``series()`` hands them on as the run's time series
+(the store's plane_series). Ready = every switch up and every link found by LLDP
+(proactive: all host-pair paths installed; static: skipped), then a ping between the
 farthest hosts.
 """
 
@@ -43,7 +44,7 @@ from dplab.p4.cli import compile_command
 from dplab.p4.errors import P4Error
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime.installer import InstallError, install
-from dplab.planes.base import PlaneError
+from dplab.planes.base import PlaneError, SeriesPoint
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
 from dplab.substrate.network import HOST_IF, Network
@@ -72,6 +73,9 @@ HOST_OFFLOADS = ("for i in \"$@\"; do have=$(ethtool -k \"$i\") || exit 1; off='
                  "case \"$have\" in *\"$f:\"*) off=\"$off $f off\";; esac; done; "
                  "ethtool -K \"$i\" $off gro on >/dev/null || exit 1; done")
 QOS_LOOP = "qos"  # the QoS loop's daemon and log name
+# What a QoS loop sample gives the run's time series: the class's measured load (Λ), the
+# rate written to its meter, and the interval until its next turn.
+QOS_SERIES = ("used_bps", "rate_bps", "interval_s")
 GRO_ON = "for i in \"$@\"; do ethtool -K \"$i\" gro on >/dev/null || exit 1; done"
 
 
@@ -279,15 +283,24 @@ class P4Plane(ControlledPlane):
             raise PlaneError(f"p4: the QoS loop exited ({loop.returncode}); "
                              f"log {self.dir / QOS_LOOP}.log")
 
+    def _qos_samples(self) -> list[dict[str, Any]] | None:
+        """The loop's samples so far (None: no loop ran, or its file cannot be read)."""
+        if self.qos is None or not self.qos.runs_loop:
+            return None
+        try:
+            text = self.qos_samples_file.read_text()
+        except OSError:
+            return None
+        # The loop may still be writing: a last line without its newline is not whole yet.
+        return [json.loads(line) for line in text.split("\n")[:-1]]
+
     def _qos_stats(self) -> dict[str, float | None]:
         """How many turns the loop took and how many meter rates it wrote that differ
         from the class's previous one (None: no loop ran)."""
         if self.qos is None or not self.qos.runs_loop:
             return {}
-        try:
-            samples = [json.loads(line) for line in
-                       self.qos_samples_file.read_text().splitlines()]
-        except OSError:
+        samples = self._qos_samples()
+        if samples is None:
             return {"qos_turns": None, "qos_rate_changes": None}
         last: dict[tuple[str, int], float] = {}
         changes = 0
@@ -296,6 +309,18 @@ class P4Plane(ControlledPlane):
             changes += last.get(key) != sample["rate_bps"]
             last[key] = sample["rate_bps"]
         return {"qos_turns": len(samples), "qos_rate_changes": changes}
+
+    def series(self, traffic_began: float) -> list[SeriesPoint]:
+        """The QoS loop's turns: per turn, per metric of QOS_SERIES a point
+        ``<metric>:<switch>:class<id>`` at the turn's time since the traffic began (the
+        loop and this process read the same monotonic clock)."""
+        points = []
+        for sample in self._qos_samples() or []:
+            t = sample["monotonic"] - traffic_began
+            subject = f"{sample['switch']}:class{sample['class']}"
+            points += [SeriesPoint(t, f"{metric}:{subject}", sample[metric])
+                       for metric in QOS_SERIES]
+        return points
 
     # -- stats and stop ------------------------------------------------------------------
 

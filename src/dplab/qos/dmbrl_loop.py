@@ -9,8 +9,10 @@ rate is capped by the capacity its switch has left after the classes above it (t
 latest rates). Λ divides by the time measured between the two readings, not the nominal
 interval: a late turn must not inflate the load.
 
-Samples (JSON lines, one per turn): t (s since the loop started), switch, class, bytes
-(the counter), used_bps (Λ), rate_bps (written), interval_s (until the next turn).
+Samples (JSON lines, one per turn): t (s since the loop started), monotonic (the same
+moment on the machine's monotonic clock, so the plane can place it against the run's
+traffic), switch, class, bytes (the counter), used_bps (Λ), rate_bps (written), interval_s
+(until the next turn).
 
     python -m dplab.qos.dmbrl_loop --config loop.json   # {p4info, qos, samples, switches:
                                                         #  {name: {address, device_id}}}
@@ -79,7 +81,7 @@ class Loop:
         self.clients[state.switch].write_rate(state.class_id, rate, self.spec.burst_bytes)
         state.last_bytes, state.last_t, state.rate_bps = now_bytes, now, rate
         self.samples.write(json.dumps({
-            "t": round(now - self.started, 6), "switch": state.switch,
+            "t": round(now - self.started, 6), "monotonic": now, "switch": state.switch,
             "class": state.class_id, "bytes": now_bytes, "used_bps": used,
             "rate_bps": rate, "interval_s": state.interval_s}) + "\n")
         self.samples.flush()

@@ -10,6 +10,7 @@ from rich.markup import escape
 from dplab.analysis import analyse
 from dplab.report import cpu_idle
 from dplab.report.html import write_html
+from dplab.report.plane_series import plane_series_plots
 from dplab.report.plots import (
     TIMESERIES_METRICS,
     box_plots,
@@ -39,9 +40,11 @@ def build(results_dir: Path) -> Path:
     resources = resource_box_plots(analysis, plots_dir / "resources.png")
     plots = [p for p in series if p] + box_plots(analysis, plots_dir) \
         + cdf_plots(intervals, flows, analysis, plots_dir) + ([resources] if resources else [])
+    plane_series = plane_series_plots(store.rows("plane_series"), analysis, plots_dir)
     raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
-                      comparison_tables(analysis), plots, raw, store.rows("runs"))
+                      comparison_tables(analysis), plots, raw, store.rows("runs"),
+                      plane_series)
 
 
 def print_tables(results_dir: Path, console: Console | None = None) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dplab.analysis import Analysis
-from dplab.report import cpu_idle
+from dplab.report import cpu_idle, plane_series
 from dplab.report.tables import NOTES, TableData, to_html
 
 STYLE = """
@@ -40,9 +40,10 @@ PLOTS_NOTE = (
 
 def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                tables: list[TableData], plots: list[Path], raw_files: list[Path],
-               runs: list[dict[str, Any]]) -> Path:
+               runs: list[dict[str, Any]], series_plots: list[Path] | None = None) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
-    files are linked relative to the report. ``runs``: the store's runs table."""
+    files are linked relative to the report. ``runs``: the store's runs table;
+    ``series_plots``: the planes' time series (a section only when there are any)."""
     spec = experiment.get("spec", {})
     title = f"dplab report: {spec.get('name', path.parent.name)}"
     sections = [
@@ -55,6 +56,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         "<h2>Plots</h2>",
         f'<p class="note">{_esc(PLOTS_NOTE)}</p>',
         "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
+        _plane_series(series_plots or []),
         _video_frames(path.parent, analysis),
         _failed_runs(analysis),
         _failed_flows(analysis),
@@ -94,6 +96,13 @@ def _image(path: Path) -> str:
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return f'<figure><img alt="{_esc(path.stem)}" src="data:image/png;base64,{data}">' \
            f"<figcaption>{_esc(path.name)}</figcaption></figure>"
+
+
+def _plane_series(plots: list[Path]) -> str:
+    if not plots:
+        return ""
+    return ("<h2>Plane time series</h2>" + f'<p class="note">{_esc(plane_series.NOTE)}</p>'
+            + "".join(_image(p) for p in plots))
 
 
 FRAMES_NOTE = (

@@ -63,7 +63,7 @@ def timeseries(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize="small")
     axes[-1, 0].set_xlabel("time since the first interval (s)")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def box_plots(analysis: Analysis, out_dir: Path) -> list[Path]:
@@ -80,7 +80,7 @@ def box_plots(analysis: Analysis, out_dir: Path) -> list[Path]:
         axes = fig.subplots(1, len(traffics), squeeze=False)
         for ax, traffic in zip(axes[0], traffics, strict=True):
             _box(ax, analysis, traffic, metric)
-        paths.append(_save(fig, Path(out_dir) / f"box_{metric}.png"))
+        paths.append(save_png(fig, Path(out_dir) / f"box_{metric}.png"))
     return paths
 
 
@@ -136,7 +136,7 @@ def _cdf_figure(metric: str, by_traffic: dict[str, dict[str, list[float]]],
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize="small")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def resource_box_plots(analysis: Analysis, path: Path) -> Path | None:
@@ -164,7 +164,7 @@ def resource_box_plots(analysis: Analysis, path: Path) -> Path | None:
     fig.suptitle("resource use during traffic (per run): plane processes "
                  "(cpu_* % of one core, RSS MiB) and whole machine (host_* % of all cores)",
                  fontsize="small")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def metric_per_interval(intervals: list[dict[str, Any]],
@@ -199,7 +199,7 @@ def metric_per_interval(intervals: list[dict[str, Any]],
     return series, width
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def save_png(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

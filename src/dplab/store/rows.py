@@ -36,6 +36,14 @@ class FlowResultLike(Protocol):
     intervals: list[dict[str, float | None]]
 
 
+class SeriesPointLike(Protocol):
+    """The fields of ``dplab.planes.base.SeriesPoint`` the store reads."""
+
+    t: float
+    series: str
+    value: float | None
+
+
 class CpuIdleLike(Protocol):
     """The fields of ``dplab.substrate.cpu_idle.IdleRecord`` the store reads."""
 
@@ -114,6 +122,23 @@ def plane_stat_rows(run: dict[str, Any], stats: dict[str, float | None]) -> list
         {**run, "stat": stat, "value": as_value(raw, f"{where} {stat!r}")}
         for stat, raw in stats.items()
     ]
+
+
+def plane_series_rows(run: dict[str, Any],
+                      points: list[SeriesPointLike]) -> list[dict[str, Any]]:
+    """One row per point of a plane's time series: (t, series, value)."""
+    rows = []
+    for index, point in enumerate(points):
+        where = f"run {run['run_id']!r}, plane series point {index}"
+        if not isinstance(point.series, str) or not point.series:
+            raise StoreError(f"{where}: series must be a non-empty name, got {point.series!r}")
+        t = as_value(point.t, f"{where} ({point.series}) t")
+        if t is None:
+            raise StoreError(f"{where} ({point.series}): t is missing; every point needs "
+                             "its time")
+        rows.append({**run, "t": t, "series": point.series,
+                     "value": as_value(point.value, f"{where} ({point.series}) value")})
+    return rows
 
 
 def _flow_identity(run: dict[str, Any], result: FlowResultLike) -> dict[str, Any]:

@@ -10,11 +10,18 @@ Tables (long format, one row per value; ``value`` is null when not measured):
 - ``summaries``: run keys + flow_id, kind, src, dst, metric, value
 - ``intervals``: run keys + flow_id, kind, src, dst, t_start, t_end, metric, value
 - ``plane_stats``: run keys + stat, value
+- ``plane_series``: run keys + t (s since the run's traffic began; negative: before it),
+  series (``<metric>:<subject>``, e.g. ``rate_bps:s3:class1``, see the plane), value:
+  what a plane recorded over time (the p4 plane's QoS loop: one row per metric per turn)
 
 Every table is rewritten after each run, atomically (temp file + rename), and ``runs`` is
 written last: a run appears in ``runs`` only once all its rows are on disk, so a crash at
 any point loses nothing already stored, and a half-written run is simply run again (adding
 a run_id that is already stored replaces its rows).
+
+Stores written before a table or column existed still open: a missing table file loads as
+an empty table (``plane_series``), a missing column (ADDED_COLUMNS) as nulls; the next run
+stored writes both in the current shape.
 """
 
 from __future__ import annotations
@@ -36,10 +43,12 @@ import pyarrow.parquet as pq
 from dplab.store.rows import (
     CpuIdleLike,
     FlowResultLike,
+    SeriesPointLike,
     StoreError,
     cpu_idle_columns,
     flow_row,
     interval_rows,
+    plane_series_rows,
     plane_stat_rows,
     summary_rows,
 )
@@ -66,11 +75,14 @@ SCHEMAS: dict[str, pa.Schema] = {
     "intervals": pa.schema(_RUN_KEYS + _FLOW_KEYS + [("t_start", pa.float64()),
                                                      ("t_end", pa.float64())] + _VALUE),
     "plane_stats": pa.schema(_RUN_KEYS + [("stat", pa.string()), ("value", pa.float64())]),
+    "plane_series": pa.schema(_RUN_KEYS + [("t", pa.float64()), ("series", pa.string()),
+                                           ("value", pa.float64())]),
 }
-# Columns added later: a table stored without them loads with nulls there.
+# Columns added later: a table stored without them loads with nulls there. (Tables added
+# later, like plane_series, need nothing here: a missing file loads as an empty table.)
 ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE}}
 # "runs" last: it marks a run as stored only after its other rows are on disk.
-WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "runs")
+WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "runs")
 
 
 class RunStore:
@@ -138,9 +150,11 @@ class RunStore:
         plane_stats: dict[str, float | None],
         results: list[FlowResultLike],
         cpu_idle: CpuIdleLike | None = None,
+        plane_series: list[SeriesPointLike] | None = None,
     ) -> None:
         """Store one run and write every table to disk before returning; ``cpu_idle`` says
-        under which idle behaviour it ran (None: not recorded)."""
+        under which idle behaviour it ran (None: not recorded), ``plane_series`` what the
+        plane recorded over time (None or empty: nothing)."""
         if status not in STATUSES:
             raise StoreError(f"run {run_id!r}: status must be one of {STATUSES}, got {status!r}")
         if status == "failed" and not error:
@@ -154,6 +168,7 @@ class RunStore:
             "summaries": [row for r in results for row in summary_rows(keys, r)],
             "intervals": [row for r in results for row in interval_rows(keys, r)],
             "plane_stats": plane_stat_rows(keys, plane_stats),
+            "plane_series": plane_series_rows(keys, plane_series or []),
         }
         # Convert everything first: bad input must leave the stored tables untouched.
         added = {name: pa.Table.from_pylist(rows, schema=SCHEMAS[name])

@@ -46,6 +46,7 @@ from dplab.workloads.measured import (
     positive_number,
     read_output,
 )
+from dplab.workloads.stream_base import StreamWorkload
 from dplab.workloads.waiting import wait_ready
 
 if TYPE_CHECKING:
@@ -126,13 +127,11 @@ class _Stream:
     problems: list[str] = field(default_factory=list)
 
 
-class PpsFlows:
+class PpsFlows(StreamWorkload[PpsParams]):
     """The pps flows of one run_flows call: counters first, senders together, then count."""
 
     def __init__(self, net: FlowNetwork, flows: Sequence[Flow]) -> None:
-        self.net = net
-        self.flows = list(flows)
-        self.params = [validate(f.params, f"flow '{f.flow_id}'") for f in self.flows]
+        super().__init__(net, flows, validate)
         self.streams: list[_Stream] = []
 
     def listen(self, tmp: Path) -> None:

@@ -40,6 +40,7 @@ from dplab.measure.jitter import mean_abs_consecutive_difference
 from dplab.measure.stats import mean
 from dplab.workloads import video_content
 from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
+from dplab.workloads.stream_base import StreamWorkload
 from dplab.workloads.video_content import FFMPEG, Content, ContentSpec
 from dplab.workloads.waiting import bound_ports, wait_ready
 
@@ -193,13 +194,11 @@ class _Server:
     out: Path  # its output, where it says "ready"
 
 
-class VideoFlows:
+class VideoFlows(StreamWorkload[VideoParams]):
     """The video flows of one run_flows call: listen, send together, wait, measure."""
 
     def __init__(self, net: FlowNetwork, flows: Sequence[Flow]) -> None:
-        self.net = net
-        self.flows = list(flows)
-        self.params = [validate(f.params, f"flow '{f.flow_id}'") for f in self.flows]
+        super().__init__(net, flows, validate)
         self.viewers: list[_Viewer] = []
         self.servers: dict[tuple[str, str], _Server] = {}
 

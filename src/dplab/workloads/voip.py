@@ -39,6 +39,7 @@ from dplab.workloads.measured import (
     positive_number,
     read_output,
 )
+from dplab.workloads.stream_base import StreamWorkload
 from dplab.workloads.waiting import wait_ready
 
 if TYPE_CHECKING:
@@ -129,13 +130,11 @@ class _Stream:
     problems: list[str] = field(default_factory=list)
 
 
-class VoipFlows:
+class VoipFlows(StreamWorkload[VoipParams]):
     """The VoIP flows of one run_flows call: listen, send together, wait, measure."""
 
     def __init__(self, net: FlowNetwork, flows: Sequence[Flow]) -> None:
-        self.net = net
-        self.flows = list(flows)
-        self.params = [validate(f.params, f"flow '{f.flow_id}'") for f in self.flows]
+        super().__init__(net, flows, validate)
         self.streams: list[_Stream] = []
 
     def listen(self, tmp: Path) -> None:
