@@ -27,6 +27,7 @@ from dplab.p4.types import (
     HeaderRef,
     IntType,
     Named,
+    Signed,
     StackRef,
     StackType,
     StringType,
@@ -169,7 +170,7 @@ class Compiler:
 
     def constant(self, decl: Node, env: Env) -> Val:
         typ = self.resolve_type(decl.type)
-        val = self.exprs.value(decl.value, env, width_of(typ))
+        val = self.exprs.typed(decl.value, env, typ)
         if val.const is None:
             raise P4Error(decl.value.loc, "a constant needs a compile-time value")
         if not isinstance(typ, IntType) and val.type != typ and not isinstance(val.type, IntType):
@@ -183,7 +184,7 @@ class Compiler:
             return Bits(check_width(node.width, node.loc))
         if node.kind == "int":
             if node.width is not None:
-                raise P4Error(node.loc, "signed int<W> is not supported; use bit<W>")
+                return Signed(check_width(node.width, node.loc))
             return IntType()
         if node.kind == "varbit":
             raise P4Error(node.loc, "varbit is not supported")
@@ -606,7 +607,7 @@ class Compiler:
             if param.direction == "in":
                 if width_of(typ) is None:
                     raise P4Error(param.loc, "in parameters must be bit<W> or bool")
-                val = self.exprs.value(arg, env, width_of(typ))
+                val = self.exprs.typed(arg, env, typ)
                 if val.type != typ and not isinstance(val.type, IntType):
                     raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
                                   f"argument is {type_name(val.type)}")

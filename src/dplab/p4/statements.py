@@ -84,7 +84,7 @@ class StatementCompiler:
         dst, typ = self.exprs.destination(node.target, env)
         if "compound" in dst:
             return self.assign_compound(dst["compound"], node, env)
-        src = self.exprs.value(node.value, env, width_of(typ))
+        src = self.exprs.typed(node.value, env, typ)
         if src.type != typ and not (isinstance(src.type, IntType)):
             raise P4Error(node.value.loc, f"cannot assign {type_name(src.type)} to "
                           f"{type_name(typ)}")
@@ -127,7 +127,7 @@ class StatementCompiler:
             if not isinstance(member, Val):
                 raise P4Error(item.loc, f"field {name} is not a scalar: a list expression "
                               "may set only bit<W>/bool fields here")
-            src = self.exprs.value(item, env, width_of(member.type))
+            src = self.exprs.typed(item, env, member.type)
             if src.type != member.type and not isinstance(src.type, IntType):
                 raise P4Error(item.loc, f"cannot assign {type_name(src.type)} to field {name} "
                               f"({type_name(member.type)})")
@@ -157,7 +157,7 @@ class StatementCompiler:
         val = self.program.new_local(node.name, typ, node.loc)
         env[node.name] = val
         dst = {"inst": val.ir["inst"], "field": val.ir["field"]}
-        init = self.exprs.value(node.init, env, width) if node.init else const(0, width)
+        init = self.exprs.typed(node.init, env, typ) if node.init else const(0, width)
         if node.init and init.type != typ and not isinstance(typ, BoolType):
             raise P4Error(node.init.loc, f"cannot initialise {type_name(typ)} with "
                           f"{type_name(init.type)}")

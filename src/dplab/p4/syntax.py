@@ -689,9 +689,8 @@ class Parser:
         token = self.tok
         if token.kind == "int":
             self.advance()
-            if token.signed:
-                raise P4Error(token.loc, "signed integers (int<W>) are not supported")
-            return Node("int", token.loc, value=token.value, width=token.width)
+            return Node("int", token.loc, value=token.value, width=token.width,
+                        signed=token.signed)
         if token.kind == "str":
             self.advance()
             return Node("str", token.loc, value=token.text)
