@@ -36,6 +36,8 @@ CASES = {
         tag_frame(4, 7), ETH + TAGGED + bytes([5, 6]) + REST),
     "op 5: a block's local shadows the control's": (
         tag_frame(5, 7), ETH + b"\x00\xee" + bytes([5, 7]) + REST),
+    "op 6: an action's in header parameter is a copy": (
+        tag_frame(6, 7), ETH + b"\x00\x77" + bytes([6, 7]) + REST),
 }
 
 
@@ -45,7 +47,7 @@ def test_header_locals_are_hidden_header_instances(tmp_path: Path) -> None:
     hidden = [n for n in names if n.startswith("$local.")]
     assert {n.split("$")[1] for n in hidden} == {"local.peek", "local.saved", "local.t",
                                                  "local.tmp", "local.gone", "local.p.h",
-                                                 "local.q.h", "local.l"}
+                                                 "local.q.h", "local.l", "local.h"}
     assert all(ir["instances"][names[n]]["kind"] == "header" for n in hidden)
     assert ir["deparser"]["emit"] == [names["hdr.eth"], names["hdr.tag"]]
     tag_state = next(s for s in ir["parser"]["states"] if s["name"] == "tag")
@@ -58,8 +60,10 @@ def test_header_locals_are_hidden_header_instances(tmp_path: Path) -> None:
 
 def test_shadowing_header_local_warns(tmp_path: Path) -> None:
     _, warnings = compile_with_warnings(LOCALS)
+    line = next(i for i, s in enumerate(LOCALS.read_text().splitlines(), 1)
+                if "tag_t saved;  " in s)
     assert [(w.loc.line, w.reason) for w in warnings] == [
-        (75, "var 'saved' shadows a declaration of the same name")]
+        (line, "var 'saved' shadows a declaration of the same name")]
 
 
 BAD = [
@@ -69,6 +73,10 @@ BAD = [
      "header stacks in local variables are not supported"),
     ("hdr.tag = t;", "hdr.eth = t;", 11, "cannot assign tag_t to eth_t"),
     ("t.val = v;", "t.val = t;", 9, "expected a value, found a header"),
+    ("copy_in(hdr.tag);", "copy_in(hdr.eth);", 12, "parameter h is tag_t, the argument is "
+     "eth_t"),
+    ("copy_in(hdr.tag);", "copy_in(1);", 9, "the argument of in parameter h must be a "
+     "header or struct"),
 ]
 
 

@@ -43,6 +43,11 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         hdr.eth.type = 0x88b5;
     }
 
+    action copy_in(in tag_t h) {       // an in header: the action works on a copy
+        h.val = 0x77;
+        hdr.eth.type = (bit<16>)h.val;
+    }
+
     apply {
         sm.egress_spec = 2;
         if (!hdr.tag.isValid()) {
@@ -78,6 +83,8 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
                 hdr.eth.type = (bit<16>)saved.val;
             }
             hdr.tag = saved;           // the control's: unchanged
+        } else if (hdr.tag.op == 6) {
+            copy_in(hdr.tag);
         }
     }
 }

@@ -10,6 +10,7 @@ from dplab.p4.errors import Loc, P4Error, P4Warning
 from dplab.p4.exprs import Env, ExprChecker, check_width, const, header_width
 from dplab.p4.ids import IdAllocator
 from dplab.p4.limits import MAX_STACK, checked_size
+from dplab.p4.local_vars import compound_local, copy_compound
 from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.stack_last import StackLastCheck
@@ -566,6 +567,9 @@ class Compiler:
         """What a directional parameter names in the body, and the copy-in it needs."""
         if param.direction != "in":   # out/inout: the body works on the l-value itself
             return target, []
+        if isinstance(typ, StructType):   # a header/struct copy-in: a local of its type
+            local, _ = compound_local(self, param.name, typ, param.loc)
+            return local, copy_compound(local, target, param.loc)
         local = self.new_local(param.name, typ, param.loc)   # copy-in: the body may write it
         return local, [{"kind": "assign", "dst": {"inst": local.ir["inst"],
                                                   "field": local.ir["field"]},
@@ -604,9 +608,10 @@ class Compiler:
         `in` -> a value, `out`/`inout` -> the l-value itself (field, variable, header, struct)."""
         bound = []
         for (param, typ), arg in zip(params, args, strict=True):
-            if param.direction == "in":
+            if param.direction == "in" and not isinstance(typ, StructType):
                 if width_of(typ) is None:
-                    raise P4Error(param.loc, "in parameters must be bit<W> or bool")
+                    raise P4Error(param.loc, "in parameters must be bit<W>, int<W>, bool, "
+                                  "a header or a struct")
                 val = self.exprs.typed(arg, env, typ)
                 if val.type != typ and not isinstance(val.type, IntType):
                     raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
@@ -617,9 +622,10 @@ class Compiler:
                 else None
             if not (isinstance(target, Val) and target.is_field
                     or isinstance(target, HeaderRef | StructRef)):
+                what = "a header or struct" if param.direction == "in" else \
+                    "an l-value (a field, variable, header or struct)"
                 raise P4Error(arg.loc, f"the argument of {param.direction} parameter "
-                              f"{param.name} must be an l-value (a field, variable, header or "
-                              "struct)")
+                              f"{param.name} must be {what}")
             if target.type != typ:
                 raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
                               f"argument is {type_name(target.type)}")
