@@ -10,6 +10,7 @@ from dplab.p4.errors import Loc, P4Error, P4Warning
 from dplab.p4.exprs import Env, ExprChecker, check_width, const, header_width
 from dplab.p4.ids import IdAllocator
 from dplab.p4.limits import MAX_STACK, checked_size
+from dplab.p4.local_vars import compound_local, copy_compound
 from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.stack_last import StackLastCheck
@@ -27,6 +28,7 @@ from dplab.p4.types import (
     HeaderRef,
     IntType,
     Named,
+    Signed,
     StackRef,
     StackType,
     StringType,
@@ -169,7 +171,7 @@ class Compiler:
 
     def constant(self, decl: Node, env: Env) -> Val:
         typ = self.resolve_type(decl.type)
-        val = self.exprs.value(decl.value, env, width_of(typ))
+        val = self.exprs.typed(decl.value, env, typ)
         if val.const is None:
             raise P4Error(decl.value.loc, "a constant needs a compile-time value")
         if not isinstance(typ, IntType) and val.type != typ and not isinstance(val.type, IntType):
@@ -183,7 +185,7 @@ class Compiler:
             return Bits(check_width(node.width, node.loc))
         if node.kind == "int":
             if node.width is not None:
-                raise P4Error(node.loc, "signed int<W> is not supported; use bit<W>")
+                return Signed(check_width(node.width, node.loc))
             return IntType()
         if node.kind == "varbit":
             raise P4Error(node.loc, "varbit is not supported")
@@ -565,6 +567,9 @@ class Compiler:
         """What a directional parameter names in the body, and the copy-in it needs."""
         if param.direction != "in":   # out/inout: the body works on the l-value itself
             return target, []
+        if isinstance(typ, StructType):   # a header/struct copy-in: a local of its type
+            local, _ = compound_local(self, param.name, typ, param.loc)
+            return local, copy_compound(local, target, param.loc)
         local = self.new_local(param.name, typ, param.loc)   # copy-in: the body may write it
         return local, [{"kind": "assign", "dst": {"inst": local.ir["inst"],
                                                   "field": local.ir["field"]},
@@ -603,10 +608,11 @@ class Compiler:
         `in` -> a value, `out`/`inout` -> the l-value itself (field, variable, header, struct)."""
         bound = []
         for (param, typ), arg in zip(params, args, strict=True):
-            if param.direction == "in":
+            if param.direction == "in" and not isinstance(typ, StructType):
                 if width_of(typ) is None:
-                    raise P4Error(param.loc, "in parameters must be bit<W> or bool")
-                val = self.exprs.value(arg, env, width_of(typ))
+                    raise P4Error(param.loc, "in parameters must be bit<W>, int<W>, bool, "
+                                  "a header or a struct")
+                val = self.exprs.typed(arg, env, typ)
                 if val.type != typ and not isinstance(val.type, IntType):
                     raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
                                   f"argument is {type_name(val.type)}")
@@ -616,9 +622,10 @@ class Compiler:
                 else None
             if not (isinstance(target, Val) and target.is_field
                     or isinstance(target, HeaderRef | StructRef)):
+                what = "a header or struct" if param.direction == "in" else \
+                    "an l-value (a field, variable, header or struct)"
                 raise P4Error(arg.loc, f"the argument of {param.direction} parameter "
-                              f"{param.name} must be an l-value (a field, variable, header or "
-                              "struct)")
+                              f"{param.name} must be {what}")
             if target.type != typ:
                 raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
                               f"argument is {type_name(target.type)}")

@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dplab.p4 import signed
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.stack_last import StackLastCheck
@@ -20,6 +21,7 @@ from dplab.p4.types import (
     HeaderRef,
     IntType,
     ListVal,
+    Signed,
     StackRef,
     StringType,
     StructRef,
@@ -158,6 +160,19 @@ class ExprChecker:
             return self.to_width(val, width, node.loc)
         return val
 
+    def typed(self, node: Node, env: Env, typ: object) -> Val:
+        """A value for a place of type ``typ``: an integer without width takes that type."""
+        if not isinstance(typ, Signed):
+            return self.value(node, env, width_of(typ))
+        val = self._value(node, env)
+        return self.int_to(val, typ, node.loc) if isinstance(val.type, IntType) else val
+
+    def int_to(self, val: Val, typ: Signed, loc: Loc) -> Val:
+        """An integer without width (a constant) as int<W>: it must fit."""
+        if not signed.fits(val.const, typ.width):
+            raise P4Error(loc, f"value {val.const} does not fit in {type_name(typ)}")
+        return Val(const(val.const, typ.width).ir, typ, val.const & ((1 << typ.width) - 1))
+
     def bits(self, node: Node, env: Env, width: int | None = None) -> Val:
         val = self.value(node, env, width)
         if isinstance(val.type, IntType):
@@ -185,6 +200,9 @@ class ExprChecker:
         if kind == "int":
             if node.width is not None:
                 check_width(node.width, node.loc)
+                if getattr(node, "signed", False):
+                    return self.int_to(Val({}, IntType(), node.value), Signed(node.width),
+                                       node.loc)
                 if node.value >= 1 << node.width:
                     raise P4Error(node.loc, f"value {node.value} does not fit in "
                                   f"bit<{node.width}>")
@@ -264,6 +282,8 @@ class ExprChecker:
             w = width_of(b.type)
             if w is None or isinstance(b.type, BoolType):
                 raise P4Error(loc, f"'{op}' cannot combine int and {type_name(b.type)}")
+            if isinstance(b.type, Signed):
+                return self.int_to(a, b.type, loc), b
             return Val(self.to_width(a, w, loc).ir, b.type, a.const), b
         if isinstance(b.type, IntType) and not isinstance(a.type, IntType):
             return tuple(reversed(self.unify(b, a, loc, op)))  # type: ignore[return-value]
@@ -293,14 +313,24 @@ class ExprChecker:
                 return bool_const(bool(result))
             return Val({"op": "const", "w": None, "v": hex(result)}, IntType(), result)
         if op in _COMPARE:
+            if op not in ("==", "!=") and isinstance(a.type, Signed):
+                return self.signed_compare(op, a, b)
             if op not in ("==", "!=") and not isinstance(a.type, Bits):
-                raise P4Error(node.loc, f"'{op}' needs bit<W> operands")
+                raise P4Error(node.loc, f"'{op}' needs bit<W> or int<W> operands")
             return self._fold_or_build(_COMPARE[op], a, b, BoolType(), op)
-        if op not in _ARITH or not isinstance(a.type, Bits):
+        if op in ("|+|", "|-|") and isinstance(a.type, Signed):
+            raise P4Error(node.loc, f"'{op}' on {type_name(a.type)} (signed saturating "
+                          "arithmetic) is not supported")
+        if op not in _ARITH or not isinstance(a.type, Bits | Signed):
             if op in ("/", "%"):
                 raise P4Error(node.loc, f"'{op}' is only allowed on compile-time constants")
             raise P4Error(node.loc, f"'{op}' is not defined on {type_name(a.type)}")
         return self._fold_or_build(_ARITH[op], a, b, a.type, op)
+
+    def signed_compare(self, op: str, a: Val, b: Val) -> Val:
+        if a.const is not None and b.const is not None:
+            return bool_const(signed.fold_compare(op, a.const, b.const, a.type))
+        return Val(signed.compare(_COMPARE[op], a.ir, b.ir, a.type.width), BoolType())
 
     def _fold_or_build(self, irop: str, a: Val, b: Val, typ: object, op: str) -> Val:
         w = width_of(typ)
@@ -317,8 +347,9 @@ class ExprChecker:
         return Val({"op": irop, "w": w, "a": a.ir, "b": b.ir}, typ)
 
     def shift(self, a: Val, b: Val, node: Node) -> Val:
-        if b.const is None and not isinstance(b.type, Bits):
-            raise P4Error(node.b.loc, "a shift amount must be bit<W> or a constant")
+        if isinstance(b.type, Signed) or b.const is None and not isinstance(b.type, Bits):
+            raise P4Error(node.b.loc, "a shift amount must be bit<W> or a non-negative "
+                          f"constant, not {type_name(b.type)}")
         if b.const is not None and b.const < 0:
             raise P4Error(node.b.loc, f"a shift amount must not be negative ({b.const})")
         if isinstance(a.type, IntType):
@@ -328,25 +359,38 @@ class ExprChecker:
                 raise P4Error(node.loc, f"the integer would be wider than {MAX_INT_BITS} bits")
             value = _FOLD[node.op](a.const, b.const)
             return Val({"op": "const", "w": None, "v": hex(value)}, IntType(), value)
-        if not isinstance(a.type, Bits):
+        if not isinstance(a.type, Bits | Signed):
             raise P4Error(node.loc, f"cannot shift a {type_name(a.type)}")
         if isinstance(b.type, IntType):
             amount = min(b.const, a.type.width)   # the same result, and a width the IR takes
             b = const(amount, max(1, amount.bit_length()))
+        if isinstance(a.type, Signed) and node.op == ">>":
+            return self.signed_shift_right(a, b)
         irop = "shl" if node.op == "<<" else "shr"
         if a.const is not None and b.const is not None:
-            return const(_FOLD[node.op](a.const, b.const), a.type.width)
+            return Val(const(_FOLD[node.op](a.const, b.const), a.type.width).ir, a.type,
+                       _FOLD[node.op](a.const, b.const) & ((1 << a.type.width) - 1))
         return Val({"op": irop, "w": a.type.width, "a": a.ir, "b": b.ir}, a.type)
+
+    def signed_shift_right(self, a: Val, b: Val) -> Val:
+        """`>>` of an int<W> is arithmetic: the sign bit fills in from the left."""
+        w = a.type.width
+        if a.const is not None and b.const is not None:
+            value = signed.as_signed(a.const, w) >> b.const
+            return Val(const(value, w).ir, a.type, value & ((1 << w) - 1))
+        return Val(signed.shift_right(a.ir, b.ir, w), a.type)
 
     def concat(self, a: Val, b: Val, node: Node) -> Val:
         for side, val in (("left", a), ("right", b)):
-            if not isinstance(val.type, Bits):
-                raise P4Error(node.loc, f"'++' needs bit<W> operands; the {side} one is "
-                              f"{type_name(val.type)}")
+            if not isinstance(val.type, Bits | Signed):
+                raise P4Error(node.loc, f"'++' needs bit<W> or int<W> operands; the {side} "
+                              f"one is {type_name(val.type)}")
         w = check_width(a.type.width + b.type.width, node.loc)
+        typ = Signed(w) if isinstance(a.type, Signed) else Bits(w)   # the left one's sign
         if a.const is not None and b.const is not None:
-            return const((a.const << b.type.width) | b.const, w)
-        return Val({"op": "concat", "w": w, "a": a.ir, "b": b.ir}, Bits(w))
+            value = (a.const << b.type.width) | b.const
+            return Val(const(value, w).ir, typ, value)
+        return Val({"op": "concat", "w": w, "a": a.ir, "b": b.ir}, typ)
 
     def unary(self, node: Node, env: Env) -> Val:
         if node.op == "!":
@@ -360,10 +404,11 @@ class ExprChecker:
         if isinstance(a.type, IntType):
             value = -a.const if node.op == "-" else ~a.const
             return Val({"op": "const", "w": None, "v": hex(value)}, IntType(), value)
-        if not isinstance(a.type, Bits):
+        if not isinstance(a.type, Bits | Signed):
             raise P4Error(node.loc, f"'{node.op}' is not defined on {type_name(a.type)}")
         if a.const is not None:
-            return const(-a.const if node.op == "-" else ~a.const, a.type.width)
+            value = (-a.const if node.op == "-" else ~a.const) & ((1 << a.type.width) - 1)
+            return Val(const(value, a.type.width).ir, a.type, value)
         irop = "neg" if node.op == "-" else "not"
         return Val({"op": irop, "w": a.type.width, "a": a.ir}, a.type)
 
@@ -386,6 +431,8 @@ class ExprChecker:
         src = width_of(val.type)
         if src is None or isinstance(val.type, ErrorType):
             raise P4Error(loc, f"cannot cast a {type_name(val.type)}")
+        if isinstance(typ, Signed) or isinstance(val.type, Signed):
+            return self.signed_cast(val, typ, loc)
         if isinstance(typ, BoolType) != isinstance(val.type, BoolType) and src != w:
             raise P4Error(loc, "only bit<1> converts to and from bool")
         if val.const is not None:
@@ -394,12 +441,30 @@ class ExprChecker:
             return Val(val.ir, typ)
         return Val({"op": "cast", "w": w, "a": val.ir}, typ)
 
+    def signed_cast(self, val: Val, typ: object, loc: Loc) -> Val:
+        """P4_16 8.11.1: int<W> <-> bit<W> keep the bits, int<W> -> int<X> truncates or
+        sign-extends; other casts to or from int<W> need two steps."""
+        w, src = width_of(typ), width_of(val.type)
+        one_kind = isinstance(typ, Signed) == isinstance(val.type, Signed)
+        if not (one_kind or src == w and isinstance(typ, Bits | Signed)
+                and isinstance(val.type, Bits | Signed)):
+            raise P4Error(loc, f"cannot cast {type_name(val.type)} to {type_name(typ)}: "
+                          "change the width and the sign in two casts (P4_16 8.11.1)")
+        if w <= src:   # the same bits, or the low ones
+            if val.const is not None:
+                return Val(const(val.const, w).ir, typ, val.const & ((1 << w) - 1))
+            return Val(val.ir if w == src else {"op": "cast", "w": w, "a": val.ir}, typ)
+        if val.const is not None:
+            value = signed.as_signed(val.const, src) & ((1 << w) - 1)
+            return Val(const(value, w).ir, typ, value)
+        return Val(signed.extend(val.ir, src, w), typ)
+
     def slice(self, node: Node, env: Env) -> Val:
         base = self.bits(node.base, env)
         hi, lo = self.value(node.hi, env), self.value(node.lo, env)
         if hi.const is None or lo.const is None:
             raise P4Error(node.loc, "slice bounds must be compile-time constants")
-        if not isinstance(base.type, Bits):
+        if not isinstance(base.type, Bits | Signed):   # a slice of an int<W> is a bit<>
             raise P4Error(node.loc, f"cannot slice a {type_name(base.type)}")
         if not base.type.width > hi.const >= lo.const >= 0:
             raise P4Error(node.loc, f"slice [{hi.const}:{lo.const}] is outside "

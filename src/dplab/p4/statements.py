@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env, ExprChecker, const, lookahead_field
+from dplab.p4.local_vars import compound_local, copy_compound
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
     ActionRef,
@@ -14,6 +15,7 @@ from dplab.p4.types import (
     HeaderRef,
     IntType,
     StructRef,
+    StructType,
     TableRef,
     Val,
     type_name,
@@ -82,7 +84,7 @@ class StatementCompiler:
         dst, typ = self.exprs.destination(node.target, env)
         if "compound" in dst:
             return self.assign_compound(dst["compound"], node, env)
-        src = self.exprs.value(node.value, env, width_of(typ))
+        src = self.exprs.typed(node.value, env, typ)
         if src.type != typ and not (isinstance(src.type, IntType)):
             raise P4Error(node.value.loc, f"cannot assign {type_name(src.type)} to "
                           f"{type_name(typ)}")
@@ -91,42 +93,41 @@ class StatementCompiler:
     def assign_compound(self, target: object, node: Node, env: Env) -> list[dict]:
         source = self.exprs.denote(node.value, env) if node.value.kind in \
             ("name", "member", "index") else None
-        if isinstance(target, HeaderRef) and isinstance(source, HeaderRef) \
-                and source.type == target.type:
-            return [{"kind": "copy_header", "dst": target.inst, "src": source.inst}]
-        if isinstance(target, StructRef) and isinstance(source, StructRef) \
-                and source.type == target.type:
-            out = []
-            for name, member in target.members.items():
-                if isinstance(member, Val):
-                    out.append({"kind": "assign", "dst": {"inst": member.ir["inst"],
-                                "field": member.ir["field"]}, "src": source.members[name].ir})
-                else:
-                    raise P4Error(node.loc, "assigning nested structs is not supported")
-            return out
+        if isinstance(target, HeaderRef | StructRef) and \
+                isinstance(source, HeaderRef | StructRef) and source.type == target.type:
+            return copy_compound(target, source, node.loc)
         if isinstance(target, HeaderRef) and node.value.kind == "call":
             return self.assign_lookahead(target, node, env)
-        if isinstance(target, StructRef) and node.value.kind == "list":
+        if isinstance(target, HeaderRef | StructRef) and node.value.kind == "list":
             return self.assign_list(target, node, env)
+        if isinstance(source, HeaderRef | StructRef):
+            raise P4Error(node.value.loc, f"cannot assign {type_name(source.type)} to "
+                          f"{type_name(target.type)}")
         what = "a list expression" if node.value.kind == "list" else "this"
         raise P4Error(node.loc, f"cannot assign {what} to {type_name(target.type)} (a whole "
                       f"{'header' if isinstance(target, HeaderRef) else 'struct'}): only a "
                       "value of its own type, a lookahead (headers) or a {...} of its fields "
-                      "(structs of scalars) is supported")
+                      "is supported")
 
-    def assign_list(self, target: StructRef, node: Node, env: Env) -> list[dict]:
-        """`s = {e1, ..., en}`: the spec's list expression cast to the struct, field i taking
-        e_i (so `{}` for a struct without fields assigns nothing)."""
+    def assign_list(self, target: StructRef | HeaderRef, node: Node, env: Env) -> list[dict]:
+        """`s = {e1, ..., en}`: the spec's list expression cast to the struct or header,
+        field i taking e_i (so `{}` for a struct without fields assigns nothing); a header
+        assigned a list becomes valid (P4_16 8.12)."""
+        out = []
+        if isinstance(target, HeaderRef):
+            out.append({"kind": "set_valid", "inst": target.inst})
+            target = StructRef(target.type, {
+                name: self.exprs.member(target, Node("member", node.loc, name=name))
+                for name, _, _ in target.type.fields})
         members = list(target.members.items())
         if len(node.value.items) != len(members):
             raise P4Error(node.value.loc, f"{type_name(target.type)} has {len(members)} "
                           f"field(s), the list {len(node.value.items)}")
-        out = []
         for (name, member), item in zip(members, node.value.items, strict=True):
             if not isinstance(member, Val):
                 raise P4Error(item.loc, f"field {name} is not a scalar: a list expression "
                               "may set only bit<W>/bool fields here")
-            src = self.exprs.value(item, env, width_of(member.type))
+            src = self.exprs.typed(item, env, member.type)
             if src.type != member.type and not isinstance(src.type, IntType):
                 raise P4Error(item.loc, f"cannot assign {type_name(src.type)} to field {name} "
                               f"({type_name(member.type)})")
@@ -149,16 +150,28 @@ class StatementCompiler:
     def variable(self, node: Node, env: Env) -> list[dict]:
         typ = self.program.resolve_type(node.type)
         width = width_of(typ)
+        if isinstance(typ, StructType):
+            return self.compound_variable(node, typ, env)
         if width is None:
             raise P4Error(node.loc, f"local variables of type {type_name(typ)} are not supported")
         val = self.program.new_local(node.name, typ, node.loc)
         env[node.name] = val
         dst = {"inst": val.ir["inst"], "field": val.ir["field"]}
-        init = self.exprs.value(node.init, env, width) if node.init else const(0, width)
+        init = self.exprs.typed(node.init, env, typ) if node.init else const(0, width)
         if node.init and init.type != typ and not isinstance(typ, BoolType):
             raise P4Error(node.init.loc, f"cannot initialise {type_name(typ)} with "
                           f"{type_name(init.type)}")
         return [{"kind": "assign", "dst": dst, "src": init.ir}]
+
+    def compound_variable(self, node: Node, typ: StructType, env: Env) -> list[dict]:
+        """A header or struct local (dplab/p4/local_vars.py); its initialiser is compiled
+        as an assignment, before the name is in scope."""
+        ref, init = compound_local(self.program, node.name, typ, node.type.loc)
+        if node.init is not None:
+            init = self.assign_compound(ref, Node("assign", node.init.loc, target=None,
+                                                  value=node.init), env)
+        env[node.name] = ref
+        return init
 
     def switch(self, node: Node, env: Env, scope: Scope) -> list[dict]:
         subject = node.subject

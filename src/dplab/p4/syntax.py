@@ -599,7 +599,9 @@ class Parser:
             return True
         if name in self.type_names:
             return after.kind == "id" or after.text in ("<", "[")
-        return False
+        # `x_t v;` with x_t declared nowhere: no expression starts with two names, so this
+        # is a declaration, and the compiler names the unknown type.
+        return after.kind == "id" and self.peek(2).text in (";", "=")
 
     def switch(self, loc: Loc) -> Node:
         self.expect("(")
@@ -687,9 +689,8 @@ class Parser:
         token = self.tok
         if token.kind == "int":
             self.advance()
-            if token.signed:
-                raise P4Error(token.loc, "signed integers (int<W>) are not supported")
-            return Node("int", token.loc, value=token.value, width=token.width)
+            return Node("int", token.loc, value=token.value, width=token.width,
+                        signed=token.signed)
         if token.kind == "str":
             self.advance()
             return Node("str", token.loc, value=token.text)

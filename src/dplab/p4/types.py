@@ -11,6 +11,13 @@ class Bits:
 
 
 @dataclass(frozen=True)
+class Signed:
+    """`int<W>`: held as its W-bit two's complement pattern (dplab/p4/signed.py)."""
+
+    width: int
+
+
+@dataclass(frozen=True)
 class BoolType:
     pass
 
@@ -67,7 +74,7 @@ class Named:
 
 def width_of(typ: object) -> int | None:
     """Bit width of a scalar type, None for non-scalars."""
-    if isinstance(typ, Bits):
+    if isinstance(typ, Bits | Signed):
         return typ.width
     if isinstance(typ, BoolType):
         return 1
@@ -81,6 +88,8 @@ def width_of(typ: object) -> int | None:
 def type_name(typ: object) -> str:
     if isinstance(typ, Bits):
         return f"bit<{typ.width}>"
+    if isinstance(typ, Signed):
+        return f"int<{typ.width}>"
     if isinstance(typ, BoolType):
         return "bool"
     if isinstance(typ, IntType):
