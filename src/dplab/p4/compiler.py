@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from dplab.p4 import ids, names, value_sets
+from dplab.p4 import ids, names, value_sets, varbit
 from dplab.p4.action_order import action_ranks
 from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
@@ -37,6 +37,7 @@ from dplab.p4.types import (
     TableRef,
     TypeRef,
     Val,
+    Varbit,
     type_name,
     width_of,
 )
@@ -188,11 +189,15 @@ class Compiler:
                 return Signed(check_width(node.width, node.loc))
             return IntType()
         if node.kind == "varbit":
-            raise P4Error(node.loc, "varbit is not supported")
+            if not 1 <= node.width <= varbit.MAX_VARBIT:
+                raise P4Error(node.loc, f"width {node.width} is outside 1..{varbit.MAX_VARBIT} "
+                              "bits")
+            return Varbit(node.width)
         if node.kind == "stack":
             base = self.resolve_type(node.base)
             if not isinstance(base, StructType) or base.kind != "header":
                 raise P4Error(node.loc, "only headers can form a stack")
+            varbit.refuse("a header stack", base, node.loc)
             if not 1 <= node.size <= MAX_STACK:
                 raise P4Error(node.loc, f"a header stack's size must be in 1..{MAX_STACK}")
             return StackType(base, node.size)
@@ -211,12 +216,14 @@ class Compiler:
                 raise P4Error(f.loc, f"field '{f.name}' is declared twice")
             seen.add(f.name)
             typ = self.resolve_type(f.type)
-            if decl.kind == "header" and width_of(typ) is None:
+            if decl.kind == "header" and width_of(typ) is None and not isinstance(typ, Varbit):
                 raise P4Error(f.type.loc, f"header fields must be bit<W>, not {type_name(typ)}")
             lists = tuple(t.value for t in f.annos.get("field_list", []) if t.kind == "int")
             fields.append((f.name, typ, lists))
         annos = tuple((k, "".join(t.text for t in v)) for k, v in decl.annos.items())
         typ = StructType(decl.kind, decl.name, tuple(fields), annos)
+        if decl.kind == "header":
+            varbit.check_header(typ, [f.type.loc for f in decl.fields])
         if decl.kind == "header" and header_width(typ) % 8:
             raise P4Error(decl.loc, f"header {decl.name} is not a whole number of bytes")
         return typ
@@ -277,7 +284,11 @@ class Compiler:
         ref = StructRef(typ)
         for name, ftype, _ in typ.fields:
             path = f"{prefix}.{name}"
-            if isinstance(ftype, StructType) and ftype.kind == "header":
+            if isinstance(ftype, StructType) and ftype.kind == "header" \
+                    and varbit.varbit_index(ftype) is not None:
+                ref.members[name] = varbit.layout(self, path, ftype)
+                self.controller_header(ftype, ref.members[name].inst)
+            elif isinstance(ftype, StructType) and ftype.kind == "header":
                 inst = self.add_instance(path, "header", ftype, list(ftype.fields))
                 ref.members[name] = HeaderRef(inst, ftype)
                 self.controller_header(ftype, inst)
@@ -302,6 +313,9 @@ class Compiler:
             raise P4Error(Loc(str(self.path), 1, 1), f"@controller_header must be packet_in or "
                           f"packet_out, not {role}")
         decl = self.struct_decls[typ.name]
+        if varbit.varbit_index(typ) is not None:
+            raise P4Error(decl.fields[varbit.varbit_index(typ)].loc, f"controller header "
+                          f"{typ.name}: a varbit field has no P4Runtime metadata form")
         # p4c hashes the header type's control-plane name (its @name, else its own) for the
         # id; the P4Info preamble's name and alias are the role; the preamble carries the
         # type's annotations (`@controller_header(...)` among them, in source order) and
@@ -741,7 +755,7 @@ class Compiler:
 
     def emitted(self, target: object, loc: Loc) -> list[int]:
         if isinstance(target, HeaderRef):
-            return [target.inst]
+            return target.parts
         if isinstance(target, StackRef):
             return list(target.instances)
         if isinstance(target, StructRef):

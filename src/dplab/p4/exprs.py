@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dplab.p4 import signed
+from dplab.p4 import signed, varbit
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.stack_last import StackLastCheck
@@ -29,6 +29,7 @@ from dplab.p4.types import (
     TableRef,
     TypeRef,
     Val,
+    VarbitVal,
     type_name,
     width_of,
 )
@@ -101,10 +102,13 @@ class ExprChecker:
             return base.members[name]
         if isinstance(base, HeaderRef):
             for index, (fname, ftype, _) in enumerate(base.type.fields):
+                if fname == name and base.varbit is not None:
+                    return varbit.field(base, index)
                 if fname == name:
                     w = width_of(ftype)
                     return Val({"op": "field", "w": w, "inst": base.inst, "field": index}, ftype)
-            if name in ("isValid", "setValid", "setInvalid"):
+            if name in ("isValid", "setValid", "setInvalid", "minSizeInBits",
+                        "minSizeInBytes"):
                 return ("header_method", base, name)
             raise P4Error(node.loc, f"header {base.type.name} has no field '{name}'")
         if isinstance(base, StackRef) and name in ("last", "lastIndex"):
@@ -233,6 +237,8 @@ class ExprChecker:
     def scalar(self, target: object, node: Node) -> Val:
         if isinstance(target, Val):
             return target
+        if isinstance(target, VarbitVal):
+            raise varbit.misuse(target, node.loc)
         raise P4Error(node.loc, "expected a value, found a " + _describe(target))
 
     def call_value(self, node: Node, env: Env) -> Val:
@@ -240,6 +246,12 @@ class ExprChecker:
         if isinstance(func, tuple) and func[0] == "header_method" and func[2] == "isValid":
             self._no_args(node)
             return Val({"op": "valid", "w": 1, "inst": func[1].inst}, BoolType())
+        if isinstance(func, tuple) and func[0] == "header_method" and func[2].startswith("min"):
+            # P4_16 8.17: the header's size with every varbit empty, a compile-time int
+            self._no_args(node)
+            bits = varbit.min_size_bits(func[1].type)
+            size = bits if func[2] == "minSizeInBits" else bits // 8
+            return Val({"op": "const", "w": None, "v": hex(size)}, IntType(), size)
         if isinstance(func, tuple) and func[0] == "method" and isinstance(func[1], ExternRef) \
                 and func[1].kind == "packet_in" and func[2] == "lookahead":
             if not self.in_parser:
@@ -248,6 +260,7 @@ class ExprChecker:
                 raise P4Error(node.loc, "lookahead needs one type argument: lookahead<bit<8>>()")
             typ = self.resolve_type(node.targs[0])
             if isinstance(typ, StructType) and typ.kind == "header":
+                varbit.refuse("lookahead", typ, node.loc)
                 return Val({"op": "lookahead", "w": header_width(typ)}, typ)
             width = width_of(typ)
             if width is None:
@@ -485,21 +498,30 @@ class ExprChecker:
         target = self.denote(node, env) if node.kind in ("name", "member", "index") else None
         if isinstance(target, HeaderRef | StructRef):
             return {"compound": target}, target.type
+        if isinstance(target, VarbitVal):
+            return {"varbit": target}, None
         if not isinstance(target, Val) or not target.is_field:
             raise P4Error(node.loc, "cannot assign to this expression")
         return {"inst": target.ir["inst"], "field": target.ir["field"]}, target.type
 
-    def list_items(self, node: Node, env: Env) -> list[Val]:
-        """The scalars of `{a, b, ...}` or of one struct/header, in order."""
+    def list_items(self, node: Node, env: Env, varbits: bool = False) -> list[Val]:
+        """The scalars of `{a, b, ...}` or of one struct/header, in order; with `varbits`
+        (checksum data) varbit fields too, as VarbitVal (dplab/p4/varbit.py)."""
         if node.kind == "list":
             items: list[Val] = []
             for item in node.items:
-                items.extend(self.list_items(item, env))
+                items.extend(self.list_items(item, env, varbits))
             return items
         target = self.denote(node, env) if node.kind in ("name", "member", "index") else None
         if isinstance(target, HeaderRef):
-            return [self.member(target, Node("member", node.loc, name=name))
-                    for name, _, _ in target.type.fields]
+            members = [self.member(target, Node("member", node.loc, name=name))
+                       for name, _, _ in target.type.fields]
+            for m in members:
+                if isinstance(m, VarbitVal) and not varbits:
+                    raise varbit.misuse(m, node.loc)
+            return members
+        if isinstance(target, VarbitVal) and varbits:
+            return [target]
         if isinstance(target, StructRef):
             items = []
             for name in target.members:

@@ -14,6 +14,7 @@ unspecified).
 
 from typing import Protocol
 
+from dplab.p4 import varbit
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import const
 from dplab.p4.types import HeaderRef, StackType, StructRef, StructType, Val, type_name
@@ -34,6 +35,7 @@ def compound_local(owner: LocalsOwner, name: str, typ: StructType,
     """The reference a header/struct local denotes, and the statements that give it its
     uninitialised state (headers invalid, scalars 0)."""
     if typ.kind == "header":
+        varbit.refuse(f"local variable {name}", typ, loc)
         label = f"$local.{name}${len(owner.ir['instances'])}"
         inst = owner.add_instance(label, "header", typ, list(typ.fields))
         return HeaderRef(inst, typ), [{"kind": "set_invalid", "inst": inst}]
@@ -62,6 +64,8 @@ def copy_compound(target: object, source: object, loc: Loc) -> list[dict]:
         return [{"kind": "assign", "dst": {"inst": target.ir["inst"],
                                            "field": target.ir["field"]}, "src": source.ir}]
     if isinstance(target, HeaderRef) and isinstance(source, HeaderRef):
+        if target.varbit is not None:
+            return varbit.copy(target, source)
         if target.inst == source.inst:
             return []
         return [{"kind": "copy_header", "dst": target.inst, "src": source.inst}]

@@ -2,12 +2,14 @@
 
 from dataclasses import dataclass, field
 
+from dplab.p4 import varbit
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env, ExprChecker, const, lookahead_field
 from dplab.p4.local_vars import compound_local, copy_compound
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
     ActionRef,
+    Bits,
     BoolType,
     ControlRef,
     ExternRef,
@@ -84,6 +86,10 @@ class StatementCompiler:
         dst, typ = self.exprs.destination(node.target, env)
         if "compound" in dst:
             return self.assign_compound(dst["compound"], node, env)
+        if "varbit" in dst:
+            source = self.exprs.denote(node.value, env) if node.value.kind in \
+                ("name", "member", "index") else None
+            return varbit.assign(dst["varbit"], source, node.value.loc)
         src = self.exprs.typed(node.value, env, typ)
         if src.type != typ and not (isinstance(src.type, IntType)):
             raise P4Error(node.value.loc, f"cannot assign {type_name(src.type)} to "
@@ -137,6 +143,7 @@ class StatementCompiler:
 
     def assign_lookahead(self, target: HeaderRef, node: Node, env: Env) -> list[dict]:
         """`hdr.h = packet.lookahead<H>()`: a valid copy of the next bits, field by field."""
+        varbit.refuse("lookahead", target.type, node.value.loc)
         peek = self.exprs.value(node.value, env)
         if peek.type != target.type or peek.ir.get("op") != "lookahead":
             raise P4Error(node.loc, f"cannot assign this to a {type_name(target.type)}")
@@ -210,8 +217,9 @@ class StatementCompiler:
             self.exprs._no_args(call)
             if func[2] == "isValid":
                 raise P4Error(call.loc, "isValid() result is unused")
-            return [{"kind": "set_valid" if func[2] == "setValid" else "set_invalid",
-                     "inst": func[1].inst}]
+            if func[2] not in ("setValid", "setInvalid"):
+                raise P4Error(call.loc, f"{func[2]}() result is unused")
+            return varbit.set_validity(func[1], func[2] == "setValid")
         if isinstance(func, tuple) and func[0] == "stack_method" and func[2] in \
                 ("push_front", "pop_front"):
             count = self._const_arg(call, 0, env)
@@ -256,12 +264,17 @@ class StatementCompiler:
         if kind == "packet_in" and name == "extract":
             if not scope.in_parser:
                 raise P4Error(call.loc, "extract is only allowed in a parser")
+            if len(call.args) == 2:
+                return self.extract_varbit(call, env)
             arg = self._args(call, 1)[0]
             header = ex.denote(arg, env) if arg.kind in ("name", "member", "index") else None
             if isinstance(header, tuple) and header[0] == "stack_method" and header[2] == "next":
                 return [{"kind": "extract", "stack": header[1].stack}]
             if not isinstance(header, HeaderRef):
                 raise P4Error(arg.loc, "extract needs a header")
+            if header.varbit is not None:
+                raise P4Error(call.loc, f"header {header.type.name} has a varbit field: "
+                              "extract it with its size, extract(hdr, bit<32> sizeInBits)")
             return [{"kind": "extract", "inst": header.inst}]
         if kind == "packet_in" and name == "advance":
             bits = ex.bits(self._args(call, 1)[0], env, 32)
@@ -385,12 +398,27 @@ class StatementCompiler:
             raise P4Error(node.loc, f"{need} HashAlgorithm." + "/".join(sorted(HASH_ALGOS)))
         return algo_name
 
+    def extract_varbit(self, call: Node, env: Env) -> list[dict]:
+        """`packet.extract(hdr, sizeInBits)` (dplab/p4/varbit.py)."""
+        arg, size_node = call.args
+        header = self.exprs.denote(arg, env) if arg.kind in ("name", "member", "index") \
+            else None
+        if not isinstance(header, HeaderRef):
+            raise P4Error(arg.loc, "extract with a size needs a header with a varbit field")
+        size = self.exprs.typed(size_node, env, Bits(32))
+        if size.type != Bits(32) and not isinstance(size.type, IntType):
+            raise P4Error(size_node.loc, f"the varbit size must be bit<32>, not "
+                          f"{type_name(size.type)}")
+        tmp = self.program.new_local("$varbit_size", Bits(32), call.loc)
+        return varbit.extract(header, size, tmp, call.loc)
+
     def checksum(self, name: str, call: Node, env: Env) -> list[dict]:
         cond_node, data_node, sum_node, algo_node = self._args(call, 4)
         cond = self.exprs.condition(cond_node, env)
-        data = [v.ir for v in self.exprs.list_items(data_node, env)]
-        dst, _ = self._dst(sum_node, env)
         algo = self.algorithm(algo_node, env)
+        data = varbit.checksum_data(self.exprs.list_items(data_node, env, varbits=True),
+                                    algo, data_node.loc)
+        dst, _ = self._dst(sum_node, env)
         if name == "verify_checksum":
             checksum = self.exprs.bits(sum_node, env)
             return [{"kind": name, "cond": cond.ir, "data": data, "checksum": checksum.ir,

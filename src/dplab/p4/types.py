@@ -18,6 +18,13 @@ class Signed:
 
 
 @dataclass(frozen=True)
+class Varbit:
+    """`varbit<W>`: only as a header field (dplab/p4/varbit.py lays it out)."""
+
+    width: int
+
+
+@dataclass(frozen=True)
 class BoolType:
     pass
 
@@ -90,6 +97,8 @@ def type_name(typ: object) -> str:
         return f"bit<{typ.width}>"
     if isinstance(typ, Signed):
         return f"int<{typ.width}>"
+    if isinstance(typ, Varbit):
+        return f"varbit<{typ.width}>"
     if isinstance(typ, BoolType):
         return "bool"
     if isinstance(typ, IntType):
@@ -118,9 +127,39 @@ class Val:
 
 
 @dataclass
+class VarbitParts:
+    """Where a header with a `varbit<W>` field lives: its fields before the varbit in the
+    header's own instance, the varbit as W/8 one-byte header instances (`chunks`: the
+    valid ones are its current bytes), the fields after it in `tail` (None if none)."""
+
+    pos: int            # the varbit's index among the header type's fields
+    width: int
+    chunks: tuple[int, ...]
+    tail: int | None
+
+
+@dataclass
 class HeaderRef:
     inst: int
     type: StructType
+    varbit: VarbitParts | None = None
+
+    @property
+    def parts(self) -> list[int]:
+        """Every instance the header occupies, in wire order."""
+        if self.varbit is None:
+            return [self.inst]
+        tail = [] if self.varbit.tail is None else [self.varbit.tail]
+        return [self.inst, *self.varbit.chunks, *tail]
+
+
+@dataclass
+class VarbitVal:
+    """A header's `varbit<W>` field: not a scalar; it can be assigned, extracted into,
+    emitted and summed by a csum16 checksum."""
+
+    header: HeaderRef
+    name: str
 
 
 @dataclass
