@@ -15,11 +15,12 @@ Rules the logic asks for are collected and go out when the logic returns, or bef
 next packet-out: one Write per switch, to all switches at once, and the packet-out waits
 until every switch it will meet has answered (the path is in place before the packet moves
 on, as in ONOS fwd; a path costs one Write round trip, not one per switch). A packet-out
-skips its own switch's table, so that switch's Write goes last and is not waited for:
-the packet moves on while it is applied (one server process answers every switch's
-Writes, about one after another, so this takes about one Write off the set-up), and it is
-answered before the logic's next event (no Write is in flight while the app's lock is
-free). A rule the switch is
+skips its own switch's table, so that switch's rules wait and go after the packet-out:
+one server process answers every switch's Writes, about one after another, and that
+Write would only delay the ones the packet needs (and the packet-out). They are answered
+before the logic's next event (no Write is in flight while the app's lock is free), so a
+later packet of the flow that reaches that switch first waits for the rule as a packet-in
+and is then only forwarded (forwarding.SETUP_HOLDOFF_S). A rule the switch is
 known to hold goes as a MODIFY, others as an INSERT; a refusal because the entry is there
 (or gone) is retried once the other way.
 
@@ -118,8 +119,6 @@ class SwitchSession:
         # destinations whose entry the switch holds as far as we know.
         self.pending: dict[bytes, PathRule] = {}
         self.installed: set[bytes] = set()
-        # Also under the app's lock: the Write sent and not yet answered, with its rules.
-        self.in_flight: tuple[list[tuple[int, PathRule]], grpc.Future] | None = None
 
     def start(self) -> None:
         grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
@@ -192,7 +191,7 @@ class P4RuntimeSouthbound:
         if session is None or not session.ready:
             return
         # The rules asked for so far are in on every other switch before the packet moves
-        # on; its own switch's table does not see a packet-out.
+        # on; its own switch's table does not see a packet-out, so its rules go after it.
         self._flush(but=session)
         for port in ports:
             msg = pb.StreamMessageRequest()
@@ -205,27 +204,24 @@ class P4RuntimeSouthbound:
     # -- rule writes ---------------------------------------------------------------------
 
     def _flush(self, but: SwitchSession | None = None) -> None:
-        """Sends every pending rule, one Write per switch, all switches at once (``but``'s
-        last), and returns when each has answered, but for ``but``: its Write may still be
-        in flight, and the next flush waits for it."""
-        order = sorted(self.sessions.values(), key=lambda session: session is but)
-        for session in order:
-            if session.pending:
-                if session.in_flight is not None:  # one Write at a time per switch: in order
-                    self._settle(session)
-                rules = [(self._op(session, key), rule) for key, rule in session.pending.items()]
-                session.pending.clear()
-                session.in_flight = (rules, session.send(rules))
-        for session in order:
-            if session is not but and session.in_flight is not None:
-                self._settle(session)
+        """Sends every pending rule, one Write per switch, all switches at once, and
+        returns when each has answered (no Write is left in flight); ``but``'s rules stay
+        pending for the next flush."""
+        sent = [(session, self._send(session)) for session in self.sessions.values()
+                if session is not but and session.pending]
+        for session, (rules, call) in sent:
+            self._settle(session, rules, call)
 
-    def _settle(self, session: SwitchSession) -> None:
-        """Waits for ``session``'s Write in flight; a rule it refused because its entry
+    def _send(self, session: SwitchSession) -> tuple[list[tuple[int, PathRule]], grpc.Future]:
+        """``session``'s pending rules, as sent (each with its operation), and their Write."""
+        rules = [(self._op(session, key), rule) for key, rule in session.pending.items()]
+        session.pending.clear()
+        return rules, session.send(rules)
+
+    def _settle(self, session: SwitchSession, rules: list[tuple[int, PathRule]],
+                call: grpc.Future) -> None:
+        """Waits for ``call`` (the Write of ``rules``); a rule it refused because its entry
         exists (or does not) is sent once more the other way, and waited for."""
-        assert session.in_flight is not None
-        rules, call = session.in_flight
-        session.in_flight = None
         retry = self._answered(session, rules, call)
         if not retry:
             return
