@@ -63,7 +63,8 @@ class Session:
         self.written: list[int] = []
         self.pending: dict = {}
         self.installed: set = set()
-        self.outbox = SimpleNamespace(put=lambda msg: self.log.append(("packet_out", self.name)))
+        self.outbox = SimpleNamespace(put=lambda msg: self.log.append(("packet_out", self.name)),
+                                      wait_taken=lambda: None)
 
     def send(self, rules: list[tuple[int, PathRule]]) -> Answered:
         self.log.append(("send", self.name))

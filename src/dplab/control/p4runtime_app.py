@@ -55,6 +55,9 @@ from dplab.p4runtime.errors import update_code, update_codes
 ELECTION_ID = pb.Uint128(high=0, low=1)
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
 CONNECT_TIMEOUT_S = 30.0
+# Longest wait for gRPC's sending thread to take a switch's queued stream messages before
+# a Write to that switch goes anyway (a stream that has stopped must not stall the app).
+TAKEN_WAIT_S = 0.05
 NS_PER_S = 1_000_000_000
 # A refused update sent once more as the other operation: the entry is there, or gone.
 RETRY_AS = {grpc.StatusCode.ALREADY_EXISTS: pb.Update.MODIFY,
@@ -104,6 +107,35 @@ class PathRule:
         entry.idle_timeout_ns = self.idle_timeout_ns
 
 
+class Outbox:
+    """A StreamChannel's requests, as gRPC's sending thread takes them. ``wait_taken``
+    lets the app's thread step aside (and so free the GIL) until that thread has taken
+    every message put: a packet-out then leaves before a Write that can wait."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._taken = threading.Condition()
+        self._put = self._got = 0
+
+    def put(self, msg: pb.StreamMessageRequest) -> None:
+        with self._taken:
+            self._put += 1
+        self._queue.put(msg)
+
+    def messages(self) -> Iterator[pb.StreamMessageRequest]:
+        """For StreamChannel; gRPC asks for the next message once the last one is sent."""
+        while True:
+            msg = self._queue.get()
+            with self._taken:
+                self._got += 1
+                self._taken.notify_all()
+            yield msg
+
+    def wait_taken(self) -> None:
+        with self._taken:
+            self._taken.wait_for(lambda: self._got >= self._put, TAKEN_WAIT_S)
+
+
 class SwitchSession:
     """One switch: its channel, its stream, and the stream's reader thread."""
 
@@ -112,7 +144,7 @@ class SwitchSession:
         self.app, self.name, self.device_id, self.ports = app, name, device_id, ports
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.outbox: queue.Queue = queue.Queue()
+        self.outbox = Outbox()
         self.ready = False
         # Both under the app's lock: the rules waiting for the next flush (by destination
         # MAC, a later rule replacing an earlier one as a later Write would), and the
@@ -122,7 +154,7 @@ class SwitchSession:
 
     def start(self) -> None:
         grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
-        stream = self.stub.StreamChannel(iter(self.outbox.get, None))
+        stream = self.stub.StreamChannel(self.outbox.messages())
         hello = pb.StreamMessageRequest()
         hello.arbitration.device_id = self.device_id
         hello.arbitration.election_id.CopyFrom(ELECTION_ID)
@@ -213,7 +245,10 @@ class P4RuntimeSouthbound:
             self._settle(session, rules, call)
 
     def _send(self, session: SwitchSession) -> tuple[list[tuple[int, PathRule]], grpc.Future]:
-        """``session``'s pending rules, as sent (each with its operation), and their Write."""
+        """``session``'s pending rules, as sent (each with its operation), and their Write,
+        sent once its packet-outs are on their way (building and sending a Write holds the
+        GIL that gRPC's stream thread needs to send them)."""
+        session.outbox.wait_taken()
         rules = [(self._op(session, key), rule) for key, rule in session.pending.items()]
         session.pending.clear()
         return rules, session.send(rules)
