@@ -14,7 +14,7 @@ import grpc
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.control.p4runtime_app import P4RuntimeSouthbound, PathRule
+from dplab.control.p4runtime_app import Outbox, P4RuntimeSouthbound, PathRule
 
 A, B = "00:00:00:00:00:01", "00:00:00:00:00:02"
 
@@ -172,3 +172,24 @@ def test_a_rule_the_switch_holds_goes_as_a_modify_and_after_an_idle_delete_as_an
     install_and_send(app, ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE,
                                pb.Update.INSERT]
+
+
+def test_the_outbox_says_when_the_stream_has_taken_its_messages():
+    outbox = Outbox()
+    messages = outbox.messages()  # as gRPC's stream thread reads it
+    outbox.put(pb.StreamMessageRequest())
+    outbox.put(pb.StreamMessageRequest())
+    taken: list = []
+    reader = threading.Thread(target=lambda: taken.extend([next(messages), next(messages)]))
+    reader.start()
+    outbox.wait_taken()  # returns once both are taken (or after TAKEN_WAIT_S)
+    reader.join()
+    assert len(taken) == 2
+    outbox.wait_taken()  # nothing queued: at once
+
+
+def test_a_stream_that_takes_nothing_does_not_stall_the_app():
+    outbox = Outbox()
+    outbox.put(pb.StreamMessageRequest())  # no reader
+    outbox.wait_taken()  # gives up after TAKEN_WAIT_S
+    assert next(outbox.messages()) == pb.StreamMessageRequest()  # still there for the stream
