@@ -1,8 +1,9 @@
 """Reactive flow set-up on a chain of P4 switches (real switches, P4Runtime server,
 controller): the packet-out of a flow's first packet leaves only once every switch it
-will meet holds the flow's rule (its own switch's Write may still be applied meanwhile,
-control/p4runtime_app.py), so the first packet crosses the chain with one packet-in, and
-every switch of the path holds the rule afterwards."""
+will meet holds the flow's rule (its own switch's rule is written after the packet-out,
+control/p4runtime_app.py), so the first packet crosses the chain with one packet-in and
+is a table hit on every later switch; every switch of the path holds the rule afterwards,
+and the flow's later packets are table hits everywhere, with no packet-in."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dplab.topology import catalog
 pytestmark = pytest.mark.net
 SWITCHES = 3
 COUNTERS_WAIT_S = 10.0
+LATER_PINGS = 3
 
 
 def test_a_first_packet_crosses_the_chain_on_rules_already_in_place() -> None:
@@ -38,9 +40,32 @@ def test_a_first_packet_crosses_the_chain_on_rules_already_in_place() -> None:
         # the rule when the packet-out reached it (a miss would be one more packet-in).
         assert after["flows_set_up"] - before["flows_set_up"] == 2
         assert _host_packet_ins(after) - _host_packet_ins(before) == 2
-        for switch in net.topo.switches():
-            held = _destinations(plane.dir / f"{switch}.sock")
-            assert {net.host_mac(a), net.host_mac(b)} <= held, switch
+        first = {s: _hits(plane.dir / f"{s}.sock") for s in net.topo.switches()}
+        for switch, hits in first.items():
+            assert {net.host_mac(a), net.host_mac(b)} <= hits.keys(), switch
+        _assert_first_packets_hit(net, first, a, b)
+        ping = net.run(net.host_ns(a), ["ping", "-c", str(LATER_PINGS), "-i", "0.2", "-W5",
+                                        "-n", net.host_ip(b)], check=False)
+        assert ping.returncode == 0, ping.stdout
+        later = _settled(plane.stats_file)
+        assert later["flows_set_up"] == after["flows_set_up"]
+        assert _host_packet_ins(later) == _host_packet_ins(after)  # no switch missed
+        for switch in net.topo.switches():  # and each counted them: every packet, both ways
+            hits = _hits(plane.dir / f"{switch}.sock")
+            for host in (a, b):
+                mac = net.host_mac(host)
+                assert hits[mac] - first[switch][mac] >= LATER_PINGS, (switch, host)
+
+
+def _assert_first_packets_hit(net: Network, hits: dict[str, dict[str, int]], a: str,
+                              b: str) -> None:
+    """The first packet each way left its packet-in's switch as a packet-out (which skips
+    that switch's table) and was a table hit on each later switch: its rule was there."""
+    switches = net.topo.switches()  # a hangs on the first, b on the last
+    towards_b = [hits[s][net.host_mac(b)] for s in switches]
+    towards_a = [hits[s][net.host_mac(a)] for s in reversed(switches)]
+    assert towards_b == [0] + [1] * (SWITCHES - 1)
+    assert towards_a == [0] + [1] * (SWITCHES - 1)
 
 
 def _fresh_pair(net: Network) -> tuple[str, str]:
@@ -84,8 +109,9 @@ def _host_packet_ins(counters: dict) -> float:
     return counters["packet_ins"] - counters["packet_ins_lldp"] - counters["packet_ins_arp"]
 
 
-def _destinations(control_socket: Path) -> set[str]:
-    """The destination MACs of the switch's mac_exact entries (its control socket)."""
+def _hits(control_socket: Path) -> dict[str, int]:
+    """Packets counted by each of the switch's mac_exact entries, by destination MAC (its
+    control socket)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(control_socket))
         sock.sendall(json.dumps({"id": 1, "cmd": "table_read",
@@ -96,7 +122,7 @@ def _destinations(control_socket: Path) -> set[str]:
             assert chunk, "the switch closed its control socket"
             reply += chunk
     entries = json.loads(reply)["result"]["entries"]
-    return {_mac(e["match"][0]["v"]) for e in entries}
+    return {_mac(e["match"][0]["v"]): e["packets"] for e in entries}
 
 
 def _mac(value: str) -> str:

@@ -1,9 +1,9 @@
 """The P4Runtime controller app's reading of failed writes: the server answers a failed
 update with UNKNOWN and the update's own code in the details (spec 12.4), and the app must
 act on the update's code; and how it writes a path: one Write per switch, all at once,
-every other switch's answered before the packet-out, the packet-out's own switch's (sent
-last) before the logic's event ends. The session stands in for the switch (the server's behaviour is
-tested in test_p4runtime_conformance.py)."""
+every other switch's answered before the packet-out, the packet-out's own switch's sent
+after the packet-out and answered before the logic's event ends. The session stands in for
+the switch (the server's behaviour is tested in test_p4runtime_conformance.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import grpc
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.control.p4runtime_app import P4RuntimeSouthbound, PathRule
+from dplab.control.p4runtime_app import Outbox, P4RuntimeSouthbound, PathRule
 
 A, B = "00:00:00:00:00:01", "00:00:00:00:00:02"
 
@@ -63,8 +63,8 @@ class Session:
         self.written: list[int] = []
         self.pending: dict = {}
         self.installed: set = set()
-        self.in_flight = None
-        self.outbox = SimpleNamespace(put=lambda msg: self.log.append(("packet_out", self.name)))
+        self.outbox = SimpleNamespace(put=lambda msg: self.log.append(("packet_out", self.name)),
+                                      wait_taken=lambda: None)
 
     def send(self, rules: list[tuple[int, PathRule]]) -> Answered:
         self.log.append(("send", self.name))
@@ -99,7 +99,7 @@ def test_a_rule_that_exists_already_is_modified():
     session = Session(insert_code=grpc.StatusCode.ALREADY_EXISTS)
     install_and_send(app_with(session), ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY]
-    assert session.log == [("send", "s1"), ("packet_out", "s1"), ("answer", "s1"),
+    assert session.log == [("packet_out", "s1"), ("send", "s1"), ("answer", "s1"),
                            ("send", "s1"), ("answer", "s1")]
 
 
@@ -113,38 +113,50 @@ def test_a_path_goes_to_every_switch_at_once_and_before_its_packet_out():
     log: list = []
     sessions = [Session(name, log=log) for name in ("s1", "s2", "s3")]
     install_and_send(app_with(*sessions), ["s3", "s2", "s1"])
-    sends = [step for step in log if step[0] == "send"]
-    assert len(sends) == 3  # one Write per switch
-    assert log[:3] == sends  # all in flight before the first answer is awaited
-    assert sends[-1] == ("send", "s1")  # the packet-out's own switch last
-    # the packet moves on once every switch it will meet has answered; its own switch's
-    # table does not see it, and that switch's answer ends the event
-    assert log[3:] == [("answer", "s2"), ("answer", "s3"), ("packet_out", "s1"),
-                       ("answer", "s1")]
+    # one Write per switch the packet will meet, both in flight before the first answer
+    # is awaited; the packet moves on once both have answered
+    assert log[:5] == [("send", "s2"), ("send", "s3"), ("answer", "s2"), ("answer", "s3"),
+                       ("packet_out", "s1")]
+    # its own switch's table does not see it: that switch's Write goes after it, and its
+    # answer ends the event
+    assert log[5:] == [("send", "s1"), ("answer", "s1")]
 
 
-def test_a_packet_out_elsewhere_waits_for_the_write_left_in_flight():
+def test_a_packet_out_elsewhere_waits_for_the_write_left_pending():
     log: list = []
     app = app_with(*(Session(name, log=log) for name in ("s1", "s2")))
     with app._driving():
         app.install_path_rule("s1", 1, A, B, 3, 10)
-        app.packet_out("s1", [3], b"frame")  # s1's Write left in flight
+        app.packet_out("s1", [3], b"frame")  # s1's Write left for later
         app.packet_out("s2", [3], b"frame")  # may reach s1: its rule must be in
-    assert log == [("send", "s1"), ("packet_out", "s1"), ("answer", "s1"),
+    assert log == [("packet_out", "s1"), ("send", "s1"), ("answer", "s1"),
                    ("packet_out", "s2")]
 
 
-def test_a_switch_gets_its_next_write_after_the_answer_to_the_one_in_flight():
+def test_a_switch_s_rules_wait_for_the_end_of_the_event_past_its_own_packet_outs():
     session = Session()
     app = app_with(session)
     with app._driving():
         app.install_path_rule("s1", 1, A, B, 3, 10)
         app.packet_out("s1", [3], b"frame")
-        app.install_path_rule("s1", 1, A, B, 4, 10)  # the same entry again
+        app.install_path_rule("s1", 1, A, B, 4, 10)  # the same entry again: replaces it
         app.packet_out("s1", [4], b"frame")
-    assert session.log == [("send", "s1"), ("packet_out", "s1"), ("answer", "s1"),
-                           ("send", "s1"), ("packet_out", "s1"), ("answer", "s1")]
-    assert session.written == [pb.Update.INSERT, pb.Update.MODIFY]  # it knew of the first
+    assert session.log == [("packet_out", "s1"), ("packet_out", "s1"), ("send", "s1"),
+                           ("answer", "s1")]
+    assert session.written == [pb.Update.INSERT]  # one Write, with the later rule only
+
+
+def test_a_switch_gets_its_next_write_after_the_answer_to_the_one_before():
+    log: list = []
+    app = app_with(*(Session(name, log=log) for name in ("s1", "s2")))
+    with app._driving():
+        app.install_path_rule("s1", 1, A, B, 3, 10)
+        app.packet_out("s2", [3], b"frame")
+        app.install_path_rule("s1", 1, A, B, 4, 10)  # the same entry again
+        app.packet_out("s2", [4], b"frame")
+    assert log == [("send", "s1"), ("answer", "s1"), ("packet_out", "s2"),
+                   ("send", "s1"), ("answer", "s1"), ("packet_out", "s2")]
+    assert app.sessions["s1"].written == [pb.Update.INSERT, pb.Update.MODIFY]
 
 
 def test_a_rule_the_switch_holds_goes_as_a_modify_and_after_an_idle_delete_as_an_insert():
@@ -160,3 +172,24 @@ def test_a_rule_the_switch_holds_goes_as_a_modify_and_after_an_idle_delete_as_an
     install_and_send(app, ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE,
                                pb.Update.INSERT]
+
+
+def test_the_outbox_says_when_the_stream_has_taken_its_messages():
+    outbox = Outbox()
+    messages = outbox.messages()  # as gRPC's stream thread reads it
+    outbox.put(pb.StreamMessageRequest())
+    outbox.put(pb.StreamMessageRequest())
+    taken: list = []
+    reader = threading.Thread(target=lambda: taken.extend([next(messages), next(messages)]))
+    reader.start()
+    outbox.wait_taken()  # returns once both are taken (or after TAKEN_WAIT_S)
+    reader.join()
+    assert len(taken) == 2
+    outbox.wait_taken()  # nothing queued: at once
+
+
+def test_a_stream_that_takes_nothing_does_not_stall_the_app():
+    outbox = Outbox()
+    outbox.put(pb.StreamMessageRequest())  # no reader
+    outbox.wait_taken()  # gives up after TAKEN_WAIT_S
+    assert next(outbox.messages()) == pb.StreamMessageRequest()  # still there for the stream

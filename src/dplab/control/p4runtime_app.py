@@ -15,11 +15,12 @@ Rules the logic asks for are collected and go out when the logic returns, or bef
 next packet-out: one Write per switch, to all switches at once, and the packet-out waits
 until every switch it will meet has answered (the path is in place before the packet moves
 on, as in ONOS fwd; a path costs one Write round trip, not one per switch). A packet-out
-skips its own switch's table, so that switch's Write goes last and is not waited for:
-the packet moves on while it is applied (one server process answers every switch's
-Writes, about one after another, so this takes about one Write off the set-up), and it is
-answered before the logic's next event (no Write is in flight while the app's lock is
-free). A rule the switch is
+skips its own switch's table, so that switch's rules wait and go after the packet-out:
+one server process answers every switch's Writes, about one after another, and that
+Write would only delay the ones the packet needs (and the packet-out). They are answered
+before the logic's next event (no Write is in flight while the app's lock is free), so a
+later packet of the flow that reaches that switch first waits for the rule as a packet-in
+and is then only forwarded (forwarding.SETUP_HOLDOFF_S). A rule the switch is
 known to hold goes as a MODIFY, others as an INSERT; a refusal because the entry is there
 (or gone) is retried once the other way.
 
@@ -54,6 +55,9 @@ from dplab.p4runtime.errors import update_code, update_codes
 ELECTION_ID = pb.Uint128(high=0, low=1)
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
 CONNECT_TIMEOUT_S = 30.0
+# Longest wait for gRPC's sending thread to take a switch's queued stream messages before
+# a Write to that switch goes anyway (a stream that has stopped must not stall the app).
+TAKEN_WAIT_S = 0.05
 NS_PER_S = 1_000_000_000
 # A refused update sent once more as the other operation: the entry is there, or gone.
 RETRY_AS = {grpc.StatusCode.ALREADY_EXISTS: pb.Update.MODIFY,
@@ -103,6 +107,35 @@ class PathRule:
         entry.idle_timeout_ns = self.idle_timeout_ns
 
 
+class Outbox:
+    """A StreamChannel's requests, as gRPC's sending thread takes them. ``wait_taken``
+    lets the app's thread step aside (and so free the GIL) until that thread has taken
+    every message put: a packet-out then leaves before a Write that can wait."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._taken = threading.Condition()
+        self._put = self._got = 0
+
+    def put(self, msg: pb.StreamMessageRequest) -> None:
+        with self._taken:
+            self._put += 1
+        self._queue.put(msg)
+
+    def messages(self) -> Iterator[pb.StreamMessageRequest]:
+        """For StreamChannel; gRPC asks for the next message once the last one is sent."""
+        while True:
+            msg = self._queue.get()
+            with self._taken:
+                self._got += 1
+                self._taken.notify_all()
+            yield msg
+
+    def wait_taken(self) -> None:
+        with self._taken:
+            self._taken.wait_for(lambda: self._got >= self._put, TAKEN_WAIT_S)
+
+
 class SwitchSession:
     """One switch: its channel, its stream, and the stream's reader thread."""
 
@@ -111,19 +144,17 @@ class SwitchSession:
         self.app, self.name, self.device_id, self.ports = app, name, device_id, ports
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self.outbox: queue.Queue = queue.Queue()
+        self.outbox = Outbox()
         self.ready = False
         # Both under the app's lock: the rules waiting for the next flush (by destination
         # MAC, a later rule replacing an earlier one as a later Write would), and the
         # destinations whose entry the switch holds as far as we know.
         self.pending: dict[bytes, PathRule] = {}
         self.installed: set[bytes] = set()
-        # Also under the app's lock: the Write sent and not yet answered, with its rules.
-        self.in_flight: tuple[list[tuple[int, PathRule]], grpc.Future] | None = None
 
     def start(self) -> None:
         grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
-        stream = self.stub.StreamChannel(iter(self.outbox.get, None))
+        stream = self.stub.StreamChannel(self.outbox.messages())
         hello = pb.StreamMessageRequest()
         hello.arbitration.device_id = self.device_id
         hello.arbitration.election_id.CopyFrom(ELECTION_ID)
@@ -192,7 +223,7 @@ class P4RuntimeSouthbound:
         if session is None or not session.ready:
             return
         # The rules asked for so far are in on every other switch before the packet moves
-        # on; its own switch's table does not see a packet-out.
+        # on; its own switch's table does not see a packet-out, so its rules go after it.
         self._flush(but=session)
         for port in ports:
             msg = pb.StreamMessageRequest()
@@ -205,27 +236,27 @@ class P4RuntimeSouthbound:
     # -- rule writes ---------------------------------------------------------------------
 
     def _flush(self, but: SwitchSession | None = None) -> None:
-        """Sends every pending rule, one Write per switch, all switches at once (``but``'s
-        last), and returns when each has answered, but for ``but``: its Write may still be
-        in flight, and the next flush waits for it."""
-        order = sorted(self.sessions.values(), key=lambda session: session is but)
-        for session in order:
-            if session.pending:
-                if session.in_flight is not None:  # one Write at a time per switch: in order
-                    self._settle(session)
-                rules = [(self._op(session, key), rule) for key, rule in session.pending.items()]
-                session.pending.clear()
-                session.in_flight = (rules, session.send(rules))
-        for session in order:
-            if session is not but and session.in_flight is not None:
-                self._settle(session)
+        """Sends every pending rule, one Write per switch, all switches at once, and
+        returns when each has answered (no Write is left in flight); ``but``'s rules stay
+        pending for the next flush."""
+        sent = [(session, self._send(session)) for session in self.sessions.values()
+                if session is not but and session.pending]
+        for session, (rules, call) in sent:
+            self._settle(session, rules, call)
 
-    def _settle(self, session: SwitchSession) -> None:
-        """Waits for ``session``'s Write in flight; a rule it refused because its entry
+    def _send(self, session: SwitchSession) -> tuple[list[tuple[int, PathRule]], grpc.Future]:
+        """``session``'s pending rules, as sent (each with its operation), and their Write,
+        sent once its packet-outs are on their way (building and sending a Write holds the
+        GIL that gRPC's stream thread needs to send them)."""
+        session.outbox.wait_taken()
+        rules = [(self._op(session, key), rule) for key, rule in session.pending.items()]
+        session.pending.clear()
+        return rules, session.send(rules)
+
+    def _settle(self, session: SwitchSession, rules: list[tuple[int, PathRule]],
+                call: grpc.Future) -> None:
+        """Waits for ``call`` (the Write of ``rules``); a rule it refused because its entry
         exists (or does not) is sent once more the other way, and waited for."""
-        assert session.in_flight is not None
-        rules, call = session.in_flight
-        session.in_flight = None
         retry = self._answered(session, rules, call)
         if not retry:
             return
