@@ -449,3 +449,13 @@ def exchange(rig: Rig, port: int, frames: list[bytes],
     for frame in frames:
         rig.send(port, frame)
     return rig.capture(wait)
+
+
+def outputs(program: Path, ir_dir: Path, n_ports: int,
+            frames: dict[object, bytes]) -> dict[object, dict[int, list[bytes]]]:
+    """Compiles `program` on a fresh rig and sends each frame alone into port 1: per frame's
+    name, what each port received (ports that received nothing left out)."""
+    with Rig(n_ports=n_ports) as rig:
+        rig.load(compile_p4(program, ir_dir))
+        return {name: {p: f for p, f in exchange(rig, 1, [frame]).items() if f}
+                for name, frame in frames.items()}
