@@ -632,8 +632,7 @@ class Compiler:
                                   f"argument is {type_name(val.type)}")
                 bound.append(val)
                 continue
-            target = self.exprs.denote(arg, env) if arg.kind in ("name", "member", "index") \
-                else None
+            target = self.exprs.named(arg, env)
             if not (isinstance(target, Val) and target.is_field
                     or isinstance(target, HeaderRef | StructRef)):
                 what = "a header or struct" if param.direction == "in" else \

@@ -51,9 +51,11 @@ _FOLD: dict[str, Callable[[int, int], int]] = {
 Env = dict[str, object]
 
 
-def const(value: int, width: int) -> Val:
+def const(value: int, width: int, typ: object = None) -> Val:
+    """A `width`-bit constant (the low bits of `value`) of type `typ` (default bit<W>)."""
     value &= (1 << width) - 1
-    return Val({"op": "const", "w": width, "v": hex(value)}, Bits(width), value)
+    typ = Bits(width) if typ is None else typ
+    return Val({"op": "const", "w": width, "v": hex(value)}, typ, value)
 
 
 def bool_const(value: bool) -> Val:
@@ -79,6 +81,10 @@ class ExprChecker:
         self.new_local: Callable[[str, object, Loc], Val] | None = None
 
     # --- names ---------------------------------------------------------------------
+    def named(self, node: Node, env: Env) -> object | None:
+        """What `node` refers to when it is a name/member/index expression, else None."""
+        return self.denote(node, env) if node.kind in ("name", "member", "index") else None
+
     def denote(self, node: Node, env: Env) -> object:
         """What a name/member/index expression refers to (not only scalars)."""
         if node.kind == "name":
@@ -175,7 +181,7 @@ class ExprChecker:
         """An integer without width (a constant) as int<W>: it must fit."""
         if not signed.fits(val.const, typ.width):
             raise P4Error(loc, f"value {val.const} does not fit in {type_name(typ)}")
-        return Val(const(val.const, typ.width).ir, typ, val.const & ((1 << typ.width) - 1))
+        return const(val.const, typ.width, typ)
 
     def bits(self, node: Node, env: Env, width: int | None = None) -> Val:
         val = self.value(node, env, width)
@@ -356,7 +362,7 @@ class ExprChecker:
             if op == "|+|":
                 folded = min(folded, (1 << w) - 1)
             return bool_const(bool(folded)) if isinstance(typ, BoolType) else \
-                Val(const(folded, w).ir, typ, folded & ((1 << w) - 1))
+                const(folded, w, typ)
         return Val({"op": irop, "w": w, "a": a.ir, "b": b.ir}, typ)
 
     def shift(self, a: Val, b: Val, node: Node) -> Val:
@@ -381,8 +387,7 @@ class ExprChecker:
             return self.signed_shift_right(a, b)
         irop = "shl" if node.op == "<<" else "shr"
         if a.const is not None and b.const is not None:
-            return Val(const(_FOLD[node.op](a.const, b.const), a.type.width).ir, a.type,
-                       _FOLD[node.op](a.const, b.const) & ((1 << a.type.width) - 1))
+            return const(_FOLD[node.op](a.const, b.const), a.type.width, a.type)
         return Val({"op": irop, "w": a.type.width, "a": a.ir, "b": b.ir}, a.type)
 
     def signed_shift_right(self, a: Val, b: Val) -> Val:
@@ -390,7 +395,7 @@ class ExprChecker:
         w = a.type.width
         if a.const is not None and b.const is not None:
             value = signed.as_signed(a.const, w) >> b.const
-            return Val(const(value, w).ir, a.type, value & ((1 << w) - 1))
+            return const(value, w, a.type)
         return Val(signed.shift_right(a.ir, b.ir, w), a.type)
 
     def concat(self, a: Val, b: Val, node: Node) -> Val:
@@ -402,7 +407,7 @@ class ExprChecker:
         typ = Signed(w) if isinstance(a.type, Signed) else Bits(w)   # the left one's sign
         if a.const is not None and b.const is not None:
             value = (a.const << b.type.width) | b.const
-            return Val(const(value, w).ir, typ, value)
+            return const(value, w, typ)
         return Val({"op": "concat", "w": w, "a": a.ir, "b": b.ir}, typ)
 
     def unary(self, node: Node, env: Env) -> Val:
@@ -421,7 +426,7 @@ class ExprChecker:
             raise P4Error(node.loc, f"'{node.op}' is not defined on {type_name(a.type)}")
         if a.const is not None:
             value = (-a.const if node.op == "-" else ~a.const) & ((1 << a.type.width) - 1)
-            return Val(const(value, a.type.width).ir, a.type, value)
+            return const(value, a.type.width, a.type)
         irop = "neg" if node.op == "-" else "not"
         return Val({"op": irop, "w": a.type.width, "a": a.ir}, a.type)
 
@@ -440,7 +445,7 @@ class ExprChecker:
         if w is None or isinstance(typ, ErrorType):
             raise P4Error(loc, f"cannot cast to {type_name(typ)}")
         if isinstance(val.type, IntType):
-            return Val(const(val.const, w).ir, typ, val.const & ((1 << w) - 1))
+            return const(val.const, w, typ)
         src = width_of(val.type)
         if src is None or isinstance(val.type, ErrorType):
             raise P4Error(loc, f"cannot cast a {type_name(val.type)}")
@@ -449,7 +454,7 @@ class ExprChecker:
         if isinstance(typ, BoolType) != isinstance(val.type, BoolType) and src != w:
             raise P4Error(loc, "only bit<1> converts to and from bool")
         if val.const is not None:
-            return Val(const(val.const, w).ir, typ, val.const & ((1 << w) - 1))
+            return const(val.const, w, typ)
         if src == w:
             return Val(val.ir, typ)
         return Val({"op": "cast", "w": w, "a": val.ir}, typ)
@@ -465,11 +470,11 @@ class ExprChecker:
                           "change the width and the sign in two casts (P4_16 8.11.1)")
         if w <= src:   # the same bits, or the low ones
             if val.const is not None:
-                return Val(const(val.const, w).ir, typ, val.const & ((1 << w) - 1))
+                return const(val.const, w, typ)
             return Val(val.ir if w == src else {"op": "cast", "w": w, "a": val.ir}, typ)
         if val.const is not None:
             value = signed.as_signed(val.const, src) & ((1 << w) - 1)
-            return Val(const(value, w).ir, typ, value)
+            return const(value, w, typ)
         return Val(signed.extend(val.ir, src, w), typ)
 
     def slice(self, node: Node, env: Env) -> Val:
@@ -495,7 +500,7 @@ class ExprChecker:
             if "hi" in dst:
                 raise P4Error(node.loc, "a slice of a slice cannot be assigned")
             return {**dst, "hi": val.ir["hi"], "lo": val.ir["lo"]}, val.type
-        target = self.denote(node, env) if node.kind in ("name", "member", "index") else None
+        target = self.named(node, env)
         if isinstance(target, HeaderRef | StructRef):
             return {"compound": target}, target.type
         if isinstance(target, VarbitVal):
@@ -512,7 +517,7 @@ class ExprChecker:
             for item in node.items:
                 items.extend(self.list_items(item, env, varbits))
             return items
-        target = self.denote(node, env) if node.kind in ("name", "member", "index") else None
+        target = self.named(node, env)
         if isinstance(target, HeaderRef):
             members = [self.member(target, Node("member", node.loc, name=name))
                        for name, _, _ in target.type.fields]

@@ -87,8 +87,7 @@ class StatementCompiler:
         if "compound" in dst:
             return self.assign_compound(dst["compound"], node, env)
         if "varbit" in dst:
-            source = self.exprs.denote(node.value, env) if node.value.kind in \
-                ("name", "member", "index") else None
+            source = self.exprs.named(node.value, env)
             return varbit.assign(dst["varbit"], source, node.value.loc)
         src = self.exprs.typed(node.value, env, typ)
         if src.type != typ and not (isinstance(src.type, IntType)):
@@ -97,8 +96,7 @@ class StatementCompiler:
         return [{"kind": "assign", "dst": dst, "src": src.ir}]
 
     def assign_compound(self, target: object, node: Node, env: Env) -> list[dict]:
-        source = self.exprs.denote(node.value, env) if node.value.kind in \
-            ("name", "member", "index") else None
+        source = self.exprs.named(node.value, env)
         if isinstance(target, HeaderRef | StructRef) and \
                 isinstance(source, HeaderRef | StructRef) and source.type == target.type:
             return copy_compound(target, source, node.loc)
@@ -267,7 +265,7 @@ class StatementCompiler:
             if len(call.args) == 2:
                 return self.extract_varbit(call, env)
             arg = self._args(call, 1)[0]
-            header = ex.denote(arg, env) if arg.kind in ("name", "member", "index") else None
+            header = ex.named(arg, env)
             if isinstance(header, tuple) and header[0] == "stack_method" and header[2] == "next":
                 return [{"kind": "extract", "stack": header[1].stack}]
             if not isinstance(header, HeaderRef):
@@ -401,8 +399,7 @@ class StatementCompiler:
     def extract_varbit(self, call: Node, env: Env) -> list[dict]:
         """`packet.extract(hdr, sizeInBits)` (dplab/p4/varbit.py)."""
         arg, size_node = call.args
-        header = self.exprs.denote(arg, env) if arg.kind in ("name", "member", "index") \
-            else None
+        header = self.exprs.named(arg, env)
         if not isinstance(header, HeaderRef):
             raise P4Error(arg.loc, "extract with a size needs a header with a varbit field")
         size = self.exprs.typed(size_node, env, Bits(32))
@@ -446,9 +443,8 @@ class StatementCompiler:
         """digest<T>'s T: written, or (as p4c infers it) the type of a struct argument."""
         if len(call.targs) == 1:
             return self.program.resolve_type(call.targs[0])
-        if data_node.kind in ("name", "member", "index"):
-            target = self.exprs.denote(data_node, env)
-            if isinstance(target, StructRef):
-                return target.type
+        target = self.exprs.named(data_node, env)
+        if isinstance(target, StructRef):
+            return target.type
         raise P4Error(call.loc, "digest needs its struct type: digest<my_digest_t>(1, {...}), "
                       "or a struct as its data: digest(1, meta.my_digest)")
