@@ -17,6 +17,7 @@ from dplab.p4.stack_last import StackLastCheck
 from dplab.p4.statements import Scope, StatementCompiler
 from dplab.p4.syntax import Node, name_loc, parse
 from dplab.p4.types import (
+    STANDARD_ERRORS,
     ActionRef,
     Bits,
     BoolType,
@@ -42,8 +43,6 @@ from dplab.p4.types import (
     width_of,
 )
 
-STANDARD_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
-                   "HeaderTooShort", "ParserTimeout", "ParserInvalidArgument"]
 FUNCTIONS = {"mark_to_drop", "verify", "verify_checksum", "update_checksum", "hash", "random",
              "clone", "clone_preserving_field_list", "resubmit_preserving_field_list",
              "recirculate_preserving_field_list", "resubmit", "recirculate", "clone3",

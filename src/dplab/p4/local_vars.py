@@ -64,11 +64,7 @@ def copy_compound(target: object, source: object, loc: Loc) -> list[dict]:
         return [{"kind": "assign", "dst": {"inst": target.ir["inst"],
                                            "field": target.ir["field"]}, "src": source.ir}]
     if isinstance(target, HeaderRef) and isinstance(source, HeaderRef):
-        if target.varbit is not None:
-            return varbit.copy(target, source)
-        if target.inst == source.inst:
-            return []
-        return [{"kind": "copy_header", "dst": target.inst, "src": source.inst}]
+        return varbit.copy(target, source)   # every part: one for a header without varbit
     if isinstance(target, StructRef) and isinstance(source, StructRef):
         out: list[dict] = []
         for fname, member in target.members.items():

@@ -44,6 +44,11 @@ class ErrorType:
     pass
 
 
+# core.p4's error members, in order: a program's own errors are numbered after them.
+STANDARD_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds",
+                   "HeaderTooShort", "ParserTimeout", "ParserInvalidArgument"]
+
+
 @dataclass(frozen=True)
 class EnumType:
     name: str

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.types import (
+    STANDARD_ERRORS,
     Bits,
     HeaderRef,
     StructType,
@@ -24,8 +25,8 @@ from dplab.p4.types import (
 )
 
 MAX_VARBIT = 2048   # bits: each byte is an instance the switch resets per packet
-HEADER_TOO_SHORT = 4        # STANDARD_ERRORS' indices (compiler.py)
-PARSER_INVALID_ARGUMENT = 6
+HEADER_TOO_SHORT = STANDARD_ERRORS.index("HeaderTooShort")
+PARSER_INVALID_ARGUMENT = STANDARD_ERRORS.index("ParserInvalidArgument")
 
 
 class LayoutOwner(Protocol):
@@ -136,9 +137,15 @@ def set_validity(ref: HeaderRef, valid: bool) -> list[dict]:
 
 
 def copy(target: HeaderRef, source: HeaderRef) -> list[dict]:
-    """`hdr.a = hdr.b` of one type: every part, the varbit's bytes and length with it."""
+    """`hdr.a = hdr.b` of one type: every part (a varbit's bytes and length with it)."""
+    return _copy_instances(target.parts, source.parts)
+
+
+def _copy_instances(targets: list[int] | tuple[int, ...],
+                    sources: list[int] | tuple[int, ...]) -> list[dict]:
+    """copy_header of each source instance onto its target (validity and fields)."""
     return [{"kind": "copy_header", "dst": d, "src": s}
-            for d, s in zip(target.parts, source.parts, strict=True) if d != s]
+            for d, s in zip(targets, sources, strict=True) if d != s]
 
 
 def assign(target: VarbitVal, source: object, loc: Loc) -> list[dict]:
@@ -149,9 +156,7 @@ def assign(target: VarbitVal, source: object, loc: Loc) -> list[dict]:
             type_name(getattr(source, "type", None)) if isinstance(source, Val) else "this"
         raise P4Error(loc, f"cannot assign {what} to varbit<{want}>: only a varbit<{want}> "
                       "field can be assigned to it")
-    return [{"kind": "copy_header", "dst": d, "src": s}
-            for d, s in zip(target.header.varbit.chunks, source.header.varbit.chunks,
-                            strict=True) if d != s]
+    return _copy_instances(target.header.varbit.chunks, source.header.varbit.chunks)
 
 
 def _width(v: VarbitVal) -> int:
