@@ -62,6 +62,11 @@ class Plane(ABC):
         the run directory still exists. Most planes record nothing over time."""
         return []
 
+    def info(self) -> dict[str, str]:
+        """How the plane forwards, as the report states it beside the results (e.g. OVS's
+        datapath and port type): name -> text. Known once the plane is created."""
+        return {}
+
     @abstractmethod
     def stop(self) -> None:
         """Stop daemons; idempotent (whatever runs in the namespaces dies with them anyway)."""

@@ -6,8 +6,10 @@ ovsdb-server and ovs-vswitchd (their database, sockets, pid files and logs in
 reaches on 127.0.0.1. One bridge per switch, named prefix + switch (``dl3fa2s1``), with
 datapath id N for switch sN and OpenFlow port numbers equal to the topology's.
 
-Options: ``mode`` reactive|proactive (see ``dplab.control.forwarding``) and ``controller``
-(false: no controller, the bridges are standalone learning switches with RSTP on loops).
+Options: ``mode`` reactive|proactive (see ``dplab.control.forwarding``), ``controller``
+(false: no controller, the bridges are standalone learning switches with RSTP on loops),
+``datapath`` auto|netdev|system and ``ports`` (how the userspace datapath reaches its veth
+ports, see PORTS; the kernel datapath has one kind of port and takes ``auto`` only).
 In proactive mode, wait_ready() makes every host ping one other host once so the
 controller learns all hosts from their ARP and installs every path before traffic starts.
 """
@@ -33,6 +35,21 @@ SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 OPENFLOW_PORT = 6653  # private: the controller listens inside our own namespace
 RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
 DATAPATHS = ("netdev", "system")
+# How the userspace (netdev) datapath does port I/O. AF_PACKET ("netdev") needs the hosts'
+# and ports' TX checksum offload off (so TSO and GSO go too): OVS forwards frames as they
+# come and would never fill in a checksum left to "offload"; every 1500-byte frame is then
+# its own trip through ovs-vswitchd. "netdev-tso" turns on userspace TSO
+# (other_config:userspace-tso-enable): OVS takes and sends offloaded super-packets with
+# their virtio-net header, so offloads stay on. "afxdp" and "afxdp-sleep" receive and send
+# through AF_XDP sockets, which OVS always serves from a PMD thread: busy polling a core
+# ("afxdp"), or sleeping up to PMD_MAXSLEEP_US when its queues are idle ("afxdp-sleep",
+# other_config:pmd-maxsleep). AF_XDP cannot take offloaded frames (offloads off as for
+# "netdev") and transmits past the qdisc, where the link's shaping lives: refused on shaped
+# links.
+PORTS = ("netdev", "netdev-tso", "afxdp", "afxdp-sleep")
+DEFAULT_PORTS = "netdev-tso"  # the fastest that keeps shaping (docs/benchmarks.md, OVS)
+BYPASS_QDISC = ("afxdp", "afxdp-sleep")
+PMD_MAXSLEEP_US = 1000
 VSCTL_TIMEOUT_S = 30
 
 
@@ -42,7 +59,8 @@ class OvsPlane(ControlledPlane):
     shared_switch_ns = True
     # datapath: "auto" takes the kernel datapath ("system") where the openvswitch module is
     # loaded, else the userspace one ("netdev"), which works on any kernel.
-    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto"}
+    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto",
+                               "ports": "auto"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -56,6 +74,7 @@ class OvsPlane(ControlledPlane):
             raise PlaneError(f"plane ovs: option 'datapath' must be auto, netdev or system, "
                              f"not {self.options['datapath']!r}")
         self.datapath = _pick_datapath(self.options["datapath"])
+        self.ports = _pick_ports(self.datapath, self.options["ports"])
 
     # -- start ---------------------------------------------------------------------------
 
@@ -65,14 +84,18 @@ class OvsPlane(ControlledPlane):
         misnamed = [s for s in net.topo.switches() if not s[1:].isdigit()]
         if misnamed:  # the datapath id (and the controller's name for it) is the number
             raise PlaneError(f"ovs: switch {misnamed[0]!r} is not named s<number>")
+        if self.ports in BYPASS_QDISC:
+            _refuse_shaped_links(net, self.ports)
         self.net = net
         self._started = time.monotonic()
         self.dir = net.run_dir / "ovs"
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.options["controller"]:
             self._start_controller(net)  # first: its Python start-up overlaps OVS's
-        self._disable_tx_checksum_offload(net)
+        if self.ports in ("netdev", *BYPASS_QDISC):
+            self._disable_tx_checksum_offload(net)
         self._start_ovsdb(net)
+        self.vsctl("--no-wait", "set", "open_vswitch", ".", *_global_config(self.ports))
         self._start_daemon(net, "ovs-vswitchd", [f"unix:{self.db_sock}"])
         if self.options["controller"]:
             # Bridges connect at once when the controller already listens, else after a back-off.
@@ -143,7 +166,7 @@ class OvsPlane(ControlledPlane):
                 cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
             for port, ifname in net.switch_ports(switch).items():
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
-                         f"ofport_request={port}"]
+                         f"ofport_request={port}", *_interface_type(self.ports)]
                 link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
                 cmds += _shaping_qos(ifname, link.get("bw_mbit"))
         return cmds
@@ -160,6 +183,13 @@ class OvsPlane(ControlledPlane):
 
     def _has_controller(self) -> bool:
         return self.options["controller"]
+
+    def info(self) -> dict[str, str]:
+        kernel = self.datapath == "system"
+        return {"forwarding": f"Open vSwitch {_ovs_version()}",
+                "datapath": "kernel (system)" if kernel else "userspace (netdev)",
+                "ports": self.ports,
+                "TSO": "on" if kernel or self.ports == "netdev-tso" else "off"}
 
     # -- stats and stop ------------------------------------------------------------------
 
@@ -224,6 +254,13 @@ def _shaping_qos(ifname: str, bw_mbit: float | None) -> list[str]:
             "type=linux-htb", f"other-config:max-rate={round(bw_mbit * 1e6)}"]
 
 
+def _ovs_version() -> str:
+    done = subprocess.run(["ovs-vswitchd", "--version"], capture_output=True, text=True,
+                          check=False)
+    first = done.stdout.splitlines()[0] if done.returncode == 0 and done.stdout else ""
+    return first.rsplit(" ", 1)[-1] or "(version unknown)"
+
+
 def _pick_datapath(wanted: str) -> str:
     kernel_has_ovs = Path("/sys/module/openvswitch").exists()
     if wanted == "auto":
@@ -232,6 +269,43 @@ def _pick_datapath(wanted: str) -> str:
         raise PlaneError("plane ovs: datapath 'system' needs the kernel's openvswitch module, "
                          "which this kernel does not have; use 'netdev' (userspace)")
     return wanted
+
+
+def _pick_ports(datapath: str, wanted: Any) -> str:
+    if datapath == "system":
+        if wanted not in ("auto", "system"):
+            raise PlaneError(f"plane ovs: option 'ports' {wanted!r} needs the userspace "
+                             "datapath (datapath: netdev); the kernel datapath has system "
+                             "ports only")
+        return "system"
+    if wanted == "auto":
+        return DEFAULT_PORTS
+    if wanted not in PORTS:
+        raise PlaneError(f"plane ovs: option 'ports' must be auto or one of "
+                         f"{', '.join(PORTS)}, not {wanted!r}")
+    return wanted
+
+
+def _refuse_shaped_links(net: Network, ports: str) -> None:
+    """AF_XDP transmits past the qdisc, where both the substrate's TBF and OVS's HTB live."""
+    switches = set(net.topo.switches())
+    for a, b, link in net.topo.graph.edges(data=True):
+        if link.get("bw_mbit") is not None and {a, b} & switches:
+            raise PlaneError(f"plane ovs: ports {ports!r} send past the qdisc, so link "
+                             f"{a}-{b} would lose its {link['bw_mbit']} Mbit/s shaping; use "
+                             f"ports netdev-tso or netdev, or leave the link unshaped")
+
+
+def _global_config(ports: str) -> list[str]:
+    tso = "true" if ports == "netdev-tso" else "false"
+    out = [f"other_config:userspace-tso-enable={tso}"]
+    if ports == "afxdp-sleep":
+        out.append(f"other_config:pmd-maxsleep={PMD_MAXSLEEP_US}")
+    return out
+
+
+def _interface_type(ports: str) -> list[str]:
+    return ["type=afxdp"] if ports in BYPASS_QDISC else []
 
 
 def _switches_have_loops(net: Network) -> bool:

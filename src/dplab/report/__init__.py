@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from dplab.analysis import analyse
-from dplab.report import cpu_idle
+from dplab.report import cpu_idle, plane_info
 from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
 from dplab.report.plots import (
@@ -44,7 +44,7 @@ def build(results_dir: Path) -> Path:
     raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
                       comparison_tables(analysis), plots, raw, store.rows("runs"),
-                      plane_series)
+                      plane_series, plane_info.describe(store.rows("plane_info")))
 
 
 def print_tables(results_dir: Path, console: Console | None = None) -> None:
@@ -55,6 +55,8 @@ def print_tables(results_dir: Path, console: Console | None = None) -> None:
     tables = comparison_tables(analysis)
     console.print(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", style="dim",
                   highlight=False)
+    for plane, text in plane_info.describe(store.rows("plane_info")).items():
+        console.print(f"{escape(plane)}: {escape(text)}", style="dim", highlight=False)
     for table in tables:
         console.print(to_rich(table))
     if tables:

@@ -13,6 +13,8 @@ Tables (long format, one row per value; ``value`` is null when not measured):
 - ``plane_series``: run keys + t (s since the run's traffic began; negative: before it),
   series (``<metric>:<subject>``, e.g. ``rate_bps:s3:class1``, see the plane), value:
   what a plane recorded over time (the p4 plane's QoS loop: one row per metric per turn)
+- ``plane_info``: run keys + key, value (text): how the plane ran (e.g. OVS's datapath and
+  port type, the P4 switch's transmit mode; ``dplab.planes.base.Plane.info``)
 
 Every table is rewritten after each run, atomically (temp file + rename), and ``runs`` is
 written last: a run appears in ``runs`` only once all its rows are on disk, so a crash at
@@ -20,8 +22,8 @@ any point loses nothing already stored, and a half-written run is simply run aga
 a run_id that is already stored replaces its rows).
 
 Stores written before a table or column existed still open: a missing table file loads as
-an empty table (``plane_series``), a missing column (ADDED_COLUMNS) as nulls; the next run
-stored writes both in the current shape.
+an empty table (``plane_series``, ``plane_info``), a missing column (ADDED_COLUMNS) as nulls;
+the next run stored writes both in the current shape.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from dplab.store.rows import (
     cpu_idle_columns,
     flow_row,
     interval_rows,
+    plane_info_rows,
     plane_series_rows,
     plane_stat_rows,
     summary_rows,
@@ -77,12 +80,14 @@ SCHEMAS: dict[str, pa.Schema] = {
     "plane_stats": pa.schema(_RUN_KEYS + [("stat", pa.string()), ("value", pa.float64())]),
     "plane_series": pa.schema(_RUN_KEYS + [("t", pa.float64()), ("series", pa.string()),
                                            ("value", pa.float64())]),
+    "plane_info": pa.schema(_RUN_KEYS + [("key", pa.string()), ("value", pa.string())]),
 }
 # Columns added later: a table stored without them loads with nulls there. (Tables added
 # later, like plane_series, need nothing here: a missing file loads as an empty table.)
 ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE}}
 # "runs" last: it marks a run as stored only after its other rows are on disk.
-WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "runs")
+WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "plane_info",
+               "runs")
 
 
 class RunStore:
@@ -151,10 +156,12 @@ class RunStore:
         results: list[FlowResultLike],
         cpu_idle: CpuIdleLike | None = None,
         plane_series: list[SeriesPointLike] | None = None,
+        plane_info: dict[str, str] | None = None,
     ) -> None:
         """Store one run and write every table to disk before returning; ``cpu_idle`` says
         under which idle behaviour it ran (None: not recorded), ``plane_series`` what the
-        plane recorded over time (None or empty: nothing)."""
+        plane recorded over time (None or empty: nothing), ``plane_info`` how the plane ran
+        (None or empty: not known, e.g. the plane failed before it was built)."""
         if status not in STATUSES:
             raise StoreError(f"run {run_id!r}: status must be one of {STATUSES}, got {status!r}")
         if status == "failed" and not error:
@@ -169,6 +176,7 @@ class RunStore:
             "intervals": [row for r in results for row in interval_rows(keys, r)],
             "plane_stats": plane_stat_rows(keys, plane_stats),
             "plane_series": plane_series_rows(keys, plane_series or []),
+            "plane_info": plane_info_rows(keys, plane_info or {}),
         }
         # Convert everything first: bad input must leave the stored tables untouched.
         added = {name: pa.Table.from_pylist(rows, schema=SCHEMAS[name])
