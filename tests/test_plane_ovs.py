@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,47 @@ def test_ovs_options_are_checked() -> None:
         create("ovs", {"controller": "yes"})
     with pytest.raises(PlaneError, match="unknown option 'dpdk'"):
         create("ovs", {"dpdk": True})
+    with pytest.raises(PlaneError, match="'ports' must be .*'dpdk'"):
+        create("ovs", {"datapath": "netdev", "ports": "dpdk"})
+    assert create("ovs", {"datapath": "netdev"}).info()["ports"] == "netdev-tso"
+
+
+@pytest.mark.net
+def test_afxdp_ports_are_refused_on_shaped_links_and_leave_no_xdp_program() -> None:
+    shaped = catalog.build("linear", switches=2, hosts_per_switch=1, edge_bw=None, core_bw=10)
+    plane = create("ovs", {"mode": "proactive", "datapath": "netdev", "ports": "afxdp"})
+    with (Network(shaped, addressing="l2", shared_switch_ns=True) as net,
+          pytest.raises(PlaneError, match="s1-s2 would lose its 10.* shaping")):
+        plane.start(net)
+    unshaped = catalog.build("linear", switches=2, hosts_per_switch=1, edge_bw=None,
+                             core_bw=None)
+    with Network(unshaped, addressing="l2", shared_switch_ns=True) as net:
+        try:
+            plane.start(net)
+            plane.wait_ready(30)
+            xdp_while_running = _xdp_interfaces(net)
+            ping = net.run(net.host_ns("h1"), ["ping", "-c3", "-i0.2", "-n",
+                                               net.host_ip("h2")], check=False)
+            tcp = iperf_server_report(net, "h1", "h2", [], 1)
+            udp = iperf_server_report(net, "h2", "h1", ["-u", "-b", "20M"], 1)
+        finally:
+            plane.stop()
+        left = _xdp_interfaces(net)
+    assert xdp_while_running, "afxdp ports attached no XDP program"
+    assert ping.returncode == 0, ping.stdout
+    assert int(tcp[7]) > 1_000_000
+    assert int(udp[11]) > 1000 and float(udp[12]) < 5.0  # datagrams, loss %
+    assert left == [], f"XDP programs left on {left}"
+
+
+def _xdp_interfaces(net: Network) -> list[str]:
+    """Interfaces of the run's namespaces with an XDP program attached."""
+    found = []
+    for ns in {net.switch_ns("s1"), *(net.host_ns(h) for h in net.topo.hosts())}:
+        for link in json.loads(net.run(ns, ["ip", "-j", "-d", "link", "show"]).stdout):
+            if "xdp" in link:
+                found.append(f"{ns}:{link['ifname']}")
+    return found
 
 
 @pytest.mark.net
