@@ -41,6 +41,7 @@ import switch_rig  # noqa: E402  (the test rig lives with the tests)
 from doc_section import write_section  # noqa: E402
 
 from dplab.measure.resources import parse_vmrss_kib  # noqa: E402
+from dplab.planes.ovs import PORTS  # noqa: E402
 
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
@@ -90,7 +91,11 @@ load average at the start {load_start}, at the end {load_end}; core {core} spent
   takes XDP frames only into a peer that runs NAPI or XDP, as the sink does), *(tx ring)*
   through an AF_PACKET transmit ring (switch/PROTOCOL.md, `--tx`). *OVS*: ovs-vswitchd
   {ovs_version} on its userspace (netdev) datapath, pinned to core {core} with taskset,
-  proactive OpenFlow rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set
+  once per port I/O of the ovs plane's option `ports` (`netdev`: AF_PACKET; `netdev-tso`:
+  the same with userspace TSO on, the plane's default; `afxdp`: AF_XDP sockets served by a
+  busy-polling PMD thread, pinned to core {core} too by pmd-cpu-mask; `afxdp-sleep`: the
+  PMD sleeps up to 1 ms while its queues are idle, pmd-maxsleep), proactive OpenFlow
+  rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set
   both MACs, `dec_ttl`, output). *Linux bridge*: a static FDB entry for the frame's
   destination on port 2. *Linux router*: `ip_forward`, a permanent neighbour entry for the next hop.
 - *offered*: frames the source's veth counted as sent, per second.
@@ -265,8 +270,9 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
         inline = {"core": SWITCH_CORE, "tx": modes[0], "switch_bin": switch_bin}
         others.append(forwarders.p4_switch(inline_name(modes[0]), l3_ir, [L3_ROUTE], **inline))
         if not p4_only:
+            others += [forwarders.ovs(SWITCH_CORE, xdp_sink=True, ports=ports)
+                       for ports in PORTS]  # every port I/O of the ovs plane
             others += [
-                forwarders.ovs(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_bridge(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_router(SWITCH_CORE, xdp_sink=True),
             ]

@@ -95,7 +95,7 @@ class OvsPlane(ControlledPlane):
         if self.ports in ("netdev", *BYPASS_QDISC):
             self._disable_tx_checksum_offload(net)
         self._start_ovsdb(net)
-        self.vsctl("--no-wait", "set", "open_vswitch", ".", *_global_config(self.ports))
+        self.vsctl("--no-wait", "set", "open_vswitch", ".", *global_config(self.ports))
         self._start_daemon(net, "ovs-vswitchd", [f"unix:{self.db_sock}"])
         if self.options["controller"]:
             # Bridges connect at once when the controller already listens, else after a back-off.
@@ -166,7 +166,7 @@ class OvsPlane(ControlledPlane):
                 cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
             for port, ifname in net.switch_ports(switch).items():
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
-                         f"ofport_request={port}", *_interface_type(self.ports)]
+                         f"ofport_request={port}", *interface_type(self.ports)]
                 link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
                 cmds += _shaping_qos(ifname, link.get("bw_mbit"))
         return cmds
@@ -296,7 +296,8 @@ def _refuse_shaped_links(net: Network, ports: str) -> None:
                              f"ports netdev-tso or netdev, or leave the link unshaped")
 
 
-def _global_config(ports: str) -> list[str]:
+def global_config(ports: str) -> list[str]:
+    """Open_vSwitch settings (ovs-vsctl set open_vswitch . ...) for port I/O ``ports``."""
     tso = "true" if ports == "netdev-tso" else "false"
     out = [f"other_config:userspace-tso-enable={tso}"]
     if ports == "afxdp-sleep":
@@ -304,7 +305,8 @@ def _global_config(ports: str) -> list[str]:
     return out
 
 
-def _interface_type(ports: str) -> list[str]:
+def interface_type(ports: str) -> list[str]:
+    """Interface columns (ovs-vsctl set interface X ...) for port I/O ``ports``."""
     return ["type=afxdp"] if ports in BYPASS_QDISC else []
 
 
