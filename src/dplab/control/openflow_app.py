@@ -4,6 +4,11 @@ implements its ``Southbound`` with flow-mods and packet-outs.
 Switch ``sN`` is the datapath with id N (the OVS plane sets the datapath ids). Every switch
 gets three rules on connect: send table misses to the controller (whole packet, no
 buffering), and trap LLDP and ARP to the controller, since discovery and proxy ARP live there.
+
+With meters (option ``dplab_meters``, the ovs plane's ``qos``: ``dplab.qos.openflow_meter``)
+every switch also gets its meters, and table 0 becomes the metering table: one rule per
+class sends its DSCP's IPv4 packets through the class's meter, then everything goes on to
+table 1, which holds the rules above.
 """
 
 from __future__ import annotations
@@ -27,14 +32,18 @@ from os_ken.ofproto import ofproto_v1_3
 from dplab.control import packets
 from dplab.control.counters_file import write_counters
 from dplab.control.forwarding import REACTIVE, Forwarding
+from dplab.qos import openflow_meter
 
 cfg.CONF.register_opts([
     cfg.StrOpt("dplab_mode", default=REACTIVE, help="reactive or proactive forwarding"),
     cfg.StrOpt("dplab_stats_file", default=None, help="where counters are written as JSON"),
+    cfg.StrOpt("dplab_meters", default=None, help="meters as JSON (qos.openflow_meter)"),
 ])
 
 PATH_RULE_PRIORITY = 10  # as ONOS fwd
 TRAP_PRIORITY = 40000
+METER_RULE_PRIORITY = 10
+ETH_IPV4 = 0x0800
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
 
 
@@ -52,6 +61,9 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         self._datapaths: dict[str, Datapath] = {}
         self.logic = Forwarding(self, mode=self.CONF.dplab_mode)
         self.stats_file: str | None = self.CONF.dplab_stats_file
+        meters = self.CONF.dplab_meters
+        self.meters = openflow_meter.from_json(meters) if meters else []
+        self.forward_table = 1 if self.meters else 0  # table 0 meters first
         hub.spawn(self._tick_forever)
 
     # -- Southbound ----------------------------------------------------------------------
@@ -83,6 +95,8 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
     def on_features(self, ev) -> None:
         dp = ev.msg.datapath
         ofp, parser = dp.ofproto, dp.ofproto_parser
+        if self.meters:
+            self._install_meters(dp)
         to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
         self._add_flow(dp, 0, parser.OFPMatch(), to_controller)
         for ethertype in (packets.ETH_LLDP, packets.ETH_ARP):
@@ -142,5 +156,23 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         parser = dp.ofproto_parser
         instructions = [parser.OFPInstructionActions(dp.ofproto.OFPIT_APPLY_ACTIONS, actions)]
         dp.send_msg(parser.OFPFlowMod(
-            datapath=dp, priority=priority, match=match, instructions=instructions,
-            idle_timeout=idle_timeout))
+            datapath=dp, table_id=self.forward_table, priority=priority, match=match,
+            instructions=instructions, idle_timeout=idle_timeout))
+
+    def _install_meters(self, dp: Datapath) -> None:
+        """Each class's meter (drop band, kbit/s, burst in kbit) and its table-0 rule; the
+        rest of table 0 goes straight on to the forwarding table."""
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        on = parser.OFPInstructionGotoTable(self.forward_table)
+        for meter in self.meters:
+            dp.send_msg(parser.OFPMeterMod(
+                dp, command=ofp.OFPMC_ADD, flags=ofp.OFPMF_KBPS | ofp.OFPMF_BURST,
+                meter_id=meter.meter_id,
+                bands=[parser.OFPMeterBandDrop(rate=meter.rate_kbps,
+                                               burst_size=meter.burst_kbit)]))
+            dp.send_msg(parser.OFPFlowMod(
+                datapath=dp, table_id=0, priority=METER_RULE_PRIORITY,
+                match=parser.OFPMatch(eth_type=ETH_IPV4, ip_dscp=meter.dscp),
+                instructions=[parser.OFPInstructionMeter(meter.meter_id), on]))
+        dp.send_msg(parser.OFPFlowMod(datapath=dp, table_id=0, priority=0,
+                                      match=parser.OFPMatch(), instructions=[on]))

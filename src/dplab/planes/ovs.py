@@ -8,8 +8,10 @@ datapath id N for switch sN and OpenFlow port numbers equal to the topology's.
 
 Options: ``mode`` reactive|proactive (see ``dplab.control.forwarding``), ``controller``
 (false: no controller, the bridges are standalone learning switches with RSTP on loops),
-``datapath`` auto|netdev|system and ``ports`` (how the userspace datapath reaches its veth
-ports, see PORTS; the kernel datapath has one kind of port and takes ``auto`` only).
+``datapath`` auto|netdev|system, ``ports`` (how the userspace datapath reaches its veth
+ports, see PORTS; the kernel datapath has one kind of port and takes ``auto`` only) and
+``qos`` (study 004's static baseline: OpenFlow meters per DSCP class, installed by the
+controller on every switch; ``dplab.qos.openflow_meter``).
 In proactive mode, wait_ready() makes every host ping one other host once so the
 controller learns all hosts from their ARP and installs every path before traffic starts.
 """
@@ -29,6 +31,7 @@ import networkx as nx
 from dplab.control.forwarding import MODES, REACTIVE
 from dplab.planes.base import PlaneError
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
+from dplab.qos import openflow_meter
 from dplab.substrate.network import HOST_IF, Network
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
@@ -60,7 +63,7 @@ class OvsPlane(ControlledPlane):
     # datapath: "auto" takes the kernel datapath ("system") where the openvswitch module is
     # loaded, else the userspace one ("netdev"), which works on any kernel.
     OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto",
-                               "ports": "auto"}
+                               "ports": "auto", "qos": None}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -75,6 +78,18 @@ class OvsPlane(ControlledPlane):
                              f"not {self.options['datapath']!r}")
         self.datapath = _pick_datapath(self.options["datapath"])
         self.ports = _pick_ports(self.datapath, self.options["ports"])
+        self.meters = self._meters()
+
+    def _meters(self) -> list[openflow_meter.MeterClass]:
+        if self.options["qos"] is None:
+            return []
+        if not self.options["controller"]:
+            raise PlaneError("plane ovs: option 'qos' needs the controller (it installs the "
+                             "meters); leave option 'controller' true")
+        try:
+            return openflow_meter.parse(self.options["qos"])
+        except openflow_meter.MeterError as exc:
+            raise PlaneError(str(exc)) from exc
 
     # -- start ---------------------------------------------------------------------------
 
@@ -145,6 +160,8 @@ class OvsPlane(ControlledPlane):
         argv = [sys.executable, "-m", "dplab.control.controller_main",
                 "--mode", self.options["mode"], "--port", str(OPENFLOW_PORT),
                 "--stats-file", str(self.stats_file)]
+        if self.meters:
+            argv += ["--meters", openflow_meter.to_json(self.meters)]
         self._spawn(net, self.switch_ns, "controller", argv)
 
     def _bridge_commands(self, net: Network) -> list[str]:
@@ -189,7 +206,8 @@ class OvsPlane(ControlledPlane):
         return {"forwarding": f"Open vSwitch {_ovs_version()}",
                 "datapath": "kernel (system)" if kernel else "userspace (netdev)",
                 "ports": self.ports,
-                "TSO": "on" if kernel or self.ports == "netdev-tso" else "off"}
+                "TSO": "on" if kernel or self.ports == "netdev-tso" else "off",
+                **_meters_info(self.meters)}
 
     # -- stats and stop ------------------------------------------------------------------
 
@@ -204,7 +222,9 @@ class OvsPlane(ControlledPlane):
         out["ovs_flows"] = flows
         out["ovs_path_flows"] = None
         if flows is not None and self.options["controller"]:
-            out["ovs_path_flows"] = flows - RULES_PER_SWITCH * len(self.net.topo.switches())
+            metering = len(self.meters) + 1 if self.meters else 0  # + table 0's go-on rule
+            out["ovs_path_flows"] = flows - ((RULES_PER_SWITCH + metering)
+                                             * len(self.net.topo.switches()))
         out["ready_s"] = self._ready_s
         return out
 
@@ -252,6 +272,14 @@ def _shaping_qos(ifname: str, bw_mbit: float | None) -> list[str]:
     qos = f"@q_{ifname.replace('-', '_')}"
     return ["--", "set", "port", ifname, f"qos={qos}", "--", f"--id={qos}", "create", "qos",
             "type=linux-htb", f"other-config:max-rate={round(bw_mbit * 1e6)}"]
+
+
+def _meters_info(meters: list[openflow_meter.MeterClass]) -> dict[str, str]:
+    if not meters:
+        return {}
+    classes = ", ".join(f"DSCP {m.dscp} at {m.rate_kbps} kbit/s" for m in meters)
+    return {"qos": f"static OpenFlow meters (drop band, burst {meters[0].burst_kbit} kbit): "
+                   f"{classes}"}
 
 
 def _ovs_version() -> str:
