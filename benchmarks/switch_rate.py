@@ -74,8 +74,8 @@ frame on the switch's core, which XDP frames do not). The row
 *sink receiving into its stack* runs the L3 switch once more with a sink that takes every
 frame into the kernel's receive path (a socket buffer each, GRO, then IP drops it: it is
 addressed to another host), all of it on core {core} inside the switch's send. Median of
-{reps} runs of {seconds} s, measured {when} on {host} (2 cores, shared with other work;
-load average at the start {load_start}, at the end {load_end}; core {core} spent
+{reps} runs of {seconds} s, measured {when} on {host} (kernel {kernel}, 2 cores, shared with
+other work; load average at the start {load_start}, at the end {load_end}; core {core} spent
 {baseline} of its time in softirq before the runs, with no traffic of ours). The budget is
 1 Mpps at 64 B on one core.
 
@@ -429,6 +429,7 @@ def section(m: dict, seconds: float, reps: int) -> str:
         seconds=f"{seconds:g}",
         when=time.strftime("%Y-%m-%d %H:%M"),
         host=platform.node(),
+        kernel=platform.release(),
         baseline=f"{m['baseline_softirq_share']:.0%}",
         rows=table_rows(m),
         sink_dropped=sink_drops(m),
