@@ -18,6 +18,7 @@ controller learns all hosts from their ARP and installs every path before traffi
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -50,7 +51,9 @@ DATAPATHS = ("netdev", "system")
 # "netdev") and transmits past the qdisc, where the link's shaping lives: refused on shaped
 # links.
 PORTS = ("netdev", "netdev-tso", "afxdp", "afxdp-sleep")
-DEFAULT_PORTS = "netdev-tso"  # the fastest that keeps shaping (docs/benchmarks.md, OVS)
+# The fastest that keeps shaping (docs/benchmarks.md, "OVS port I/O"): 4-6x netdev's TCP,
+# at a somewhat higher idle latency across many bridges.
+DEFAULT_PORTS = "netdev-tso"
 BYPASS_QDISC = ("afxdp", "afxdp-sleep")
 PMD_MAXSLEEP_US = 1000
 VSCTL_TIMEOUT_S = 30
@@ -282,6 +285,7 @@ def _meters_info(meters: list[openflow_meter.MeterClass]) -> dict[str, str]:
                    f"{classes}"}
 
 
+@functools.cache
 def _ovs_version() -> str:
     done = subprocess.run(["ovs-vswitchd", "--version"], capture_output=True, text=True,
                           check=False)
