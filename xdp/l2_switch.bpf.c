@@ -16,7 +16,7 @@ struct mac {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 8192); /* preallocated: ~80 B an entry */
 	__type(key, struct mac);
 	__type(value, __u32); /* ifindex of the port the MAC was last seen on */
 } macs SEC(".maps");

@@ -1,0 +1,197 @@
+"""eBPF/XDP forwarding: a program on every switch port (native XDP on veth), its tables in
+BPF maps the lab writes through libbpf (dplab.xdp).
+
+Modes:
+- ``l2``: learning switch (xdp/l2_switch.bpf.c), one MAC table per switch, flooding through
+  a devmap broadcast; loops cut as the bridge plane cuts them (the spanning tree STP would
+  converge to): ports off the tree stay out of the flood set and drop what arrives.
+- ``l3``: router from a static LPM-trie table (xdp/l3_router.bpf.c) the lab fills from the
+  router plane's shortest paths, with both MACs of every hop. ARP goes to the switch
+  namespace's stack (XDP_PASS), which answers for the gateway addresses; forwarding stays
+  off there, so only the program forwards.
+- ``l3-fib``: the router plane's kernel routes and addresses, and a program
+  (xdp/l3_fib.bpf.c) asking that FIB (``bpf_fib_lookup``); until the stack has resolved a
+  next hop's neighbour entry, the frame goes to the stack, which forwards it itself.
+
+Every host's ``eth0`` runs an XDP_PASS program: a veth takes frames its peer's XDP program
+redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why).
+A redirected frame goes straight into the peer veth, past the output port's qdiscs: the
+switch-to-host and switch-to-switch directions of a shaped link are not shaped under this
+plane (the sending host's side still is).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+import time
+from typing import Any
+
+import networkx as nx
+
+from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.planes.bridge import off_tree_links
+from dplab.planes.router import RouterPlane, next_hops
+from dplab.substrate.network import HOST_IF, Network
+from dplab.xdp.libbpf import LibbpfError
+from dplab.xdp.netns import Interface, interfaces
+from dplab.xdp.programs import COUNTERS, ProgramMissing, XdpProgram
+
+# mode -> (object in xdp/build, program in it)
+MODES = {"l2": ("l2_switch", "xdp_l2"), "l3": ("l3_router", "xdp_l3"),
+         "l3-fib": ("l3_fib", "xdp_fib")}
+LOCAL = 0  # a next hop's ifindex for the switch's own addresses: to the stack
+
+
+class XdpPlane(Plane):
+    kind = "xdp"
+    shared_switch_ns = False
+    OPTIONS: dict[str, Any] = {"mode": "l2"}
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        mode = self.options["mode"]
+        if mode not in MODES:
+            raise PlaneError(f"plane xdp: option 'mode' must be one of {', '.join(MODES)}, "
+                             f"not {mode!r}")
+        self.addressing = "l2" if mode == "l2" else "l3"
+        self.net: Network | None = None
+        self.switch_programs: dict[str, XdpProgram] = {}
+        self.host_program: XdpProgram | None = None
+        self._final: dict[str, dict[str, int]] = {}
+        self.cut_links: set[frozenset[str]] = set()
+        self._started = 0.0
+        self._ready_s: float | None = None
+
+    def start(self, net: Network) -> None:
+        if net.addressing != self.addressing:
+            raise PlaneError(f"xdp: mode {self.options['mode']} needs a network built with "
+                             f"addressing={self.addressing!r}, not {net.addressing!r}")
+        self.net = net
+        self._started = time.monotonic()
+        try:
+            self._prepare_stacks(net)
+            fabric = net.topo.graph.subgraph(net.topo.switches())
+            if self.options["mode"] == "l2" and not nx.is_forest(fabric):
+                self.cut_links = off_tree_links(fabric, net.topo.switches())
+            ports = {s: interfaces(net.switch_ns(s)) for s in net.topo.switches()}
+            self._attach_host_side(net)
+            for switch in net.topo.switches():
+                self._load_switch(net, switch, ports)
+        except (LibbpfError, ProgramMissing, OSError) as exc:
+            self.stop()
+            raise PlaneError(f"xdp: {exc}") from exc
+
+    def _prepare_stacks(self, net: Network) -> None:
+        mode = self.options["mode"]
+        if mode == "l3-fib":
+            RouterPlane({}).start(net)  # addresses, routes, ip_forward: the FIB to ask
+        elif mode == "l3":
+            net.sysctl({net.switch_ns(s): {"net.ipv4.ip_forward": "0"}
+                        for s in net.topo.switches()})
+
+    def _attach_host_side(self, net: Network) -> None:
+        self.host_program = XdpProgram("pass", "xdp_pass")
+        for host in net.topo.hosts():
+            ns = net.host_ns(host)
+            self.host_program.attach(ns, [interfaces(ns)[HOST_IF]])
+
+    def _load_switch(self, net: Network, switch: str,
+                     ports: dict[str, dict[str, Interface]]) -> None:
+        obj, program_name = MODES[self.options["mode"]]
+        program = XdpProgram(obj, program_name, map_prefix=f"{net.prefix}{switch}")
+        self.switch_programs[switch] = program
+        ns, own = net.switch_ns(switch), ports[switch]
+        switch_ports = [own[name] for name in net.switch_ports(switch).values()]
+        if self.options["mode"] == "l2":
+            program.set_ports(ns, [own[name] for port, name in net.switch_ports(switch).items()
+                                   if frozenset((switch, net.neighbour(switch, port)))
+                                   not in self.cut_links])
+        else:
+            program.set_ports(ns, switch_ports)
+        if self.options["mode"] == "l3":
+            routes = program.map("routes")
+            for key, value in static_routes(net, switch, ports):
+                routes.update(key, value)
+        program.attach(ns, switch_ports)
+
+    def wait_ready(self, timeout: float) -> None:
+        if self.net is None:
+            raise PlaneError("xdp: wait_ready() before start()")
+        src, dst = farthest_hosts(self.net)
+        if not ping_until(self.net, src, dst, time.monotonic() + timeout):
+            raise PlaneError(f"xdp ({self.options['mode']}): {src} cannot ping {dst} "
+                             f"within {timeout} s")
+        self._ready_s = time.monotonic() - self._started
+
+    def switch_counters(self) -> dict[str, dict[str, int]]:
+        """switch -> the program's counters (rx, fwd, flood, pass, drop, learn); after stop(),
+        their last values."""
+        if not self.switch_programs:
+            return self._final
+        return {s: program.counters() for s, program in self.switch_programs.items()}
+
+    def stats(self) -> dict[str, float | None]:
+        """ready_s; xdp_<counter>: summed over switches; <switch>_<counter>: per switch.
+        None when no program ran."""
+        counters = self.switch_counters()
+        out: dict[str, float | None] = {"ready_s": self._ready_s}
+        for name in COUNTERS:
+            values = [c[name] for c in counters.values()]
+            out[f"xdp_{name}"] = float(sum(values)) if values else None
+        for switch, values in counters.items():
+            out.update({f"{switch}_{name}": float(v) for name, v in values.items()})
+        return out
+
+    def stop(self) -> None:
+        """Detach every program and free every map (idempotent)."""
+        if self.switch_programs:
+            self._final = self.switch_counters()
+        for program in [*self.switch_programs.values(), self.host_program]:
+            if program is not None:
+                program.close()
+        self.switch_programs, self.host_program, self.net = {}, None, None
+
+
+def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interface]]
+                  ) -> list[tuple[bytes, bytes]]:
+    """The l3 program's LPM-trie entries for ``switch``: each host's /24 to the port towards
+    it with the output port's MAC and the next node's, and the gateway addresses on this
+    switch to its own stack."""
+    entries = []
+    own = ports[switch]
+    for port, name in net.switch_ports(switch).items():
+        host = net.neighbour(switch, port)
+        if host not in net.topo.hosts():
+            continue
+        mac = bytes.fromhex(net.host_mac(host).replace(":", ""))
+        entries.append(_route(_host_subnet(net, host), own[name], mac))
+        gateway = ipaddress.ip_network(f"{net.host_gateway(host)}/32")
+        entries.append((_route_key(gateway), struct.pack("<I6s6s", LOCAL, b"", b"")))
+    for host, nearer in next_hops(net)[switch]:
+        out = own[_port_towards(net, switch, nearer)]
+        peer = ports[nearer][_port_towards(net, nearer, switch)]
+        entries.append(_route(_host_subnet(net, host), out, peer.mac))
+    return entries
+
+
+def _host_subnet(net: Network, host: str) -> ipaddress.IPv4Network:
+    return ipaddress.ip_network(f"{net.host_gateway(host)}/24", strict=False)
+
+
+def _route(subnet: ipaddress.IPv4Network, out: Interface, next_mac: bytes
+           ) -> tuple[bytes, bytes]:
+    # struct next_hop of xdp/l3_router.bpf.c: ifindex, source MAC, destination MAC
+    return _route_key(subnet), struct.pack("<I6s6s", out.ifindex, out.mac, next_mac)
+
+
+def _route_key(subnet: ipaddress.IPv4Network) -> bytes:
+    # struct route_key: prefix length in host order, then the address in network order
+    return struct.pack("<I4s", subnet.prefixlen, subnet.network_address.packed)
+
+
+def _port_towards(net: Network, switch: str, neighbour: str) -> str:
+    for port, name in net.switch_ports(switch).items():
+        if net.neighbour(switch, port) == neighbour:
+            return name
+    raise PlaneError(f"xdp: {switch} has no port towards {neighbour}")
