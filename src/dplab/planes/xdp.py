@@ -14,7 +14,10 @@ Modes:
   next hop's neighbour entry, the frame goes to the stack, which forwards it itself.
 
 Every host's ``eth0`` runs an XDP_PASS program: a veth takes frames its peer's XDP program
-redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why).
+redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why). Hosts checksum
+in software (transmit checksum offload off on ``eth0``): a veth hands TCP and UDP frames
+over with the checksum left to "hardware" (CHECKSUM_PARTIAL), which an XDP redirect does
+not carry along, so the receiver would get them with a wrong checksum and drop them.
 A redirected frame goes straight into the peer veth, past the output port's qdiscs: the
 switch-to-host and switch-to-switch directions of a shaped link are not shaped under this
 plane (the sending host's side still is).
@@ -94,6 +97,7 @@ class XdpPlane(Plane):
         self.host_program = XdpProgram("pass", "xdp_pass")
         for host in net.topo.hosts():
             ns = net.host_ns(host)
+            net.run(ns, ["ethtool", "-K", HOST_IF, "tx", "off"])
             self.host_program.attach(ns, [interfaces(ns)[HOST_IF]])
 
     def _load_switch(self, net: Network, switch: str,
