@@ -169,13 +169,13 @@ def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interfac
         if host not in net.topo.hosts():
             continue
         mac = bytes.fromhex(net.host_mac(host).replace(":", ""))
-        entries.append(_route(_host_subnet(net, host), own[name], mac))
+        entries.append(route_entry(_host_subnet(net, host), own[name], mac))
         gateway = ipaddress.ip_network(f"{net.host_gateway(host)}/32")
         entries.append((_route_key(gateway), struct.pack("<I6s6s", LOCAL, b"", b"")))
     for host, nearer in next_hops(net)[switch]:
         out = own[_port_towards(net, switch, nearer)]
         peer = ports[nearer][_port_towards(net, nearer, switch)]
-        entries.append(_route(_host_subnet(net, host), out, peer.mac))
+        entries.append(route_entry(_host_subnet(net, host), out, peer.mac))
     return entries
 
 
@@ -183,9 +183,10 @@ def _host_subnet(net: Network, host: str) -> ipaddress.IPv4Network:
     return ipaddress.ip_network(f"{net.host_gateway(host)}/24", strict=False)
 
 
-def _route(subnet: ipaddress.IPv4Network, out: Interface, next_mac: bytes
-           ) -> tuple[bytes, bytes]:
-    # struct next_hop of xdp/l3_router.bpf.c: ifindex, source MAC, destination MAC
+def route_entry(subnet: ipaddress.IPv4Network, out: Interface, next_mac: bytes
+                ) -> tuple[bytes, bytes]:
+    """An entry of the l3 program's `routes`: ``subnet`` leaves by ``out``, from its MAC to
+    ``next_mac`` (struct route_key -> struct next_hop of xdp/l3_router.bpf.c)."""
     return _route_key(subnet), struct.pack("<I6s6s", out.ifindex, out.mac, next_mac)
 
 
