@@ -11,6 +11,7 @@ enum counter {
 	C_PASS,  /* handed to the switch namespace's own stack (ARP, local, no route yet) */
 	C_DROP,  /* dropped: off the spanning tree, back out of its ingress, malformed */
 	C_LEARN, /* l2: a source MAC learned or moved */
+	C_CONTROLLER, /* reactive: handed to the controller (a packet-in) */
 	C_MAX,
 };
 

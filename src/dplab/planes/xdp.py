@@ -12,6 +12,10 @@ Modes:
 - ``l3-fib``: the router plane's kernel routes and addresses, and a program
   (xdp/l3_fib.bpf.c) asking that FIB (``bpf_fib_lookup``); until the stack has resolved a
   next hop's neighbour entry, the frame goes to the stack, which forwards it itself.
+- ``reactive`` / ``proactive``: the lab's forwarding application (control.forwarding, as
+  over OpenFlow and P4Runtime) in a thread of this process drives xdp/controlled.bpf.c
+  through BPF maps (dplab.xdp.southbound): packet-ins through a ring buffer, path rules as
+  map entries, packet-outs through packet sockets.
 
 Every host's ``eth0`` runs an XDP_PASS program: a veth takes frames its peer's XDP program
 redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why). Hosts checksum
@@ -32,17 +36,23 @@ from typing import Any
 
 import networkx as nx
 
+from dplab.control.forwarding import PROACTIVE, REACTIVE
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.router import RouterPlane, next_hops
 from dplab.substrate.network import HOST_IF, Network
+from dplab.xdp.controller import XdpController
 from dplab.xdp.libbpf import LibbpfError
 from dplab.xdp.netns import Interface, interfaces
 from dplab.xdp.programs import COUNTERS, ProgramMissing, XdpProgram
+from dplab.xdp.southbound import ControlledSwitch, XdpSouthbound
 
 # mode -> (object in xdp/build, program in it)
 MODES = {"l2": ("l2_switch", "xdp_l2"), "l3": ("l3_router", "xdp_l3"),
-         "l3-fib": ("l3_fib", "xdp_fib")}
+         "l3-fib": ("l3_fib", "xdp_fib"), REACTIVE: ("controlled", "xdp_ctl"),
+         PROACTIVE: ("controlled", "xdp_ctl")}
+CONTROLLED = (REACTIVE, PROACTIVE)
+POLL_S = 0.1
 LOCAL = 0  # a next hop's ifindex for the switch's own addresses: to the stack
 
 
@@ -57,10 +67,12 @@ class XdpPlane(Plane):
         if mode not in MODES:
             raise PlaneError(f"plane xdp: option 'mode' must be one of {', '.join(MODES)}, "
                              f"not {mode!r}")
-        self.addressing = "l2" if mode == "l2" else "l3"
+        self.addressing = "l3" if mode.startswith("l3") else "l2"
         self.net: Network | None = None
         self.switch_programs: dict[str, XdpProgram] = {}
         self.host_program: XdpProgram | None = None
+        self.controller: XdpController | None = None
+        self._final_controller: dict[str, float | None] = {}
         self._final: dict[str, dict[str, int]] = {}
         self.cut_links: set[frozenset[str]] = set()
         self._started = 0.0
@@ -81,6 +93,8 @@ class XdpPlane(Plane):
             self._attach_host_side(net)
             for switch in net.topo.switches():
                 self._load_switch(net, switch, ports)
+            if self.options["mode"] in CONTROLLED:
+                self._start_controller(net, ports)
         except (LibbpfError, ProgramMissing, OSError) as exc:
             self.stop()
             raise PlaneError(f"xdp: {exc}") from exc
@@ -119,14 +133,49 @@ class XdpPlane(Plane):
                 routes.update(key, value)
         program.attach(ns, switch_ports)
 
+    def _start_controller(self, net: Network, ports: dict[str, dict[str, Interface]]) -> None:
+        switches = [ControlledSwitch(s, net.switch_ns(s), self.switch_programs[s],
+                                     {p: ports[s][name] for p, name in
+                                      net.switch_ports(s).items()})
+                    for s in net.topo.switches()]
+        self.controller = XdpController(XdpSouthbound(switches), self.options["mode"])
+        self.controller.start()
+
     def wait_ready(self, timeout: float) -> None:
         if self.net is None:
             raise PlaneError("xdp: wait_ready() before start()")
+        deadline = time.monotonic() + timeout
+        if self.controller is not None:
+            self._wait_for_discovery(self.net, self.controller, deadline)
         src, dst = farthest_hosts(self.net)
-        if not ping_until(self.net, src, dst, time.monotonic() + timeout):
+        if not ping_until(self.net, src, dst, deadline):
             raise PlaneError(f"xdp ({self.options['mode']}): {src} cannot ping {dst} "
                              f"within {timeout} s")
         self._ready_s = time.monotonic() - self._started
+
+    def _wait_for_discovery(self, net: Network, controller: XdpController,
+                            deadline: float) -> None:
+        """Every switch up and every switch link found by LLDP; proactive: after every host
+        pinged its next one (so the controller heard every host's ARP), every host pair's
+        path installed."""
+        switches = set(net.topo.switches())
+        links = sum(1 for u, v in net.topo.graph.edges if u in switches and v in switches)
+        self._wait_for(controller, deadline, "lldp_links", links)
+        if self.options["mode"] == PROACTIVE:
+            hosts = net.topo.hosts()
+            for i, host in enumerate(hosts):
+                net.popen(net.host_ns(host), ["ping", "-c1", "-W1", "-n",
+                                              net.host_ip(hosts[(i + 1) % len(hosts)])])
+            self._wait_for(controller, deadline, "proactive_pairs",
+                           len(hosts) * (len(hosts) - 1))
+
+    def _wait_for(self, controller: XdpController, deadline: float, counter: str,
+                  wanted: int) -> None:
+        while controller.counters()[counter] != wanted:
+            if time.monotonic() >= deadline:
+                raise PlaneError(f"xdp ({self.options['mode']}): {counter} is not {wanted} in "
+                                 f"time (now {controller.counters()})")
+            time.sleep(POLL_S)
 
     def switch_counters(self) -> dict[str, dict[str, int]]:
         """switch -> the program's counters (rx, fwd, flood, pass, drop, learn); after stop(),
@@ -137,9 +186,10 @@ class XdpPlane(Plane):
 
     def stats(self) -> dict[str, float | None]:
         """ready_s; xdp_<counter>: summed over switches; <switch>_<counter>: per switch.
-        None when no program ran."""
+        None when no program ran. Under a controller also its counters (those of the ovs
+        and p4 planes, and rules_expired) and xdp_rules (path rules in the maps now)."""
         counters = self.switch_counters()
-        out: dict[str, float | None] = {"ready_s": self._ready_s}
+        out: dict[str, float | None] = {"ready_s": self._ready_s, **self._controller_stats()}
         for name in COUNTERS:
             values = [c[name] for c in counters.values()]
             out[f"xdp_{name}"] = float(sum(values)) if values else None
@@ -147,8 +197,22 @@ class XdpPlane(Plane):
             out.update({f"{switch}_{name}": float(v) for name, v in values.items()})
         return out
 
+    def _controller_stats(self) -> dict[str, float | None]:
+        if self.controller is None:
+            return self._final_controller
+        try:
+            counters = self.controller.counters()
+        except RuntimeError as exc:
+            raise PlaneError(f"xdp: {exc}") from exc
+        return {**counters, "xdp_rules": float(self.controller.southbound.rules())}
+
     def stop(self) -> None:
-        """Detach every program and free every map (idempotent)."""
+        """Stop the controller, detach every program and free every map (idempotent)."""
+        if self.controller is not None:
+            self.controller.stop()
+            if self.controller.error is None:
+                self._final_controller = self._controller_stats()
+            self.controller = None
         if self.switch_programs:
             self._final = self.switch_counters()
         for program in [*self.switch_programs.values(), self.host_program]:

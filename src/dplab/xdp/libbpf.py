@@ -16,9 +16,11 @@ the plane puts the run's prefix and the switch on them (``dl3fa2s1_macs``).
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 OBJ_NAME_LEN = 15
 BPF_ANY = 0
@@ -47,6 +49,10 @@ class _LinkCreateOpts(ctypes.Structure):
                 ("target_btf_id", ctypes.c_uint32), ("union", ctypes.c_uint8 * 32)]
 
 
+# int (*ring_buffer_sample_fn)(void *ctx, void *data, size_t size)
+_SAMPLE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+
+
 def _load_library() -> ctypes.CDLL:
     lib = ctypes.CDLL("libbpf.so.1", use_errno=True)
     ptr, cint, u32, cstr = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_char_p
@@ -73,6 +79,10 @@ def _load_library() -> ctypes.CDLL:
         "bpf_link_create": (cint, [cint, cint, cint, ctypes.POINTER(_LinkCreateOpts)]),
         "bpf_link_detach": (cint, [cint]),
         "libbpf_num_possible_cpus": (cint, []),
+        "ring_buffer__new": (ptr, [cint, _SAMPLE_FN, ptr, ptr]),
+        "ring_buffer__add": (cint, [ptr, cint, _SAMPLE_FN, ptr]),
+        "ring_buffer__poll": (cint, [ptr, cint]),
+        "ring_buffer__free": (None, [ptr]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -243,3 +253,46 @@ class XdpLink:
             _lib.bpf_link_detach(self._fd)
             os.close(self._fd)
             self._fd = None
+
+
+class RingBuffers:
+    """Records from several BPF ring buffers (``BPF_MAP_TYPE_RINGBUF``) through one
+    ``poll()``, each with the label of the buffer it came from."""
+
+    def __init__(self) -> None:
+        self._handle: int | None = None
+        self._callbacks: list[Any] = []  # ctypes must keep every callback alive
+        self._records: list[tuple[str, bytes]] = []
+
+    def add(self, ring: BpfMap, label: str) -> None:
+        def take(_ctx: int | None, data: int, size: int) -> int:
+            self._records.append((label, ctypes.string_at(data, size)))
+            return 0
+
+        callback = _SAMPLE_FN(take)
+        self._callbacks.append(callback)
+        if self._handle is None:
+            handle = _lib.ring_buffer__new(ring.fd, callback, None, None)
+            if not handle:
+                raise LibbpfError(f"reading ring buffer {ring.name}: "
+                                  f"{os.strerror(ctypes.get_errno())}")
+            self._handle = handle
+        else:
+            _checked(_lib.ring_buffer__add(self._handle, ring.fd, callback, None),
+                     f"reading ring buffer {ring.name}")
+
+    def poll(self, timeout_ms: int) -> list[tuple[str, bytes]]:
+        """What arrived, waiting up to ``timeout_ms`` for the first record."""
+        if self._handle is None:
+            raise LibbpfError("polling ring buffers before add() or after close()")
+        result = _lib.ring_buffer__poll(self._handle, timeout_ms)
+        if result < 0 and result != -errno.EINTR:
+            _checked(result, "polling ring buffers")
+        records, self._records = self._records, []
+        return records
+
+    def close(self) -> None:
+        """Idempotent."""
+        if self._handle is not None:
+            _lib.ring_buffer__free(self._handle)
+            self._handle = None

@@ -13,7 +13,7 @@ from dplab.xdp.netns import Interface, inside
 
 BUILD_DIR = Path(__file__).resolve().parents[3] / "xdp" / "build"
 # The slots of every program's `counters` map, in xdp/counters.h's enum counter order.
-COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn")
+COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn", "controller")
 
 
 class ProgramMissing(FileNotFoundError):
