@@ -21,8 +21,10 @@ from dplab.planes import PlaneError
 from dplab.substrate import Network, reclaim_stale, registry
 from dplab.topology import catalog
 from dplab.xdp.netns import inside
+from dplab.xdp.southbound import RULE
 
-MODES = ("l2", "l3", "l3-fib")
+MODES = ("l2", "l3", "l3-fib", "reactive", "proactive")
+CONTROLLED = ("reactive", "proactive")
 
 
 def xdp_attached(net: Network) -> list[str]:
@@ -79,7 +81,7 @@ def test_xdp_carries_icmp_tcp_udp_over_multipath(mode: str):
     with Network(catalog.build("multipath"), addressing=plane.addressing) as net:
         try:
             plane.start(net)
-            plane.wait_ready(10)
+            plane.wait_ready(20)
             ping = net.run(net.host_ns("h1"), ["ping", "-c3", "-i0.2", "-W1",
                                                net.host_ip("h5")], check=False)
             before = plane.stats()
@@ -99,6 +101,32 @@ def test_xdp_carries_icmp_tcp_udp_over_multipath(mode: str):
     assert forwarded >= received / 1500
     assert passed <= 10 + forwarded / 100
     assert leftover == [] and bpf_fds() == []
+    if mode in CONTROLLED:
+        final = plane.stats()
+        # Every packet-in the controller handled came out of a program's ring buffer.
+        assert 0 < final["packet_ins"] <= final["xdp_controller"]
+        assert final["packet_ins_lldp"] > 0 and final["lldp_links"] == 10
+        assert final["flow_installs"] > 0 and final["xdp_rules"] > 0
+
+
+@pytest.mark.net
+def test_reactive_rules_record_hits_and_expire_when_idle():
+    with planes.running("xdp", {"mode": "reactive"}, catalog.build("linear"), 20) as (net, plane):
+        net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W1", net.host_ip("h4")])
+        southbound = plane.controller.southbound
+        rules = southbound.switches["s1"].program.map("rules")
+        key = next(rules.keys())  # h1->h4 or h4->h1: the pings below hit both
+        installed = RULE.unpack(rules.lookup(key))
+        net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W1", net.host_ip("h4")])
+        hit = RULE.unpack(rules.lookup(key))
+        assert hit[2] > installed[2], "the program should write the rule's hit time"
+        # Ten idle seconds have passed as far as the rule can tell: the next tick expires it.
+        rules.update(key, RULE.pack(hit[0], 0, time.monotonic_ns() - 11_000_000_000))
+        deadline = time.monotonic() + 5
+        while rules.lookup(key) is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert rules.lookup(key) is None
+        assert plane.stats()["rules_expired"] >= 1
 
 
 @pytest.mark.net
