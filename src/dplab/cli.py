@@ -36,9 +36,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from dplab.p4.errors import P4Error
     from dplab.runner import ExperimentError
     from dplab.spec import SpecError
+    from dplab.store import StoreError
     from dplab.topology.catalog import TopologyError
 
-    return (SpecError, ExperimentError, TopologyError, P4Error)
+    return (SpecError, ExperimentError, TopologyError, P4Error, StoreError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -87,10 +88,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     exp = spec.load(args.experiment)
     results = args.results or Path(exp.results or Path("results") / exp.name)
-    if args.fresh and results.exists():
-        import shutil
+    if args.fresh:
+        from dplab.store import folder
 
-        shutil.rmtree(results)
+        folder.discard(results)
     total = exp.repetitions * len(exp.planes)
     console.print(f"[bold]{exp.name}[/]: {total} runs "
                   f"({len(exp.planes)} planes × {exp.repetitions} repetitions) → {results}")
