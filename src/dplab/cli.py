@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
+# Text from outside (errors, file and plane names, tools' output) goes in as rich Text,
+# never as a markup string: "[/x]" in a label or tc's usage text must print as written.
 console = Console(stderr=True)
 if not console.is_terminal:  # logs and CI: one message per line, never wrapped
     console = Console(stderr=True, width=200)
@@ -21,15 +24,34 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: everything this run made has been removed[/]")
+        _finish_interrupted("interrupted")
         return 130
     except SystemExit as exc:
         if exc.code not in (0, None):
-            console.print("[yellow]terminated: everything this run made has been removed[/]")
+            _finish_interrupted("terminated")
         raise
     except _user_errors() as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(Text.assemble(("error:", "red"), f" {exc}"))
         return 2
+
+
+def _finish_interrupted(how: str) -> None:
+    """Finish any teardown the interruption cut short, then say what is true afterwards.
+    From here on stop signals are ignored: the process is on its way out, and one landing in
+    the interpreter's shutdown (which restores default handlers) would only kill it with
+    its exit status lost."""
+    import signal
+
+    from dplab.substrate.registry import STOP_SIGNALS, teardown_own
+
+    left = teardown_own()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    if not left:
+        console.print(Text(f"{how}: everything this run made has been removed", "yellow"))
+        return
+    console.print(Text(f"{how}: left behind: {', '.join(left)}; `dplab cleanup` removes it",
+                       "red"))
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
@@ -93,19 +115,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         folder.discard(results)
     total = exp.repetitions * len(exp.planes)
-    console.print(f"[bold]{exp.name}[/]: {total} runs "
-                  f"({len(exp.planes)} planes × {exp.repetitions} repetitions) → {results}")
+    console.print(Text.assemble((exp.name, "bold"), f": {total} runs ({len(exp.planes)} "
+                                f"planes × {exp.repetitions} repetitions) → {results}"))
     with console.status("starting") as status:
         store = run_matrix(exp, results, progress=lambda msg: _progress(status, msg))
     report.print_tables(results)
     path = report.build(results)
-    console.print(f"report: {path}")
+    console.print(Text(f"report: {path}"))
     return 0 if store.completed_runs() else 1
 
 
 def _progress(status, message: str) -> None:
-    console.log(message)
-    status.update(message)
+    console.log(Text(message))
+    status.update(Text(message))
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -115,8 +137,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     exp = spec.load(args.experiment)
     phases = plan_flows(exp, build_topology(exp))
     flows = sum(len(p) for p in phases)
-    console.print(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
-                  f"in {len(phases)} phase(s), {exp.repetitions} repetitions)")
+    console.print(Text(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
+                       f"in {len(phases)} phase(s), {exp.repetitions} repetitions)"))
     return 0
 
 
@@ -124,7 +146,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from dplab import report
 
     report.print_tables(args.results)
-    console.print(f"report: {report.build(args.results)}")
+    console.print(Text(f"report: {report.build(args.results)}"))
     return 0
 
 

@@ -167,7 +167,6 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
     except Exception as exc:  # noqa: BLE001 - any failure marks this run failed; the matrix goes on
         error = f"{type(exc).__name__}: {exc}"
-        say(f"{key.run_id}: FAILED: {error}")
         traceback.print_exc()
     clock.lap("teardown")
     store.add_run(
@@ -183,6 +182,8 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         cpu_idle=idle.finish(),
         plane_series=series,
     )
+    if error:  # after storing: whatever the message holds, the failed run is on disk
+        say(f"{key.run_id}: FAILED: {error}")
 
 
 class StageClock:
