@@ -179,9 +179,13 @@ def _cmd_p4_compile(args: argparse.Namespace) -> int:
 
 
 def _cmd_cleanup(_args: argparse.Namespace) -> int:
-    from dplab.substrate import registry
+    from dplab import cleanup
 
-    registry.reclaim_stale()
+    removed = cleanup.reclaim()
+    for line in removed:
+        console.print(Text(f"removed {line}"))
+    if not removed:
+        console.print("nothing to clean")
     return 0
 
 

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dplab import planes
+from dplab import cleanup, planes
 from dplab.measure.resources import ResourceSampler
 from dplab.planes.base import SeriesPoint
 from dplab.spec.model import Experiment, PlaneSpec
 from dplab.store.runstore import RunStore
-from dplab.substrate import cpu_idle, registry
+from dplab.substrate import cpu_idle
 from dplab.substrate.network import Network
 from dplab.substrate.registry import SubstrateError
 from dplab.topology import catalog, from_mininet, from_topohub, importers
@@ -141,7 +141,7 @@ def _run_pending(exp: Experiment, plan: RunPlan, results_dir: Path, say: Progres
     store = RunStore(results_dir)
     store.write_experiment(exp.model_dump(mode="json"))
     done = store.completed_runs()
-    registry.reclaim_stale()
+    cleanup.reclaim()
     for repetition in range(1, exp.repetitions + 1):
         for plane_spec in exp.planes:
             key = RunKey(plane_spec, repetition)
