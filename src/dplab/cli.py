@@ -109,6 +109,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dplab.runner import run_matrix
 
     exp = spec.load(args.experiment)
+    _warn_if_code(exp)
     results = args.results or Path(exp.results or Path("results") / exp.name)
     if args.fresh:
         from dplab.store import folder
@@ -135,11 +136,20 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from dplab.runner import build_topology, plan_flows
 
     exp = spec.load(args.experiment)
+    _warn_if_code(exp)
     phases = plan_flows(exp, build_topology(exp))
     flows = sum(len(p) for p in phases)
     console.print(Text(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
                        f"in {len(phases)} phase(s), {exp.repetitions} repetitions)"))
     return 0
+
+
+def _warn_if_code(exp) -> None:
+    """A Mininet topology file is a program run as root: say so before it runs."""
+    if exp.topology.mininet is not None:
+        from dplab.topology.from_mininet import code_warning
+
+        console.print(Text(code_warning(exp.topology.mininet), "yellow"))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
