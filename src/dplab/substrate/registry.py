@@ -259,13 +259,15 @@ def signals_deferred() -> Iterator[None]:
         yield
         return
     pending: list[int] = []
-    previous = {signum: signal.signal(signum, lambda number, _frame: pending.append(number))
-                for signum in STOP_SIGNALS}
-    try:
+    previous = {}
+    try:  # a signal landing between two swaps still finds the swapped ones put back
+        for signum in STOP_SIGNALS:
+            previous[signum] = signal.signal(signum, lambda number, _: pending.append(number))
         yield
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            if handler is not None:  # None: installed outside Python, cannot be put back
+                signal.signal(signum, handler)
         if pending:
             signal.raise_signal(pending[0])
 
