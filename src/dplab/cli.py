@@ -105,8 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dplab import report, spec
-    from dplab.runner import run_matrix
+    from dplab import spec
 
     exp = spec.load(args.experiment)
     _warn_if_code(exp)
@@ -115,6 +114,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from dplab.store import folder
 
         folder.discard(results)
+    from dplab import report  # heavy (plotting, every plane): only once the run goes ahead
+    from dplab.runner import run_matrix
+
     total = exp.repetitions * len(exp.planes)
     console.print(Text.assemble((exp.name, "bold"), f": {total} runs ({len(exp.planes)} "
                                 f"planes × {exp.repetitions} repetitions) → {results}"))
