@@ -42,8 +42,8 @@ class XdpController:
                 records = self.rings.poll(POLL_MS)
                 with self._lock:
                     for switch, record in records:
-                        self.forwarding.packet_in(switch, *self.southbound.packet_in(switch,
-                                                                                     record))
+                        port, frame = self.southbound.decode_packet_in(switch, record)
+                        self.forwarding.packet_in(switch, port, frame)
                     if time.monotonic() >= next_tick:
                         next_tick = time.monotonic() + TICK_S
                         self.forwarding.tick()

@@ -57,7 +57,7 @@ class XdpSouthbound:
         for port in ports:
             self._sockets[switch][port].send(data)
 
-    def packet_in(self, switch: str, record: bytes) -> tuple[int, bytes]:
+    def decode_packet_in(self, switch: str, record: bytes) -> tuple[int, bytes]:
         """(ingress port number, frame) of a ring-buffer record of ``switch``."""
         ifindex, length = PACKET_IN.unpack_from(record)
         return self._port_of[switch][ifindex], record[PACKET_IN.size:PACKET_IN.size + length]
