@@ -70,6 +70,8 @@ def test_bad_options_fail_with_plane_error():
         planes.create("xdp", {"program": "x.c"})
     with pytest.raises(PlaneError, match="'mode'.*'l4'"):
         planes.create("xdp", {"mode": "l4"})
+    with pytest.raises(PlaneError, match="'mode'"):
+        planes.create("xdp", {"mode": {"l2": True}})
     with pytest.raises(PlaneError, match="addressing='l3'"):
         planes.create("xdp", {"mode": "l3"}).start(Network(catalog.build("linear")))
 

@@ -64,7 +64,7 @@ class XdpPlane(Plane):
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
         mode = self.options["mode"]
-        if mode not in MODES:
+        if not isinstance(mode, str) or mode not in MODES:
             raise PlaneError(f"plane xdp: option 'mode' must be one of {', '.join(MODES)}, "
                              f"not {mode!r}")
         self.addressing = "l3" if mode.startswith("l3") else "l2"
