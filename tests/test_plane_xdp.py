@@ -12,16 +12,18 @@ import sys
 import textwrap
 import time
 
+import networkx as nx
 import pytest
 from net_checks import iperf_server_report, tcp_received
 from pyroute2 import IPRoute
 
 from dplab import planes
+from dplab.control.forwarding import REACTIVE_IDLE_TIMEOUT_S
 from dplab.planes import PlaneError
 from dplab.substrate import Network, reclaim_stale, registry
 from dplab.topology import catalog
 from dplab.xdp.netns import inside
-from dplab.xdp.southbound import RULE
+from dplab.xdp.southbound import RULE, PathRule
 
 MODES = ("l2", "l3", "l3-fib", "reactive", "proactive")
 CONTROLLED = ("reactive", "proactive")
@@ -112,12 +114,14 @@ def test_xdp_carries_icmp_tcp_udp_over_multipath(mode: str):
 
 
 @pytest.mark.net
-def test_reactive_rules_record_hits_and_expire_when_idle():
-    with planes.running("xdp", {"mode": "reactive"}, catalog.build("linear"), 20) as (net, plane):
+def test_reactive_rules_follow_the_path_record_hits_and_expire_when_idle():
+    topo = catalog.build("linear")
+    with planes.running("xdp", {"mode": "reactive"}, topo, 20) as (net, plane):
         net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W1", net.host_ip("h4")])
         southbound = plane.controller.southbound
+        assert sorted(southbound.path_rules()) == sorted(expected_rules(net, "h1", "h4"))
         rules = southbound.switches["s1"].program.map("rules")
-        key = next(rules.keys())  # h1->h4 or h4->h1: the pings below hit both
+        key = next(rules.iter_keys())  # h1->h4 or h4->h1: the pings below hit both
         installed = RULE.unpack(rules.lookup(key))
         net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W1", net.host_ip("h4")])
         hit = RULE.unpack(rules.lookup(key))
@@ -129,6 +133,20 @@ def test_reactive_rules_record_hits_and_expire_when_idle():
             time.sleep(0.1)
         assert rules.lookup(key) is None
         assert plane.stats()["rules_expired"] >= 1
+
+
+def expected_rules(net: Network, a: str, b: str) -> list[PathRule]:
+    """Both directions' rules along the one path between ``a`` and ``b`` (a line has one):
+    in from the previous node's port, out to the next one's, idle timeout as reactive."""
+    rules = []
+    for src, dst in ((a, b), (b, a)):
+        path = nx.shortest_path(net.topo.graph, src, dst)
+        for before, switch, after in zip(path, path[1:], path[2:], strict=False):
+            port = {n: p for p, n in ((p, net.neighbour(switch, p))
+                                       for p in net.switch_ports(switch))}
+            rules.append(PathRule(switch, port[before], net.host_mac(src), net.host_mac(dst),
+                                  port[after], REACTIVE_IDLE_TIMEOUT_S))
+    return rules
 
 
 @pytest.mark.net

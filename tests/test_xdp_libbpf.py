@@ -34,9 +34,9 @@ def test_map_writes_reads_deletes_and_lists(l2_object):
     assert macs.lookup(mac) is None
     macs.update(mac, struct.pack("<I", 42))
     assert macs.lookup(mac) == struct.pack("<I", 42)
-    assert list(macs.keys()) == [mac]
+    assert list(macs.iter_keys()) == [mac]
     macs.delete(mac)
-    assert list(macs.keys()) == []
+    assert list(macs.iter_keys()) == []
 
 
 def test_per_cpu_values_come_one_per_possible_cpu(l2_object):

@@ -204,7 +204,7 @@ class XdpPlane(Plane):
             counters = self.controller.counters()
         except RuntimeError as exc:
             raise PlaneError(f"xdp: {exc}") from exc
-        return {**counters, "xdp_rules": float(self.controller.southbound.rules())}
+        return {**counters, "xdp_rules": float(len(self.controller.southbound.path_rules()))}
 
     def stop(self) -> None:
         """Stop the controller, detach every program and free every map (idempotent)."""

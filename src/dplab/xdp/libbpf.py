@@ -141,7 +141,7 @@ class BpfMap:
         self._check_sizes(key)
         _checked(_lib.bpf_map_delete_elem(self.fd, key), f"deleting from {self._what}")
 
-    def keys(self) -> Iterator[bytes]:
+    def iter_keys(self) -> Iterator[bytes]:
         previous = None
         key = ctypes.create_string_buffer(self.key_size)
         while _lib.bpf_map_get_next_key(self.fd, previous, key) == 0:

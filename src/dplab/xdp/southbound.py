@@ -10,6 +10,7 @@ import struct
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from dplab.xdp.netns import Interface, inside
 from dplab.xdp.programs import XdpProgram
@@ -30,8 +31,23 @@ class ControlledSwitch:
     ports: dict[int, Interface]
 
 
+class PathRule(NamedTuple):
+    """A path rule as a switch's map holds it, in the controller's terms."""
+
+    switch: str
+    in_port: int
+    eth_src: str
+    eth_dst: str
+    out_port: int
+    idle_timeout: int  # 0: permanent
+
+
 def mac_bytes(mac: str) -> bytes:
     return bytes.fromhex(mac.replace(":", ""))
+
+
+def mac_text(mac: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in mac)
 
 
 class XdpSouthbound:
@@ -77,9 +93,20 @@ class XdpSouthbound:
             del self._timeouts[(switch, key)]
         return gone
 
-    def rules(self) -> int:
-        """Path rules in every switch's map now."""
-        return sum(len(list(s.program.map("rules").keys())) for s in self.switches.values())
+    def path_rules(self) -> list[PathRule]:
+        """Every switch's rules, read back from its map."""
+        found = []
+        for name, switch in self.switches.items():
+            rules = switch.program.map("rules")
+            for key in rules.iter_keys():
+                value = rules.lookup(key)
+                if value is None:
+                    continue  # expired meanwhile
+                in_index, src, dst = RULE_KEY.unpack(key)
+                found.append(PathRule(name, self._port_of[name][in_index], mac_text(src),
+                                      mac_text(dst), self._port_of[name][RULE.unpack(value)[0]],
+                                      self._timeouts.get((name, key), 0)))
+        return found
 
     def close(self) -> None:
         for sockets in self._sockets.values():
