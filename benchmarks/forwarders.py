@@ -219,6 +219,9 @@ def xdp_router(core: int, xdp_sink: bool = False) -> Iterator[XdpRouter]:
                 ipaddress.ip_network(f"{DST_IP}/24", strict=False), port2,
                 bytes.fromhex(NEXT_HOP_MAC.replace(":", ""))))
             program.attach(rig.sw_ns, [port1])
+            # veth takes redirected frames only into a peer running NAPI: the sink's GRO
+            # turns it on when no XDP sink does.
+            switch_rig.set_gro(rig.host_ns, rig.host_if(2), True)
             prepare_ends(rig, xdp_sink)
             yield XdpRouter(rig, threaded_napi(rig.sw_ns, rig.switch_if(1), core))
         finally:
