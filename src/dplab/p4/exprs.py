@@ -360,11 +360,23 @@ class ExprChecker:
         if op in ("|+|", "|-|") and isinstance(a.type, Signed):
             raise P4Error(node.loc, f"'{op}' on {type_name(a.type)} (signed saturating "
                           "arithmetic) is not supported")
+        if op in ("/", "%") and isinstance(a.type, Bits) and b.const is not None \
+                and a.const is None and b.const > 0 and b.const & (b.const - 1) == 0:
+            return self.power_of_two(op, a, b)
         if op not in _ARITH or not isinstance(a.type, Bits | Signed):
             if op in ("/", "%"):
-                raise P4Error(node.loc, f"'{op}' is only allowed on compile-time constants")
+                raise P4Error(node.loc, f"'{op}' on a run-time value is supported only on "
+                              "bit<W> by a constant power of two (the IR has no division)")
             raise P4Error(node.loc, f"'{op}' is not defined on {type_name(a.type)}")
         return self._fold_or_build(_ARITH[op], a, b, a.type, op)
+
+    def power_of_two(self, op: str, a: Val, b: Val) -> Val:
+        """`a / 2^k` is `a >> k`, `a % 2^k` is `a & (2^k - 1)` for unsigned a."""
+        w = a.type.width
+        if op == "%":
+            return Val({"op": "and", "w": w, "a": a.ir, "b": const(b.const - 1, w).ir}, a.type)
+        shift = b.const.bit_length() - 1
+        return Val({"op": "shr", "w": w, "a": a.ir, "b": const(shift, w).ir}, a.type)
 
     def signed_compare(self, op: str, a: Val, b: Val) -> Val:
         if a.const is not None and b.const is not None:
@@ -517,8 +529,9 @@ class ExprChecker:
         if node.kind == "slice":
             dst, typ = self.destination(node.base, env)
             val = self.slice(node, env)
-            if "hi" in dst:
-                raise P4Error(node.loc, "a slice of a slice cannot be assigned")
+            if "hi" in dst:   # x[h1:l1][h2:l2] is x[l1 + h2 : l1 + l2]
+                return {**dst, "hi": dst["lo"] + val.ir["hi"],
+                        "lo": dst["lo"] + val.ir["lo"]}, val.type
             return {**dst, "hi": val.ir["hi"], "lo": val.ir["lo"]}, val.type
         target = self.named(node, env)
         if isinstance(target, HeaderRef | StructRef):

@@ -13,10 +13,12 @@ from dplab.p4.types import (
     Bits,
     BoolType,
     ControlRef,
+    EnumType,
     ExternRef,
     FunctionRef,
     HeaderRef,
     IntType,
+    Signed,
     StructRef,
     StructType,
     TableRef,
@@ -218,7 +220,7 @@ class StatementCompiler:
         subject = node.subject
         if not (subject.kind == "member" and subject.name == "action_run"
                 and subject.base.kind == "call"):
-            raise P4Error(node.loc, "switch is supported only on table.apply().action_run")
+            return self.value_switch(node, env, scope)
         table = self.table_of_apply(subject.base, env)
         cases, default, pending = [], None, []
         for case in node.cases:
@@ -232,6 +234,48 @@ class StatementCompiler:
         if pending:
             cases.append({"actions": pending, "body": []})
         return [{"kind": "apply", "table": table, "switch": {"cases": cases, "default": default}}]
+
+    def value_switch(self, node: Node, env: Env, scope: Scope) -> list[dict]:
+        """`switch (e) { v1: {...} v2: v3: {...} default: {...} }` on a bit<W>, int<W> or
+        enum value (P4_16 12.7.2): `e` once into a temporary, then an if/else chain; a
+        label without a body shares the next one's."""
+        subject = self.exprs.value(node.subject, env)
+        if not isinstance(subject.type, Bits | Signed | EnumType):
+            raise P4Error(node.loc, "switch needs table.apply().action_run or a "
+                          f"bit<W>, int<W> or enum value, not {type_name(subject.type)}")
+        temp = self.program.new_local("$switch", subject.type, node.loc)
+        out = [{"kind": "assign", "dst": {"inst": temp.ir["inst"], "field": temp.ir["field"]},
+                "src": subject.ir}]
+        arms: list[tuple[list[dict], list[dict]]] = []   # (conditions, body)
+        labels: list[dict] = []
+        default: list[dict] = []
+        seen: set[int] = set()
+        for case in node.cases:
+            if case.label == "default":
+                if case is not node.cases[-1]:
+                    raise P4Error(case.loc, "'default' must be the last switch label")
+                default = self.block(case.body.body, env, scope) if case.body else []
+                continue
+            label = self.exprs.typed(case.expr, env, subject.type)
+            if label.const is None or label.type != subject.type:
+                raise P4Error(case.loc, f"a switch label must be a compile-time "
+                              f"{type_name(subject.type)}")
+            if label.const in seen:
+                raise P4Error(case.loc, "this label is already listed")
+            seen.add(label.const)
+            labels.append({"op": "eq", "w": 1, "a": temp.ir, "b": label.ir})
+            if case.body is not None:
+                arms.append((labels, self.block(case.body.body, env, scope)))
+                labels = []
+        if labels:   # trailing labels without a body do nothing
+            arms.append((labels, []))
+        chain = default
+        for conds, body in reversed(arms):
+            cond = conds[0]
+            for more in conds[1:]:
+                cond = {"op": "lor", "w": 1, "a": cond, "b": more}
+            chain = [{"kind": "if", "cond": cond, "then": body, "else": chain}]
+        return out + chain
 
     def table_of_apply(self, call: Node, env: Env) -> int:
         func = self.exprs.denote(call.func, env)

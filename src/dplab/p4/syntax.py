@@ -476,13 +476,15 @@ class Parser:
             annos = self.annotations()
             loc = self.tok.loc
             is_const = self.accept("const")  # an entry the control plane may not change
-            priority = self.entry_priority() or self.priority_annotation(annos, loc)
+            priority = self.entry_priority()
+            annotated = self.priority_annotation(annos, loc)
             sets = self.keysets()
             self.expect(":")
             action = self.expression()
             self.expect(";")
             entries.append(Node("entry", loc, sets=sets, action=action, annos=annos,
-                                const=is_const, priority=priority))
+                                const=is_const, priority=priority,
+                                priority_annotation=annotated))
         return entries
 
     def entry_priority(self) -> Node | None:
@@ -497,7 +499,7 @@ class Parser:
         return Node("priority", loc, value=value)
 
     def priority_annotation(self, annos: "Annotations", loc: Loc) -> Node | None:
-        """`@priority(N)` on an entry: the older spelling of `priority = N :`."""
+        """`@priority(N)` on an entry (dplab/p4/priorities.py: BMv2's reading of it)."""
         if "priority" not in annos:
             return None
         body = annos["priority"]
@@ -657,10 +659,15 @@ class Parser:
         self.expect("{")
         cases = []
         while not self.accept("}"):
-            label = self.ident()
+            case_loc = self.tok.loc
+            if self.accept("default"):
+                label, expr = "default", None
+            else:   # an action name (action_run) or, switching on a value, an expression
+                expr = self.expression()
+                label = expr.name if expr.kind == "name" else ""
             self.expect(":")
             body = self.block() if self.at("{") else None
-            cases.append(Node("switch_case", label.loc, label=label.text, body=body))
+            cases.append(Node("switch_case", case_loc, label=label, expr=expr, body=body))
         return Node("switch", loc, subject=subject, cases=cases)
 
     # --- expressions ---------------------------------------------------------------
