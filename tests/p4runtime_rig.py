@@ -64,10 +64,11 @@ def served_on_unix_socket(folder: Path):
 
 
 @contextmanager
-def rig_with_server(address: str, n_ports: int = 3):
+def rig_with_server(address: str, n_ports: int = 3, options: tuple[str, ...] = ()):
     """A rig switch with our P4Runtime server (device 1) listening on ``address``
-    (``unix:/path`` or ``127.0.0.1:port``); yields the rig once the server answers."""
-    with Rig(n_ports=n_ports) as rig, server_process(rig, address):
+    (``unix:/path`` or ``127.0.0.1:port``), started with the command line ``options``;
+    yields the rig once the server answers."""
+    with Rig(n_ports=n_ports) as rig, server_process(rig, address, options):
         yield rig
 
 
@@ -89,11 +90,11 @@ def installed_rig(program: Path, entries: Path | None, out: Path, n_ports: int,
 
 
 @contextmanager
-def server_process(rig: Rig, address: str):
+def server_process(rig: Rig, address: str, options: tuple[str, ...] = ()):
     """Our P4Runtime server (device 1) for ``rig``'s switch, a process of its own listening
     on ``address`` until the block ends (then stopped with SIGTERM)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dplab.p4runtime", "--serve", "1", rig.control_path, address])
+    proc = subprocess.Popen([sys.executable, "-m", "dplab.p4runtime", "--serve", "1",
+                             rig.control_path, address, *options])
     try:
         with grpc.insecure_channel(address) as channel:
             grpc.channel_ready_future(channel).result(timeout=10)
