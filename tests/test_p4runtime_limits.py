@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import itertools
 import queue
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -317,3 +320,48 @@ def test_a_big_read_answer_goes_in_chunks_a_client_can_take():
     assert len(chunks) > 1
     assert all(c.ByteSize() <= READ_CHUNK_BYTES for c in chunks)
     assert [e for c in chunks for e in c.entities] == list(found.entities)
+
+
+HUNG_CLIENT = """
+import queue, sys
+import grpc
+from p4.v1 import p4runtime_pb2 as pb, p4runtime_pb2_grpc
+outbox = queue.Queue()
+hello = pb.StreamMessageRequest()
+hello.arbitration.device_id = 1
+outbox.put(hello)
+channel = grpc.insecure_channel(sys.argv[1])
+stream = p4runtime_pb2_grpc.P4RuntimeStub(channel).StreamChannel(iter(outbox.get, None))
+print(next(stream).arbitration.status.code, flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.net
+def test_keepalive_frees_the_seat_of_a_client_that_stopped_answering(tmp_path):
+    """A client process that stops (SIGSTOP: its connection stays open, nothing answers
+    on it) loses its backup stream once the server's keepalive ping goes unanswered."""
+    address = f"unix:{tmp_path}/p4rt.sock"
+    options = ("--max-backup-streams", "1", "--keepalive-s", "0.5",
+               "--keepalive-timeout-s", "0.5")
+    with p4runtime_rig.rig_with_server(address, options=options):
+        hung = subprocess.Popen([sys.executable, "-c", HUNG_CLIENT, address],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert hung.stdout.readline().strip() == str(grpc.StatusCode.NOT_FOUND.value[0])
+            assert p4runtime_rig.stream_refusal(address, backup_hello()) == \
+                grpc.StatusCode.RESOURCE_EXHAUSTED  # the one backup seat is taken
+            hung.send_signal(signal.SIGSTOP)
+            deadline = time.monotonic() + WAIT_S
+            while True:  # a new backup gets the seat once the hung one is dropped
+                newcomer = Client(address, None)
+                told = newcomer.next("arbitration", timeout=WAIT_S)
+                newcomer.close()
+                if not isinstance(told, grpc.RpcError):
+                    break
+                assert time.monotonic() < deadline, told
+                time.sleep(0.05)  # nothing signals the server's drop: poll for it
+            assert told.status.code == grpc.StatusCode.NOT_FOUND.value[0]  # a backup
+        finally:
+            hung.kill()
+            hung.wait()

@@ -60,6 +60,11 @@ class Limits:
         return [
             ("grpc.keepalive_time_ms", _ms(self.keepalive_s)),
             ("grpc.keepalive_timeout_ms", _ms(self.keepalive_timeout_s)),
+            # what gRPC core waits for any ping's ack (its default: a minute)
+            ("grpc.http2.ping_timeout_ms", _ms(self.keepalive_timeout_s)),
+            # gRPC stops pinging after two pings without data by default: an idle stream
+            # carries none, and must be pinged for as long as it lives.
+            ("grpc.http2.max_pings_without_data", 0),
             ("grpc.max_connection_idle_ms", _ms(self.max_connection_idle_s)),
         ]
 
