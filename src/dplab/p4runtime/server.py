@@ -252,8 +252,11 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         # it the process, alive.
         context.add_callback(lambda: outbox.put(None))
         self.waiting.enter(outbox, outbox.put)  # until its arbitration
-        reader = threading.Thread(target=self._serve_stream, args=(request_iterator, outbox),
-                                  daemon=True)
+        # Set when this handler ends the stream (also while the client still sends): an
+        # arbitration the reader takes after that must not register a stream nobody serves.
+        ended = threading.Event()
+        reader = threading.Thread(target=self._serve_stream,
+                                  args=(request_iterator, outbox, ended), daemon=True)
         reader.start()
         try:
             while True:
@@ -266,6 +269,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         finally:
             self.waiting.leave(outbox)
             with self._serial:  # after a Write it let through, never amid it
+                ended.set()
                 self.arbiter.leave(outbox)
 
     def _next_message(self, outbox: queue.Queue):
@@ -284,13 +288,15 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 continue
         return outbox.get()
 
-    def _serve_stream(self, requests, outbox: queue.Queue) -> None:
+    def _serve_stream(self, requests, outbox: queue.Queue, ended: threading.Event) -> None:
         try:
             for req in requests:
                 kind = req.WhichOneof("update")
                 if kind == "arbitration":
                     self.waiting.leave(outbox)
                     with self._serial:  # a new primary: after a running Write, not amid it
+                        if ended.is_set():
+                            return
                         self.arbiter.join(req.arbitration, outbox, outbox.put)
                 elif kind == "packet":
                     self._packet_out(req.packet, outbox)
