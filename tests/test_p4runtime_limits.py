@@ -212,19 +212,26 @@ def test_a_cancelled_wildcard_read_lets_go_of_the_device_lock(served, ctl):
 
 
 @pytest.mark.net
-def test_a_stalled_wildcard_read_ends_at_the_read_deadline(served, ctl):
+def test_stalled_wildcard_reads_end_at_the_read_deadline(served, ctl):
+    """As many stalled Reads as the server takes at once (one more is refused): they wait
+    for the lock in turn, but their deadlines run from their start, so together they delay
+    a Write by about one read deadline."""
     _, address = served
     client, names = ctl
     fill(client, names)
     with grpc.insecure_channel(address) as channel:
         started = time.monotonic()
-        read = p4runtime_pb2_grpc.P4RuntimeStub(channel).Read(wildcard_read(ENTRIES))
+        reads = [p4runtime_pb2_grpc.P4RuntimeStub(channel).Read(wildcard_read(ENTRIES))
+                 for _ in range(DEFAULTS.max_reads + 1)]
         write = waiting_write(client, names)  # the reading client never reads, nor leaves
         assert write.wait(WAIT_S)
         assert write.ended - started < READ_DEADLINE_S + BOUND_S
-        failed = ending(read)
-    assert failed.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert "read deadline" in failed.details()
+        ends = [ending(read) for read in reads]
+    codes = [e.code() for e in ends]
+    assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 1
+    assert codes.count(grpc.StatusCode.DEADLINE_EXCEEDED) == DEFAULTS.max_reads
+    assert all(("read deadline" if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                else "max_reads") in e.details() for e in ends)
 
 
 class PendingWrite(threading.Thread):
@@ -313,6 +320,8 @@ def test_limits_refuse_what_is_not_a_finite_positive_number():
     for bad in (0, -1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="read_deadline_s"):
             Limits(read_deadline_s=bad)
+    with pytest.raises(ValueError, match="max_reads"):
+        Limits(max_reads=8, unary_workers=8)
     assert Limits().workers > Limits().max_backup_streams + Limits().max_waiting_streams
 
 

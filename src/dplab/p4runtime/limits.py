@@ -31,6 +31,10 @@ class Limits:
         10.0, "a Read gets this long to build its answer under the device lock (it stops "
         "and lets go of the lock when its client cancels; DEADLINE_EXCEEDED past it), and "
         "as long again to send it; a client that stops reading is then cancelled")
+    max_reads: int = _limit(
+        4, "Reads in flight at once (below unary-workers): a further one is refused "
+        "(RESOURCE_EXHAUSTED), so Reads that stall, up to their deadline each, always leave "
+        "threads for Writes")
     unary_workers: int = _limit(
         8, "threads for unary calls (Write, Read, pipeline, Capabilities) beyond one per "
         "stream the caps above allow: streams can never take them")
@@ -49,6 +53,9 @@ class Limits:
             if not value > 0 or value == float("inf"):
                 raise ValueError(f"P4Runtime limit {limit.name}: {value!r} must be a "
                                  "finite number above 0")
+        if self.max_reads >= self.unary_workers:
+            raise ValueError(f"P4Runtime limit max_reads ({self.max_reads}) must be below "
+                             f"unary_workers ({self.unary_workers}): Writes need a thread too")
 
     @property
     def workers(self) -> int:

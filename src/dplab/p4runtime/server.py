@@ -47,6 +47,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.device_id, self.limits = device_id, limits
         self.arbiter = Arbiter(device_id, limits.max_backup_streams)
         self.waiting = Waiting(limits.max_waiting_streams, limits.arbitration_timeout_s)
+        self._reads = threading.BoundedSemaphore(limits.max_reads)
         self.switch = SwitchLink(switch_socket, self._on_switch_event, switch_wait_s)
         self._config: pb.ForwardingPipelineConfig | None = None
         self._saved: pb.ForwardingPipelineConfig | None = None
@@ -78,6 +79,16 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         client cancels or the server's read deadline passes), then sent without it. A
         client that stops reading blocks only the send, which gets the read deadline
         again and is then cancelled: its thread is let go too."""
+        if not self._reads.acquire(blocking=False):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"{self.limits.max_reads} Reads are in flight already (the "
+                          "server's max_reads); retry when one has ended")
+        try:
+            yield from self._answer(request, context)
+        finally:
+            self._reads.release()
+
+    def _answer(self, request: pb.ReadRequest, context):
         deadline = time.monotonic() + self.limits.read_deadline_s
         try:
             found, errors = self._read(request, self._read_check(context, deadline))
