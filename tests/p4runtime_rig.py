@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from switch_rig import Rig, compile_p4
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import errors
 from dplab.p4runtime.installer import install
-from dplab.p4runtime.server import P4RuntimeServicer
+from dplab.p4runtime.server import P4RuntimeServicer, grpc_server
 
 PRIMARY_WAIT_S = 10.0
 # The election id of each test's own controller (fresh_pipeline): the highest there is, so
@@ -108,8 +107,7 @@ def server_process(rig: Rig, address: str, options: tuple[str, ...] = ()):
 def in_process_server(servicer: P4RuntimeServicer, address: str):
     """``servicer`` served in this process on ``address`` until the block ends (for a
     test or benchmark that reaches into the server); yields it."""
-    server = grpc.server(ThreadPoolExecutor(max_workers=4))
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    server = grpc_server(servicer)
     server.add_insecure_port(address)
     server.start()
     try:

@@ -17,13 +17,11 @@ import argparse
 import signal
 import sys
 import threading
-from concurrent import futures
 
 import grpc
-from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.p4runtime import limits
-from dplab.p4runtime.server import P4RuntimeServicer
+from dplab.p4runtime.server import P4RuntimeServicer, grpc_server
 from dplab.p4runtime.switch_link import SwitchLinkError
 
 STOP_GRACE_S = 0.5
@@ -72,10 +70,7 @@ def _serve(device_id: int, socket_path: str, address: str, switch_wait: float,
         servicer = P4RuntimeServicer(socket_path, device_id, switch_wait, bounds)
     except SwitchLinkError as exc:
         sys.exit(f"p4runtime: device {device_id}: {exc}")
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=bounds.workers,
-                                                    thread_name_prefix=f"dev{device_id}"),
-                         options=bounds.grpc_options())
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    server = grpc_server(servicer, f"dev{device_id}")
     if not server.add_insecure_port(address):
         sys.exit(f"p4runtime: device {device_id}: cannot listen on {address}")
     server.start()

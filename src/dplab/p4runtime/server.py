@@ -7,6 +7,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent import futures
 
 import grpc
 from google.rpc import status_pb2
@@ -396,6 +397,17 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         else:
             return
         self._send_to_primary(msg)
+
+
+def grpc_server(servicer: P4RuntimeServicer, name: str = "p4rt") -> grpc.Server:
+    """A gRPC server for ``servicer`` (not started, no port yet), its thread pool and
+    keepalive settings from the servicer's limits."""
+    limits = servicer.limits
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=limits.workers,
+                                                    thread_name_prefix=name),
+                         options=limits.grpc_options())
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    return server
 
 
 def _chunks(found: pb.ReadResponse) -> Iterator[pb.ReadResponse]:
