@@ -7,8 +7,8 @@ address, thread pool, switch connection and state; they only share the interpret
 process start and one grpc import for a whole run instead of one per switch). Switch
 sockets that do not exist yet are waited for (``--switch-wait``). Once every server
 listens, the process prints ``ready`` on stdout: a launcher can block on that line.
-The ``--max-backup-streams`` ... options bound what one client can hold (``limits.py``);
-they apply to each server.
+The limit options (``--max-backup-streams`` and the others below it in ``--help``,
+``limits.py``) bound what clients can hold of each server.
 """
 
 from __future__ import annotations

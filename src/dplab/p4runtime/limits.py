@@ -42,7 +42,9 @@ class Limits:
         10.0, "gRPC keepalive: each connection is pinged this often; one that does not "
         "answer in keepalive-timeout-s is closed, ending its streams (a client host gone "
         "without closing its TCP connection)")
-    keepalive_timeout_s: float = _limit(5.0, "see keepalive-s")
+    keepalive_timeout_s: float = _limit(
+        10.0, "see keepalive-s (gRPC core answers pings on threads of its own, so a busy "
+        "client still answers in time; a hung or vanished one does not)")
     max_connection_idle_s: float = _limit(
         60.0, "a connection without any RPC for this long is closed (clients reconnect on "
         "demand)")
