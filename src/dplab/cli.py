@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 console = Console(stderr=True)
 if not console.is_terminal:  # logs and CI: one message per line, never wrapped
@@ -36,9 +37,10 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from dplab.p4.errors import P4Error
     from dplab.runner import ExperimentError
     from dplab.spec import SpecError
+    from dplab.store import StoreError
     from dplab.topology.catalog import TopologyError
 
-    return (SpecError, ExperimentError, TopologyError, P4Error)
+    return (SpecError, ExperimentError, StoreError, TopologyError, P4Error)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="rebuild tables and report from stored results")
     report.add_argument("results", type=Path)
+    report.add_argument("--baseline", metavar="PLANE",
+                        help="the plane the others are compared with (default: the first)")
     report.set_defaults(handler=_cmd_report)
 
     topo = sub.add_parser("topo", help="topologies").add_subparsers(required=True,
@@ -82,48 +86,57 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dplab import report, spec
-    from dplab.runner import run_matrix
+    from dplab import report
+    from dplab.runner import run_plan
 
-    exp = spec.load(args.experiment)
+    exp, plan = _plan(args.experiment)
     results = args.results or Path(exp.results or Path("results") / exp.name)
     if args.fresh and results.exists():
         import shutil
 
         shutil.rmtree(results)
-    total = exp.repetitions * len(exp.planes)
-    console.print(f"[bold]{exp.name}[/]: {total} runs "
-                  f"({len(exp.planes)} planes × {exp.repetitions} repetitions) → {results}")
+    console.print(f"[bold]{escape(exp.name)}[/] → {escape(str(results))}")
+    _print_plan(plan)
     with console.status("starting") as status:
-        store = run_matrix(exp, results, progress=lambda msg: _progress(status, msg))
+        store = run_plan(plan, results, progress=lambda msg: _progress(status, msg))
     report.print_tables(results)
     path = report.build(results)
     console.print(f"report: {path}")
     return 0 if store.completed_runs() else 1
 
 
+def _plan(path: Path):
+    """The experiment file read and its plan built: the same for `validate` and `run`."""
+    from dplab import spec
+    from dplab.plan import build_plan
+
+    exp = spec.load(path)
+    return exp, build_plan(exp, str(path))
+
+
+def _print_plan(plan) -> None:
+    for line in plan.summary():
+        console.print(escape(line), highlight=False)
+
+
 def _progress(status, message: str) -> None:
-    console.log(message)
-    status.update(message)
+    # print, not log: a progress line says what happened, not which source line said it
+    console.print(escape(message), highlight=False)
+    status.update(escape(message))
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from dplab import spec
-    from dplab.runner import build_topology, plan_flows
-
-    exp = spec.load(args.experiment)
-    phases = plan_flows(exp, build_topology(exp))
-    flows = sum(len(p) for p in phases)
-    console.print(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
-                  f"in {len(phases)} phase(s), {exp.repetitions} repetitions)")
+    _exp, plan = _plan(args.experiment)
+    console.print(f"{escape(str(args.experiment))}: valid")
+    _print_plan(plan)
     return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from dplab import report
 
-    report.print_tables(args.results)
-    console.print(f"report: {report.build(args.results)}")
+    report.print_tables(args.results, baseline=args.baseline)
+    console.print(f"report: {report.build(args.results, baseline=args.baseline)}")
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dplab.analysis import Analysis
-from dplab.report import cpu_idle, plane_series
+from dplab.report import axis_plots, cpu_idle, plane_series
 from dplab.report.tables import NOTES, TableData, to_html
 
 STYLE = """
@@ -54,7 +54,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
         "<h2>Plots</h2>",
-        f'<p class="note">{_esc(PLOTS_NOTE)}</p>',
+        f'<p class="note">{_esc(_plots_note(plots))}</p>',
         "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
         _plane_series(series_plots or []),
         _video_frames(path.parent, analysis),
@@ -70,6 +70,10 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                 f"</title><style>{STYLE}</style></head><body>{''.join(sections)}</body></html>")
     path.write_text(document, encoding="utf-8")
     return path
+
+
+def _plots_note(plots: list[Path]) -> str:
+    return axis_plots.NOTE if any(p.name.startswith("axis_") for p in plots) else PLOTS_NOTE
 
 
 def _metadata(experiment: dict[str, Any], analysis: Analysis,
