@@ -225,3 +225,47 @@ axes: {count: [2, 4]}
     assert said == ["bridge-count=2-r1: already stored, skipped",
                     "bridge-count=4-r1: already stored, skipped"]
     assert again.completed_runs() == set(runs)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_shipped_scenario_builds_its_plan(monkeypatch):
+    monkeypatch.chdir(ROOT)  # p4 programs and entries are named from the repository's root
+    for path in sorted((ROOT / "scenarios").glob("*.yaml")):
+        plan = build_plan(load(path), str(path))
+        assert plan.runs and plan.estimate_s() > 0, path
+    study = build_plan(load(ROOT / "scenarios" / "study001.yaml"))
+    assert [p.point.label for p in study.points] == [f"rate_mbit={r}" for r in (10, 100, 1000)]
+    assert [w.rate_mbit for w in (p.experiment.workloads[1] for p in study.points)] == \
+        [10, 100, 1000]
+
+
+def test_topo_export_writes_a_containerlab_file(tmp_path):
+    import yaml
+
+    out = tmp_path / "lab.clab.yml"
+    assert cli.main(["topo", "export", "study001", "-o", str(out)]) == 0
+    lab = yaml.safe_load(out.read_text())
+    assert lab["name"] == "study001" and len(lab["topology"]["nodes"]) == 10
+    assert len(lab["topology"]["links"]) == 9
+
+
+@pytest.mark.net
+def test_study001_one_axis_point_runs(tmp_path):
+    """Study 001's scenario at one point of its axis, shortened to seconds, on the bridge."""
+    from dplab.runner import run_matrix
+    from dplab.spec import Experiment
+
+    data = load(ROOT / "scenarios" / "study001.yaml").model_dump(exclude_unset=True)
+    data |= {"planes": [{"kind": "bridge"}], "repetitions": 1,
+             "axes": {"rate_mbit": {"of": "udp", "values": [100]}}}
+    for workload in data["workloads"]:
+        workload["duration"] = 1
+    store = run_matrix(Experiment.model_validate(data), tmp_path)
+    assert [(r["run_id"], r["status"]) for r in store.rows("runs")] == \
+        [("bridge-rate_mbit=100-r1", "ok")]
+    udp = {r["metric"]: r["value"] for r in store.rows("summaries") if r["kind"] == "udp"}
+    assert udp["throughput_bps"] > 10e6  # offered 100 Mbit/s over 100 Mbit/s edge links
+    tcp_flows = {r["src"] for r in store.rows("flows") if r["kind"] == "tcp" and r["ok"]}
+    assert tcp_flows == {"h2", "h3", "h4", "h5", "h6"}

@@ -70,6 +70,11 @@ def _parser() -> argparse.ArgumentParser:
                       "Mininet FILE.py[:NAME]")
     show.add_argument("-o", "--output", help="output .png or .svg")
     show.set_defaults(handler=_cmd_topo_show)
+    export = topo.add_parser("export", help="write a topology as a containerlab file")
+    export.add_argument("name", help="as for 'show'")
+    export.add_argument("-o", "--output", help="output file (default "
+                        "results/topologies/NAME.clab.yml)")
+    export.set_defaults(handler=_cmd_topo_export)
     listing = topo.add_parser("list", help="list the catalog")
     listing.add_argument("--topohub", action="store_true", help="list topohub's graphs")
     listing.set_defaults(handler=_cmd_topo_list)
@@ -144,6 +149,13 @@ def _cmd_topo_show(args: argparse.Namespace) -> int:
     from dplab.topology.cli import show
 
     show(args.name, args.output)
+    return 0
+
+
+def _cmd_topo_export(args: argparse.Namespace) -> int:
+    from dplab.topology.cli import export
+
+    export(args.name, args.output)
     return 0
 
 
