@@ -1,6 +1,7 @@
 """Each metric against an axis' value: a line per plane (and per value of the other axes)
-with its 95 % CI band, a subplot per traffic class. Numeric axes are drawn to scale, others
-(topology names, modes) at even steps."""
+with its 95 % CI band, a subplot per traffic class. Numeric axes are drawn to scale
+(logarithmic when the values span more than a factor 20), others (topology names, modes) at
+even steps."""
 
 from __future__ import annotations
 
@@ -54,9 +55,17 @@ def _figure(axes: AxesAnalysis, axis: str, metric: str, traffics: list[str],
         ax.set_ylabel(metric_label(metric))
         if not numeric:
             ax.set_xticks(range(len(labels)), labels, rotation=20)
+        elif _spans_decades(axes, axis):
+            ax.set_xscale("log")  # 10, 100, 1000 Mbit/s: evenly apart, not two in a corner
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize="small")
     return save_png(fig, path)
+
+
+def _spans_decades(axes: AxesAnalysis, axis: str) -> bool:
+    values = [p.point.value(axis)[2] for p in axes.points]
+    low, high = min(values), max(values)
+    return low > 0 and high / low >= 20
 
 
 def _lines(axes: AxesAnalysis, axis: str) -> dict[tuple[str, str], list[PointAnalysis]]:

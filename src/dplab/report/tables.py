@@ -149,15 +149,16 @@ def change_cell(comparison: Comparison | None) -> str:
     "2.1× (worse, n.s., p=0.3)"; the change is of the value, better/worse its meaning."""
     if comparison is None or comparison.ratio is None:
         return "—"
+    text = change_text(comparison.ratio)
     notes = []
-    if comparison.improvement_pct is not None and comparison.improvement_pct != 0:
+    if comparison.improvement_pct is not None and text.strip("+-") != "0.0 %":
         notes.append("better" if comparison.improvement_pct > 0 else "worse")
     if comparison.p_value is None:
         notes.append("n.s., no test")
     else:
         p = f"p={comparison.p_value:.2g}"
         notes.append(p if comparison.significant else f"n.s., {p}")
-    return f"{change_text(comparison.ratio)} ({', '.join(notes)})"
+    return f"{text} ({', '.join(notes)})"
 
 
 def change_text(ratio: float) -> str:
