@@ -68,6 +68,8 @@ def test_a_plane_option_axis_keeps_the_plane_column():
     (("{of: load,", "{of: lod,"), r"exp.yaml: axes.rate_mbit.of: no workload labelled 'lod'"),
     (("{of: load,", "{of: probe,"), r"workload 'probe' \(icmp\) has no parameter 'rate_mbit'"),
     (("rate_mbit: {of: load,", "window2: {"), r"axes.window2: no workload has a parameter"),
+    (("rate_mbit: {of: load,", "rate-mbit: {of: load,"), r"axes.rate-mbit.\[key\]: String"),
+    (("[10, 100, 1000]", "[10, 10.0]"), r"axes.rate_mbit.values: .*repeated: 10"),
 ])
 def test_bad_axes_name_the_axis_or_the_point_and_field(change, message):
     with pytest.raises(SpecError, match=message):

@@ -207,8 +207,11 @@ class Axis(Strict):
     @field_validator("values")
     @classmethod
     def _distinct(cls, values: list[AxisValue]) -> list[AxisValue]:
-        labels = [value_label(v) for v in values]
-        repeated = sorted({v for v in labels if labels.count(v) > 1})
+        # 10 and 10.0 are one value: compare numbers as numbers
+        same = [v if isinstance(v, int | float) and not isinstance(v, bool) else value_label(v)
+                for v in values]
+        repeated = sorted({value_label(v) for v, k in zip(values, same, strict=True)
+                           if same.count(k) > 1})
         if repeated:
             raise ValueError(f"values must differ, repeated: {', '.join(repeated)}")
         return values
@@ -247,7 +250,7 @@ class Experiment(Strict):
         "poll instead of halting while the experiment runs (fast wake-ups on a VM)",
     )
 
-    axes: dict[str, Axis] = Field(
+    axes: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")], Axis] = Field(
         default_factory=dict, description="name -> values (a list) or {of: whose, values}; "
         "the runs are every combination of the axes' values x planes x repetitions")
     phases: list[Annotated[list[str | int], Field(min_length=1)]] | None = Field(
