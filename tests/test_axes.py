@@ -271,3 +271,30 @@ def test_study001_one_axis_point_runs(tmp_path):
     assert udp["throughput_bps"] > 10e6  # offered 100 Mbit/s over 100 Mbit/s edge links
     tcp_flows = {r["src"] for r in store.rows("flows") if r["kind"] == "tcp" and r["ok"]}
     assert tcp_flows == {"h2", "h3", "h4", "h5", "h6"}
+
+
+def test_experiments_without_axes_store_the_spec_as_before():
+    """experiment.json of a folder made before axes must compare equal, or it won't resume."""
+    from dplab.runner import stored_spec
+
+    plain = stored_spec(parse(AXES.split("axes:")[0].replace(", label: load", "")
+                              .replace(", label: probe", "") + "tier: 2\n"))
+    assert "axes" not in plain and "phases" not in plain
+    assert all("label" not in w for w in plain["workloads"])
+    assert set(stored_spec(parse(AXES))) >= {"axes", "phases"}
+
+
+def test_a_named_axis_gets_a_plot_with_its_values_in_order(tmp_path):
+    store = RunStore(tmp_path)
+    store.write_experiment({"name": "topo", "planes": [{"kind": "bridge"}],
+                            "axes": {"topology": {"values": ["single", "linear"]}}})
+    for name, rtt in (("linear", 0.3), ("single", 0.1)):
+        store.add_run(f"bridge-topology={name}-r1", "bridge", 1, "ok", None, 0.0, 1.0, {},
+                      [_ping(name, rtt)], axes=[AxisPoint("topology", name, None)])
+    report.build(tmp_path)
+    assert (tmp_path / "plots" / "axis_topology_rtt_ms.png").stat().st_size > 5000
+    console = Console(record=True, width=200)
+    report.print_tables(tmp_path, console)
+    rows = [line.split()[1] for line in console.export_text().splitlines()
+            if line.startswith("│ single") or line.startswith("│ linear")]
+    assert rows[:2] == ["single", "linear"]  # the file's order, not the runs'
