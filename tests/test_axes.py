@@ -61,6 +61,23 @@ def test_a_plane_option_axis_keeps_the_plane_column():
     assert {x.planes[1].options["mode"] for _, x in points} == {"reactive", "proactive"}
 
 
+def test_axes_can_be_written_as_paths():
+    exp = parse(AXES.replace("rate_mbit: {of: load, values: [10, 100, 1000]}",
+                             "workloads.0.rate_mbit: [10, 20]\n"
+                             "  planes.1.options.mode: [proactive]\n"
+                             "  topology.params.hosts: [3]")
+                .replace("  topology: [single, {name: linear, params: {switches: 2, "
+                         "hosts_per_switch: 1}}]\n", ""))
+    points = expand(exp)
+    assert [x.workloads[0].rate_mbit for _, x in points] == [10, 20]
+    assert {(x.planes[1].column, x.planes[1].options["mode"], x.topology.params["hosts"])
+            for _, x in points} == {("ovs-reactive", "proactive", 3)}
+    assert points[0][0].slug == ("workloads.0.rate_mbit=10-planes.1.options.mode=proactive-"
+                                 "topology.params.hosts=3")
+    with pytest.raises(SpecError, match="a path is workloads.N.PARAM"):
+        expand(parse(AXES.replace("rate_mbit: {of: load,", "load.rate_mbit: {")))
+
+
 @pytest.mark.parametrize(("change", "message"), [
     (("values: [10, 100, 1000]", "values: [10, -5]"),
      r"exp.yaml: at axis point rate_mbit=-5, topology=single: 1 problem.*\n"

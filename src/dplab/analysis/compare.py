@@ -33,6 +33,7 @@ from dplab.analysis.stats import (
     welch_p,
 )
 from dplab.analysis.traffic import traffic_labels
+from dplab.spec.axes import param_name
 from dplab.spec.model import PlaneSpec
 from dplab.store import RunStore, StoreError
 
@@ -104,8 +105,8 @@ def analyse(store: RunStore, baseline: str | None = None) -> Analysis:
 
 
 def spec_axes(experiment: dict[str, Any]) -> frozenset[str]:
-    """The names of the stored experiment's axes (none for experiments without)."""
-    return frozenset(experiment.get("spec", {}).get("axes") or {})
+    """The parameters the stored experiment's axes vary (none for experiments without)."""
+    return frozenset(param_name(a) for a in experiment.get("spec", {}).get("axes") or {})
 
 
 def analyse_rows(

@@ -18,6 +18,7 @@ from dplab.analysis.compare import (
     spec_axes,
     spec_plane_order,
 )
+from dplab.spec.axes import param_name
 from dplab.spec.model import value_label
 from dplab.store import RunStore
 
@@ -73,7 +74,7 @@ def analyse_points(store: RunStore, baseline: str | None = None) -> AxesAnalysis
                 for run, values in by_run.items()}
     planes = ordered_planes(runs, spec_plane_order(store.experiment), baseline)
     tables = {name: store.rows(name) for name in ("flows", "summaries", "plane_stats")}
-    varied = spec_axes(store.experiment) | set(axes)
+    varied = spec_axes(store.experiment) | {param_name(a) for a in axes}
     points = []
     for point in _ordered_points(set(point_of.values()), spec):
         members = {run for run, p in point_of.items() if p == point}
