@@ -29,6 +29,7 @@ from dplab.workloads.flows import Flow
 # (bridge, router) and 1.7 s (ovs, p4) on a quiet machine; these are rounded up for a
 # loaded one. An estimate for planning, never a measurement.
 RUN_OVERHEAD_S = {"bridge": 1.0, "router": 1.0, "ovs": 3.0, "p4": 3.0}
+OTHER_PLANE_OVERHEAD_S = 3.0  # a plane kind not measured there: as the controlled ones
 # Per traffic phase: starting servers, waiting for them to listen, collecting reports.
 PHASE_OVERHEAD_S = 1.0
 
@@ -87,7 +88,7 @@ class ExperimentPlan:
         per_point = {p.point: traffic_estimate_s(p.experiment) for p in self.points}
         phases = {p.point: len(p.run.phases) for p in self.points}
         return sum(per_point[k.point] + phases[k.point] * PHASE_OVERHEAD_S
-                   + RUN_OVERHEAD_S.get(k.plane.kind, 3.0) for k in self.runs)
+                   + RUN_OVERHEAD_S.get(k.plane.kind, OTHER_PLANE_OVERHEAD_S) for k in self.runs)
 
     def summary(self) -> list[str]:
         """What `dplab validate` prints and `dplab run` prints before running."""
