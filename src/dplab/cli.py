@@ -9,9 +9,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-console = Console(stderr=True)
+# log_path=False: a progress line says when and what happened, not which source line said it
+console = Console(stderr=True, log_path=False)
 if not console.is_terminal:  # logs and CI: one message per line, never wrapped
-    console = Console(stderr=True, width=200)
+    console = Console(stderr=True, width=200, log_path=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,8 +126,7 @@ def _print_plan(plan) -> None:
 
 
 def _progress(status, message: str) -> None:
-    # print, not log: a progress line says what happened, not which source line said it
-    console.print(escape(message), highlight=False)
+    console.log(escape(message), highlight=False)
     status.update(escape(message))
 
 
