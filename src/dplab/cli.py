@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
-# log_path=False: a progress line says when and what happened, not which source line said it
+# Text from outside (errors, file and plane names, tools' output) goes in as rich Text,
+# never as a markup string: "[/x]" in a label or tc's usage text must print as written.
+# log_path=False: a progress line says when and what happened, not which source line said it.
 console = Console(stderr=True, log_path=False)
 if not console.is_terminal:  # logs and CI: one message per line, never wrapped
     console = Console(stderr=True, width=200, log_path=False)
@@ -23,15 +25,34 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: everything this run made has been removed[/]")
+        _finish_interrupted("interrupted")
         return 130
     except SystemExit as exc:
         if exc.code not in (0, None):
-            console.print("[yellow]terminated: everything this run made has been removed[/]")
+            _finish_interrupted("terminated")
         raise
     except _user_errors() as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(Text.assemble(("error:", "red"), f" {exc}"))
         return 2
+
+
+def _finish_interrupted(how: str) -> None:
+    """Finish any teardown the interruption cut short, then say what is true afterwards.
+    From here on stop signals are ignored: the process is on its way out, and one landing in
+    the interpreter's shutdown (which restores default handlers) would only kill it with
+    its exit status lost."""
+    import signal
+
+    from dplab.substrate.registry import STOP_SIGNALS, teardown_own
+
+    left = teardown_own()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    if not left:
+        console.print(Text(f"{how}: everything this run made has been removed", "yellow"))
+        return
+    console.print(Text(f"{how}: left behind: {', '.join(left)}; `dplab cleanup` removes it",
+                       "red"))
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
@@ -41,7 +62,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from dplab.store import StoreError
     from dplab.topology.catalog import TopologyError
 
-    return (SpecError, ExperimentError, StoreError, TopologyError, P4Error)
+    return (SpecError, ExperimentError, TopologyError, P4Error, StoreError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,22 +113,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dplab import report
-    from dplab.runner import run_plan
-
     exp, plan = _plan(args.experiment)
     results = args.results or Path(exp.results or Path("results") / exp.name)
-    if args.fresh and results.exists():
-        import shutil
+    if args.fresh:
+        from dplab.store import folder
 
-        shutil.rmtree(results)
-    console.print(f"[bold]{escape(exp.name)}[/] → {escape(str(results))}")
+        folder.discard(results)
+    from dplab import report  # heavy (plotting, every plane): only once the run goes ahead
+    from dplab.runner import run_plan
+
+    console.print(Text.assemble((exp.name, "bold"), f" → {results}"))
     _print_plan(plan)
     with console.status("starting") as status:
         store = run_plan(plan, results, progress=lambda msg: _progress(status, msg))
     report.print_tables(results)
     path = report.build(results)
-    console.print(f"report: {path}")
+    console.print(Text(f"report: {path}"))
     return 0 if store.completed_runs() else 1
 
 
@@ -117,31 +138,44 @@ def _plan(path: Path):
     from dplab.plan import build_plan
 
     exp = spec.load(path)
+    _warn_if_code(exp)
     return exp, build_plan(exp, str(path))
 
 
 def _print_plan(plan) -> None:
     for line in plan.summary():
-        console.print(escape(line), highlight=False)
+        console.print(Text(line))
 
 
 def _progress(status, message: str) -> None:
-    console.log(escape(message), highlight=False)
-    status.update(escape(message))
+    console.log(Text(message))
+    status.update(Text(message))
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     _exp, plan = _plan(args.experiment)
-    console.print(f"{escape(str(args.experiment))}: valid")
+    console.print(Text(f"{args.experiment}: valid"))
     _print_plan(plan)
     return 0
+
+
+def _warn_if_code(exp) -> None:
+    """A Mininet topology file is a program run as root: say so before it runs (the plan
+    builds every topology, those of a topology axis too)."""
+    from dplab.topology.from_mininet import code_warning
+
+    axis = exp.axes.get("topology")
+    values = axis.values if axis is not None and axis.of is None else []
+    files = [exp.topology.mininet] + [v.get("mininet") for v in values if isinstance(v, dict)]
+    for path in dict.fromkeys(f for f in files if f is not None):
+        console.print(Text(code_warning(path), "yellow"))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from dplab import report
 
     report.print_tables(args.results, baseline=args.baseline)
-    console.print(f"report: {report.build(args.results, baseline=args.baseline)}")
+    console.print(Text(f"report: {report.build(args.results, baseline=args.baseline)}"))
     return 0
 
 
@@ -181,9 +215,13 @@ def _cmd_p4_compile(args: argparse.Namespace) -> int:
 
 
 def _cmd_cleanup(_args: argparse.Namespace) -> int:
-    from dplab.substrate import registry
+    from dplab import cleanup
 
-    registry.reclaim_stale()
+    removed = cleanup.reclaim()
+    for line in removed:
+        console.print(Text(f"removed {line}"))
+    if not removed:
+        console.print("nothing to clean")
     return 0
 
 

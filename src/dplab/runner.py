@@ -7,13 +7,13 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from dplab import planes
+from dplab import cleanup, planes
 from dplab.measure.resources import ResourceSampler
 from dplab.plan import ExperimentError, ExperimentPlan, RunKey, RunPlan, build_plan
 from dplab.planes.base import SeriesPoint
 from dplab.spec.model import Experiment
 from dplab.store.runstore import RunStore
-from dplab.substrate import cpu_idle, registry
+from dplab.substrate import cpu_idle
 from dplab.substrate.network import Network
 from dplab.workloads import video
 from dplab.workloads.capture import CapturePoint, Captures
@@ -69,7 +69,7 @@ def _run_pending(plan: ExperimentPlan, results_dir: Path, say: Progress) -> RunS
     store = RunStore(results_dir)
     store.write_experiment(stored_spec(plan.experiment))
     done = store.completed_runs()
-    registry.reclaim_stale()
+    cleanup.reclaim()
     for key in plan.runs:
         if key.run_id in done:
             say(f"{key.run_id}: already stored, skipped")
@@ -93,7 +93,6 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
     except Exception as exc:  # noqa: BLE001 - any failure marks this run failed; the matrix goes on
         error = f"{type(exc).__name__}: {exc}"
-        say(f"{key.run_id}: FAILED: {error}")
         traceback.print_exc()
     clock.lap("teardown")
     store.add_run(
@@ -110,6 +109,8 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         plane_series=series,
         axes=list(key.point.values),
     )
+    if error:  # after storing: whatever the message holds, the failed run is on disk
+        say(f"{key.run_id}: FAILED: {error}")
 
 
 class StageClock:

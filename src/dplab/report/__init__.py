@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from dplab.analysis import Analysis, analyse
 from dplab.analysis.points import AxesAnalysis, analyse_points
@@ -70,8 +70,7 @@ def print_tables(results_dir: Path, console: Console | None = None,
     store = RunStore.open(Path(results_dir))
     analysis = analyse(store, baseline)
     tables = _tables(analysis, analyse_points(store, baseline))
-    console.print(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", style="dim",
-                  highlight=False)
+    console.print(Text(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", "dim"))
     for table in tables:
         console.print(to_rich(table))
     if tables:
@@ -79,8 +78,8 @@ def print_tables(results_dir: Path, console: Console | None = None,
     else:
         console.print("No measured values stored.")
     for run in analysis.failed_runs:
-        console.print(f"[red]failed run[/red] {escape(run['run_id'])}: "
-                      f"{escape(run['error'] or '')}", highlight=False)
+        console.print(Text.assemble(("failed run", "red"),
+                                    f" {run['run_id']}: {run['error'] or ''}"))
 
 
 def _wide_console() -> Console:
