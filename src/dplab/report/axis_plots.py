@@ -55,17 +55,25 @@ def _figure(axes: AxesAnalysis, axis: str, metric: str, traffics: list[str],
         ax.set_ylabel(metric_label(metric))
         if not numeric:
             ax.set_xticks(range(len(labels)), labels, rotation=20)
-        elif _spans_decades(axes, axis):
-            ax.set_xscale("log")  # 10, 100, 1000 Mbit/s: evenly apart, not two in a corner
+        else:
+            if _spans_decades(axes, axis):
+                ax.set_xscale("log")  # 10, 100, 1000 Mbit/s: evenly apart, not two in a corner
+            ax.set_xticks(_numbers(axes, axis), labels)  # the values as written, not 10^2
+            ax.minorticks_off()
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize="small")
     return save_png(fig, path)
 
 
 def _spans_decades(axes: AxesAnalysis, axis: str) -> bool:
-    values = [p.point.value(axis)[2] for p in axes.points]
+    values = _numbers(axes, axis)
     low, high = min(values), max(values)
     return low > 0 and high / low >= 20
+
+
+def _numbers(axes: AxesAnalysis, axis: str) -> list[float]:
+    """The axis' numbers in the order of ``labels`` (first appearance among the points)."""
+    return list(dict.fromkeys(p.point.value(axis)[2] for p in axes.points))
 
 
 def _lines(axes: AxesAnalysis, axis: str) -> dict[tuple[str, str], list[PointAnalysis]]:
