@@ -11,6 +11,7 @@ from typing import Any
 from dplab.analysis import Analysis
 from dplab.report import axis_plots, cpu_idle, plane_series
 from dplab.report.tables import NOTES, TableData, to_html
+from dplab.spec.model import value_label
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
@@ -83,8 +84,9 @@ def _metadata(experiment: dict[str, Any], analysis: Analysis,
     items = {
         "planes": ", ".join(analysis.planes) + (f" (baseline: {analysis.baseline})"
                                                  if analysis.planes else ""),
-        "axes": "; ".join(f"{name}: {', '.join(str(v) for v in (axis or {}).get('values', []))}"
-                          for name, axis in (spec.get("axes") or {}).items()) or "none",
+        "axes": "; ".join(
+            f"{name}: {', '.join(value_label(v) for v in (axis or {}).get('values', []))}"
+            for name, axis in (spec.get("axes") or {}).items()) or "none",
         "repetitions": spec.get("repetitions", "?"),
         "failed runs": failed,
         "CPU idle": cpu_idle.summary(runs),
