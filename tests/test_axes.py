@@ -184,8 +184,9 @@ def test_a_results_folder_that_cannot_be_written_is_a_clear_error(tmp_path, caps
 
 
 def _ping(run_id: str, rtt: float) -> FlowResult:
+    intervals = [{"t_start": t, "t_end": t + 1.0, "jitter_ms": rtt / 10} for t in range(3)]
     return FlowResult(Flow("w0-icmp-h1-h2", "icmp", "h1", "h2", {"count": 4, "size": 56}),
-                      True, None, {"rtt_ms": rtt, "packets_received": 4.0}, [])
+                      True, None, {"rtt_ms": rtt, "packets_received": 4.0}, intervals)
 
 
 def _axis_store(path: Path) -> None:
@@ -218,8 +219,10 @@ def test_report_pivots_on_the_axis_and_baseline_is_chosen_without_a_run(tmp_path
     assert cli.main(["report", str(tmp_path), "--baseline", "ovs"]) == 0
     page = (tmp_path / "report.html").read_text()
     assert "bridge vs ovs" in page and "-66.7 % (better, p=" in page
-    png = tmp_path / "plots" / "axis_size_rtt_ms.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    for name in ("axis_size_rtt_ms.png", "jitter_timeseries_size=56.png",
+                 "jitter_timeseries_size=1000.png"):  # each point's own time series too
+        png = tmp_path / "plots" / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     assert cli.main(["report", str(tmp_path), "--baseline", "p4"]) == 2
     assert "baseline plane 'p4' has no stored runs" in capsys.readouterr().err
 

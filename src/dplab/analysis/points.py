@@ -18,7 +18,7 @@ from dplab.analysis.compare import (
     spec_axes,
     spec_plane_order,
 )
-from dplab.spec.axes import param_name
+from dplab.spec.axes import AxisPoint, Point, param_name
 from dplab.spec.model import value_label
 from dplab.store import RunStore
 
@@ -36,11 +36,17 @@ class StoredPoint:
     def value(self, axis: str) -> AxisValue:
         return next(v for v in self.values if v[0] == axis)
 
+    @property
+    def slug(self) -> str:
+        """The point in file names, as in its runs' ids: rate_mbit=10-topology=grid."""
+        return Point(tuple(AxisPoint(*v) for v in self.values)).slug
+
 
 @dataclass
 class PointAnalysis:
     point: StoredPoint
     analysis: Analysis
+    run_ids: frozenset[str]  # the point's stored runs, ok or failed
 
 
 @dataclass
@@ -84,7 +90,7 @@ def analyse_points(store: RunStore, baseline: str | None = None) -> AxesAnalysis
         analysis = analyse_rows(here, subset["flows"], subset["summaries"],
                                 subset["plane_stats"], plane_order=planes,
                                 axes=frozenset(varied))
-        points.append(PointAnalysis(point, analysis))
+        points.append(PointAnalysis(point, analysis, frozenset(members)))
     return AxesAnalysis(axes, planes, points)
 
 

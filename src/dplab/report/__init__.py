@@ -46,17 +46,34 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
 
 def _plots(store: RunStore, analysis: Analysis, axes: AxesAnalysis | None,
            plots_dir: Path) -> list[Path]:
-    """With axes, each metric against the axes (pooling points would mix them); else the
-    time series, box plots, CDFs and resource use of the planes."""
-    if axes is not None:
-        return axis_curves(axes, plots_dir)
+    """With axes, each metric against the axes and the time series of each point (pooling
+    points would mix them); else the time series, box plots, CDFs and resource use of the
+    planes."""
     intervals, flows = store.rows("intervals"), store.rows("flows")
+    if axes is not None:
+        return axis_curves(axes, plots_dir) + _point_timeseries(intervals, flows, axes,
+                                                                plots_dir)
     series = [timeseries(intervals, flows, analysis, metric,
                          plots_dir / f"{metric.split('_')[0]}_timeseries.png")
               for metric in TIMESERIES_METRICS]
     resources = resource_box_plots(analysis, plots_dir / "resources.png")
     return [p for p in series if p] + box_plots(analysis, plots_dir) \
         + cdf_plots(intervals, flows, analysis, plots_dir) + ([resources] if resources else [])
+
+
+def _point_timeseries(intervals: list[dict], flows: list[dict], axes: AxesAnalysis,
+                      plots_dir: Path) -> list[Path]:
+    """Per axis point the time series drawn without axes, from that point's runs only."""
+    paths = []
+    for p in axes.points:
+        mine = [r for r in intervals if r["run_id"] in p.run_ids]
+        its_flows = [f for f in flows if f["run_id"] in p.run_ids]
+        for metric in TIMESERIES_METRICS:
+            path = timeseries(mine, its_flows, p.analysis, metric, plots_dir
+                              / f"{metric.split('_')[0]}_timeseries_{p.point.slug}.png",
+                              heading=p.point.label)
+            paths += [path] if path else []
+    return paths
 
 
 def _tables(analysis: Analysis, axes: AxesAnalysis | None) -> list[TableData]:
