@@ -1,106 +1,27 @@
-"""Runs an experiment's matrix (repetition × plane): one isolated emulated network per run."""
+"""Runs an experiment's plan (plan.build_plan): one isolated emulated network per run."""
 
 from __future__ import annotations
 
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from dplab import cleanup, planes
 from dplab.measure.resources import ResourceSampler
+from dplab.plan import ExperimentError, ExperimentPlan, RunKey, RunPlan, build_plan
 from dplab.planes.base import SeriesPoint
-from dplab.spec.model import Experiment, PlaneSpec
+from dplab.spec.model import Experiment
 from dplab.store.runstore import RunStore
 from dplab.substrate import cpu_idle
 from dplab.substrate.network import Network
-from dplab.substrate.registry import SubstrateError
-from dplab.topology import catalog, from_mininet, from_topohub, importers
-from dplab.topology.model import Topology
 from dplab.workloads import video
-from dplab.workloads.capture import CapturePoint, Captures, requested_interfaces
-from dplab.workloads.flows import Flow, FlowResult, run_flows
+from dplab.workloads.capture import CapturePoint, Captures
+from dplab.workloads.flows import FlowResult, run_flows
 
 READY_TIMEOUT_S = 60.0
 
-
-class ExperimentError(ValueError):
-    """The experiment cannot run as written (e.g. host pairs the topology does not have)."""
-
-
-@dataclass(frozen=True)
-class RunKey:
-    plane: PlaneSpec
-    repetition: int
-
-    @property
-    def run_id(self) -> str:
-        return f"{self.plane.column}-r{self.repetition}"
-
-
 Progress = Callable[[str], None]
-
-
-def build_topology(exp: Experiment) -> Topology:
-    spec = exp.topology
-    if spec.file is not None:
-        return importers.load(spec.file, **spec.params)
-    if spec.topohub is not None:
-        return from_topohub.load(spec.topohub, **spec.params)
-    if spec.mininet is not None:
-        return from_mininet.load(spec.mininet, spec.name, spec.params, spec.args)
-    return catalog.build(spec.name, **spec.params)
-
-
-def plan_flows(exp: Experiment, topo: Topology) -> list[list[Flow]]:
-    """The flows of each phase: Tier 1 runs one workload per phase, Tier 2 all in one."""
-    phases = [_workload_flows(index, w, topo) for index, w in enumerate(exp.workloads)]
-    return phases if exp.tier == 1 else [[f for phase in phases for f in phase]]
-
-
-def _workload_flows(index: int, workload, topo: Topology) -> list[Flow]:
-    pairs = _resolve_pairs(index, workload.pairs, topo)
-    params = workload.model_dump(exclude={"kind", "pairs"}, exclude_none=True)
-    return [
-        Flow(f"w{index}-{workload.kind}-{src}-{dst}", workload.kind, src, dst, dict(params))
-        for src, dst in pairs
-    ]
-
-
-def _resolve_pairs(index: int, pairs, topo: Topology) -> list[tuple[str, str]]:
-    where = f"workloads.{index}.pairs"
-    if isinstance(pairs, str):
-        if pairs not in topo.pairs:
-            known = ", ".join(sorted(topo.pairs)) or "none"
-            raise ExperimentError(
-                f"{where}: topology {topo.name!r} has no host pairs named {pairs!r} "
-                f"(it has: {known})"
-            )
-        return list(topo.pairs[pairs])
-    hosts = set(topo.hosts())
-    for src, dst in pairs:
-        for host in (src, dst):
-            if host not in hosts:
-                raise ExperimentError(f"{where}: host {host!r} is not in topology {topo.name!r}")
-    return [tuple(p) for p in pairs]
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """What every run of an experiment does: its topology, traffic phases, captures."""
-
-    topo: Topology
-    phases: list[list[Flow]]
-    captures: list[tuple[str, str]]  # (node, interface)
-    cpu_idle: str  # the experiment's setting, recorded with every run
-
-
-def _plan_captures(exp: Experiment, topo: Topology) -> list[tuple[str, str]]:
-    try:
-        return requested_interfaces(topo, exp.capture)
-    except ValueError as exc:
-        raise ExperimentError(str(exc)) from None
 
 
 def _capture_points(net: Network, interfaces: list[tuple[str, str]],
@@ -113,42 +34,47 @@ def _capture_points(net: Network, interfaces: list[tuple[str, str]],
     ]
 
 
-def _refuse_unsupported_links(topo: Topology) -> None:
-    """A result that silently lacked the asked-for delay or loss would be wrong: stop first."""
-    try:
-        Network(topo).check_supported()
-    except SubstrateError as exc:
-        raise ExperimentError(f"topology: {exc}") from None
+def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = None,
+               source: str = "<experiment>") -> RunStore:
+    """Plan ``exp`` (``plan.build_plan``, as ``dplab validate`` does) and run the plan."""
+    return run_plan(build_plan(exp, source), results_dir, progress)
 
 
-def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = None) -> RunStore:
-    """Every (repetition, plane) run not already stored; repetitions interleave the planes
-    so slow drift of a shared machine spreads over all planes alike."""
+def run_plan(plan: ExperimentPlan, results_dir: Path,
+             progress: Progress | None = None) -> RunStore:
+    """Every run of the plan not already stored, in the plan's order."""
     say = progress or (lambda _msg: None)
-    topo = build_topology(exp)
-    phases = plan_flows(exp, topo)
-    captures = _plan_captures(exp, topo)
-    _refuse_unsupported_links(topo)
-    plan = RunPlan(topo, phases, captures, exp.cpu_idle)
     try:  # held from before the first network to after the last teardown
-        with cpu_idle.idle_behaviour(exp.cpu_idle):
-            return _run_pending(exp, plan, results_dir, say)
+        with cpu_idle.idle_behaviour(plan.experiment.cpu_idle):
+            return _run_pending(plan, results_dir, say)
     except cpu_idle.CpuIdleError as exc:  # raised only on taking the request: nothing ran
         raise ExperimentError(f"{exc}; nothing was run") from None
 
 
-def _run_pending(exp: Experiment, plan: RunPlan, results_dir: Path, say: Progress) -> RunStore:
+def stored_spec(exp: Experiment) -> dict:
+    """The spec as experiment.json keeps it. Fields added with axes are left out while
+    unused, so a results folder made before them still resumes (its spec compares equal)."""
+    spec = exp.model_dump(mode="json")
+    if not spec["axes"]:
+        del spec["axes"]
+    if spec["phases"] is None:
+        del spec["phases"]
+    for workload in spec["workloads"]:
+        if workload["label"] is None:
+            del workload["label"]
+    return spec
+
+
+def _run_pending(plan: ExperimentPlan, results_dir: Path, say: Progress) -> RunStore:
     store = RunStore(results_dir)
-    store.write_experiment(exp.model_dump(mode="json"))
+    store.write_experiment(stored_spec(plan.experiment))
     done = store.completed_runs()
     cleanup.reclaim()
-    for repetition in range(1, exp.repetitions + 1):
-        for plane_spec in exp.planes:
-            key = RunKey(plane_spec, repetition)
-            if key.run_id in done:
-                say(f"{key.run_id}: already stored, skipped")
-                continue
-            _run_one(key, plan, store, say)
+    for key in plan.runs:
+        if key.run_id in done:
+            say(f"{key.run_id}: already stored, skipped")
+            continue
+        _run_one(key, plan.point_plan(key.point).run, store, say)
     return store
 
 
@@ -181,6 +107,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         results=results,
         cpu_idle=idle.finish(),
         plane_series=series,
+        axes=list(key.point.values),
     )
     if error:  # after storing: whatever the message holds, the failed run is on disk
         say(f"{key.run_id}: FAILED: {error}")
