@@ -5,6 +5,7 @@ readiness steps and stopping every daemon at once."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ CONTROLLER_COUNTERS = (
 POLL_S = 0.1
 STOP_GRACE_S = 3.0
 FRESH_STATS_WAIT_S = 1.0
+LOG_TAIL_BYTES = 300  # of a dead daemon's log, quoted in the failure
 
 
 class ControlledPlane(Plane):
@@ -111,19 +113,19 @@ class ControlledPlane(Plane):
         any daemon died."""
         deadline = time.monotonic() + seconds
         while not condition():
-            dead = self._dead_daemon()
-            if dead is not None:
-                raise PlaneError(f"{self.kind}: {dead[0]} exited ({dead[1]}); logs in {self.dir}")
+            dead = self.failures()
+            if dead:
+                raise PlaneError(f"{self.kind}: {dead[0]}")
             if time.monotonic() >= deadline:
                 raise PlaneError(f"{self.kind}: {failure}")
             pause()
 
-    def _dead_daemon(self) -> tuple[str, int] | None:
-        """The first of this plane's daemons that has exited, with its exit code."""
-        for name, daemon in self._daemons:
-            if daemon.poll() is not None:
-                return name, daemon.returncode
-        return None
+    def failures(self) -> list[str]:
+        """Each daemon of this plane that has exited: its name, how it ended, its log
+        (``<name>.log`` in the plane's run directory) and the log's last words."""
+        return [f"{name} {_ending(daemon.returncode)}; log {self.dir / name}.log"
+                f"{_tail(self.dir / f'{name}.log')}"
+                for name, daemon in self._daemons if daemon.poll() is not None]
 
     # -- stats and stop ------------------------------------------------------------------
 
@@ -172,6 +174,28 @@ def _terminate(daemons: list[subprocess.Popen], deadline: float) -> None:
         except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait()
+
+
+def _ending(code: int) -> str:
+    """How a process ended, from its exit status (negative: the signal that killed it)."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _tail(log: Path) -> str:
+    """The last line with words in ``log``, quoted after a colon ("" if none or unreadable)."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - LOG_TAIL_BYTES))
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    return f": {last[-LOG_TAIL_BYTES:]!r}" if last else ""
 
 
 def _switch_links(net: Network) -> int:
