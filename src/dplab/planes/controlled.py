@@ -121,10 +121,11 @@ class ControlledPlane(Plane):
             pause()
 
     def failures(self) -> list[str]:
-        """Each daemon of this plane that has exited: its name, how it ended, its log
-        (``<name>.log`` in the plane's run directory) and the log's last words."""
+        """Each daemon of this plane that has exited: its name, how it ended and its log
+        (``<name>.log`` in the plane's run directory), with the log's last words when it
+        exited by itself (one killed by a signal wrote nothing about it)."""
         return [f"{name} {_ending(daemon.returncode)}; log {self.dir / name}.log"
-                f"{_tail(self.dir / f'{name}.log')}"
+                f"{_tail(self.dir / f'{name}.log') if daemon.returncode >= 0 else ''}"
                 for name, daemon in self._daemons if daemon.poll() is not None]
 
     # -- stats and stop ------------------------------------------------------------------
@@ -165,9 +166,11 @@ class ControlledPlane(Plane):
 
 
 def _terminate(daemons: list[subprocess.Popen], deadline: float) -> None:
-    """SIGTERM all ``daemons`` at once; SIGKILL those still running at ``deadline``."""
+    """SIGTERM all ``daemons`` at once; SIGKILL those still running at ``deadline``. A
+    stopped (SIGSTOP) daemon is continued, so that it takes its SIGTERM at once."""
     for daemon in daemons:
         daemon.terminate()
+        daemon.send_signal(signal.SIGCONT)
     for daemon in daemons:
         try:
             daemon.wait(max(0.0, deadline - time.monotonic()))

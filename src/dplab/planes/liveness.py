@@ -32,20 +32,22 @@ def check_daemons(plane: Plane, results: list[FlowResult], last: int, when: str)
     dead = plane.failures()
     if not dead:
         return
-    reason = f"{plane.kind}: {'; '.join(dead)} ({when})"
     for i in range(len(results) - last, len(results)):
-        results[i] = dataclasses.replace(results[i], ok=False,
-                                         error=f"the plane lost a daemon: {reason}")
-    raise PlaneError(reason)
+        results[i] = dataclasses.replace(
+            results[i], ok=False, error=f"{plane.kind} lost a daemon {when} (the run's "
+                                        "error says which)")
+    raise PlaneError(f"{plane.kind}: {'; '.join(dead)} ({when})")
 
 
 def failed_run(exc: Exception, run_dir: Path, kept: Path) -> RunFailed:
     """The failure ``exc`` of a run whose files are in ``run_dir``, as a RunFailed: every
     log there is copied to ``kept`` (same relative paths) and the message names the copies,
-    which outlive the run directory."""
+    which outlive the run directory (or ``kept`` itself, if it named no file there)."""
     message = f"{type(exc).__name__}: {exc}"
     if keep_logs(run_dir, kept):
         message = message.replace(str(run_dir), str(kept))
+        if str(kept) not in message:
+            message += f" (the run's logs: {kept})"
     return RunFailed(message, expected=isinstance(exc, PlaneError))
 
 

@@ -1,0 +1,135 @@
+"""A plane whose daemon dies or stops answering mid-run: the run is stored failed with the
+reason, keeps the flows measured before, points to logs that outlive it, and the next
+run works. The daemons are really killed (or stopped) while the runner's traffic runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from dplab import runner
+from dplab.planes import PlaneError, ovs
+from dplab.spec import parse
+from dplab.store import RunStore
+
+EXPERIMENT = """
+name: liveness
+topology: {{name: single, params: {{hosts: 2}}}}
+planes: [{planes}]
+workloads:
+  - {{kind: icmp, pairs: [[h1, h2]], count: 3, interval: 0.05}}
+  - {{kind: icmp, pairs: [[h2, h1]], count: 3, interval: 0.05}}
+repetitions: {reps}
+"""
+
+
+def test_an_ovs_tool_that_hangs_meets_its_deadline(tmp_path: Path, monkeypatch) -> None:
+    """A tool that ignores its own --timeout is ended by the subprocess deadline."""
+    fake = tmp_path / "ovs-ofctl"
+    fake.write_text("#!/bin/sh\nsleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(ovs, "TOOL_GRACE_S", 0.5)
+    began = time.monotonic()
+    with pytest.raises(PlaneError, match=r"ovs-vswitchd did not answer ovs-ofctl "
+                                         r"dump-aggregate within 0.5 s"):
+        ovs.run_tool(["ovs-ofctl", "dump-aggregate", "unix:/nowhere"], 0.5, "ovs-vswitchd")
+    assert time.monotonic() - began < 5
+
+
+def _daemon_pid(run_dir: str, name: str) -> int:
+    """The process of this run whose command line names ``name`` (its program or module)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if any(run_dir in a for a in argv) and any(a.endswith(name) for a in argv[:3]):
+            return int(cmdline.parent.name)
+    raise AssertionError(f"no {name} process in {run_dir}")
+
+
+def _signal_at_phase_2(faults: dict[str, tuple[str, signal.Signals]],
+                       said: list[str]) -> Callable[[str], None]:
+    """The runner's progress callback: as run ``run_id`` announces its second traffic phase,
+    send ``faults[run_id]`` = (daemon, signal) to that run's daemon."""
+    run_dirs: dict[str, str] = {}
+
+    def progress(msg: str) -> None:
+        said.append(msg)
+        run_id = msg.split(":", 1)[0]
+        up = re.search(r"network up \((dl[0-9a-f]+)\)", msg)
+        if up:
+            run_dirs[run_id] = f"/run/dplab/{up.group(1)}/"
+        if msg.startswith(f"{run_id}: traffic phase 2/2") and run_id in faults:
+            daemon, sig = faults.pop(run_id)
+            os.kill(_daemon_pid(run_dirs[run_id], daemon), sig)
+
+    return progress
+
+
+def _run(tmp_path: Path, planes: str, reps: int,
+         faults: dict[str, tuple[str, signal.Signals]]) -> tuple[dict, list[dict], list[str]]:
+    said: list[str] = []
+    exp = parse(EXPERIMENT.format(planes=planes, reps=reps))
+    store = runner.run_matrix(exp, tmp_path / "results", _signal_at_phase_2(faults, said))
+    store = RunStore.open(tmp_path / "results")
+    return {r["run_id"]: r for r in store.rows("runs")}, store.rows("flows"), said
+
+
+def _flows_of(flows: list[dict], run_id: str) -> list[tuple[str, bool]]:
+    return [(f["flow_id"], f["ok"]) for f in flows if f["run_id"] == run_id]
+
+
+def _kept_log(error: str, results: Path) -> Path:
+    """The log a failed run's error points to: in the results, not the run directory."""
+    log = Path(re.search(r"log (\S+\.log)", error).group(1))
+    assert log.is_relative_to(results / "logs") and log.is_file(), error
+    return log
+
+
+@pytest.mark.net
+def test_ovs_daemons_that_die_or_stop_fail_their_run_and_the_next_run_works(
+        tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(ovs, "OFCTL_TIMEOUT_S", 1)  # stopped ovs-vswitchd: one deadline
+    faults = {"ovs-r1": ("ovs-vswitchd", signal.SIGKILL),
+              "ovs-r2": ("controller_main", signal.SIGKILL),
+              "ovs-r3": ("ovs-vswitchd", signal.SIGSTOP)}
+    runs, flows, said = _run(tmp_path, "ovs", 4, faults)
+    results = tmp_path / "results"
+    assert [runs[f"ovs-r{i}"]["status"] for i in (1, 2, 3, 4)] == \
+        ["failed", "failed", "failed", "ok"], said
+    first, second = "w0-icmp-h1-h2", "w1-icmp-h2-h1"
+    for run_id in ("ovs-r1", "ovs-r2"):  # phase 1 kept as measured; phase 2 marked
+        assert _flows_of(flows, run_id) == [(first, True), (second, False)]
+    killed = runs["ovs-r1"]["error"]
+    assert "ovs-vswitchd was killed by SIGKILL" in killed
+    assert "during traffic phase 2/2" in killed
+    assert _kept_log(killed, results).name == "ovs-vswitchd.log"
+    controller = runs["ovs-r2"]["error"]
+    assert "controller was killed by SIGKILL" in controller
+    assert _kept_log(controller, results).name == "controller.log"
+    stopped = runs["ovs-r3"]["error"]
+    assert "ovs-vswitchd did not answer ovs-ofctl dump-aggregate within 1 s" in stopped
+    assert (results / "logs" / "ovs-r3" / "ovs" / "ovs-vswitchd.log").is_file()
+    assert f"(the run's logs: {results / 'logs' / 'ovs-r3'})" in stopped
+    assert _flows_of(flows, "ovs-r3")[0] == (first, True)
+    assert _flows_of(flows, "ovs-r4") == [(first, True), (second, True)]
+
+
+@pytest.mark.net
+def test_a_p4_switch_that_dies_fails_its_run_keeping_its_flows(tmp_path: Path,
+                                                                capsys) -> None:
+    runs, flows, said = _run(tmp_path, "p4", 2, {"p4-r1": ("dplab-switch", signal.SIGKILL)})
+    assert runs["p4-r1"]["status"] == "failed" and runs["p4-r2"]["status"] == "ok", said
+    error = runs["p4-r1"]["error"]
+    assert "switch-s1 was killed by SIGKILL" in error
+    assert _kept_log(error, tmp_path / "results").name == "switch-s1.log"
+    assert _flows_of(flows, "p4-r1") == [("w0-icmp-h1-h2", True), ("w1-icmp-h2-h1", False)]
+    assert "Traceback" not in capsys.readouterr().err  # a plane's failure is no bug
