@@ -1,0 +1,78 @@
+"""Every call into a tool or daemon has a deadline, and input that would make one run
+away is refused with a located error: each call here meets a tool that hangs or input
+that grows without end."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from dplab.p4.errors import P4Error
+from dplab.p4.limits import MAX_MACRO_TOKENS, MAX_NESTING
+from dplab.p4.preprocess import preprocess
+from dplab.planes import PlaneError, ovs, p4
+
+
+def _fake_tool(folder: Path, name: str, monkeypatch) -> None:
+    """``name`` on PATH is a script that sleeps past every deadline (and ignores --timeout)."""
+    fake = folder / name
+    fake.write_text("#!/bin/sh\nsleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+
+
+def test_an_ovs_tool_that_hangs_meets_its_deadline(tmp_path: Path, monkeypatch) -> None:
+    _fake_tool(tmp_path, "ovs-ofctl", monkeypatch)
+    monkeypatch.setattr(ovs, "TOOL_GRACE_S", 0.5)
+    began = time.monotonic()
+    with pytest.raises(PlaneError, match=r"ovs-vswitchd did not answer ovs-ofctl "
+                                         r"dump-aggregate within 0.5 s"):
+        ovs.run_tool(["ovs-ofctl", "dump-aggregate", "unix:/nowhere"], 0.5, "ovs-vswitchd")
+    assert time.monotonic() - began < 10
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_chain_of_doubling_macros_is_refused_at_its_use(tmp_path: Path) -> None:
+    """40 lines that would expand to 2^40 tokens: refused once the expansions pass the
+    bound, naming the line that uses the chain and where its macro is defined."""
+    lines = ["#include <v1model.p4>", "#define M0 1"]
+    lines += [f"#define M{i} (M{i - 1} + M{i - 1})" for i in range(1, 41)]
+    bomb = _write(tmp_path / "bomb.p4", [*lines, "const bit<32> X = M40;"])
+    began = time.monotonic()
+    with pytest.raises(P4Error, match=rf"macro M40 \(#define at {bomb}:42:1\) makes the "
+                                      rf"program's macro expansions exceed {MAX_MACRO_TOKENS}"):
+        preprocess(bomb)
+    assert time.monotonic() - began < 20  # 2^18 tokens, not 2^40
+
+
+def test_function_like_macros_that_double_and_deep_chains_are_refused(tmp_path: Path) -> None:
+    lines = ["#define F0(x) x"] + [f"#define F{i}(x) F{i - 1}(x) F{i - 1}(x)"
+                                   for i in range(1, 41)]
+    doubling = _write(tmp_path / "calls.p4", [*lines, "const bit<32> X = F40(1);"])
+    with pytest.raises(P4Error, match=rf"^{doubling}:42:19: macro F40 .* exceed"):
+        preprocess(doubling)
+    lines = ["#define N0 1"] + [f"#define N{i} N{i - 1}" for i in range(1, 300)]
+    deep = _write(tmp_path / "deep.p4", [*lines, "const bit<32> X = N299;"])
+    with pytest.raises(P4Error, match=rf"^{deep}:301:19: macro N299 .* nested more than "
+                                      rf"{MAX_NESTING} deep"):
+        preprocess(deep)
+
+
+def test_the_p4_plane_compiles_within_a_time_limit(tmp_path: Path, monkeypatch) -> None:
+    """The compiler runs in a process of its own: bad input comes back as the compiler's
+    located message, and a compile past the limit is stopped."""
+    bomb = _write(tmp_path / "bomb.p4", ["#define A0 1"] + [
+        f"#define A{i} A{i - 1} A{i - 1}" for i in range(1, 41)] + ["A40"])
+    with pytest.raises(PlaneError, match=rf"p4: option 'program': {bomb}:42:1: macro A40"):
+        p4.compile_program(bomb, tmp_path / "out")
+    monkeypatch.setattr(p4, "COMPILE_TIMEOUT_S", 0.01)
+    with pytest.raises(PlaneError, match=rf"compiling {p4.DEFAULT_PROGRAM} took longer "
+                                         r"than 0.01 s; stopped"):
+        p4.compile_program(p4.DEFAULT_PROGRAM, tmp_path / "out")
