@@ -5,7 +5,9 @@ that grows without end."""
 from __future__ import annotations
 
 import os
+import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,9 @@ import pytest
 from dplab.p4.errors import P4Error
 from dplab.p4.limits import MAX_MACRO_TOKENS, MAX_NESTING
 from dplab.p4.preprocess import preprocess
+from dplab.p4runtime import switch_link
 from dplab.planes import PlaneError, ovs, p4
+from dplab.workloads import video_content
 
 
 def _fake_tool(folder: Path, name: str, monkeypatch) -> None:
@@ -76,3 +80,46 @@ def test_the_p4_plane_compiles_within_a_time_limit(tmp_path: Path, monkeypatch) 
     with pytest.raises(PlaneError, match=rf"compiling {p4.DEFAULT_PROGRAM} took longer "
                                          r"than 0.01 s; stopped"):
         p4.compile_program(p4.DEFAULT_PROGRAM, tmp_path / "out")
+
+
+def test_an_ffmpeg_that_hangs_meets_its_deadline(tmp_path: Path, monkeypatch) -> None:
+    _fake_tool(tmp_path, "ffmpeg", monkeypatch)
+    monkeypatch.setattr(video_content, "ENCODE_TIMEOUT_S", 0.5)
+    began = time.monotonic()
+    with pytest.raises(video_content.ContentError, match=r"ffmpeg -y -ss 1.000 -i \.\.\. "
+                                                         r"took longer than 0.5 s; stopped"):
+        video_content.extract_frame(tmp_path / "in.mp4", 1.0, tmp_path / "out.png")
+    assert time.monotonic() - began < 10
+
+
+def test_a_switch_that_stops_reading_fails_the_request_in_time(tmp_path: Path,
+                                                               monkeypatch) -> None:
+    """A control socket that takes the connections and the subscription, then reads no
+    request: a request larger than the socket's buffers fails UNAVAILABLE by its deadline,
+    and later ones fail at once (the half-sent line would garble them)."""
+    monkeypatch.setattr(switch_link, "REPLY_TIMEOUT_S", 0.5)
+    path = str(tmp_path / "switch.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(2)
+
+    def accept() -> list[socket.socket]:
+        requests, _ = server.accept()
+        events, _ = server.accept()
+        events.recv(1 << 16)  # the subscription
+        events.sendall(b'{"id": 0, "ok": true}\n')
+        return [requests, events]
+
+    with ThreadPoolExecutor(1) as pool:
+        accepted = pool.submit(accept)
+        link = switch_link.SwitchLink(path, lambda _event: None)
+        held = accepted.result()
+    began = time.monotonic()
+    with pytest.raises(switch_link.SwitchError, match="switch did not answer batch") as cut:
+        link.batch([{"cmd": "noop", "pad": "x" * (8 << 20)}], stop_on_error=False)
+    with pytest.raises(switch_link.SwitchError, match="switch control socket") as later:
+        link.call("noop")
+    assert cut.value.code == later.value.code == "UNAVAILABLE"
+    assert time.monotonic() - began < 10
+    for conn in [*held, server]:
+        conn.close()
