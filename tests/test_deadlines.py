@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import grpc
 import pytest
+from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.p4.errors import P4Error
 from dplab.p4.limits import MAX_MACRO_TOKENS, MAX_NESTING
 from dplab.p4.preprocess import preprocess
-from dplab.p4runtime import switch_link
+from dplab.p4runtime import primary, switch_link
 from dplab.planes import PlaneError, ovs, p4
 from dplab.workloads import video_content
 
@@ -123,3 +127,36 @@ def test_a_switch_that_stops_reading_fails_the_request_in_time(tmp_path: Path,
     assert time.monotonic() - began < 10
     for conn in [*held, server]:
         conn.close()
+
+
+class _Mute(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """A P4Runtime server that takes a client's stream and never answers it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+    def StreamChannel(self, request_iterator, context):  # noqa: N802 - gRPC's name
+        self.done.wait()
+        return iter(())
+
+
+def test_an_unanswered_arbitration_fails_the_session_in_time(tmp_path: Path,
+                                                             monkeypatch) -> None:
+    monkeypatch.setattr(primary, "RPC_TIMEOUT_S", 0.5)
+    mute = _Mute()
+    server = grpc.server(ThreadPoolExecutor(2))
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(mute, server)
+    address = f"unix:{tmp_path / 'p4rt.grpc'}"
+    server.add_insecure_port(address)
+    server.start()
+    try:
+        began = time.monotonic()
+        session = primary.PrimarySession(address, 1, pb.Uint128(low=1))
+        with pytest.raises(primary.NotPrimary, match="arbitration failed: no answer "
+                                                     "within 0.5 s"):
+            session.open()
+        session.close()
+        assert time.monotonic() - began < 10
+    finally:
+        mute.done.set()
+        server.stop(0)

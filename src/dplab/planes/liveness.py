@@ -44,7 +44,12 @@ def failed_run(exc: Exception, run_dir: Path, kept: Path) -> RunFailed:
     log there is copied to ``kept`` (same relative paths) and the message names the copies,
     which outlive the run directory (or ``kept`` itself, if it named no file there)."""
     message = f"{type(exc).__name__}: {exc}"
-    if keep_logs(run_dir, kept):
+    try:
+        copies = keep_logs(run_dir, kept)
+    except OSError as err:  # the failure itself stays the run's error
+        return RunFailed(f"{message} (its logs could not be kept: {err})",
+                         expected=isinstance(exc, PlaneError))
+    if copies:
         message = message.replace(str(run_dir), str(kept))
         if str(kept) not in message:
             message += f" (the run's logs: {kept})"
