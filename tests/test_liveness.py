@@ -85,11 +85,12 @@ def test_ovs_daemons_that_die_or_stop_fail_their_run_and_the_next_run_works(
     monkeypatch.setattr(ovs, "OFCTL_TIMEOUT_S", 1)  # stopped ovs-vswitchd: one deadline
     faults = {"ovs-r1": ("ovs-vswitchd", signal.SIGKILL),
               "ovs-r2": ("controller_main", signal.SIGKILL),
-              "ovs-r3": ("ovs-vswitchd", signal.SIGSTOP)}
-    runs, flows, said = _run(tmp_path, "ovs", 4, faults)
+              "ovs-r3": ("ovs-vswitchd", signal.SIGSTOP),
+              "ovs-r4": ("ovsdb-server", signal.SIGKILL)}
+    runs, flows, said = _run(tmp_path, "ovs", 5, faults)
     results = tmp_path / "results"
-    assert [runs[f"ovs-r{i}"]["status"] for i in (1, 2, 3, 4)] == \
-        ["failed", "failed", "failed", "ok"], said
+    assert [runs[f"ovs-r{i}"]["status"] for i in range(1, 6)] == \
+        ["failed", "failed", "failed", "failed", "ok"], said
     first, second = "w0-icmp-h1-h2", "w1-icmp-h2-h1"
     for run_id in ("ovs-r1", "ovs-r2"):  # phase 1 kept as measured; phase 2 marked
         assert _flows_of(flows, run_id) == [(first, True), (second, False)]
@@ -105,16 +106,21 @@ def test_ovs_daemons_that_die_or_stop_fail_their_run_and_the_next_run_works(
     assert (results / "logs" / "ovs-r3" / "ovs" / "ovs-vswitchd.log").is_file()
     assert f"(the run's logs: {results / 'logs' / 'ovs-r3'})" in stopped
     assert _flows_of(flows, "ovs-r3")[0] == (first, True)
-    assert _flows_of(flows, "ovs-r4") == [(first, True), (second, True)]
+    assert "ovsdb-server was killed by SIGKILL" in runs["ovs-r4"]["error"]
+    assert _flows_of(flows, "ovs-r5") == [(first, True), (second, True)]
 
 
 @pytest.mark.net
-def test_a_p4_switch_that_dies_fails_its_run_keeping_its_flows(tmp_path: Path,
-                                                                capsys) -> None:
-    runs, flows, said = _run(tmp_path, "p4", 2, {"p4-r1": ("dplab-switch", signal.SIGKILL)})
-    assert runs["p4-r1"]["status"] == "failed" and runs["p4-r2"]["status"] == "ok", said
-    error = runs["p4-r1"]["error"]
-    assert "switch-s1 was killed by SIGKILL" in error
-    assert _kept_log(error, tmp_path / "results").name == "switch-s1.log"
-    assert _flows_of(flows, "p4-r1") == [("w0-icmp-h1-h2", True), ("w1-icmp-h2-h1", False)]
+def test_a_p4_switch_or_controller_that_dies_fails_its_run_keeping_its_flows(
+        tmp_path: Path, capsys) -> None:
+    faults = {"p4-r1": ("dplab-switch", signal.SIGKILL),
+              "p4-r2": ("p4runtime_app", signal.SIGKILL)}
+    runs, flows, said = _run(tmp_path, "p4", 3, faults)
+    assert [runs[f"p4-r{i}"]["status"] for i in (1, 2, 3)] == ["failed", "failed", "ok"], said
+    switch, controller = runs["p4-r1"]["error"], runs["p4-r2"]["error"]
+    assert "switch-s1 was killed by SIGKILL" in switch
+    assert _kept_log(switch, tmp_path / "results").name == "switch-s1.log"
+    assert "controller was killed by SIGKILL" in controller
+    for run_id in ("p4-r1", "p4-r2"):
+        assert _flows_of(flows, run_id) == [("w0-icmp-h1-h2", True), ("w1-icmp-h2-h1", False)]
     assert "Traceback" not in capsys.readouterr().err  # a plane's failure is no bug
