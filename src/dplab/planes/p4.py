@@ -239,9 +239,7 @@ class P4Plane(ControlledPlane):
                        f"(log {self.dir / SERVERS}.log)",
                        pause=lambda: None)  # select() above waits
         if stdout.readline().strip() != b"ready":
-            servers.wait()
-            raise PlaneError(f"p4: the P4Runtime servers exited ({servers.returncode}); "
-                             f"log {self.dir / SERVERS}.log")
+            raise _not_ready(servers, "the P4Runtime servers", self.dir / f"{SERVERS}.log")
 
     def _start_controller(self, net: Network, compiled: dict[str, Path]) -> None:
         config = self.dir / "controller-config.json"
@@ -277,9 +275,7 @@ class P4Plane(ControlledPlane):
                        f"{START_TIMEOUT_S} s (log {self.dir / QOS_LOOP}.log)",
                        pause=lambda: None)
         if stdout.readline().strip() != b"ready":
-            loop.wait()
-            raise PlaneError(f"p4: the QoS loop exited ({loop.returncode}); "
-                             f"log {self.dir / QOS_LOOP}.log")
+            raise _not_ready(loop, "the QoS loop", self.dir / f"{QOS_LOOP}.log")
 
     def _qos_samples(self) -> list[dict[str, Any]] | None:
         """The loop's samples so far (None: no loop ran, or its file cannot be read)."""
@@ -331,6 +327,16 @@ class P4Plane(ControlledPlane):
         if self.net is None:
             return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s")), **static}
         return {**self._fresh_controller_counters(), "ready_s": self._ready_s, **static}
+
+
+def _not_ready(daemon: subprocess.Popen, what: str, log: Path) -> PlaneError:
+    """The failure of ``daemon``, which printed something other than ``ready`` on its
+    stdout: it is on its way out (waited for within START_TIMEOUT_S), or misbehaves."""
+    try:
+        how = f"exited ({daemon.wait(START_TIMEOUT_S)})"
+    except subprocess.TimeoutExpired:
+        how = "printed something other than ready"
+    return PlaneError(f"p4: {what} {how}; log {log}")
 
 
 def compile_program(program: Path, outdir: Path) -> dict[str, Path]:
