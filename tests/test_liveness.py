@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dplab import runner
-from dplab.planes import ovs
+from dplab.planes import controlled, ovs, p4
 from dplab.spec import parse
 from dplab.store import RunStore
 
@@ -111,16 +111,26 @@ def test_ovs_daemons_that_die_or_stop_fail_their_run_and_the_next_run_works(
 
 
 @pytest.mark.net
-def test_a_p4_switch_or_controller_that_dies_fails_its_run_keeping_its_flows(
-        tmp_path: Path, capsys) -> None:
+def test_p4_daemons_that_die_or_stop_fail_their_run_keeping_their_flows(
+        tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(p4, "ANSWER_TIMEOUT_S", 1)
+    monkeypatch.setattr(controlled, "CONTROLLER_ANSWER_S", 1)
     faults = {"p4-r1": ("dplab-switch", signal.SIGKILL),
-              "p4-r2": ("p4runtime_app", signal.SIGKILL)}
-    runs, flows, said = _run(tmp_path, "p4", 3, faults)
-    assert [runs[f"p4-r{i}"]["status"] for i in (1, 2, 3)] == ["failed", "failed", "ok"], said
-    switch, controller = runs["p4-r1"]["error"], runs["p4-r2"]["error"]
-    assert "switch-s1 was killed by SIGKILL" in switch
-    assert _kept_log(switch, tmp_path / "results").name == "switch-s1.log"
-    assert "controller was killed by SIGKILL" in controller
-    for run_id in ("p4-r1", "p4-r2"):
-        assert _flows_of(flows, run_id) == [("w0-icmp-h1-h2", True), ("w1-icmp-h2-h1", False)]
+              "p4-r2": ("dplab-switch", signal.SIGSTOP),
+              "p4-r3": ("dplab.p4runtime", signal.SIGSTOP),
+              "p4-r4": ("p4runtime_app", signal.SIGSTOP)}
+    runs, flows, said = _run(tmp_path, "p4", 5, faults)
+    assert [runs[f"p4-r{i}"]["status"] for i in range(1, 6)] == \
+        ["failed", "failed", "failed", "failed", "ok"], said
+    killed = runs["p4-r1"]["error"]
+    assert "switch-s1 was killed by SIGKILL" in killed
+    assert _kept_log(killed, tmp_path / "results").name == "switch-s1.log"
+    assert _flows_of(flows, "p4-r1") == [("w0-icmp-h1-h2", True), ("w1-icmp-h2-h1", False)]
+    assert "switch-s1: switch did not answer ping within 1 s" in runs["p4-r2"]["error"]
+    assert "the P4Runtime servers did not answer Capabilities within 1 s" in \
+        runs["p4-r3"]["error"]
+    assert "the controller wrote no counters within 1 s" in runs["p4-r4"]["error"]
+    for run_id in ("p4-r2", "p4-r3", "p4-r4"):
+        assert _flows_of(flows, run_id)[0] == ("w0-icmp-h1-h2", True)
+        assert _kept_log(runs[run_id]["error"], tmp_path / "results").is_file()
     assert "Traceback" not in capsys.readouterr().err  # a plane's failure is no bug

@@ -115,6 +115,24 @@ class _Lines:
         return json.loads(line)
 
 
+def ping(path: str, timeout_s: float) -> None:
+    """One ``ping`` on a connection of its own; SwitchError UNAVAILABLE when the switch at
+    ``path`` does not answer within ``timeout_s`` (e.g. it was stopped) or is gone."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        with _connect(path, 0.0) as sock:
+            lines = _Lines(sock)
+            lines.send({"id": 1, "cmd": "ping"}, deadline)
+            answer = lines.receive(deadline)
+    except TimeoutError as exc:
+        raise SwitchError("UNAVAILABLE", f"switch did not answer ping within "
+                                         f"{timeout_s:g} s") from exc
+    except OSError as exc:
+        raise SwitchError("UNAVAILABLE", f"switch control socket: {exc}") from exc
+    if not answer.get("ok"):
+        raise SwitchError.of(answer)
+
+
 def _read_events(events: _Lines, on_event: Callable[[dict], None]) -> None:
     """Until the switch closes the connection."""
     try:

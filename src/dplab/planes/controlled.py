@@ -24,7 +24,9 @@ CONTROLLER_COUNTERS = (
 )
 POLL_S = 0.1
 STOP_GRACE_S = 3.0
-FRESH_STATS_WAIT_S = 1.0
+# The controller writes its counters every 0.1 s; one that wrote none for this long (its
+# lock held by calls that meet their own deadlines first) has stopped answering.
+CONTROLLER_ANSWER_S = 20.0
 LOG_TAIL_BYTES = 300  # of a dead daemon's log, quoted in the failure
 
 
@@ -132,15 +134,20 @@ class ControlledPlane(Plane):
 
     def _fresh_controller_counters(self) -> dict[str, float | None]:
         """Counters written after this call (the controller writes every 0.1 s), so that
-        nothing counted just before is missing."""
+        nothing counted just before is missing; PlaneError when a running controller
+        wrote none within CONTROLLER_ANSWER_S (it was stopped, or hangs)."""
         asked = time.time()
-        deadline = time.monotonic() + FRESH_STATS_WAIT_S
-        while self._controller_running() and time.monotonic() < deadline:
+        deadline = time.monotonic() + CONTROLLER_ANSWER_S
+        while self._controller_running():
             try:
                 if self.stats_file.stat().st_mtime > asked:
                     break
             except OSError:
                 pass
+            if time.monotonic() >= deadline:
+                raise PlaneError(f"{self.kind}: the controller wrote no counters within "
+                                 f"{CONTROLLER_ANSWER_S:g} s (it writes every 0.1 s); log "
+                                 f"{self.dir}/controller.log")
             time.sleep(POLL_S / 2)
         return self._controller_counters()
 

@@ -36,11 +36,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.control.forwarding import MODES, REACTIVE
 from dplab.p4runtime import entries as entries_file
+from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes.base import PlaneError, SeriesPoint
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
@@ -55,6 +58,8 @@ START_TIMEOUT_S = 15.0
 # The compiler's bounds (dplab.p4.limits) keep real programs far below this; a program
 # that still takes longer is stopped rather than holding up the matrix.
 COMPILE_TIMEOUT_S = 60.0
+# A switch answers a ping, and the P4Runtime server a Capabilities call, in milliseconds.
+ANSWER_TIMEOUT_S = 5.0
 SERVERS = "p4runtime"  # the P4Runtime server process: daemon and log name
 TX_MODES = ("xdp", "ring")  # the switch's --tx (switch/PROTOCOL.md)
 # The switch finishes partial checksums and cuts TCP/UDP super-packets into wire-sized
@@ -321,12 +326,33 @@ class P4Plane(ControlledPlane):
     def stats(self) -> dict[str, float | None]:
         """The controller's counters (written after this call, so nothing just counted is
         missing) and the time it took to become ready. A daemon that died during the run
-        (the P4Runtime server, a switch, the controller) is in failures()."""
+        (the P4Runtime server, a switch, the controller) is in failures(); one that stops
+        answering fails this call with a PlaneError naming it."""
         static = ({} if self.entries_path is None
                   else {"entries_written": self._entries_written, **self._qos_stats()})
         if self.net is None:
             return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s")), **static}
+        self._check_answering(self.net)
         return {**self._fresh_controller_counters(), "ready_s": self._ready_s, **static}
+
+    def _check_answering(self, net: Network) -> None:
+        """PlaneError naming the first switch, or the P4Runtime servers' process, that does
+        not answer within ANSWER_TIMEOUT_S: a stopped daemon has not exited, so
+        failures() does not see it, but its switches are no longer under control."""
+        for switch in net.topo.switches():
+            try:
+                switch_link.ping(str(self._control(switch)), ANSWER_TIMEOUT_S)
+            except switch_link.SwitchError as exc:
+                raise PlaneError(f"p4: switch-{switch}: {exc}; log "
+                                 f"{self.dir}/switch-{switch}.log") from exc
+        with grpc.insecure_channel(self._grpc(net.topo.switches()[0])) as channel:
+            try:
+                p4runtime_pb2_grpc.P4RuntimeStub(channel).Capabilities(
+                    pb.CapabilitiesRequest(), timeout=ANSWER_TIMEOUT_S)
+            except grpc.RpcError as exc:
+                raise PlaneError(f"p4: the P4Runtime servers did not answer Capabilities "
+                                 f"within {ANSWER_TIMEOUT_S:g} s ({exc.code().name}); log "
+                                 f"{self.dir / SERVERS}.log") from exc
 
 
 def _not_ready(daemon: subprocess.Popen, what: str, log: Path) -> PlaneError:
