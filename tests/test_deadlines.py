@@ -79,11 +79,11 @@ def test_the_p4_plane_compiles_within_a_time_limit(tmp_path: Path, monkeypatch) 
     bomb = _write(tmp_path / "bomb.p4", ["#define A0 1"] + [
         f"#define A{i} A{i - 1} A{i - 1}" for i in range(1, 41)] + ["A40"])
     with pytest.raises(PlaneError, match=rf"p4: option 'program': {bomb}:42:1: macro A40"):
-        p4.compile_program(bomb, tmp_path / "out")
+        p4.Compilation(bomb, tmp_path / "out").files()
     monkeypatch.setattr(p4, "COMPILE_TIMEOUT_S", 0.01)
     with pytest.raises(PlaneError, match=rf"compiling {p4.DEFAULT_PROGRAM} took longer "
                                          r"than 0.01 s; stopped"):
-        p4.compile_program(p4.DEFAULT_PROGRAM, tmp_path / "out")
+        p4.Compilation(p4.DEFAULT_PROGRAM, tmp_path / "out").files()
 
 
 def test_an_ffmpeg_that_hangs_meets_its_deadline(tmp_path: Path, monkeypatch) -> None:

@@ -135,15 +135,19 @@ class P4Plane(ControlledPlane):
         self._started = time.monotonic()
         self.dir = net.run_dir / "p4"
         self.dir.mkdir(parents=True, exist_ok=True)
-        compiled = compile_program(self.program, self.dir)
+        compiling = Compilation(self.program, self.dir)  # while the daemons start
+        try:
+            servers = self._start_servers(net)  # its interpreter starts while the switches do
+            self._set_host_offloads(net)
+            if self.options["tx"] == "xdp":
+                self._set_switch_peer_gro(net)
+            for switch in net.topo.switches():
+                self._start_switch(net, switch)
+            self._wait_for_servers(servers)
+            compiled = compiling.files()
+        finally:
+            compiling.cancel()
         entries = self._load_entries(net, compiled) if self.entries_path else None
-        servers = self._start_servers(net)  # its interpreter starts while the switches do
-        self._set_host_offloads(net)
-        if self.options["tx"] == "xdp":
-            self._set_switch_peer_gro(net)
-        for switch in net.topo.switches():
-            self._start_switch(net, switch)
-        self._wait_for_servers(servers)
         if entries is None:
             self._start_controller(net, compiled)
         else:
@@ -365,21 +369,37 @@ def _not_ready(daemon: subprocess.Popen, what: str, log: Path) -> PlaneError:
     return PlaneError(f"p4: {what} {how}; log {log}")
 
 
-def compile_program(program: Path, outdir: Path) -> dict[str, Path]:
-    """The compiler's output files for ``program`` (see dplab.p4.cli), compiled in a process
-    of its own within COMPILE_TIMEOUT_S; its warnings go on to our stderr. PlaneError with
-    the compiler's message for bad input, or the time limit."""
-    argv = [sys.executable, "-m", "dplab.p4.cli", str(program), str(outdir)]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False,
-                              timeout=COMPILE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise PlaneError(f"p4: option 'program': compiling {program} took longer than "
-                         f"{COMPILE_TIMEOUT_S:g} s; stopped") from None
-    said = done.stderr.strip().splitlines()
-    if done.returncode != 0:
-        sys.stderr.write("".join(f"{line}\n" for line in said[:-1]))
-        raise PlaneError(f"p4: option 'program': "
-                         f"{said[-1] if said else f'the compiler exited ({done.returncode})'}")
-    sys.stderr.write(done.stderr)
-    return {kind: Path(path) for kind, path in json.loads(done.stdout).items()}
+class Compilation:
+    """``program`` being compiled into ``outdir`` (see dplab.p4.cli) in a process of its
+    own, which may take COMPILE_TIMEOUT_S from its start."""
+
+    def __init__(self, program: Path, outdir: Path) -> None:
+        self.program = program
+        self.deadline = time.monotonic() + COMPILE_TIMEOUT_S
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "dplab.p4.cli", str(program), str(outdir)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def files(self) -> dict[str, Path]:
+        """The files written, by kind; the compiler's warnings go on to our stderr.
+        PlaneError with the compiler's message for bad input, or the time limit."""
+        try:
+            out, err = self.process.communicate(
+                timeout=max(self.deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise PlaneError(f"p4: option 'program': compiling {self.program} took longer "
+                             f"than {COMPILE_TIMEOUT_S:g} s; stopped") from None
+        said = err.strip().splitlines()
+        if self.process.returncode != 0:
+            sys.stderr.write("".join(f"{line}\n" for line in said[:-1]))
+            raise PlaneError("p4: option 'program': " + (
+                said[-1] if said else f"the compiler exited ({self.process.returncode})"))
+        sys.stderr.write(err)
+        return {kind: Path(path) for kind, path in json.loads(out).items()}
+
+    def cancel(self) -> None:
+        """Stop the compiler if it still runs (the plane failed to start meanwhile)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
