@@ -35,7 +35,6 @@ def compile_command(path: str | Path, outdir: str | Path) -> dict[str, Path]:
     return files
 
 
-
 def main(argv: list[str]) -> int:
     program, outdir = argv
     try:
