@@ -168,7 +168,6 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
     except liveness.RunFailed as exc:  # the flows measured before stay in ``results``
         error = str(exc)
-        say(f"{key.run_id}: FAILED: {error}")
         if not exc.expected:
             traceback.print_exception(exc.__cause__)
     except Exception as exc:  # noqa: BLE001 - any failure marks this run failed; the matrix goes on
