@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dplab import planes, runner
-from dplab.planes import PlaneError, controlled, ovs, p4
+from dplab.planes import PlaneError, controlled, liveness, ovs, p4
 from dplab.spec import parse
 from dplab.store import RunStore
 from dplab.topology import catalog
@@ -143,3 +143,21 @@ def test_each_p4_daemon_that_stops_answering_fails_stats_naming_it(monkeypatch) 
             finally:
                 os.kill(pid, signal.SIGCONT)
         assert plane.stats()["switches"] == 1 and plane.failures() == []
+
+
+def test_a_failed_runs_logs_are_kept_and_its_error_names_the_copies(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    monkeypatch.setattr(liveness, "KEPT_LOG_BYTES", 10)
+    run_dir, kept = tmp_path / "run", tmp_path / "results" / "logs" / "ovs-r1"
+    (run_dir / "ovs").mkdir(parents=True)
+    (run_dir / "ovs" / "controller.log").write_text("0123456789 last words\n")
+    (run_dir / "ovs" / "conf.db").write_text("not a log")
+    failed = liveness.failed_run(PlaneError(f"ovs: controller exited; log {run_dir}/ovs/"
+                                            "controller.log"), run_dir, kept)
+    assert str(failed) == f"PlaneError: ovs: controller exited; log {kept}/ovs/controller.log"
+    assert failed.expected
+    assert (kept / "ovs" / "controller.log").read_text() == "ast words\n"  # its end
+    assert not (kept / "ovs" / "conf.db").exists()
+    other = liveness.failed_run(ValueError("no path here"), run_dir, kept)
+    assert str(other) == f"ValueError: no path here (the run's logs: {kept})"
+    assert not other.expected
