@@ -76,10 +76,9 @@ def test_function_like_macros_that_double_and_deep_chains_are_refused(tmp_path: 
 def test_the_p4_plane_compiles_within_a_time_limit(tmp_path: Path, monkeypatch) -> None:
     """The compiler runs in a process of its own: bad input comes back as the compiler's
     located message, and a compile past the limit is stopped."""
-    bomb = _write(tmp_path / "bomb.p4", ["#define A0 1"] + [
-        f"#define A{i} A{i - 1} A{i - 1}" for i in range(1, 41)] + ["A40"])
-    with pytest.raises(PlaneError, match=rf"p4: option 'program': {bomb}:42:1: macro A40"):
-        p4.Compilation(bomb, tmp_path / "out").files()
+    bad = _write(tmp_path / "bad.p4", ["#include <v1model.p4>", "#define X 1", "const X;"])
+    with pytest.raises(PlaneError, match=rf"p4: option 'program': {bad}:3:7: "):
+        p4.Compilation(bad, tmp_path / "out").files()
     monkeypatch.setattr(p4, "COMPILE_TIMEOUT_S", 0.01)
     with pytest.raises(PlaneError, match=rf"compiling {p4.DEFAULT_PROGRAM} took longer "
                                          r"than 0.01 s; stopped"):
