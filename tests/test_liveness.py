@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import re
 import signal
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from dplab import planes, runner
+from dplab.control.forwarding import Forwarding
 from dplab.planes import PlaneError, controlled, liveness, ovs, p4
 from dplab.spec import parse
 from dplab.store import RunStore
@@ -161,3 +163,37 @@ def test_a_failed_runs_logs_are_kept_and_its_error_names_the_copies(tmp_path: Pa
     other = liveness.failed_run(ValueError("no path here"), run_dir, kept)
     assert str(other) == f"ValueError: no path here (the run's logs: {kept})"
     assert not other.expected
+
+
+@pytest.mark.net
+def test_an_xdp_controller_thread_that_dies_fails_its_run(tmp_path: Path, monkeypatch) -> None:
+    """The xdp plane's controller is a thread of the runner's process: an error that ends
+    it (made here in its periodic tick) fails the run at the end of that phase."""
+    crash = threading.Event()
+    tick = Forwarding.tick
+
+    def failing_tick(self: Forwarding) -> None:
+        if crash.is_set():
+            raise RuntimeError("tick failed")
+        tick(self)
+
+    monkeypatch.setattr(Forwarding, "tick", failing_tick)
+
+    def progress(msg: str) -> None:
+        if msg.startswith("xdp-r1: traffic phase 2/2"):
+            crash.set()
+            for thread in threading.enumerate():
+                if thread.name == "xdp-controller":
+                    thread.join(10)
+            crash.clear()
+
+    xdp = "{kind: xdp, label: xdp, options: {mode: reactive}}"
+    exp = parse(EXPERIMENT.format(planes=xdp, reps=2))
+    runner.run_matrix(exp, tmp_path / "results", progress)
+    store = RunStore.open(tmp_path / "results")
+    runs = {r["run_id"]: r for r in store.rows("runs")}
+    assert runs["xdp-r1"]["status"] == "failed" and runs["xdp-r2"]["status"] == "ok"
+    assert "xdp: the controller thread failed: RuntimeError('tick failed') (during traffic " \
+           "phase 2/2)" in runs["xdp-r1"]["error"]
+    assert _flows_of(store.rows("flows"), "xdp-r1") == [("w0-icmp-h1-h2", True),
+                                                        ("w1-icmp-h2-h1", False)]
