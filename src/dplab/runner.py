@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dplab import planes
+from dplab.fidelity import FidelityMonitor, FidelityRecord
 from dplab.measure.resources import ResourceSampler
 from dplab.planes.base import SeriesPoint
 from dplab.spec.model import Experiment, PlaneSpec
@@ -159,9 +160,10 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
     results: list[FlowResult] = []
     stats: dict[str, float | None] = {}
     series: list[SeriesPoint] = []
+    fidelity: FidelityRecord | None = None
     error: str | None = None
     try:
-        results, stats, series = _execute(key, plan, store.results_dir, say, clock)
+        results, stats, series, fidelity = _execute(key, plan, store.results_dir, say, clock)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
@@ -182,6 +184,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         results=results,
         cpu_idle=idle.finish(),
         plane_series=series,
+        fidelity=fidelity,
     )
 
 
@@ -206,9 +209,10 @@ class StageClock:
 
 def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
              clock: StageClock,
-             ) -> tuple[list[FlowResult], dict[str, float | None], list[SeriesPoint]]:
-    """One run: its flows' results, the plane's statistics and time series; its pcaps and
-    video frames go to <results>/{pcap,frames}/<run_id>/."""
+             ) -> tuple[list[FlowResult], dict[str, float | None], list[SeriesPoint],
+                        FidelityRecord]:
+    """One run: its flows' results, the plane's statistics and time series, whether the
+    host limited it; its pcaps and video frames go to <results>/{pcap,frames}/<run_id>/."""
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
     say(f"{key.run_id}: building {topo.name}")
@@ -224,6 +228,7 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
             points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
             with ResourceSampler(switch_namespaces) as resources, \
+                    FidelityMonitor(net) as fidelity, \
                     Captures(net, points) as pcap, \
                     video.keep_frames(results_dir / "frames" / key.run_id):
                 traffic_began = time.monotonic()  # t = 0 of the plane's time series
@@ -237,6 +242,6 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             stats = {**plane.stats(), **resources.stats()}
             series = plane.series(traffic_began)  # the run directory goes with the network
             clock.lap("collect_stats")
-            return results, stats, series
+            return results, stats, series, fidelity.record(results)
         finally:
             plane.stop()
