@@ -120,3 +120,12 @@ def test_store_keeps_the_verdict_and_measures_and_old_stores_load_as_not_monitor
     assert old.rows("runs")[0]["host_bound"] is None
     _add(old, "bridge-r2", FidelityRecord(False, []))
     assert [r["host_bound"] for r in RunStore.open(tmp_path).rows("runs")] == [None, False]
+
+
+def test_udp_receive_buffer_drops_come_from_the_udp_lines_of_snmp():
+    from dplab.fidelity.counters import parse_snmp_udp
+
+    text = ("Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n"
+            "Udp: 64 0 7 65 5\nUdpLite: InDatagrams\nUdpLite: 0\n")
+    assert parse_snmp_udp(text)["RcvbufErrors"] == 5
+    assert parse_snmp_udp("Ip: Forwarding\nIp: 1\n") == {}

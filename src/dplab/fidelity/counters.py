@@ -13,7 +13,9 @@ per thread, so one thread must make and use all of them (``in_namespace``):
 - every interface's ``rx_dropped`` and ``tx_dropped`` (IFLA_STATS64; on veth, tx_dropped
   counts frames its peer could not take).
 
-And once at each end, by ``ss`` (sock_diag), the drops of every AF_PACKET socket
+And once at each end: the hosts' UDP receive-buffer drops (``Udp: RcvbufErrors`` of the
+namespace's /proc/net/snmp: datagrams a full socket refused, e.g. an iperf server that
+could not keep up), and, by ``ss`` (sock_diag), the drops of every AF_PACKET socket
 (``skmem`` ``d``: frames its full receive buffer refused): the sockets user-space planes
 receive on, e.g. OVS's netdev-linux ports. A socket that uses a PACKET_RX_RING counts its
 ring's drops elsewhere (PACKET_STATISTICS, readable only by its owner), so this sees
@@ -123,6 +125,25 @@ def _stats2(msg) -> tuple[dict, dict]:
     if stats is None:
         return {}, {}
     return stats.get_attr("TCA_STATS_BASIC") or {}, stats.get_attr("TCA_STATS_QUEUE") or {}
+
+
+def udp_rcvbuf_errors(netns: str) -> int | None:
+    """The namespace's count of UDP datagrams dropped for a full receive buffer; None when
+    it cannot be read."""
+    try:
+        with in_namespace(netns):  # thread-self: this thread's namespace, not the process's
+            text = Path("/proc/thread-self/net/snmp").read_text()
+    except OSError:
+        return None
+    return parse_snmp_udp(text).get("RcvbufErrors")
+
+
+def parse_snmp_udp(text: str) -> dict[str, int]:
+    """The ``Udp:`` header and value lines of /proc/net/snmp as name -> count."""
+    lines = [line.split()[1:] for line in text.splitlines() if line.startswith("Udp:")]
+    if len(lines) < 2:
+        return {}
+    return dict(zip(lines[0], map(int, lines[1]), strict=False))
 
 
 def packet_socket_drops(netns: str) -> dict[int, tuple[str, int]]:

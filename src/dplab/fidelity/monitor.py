@@ -94,6 +94,7 @@ class FidelityMonitor:
         self._samples: list[_Sample] = []
         self._readings: list[dict[str, counters.Reading]] = []
         self._sockets: list[dict[str, dict[int, tuple[str, int]]]] = []
+        self._udp: list[dict[str, int | None]] = []  # host netns -> RcvbufErrors
         self._stop, self._ready = threading.Event(), threading.Event()
         self._error: Exception | None = None
         self._thread = threading.Thread(target=self._loop, name="fidelity", daemon=True)
@@ -144,6 +145,7 @@ class FidelityMonitor:
         """Readings for the drop totals, taken at entry and at exit."""
         self._readings.append({ns: c.read() for ns, c in self._counters.items()})
         self._sockets.append({ns: counters.packet_socket_drops(ns) for ns in self._switch_ns})
+        self._udp.append({ns: counters.udp_rcvbuf_errors(ns) for ns in self._labels})
 
     # -- after the block -----------------------------------------------------------------
 
@@ -193,6 +195,9 @@ class FidelityMonitor:
                     self._sockets[0].get(ns, {}), self._sockets[1].get(ns, {})).items():
                 sockets[self._subject(ns, ifname)] = drops
         per_kind["packet_socket_drops"] = sockets
+        per_kind["udp_rcvbuf_errors"] = {
+            self._labels[ns]: end - start for ns, start in self._udp[0].items()
+            if start is not None and (end := self._udp[1].get(ns)) is not None}
         out = []
         for kind, subjects in per_kind.items():
             out.append(Measure(kind, "all", float(sum(subjects.values()))))

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from dplab.analysis import analyse
-from dplab.report import cpu_idle
+from dplab.report import cpu_idle, fidelity
 from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
 from dplab.report.plots import (
@@ -42,9 +42,10 @@ def build(results_dir: Path) -> Path:
         + cdf_plots(intervals, flows, analysis, plots_dir) + ([resources] if resources else [])
     plane_series = plane_series_plots(store.rows("plane_series"), analysis, plots_dir)
     raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
+    runs = store.rows("runs")
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
-                      comparison_tables(analysis), plots, raw, store.rows("runs"),
-                      plane_series)
+                      comparison_tables(analysis, fidelity.marked_planes(runs)), plots, raw,
+                      runs, plane_series, store.rows("fidelity"))
 
 
 def print_tables(results_dir: Path, console: Console | None = None) -> None:
@@ -52,13 +53,17 @@ def print_tables(results_dir: Path, console: Console | None = None) -> None:
     console = console or _wide_console()
     store = RunStore.open(Path(results_dir))
     analysis = analyse(store)
-    tables = comparison_tables(analysis)
-    console.print(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", style="dim",
-                  highlight=False)
+    runs = store.rows("runs")
+    tables = comparison_tables(analysis, fidelity.marked_planes(runs))
+    console.print(f"CPU idle: {cpu_idle.summary(runs)}", style="dim", highlight=False)
+    for line in fidelity.summary_lines(runs):
+        console.print(line, style="yellow", highlight=False, markup=False)
     for table in tables:
         console.print(to_rich(table))
     if tables:
         console.print(NOTES, style="dim")
+        if fidelity.marked_planes(runs):
+            console.print(fidelity.NOTE, style="dim")
     else:
         console.print("No measured values stored.")
     for run in analysis.failed_runs:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from dplab.analysis import PLANE, Analysis, Comparison, PlaneResult, Row
+from dplab.report.fidelity import MARK
 
 NOTES = (
     "Cells: mean ± 95% CI half-width (Student t) over repetitions; n = ok runs that measured "
@@ -36,10 +37,12 @@ class TableData:
     body: list[list[str]]
 
 
-def comparison_tables(analysis: Analysis) -> list[TableData]:
-    """One table per traffic class, plane statistics last."""
+def comparison_tables(analysis: Analysis, marked: frozenset[str] | set[str] = frozenset(),
+                      ) -> list[TableData]:
+    """One table per traffic class, plane statistics last; the mean cells of the planes in
+    ``marked`` (those with host-bound runs, ``report.fidelity``) carry its mark."""
     traffics = list(dict.fromkeys(row.traffic for row in analysis.rows))
-    return [_table(analysis, t) for t in traffics]
+    return [_table(analysis, t, marked) for t in traffics]
 
 
 def to_rich(table: TableData) -> Table:
@@ -65,14 +68,16 @@ def _html_cell(text: str) -> str:
     return f"<td{css}>{html.escape(text)}</td>"
 
 
-def _table(analysis: Analysis, traffic: str) -> TableData:
+def _table(analysis: Analysis, traffic: str, marked: frozenset[str] | set[str]
+           ) -> TableData:
     others = analysis.planes[1:]
     header = ["metric", *(_plane_header(analysis, p) for p in analysis.planes),
               *(f"{plane} vs {analysis.baseline}" for plane in others)]
     rows = [row for row in analysis.rows if row.traffic == traffic]
     body = [
         [metric_label(row.metric),
-         *(_mean_cell(row, analysis.result(row, p)) for p in analysis.planes),
+         *(_mean_cell(row, analysis.result(row, p)) + (f" {MARK}" if p in marked else "")
+           for p in analysis.planes),
          *(_improvement_cell(analysis.comparison(row, p)) for p in others)]
         for row in rows
     ]
