@@ -33,12 +33,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
+    from dplab.fidelity.calibrate import CalibrationError
     from dplab.p4.errors import P4Error
     from dplab.runner import ExperimentError
     from dplab.spec import SpecError
     from dplab.topology.catalog import TopologyError
 
-    return (SpecError, ExperimentError, TopologyError, P4Error)
+    return (SpecError, ExperimentError, TopologyError, P4Error, CalibrationError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,6 +55,16 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("validate", help="check an experiment file without running it")
     check.add_argument("experiment", type=Path)
     check.set_defaults(handler=_cmd_validate)
+
+    calibrate = sub.add_parser("calibrate", help="measure what this machine can emulate "
+                               "faithfully; `validate` warns from it")
+    calibrate.add_argument("--planes", nargs="+", default=None, metavar="KIND",
+                           help="planes to measure (default: bridge ovs p4)")
+    calibrate.add_argument("--short", action="store_true",
+                           help="a quick, coarse pass (a two-rate ladder)")
+    calibrate.add_argument("-o", "--output", type=Path,
+                           help="file (default: per machine, see docs/architecture.md)")
+    calibrate.set_defaults(handler=_cmd_calibrate)
 
     report = sub.add_parser("report", help="rebuild tables and report from stored results")
     report.add_argument("results", type=Path)
@@ -112,10 +123,42 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from dplab.runner import build_topology, plan_flows
 
     exp = spec.load(args.experiment)
-    phases = plan_flows(exp, build_topology(exp))
+    topo = build_topology(exp)
+    phases = plan_flows(exp, topo)
     flows = sum(len(p) for p in phases)
     console.print(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
                   f"in {len(phases)} phase(s), {exp.repetitions} repetitions)")
+    _fidelity_warnings(exp, topo, phases)
+    return 0
+
+
+def _fidelity_warnings(exp, topo, phases) -> None:
+    from dplab.fidelity import calibrate, feasibility
+
+    path = calibrate.calibration_path()
+    calibration = calibrate.load(path)
+    if calibration is None:
+        console.print(f"no calibration of this machine ({path}): `dplab calibrate` measures "
+                      "what it can emulate faithfully", style="dim", highlight=False)
+        return
+    for line in feasibility.warnings(phases, topo.graph, [p.kind for p in exp.planes],
+                                     calibration, str(path)):
+        console.print(f"[yellow]warning:[/] {line}", highlight=False)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from dplab.fidelity import calibrate
+
+    figures = calibrate.measure(args.planes or calibrate.PLANES, short=args.short,
+                                progress=console.log)
+    path = calibrate.save(figures, args.output)
+    timer = figures["timer_wakeup_us"]
+    print(f"timer wake-up late by p50 {timer['p50']:.0f} µs, p99 {timer['p99']:.0f} µs, "
+          f"max {timer['max']:.0f} µs")
+    print(f"pktblast sends at most {figures['pktblast_max_pps'] or 0:,.0f} pps (64 B)")
+    for kind, plane in figures["planes"].items():
+        print(f"{kind}: forwards {plane['faithful_pps'] or 0:,} pps faithfully (64 B, 1 switch)")
+    print(f"calibration: {path}")
     return 0
 
 
