@@ -129,3 +129,28 @@ def test_udp_receive_buffer_drops_come_from_the_udp_lines_of_snmp():
             "Udp: 64 0 7 65 5\nUdpLite: InDatagrams\nUdpLite: 0\n")
     assert parse_snmp_udp(text)["RcvbufErrors"] == 5
     assert parse_snmp_udp("Ip: Forwarding\nIp: 1\n") == {}
+
+
+def test_tables_mark_the_planes_with_host_bound_runs_and_say_why_first(tmp_path):
+    from rich.console import Console
+
+    from dplab import report
+    from dplab.workloads.flows import Flow, FlowResult
+
+    store = RunStore(tmp_path)
+    store.write_experiment({"name": "marks", "planes": ["bridge", "ovs"]})
+    for plane, record in (("bridge", FidelityRecord(False, [])), ("ovs", RECORD)):
+        result = FlowResult(Flow("w0-udp-h1-h2", "udp", "h1", "h2", {}), True, None,
+                            {"loss_pct": 1.0}, [])
+        store.add_run(f"{plane}-r1", plane_label=plane, repetition=1, status="ok",
+                      error=None, started=1.0, duration_s=2.0, plane_stats={},
+                      results=[result], fidelity=record)
+    console = Console(record=True, width=200)
+    report.print_tables(tmp_path, console)
+    text = console.export_text()
+    assert "Host-bound: 1 of 2 ok runs was limited by this machine" in text
+    assert "ovs-r1: all 2 cores ≥ 95% busy" in text
+    assert text.index("Host-bound") < text.index("udp traffic")
+    [row] = [line for line in text.splitlines() if "loss_pct" in line]
+    assert row.count("†") == 1 and row.index("†") > row.index("(n=1)", row.index("(n=1)") + 1)
+    assert "† the plane's figures include host-bound runs" in text
