@@ -62,7 +62,7 @@ def test_the_load_counts_every_switch_on_the_path_against_each_plane_and_the_sen
     # 30,000 pps over 2 switches: 60,000 frames/s, over ovs's 50,000 only
     [warning] = _warnings(30_000)
     assert warning.startswith("phase 1 asks ovs to forward 60,000 frames/s; this machine "
-                              "forwards 50,000 frames/s faithfully on ovs (cal.json)")
+                              "forwards 50,000 pps faithfully on ovs (cal.json)")
     assert len(_warnings(600_000)) == 3  # both planes, and pktblast's ceiling
     assert any("pktblast sends at most 500,000 pps" in w for w in _warnings(600_000))
     assert _warnings(1000) == []

@@ -157,7 +157,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
           f"max {timer['max']:.0f} µs")
     print(f"pktblast sends at most {figures['pktblast_max_pps'] or 0:,.0f} pps (64 B)")
     for kind, plane in figures["planes"].items():
-        print(f"{kind}: forwards {plane['faithful_pps'] or 0:,} pps faithfully (64 B, 1 switch)")
+        print(f"{kind}: forwards {calibrate.faithful_text(plane)} faithfully (64 B, 1 switch)")
     print(f"calibration: {path}")
     return 0
 

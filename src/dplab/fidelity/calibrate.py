@@ -8,10 +8,12 @@ Measured with the lab's own parts, as an experiment would use them:
 - pktblast's ceiling: a pps flow (64 B frames) asked for ``pps.MAX_PPS`` between two hosts
   on one Linux bridge, its ``offered_pps`` (the most the sender gets out of this machine);
 - each plane's faithful rate: two hosts on one switch of the plane (unshaped links, the
-  plane's default options), pps flows of 64 B frames at rising rates (``LADDER``); the
-  highest rate the sender achieved (≥ 95 % of target) and the plane forwarded with at most
-  ``MAX_LOSS_PCT`` loss. The ladder stops at the first rate that fails either: past it the
-  figures measure the host, not the plane.
+  plane's default options), after one warm-up step at the lowest rate (a new flow's first
+  frames pay for rule and cache set-up, which is not a rate limit), pps flows of 64 B
+  frames at rising rates (``LADDER``); the highest rate the sender achieved (≥ 95 % of
+  target) and the plane forwarded with at most ``MAX_LOSS_PCT`` loss. The ladder stops at
+  the first rate that fails either: past it the figures measure the host, not the plane.
+  None when even the lowest rate failed (``lowest_pps`` says which that was).
 
 Where: ``$DPLAB_CALIBRATION_DIR`` or ``/var/lib/dplab``, file
 ``calibration-<host>-<kernel>.json``.
@@ -37,8 +39,8 @@ from dplab.workloads.flows import Flow, run_flows
 
 DEFAULT_DIR = Path("/var/lib/dplab")
 PLANES = ("bridge", "ovs", "p4")
-LADDER = (25_000, 50_000, 100_000, 200_000, 400_000, 800_000)
-SHORT_LADDER = (25_000, 50_000)
+LADDER = (5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 400_000, 800_000)
+SHORT_LADDER = (5_000, 10_000)
 STEP_S, SHORT_STEP_S = 1.0, 0.5
 FRAME_BYTES = 64
 MAX_LOSS_PCT = 1.0
@@ -144,6 +146,7 @@ class _rig:
 def ladder(net: Network, rates: Sequence[int], step_s: float,
            say: Progress) -> dict[str, Any]:
     """Rising rates until one is not forwarded faithfully; the highest faithful one."""
+    warmup = _step(net, rates[0], step_s)
     steps, faithful = [], None
     for rate in rates:
         step = _step(net, rate, step_s)
@@ -152,7 +155,15 @@ def ladder(net: Network, rates: Sequence[int], step_s: float,
         if not step["faithful"]:
             break
         faithful = rate
-    return {"faithful_pps": faithful, "steps": steps}
+    return {"faithful_pps": faithful, "lowest_pps": rates[0], "warmup": warmup,
+            "steps": steps}
+
+
+def faithful_text(plane: dict[str, Any]) -> str:
+    """'200,000 pps' or 'under 5,000 pps' (even the ladder's lowest rate failed)."""
+    if plane.get("faithful_pps") is None:
+        return f"under {plane.get('lowest_pps', 0):,} pps"
+    return f"{plane['faithful_pps']:,} pps"
 
 
 def _step(net: Network, rate: float, seconds: float) -> dict[str, Any]:

@@ -160,7 +160,8 @@ class FidelityMonitor:
         measures = [Measure("cpu_saturated_share", "all", share),
                     *(Measure("cpu_busy_pct", core, 100 * busy)
                       for core, busy in sorted(mean_core_busy(intervals).items())),
-                    *_sender_measures(senders), *_link_measures(links), *self._drops()]
+                    *_sender_measures(senders), *_link_measures(links),
+                    *self._drops(pps_sinks(results))]
         return FidelityRecord(bool(reasons), reasons, measures)
 
     def _cpu_intervals(self) -> list[Interval]:
@@ -178,9 +179,10 @@ class FidelityMonitor:
                                         after.drops - before.drops))
         return out
 
-    def _drops(self) -> list[Measure]:
+    def _drops(self, unread_hosts: set[str]) -> list[Measure]:
         """Drops between entry and exit: a total per kind (measured zero shows as 0) and a
-        row per interface that dropped any."""
+        row per interface that dropped any. ``unread_hosts`` hold a socket that is never
+        read on purpose (a pps flow's sink), so their UDP buffer drops say nothing."""
         if len(self._readings) < 2:
             return []
         per_kind: dict[str, dict[str, int]] = {"qdisc_drops": {}, "rx_dropped": {},
@@ -197,7 +199,8 @@ class FidelityMonitor:
         per_kind["packet_socket_drops"] = sockets
         per_kind["udp_rcvbuf_errors"] = {
             self._labels[ns]: end - start for ns, start in self._udp[0].items()
-            if start is not None and (end := self._udp[1].get(ns)) is not None}
+            if start is not None and (end := self._udp[1].get(ns)) is not None
+            and self._labels[ns] not in unread_hosts}
         out = []
         for kind, subjects in per_kind.items():
             out.append(Measure(kind, "all", float(sum(subjects.values()))))
@@ -240,6 +243,11 @@ def sender_rates(results: Sequence[FlowResultLike]) -> list[SenderRate]:
             if rate is not None:
                 rates.append(rate)
     return rates
+
+
+def pps_sinks(results: Sequence[FlowResultLike]) -> set[str]:
+    """Hosts receiving a pps flow: its UDP sink socket is never read (workloads.pps)."""
+    return {r.flow.dst for r in results if r.flow.kind == "pps"}
 
 
 def _sender_measures(senders: list[SenderRate]) -> list[Measure]:
