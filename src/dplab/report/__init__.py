@@ -45,7 +45,8 @@ def build(results_dir: Path) -> Path:
     runs = store.rows("runs")
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
                       comparison_tables(analysis, fidelity.marked_planes(runs)), plots, raw,
-                      runs, plane_series, store.rows("fidelity"))
+                      runs, plane_series,
+                      fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")))
 
 
 def print_tables(results_dir: Path, console: Console | None = None) -> None:

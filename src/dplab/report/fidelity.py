@@ -15,8 +15,9 @@ MARK = "†"
 NOTE = (f"{MARK} the plane's figures include host-bound runs: the emulating host, not the "
         "plane, limited them (reasons at the top of the report and with each run).")
 NOT_MONITORED = "not monitored"
+DAEMON_CPU = ("cpu_user_pct", "cpu_sys_pct")  # plane stats from measure.resources
 # fidelity measures shown per run, in this order, with their labels
-SHOWN = {"cpu_busy_pct": "CPU busy %", "cpu_saturated_share": "all cores ≥ 95 % busy",
+SHOWN = {"cpu_busy_pct": "CPU busy %", "cpu_saturated_share": "time with all cores ≥ 95 % busy",
          "sender_achieved_mbit": "sent Mbit/s", "sender_requested_mbit": "asked Mbit/s",
          "sender_achieved_pps": "sent pps", "sender_requested_pps": "asked pps",
          "link_carried_mbit": "link Mbit/s while over-offered",
@@ -58,10 +59,18 @@ def verdict_text(run: dict[str, Any]) -> str:
     return f"host-bound: {'; '.join(reasons(run))}" if run["host_bound"] else "no"
 
 
-def run_figures(rows: list[dict[str, Any]]) -> dict[str, str]:
+def run_figures(rows: list[dict[str, Any]],
+                plane_stats: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """run_id -> the run's fidelity figures in one line, e.g. 'CPU busy % cpu0 97, cpu1 99;
-    qdisc drops 0'. Per-interface drops only where there were any."""
+    plane daemons CPU % 64; qdisc drops 0'. Per-interface drops only where there were any;
+    the daemons' CPU is ResourceSampler's (user + system, % of one core, plane stats)."""
     by_run: dict[str, dict[str, list[str]]] = {}
+    daemons: dict[str, float] = {}
+    for stat in plane_stats or []:
+        if stat["stat"] in DAEMON_CPU and stat["value"] is not None:
+            daemons[stat["run_id"]] = daemons.get(stat["run_id"], 0.0) + stat["value"]
+    for run_id, pct in daemons.items():
+        by_run.setdefault(run_id, {})["plane daemons CPU %"] = [f"{pct:.0f}"]
     for row in rows:
         label = SHOWN.get(row["measure"])
         if label is None or row["value"] is None:

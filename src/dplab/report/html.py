@@ -42,11 +42,11 @@ PLOTS_NOTE = (
 def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                tables: list[TableData], plots: list[Path], raw_files: list[Path],
                runs: list[dict[str, Any]], series_plots: list[Path] | None = None,
-               fidelity_rows: list[dict[str, Any]] | None = None) -> Path:
+               fidelity_figures: dict[str, str] | None = None) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
     files are linked relative to the report. ``runs``: the store's runs table;
     ``series_plots``: the planes' time series (a section only when there are any);
-    ``fidelity_rows``: the store's fidelity table (figures per run in "Runs")."""
+    ``fidelity_figures``: run_id -> its fidelity figures (``report.fidelity``)."""
     spec = experiment.get("spec", {})
     title = f"dplab report: {spec.get('name', path.parent.name)}"
     sections = [
@@ -65,7 +65,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         _video_frames(path.parent, analysis),
         _failed_runs(analysis),
         _failed_flows(analysis),
-        _runs(runs, fidelity.run_figures(fidelity_rows or [])),
+        _runs(runs, fidelity_figures or {}),
         _raw_data(path.parent, raw_files),
         "<h2>Experiment file (as validated)</h2>",
         f"<details><summary>spec</summary><pre>{_esc(json.dumps(spec, indent=2))}</pre>"
