@@ -61,7 +61,7 @@ def _warnings(pps: int) -> list[str]:
 def test_the_load_counts_every_switch_on_the_path_against_each_plane_and_the_sender():
     # 30,000 pps over 2 switches: 60,000 frames/s, over ovs's 50,000 only
     [warning] = _warnings(30_000)
-    assert warning.startswith("phase 1 asks ovs to forward 60,000 frames/s; this machine "
+    assert warning.startswith("phase 1 asks ovs to forward 60,000 pps; this machine "
                               "forwards 50,000 pps faithfully on ovs (cal.json)")
     assert len(_warnings(600_000)) == 3  # both planes, and pktblast's ceiling
     assert any("pktblast sends at most 500,000 pps" in w for w in _warnings(600_000))
@@ -74,4 +74,4 @@ def test_validate_prints_the_warning(tmp_path: Path):
     calibrate.save(CALIBRATION, calibrate.calibration_path(tmp_path / "cal"))
     done = dplab(tmp_path, "validate", str(spec))
     assert done.returncode == 0, done.stderr
-    assert "warning: phase 1 asks ovs to forward 60,000 frames/s" in done.stderr
+    assert "warning: phase 1 asks ovs to forward 60,000 pps" in done.stderr

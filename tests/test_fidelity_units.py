@@ -154,3 +154,14 @@ def test_tables_mark_the_planes_with_host_bound_runs_and_say_why_first(tmp_path)
     [row] = [line for line in text.splitlines() if "loss_pct" in line]
     assert row.count("†") == 1 and row.index("†") > row.index("(n=1)", row.index("(n=1)") + 1)
     assert "† the plane's figures include host-bound runs" in text
+
+
+def test_a_sender_held_back_by_its_own_shaped_link_is_not_host_bound():
+    # 150 Mbit/s asked over a 100 Mbit/s link: the qdisc pushes back, ~97 Mbit/s of
+    # 1470-byte datagrams is all the link lets out
+    summary = {"packets_sent": 8_200.0, "transmission_time_s": 1.0}
+    held = udp_sender_rate("f", {"rate_mbit": 150}, summary, link_mbit=100.0)
+    assert held.reason() is None
+    slow = udp_sender_rate("f", {"rate_mbit": 150}, {**summary, "packets_sent": 4_000.0},
+                           link_mbit=100.0)
+    assert slow.reason() == "f sent 47 of the 97 Mbit/s its link carries (150 requested)"

@@ -17,9 +17,11 @@ from typing import Any
 import networkx as nx
 
 from dplab.fidelity.calibrate import faithful_text
-from dplab.fidelity.verdict import IPERF_UDP_DEFAULT_MBIT, IPERF_UDP_DEFAULT_SIZE
-
-UDP_FRAME_OVERHEAD = 42  # UDP 8 + IPv4 20 + Ethernet 14 bytes
+from dplab.fidelity.verdict import (
+    IPERF_UDP_DEFAULT_MBIT,
+    IPERF_UDP_DEFAULT_SIZE,
+    UDP_FRAME_OVERHEAD,
+)
 
 
 def frames_per_s(flow) -> float:
@@ -53,7 +55,7 @@ def warnings(phases: Sequence[Sequence[Any]], graph: nx.Graph, plane_kinds: Sequ
             if figures is None or load == 0:
                 continue
             if load > (figures.get("faithful_pps") or 0):
-                out.append(f"phase {number} asks {kind} to forward {load:,.0f} frames/s; this "
+                out.append(f"phase {number} asks {kind} to forward {load:,.0f} pps; this "
                            f"machine forwards {faithful_text(figures)} faithfully on {kind} "
                            f"({source}): expect host-bound runs")
         out += _sender_warnings(number, flows, calibration, source)

@@ -93,6 +93,9 @@ class FidelityMonitor:
                        for link in net.links if link.bw_mbit
                        for end in (link.a, link.b)]
         self._shaped_ns = sorted({end.netns for end in self.shaped})
+        # host -> its link's rate: what its senders can get out at most
+        self._host_links = {end.node: link.bw_mbit for link in net.links if link.bw_mbit
+                            for end in (link.a, link.b) if end.node in hosts}
         self._counters: dict[str, counters.NamespaceCounters] = {}
         self._samples: list[_Sample] = []
         self._readings: list[dict[str, counters.Reading]] = []
@@ -155,7 +158,7 @@ class FidelityMonitor:
     def record(self, results: Sequence[FlowResultLike]) -> FidelityRecord:
         intervals = self._cpu_intervals()
         share, cpu_reason = cpu_saturation(intervals)
-        senders = sender_rates(results)
+        senders = sender_rates(results, self._host_links)
         links = [link_load(end.subject, end.capacity_mbit, self._link_intervals(end))
                  for end in self.shaped]
         reasons = [r for r in [cpu_reason, *(s.reason() for s in senders),
@@ -232,17 +235,20 @@ class FidelityMonitor:
         return f"{host}/{ifname}" if host else ifname
 
 
-def sender_rates(results: Sequence[FlowResultLike]) -> list[SenderRate]:
-    """Requested against achieved rate of every paced sender among the ok flows."""
+def sender_rates(results: Sequence[FlowResultLike],
+                 host_links: dict[str, float] | None = None) -> list[SenderRate]:
+    """Requested against achieved rate of every paced sender among the ok flows;
+    ``host_links``: each host's shaped link rate (Mbit/s), its senders' ceiling."""
     rates = []
     for result in results:
         flow = result.flow
+        link = (host_links or {}).get(flow.src)
         if not result.ok:
             continue
         if flow.kind == "udp":
-            rates.append(udp_sender_rate(flow.flow_id, flow.params, result.summary))
+            rates.append(udp_sender_rate(flow.flow_id, flow.params, result.summary, link))
         elif flow.kind == "pps":
-            rate = pps_sender_rate(flow.flow_id, result.summary)
+            rate = pps_sender_rate(flow.flow_id, flow.params, result.summary, link)
             if rate is not None:
                 rates.append(rate)
     return rates

@@ -9,7 +9,9 @@ docs/architecture.md, *fidelity*):
 - a sender below its set rate: a UDP flow that sent less than ``SENDER_SHORTFALL`` of its
   ``rate_mbit``, a pps flow whose pktblast offered less than that share of its ``pps``.
   Their senders pace themselves; falling short means the sending host could not keep up,
-  before any plane saw a packet. TCP is left out: it slows down for the network by design.
+  before any plane saw a packet. A sender's own shaped link caps it first (its qdisc pushes
+  back on the socket), so the set rate counts only up to what that link carries
+  (``ceiling``). TCP is left out: it slows down for the network by design.
 - a shaped link below its capacity while over-offered: in the sampling intervals where the
   link's queue dropped packets (more was offered than it can carry), it carried less than
   ``LINK_SHORTFALL`` of its rate, summed over at least ``MIN_OVERFLOW_S``.
@@ -29,6 +31,8 @@ MIN_OVERFLOW_S = 1.0
 IPERF_UDP_DEFAULT_SIZE = 1470
 # iperf 2's UDP rate when the flow does not set one (-b).
 IPERF_UDP_DEFAULT_MBIT = 1.0
+UDP_FRAME_OVERHEAD = 42  # UDP 8 + IPv4 20 + Ethernet 14 bytes around a datagram
+FCS_BYTES = 4  # in a pps flow's frame size, never on a veth
 
 
 @dataclass(frozen=True)
@@ -85,32 +89,42 @@ class SenderRate:
     unit: str  # "Mbit/s" or "pps"
     requested: float
     achieved: float | None
+    ceiling: float | None = None  # the most the sender's own shaped link carries
 
     def reason(self) -> str | None:
-        if self.achieved is None or self.achieved >= SENDER_SHORTFALL * self.requested:
+        due = self.requested if self.ceiling is None else min(self.requested, self.ceiling)
+        if self.achieved is None or self.achieved >= SENDER_SHORTFALL * due:
             return None
+        if due < self.requested:
+            return (f"{self.flow_id} sent {_num(self.achieved)} of the {_num(due)} {self.unit} "
+                    f"its link carries ({_num(self.requested)} requested)")
         return (f"{self.flow_id} sent {_num(self.achieved)} of {_num(self.requested)} "
                 f"{self.unit} requested")
 
 
-def udp_sender_rate(flow_id: str, params: dict, summary: dict[str, float | None]
-                    ) -> SenderRate:
+def udp_sender_rate(flow_id: str, params: dict, summary: dict[str, float | None],
+                    link_mbit: float | None = None) -> SenderRate:
     """The UDP sender's rate from the receiver's sequence numbers: ``packets_sent`` counts
-    every datagram the sender numbered (lost ones too), over the receive time."""
+    every datagram the sender numbered (lost ones too), over the receive time. Its
+    datagrams' share of a ``link_mbit`` link is the ceiling."""
     requested = params.get("rate_mbit") or IPERF_UDP_DEFAULT_MBIT
     size = params.get("size") or IPERF_UDP_DEFAULT_SIZE
     sent, seconds = summary.get("packets_sent"), summary.get("transmission_time_s")
     achieved = None
     if sent is not None and seconds:
         achieved = sent * size * 8 / seconds / 1e6
-    return SenderRate(flow_id, "Mbit/s", float(requested), achieved)
+    ceiling = None if link_mbit is None else link_mbit * size / (size + UDP_FRAME_OVERHEAD)
+    return SenderRate(flow_id, "Mbit/s", float(requested), achieved, ceiling)
 
 
-def pps_sender_rate(flow_id: str, summary: dict[str, float | None]) -> SenderRate | None:
+def pps_sender_rate(flow_id: str, params: dict, summary: dict[str, float | None],
+                    link_mbit: float | None = None) -> SenderRate | None:
     target = summary.get("target_pps")
     if not target:
         return None
-    return SenderRate(flow_id, "pps", float(target), summary.get("offered_pps"))
+    frame_bytes = params.get("size", 64) - FCS_BYTES
+    ceiling = None if link_mbit is None else link_mbit * 1e6 / 8 / frame_bytes
+    return SenderRate(flow_id, "pps", float(target), summary.get("offered_pps"), ceiling)
 
 
 @dataclass(frozen=True)
