@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from dplab.fidelity import counters, cpu
 from dplab.fidelity.verdict import (
@@ -29,6 +29,11 @@ from dplab.fidelity.verdict import (
     udp_sender_rate,
 )
 
+if TYPE_CHECKING:
+    from dplab.fidelity.verdict import LinkLoad
+    from dplab.substrate.network import Network
+    from dplab.workloads.flows import FlowResult
+
 # Each sample dumps the root qdiscs of every namespace with a shaped link (~6 ms each
 # through pyroute2): once a second keeps the monitor near 3 % of one core on a 14-namespace
 # network, while a 3 s phase still gets three intervals.
@@ -42,22 +47,6 @@ class FidelityRecord:
     host_bound: bool
     reasons: list[str]
     measures: list[Measure] = field(default_factory=list)
-
-
-class NetworkLike(Protocol):
-    """What the monitor needs of ``dplab.substrate.network.Network``."""
-
-    topo: object
-    links: list
-
-    def host_ns(self, host: str) -> str: ...
-    def switch_ns(self, switch: str) -> str: ...
-
-
-class FlowResultLike(Protocol):
-    flow: object
-    ok: bool
-    summary: dict[str, float | None]
 
 
 @dataclass(frozen=True)
@@ -78,7 +67,7 @@ class _Sample:
 
 
 class FidelityMonitor:
-    def __init__(self, net: NetworkLike, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+    def __init__(self, net: Network, interval_s: float = SAMPLE_INTERVAL_S) -> None:
         self.interval_s = interval_s
         hosts = set(net.topo.hosts())
         self._labels = {net.host_ns(h): h for h in hosts}  # netns -> node (hosts only)
@@ -155,7 +144,7 @@ class FidelityMonitor:
 
     # -- after the block -----------------------------------------------------------------
 
-    def record(self, results: Sequence[FlowResultLike]) -> FidelityRecord:
+    def record(self, results: Sequence[FlowResult]) -> FidelityRecord:
         intervals = self._cpu_intervals()
         share, cpu_reason = cpu_saturation(intervals)
         senders = sender_rates(results, self._host_links)
@@ -235,7 +224,7 @@ class FidelityMonitor:
         return f"{host}/{ifname}" if host else ifname
 
 
-def sender_rates(results: Sequence[FlowResultLike],
+def sender_rates(results: Sequence[FlowResult],
                  host_links: dict[str, float] | None = None) -> list[SenderRate]:
     """Requested against achieved rate of every paced sender among the ok flows;
     ``host_links``: each host's shaped link rate (Mbit/s), its senders' ceiling."""
@@ -254,7 +243,7 @@ def sender_rates(results: Sequence[FlowResultLike],
     return rates
 
 
-def pps_sinks(results: Sequence[FlowResultLike]) -> set[str]:
+def pps_sinks(results: Sequence[FlowResult]) -> set[str]:
     """Hosts receiving a pps flow: its UDP sink socket is never read (workloads.pps)."""
     return {r.flow.dst for r in results if r.flow.kind == "pps"}
 
@@ -266,7 +255,7 @@ def _sender_measures(senders: list[SenderRate]) -> list[Measure]:
         Measure(f"sender_achieved_{unit[s.unit]}", s.flow_id, s.achieved))]
 
 
-def _link_measures(links) -> list[Measure]:
+def _link_measures(links: list[LinkLoad]) -> list[Measure]:
     return [m for link in links for m in (
         Measure("link_capacity_mbit", link.subject, link.capacity_mbit),
         Measure("link_overflow_s", link.subject, link.overflow_s),
