@@ -256,7 +256,9 @@ def _sender_measures(senders: list[SenderRate]) -> list[Measure]:
 
 
 def _link_measures(links: list[LinkLoad]) -> list[Measure]:
-    return [m for link in links for m in (
+    """Rows only for link ends whose queue overflowed: the others were never over-offered,
+    so their utilisation says nothing about the host."""
+    return [m for link in links if link.overflow_s > 0 for m in (
         Measure("link_capacity_mbit", link.subject, link.capacity_mbit),
         Measure("link_overflow_s", link.subject, link.overflow_s),
         Measure("link_carried_mbit", link.subject, link.carried_mbit))]
