@@ -228,7 +228,7 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
             points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
             with ResourceSampler(switch_namespaces) as resources, \
-                    FidelityMonitor(net) as fidelity, \
+                    FidelityMonitor(net, plane) as fidelity, \
                     Captures(net, points) as pcap, \
                     video.keep_frames(results_dir / "frames" / key.run_id):
                 traffic_began = time.monotonic()  # t = 0 of the plane's time series

@@ -28,9 +28,11 @@ from dplab.fidelity.verdict import (
     pps_sender_rate,
     udp_sender_rate,
 )
+from dplab.planes.base import PlaneError
 
 if TYPE_CHECKING:
     from dplab.fidelity.verdict import LinkLoad
+    from dplab.planes.base import Plane
     from dplab.substrate.network import Network
     from dplab.workloads.flows import FlowResult
 
@@ -67,8 +69,10 @@ class _Sample:
 
 
 class FidelityMonitor:
-    def __init__(self, net: Network, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+    def __init__(self, net: Network, plane: Plane | None = None,
+                 interval_s: float = SAMPLE_INTERVAL_S) -> None:
         self.interval_s = interval_s
+        self.plane = plane
         hosts = set(net.topo.hosts())
         self._labels = {net.host_ns(h): h for h in hosts}  # netns -> node (hosts only)
         self._switch_ns = sorted({net.switch_ns(s) for s in net.topo.switches()})
@@ -90,6 +94,7 @@ class FidelityMonitor:
         self._readings: list[dict[str, counters.Reading]] = []
         self._sockets: list[dict[str, dict[int, tuple[str, int]]]] = []
         self._udp: list[dict[str, int | None]] = []  # host netns -> RcvbufErrors
+        self._plane_drops: list[dict[str, int] | None] = []
         self._stop, self._ready = threading.Event(), threading.Event()
         self._error: Exception | None = None
         self._thread = threading.Thread(target=self._loop, name="fidelity", daemon=True)
@@ -141,6 +146,18 @@ class FidelityMonitor:
         self._readings.append({ns: c.read() for ns, c in self._counters.items()})
         self._sockets.append(counters.packet_socket_drops(self._switch_ns))
         self._udp.append({ns: counters.udp_rcvbuf_errors(ns) for ns in self._labels})
+        self._plane_drops.append(self._read_plane_drops())
+
+    def _read_plane_drops(self) -> dict[str, int] | None:
+        """The plane's own drop counts; None (unmeasured) when it keeps none or a daemon
+        does not answer (a dead daemon fails the run through the plane's stats(), not
+        here)."""
+        if self.plane is None:
+            return None
+        try:
+            return self.plane.drops()
+        except (OSError, ValueError, PlaneError):
+            return None
 
     # -- after the block -----------------------------------------------------------------
 
@@ -196,6 +213,9 @@ class FidelityMonitor:
             self._labels[ns]: end - start for ns, start in self._udp[0].items()
             if start is not None and (end := self._udp[1].get(ns)) is not None
             and self._labels[ns] not in unread_hosts}
+        first, last = self._plane_drops
+        if first is not None and last is not None:
+            per_kind["plane_drops"] = {where: n - first.get(where, 0) for where, n in last.items()}
         out = []
         for kind, subjects in per_kind.items():
             out.append(Measure(kind, "all", float(sum(subjects.values()))))

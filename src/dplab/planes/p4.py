@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import select
+import socket
 import subprocess
 import sys
 import time
@@ -184,6 +185,19 @@ class P4Plane(ControlledPlane):
 
     def _control(self, switch: str) -> Path:
         return self.dir / f"{switch}.sock"
+
+    def drops(self) -> dict[str, int] | None:
+        """Every switch's port drops by reason (switch/PROTOCOL.md ``stats``), e.g.
+        ``{"s5-eth1 refused": 3148}``: what its rings could not take, which no kernel
+        counter outside the switch shows. None before start."""
+        if self.net is None:
+            return None
+        out: dict[str, int] = {}
+        for switch in self.net.topo.switches():
+            for port in _switch_request(self._control(switch), "stats")["ports"]:
+                for reason, count in port["drop_reasons"].items():
+                    out[f"{port['name']} {reason}"] = count
+        return out
 
     def _grpc(self, switch: str) -> str:
         return f"unix:{self.dir / switch}.grpc"
@@ -342,3 +356,16 @@ class P4Plane(ControlledPlane):
             name, code = dead
             raise PlaneError(f"p4: {name} exited ({code}) during the run, so the switches "
                              f"were not under their control plane; log {self.dir / name}.log")
+
+
+def _switch_request(control: Path, cmd: str, timeout_s: float = 2.0) -> dict[str, Any]:
+    """One request on a switch's control socket (a connection of its own), its result."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout_s)
+        conn.connect(str(control))
+        conn.sendall((json.dumps({"id": 1, "cmd": cmd}) + "\n").encode())
+        reply = conn.makefile("r").readline()
+    answer = json.loads(reply)
+    if "result" not in answer:
+        raise PlaneError(f"p4: switch {control.stem}: {cmd} failed: {answer}")
+    return answer["result"]

@@ -23,7 +23,7 @@ SHOWN = {"cpu_busy_pct": "CPU busy %", "cpu_saturated_share": "time with all cor
          "link_carried_mbit": "link Mbit/s while over-offered",
          "qdisc_drops": "qdisc drops", "rx_dropped": "rx dropped", "tx_dropped": "tx dropped",
          "packet_socket_drops": "packet socket drops",
-         "udp_rcvbuf_errors": "UDP receive-buffer drops"}
+         "udp_rcvbuf_errors": "UDP receive-buffer drops", "plane_drops": "plane's own drops"}
 
 
 def host_bound_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
