@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from dplab.analysis import analyse
 from dplab.report import cpu_idle, fidelity
@@ -56,9 +56,9 @@ def print_tables(results_dir: Path, console: Console | None = None) -> None:
     analysis = analyse(store)
     runs = store.rows("runs")
     tables = comparison_tables(analysis, fidelity.marked_planes(runs))
-    console.print(f"CPU idle: {cpu_idle.summary(runs)}", style="dim", highlight=False)
+    console.print(Text(f"CPU idle: {cpu_idle.summary(runs)}", "dim"))
     for line in fidelity.summary_lines(runs):
-        console.print(line, style="yellow", highlight=False, markup=False)
+        console.print(Text(line, "yellow"))
     for table in tables:
         console.print(to_rich(table))
     if tables:
@@ -68,8 +68,8 @@ def print_tables(results_dir: Path, console: Console | None = None) -> None:
     else:
         console.print("No measured values stored.")
     for run in analysis.failed_runs:
-        console.print(f"[red]failed run[/red] {escape(run['run_id'])}: "
-                      f"{escape(run['error'] or '')}", highlight=False)
+        console.print(Text.assemble(("failed run", "red"),
+                                    f" {run['run_id']}: {run['error'] or ''}"))
 
 
 def _wide_console() -> Console:
