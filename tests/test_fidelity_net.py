@@ -60,3 +60,17 @@ def test_a_light_run_is_not_marked_for_its_senders(tmp_path: Path):
     assert all(r == "" or r.startswith("all ") for r in reasons), reasons
     assert run["host_bound"] is (reasons != [""])
     assert _value(rows, "qdisc_drops", "all") == 0
+
+
+def test_a_p4_run_stores_its_switches_own_drop_counts(tmp_path: Path):
+    """The P4 switch's drops (its rings, its transmit refusals) show in no kernel counter
+    outside it: the p4 plane hands them over, and a bridge run has none to hand."""
+    exp = parse(EXPERIMENT.format(name="p4drops", workloads=LIGHT.splitlines()[0])
+                .replace("planes: [bridge]", "planes: [p4]"))
+    store = run_matrix(exp, tmp_path / "p4drops")
+    [run] = store.rows("runs")
+    assert run["status"] == "ok", run["error"]
+    total = _value(store.rows("fidelity"), "plane_drops", "all")
+    assert total is not None and total >= 0
+    _, bridge_rows = _run(tmp_path, "bridge", LIGHT.splitlines()[0])
+    assert not [r for r in bridge_rows if r["measure"] == "plane_drops"]
