@@ -97,6 +97,7 @@ class FidelityMonitor:
         self._plane_drops: list[dict[str, int] | None] = []
         self._stop, self._ready = threading.Event(), threading.Event()
         self._error: Exception | None = None
+        self._abandoned = False
         self._thread = threading.Thread(target=self._loop, name="fidelity", daemon=True)
 
     def __enter__(self) -> FidelityMonitor:
@@ -108,6 +109,8 @@ class FidelityMonitor:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, *_exc: object) -> None:
+        # A block that raised is not recorded: skip the exit readings, teardown waits.
+        self._abandoned = exc_type is not None
         self._stop.set()
         self._thread.join()
         if self._error is not None and exc_type is None:
@@ -124,8 +127,9 @@ class FidelityMonitor:
                 self._ready.set()
                 while not self._stop.wait(self.interval_s):
                     self._samples.append(self._sample())
-                self._samples.append(self._sample())
-                self._ends()
+                if not self._abandoned:
+                    self._samples.append(self._sample())
+                    self._ends()
             finally:
                 counters.close_all(self._counters)
         except Exception as exc:  # noqa: BLE001 - handed to the runner's thread
@@ -203,16 +207,8 @@ class FidelityMonitor:
             after = self._readings[1].get(ns)
             if after is not None:
                 self._interface_drops(ns, before, after, per_kind)
-        sockets = {}
-        for ns in set(self._sockets[0]) & set(self._sockets[1]):
-            for ifname, drops in counters.socket_drop_deltas(self._sockets[0][ns],
-                                                             self._sockets[1][ns]).items():
-                sockets[self._subject(ns, ifname)] = drops
-        per_kind["packet_socket_drops"] = sockets
-        per_kind["udp_rcvbuf_errors"] = {
-            self._labels[ns]: end - start for ns, start in self._udp[0].items()
-            if start is not None and (end := self._udp[1].get(ns)) is not None
-            and self._labels[ns] not in unread_hosts}
+        per_kind["packet_socket_drops"] = self._socket_drops()
+        per_kind["udp_rcvbuf_errors"] = self._udp_drops(unread_hosts)
         first, last = self._plane_drops
         if first is not None and last is not None:
             per_kind["plane_drops"] = {where: n - first.get(where, 0) for where, n in last.items()}
@@ -222,6 +218,18 @@ class FidelityMonitor:
             out += [Measure(kind, subject, float(n)) for subject, n in sorted(subjects.items())
                     if n > 0]
         return out
+
+    def _socket_drops(self) -> dict[str, int]:
+        before, after = self._sockets
+        return {self._subject(ns, ifname): drops
+                for ns in set(before) & set(after)
+                for ifname, drops in counters.socket_drop_deltas(before[ns], after[ns]).items()}
+
+    def _udp_drops(self, unread_hosts: set[str]) -> dict[str, int]:
+        before, after = self._udp
+        return {self._labels[ns]: end - start for ns, start in before.items()
+                if start is not None and (end := after.get(ns)) is not None
+                and self._labels[ns] not in unread_hosts}
 
     def _interface_drops(self, ns: str, before: counters.Reading, after: counters.Reading,
                          per_kind: dict[str, dict[str, int]]) -> None:
