@@ -82,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     calibrate = sub.add_parser("calibrate", help="measure what this machine can emulate "
                                "faithfully; `validate` warns from it")
     calibrate.add_argument("--planes", nargs="+", default=None, metavar="KIND",
-                           help="planes to measure (default: bridge ovs p4)")
+                           help="planes to measure (default: bridge ovs p4; router and xdp "
+                           "on request)")
     calibrate.add_argument("--short", action="store_true",
                            help="a quick, coarse pass (a two-rate ladder)")
     calibrate.add_argument("-o", "--output", type=Path,
@@ -182,9 +183,15 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     timer = figures["timer_wakeup_us"]
     print(f"timer wake-up late by p50 {timer['p50']:.0f} µs, p99 {timer['p99']:.0f} µs, "
           f"max {timer['max']:.0f} µs")
-    print(f"pktblast sends at most {figures['pktblast_max_pps'] or 0:,.0f} pps (64 B)")
+    blast = figures["pktblast_max_pps"]
+    print(f"pktblast sends at most {blast:,.0f} pps (64 B)" if blast is not None
+          else "pktblast's ceiling: not measured (it is measured on the bridge plane)")
     for kind, plane in figures["planes"].items():
-        print(f"{kind}: forwards {calibrate.faithful_text(plane)} faithfully (64 B, 1 switch)")
+        if plane.get("error"):
+            print(f"{kind}: {calibrate.faithful_text(plane)}")
+        else:
+            print(f"{kind}: forwards {calibrate.faithful_text(plane)} faithfully "
+                  "(64 B, 1 switch)")
     print(f"calibration: {path}")
     return 0
 

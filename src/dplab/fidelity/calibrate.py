@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from dplab import planes
+from dplab.planes.base import PlaneError
 from dplab.substrate.network import Network
 from dplab.topology import catalog
 from dplab.workloads import pps
@@ -95,11 +96,15 @@ def measure(plane_kinds: Sequence[str] = PLANES, short: bool = False,
     blast = None
     for kind in plane_kinds:
         say(f"{kind}: pps ladder")
-        with _rig(kind) as net:
-            if kind == "bridge":
-                blast = _step(net, pps.MAX_PPS, step_s)["offered_pps"]
-            plane_figures[kind] = ladder(net, SHORT_LADDER if short else LADDER, step_s, say,
-                                         warm_up=not short)
+        try:
+            with _rig(kind) as net:
+                if kind == "bridge":
+                    blast = _step(net, pps.MAX_PPS, step_s)["offered_pps"]
+                plane_figures[kind] = ladder(net, SHORT_LADDER if short else LADDER, step_s,
+                                             say, warm_up=not short)
+        except PlaneError as exc:  # e.g. its programs are not built here: the others go on
+            say(f"{kind}: not measured: {exc}")
+            plane_figures[kind] = {"faithful_pps": None, "error": str(exc), "steps": []}
     return {"host": platform.node(), "kernel": platform.release(),
             "cores": os.cpu_count(), "measured": datetime.now(UTC).isoformat(timespec="seconds"),
             "mode": "short" if short else "full",
@@ -165,7 +170,10 @@ def ladder(net: Network, rates: Sequence[int], step_s: float, say: Progress,
 
 
 def faithful_text(plane: dict[str, Any]) -> str:
-    """'200,000 pps' or 'under 5,000 pps' (even the ladder's lowest rate failed)."""
+    """'200,000 pps', 'under 5,000 pps' (even the ladder's lowest rate failed) or 'not
+    measured (<why>)'."""
+    if plane.get("error"):
+        return f"not measured ({plane['error']})"
     if plane.get("faithful_pps") is None:
         return f"under {plane.get('lowest_pps', 0):,} pps"
     return f"{plane['faithful_pps']:,} pps"

@@ -52,7 +52,7 @@ def warnings(phases: Sequence[Sequence[Any]], graph: nx.Graph, plane_kinds: Sequ
         load = sum(frames_per_s(f) * switches_on_path(graph, f.src, f.dst) for f in flows)
         for kind in dict.fromkeys(plane_kinds):
             figures = calibrated.get(kind)
-            if figures is None or load == 0:
+            if figures is None or figures.get("error") or load == 0:
                 continue
             if load > (figures.get("faithful_pps") or 0):
                 out.append(f"phase {number} asks {kind} to forward {load:,.0f} pps; this "
