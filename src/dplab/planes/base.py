@@ -69,6 +69,12 @@ class Plane(ABC):
         plane lost a daemon is failed, whatever its flows measured."""
         return []
 
+    def drops(self) -> dict[str, int] | None:
+        """Packets the plane's own daemons dropped so far, by where (``<port> <reason>``),
+        counted since they started; the fidelity monitor takes the difference over the
+        traffic. None: this plane keeps no such counts (the kernel's are read elsewhere)."""
+        return None
+
     @abstractmethod
     def stop(self) -> None:
         """Stop daemons; idempotent (whatever runs in the namespaces dies with them anyway)."""

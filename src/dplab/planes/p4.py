@@ -192,6 +192,24 @@ class P4Plane(ControlledPlane):
     def _control(self, switch: str) -> Path:
         return self.dir / f"{switch}.sock"
 
+    def drops(self) -> dict[str, int] | None:
+        """Every switch's port drops by reason (switch/PROTOCOL.md ``stats``), e.g.
+        ``{"s5-eth1 refused": 3148}``: what its rings could not take, which no kernel
+        counter outside the switch shows. None before start."""
+        if self.net is None:
+            return None
+        out: dict[str, int] = {}
+        for switch in self.net.topo.switches():
+            try:
+                ports = switch_link.request(str(self._control(switch)), "stats",
+                                            ANSWER_TIMEOUT_S)["ports"]
+            except switch_link.SwitchError as exc:
+                raise PlaneError(f"p4: switch-{switch}: stats: {exc}") from exc
+            for port in ports:
+                for reason, count in port["drop_reasons"].items():
+                    out[f"{port['name']} {reason}"] = count
+        return out
+
     def _grpc(self, switch: str) -> str:
         return f"unix:{self.dir / switch}.grpc"
 
