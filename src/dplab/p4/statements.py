@@ -76,7 +76,9 @@ class StatementCompiler:
             return self.assign(node, env)
         if kind == "if":
             if scope.in_parser:
-                raise P4Error(node.loc, "'if' is not supported in parser states")
+                called = f" (function {scope.function} is called in one)" \
+                    if scope.function else ""
+                raise P4Error(node.loc, f"'if' is not supported in parser states{called}")
             cond = self.exprs.condition(node.cond, env)
             then = self.statement(node.then, env, scope)
             other = self.statement(node.other, env, scope) if node.other else []
