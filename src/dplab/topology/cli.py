@@ -1,12 +1,15 @@
-"""`dplab topo show`: build or import a topology, draw it, print what it holds."""
+"""`dplab topo show` / `export`: build or import a topology, draw it or write it as a
+containerlab file, print what it holds."""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from dplab.topology import catalog, from_mininet, from_topohub, importers
 from dplab.topology.draw import draw
+from dplab.topology.exporters import to_containerlab
 from dplab.topology.model import Topology
 
 DEFAULT_DIR = Path("results") / "topologies"
@@ -25,12 +28,27 @@ def show(name_or_path: str, out: str | None = None) -> Path:
     return path
 
 
+def export(name_or_path: str, out: str | None = None) -> Path:
+    """Write a topology (any source ``show`` takes) as a containerlab topology file; default
+    output ``results/topologies/<name>.clab.yml``. Returns the written path."""
+    topo = resolve(name_or_path)
+    path = Path(out) if out else DEFAULT_DIR / f"{topo.name}.clab.yml"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_containerlab(topo), encoding="utf-8")
+    except OSError as exc:
+        raise catalog.TopologyError(f"{path}: cannot write: {exc.strerror}") from None
+    print(f"{summary(topo)} -> {path}")
+    return path
+
+
 def resolve(name_or_path: str) -> Topology:
     """Catalog names and topohub keys build with default parameters; files are read."""
     if name_or_path.startswith(from_topohub.PREFIX):
         return from_topohub.load(name_or_path.removeprefix(from_topohub.PREFIX))
     mininet = MININET_ARG.match(name_or_path)
     if mininet:
+        print(from_mininet.code_warning(mininet["file"]), file=sys.stderr, flush=True)
         name, args, params = from_mininet.parse_topo_option(mininet["topo"] or "")
         return from_mininet.load(mininet["file"], name, params, args)
     if name_or_path in catalog.NAMES or not Path(name_or_path).suffix:
