@@ -2,8 +2,9 @@
 implements its ``Southbound`` with flow-mods and packet-outs.
 
 Switch ``sN`` is the datapath with id N (the OVS plane sets the datapath ids). Every switch
-gets three rules on connect: send table misses to the controller (whole packet, no
-buffering), and trap LLDP and ARP to the controller, since discovery and proxy ARP live there.
+gets the rule set's fixed part on connect (forwarding.Southbound): table misses to the
+controller at MISS_PRIORITY (whole packet, no buffering) and a trap per TRAPPED_ETHERTYPES
+(LLDP, ARP) at TRAP_PRIORITY; path rules are flow-mods at PATH_RULE_PRIORITY.
 """
 
 from __future__ import annotations
@@ -24,17 +25,21 @@ from os_ken.controller.handler import (
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
-from dplab.control import packets
 from dplab.control.counters_file import write_counters
-from dplab.control.forwarding import REACTIVE, Forwarding
+from dplab.control.forwarding import (
+    MISS_PRIORITY,
+    PATH_RULE_PRIORITY,
+    REACTIVE,
+    TRAP_PRIORITY,
+    TRAPPED_ETHERTYPES,
+    Forwarding,
+)
 
 cfg.CONF.register_opts([
     cfg.StrOpt("dplab_mode", default=REACTIVE, help="reactive or proactive forwarding"),
     cfg.StrOpt("dplab_stats_file", default=None, help="where counters are written as JSON"),
 ])
 
-PATH_RULE_PRIORITY = 10  # as ONOS fwd
-TRAP_PRIORITY = 40000
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
 
 
@@ -84,8 +89,8 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         dp = ev.msg.datapath
         ofp, parser = dp.ofproto, dp.ofproto_parser
         to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        self._add_flow(dp, 0, parser.OFPMatch(), to_controller)
-        for ethertype in (packets.ETH_LLDP, packets.ETH_ARP):
+        self._add_flow(dp, MISS_PRIORITY, parser.OFPMatch(), to_controller)
+        for ethertype in TRAPPED_ETHERTYPES:
             self._add_flow(dp, TRAP_PRIORITY, parser.OFPMatch(eth_type=ethertype), to_controller)
         dp.send_msg(parser.OFPPortDescStatsRequest(dp, 0))
 
