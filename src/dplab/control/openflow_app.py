@@ -5,6 +5,13 @@ Switch ``sN`` is the datapath with id N (the OVS plane sets the datapath ids). E
 gets the rule set's fixed part on connect (forwarding.Southbound): table misses to the
 controller at MISS_PRIORITY (whole packet, no buffering) and a trap per TRAPPED_ETHERTYPES
 (LLDP, ARP) at TRAP_PRIORITY; path rules are flow-mods at PATH_RULE_PRIORITY.
+
+A flow-mod has no answer, and OVS serves each switch's connection on its own, so a
+packet-out could overtake the flow-mods of the switches it goes on to. As on P4Runtime,
+where a Write is answered once its rules are in, a packet-out leaves only once every other
+switch that got flow-mods since its last barrier has answered a barrier (os-ken's ofctl
+service waits for the reply); its own switch's order does not matter, as a packet-out
+skips the table.
 """
 
 from __future__ import annotations
@@ -13,6 +20,8 @@ import threading
 from collections.abc import Sequence
 
 from os_ken import cfg
+from os_ken.app.ofctl import api as ofctl_api
+from os_ken.app.ofctl import exception as ofctl_exception
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
 from os_ken.controller.controller import Datapath
@@ -55,6 +64,7 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         # os-ken's native hub runs handlers and our ticker in separate OS threads.
         self._lock = threading.Lock()
         self._datapaths: dict[str, Datapath] = {}
+        self._unconfirmed: set[str] = set()  # switches with flow-mods since their barrier
         self.logic = Forwarding(self, mode=self.CONF.dplab_mode)
         self.stats_file: str | None = self.CONF.dplab_stats_file
         hub.spawn(self._tick_forever)
@@ -72,15 +82,31 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         match = parser.OFPMatch(in_port=in_port, eth_src=eth_src, eth_dst=eth_dst)
         self._add_flow(dp, PATH_RULE_PRIORITY, match, [parser.OFPActionOutput(out_port)],
                        idle_timeout)
+        self._unconfirmed.add(switch)
 
     def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
         dp = self._datapaths.get(switch)
         if dp is None:
             return  # switch went away meanwhile
+        self._confirm(self._unconfirmed - {switch})
         ofp, parser = dp.ofproto, dp.ofproto_parser
         dp.send_msg(parser.OFPPacketOut(
             datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
             actions=[parser.OFPActionOutput(p) for p in ports], data=data))
+
+    def _confirm(self, switches: set[str]) -> None:
+        """Returns once each of ``switches`` has answered a barrier: every flow-mod sent
+        to it before is in its table."""
+        for switch in sorted(switches):
+            self._unconfirmed.discard(switch)
+            dp = self._datapaths.get(switch)
+            if dp is None:
+                continue  # switch went away meanwhile
+            try:
+                ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp),
+                                   reply_cls=dp.ofproto_parser.OFPBarrierReply)
+            except (ofctl_exception.OFError, ofctl_exception.InvalidDatapath) as err:
+                self.logger.warning("%s: no barrier reply: %s", switch, err)
 
     # -- switch events -------------------------------------------------------------------
 
