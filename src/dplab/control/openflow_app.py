@@ -10,8 +10,8 @@ A flow-mod has no answer, and OVS serves each switch's connection on its own, so
 packet-out could overtake the flow-mods of the switches it goes on to. As on P4Runtime,
 where a Write is answered once its rules are in, a packet-out leaves only once every other
 switch that got flow-mods since its last barrier has answered a barrier (os-ken's ofctl
-service waits for the reply); its own switch's order does not matter, as a packet-out
-skips the table.
+service waits for the replies, all in flight at once); its own switch's order does not
+matter, as a packet-out skips the table.
 """
 
 from __future__ import annotations
@@ -95,18 +95,21 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
             actions=[parser.OFPActionOutput(p) for p in ports], data=data))
 
     def _confirm(self, switches: set[str]) -> None:
-        """Returns once each of ``switches`` has answered a barrier: every flow-mod sent
-        to it before is in its table."""
-        for switch in sorted(switches):
-            self._unconfirmed.discard(switch)
-            dp = self._datapaths.get(switch)
-            if dp is None:
-                continue  # switch went away meanwhile
-            try:
-                ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp),
-                                   reply_cls=dp.ofproto_parser.OFPBarrierReply)
-            except (ofctl_exception.OFError, ofctl_exception.InvalidDatapath) as err:
-                self.logger.warning("%s: no barrier reply: %s", switch, err)
+        """Returns once each of ``switches`` has answered a barrier (every flow-mod sent to
+        it before is in its table); the barriers are in flight at once, as a P4Runtime
+        path's Writes are."""
+        self._unconfirmed -= switches
+        waits = [hub.spawn(self._barrier, self._datapaths[switch])
+                 for switch in switches if switch in self._datapaths]
+        hub.joinall(waits)
+
+    def _barrier(self, dp: Datapath) -> None:
+        """A barrier to ``dp``, and its reply awaited (os-ken's ofctl service)."""
+        try:
+            ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp),
+                               reply_cls=dp.ofproto_parser.OFPBarrierReply)
+        except (ofctl_exception.OFError, ofctl_exception.InvalidDatapath) as err:
+            self.logger.warning("%s: no barrier reply: %s", switch_name(dp.id), err)
 
     # -- switch events -------------------------------------------------------------------
 
