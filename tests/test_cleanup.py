@@ -6,12 +6,15 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
 
-from dplab.substrate import Network, reclaim_stale, registry
+from dplab import cli
+from dplab.substrate import Network, reclaim_stale, registry, staging
 from dplab.topology import catalog
+from dplab.workloads import flows
 
 pytestmark = pytest.mark.net
 
@@ -113,3 +116,29 @@ def test_a_live_run_is_not_reclaimed():
         assert net.prefix not in reclaim_stale()
         ping = net.run(net.host_ns("h1"), ["ping", "-c1", "-W1", net.host_ip("h1")])
         assert " 0% packet loss" in ping.stdout
+
+
+def test_cleanup_removes_staging_folders_of_dead_owners_only(tmp_path, monkeypatch, capsys):
+    temp, cache = tmp_path / "tmp", tmp_path / "video"
+    temp.mkdir()
+    cache.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setenv("DPLAB_VIDEO_CACHE", str(cache))
+    dead = subprocess.Popen(["sleep", "60"])
+    dead_tag = f"{dead.pid}-{registry.process_start_time(dead.pid)}"
+    dead.kill()
+    dead.wait()
+    stale = [temp / f"{flows.STAGING_MARKER}{dead_tag}-k2j3", cache / f"abc.building-{dead_tag}"]
+    live = [temp / f"{flows.STAGING_MARKER}{staging.owner_tag()}-x7y8",
+            cache / f"abc.building-{staging.owner_tag()}", cache / "abc"]
+    for folder in stale + live:
+        folder.mkdir()
+        (folder / "content.mp4").write_text("half")
+    assert cli.main(["cleanup"]) == 0
+    said = capsys.readouterr().err
+    for folder in stale:
+        assert not folder.exists()
+        assert f"removed staging folder {folder}" in said.replace("\n", "")
+    assert all(folder.exists() for folder in live)
+    assert cli.main(["cleanup"]) == 0  # (another run on this machine may have died meanwhile)
+    assert "staging folder" not in capsys.readouterr().err

@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
+# Text from outside (errors, file and plane names, tools' output) goes in as rich Text,
+# never as a markup string: "[/x]" in a label or tc's usage text must print as written.
 console = Console(stderr=True)
 if not console.is_terminal:  # logs and CI: one message per line, never wrapped
     console = Console(stderr=True, width=200)
@@ -21,24 +24,44 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted: everything this run made has been removed[/]")
+        _finish_interrupted("interrupted")
         return 130
     except SystemExit as exc:
         if exc.code not in (0, None):
-            console.print("[yellow]terminated: everything this run made has been removed[/]")
+            _finish_interrupted("terminated")
         raise
     except _user_errors() as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(Text.assemble(("error:", "red"), f" {exc}"))
         return 2
+
+
+def _finish_interrupted(how: str) -> None:
+    """Finish any teardown the interruption cut short, then say what is true afterwards.
+    From here on stop signals are ignored: the process is on its way out, and one landing in
+    the interpreter's shutdown (which restores default handlers) would only kill it with
+    its exit status lost."""
+    import signal
+
+    from dplab.substrate.registry import STOP_SIGNALS, teardown_own
+
+    left = teardown_own()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    if not left:
+        console.print(Text(f"{how}: everything this run made has been removed", "yellow"))
+        return
+    console.print(Text(f"{how}: left behind: {', '.join(left)}; `dplab cleanup` removes it",
+                       "red"))
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
     from dplab.p4.errors import P4Error
     from dplab.runner import ExperimentError
     from dplab.spec import SpecError
+    from dplab.store import StoreError
     from dplab.topology.catalog import TopologyError
 
-    return (SpecError, ExperimentError, TopologyError, P4Error)
+    return (SpecError, ExperimentError, TopologyError, P4Error, StoreError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,29 +105,32 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dplab import report, spec
-    from dplab.runner import run_matrix
+    from dplab import spec
 
     exp = spec.load(args.experiment)
+    _warn_if_code(exp)
     results = args.results or Path(exp.results or Path("results") / exp.name)
-    if args.fresh and results.exists():
-        import shutil
+    if args.fresh:
+        from dplab.store import folder
 
-        shutil.rmtree(results)
+        folder.discard(results)
+    from dplab import report  # heavy (plotting, every plane): only once the run goes ahead
+    from dplab.runner import run_matrix
+
     total = exp.repetitions * len(exp.planes)
-    console.print(f"[bold]{exp.name}[/]: {total} runs "
-                  f"({len(exp.planes)} planes × {exp.repetitions} repetitions) → {results}")
+    console.print(Text.assemble((exp.name, "bold"), f": {total} runs ({len(exp.planes)} "
+                                f"planes × {exp.repetitions} repetitions) → {results}"))
     with console.status("starting") as status:
         store = run_matrix(exp, results, progress=lambda msg: _progress(status, msg))
     report.print_tables(results)
     path = report.build(results)
-    console.print(f"report: {path}")
+    console.print(Text(f"report: {path}"))
     return 0 if store.completed_runs() else 1
 
 
 def _progress(status, message: str) -> None:
-    console.log(message)
-    status.update(message)
+    console.log(Text(message))
+    status.update(Text(message))
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -112,18 +138,27 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from dplab.runner import build_topology, plan_flows
 
     exp = spec.load(args.experiment)
+    _warn_if_code(exp)
     phases = plan_flows(exp, build_topology(exp))
     flows = sum(len(p) for p in phases)
-    console.print(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
-                  f"in {len(phases)} phase(s), {exp.repetitions} repetitions)")
+    console.print(Text(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
+                       f"in {len(phases)} phase(s), {exp.repetitions} repetitions)"))
     return 0
+
+
+def _warn_if_code(exp) -> None:
+    """A Mininet topology file is a program run as root: say so before it runs."""
+    if exp.topology.mininet is not None:
+        from dplab.topology.from_mininet import code_warning
+
+        console.print(Text(code_warning(exp.topology.mininet), "yellow"))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from dplab import report
 
     report.print_tables(args.results)
-    console.print(f"report: {report.build(args.results)}")
+    console.print(Text(f"report: {report.build(args.results)}"))
     return 0
 
 
@@ -156,9 +191,13 @@ def _cmd_p4_compile(args: argparse.Namespace) -> int:
 
 
 def _cmd_cleanup(_args: argparse.Namespace) -> int:
-    from dplab.substrate import registry
+    from dplab import cleanup
 
-    registry.reclaim_stale()
+    removed = cleanup.reclaim()
+    for line in removed:
+        console.print(Text(f"removed {line}"))
+    if not removed:
+        console.print("nothing to clean")
     return 0
 
 

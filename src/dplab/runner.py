@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dplab import planes
+from dplab import cleanup, planes
 from dplab.measure.resources import ResourceSampler
 from dplab.planes.base import SeriesPoint
 from dplab.spec.model import Experiment, PlaneSpec
 from dplab.store.runstore import RunStore
-from dplab.substrate import cpu_idle, registry
+from dplab.substrate import cpu_idle
 from dplab.substrate.network import Network
 from dplab.substrate.registry import SubstrateError
 from dplab.topology import catalog, from_mininet, from_topohub, importers
@@ -141,7 +141,7 @@ def _run_pending(exp: Experiment, plan: RunPlan, results_dir: Path, say: Progres
     store = RunStore(results_dir)
     store.write_experiment(exp.model_dump(mode="json"))
     done = store.completed_runs()
-    registry.reclaim_stale()
+    cleanup.reclaim()
     for repetition in range(1, exp.repetitions + 1):
         for plane_spec in exp.planes:
             key = RunKey(plane_spec, repetition)
@@ -167,7 +167,6 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
     except Exception as exc:  # noqa: BLE001 - any failure marks this run failed; the matrix goes on
         error = f"{type(exc).__name__}: {exc}"
-        say(f"{key.run_id}: FAILED: {error}")
         traceback.print_exc()
     clock.lap("teardown")
     store.add_run(
@@ -183,6 +182,8 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         cpu_idle=idle.finish(),
         plane_series=series,
     )
+    if error:  # after storing: whatever the message holds, the failed run is on disk
+        say(f"{key.run_id}: FAILED: {error}")
 
 
 class StageClock:

@@ -43,6 +43,7 @@ import yaml
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
+from dplab import safe_yaml
 from dplab.p4runtime import codec
 from dplab.p4runtime.codec import canonical_bytes
 
@@ -56,6 +57,9 @@ METER_RATES = ("cir", "cburst", "pir", "pburst")
 MAX_METER_VALUE = 2**63 - 1  # MeterConfig's fields are int64
 MAX_GROUP_ID = 65535  # the switch's groups are 1..65535 (switch/PROTOCOL.md)
 MAX_PORT = 511        # v1model's ports are 9 bits wide
+# Room for tens of thousands of entries; an alias bomb is refused while still file-sized.
+MAX_FILE_BYTES = 8_000_000
+MAX_VALUES = 1_000_000
 MatchType = p4info_pb2.MatchField.MatchType
 
 
@@ -83,8 +87,11 @@ class Entry:
 def load(path: str | Path, info: p4info_pb2.P4Info) -> list[Entry]:
     path = Path(path)
     try:
-        text = path.read_text()
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        text = safe_yaml.read(path, MAX_FILE_BYTES)
+        data = json.loads(text) if path.suffix == ".json" \
+            else safe_yaml.load(text, str(path), MAX_VALUES)
+    except safe_yaml.YamlLimitError as exc:
+        raise EntriesError(str(exc)) from None
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise EntriesError(f"{path}: cannot read entries: {exc}") from exc
     if isinstance(data, dict) and set(data) == {"entries"}:

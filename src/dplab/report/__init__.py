@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from dplab.analysis import analyse
 from dplab.report import cpu_idle
@@ -53,8 +53,7 @@ def print_tables(results_dir: Path, console: Console | None = None) -> None:
     store = RunStore.open(Path(results_dir))
     analysis = analyse(store)
     tables = comparison_tables(analysis)
-    console.print(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", style="dim",
-                  highlight=False)
+    console.print(Text(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", "dim"))
     for table in tables:
         console.print(to_rich(table))
     if tables:
@@ -62,8 +61,8 @@ def print_tables(results_dir: Path, console: Console | None = None) -> None:
     else:
         console.print("No measured values stored.")
     for run in analysis.failed_runs:
-        console.print(f"[red]failed run[/red] {escape(run['run_id'])}: "
-                      f"{escape(run['error'] or '')}", highlight=False)
+        console.print(Text.assemble(("failed run", "red"),
+                                    f" {run['run_id']}: {run['error'] or ''}"))
 
 
 def _wide_console() -> Console:

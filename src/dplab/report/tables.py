@@ -8,6 +8,7 @@ import html
 from dataclasses import dataclass
 
 from rich.table import Table
+from rich.text import Text
 
 from dplab.analysis import PLANE, Analysis, Comparison, PlaneResult, Row
 
@@ -43,11 +44,12 @@ def comparison_tables(analysis: Analysis) -> list[TableData]:
 
 
 def to_rich(table: TableData) -> Table:
-    out = Table(title=table.title, title_justify="left")
+    """Every string as rich Text, not markup: plane labels and errors are the user's text."""
+    out = Table(title=Text(table.title), title_justify="left")
     for index, name in enumerate(table.header):
-        out.add_column(name, justify="left" if index == 0 else "right", overflow="fold")
+        out.add_column(Text(name), justify="left" if index == 0 else "right", overflow="fold")
     for cells in table.body:
-        out.add_row(*cells)
+        out.add_row(*map(Text, cells))
     return out
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from dplab import safe_yaml
 from dplab.spec.model import Experiment
+
+# Far above any real experiment file (the repository's largest is a few KB), far below what
+# would strain memory: an alias bomb is refused while its node graph is still file-sized.
+MAX_FILE_BYTES = 1_000_000
+MAX_VALUES = 100_000
 
 
 class SpecError(ValueError):
@@ -18,21 +25,28 @@ class SpecError(ValueError):
 def load(path: str | Path) -> Experiment:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = safe_yaml.read(path, MAX_FILE_BYTES)
+    except safe_yaml.YamlLimitError as exc:
+        raise SpecError(str(exc)) from None
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the experiment file: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     return parse(text, source=str(path))
 
 
 def parse(text: str, source: str = "<experiment>") -> Experiment:
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.load(text, source, MAX_VALUES)
+    except safe_yaml.YamlLimitError as exc:
+        raise SpecError(str(exc)) from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" line {where.line + 1}, column {where.column + 1}" if where else ""
         raise SpecError(f"{source}:{at}: not valid YAML: {_problem(exc)}") from None
     if not isinstance(data, dict):
         raise SpecError(f"{source}: expected a mapping of experiment fields at the top level")
+    _refuse_non_finite(data, source, [])
     _expand_plane_shorthand(data)
     try:
         return Experiment.model_validate(data)
@@ -45,6 +59,18 @@ def _expand_plane_shorthand(data: dict) -> None:
     planes = data.get("planes")
     if isinstance(planes, list):
         data["planes"] = [{"kind": p} if isinstance(p, str) else p for p in planes]
+
+
+def _refuse_non_finite(value: Any, source: str, where: list[str]) -> None:
+    """YAML's .inf and .nan anywhere, free-form plane options included (the models refuse
+    them too, but cannot see inside ``dict[str, Any]``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        field = ".".join(where) or "(top level)"
+        raise SpecError(f"{source}: {field}: must be a finite number (got {value})")
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, child in items:
+            _refuse_non_finite(child, source, [*where, str(key)])
 
 
 def _problem(exc: yaml.YAMLError) -> str:

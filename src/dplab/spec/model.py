@@ -16,9 +16,11 @@ HostPair = tuple[str, str]
 
 
 class Strict(BaseModel):
-    """Unknown keys are errors: a typo must not silently fall back to a default."""
+    """Unknown keys are errors: a typo must not silently fall back to a default. Numbers are
+    finite: YAML's ``.inf``/``.nan`` would pass every ``gt``/``le`` bound check (nan compares
+    false) and reach the tools as nonsense."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TopologySpec(Strict):

@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from dplab.store import folder
 from dplab.store.rows import (
     CpuIdleLike,
     FlowResultLike,
@@ -89,12 +90,15 @@ class RunStore:
     """The stored runs of one experiment in ``results_dir``.
 
     Constructing a store on a directory that already holds tables loads them, so a runner
-    that restarts can ask ``completed_runs()`` and skip what is done.
+    that restarts can ask ``completed_runs()`` and skip what is done. A store opened for
+    writing makes the directory and marks it as the lab's when it holds nothing foreign
+    (``dplab.store.folder``): only a marked directory may be discarded by ``--fresh``.
     """
 
-    def __init__(self, results_dir: Path) -> None:
+    def __init__(self, results_dir: Path, *, writing: bool = True) -> None:
         self.results_dir = Path(results_dir)
-        self.results_dir.mkdir(parents=True, exist_ok=True)
+        if writing:
+            folder.claim(self.results_dir)
         self._tables = {name: self._load(name) for name in SCHEMAS}
         self._experiment = self._load_experiment()
 
@@ -105,7 +109,7 @@ class RunStore:
         if not (path / EXPERIMENT_FILE).is_file() and not (path / "runs.parquet").is_file():
             raise StoreError(f"{path}: no stored experiment here "
                              f"(neither {EXPERIMENT_FILE} nor runs.parquet exists)")
-        return cls(path)
+        return cls(path, writing=False)
 
     # -- experiment metadata -------------------------------------------------------------
 

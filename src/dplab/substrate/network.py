@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -337,7 +335,7 @@ class Network:
         """Kill our processes, delete our namespaces and run directory. Safe to call twice."""
         if self._record is None:
             return
-        with _sigint_deferred():
+        with registry.signals_deferred():
             registry.teardown(self._record)
             for child in self._children:
                 with contextlib.suppress(ChildProcessError):
@@ -394,19 +392,3 @@ def _run_concurrently(jobs: list[tuple[list[str], list[str]]]) -> None:
             errors.append(f"`{' '.join(argv)}` failed: {err.strip()} (batch: {lines[:3]}...)")
     if errors:
         raise SubstrateError("; ".join(errors))
-
-
-@contextlib.contextmanager
-def _sigint_deferred():
-    """Hold back Ctrl-C while tearing down (main thread only), so teardown is never cut short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: pending.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if pending and callable(previous):
-            previous(signal.SIGINT, None)

@@ -18,7 +18,9 @@ import secrets
 import shutil
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -179,6 +181,11 @@ def delete_netns(names: list[str]) -> None:
 
 def teardown(record: RunRecord, remove_record: bool = True) -> None:
     """Kill everything the run spawned, delete its namespaces and paths, drop its record."""
+    with signals_deferred():
+        _teardown(record, remove_record)
+
+
+def _teardown(record: RunRecord, remove_record: bool) -> None:
     namespaces = sorted(set(record.namespaces) | set(netns_with_prefix(record.prefix)))
     own = [pid for pid, start in record.processes if is_alive(pid, start)]
     kill_processes(sorted(set(own) | set(pids_in_netns(namespaces))))
@@ -217,16 +224,67 @@ def reclaim_stale() -> list[str]:
     return reclaimed
 
 
+# Signals that ask a runner to stop; each is held back while a teardown runs.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def cleanup_on_signals() -> None:
     """Turn SIGTERM and SIGHUP into SystemExit and keep SIGINT as KeyboardInterrupt.
 
     Call once in the main thread of a runner: the exception unwinds every ``with Network``
-    block, whose ``__exit__`` tears the run down. (SIGKILL cannot be caught: the next
-    ``reclaim_stale()`` removes what such a run left.)
+    block, whose ``__exit__`` tears the run down. Only the first SIGTERM/SIGHUP raises: a
+    later one would land in that unwinding (a storm of them, or a second ``kill``) and cut a
+    teardown short before ``signals_deferred`` is entered. (SIGKILL cannot be caught: the
+    next ``reclaim_stale()`` removes what such a run left.)
     """
+    exiting: list[int] = []
+
     def exit_on(signum: int, _frame: object) -> None:
+        if exiting:
+            return
+        exiting.append(signum)
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, exit_on)
     signal.signal(signal.SIGHUP, exit_on)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold back SIGINT, SIGTERM and SIGHUP (main thread only: Python runs handlers there)
+    so a teardown is never cut short; afterwards the first one held back is delivered again,
+    to whatever handler is then in place."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = {}
+    try:  # a signal landing between two swaps still finds the swapped ones put back
+        for signum in STOP_SIGNALS:
+            previous[signum] = signal.signal(signum, lambda number, _: pending.append(number))
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:  # None: installed outside Python, cannot be put back
+                signal.signal(signum, handler)
+        if pending:
+            signal.raise_signal(pending[0])
+
+
+def teardown_own() -> list[str]:
+    """Tear down every run this process owns (what an interrupted unwinding may have
+    skipped) and say what is still there afterwards: empty means nothing is left."""
+    me = (os.getpid(), process_start_time(os.getpid()))
+    left = []
+    with signals_deferred():
+        for path in sorted(RECORD_DIR.glob("dl*.json")):
+            record = RunRecord.load(path)
+            if record is None or (record.owner_pid, record.owner_start) != me:
+                continue
+            with contextlib.suppress(SubstrateError, OSError):
+                teardown(record)
+            if record.path.exists():
+                left.append(f"run record {record.path}")
+            left.extend(f"namespace {n}" for n in netns_with_prefix(record.prefix))
+    return left

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from dplab.topology import catalog, from_mininet, from_topohub, importers
@@ -31,6 +32,7 @@ def resolve(name_or_path: str) -> Topology:
         return from_topohub.load(name_or_path.removeprefix(from_topohub.PREFIX))
     mininet = MININET_ARG.match(name_or_path)
     if mininet:
+        print(from_mininet.code_warning(mininet["file"]), file=sys.stderr, flush=True)
         name, args, params = from_mininet.parse_topo_option(mininet["topo"] or "")
         return from_mininet.load(mininet["file"], name, params, args)
     if name_or_path in catalog.NAMES or not Path(name_or_path).suffix:

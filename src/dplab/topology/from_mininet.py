@@ -48,6 +48,12 @@ def load(
     return _topology(file, dump)
 
 
+def code_warning(path: str | Path) -> str:
+    """What to tell a user before ``load`` runs their file: it is a program, not data."""
+    return (f"warning: {path} is Python code; reading its topology runs it as root in this "
+            "machine's own namespaces (as `mn --custom` would): use only files you trust")
+
+
 def parse_topo_option(text: str) -> tuple[str, Args, Params]:
     """Mininet's ``--topo`` syntax ``NAME,3,2,k=v`` -> (name, [3, 2], {"k": "v"}); values
     become int or float where they read as one, as Mininet's own parser does."""

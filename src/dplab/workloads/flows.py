@@ -15,6 +15,7 @@ from typing import IO, Any, Protocol
 from dplab.measure.iperf_report import IperfParseError
 from dplab.measure.ping_report import PingParseError
 from dplab.measure.syn_delay import Endpoint, syn_delays_ms
+from dplab.substrate import staging
 from dplab.substrate.network import HOST_IF
 from dplab.workloads import iperf, ping, pps, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
@@ -25,6 +26,7 @@ FIRST_PORT = 5001
 LISTEN_TIMEOUT_S = 5.0
 SERVER_GRACE_S = 3.0  # time a server gets after its client ended to print its final report
 POLL_S = 0.02
+STAGING_MARKER = "dplab-flows-"  # + owner tag: `dplab cleanup` finds a killed run's folder
 TOOL_KINDS = ("icmp", "tcp", "udp")  # run by ping/iperf processes managed here
 
 
@@ -110,7 +112,7 @@ def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
     }
     tool_flows = [flow for flow in flows if flow.kind not in STREAMS]
     params = [_validate(flow) for flow in tool_flows]
-    with tempfile.TemporaryDirectory(prefix="dplab-flows-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{STAGING_MARKER}{staging.owner_tag()}-") as tmp:
         pairs = enumerate(zip(tool_flows, params, strict=True))
         jobs = [_job(flow, flow_params, index, Path(tmp)) for index, (flow, flow_params) in pairs]
         try:

@@ -21,8 +21,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from dplab.substrate import staging
+
 FFMPEG = ["ffmpeg", "-hide_banner", "-nostdin", "-loglevel", "error"]
 ENCODE_TIMEOUT_S = 600.0
+# A folder being encoded is <key> + this + owner tag until complete; `dplab cleanup` removes
+# one whose owner died (substrate.staging).
+STAGING_MARKER = ".building-"
 FORMAT_VERSION = "1"  # bump when the way content is made changes, so old caches are not used
 
 
@@ -94,11 +99,15 @@ def ensure(spec: ContentSpec, root: Path | None = None) -> Content:
         return content
     if shutil.which("ffmpeg") is None:
         raise ContentError("video: ffmpeg is not installed (scripts/setup.sh installs it)")
-    building = folder.with_name(folder.name + f".building-{os.getpid()}")
+    building = folder.with_name(f"{folder.name}{STAGING_MARKER}{staging.owner_tag()}")
     shutil.rmtree(building, ignore_errors=True)
-    (building / "hls").mkdir(parents=True)
-    _encode(spec, building)
-    (building / "complete").write_text("")
+    try:
+        (building / "hls").mkdir(parents=True)
+        _encode(spec, building)
+        (building / "complete").write_text("")
+    except BaseException:  # failed or interrupted: nothing half-made stays in the cache
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     try:
         building.rename(folder)  # atomic: a half-made folder is never used
     except OSError:  # another process finished the same content first
