@@ -13,8 +13,8 @@ import sys
 import time
 
 import pytest
-from switch_rig import udp_frame
 from p4runtime_rig import compile_with_info
+from switch_rig import udp_frame
 from test_p4runtime_server import ROOT, server  # noqa: F401  (fixture)
 
 from dplab.control import packets
