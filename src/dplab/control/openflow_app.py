@@ -17,6 +17,7 @@ matter, as a packet-out skips the table.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 from os_ken import cfg
@@ -50,6 +51,11 @@ cfg.CONF.register_opts([
 ])
 
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
+# Longest wait for a path's barrier replies. A switch's replies are read by the thread that
+# also hands its packet-ins to this app, and blocks while this app's event queue is full
+# (os-ken's bounded queue): under a packet-in flood the reply may only come once this
+# handler returns. Sending the packet-out unconfirmed costs at most one more packet-in.
+BARRIER_WAIT_S = 0.25
 
 
 def switch_name(dpid: int) -> str:
@@ -101,7 +107,13 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         self._unconfirmed -= switches
         waits = [hub.spawn(self._barrier, self._datapaths[switch])
                  for switch in switches if switch in self._datapaths]
-        hub.joinall(waits)
+        deadline = time.monotonic() + BARRIER_WAIT_S
+        for wait in waits:
+            wait.join(max(0.0, deadline - time.monotonic()))
+        late = sum(wait.is_alive() for wait in waits)
+        if late:
+            self.logger.warning("%d barrier replies not in within %s s; packet-out sent",
+                                late, BARRIER_WAIT_S)
 
     def _barrier(self, dp: Datapath) -> None:
         """A barrier to ``dp``, and its reply awaited (os-ken's ofctl service)."""
