@@ -94,7 +94,6 @@ class Program:
                                  if field_id != self.egress_port_id]
 
 
-
 RuleKey = tuple[int, bytes, bytes]  # a path rule's match: in_port, eth_src, eth_dst
 
 
