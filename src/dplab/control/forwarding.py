@@ -66,7 +66,10 @@ class Southbound(Protocol):
         removes it after ``idle_timeout`` seconds without a matching frame (0 = never)."""
 
     def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
-        """Send ``data`` out of each of ``ports`` of ``switch``, past its rules."""
+        """Send ``data`` out of each of ``ports`` of ``switch``, past its rules, once every
+        path rule installed before at another switch is in that switch's table (so the
+        packet finds the rules of its path waiting; a rule of ``switch`` itself may
+        follow the packet-out, which its table does not see)."""
 
 
 class Forwarding:
