@@ -4,7 +4,8 @@ switch over P4Runtime), on real networks.
 - Concurrent reactive flows: on ``single`` (4 hosts) two TCP flows start together through
   the one switch; on ``multipath`` more rate-capped TCP flows than switches start together.
   Every flow gets near the rate it could have (the bridge's, measured in the same test;
-  the cap on multipath) and each flow costs the controller a handful of packet-ins.
+  the cap on multipath); each flow is set up on its first packet each way and then left to
+  the switches (at most a small share of its packets reach the controller).
 - Rule-set equality: the same topology under both southbounds, the same pings, and the
   path rules read back from the switches (OpenFlow: ``ovs-ofctl dump-flows``; P4Runtime:
   a Read of ``path_rules``) are the same entry by entry, as are the packet-ins per pair.
@@ -37,17 +38,22 @@ pytestmark = pytest.mark.net
 SOUTHBOUNDS = {"openflow": "ovs", "p4runtime": "p4"}  # southbound -> the plane it drives
 READY_S = 60
 TCP_S = 2
-# What a flow may cost the controller, both directions together: its first packet each way
-# and those sent before its rules took effect (OVS: until its datapath cache is revalidated,
-# docs/architecture.md). A flow left to the controller costs thousands.
-MAX_PACKET_INS_PER_FLOW = 40
+# The share of a flow's packets that may reach the controller, both directions together:
+# its first packet each way and those sent before its rules took effect. Usually a handful
+# (1-20 per direction); OVS's datapath cache keeps sending a flow's packets to the
+# controller until its revalidators catch up with the rules (docs/architecture.md), some
+# hundreds at 95 Mbit/s on a loaded machine. A flow left to the controller sends them all.
+MAX_CONTROLLER_SHARE = 0.05
+MSS_BYTES = 1448  # data bytes per packet: the flow's packet count from its bytes
 NEAR = 0.5  # a flow gets at least this share of the rate it could have
 CAP_MBIT = 10  # multipath flows: capped, so that their sum (80 Mbit/s, up to three switches
 # each) stays well within what two cores forward through OVS's userspace datapath
 # Rules the pings leave: three pairs, each across three switches, both ways.
 PINGED_PATH_RULES = 3 * 3 * 2
-MULTIPATH_FLOWS = [("h1", "h5"), ("h2", "h6"), ("h3", "h7"), ("h4", "h8"), ("h5", "h3"),
-                   ("h6", "h4"), ("h7", "h2"), ("h8", "h1")]  # 8 flows, 6 switches
+# 8 flows, 6 switches; none between hosts the pings (tcp pairs) have given rules already,
+# so every flow is set up as it starts. Every host sends one and receives one.
+MULTIPATH_FLOWS = [("h1", "h6"), ("h2", "h7"), ("h3", "h8"), ("h4", "h5"), ("h5", "h2"),
+                   ("h6", "h3"), ("h7", "h4"), ("h8", "h1")]
 
 
 class Rule(NamedTuple):
@@ -93,10 +99,14 @@ def test_both_southbounds_install_the_same_rules(multipath: dict) -> None:
 
 
 def _assert_few_packet_ins(kind: str, outcome: Outcome) -> None:
+    """Each flow was set up (a packet-in each way) and left the controller alone after."""
     for result in outcome.results:
         src, dst = result.flow.src, result.flow.dst
-        cost = outcome.packet_ins.get((src, dst), 0) + outcome.packet_ins.get((dst, src), 0)
-        assert cost <= MAX_PACKET_INS_PER_FLOW, (kind, result.flow.flow_id, outcome.packet_ins)
+        there, back = outcome.packet_ins.get((src, dst), 0), outcome.packet_ins.get((dst, src), 0)
+        assert there >= 1 and back >= 1, (kind, result.flow.flow_id, outcome.packet_ins)
+        packets = result.summary["bytes"] / MSS_BYTES
+        assert there + back <= MAX_CONTROLLER_SHARE * packets, (
+            kind, result.flow.flow_id, packets, outcome.packet_ins)
 
 
 def _mbit(result: FlowResult) -> float:
