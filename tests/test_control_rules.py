@@ -8,7 +8,8 @@ switch over P4Runtime), on real networks.
   the switches (at most a small share of its packets reach the controller).
 - Rule-set equality: the same topology under both southbounds, the same pings, and the
   path rules read back from the switches (OpenFlow: ``ovs-ofctl dump-flows``; P4Runtime:
-  a Read of ``path_rules``) are the same entry by entry, as are the packet-ins per pair.
+  a Read of ``path_rules``) are the same entry by entry, as are the packet-ins per pair;
+  in proactive mode too (every pair's path, permanent).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
 from dplab import planes
-from dplab.control.forwarding import PATH_RULE_PRIORITY, REACTIVE_IDLE_TIMEOUT_S
+from dplab.control.forwarding import PATH_RULE_PRIORITY, PERMANENT, REACTIVE_IDLE_TIMEOUT_S
 from dplab.planes.base import Plane, farthest_hosts
 from dplab.substrate import Network
 from dplab.topology import catalog
@@ -50,6 +51,9 @@ CAP_MBIT = 10  # multipath flows: capped, so that their sum (80 Mbit/s, up to th
 # each) stays well within what two cores forward through OVS's userspace datapath
 # Rules the pings leave: three pairs, each across three switches, both ways.
 PINGED_PATH_RULES = 3 * 3 * 2
+# Every pair of linear's three hosts, both ways: h1-h2 and h2-h3 cross two switches, h1-h3
+# three.
+PROACTIVE_PATH_RULES = (2 + 2 + 3) * 2
 # 8 flows, 6 switches; none between hosts the pings (tcp pairs) have given rules already,
 # so every flow is set up as it starts. Every host sends one and receives one.
 MULTIPATH_FLOWS = [("h1", "h6"), ("h2", "h7"), ("h3", "h8"), ("h4", "h5"), ("h5", "h2"),
@@ -96,6 +100,18 @@ def test_both_southbounds_install_the_same_rules(multipath: dict) -> None:
     assert {r.idle_timeout for r in openflow["rules"]} == {REACTIVE_IDLE_TIMEOUT_S}
     assert openflow["pings"].packet_ins == p4runtime["pings"].packet_ins
     assert set(openflow["pings"].packet_ins.values()) == {1}  # each direction's first packet
+
+
+def test_both_southbounds_install_the_same_permanent_rules_proactively() -> None:
+    topo = catalog.build("linear", switches=3)  # h1-s1-s2-s3-h3, h2 on s2
+    rules = {}
+    for kind in SOUTHBOUNDS.values():
+        with planes.running(kind, {"mode": "proactive"}, topo, READY_S) as (net, plane):
+            rules[kind] = sorted(_rules(net, plane))
+    assert len(rules["ovs"]) == PROACTIVE_PATH_RULES
+    assert rules["ovs"] == rules["p4"]
+    assert {(r.priority, r.idle_timeout) for r in rules["ovs"]} == {(PATH_RULE_PRIORITY,
+                                                                     PERMANENT)}
 
 
 def _assert_few_packet_ins(kind: str, outcome: Outcome) -> None:
@@ -191,8 +207,9 @@ def _rules(net: Network, plane: Plane) -> list[Rule]:
     return [rule for switch in net.topo.switches() for rule in read(plane, switch)]
 
 
-OVS_FLOW = re.compile(r"idle_timeout=(\d+).*priority=(\d+),in_port=(\d+),dl_src=([0-9a-f:]+),"
-                      r"dl_dst=([0-9a-f:]+) actions=output:(\d+)$")
+# dump-flows leaves idle_timeout out when it is 0 (permanent)
+OVS_FLOW = re.compile(r"^(?:.*idle_timeout=(\d+),)?.*\bpriority=(\d+),in_port=(\d+),"
+                      r"dl_src=([0-9a-f:]+),dl_dst=([0-9a-f:]+) actions=output:(\d+)$")
 
 
 def _openflow_rules(plane, switch: str) -> Iterator[Rule]:
@@ -206,7 +223,8 @@ def _openflow_rules(plane, switch: str) -> Iterator[Rule]:
         found = OVS_FLOW.search(line.strip())
         if found:
             idle, priority, in_port, src, dst, out_port = found.groups()
-            yield Rule(switch, int(in_port), src, dst, int(out_port), int(priority), int(idle))
+            yield Rule(switch, int(in_port), src, dst, int(out_port), int(priority),
+                       int(idle or PERMANENT))
 
 
 def _p4runtime_rules(plane, switch: str) -> Iterator[Rule]:
