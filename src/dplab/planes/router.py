@@ -70,21 +70,12 @@ class RouterPlane(Plane):
 
     def _routes(self, net: Network, link_addr: dict[tuple[str, str], tuple[str, str]]
                 ) -> dict[str, list[str]]:
-        """For every switch, a route to every remote host's /24 via the next hop on a
-        shortest path (ties: the neighbour first in switch order)."""
-        fabric = net.topo.graph.subgraph(net.topo.switches())
+        """For every switch, a route to every remote host's /24 via the next hop."""
         routes: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
-        for host in net.topo.hosts():
-            edge_switch = next(iter(net.topo.graph.neighbors(host)))
-            if not _is_switch(net, edge_switch):
-                continue
-            distance = nx.single_source_shortest_path_length(fabric, edge_switch)
-            destination = f"{net.host_gateway(host).rsplit('.', 1)[0]}.0/24"
-            for switch, hops in distance.items():
-                if hops == 0:
-                    continue
-                nearer = [n for n in fabric.neighbors(switch) if distance.get(n) == hops - 1]
-                _, via = link_addr[(min(nearer, key=node_order), switch)]
+        for switch, hops in next_hops(net).items():
+            for host, nearer in hops:
+                destination = f"{net.host_gateway(host).rsplit('.', 1)[0]}.0/24"
+                _, via = link_addr[(nearer, switch)]
                 routes[switch].append(f"route add {destination} via {via}")
         return routes
 
@@ -102,6 +93,25 @@ class RouterPlane(Plane):
 
     def stop(self) -> None:
         self.net = None
+
+
+def next_hops(net: Network) -> dict[str, list[tuple[str, str]]]:
+    """For every switch, (remote host, neighbour switch one hop nearer it on a shortest path)
+    in host order; ties go to the neighbour first in switch order. Hosts on the switch
+    itself are left out."""
+    fabric = net.topo.graph.subgraph(net.topo.switches())
+    hops: dict[str, list[tuple[str, str]]] = {s: [] for s in net.topo.switches()}
+    for host in net.topo.hosts():
+        edge_switch = next(iter(net.topo.graph.neighbors(host)))
+        if not _is_switch(net, edge_switch):
+            continue
+        distance = nx.single_source_shortest_path_length(fabric, edge_switch)
+        for switch, length in distance.items():
+            if length == 0:
+                continue
+            nearer = [n for n in fabric.neighbors(switch) if distance.get(n) == length - 1]
+            hops[switch].append((host, min(nearer, key=node_order)))
+    return hops
 
 
 def _is_switch(net: Network, node: str) -> bool:
