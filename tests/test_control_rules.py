@@ -1,14 +1,15 @@
 """One controller, identical rules, on every controlled plane (OVS over OpenFlow, the P4
-switch over P4Runtime), on real networks.
+switch over P4Runtime, XDP programs over BPF maps), on real networks.
 
 - Concurrent reactive flows: on ``single`` (4 hosts) two TCP flows start together through
   the one switch; on ``multipath`` more rate-capped TCP flows than switches start together.
   Every flow gets near the rate it could have (the bridge's, measured in the same test;
   the cap on multipath); each flow is set up on its first packet each way and then left to
   the switches (at most a small share of its packets reach the controller).
-- Rule-set equality: the same topology under both southbounds, the same pings, and the
+- Rule-set equality: the same topology under every southbound, the same pings, and the
   path rules read back from the switches (OpenFlow: ``ovs-ofctl dump-flows``; P4Runtime:
-  a Read of ``path_rules``) are the same entry by entry, as are the packet-ins per pair;
+  a Read of ``path_rules``; BPF maps: the ``rules`` map, with the timeouts the adapter
+  keeps) are the same entry by entry, as are the packet-ins per pair;
   in proactive mode too (every pair's path, permanent).
 """
 
@@ -36,7 +37,8 @@ from dplab.topology import catalog
 from dplab.workloads.flows import Flow, FlowResult, run_flows
 
 pytestmark = pytest.mark.net
-SOUTHBOUNDS = {"openflow": "ovs", "p4runtime": "p4"}  # southbound -> the plane it drives
+# southbound -> the plane it drives
+SOUTHBOUNDS = {"openflow": "ovs", "p4runtime": "p4", "bpf-maps": "xdp"}
 READY_S = 60
 TCP_S = 2
 # The share of a flow's packets that may reach the controller, both directions together:
@@ -92,24 +94,26 @@ def test_more_flows_than_switches_each_get_their_rate(multipath: dict) -> None:
         _assert_few_packet_ins(kind, outcome)
 
 
-def test_both_southbounds_install_the_same_rules(multipath: dict) -> None:
-    openflow, p4runtime = (multipath[kind] for kind in SOUTHBOUNDS.values())
+def test_every_southbound_installs_the_same_rules(multipath: dict) -> None:
+    openflow = multipath["ovs"]
     assert len(openflow["rules"]) == PINGED_PATH_RULES
-    assert sorted(openflow["rules"]) == sorted(p4runtime["rules"])
     assert {r.priority for r in openflow["rules"]} == {PATH_RULE_PRIORITY}
     assert {r.idle_timeout for r in openflow["rules"]} == {REACTIVE_IDLE_TIMEOUT_S}
-    assert openflow["pings"].packet_ins == p4runtime["pings"].packet_ins
     assert set(openflow["pings"].packet_ins.values()) == {1}  # each direction's first packet
+    for kind in SOUTHBOUNDS.values():
+        assert sorted(multipath[kind]["rules"]) == sorted(openflow["rules"]), kind
+        assert multipath[kind]["pings"].packet_ins == openflow["pings"].packet_ins, kind
 
 
-def test_both_southbounds_install_the_same_permanent_rules_proactively() -> None:
+def test_every_southbound_installs_the_same_permanent_rules_proactively() -> None:
     topo = catalog.build("linear", switches=3)  # h1-s1-s2-s3-h3, h2 on s2
     rules = {}
     for kind in SOUTHBOUNDS.values():
         with planes.running(kind, {"mode": "proactive"}, topo, READY_S) as (net, plane):
             rules[kind] = sorted(_rules(net, plane))
     assert len(rules["ovs"]) == PROACTIVE_PATH_RULES
-    assert rules["ovs"] == rules["p4"]
+    for kind in SOUTHBOUNDS.values():
+        assert rules[kind] == rules["ovs"], kind
     assert {(r.priority, r.idle_timeout) for r in rules["ovs"]} == {(PATH_RULE_PRIORITY,
                                                                      PERMANENT)}
 
@@ -180,8 +184,11 @@ def _measured(net: Network, plane: Plane, run) -> Outcome:
 def _pair_packet_ins(net: Network, plane: Plane) -> dict[tuple[str, str], int]:
     if plane.kind == "bridge":
         return {}
-    plane.stats()  # returns once the controller has written its counters anew
-    counts = json.loads(plane.stats_file.read_text())["packet_ins_by_pair"]
+    if plane.kind == "xdp":  # the controller runs in this process
+        counts = plane.controller.pair_packet_ins()
+    else:
+        plane.stats()  # returns once the controller has written its counters anew
+        counts = json.loads(plane.stats_file.read_text())["packet_ins_by_pair"]
     host = {net.host_mac(h): h for h in net.topo.hosts()}
     return {(host[src], host[dst]): n for pair, n in counts.items()
             for src, dst in [pair.split()]}
@@ -203,8 +210,18 @@ def _ping_all(net: Network, pairs: list[tuple[str, str]]) -> list[FlowResult]:
 
 
 def _rules(net: Network, plane: Plane) -> list[Rule]:
+    if plane.kind == "xdp":
+        return list(_bpf_map_rules(plane))
     read = _openflow_rules if plane.kind == "ovs" else _p4runtime_rules
     return [rule for switch in net.topo.switches() for rule in read(plane, switch)]
+
+
+def _bpf_map_rules(plane) -> Iterator[Rule]:
+    """Every switch's ``rules`` map entries (a hash map: no priority; the program looks it
+    up after the traps and before the miss), with the timeouts the adapter enforces."""
+    for rule in plane.controller.southbound.path_rules():
+        yield Rule(rule.switch, rule.in_port, rule.eth_src, rule.eth_dst, rule.out_port,
+                   PATH_RULE_PRIORITY, rule.idle_timeout)
 
 
 # dump-flows leaves idle_timeout out when it is 0 (permanent)
