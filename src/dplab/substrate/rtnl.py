@@ -1,0 +1,181 @@
+"""Configure links in many network namespaces from this process, over rtnetlink.
+
+Starting one ``ip -n NS`` and one ``tc -n NS`` process per namespace costs a fork and an
+exec each: at a thousand namespaces that is most of a bring-up. Here one thread enters
+each namespace in turn with setns(2) (which moves only the calling thread), opens a
+NETLINK_ROUTE socket there (a socket stays bound to the namespace it was opened in),
+sends that namespace's requests in a few large writes and reads one acknowledgement per
+request. The thread ends afterwards, so no other thread ever runs in a foreign namespace.
+
+Link up, addresses and routes are small fixed structs packed here; a TBF qdisc (with its
+rate table) is encoded once per distinct rate by pyroute2 and only its ifindex changes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import struct
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from pyroute2.netlink.rtnl import TC_H_ROOT
+from pyroute2.netlink.rtnl.tcmsg import plugins as tc_plugins
+from pyroute2.netlink.rtnl.tcmsg import tcmsg
+
+from dplab.substrate.registry import SubstrateError
+from dplab.substrate.sysctl import enter_netns
+
+# linux/netlink.h, linux/rtnetlink.h, linux/if.h, linux/if_addr.h
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 0x1, 0x4, 0x200, 0x400
+NLMSG_ERROR = 2
+RTM_NEWLINK, RTM_NEWADDR, RTM_NEWROUTE, RTM_NEWQDISC = 16, 20, 24, 36
+IFF_UP = 0x1
+IFA_ADDRESS, IFA_LOCAL = 1, 2
+RTA_GATEWAY = 5
+RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNICAST = 254, 3, 0, 1
+SOL_NETLINK, NETLINK_CAP_ACK = 270, 10
+LOOPBACK_IFINDEX = 1  # the kernel registers lo first in every new namespace
+NEW = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
+# Requests per write: their acknowledgements must fit the socket's receive buffer.
+CHUNK = 64
+# TBF's rate field is 32 bits of bytes per second; faster links go through tc (rate64).
+MAX_TBF_MBIT = (2**32 - 1) * 8 / 1e6
+
+
+@dataclass
+class NsPlan:
+    """What to set in one namespace, in order: links up, addresses, TBF qdiscs, routes."""
+
+    up: list[str] = field(default_factory=list)  # interface names; "lo" included if wanted
+    addrs: list[tuple[str, str, int]] = field(default_factory=list)  # ifname, address, prefix
+    tbf: list[tuple[str, float, int, int]] = field(default_factory=list)  # ifname, mbit, burst, ms
+    gateways: list[str] = field(default_factory=list)  # default routes via these addresses
+
+
+def configure(plans: dict[str, NsPlan]) -> None:
+    """Apply every plan in its namespace; SubstrateError naming each request that failed."""
+    errors: list[str] = []
+    worker = threading.Thread(target=_apply_all, args=(plans, errors), daemon=True)
+    worker.start()
+    worker.join()
+    if errors:
+        raise SubstrateError("; ".join(errors[:5]) + (f" (+{len(errors) - 5} more)"
+                                                       if len(errors) > 5 else ""))
+
+
+def _apply_all(plans: dict[str, NsPlan], errors: list[str]) -> None:
+    for ns, plan in plans.items():
+        try:
+            enter_netns(ns)
+            requests = _requests(plan)
+        except (OSError, ValueError, SubstrateError) as exc:
+            errors.append(f"namespace {ns}: {exc}")
+            continue
+        errors.extend(f"{what} in {ns}: {err}" for what, err in _send_all(requests))
+
+
+def _requests(plan: NsPlan) -> list[tuple[str, bytes]]:
+    """(description, encoded request) pairs; interface names resolved in this namespace."""
+    index = {name: _ifindex(name) for name in {*plan.up, *(a[0] for a in plan.addrs),
+                                               *(t[0] for t in plan.tbf)}}
+    out = [(f"link set {name} up", _link_up(index[name])) for name in plan.up]
+    out += [(f"addr add {addr}/{plen} dev {name}", _addr(index[name], addr, plen))
+            for name, addr, plen in plan.addrs]
+    out += [(f"qdisc tbf {mbit} mbit on {name}", _tbf(index[name], mbit, burst, latency))
+            for name, mbit, burst, latency in plan.tbf]
+    out += [(f"route default via {gw}", _default_route(gw)) for gw in plan.gateways]
+    return out
+
+
+def _ifindex(name: str) -> int:
+    return LOOPBACK_IFINDEX if name == "lo" else socket.if_nametoindex(name)
+
+
+def _send_all(requests: list[tuple[str, bytes]]) -> list[tuple[str, str]]:
+    """Send in chunks, numbering requests by sequence; return (description, error) pairs."""
+    failed = []
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as sock:
+        sock.setsockopt(SOL_NETLINK, NETLINK_CAP_ACK, 1)  # acks without the request echoed
+        sock.bind((0, 0))
+        for start in range(0, len(requests), CHUNK):
+            chunk = requests[start:start + CHUNK]
+            payload = bytearray()
+            for seq, (_, msg) in enumerate(chunk, start=1):
+                payload += msg[:8] + struct.pack("=I", seq) + msg[12:]
+            sock.sendall(payload)
+            for seq, err in _acks(sock, len(chunk)):
+                failed.append((chunk[seq - 1][0], os.strerror(err)))
+    return failed
+
+
+def _acks(sock: socket.socket, count: int) -> list[tuple[int, int]]:
+    """Read ``count`` acknowledgements; return (sequence, errno) of the failed ones."""
+    failed, seen = [], 0
+    while seen < count:
+        data = sock.recv(1 << 16)
+        offset = 0
+        while offset + 16 <= len(data):
+            length, kind, _, seq, _ = struct.unpack_from("=IHHII", data, offset)
+            if kind == NLMSG_ERROR:
+                seen += 1
+                (code,) = struct.unpack_from("=i", data, offset + 16)
+                if code:
+                    failed.append((seq, -code))
+            offset += (length + 3) & ~3
+    return failed
+
+
+def _nlmsg(kind: int, flags: int, body: bytes) -> bytes:
+    return struct.pack("=IHHII", 16 + len(body), kind, flags, 0, 0) + body
+
+
+def _rta(kind: int, value: bytes) -> bytes:
+    attr = struct.pack("=HH", 4 + len(value), kind) + value
+    return attr + b"\0" * (-len(attr) % 4)
+
+
+def _link_up(ifindex: int) -> bytes:
+    # struct ifinfomsg: family, pad, type, index, flags, change
+    return _nlmsg(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK,
+                  struct.pack("=BxHiII", socket.AF_UNSPEC, 0, ifindex, IFF_UP, IFF_UP))
+
+
+def _addr(ifindex: int, address: str, prefixlen: int) -> bytes:
+    packed = ipaddress.IPv4Address(address).packed
+    # struct ifaddrmsg: family, prefixlen, flags, scope, index
+    body = struct.pack("=BBBBI", socket.AF_INET, prefixlen, 0, RT_SCOPE_UNIVERSE, ifindex)
+    return _nlmsg(RTM_NEWADDR, NEW, body + _rta(IFA_LOCAL, packed) + _rta(IFA_ADDRESS, packed))
+
+
+def _default_route(gateway: str) -> bytes:
+    # struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags
+    body = struct.pack("=BBBBBBBBI", socket.AF_INET, 0, 0, 0, RT_TABLE_MAIN, RTPROT_BOOT,
+                       RT_SCOPE_UNIVERSE, RTN_UNICAST, 0)
+    return _nlmsg(RTM_NEWROUTE, NEW, body + _rta(RTA_GATEWAY,
+                                                 ipaddress.IPv4Address(gateway).packed))
+
+
+def _tbf(ifindex: int, mbit: float, burst: int, latency_ms: int) -> bytes:
+    template = _tbf_template(mbit, burst, latency_ms)
+    # struct tcmsg after the 16-byte header: family, pad, pad, ifindex (offset 20)
+    return template[:20] + struct.pack("=i", ifindex) + template[24:]
+
+
+@lru_cache(maxsize=256)
+def _tbf_template(mbit: float, burst: int, latency_ms: int) -> bytes:
+    """TBF as root qdisc of ifindex 0; pyroute2 computes the parameters and rate table as
+    tc(8) does (rate in bytes/s, burst, latency -> limit and buffer in ticks)."""
+    if mbit > MAX_TBF_MBIT:
+        raise SubstrateError(f"TBF rate {mbit} Mbit/s exceeds the 32-bit rate field")
+    params = tc_plugins["tbf"].get_parameters(
+        {"rate": int(mbit * 1e6 / 8), "burst": burst, "latency": f"{latency_ms}ms"})
+    msg = tcmsg()
+    msg["index"], msg["handle"], msg["parent"] = 0, 0, TC_H_ROOT
+    msg["attrs"] = [["TCA_KIND", "tbf"], ["TCA_OPTIONS", params]]
+    msg["header"]["type"], msg["header"]["flags"] = RTM_NEWQDISC, NEW
+    msg.encode()
+    return bytes(msg.data)
+
