@@ -1,0 +1,36 @@
+"""A large network on one machine: a 250-host fat-tree (k=10, 125 switches, 750 links, every
+link shaped) comes up on the bridge plane, forwards a sample of pings across it, and
+leaves nothing behind."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+
+from net_checks import leftovers, ping_failures
+
+from dplab import planes
+from dplab.substrate import Network
+from dplab.topology import catalog
+
+SAMPLE = 24  # host pairs pinged, each drawn with its own fixed seed
+
+
+def test_fattree_k10_forwards_a_ping_sample_and_leaves_nothing():
+    topo = catalog.build("fattree", k=10)
+    assert len(topo.hosts()) == 250 and len(topo.switches()) == 125
+    plane = planes.create("bridge", {})
+    net = Network(topo, addressing=plane.addressing)
+    with net:
+        prefix, run_dir = net.prefix, net.run_dir
+        plane.start(net)
+        plane.wait_ready(60)
+        hosts = topo.hosts()
+        pairs = [tuple(random.Random(i).sample(hosts, 2)) for i in range(SAMPLE)]
+        assert ping_failures(net, pairs) == []
+        # every shaped end has its TBF: one qdisc per switch port in a core switch
+        core = topo.switches()[0]
+        qdiscs = subprocess.run(["tc", "-n", net.switch_ns(core), "qdisc", "show"],
+                                capture_output=True, text=True, check=True).stdout
+        assert qdiscs.count("qdisc tbf") == len(net.switch_ports(core)) == 10
+    assert leftovers(prefix, run_dir) == []
