@@ -1,16 +1,18 @@
 """A large network on one machine: a 250-host fat-tree (k=10, 125 switches, 750 links, every
 link shaped) comes up on the bridge plane, forwards a sample of pings across it, and
-leaves nothing behind."""
+leaves nothing behind; rtnetlink failures name the request and the namespace."""
 
 from __future__ import annotations
 
 import random
 import subprocess
 
+import pytest
 from net_checks import leftovers, ping_failures
 
 from dplab import planes
-from dplab.substrate import Network
+from dplab.substrate import Network, SubstrateError
+from dplab.substrate.rtnl import NsPlan
 from dplab.topology import catalog
 
 SAMPLE = 24  # host pairs pinged, each drawn with its own fixed seed
@@ -34,3 +36,15 @@ def test_fattree_k10_forwards_a_ping_sample_and_leaves_nothing():
                                 capture_output=True, text=True, check=True).stdout
         assert qdiscs.count("qdisc tbf") == len(net.switch_ports(core)) == 10
     assert leftovers(prefix, run_dir) == []
+
+
+def test_rtnl_failures_name_the_request_and_namespace():
+    with Network(catalog.build("single", hosts=2)) as net:
+        ns = net.host_ns("h1")
+        with pytest.raises(SubstrateError, match=f"namespace {ns}: .*no interface"):
+            net.configure({ns: NsPlan(up=["nosuch0"])})
+        taken = net.host_ip("h1")  # already on eth0: the kernel refuses it twice
+        with pytest.raises(SubstrateError, match=f"addr add {taken}/8 dev eth0 in {ns}: File "):
+            net.configure({ns: NsPlan(addrs=[("eth0", taken, 8)])})
+        with pytest.raises(SubstrateError, match="does not belong"):
+            net.configure({"elsewhere": NsPlan()})

@@ -69,6 +69,9 @@ class Network:
         self._record: RunRecord | None = None
         self._children: list[subprocess.Popen] = []
         self._ports = topo.port_numbers()
+        self._by_port: dict[str, dict[int, str]] = {}  # node -> port -> neighbour
+        for (node, nbr), port in self._ports.items():
+            self._by_port.setdefault(node, {})[port] = nbr
         self.links = self._plan_links()
 
     # ----- names and addresses -------------------------------------------------------------
@@ -107,14 +110,13 @@ class Network:
         return f"02:00:00:00:{i // 256:02x}:{i % 256:02x}"
 
     def switch_ports(self, switch: str) -> dict[int, str]:
-        return {port: f"{switch}-eth{port}" for (node, _), port in sorted(
-            self._ports.items(), key=lambda kv: kv[1]) if node == switch}
+        return {port: f"{switch}-eth{port}" for port in sorted(self._by_port.get(switch, {}))}
 
     def neighbour(self, switch: str, port: int) -> str:
-        for (node, nbr), p in self._ports.items():
-            if node == switch and p == port:
-                return nbr
-        raise SubstrateError(f"switch {switch} has no port {port}")
+        try:
+            return self._by_port[switch][port]
+        except KeyError:
+            raise SubstrateError(f"switch {switch} has no port {port}") from None
 
     def namespaces(self) -> list[str]:
         switch_ns = {self.switch_ns(s) for s in self.topo.switches()}
@@ -275,7 +277,7 @@ class Network:
             plans[self._netns_of(link.b.node)].up.append(link.b.ifname)
         if self.addressing == "l3":
             for host in self.topo.hosts():
-                plans[self.host_ns(host)].gateways.append(self.host_gateway(host))
+                plans[self.host_ns(host)].routes.append(("0.0.0.0", 0, self.host_gateway(host)))
         return plans, [(["tc", "-n", ns, "-batch", "-"], ls) for ns, ls in tc_lines.items()]
 
     def _end_addrs(self, end: LinkEnd, other: LinkEnd) -> list[tuple[str, str, int]]:
@@ -293,6 +295,12 @@ class Network:
         self._check_ours(lines_per_ns)
         _run_concurrently([(["ip", "-n", ns, "-batch", "-"], lines)
                            for ns, lines in lines_per_ns.items() if lines])
+
+    def configure(self, plans: dict[str, NsPlan]) -> None:
+        """Bridges, links, addresses, routes in several of our namespaces, over rtnetlink from
+        this process (no process per namespace: what large networks need); see rtnl.NsPlan."""
+        self._check_ours(plans)
+        configure(plans)
 
     def sysctl(self, values_per_ns: dict[str, dict[str, str]]) -> None:
         """Set sysctls (``net.ipv4.ip_forward`` style keys) in several of our namespaces."""

@@ -7,8 +7,9 @@ NETLINK_ROUTE socket there (a socket stays bound to the namespace it was opened 
 sends that namespace's requests in a few large writes and reads one acknowledgement per
 request. The thread ends afterwards, so no other thread ever runs in a foreign namespace.
 
-Link up, addresses and routes are small fixed structs packed here; a TBF qdisc (with its
-rate table) is encoded once per distinct rate by pyroute2 and only its ifindex changes.
+Links up/down/into a bridge, bridges, addresses and routes are small fixed structs packed
+here; a TBF qdisc (with its rate table) is encoded once per distinct rate by pyroute2 and
+only its ifindex changes.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 0x1, 0x4, 0x200, 0x400
 NLMSG_ERROR = 2
 RTM_NEWLINK, RTM_NEWADDR, RTM_NEWROUTE, RTM_NEWQDISC = 16, 20, 24, 36
 IFF_UP = 0x1
+IFLA_IFNAME, IFLA_MASTER, IFLA_LINKINFO, IFLA_INFO_KIND = 3, 10, 18, 1
 IFA_ADDRESS, IFA_LOCAL = 1, 2
-RTA_GATEWAY = 5
+RTA_DST, RTA_GATEWAY = 1, 5
 RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNICAST = 254, 3, 0, 1
 SOL_NETLINK, NETLINK_CAP_ACK = 270, 10
 LOOPBACK_IFINDEX = 1  # the kernel registers lo first in every new namespace
@@ -47,12 +49,16 @@ MAX_TBF_MBIT = (2**32 - 1) * 8 / 1e6
 
 @dataclass
 class NsPlan:
-    """What to set in one namespace, in order: links up, addresses, TBF qdiscs, routes."""
+    """What to set in one namespace, in this order: bridges made, links down, links into
+    bridges, links up, addresses, TBF qdiscs, routes."""
 
+    bridges: list[str] = field(default_factory=list)  # bridge devices to make (no STP)
+    down: list[str] = field(default_factory=list)  # interface names
+    masters: list[tuple[str, str]] = field(default_factory=list)  # ifname, its bridge
     up: list[str] = field(default_factory=list)  # interface names; "lo" included if wanted
     addrs: list[tuple[str, str, int]] = field(default_factory=list)  # ifname, address, prefix
     tbf: list[tuple[str, float, int, int]] = field(default_factory=list)  # ifname, mbit, burst, ms
-    gateways: list[str] = field(default_factory=list)  # default routes via these addresses
+    routes: list[tuple[str, int, str]] = field(default_factory=list)  # dst, prefix len, via
 
 
 def configure(plans: dict[str, NsPlan]) -> None:
@@ -70,23 +76,30 @@ def _apply_all(plans: dict[str, NsPlan], errors: list[str]) -> None:
     for ns, plan in plans.items():
         try:
             enter_netns(ns)
-            requests = _requests(plan)
+            made = _send_all([(f"link add {name} type bridge", _new_bridge(name))
+                              for name in plan.bridges])
+            requests = [] if made else _requests(plan)  # they name the bridges by index
         except (OSError, ValueError, SubstrateError) as exc:
             errors.append(f"namespace {ns}: {exc}")
             continue
-        errors.extend(f"{what} in {ns}: {err}" for what, err in _send_all(requests))
+        errors.extend(f"{what} in {ns}: {err}" for what, err in made + _send_all(requests))
 
 
 def _requests(plan: NsPlan) -> list[tuple[str, bytes]]:
     """(description, encoded request) pairs; interface names resolved in this namespace."""
-    index = {name: _ifindex(name) for name in {*plan.up, *(a[0] for a in plan.addrs),
-                                               *(t[0] for t in plan.tbf)}}
-    out = [(f"link set {name} up", _link_up(index[name])) for name in plan.up]
+    index = {name: _ifindex(name) for name in {
+        *plan.down, *plan.up, *(m for pair in plan.masters for m in pair),
+        *(a[0] for a in plan.addrs), *(t[0] for t in plan.tbf)}}
+    out = [(f"link set {name} down", _link_flags(index[name], 0)) for name in plan.down]
+    out += [(f"link set {name} master {bridge}", _link_master(index[name], index[bridge]))
+            for name, bridge in plan.masters]
+    out += [(f"link set {name} up", _link_flags(index[name], IFF_UP)) for name in plan.up]
     out += [(f"addr add {addr}/{plen} dev {name}", _addr(index[name], addr, plen))
             for name, addr, plen in plan.addrs]
     out += [(f"qdisc tbf {mbit} mbit on {name}", _tbf(index[name], mbit, burst, latency))
             for name, mbit, burst, latency in plan.tbf]
-    out += [(f"route default via {gw}", _default_route(gw)) for gw in plan.gateways]
+    out += [(f"route add {dst}/{plen} via {via}", _route(dst, plen, via))
+            for dst, plen, via in plan.routes]
     return out
 
 
@@ -137,10 +150,24 @@ def _rta(kind: int, value: bytes) -> bytes:
     return attr + b"\0" * (-len(attr) % 4)
 
 
-def _link_up(ifindex: int) -> bytes:
+def _ifinfo(ifindex: int, flags: int = 0, change: int = 0) -> bytes:
     # struct ifinfomsg: family, pad, type, index, flags, change
+    return struct.pack("=BxHiII", socket.AF_UNSPEC, 0, ifindex, flags, change)
+
+
+def _link_flags(ifindex: int, flags: int) -> bytes:
+    return _nlmsg(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, _ifinfo(ifindex, flags, IFF_UP))
+
+
+def _link_master(ifindex: int, master: int) -> bytes:
     return _nlmsg(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK,
-                  struct.pack("=BxHiII", socket.AF_UNSPEC, 0, ifindex, IFF_UP, IFF_UP))
+                  _ifinfo(ifindex) + _rta(IFLA_MASTER, struct.pack("=I", master)))
+
+
+def _new_bridge(name: str) -> bytes:
+    info = _rta(IFLA_INFO_KIND, b"bridge")
+    return _nlmsg(RTM_NEWLINK, NEW, _ifinfo(0) + _rta(IFLA_IFNAME, name.encode() + b"\0")
+                  + _rta(IFLA_LINKINFO, info))
 
 
 def _addr(ifindex: int, address: str, prefixlen: int) -> bytes:
@@ -150,12 +177,13 @@ def _addr(ifindex: int, address: str, prefixlen: int) -> bytes:
     return _nlmsg(RTM_NEWADDR, NEW, body + _rta(IFA_LOCAL, packed) + _rta(IFA_ADDRESS, packed))
 
 
-def _default_route(gateway: str) -> bytes:
+def _route(dst: str, prefixlen: int, via: str) -> bytes:
     # struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags
-    body = struct.pack("=BBBBBBBBI", socket.AF_INET, 0, 0, 0, RT_TABLE_MAIN, RTPROT_BOOT,
-                       RT_SCOPE_UNIVERSE, RTN_UNICAST, 0)
-    return _nlmsg(RTM_NEWROUTE, NEW, body + _rta(RTA_GATEWAY,
-                                                 ipaddress.IPv4Address(gateway).packed))
+    body = struct.pack("=BBBBBBBBI", socket.AF_INET, prefixlen, 0, 0, RT_TABLE_MAIN,
+                       RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNICAST, 0)
+    if prefixlen:
+        body += _rta(RTA_DST, ipaddress.IPv4Address(dst).packed)
+    return _nlmsg(RTM_NEWROUTE, NEW, body + _rta(RTA_GATEWAY, ipaddress.IPv4Address(via).packed))
 
 
 def _tbf(ifindex: int, mbit: float, burst: int, latency_ms: int) -> bytes:

@@ -1,0 +1,175 @@
+"""Fat-trees of 16 to 1,024 hosts per plane: bring-up, a ping sample across, teardown, memory.
+
+Run through ``benchmarks/bringup.py --scale``. Per plane and fat-tree k: ``network up`` =
+Network.up(); ``up incl. plane`` adds plane.start(); ``ready`` = plane.wait_ready() (a ping
+between the two farthest hosts); ``ping sample`` = random host pairs (seeded) pinged once,
+a pair that fails pinged once more; ``down`` = plane.stop() + Network.down(). Memory is the
+growth of MemTotal - MemAvailable from before up() to after the ping sample (kernel objects
+and processes together; other work on the machine adds noise) and the PSS of the processes
+in the run's namespaces. One run per cell: a 1,024-host run is long and the figures are
+far above the noise of the small ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from doc_section import machine_line, write_section
+
+from dplab import planes
+from dplab.planes import PlaneError
+from dplab.substrate import Network, SubstrateError, registry
+from dplab.topology import catalog
+from dplab.topology.model import Topology
+
+PING_SAMPLE = 32
+READY_TIMEOUT_S = 180
+# The kernel frees a deleted namespace's objects in a work queue after `ip netns del`
+# returns; the next run waits until memory has come back, or this long.
+SETTLE_TIMEOUT_S = 30
+
+
+def used_kib() -> int:
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return int(info["MemTotal"].split()[0]) - int(info["MemAvailable"].split()[0])
+
+
+def pss_kib(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def ping_sample(net: Network, count: int, seed: int = 1) -> tuple[int, int]:
+    """(pairs answered, pairs tried) over ``count`` random host pairs."""
+    rng = random.Random(seed)
+    pairs = [tuple(rng.sample(net.topo.hosts(), 2)) for _ in range(count)]
+
+    def answered(pair: tuple[str, str]) -> bool:
+        for _ in range(2):
+            done = net.run(net.host_ns(pair[0]), ["ping", "-c1", "-W2", "-n",
+                                                  net.host_ip(pair[1])], check=False)
+            if done.returncode == 0:
+                return True
+        return False
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return sum(pool.map(answered, pairs)), len(pairs)
+
+
+def measure(kind: str, topo: Topology) -> dict:
+    """One bring-up, sample and teardown of ``topo`` on plane ``kind``; seconds and KiB."""
+    settle()
+    plane = planes.create(kind, {})
+    net = Network(topo, addressing=plane.addressing, shared_switch_ns=plane.shared_switch_ns)
+    before = used_kib()
+    result: dict = {}
+    try:
+        t0 = time.perf_counter()
+        net.up()
+        t1 = time.perf_counter()
+        plane.start(net)
+        t2 = time.perf_counter()
+        plane.wait_ready(READY_TIMEOUT_S)
+        t3 = time.perf_counter()
+        result = {"net_up_s": t1 - t0, "up_s": t2 - t0, "ready_s": t3 - t2}
+        result["ping"] = ping_sample(net, PING_SAMPLE)
+        result["mem_kib"] = used_kib() - before
+        result["pss_kib"] = pss_kib(registry.pids_in_netns(net.namespaces()))
+    except (PlaneError, SubstrateError) as exc:
+        result["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+    finally:
+        t4 = time.perf_counter()
+        plane.stop()
+        net.down()
+        result["down_s"] = time.perf_counter() - t4
+    return result
+
+
+def settle() -> None:
+    """Wait for the memory of earlier runs' namespaces to be freed (or SETTLE_TIMEOUT_S)."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    last = used_kib()
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = used_kib()
+        if abs(now - last) < 4096:
+            return
+        last = now
+
+
+def per_node_memory(results: dict, k: int) -> str:
+    """Per host from a one-switch star of as many hosts as fat-tree k has, then per switch
+    from the fat-tree's growth minus its hosts' (both on the bridge plane)."""
+    tree = results.get(("bridge", k), {})
+    if "mem_kib" not in tree:
+        return "Per host and per switch memory: not measured (no bridge run at this k)."
+    hosts, switches = k**3 // 4, 5 * k * k // 4
+    star = measure("bridge", catalog.build("single", hosts=hosts))
+    if "mem_kib" not in star:
+        return f"Per host memory: not measured ({star.get('error')})."
+    per_host = star["mem_kib"] / hosts
+    per_switch = (tree["mem_kib"] - per_host * hosts) / switches
+    return (f"Per host (namespace, veth pair, two TBF, addresses): {per_host:.0f} KiB, from "
+            f"one switch with {hosts} hosts growing memory by {star['mem_kib'] / 1024:.0f} "
+            f"MiB; per fat-tree switch (namespace, bridge, its share of the switch-switch "
+            f"veth pairs and TBF) {per_switch:.0f} KiB, from the k={k} fat-tree's "
+            f"{tree['mem_kib'] / 1024:.0f} MiB minus its hosts' share.")
+
+
+def cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def render(results: dict, memory_note: str, command: str, load: str) -> str:
+    rows = ["| plane | hosts | switches | network up (s) | up incl. plane (s) | ready (s) "
+            "| ping sample | down (s) | memory (MiB) | processes PSS (MiB) | note |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (kind, k), r in results.items():
+        ping = "{}/{}".format(*r["ping"]) if "ping" in r else "—"
+        mem = r.get("mem_kib")
+        pss = r.get("pss_kib")
+        rows.append(
+            f"| {kind} | {k**3 // 4} | {5 * k * k // 4} | {cell(r.get('net_up_s'))} | "
+            f"{cell(r.get('up_s'))} | {cell(r.get('ready_s'))} | {ping} | "
+            f"{cell(r.get('down_s'))} | {'—' if mem is None else f'{mem / 1024:.0f}'} | "
+            f"{'—' if pss is None else f'{pss / 1024:.0f}'} | {r.get('error', '')} |")
+    return "\n".join([
+        "## Bring-up and teardown at scale (fat-tree, 16 to 1,024 hosts)",
+        "",
+        f"{machine_line()} Load average at the start: {load} (other sessions' test suites "
+        "ran at the same time: the figures are upper bounds). Fat-tree k = 4, 8, 12, 16; "
+        "every link shaped (TBF, 100 Mbit/s host links, 1 Gbit/s switch links). One run "
+        f"per cell; ping sample: {PING_SAMPLE} random host pairs.",
+        "",
+        *rows,
+        "",
+        f"- {memory_note}",
+        "- `memory` = growth of MemTotal − MemAvailable over the run (kernel and processes;",
+        "  noisy: other work allocates too); `processes PSS` = the switch daemons.",
+        "- Budget (issue 21): bring-up ≤ 10 s and teardown ≤ 5 s for 1,024 hosts on 2 cores.",
+        "",
+        f"Reproduce: `{command}`",
+    ])
+
+
+def main(ks: list[int], kinds: list[str], write: bool, command: str) -> None:
+    load = Path("/proc/loadavg").read_text().split()[0]
+    results: dict = {}
+    for k in ks:
+        topo = catalog.build("fattree", k=k)
+        for kind in kinds:
+            results[(kind, k)] = measure(kind, topo)
+            print(kind, k, results[(kind, k)], flush=True)
+    section = render(results, per_node_memory(results, max(ks)), command, load)
+    print(section)
+    if write:
+        write_section("bringup_scale", section)
