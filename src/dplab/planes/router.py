@@ -101,19 +101,27 @@ def next_hops(net: Network) -> dict[str, list[tuple[str, str]]]:
     """For every switch, (remote host, neighbour switch one hop nearer it on a shortest path)
     in host order; ties go to the neighbour first in switch order. Hosts on the switch
     itself are left out."""
-    fabric = net.topo.graph.subgraph(net.topo.switches())
+    fabric = nx.Graph(net.topo.graph.subgraph(net.topo.switches()))  # a copy: views are slow
+    rank = {s: i for i, s in enumerate(sorted(fabric, key=node_order))}
+    towards: dict[str, list[tuple[str, str]]] = {}  # edge switch -> (switch, nearer)
     hops: dict[str, list[tuple[str, str]]] = {s: [] for s in net.topo.switches()}
     for host in net.topo.hosts():
         edge_switch = next(iter(net.topo.graph.neighbors(host)))
         if not _is_switch(net, edge_switch):
             continue
-        distance = nx.single_source_shortest_path_length(fabric, edge_switch)
-        for switch, length in distance.items():
-            if length == 0:
-                continue
-            nearer = [n for n in fabric.neighbors(switch) if distance.get(n) == length - 1]
-            hops[switch].append((host, min(nearer, key=node_order)))
+        if edge_switch not in towards:  # hosts on one switch share their next hops
+            towards[edge_switch] = _towards(fabric, edge_switch, rank)
+        for switch, nearer in towards[edge_switch]:
+            hops[switch].append((host, nearer))
     return hops
+
+
+def _towards(fabric: nx.Graph, target: str, rank: dict[str, int]) -> list[tuple[str, str]]:
+    """(switch, its neighbour one hop nearer ``target``, first in switch order) per switch."""
+    distance = nx.single_source_shortest_path_length(fabric, target)
+    return [(switch, min((n for n in fabric.adj[switch] if distance.get(n) == length - 1),
+                         key=rank.__getitem__))
+            for switch, length in distance.items() if length > 0]
 
 
 def _is_switch(net: Network, node: str) -> bool:

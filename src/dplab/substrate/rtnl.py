@@ -14,7 +14,6 @@ only its ifindex changes.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
 import struct
@@ -42,7 +41,7 @@ SOL_NETLINK, NETLINK_CAP_ACK = 270, 10
 LOOPBACK_IFINDEX = 1  # the kernel registers lo first in every new namespace
 NEW = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
 # Requests per write: their acknowledgements must fit the socket's receive buffer.
-CHUNK = 64
+CHUNK = 256
 # TBF's rate field is 32 bits of bytes per second; faster links go through tc (rate64).
 MAX_TBF_MBIT = (2**32 - 1) * 8 / 1e6
 
@@ -171,7 +170,7 @@ def _new_bridge(name: str) -> bytes:
 
 
 def _addr(ifindex: int, address: str, prefixlen: int) -> bytes:
-    packed = ipaddress.IPv4Address(address).packed
+    packed = socket.inet_aton(address)
     # struct ifaddrmsg: family, prefixlen, flags, scope, index
     body = struct.pack("=BBBBI", socket.AF_INET, prefixlen, 0, RT_SCOPE_UNIVERSE, ifindex)
     return _nlmsg(RTM_NEWADDR, NEW, body + _rta(IFA_LOCAL, packed) + _rta(IFA_ADDRESS, packed))
@@ -182,8 +181,8 @@ def _route(dst: str, prefixlen: int, via: str) -> bytes:
     body = struct.pack("=BBBBBBBBI", socket.AF_INET, prefixlen, 0, 0, RT_TABLE_MAIN,
                        RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNICAST, 0)
     if prefixlen:
-        body += _rta(RTA_DST, ipaddress.IPv4Address(dst).packed)
-    return _nlmsg(RTM_NEWROUTE, NEW, body + _rta(RTA_GATEWAY, ipaddress.IPv4Address(via).packed))
+        body += _rta(RTA_DST, socket.inet_aton(dst))
+    return _nlmsg(RTM_NEWROUTE, NEW, body + _rta(RTA_GATEWAY, socket.inet_aton(via)))
 
 
 def _tbf(ifindex: int, mbit: float, burst: int, latency_ms: int) -> bytes:
