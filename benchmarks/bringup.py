@@ -183,13 +183,16 @@ def main() -> None:
     parser.add_argument("--scale", action="store_true", help="fat-trees of 16 to 1,024 hosts")
     parser.add_argument("--ks", default="4,8,12,16", help="--scale: fat-tree k values")
     parser.add_argument("--planes", default="bridge,router,p4,ovs", help="--scale: planes")
+    parser.add_argument("--backlog", type=int, default=None,
+                        help="--scale: raise net.core.netdev_max_backlog (host-wide) to this "
+                        "for the runs, put back afterwards")
     args = parser.parse_args()
     registry.cleanup_on_signals()
     registry.reclaim_stale()
     if args.scale:
         bringup_scale.main([int(k) for k in args.ks.split(",")], args.planes.split(","),
-                           args.write, "sudo .venv/bin/python benchmarks/bringup.py "
-                           + " ".join(sys.argv[1:]))
+                           args.backlog, args.write, "sudo .venv/bin/python "
+                           "benchmarks/bringup.py " + " ".join(sys.argv[1:]))
         return
     topo = catalog.build(TOPOLOGY)
     results = {f"dplab {kind}": time_plane(kind, topo, args.repeat)

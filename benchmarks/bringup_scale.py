@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,6 +32,7 @@ READY_TIMEOUT_S = 180
 # The kernel frees a deleted namespace's objects in a work queue after `ip netns del`
 # returns; the next run waits until memory has come back, or this long.
 SETTLE_TIMEOUT_S = 30
+BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
 
 
 def used_kib() -> int:
@@ -113,23 +115,34 @@ def per_node_memory(results: dict, k: int) -> str:
     if "mem_kib" not in tree:
         return "Per host and per switch memory: not measured (no bridge run at this k)."
     hosts, switches = k**3 // 4, 5 * k * k // 4
-    star = measure("bridge", catalog.build("single", hosts=hosts))
-    if "mem_kib" not in star:
-        return f"Per host memory: not measured ({star.get('error')})."
-    per_host = star["mem_kib"] / hosts
+    star = star_memory_kib(hosts)
+    per_host = star / hosts
     per_switch = (tree["mem_kib"] - per_host * hosts) / switches
     return (f"Per host (namespace, veth pair, two TBF, addresses): {per_host:.0f} KiB, from "
-            f"one switch with {hosts} hosts growing memory by {star['mem_kib'] / 1024:.0f} "
+            f"one bridge with {hosts} hosts growing memory by {star / 1024:.0f} "
             f"MiB; per fat-tree switch (namespace, bridge, its share of the switch-switch "
             f"veth pairs and TBF) {per_switch:.0f} KiB, from the k={k} fat-tree's "
             f"{tree['mem_kib'] / 1024:.0f} MiB minus its hosts' share.")
+
+
+def star_memory_kib(hosts: int) -> int:
+    """Memory growth of one bridge with ``hosts`` hosts, up and configured (not pinged)."""
+    settle()
+    plane = planes.create("bridge", {})
+    before = used_kib()
+    with Network(catalog.build("single", hosts=hosts)) as net:
+        plane.start(net)
+        grown = used_kib() - before
+        plane.stop()
+    return grown
 
 
 def cell(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def render(results: dict, memory_note: str, command: str, load: str) -> str:
+def render(results: dict, memory_note: str, command: str, load: str,
+           backlog: int | None) -> str:
     rows = ["| plane | hosts | switches | network up (s) | up incl. plane (s) | ready (s) "
             "| ping sample | down (s) | memory (MiB) | processes PSS (MiB) | note |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -142,13 +155,17 @@ def render(results: dict, memory_note: str, command: str, load: str) -> str:
             f"{cell(r.get('up_s'))} | {cell(r.get('ready_s'))} | {ping} | "
             f"{cell(r.get('down_s'))} | {'—' if mem is None else f'{mem / 1024:.0f}'} | "
             f"{'—' if pss is None else f'{pss / 1024:.0f}'} | {r.get('error', '')} |")
+    backlog_note = (f" With net.core.netdev_max_backlog raised to {backlog} for the runs."
+                    if backlog else " net.core.netdev_max_backlog left at "
+                    f"{BACKLOG.read_text().strip()}.")
     return "\n".join([
-        "## Bring-up and teardown at scale (fat-tree, 16 to 1,024 hosts)",
+        "## Bring-up and teardown at scale (fat-tree, 16 to 1,024 hosts)"
+        + (f", backlog {backlog}" if backlog else ""),
         "",
         f"{machine_line()} Load average at the start: {load} (other sessions' test suites "
         "ran at the same time: the figures are upper bounds). Fat-tree k = 4, 8, 12, 16; "
         "every link shaped (TBF, 100 Mbit/s host links, 1 Gbit/s switch links). One run "
-        f"per cell; ping sample: {PING_SAMPLE} random host pairs.",
+        f"per cell; ping sample: {PING_SAMPLE} random host pairs.{backlog_note}",
         "",
         *rows,
         "",
@@ -161,15 +178,34 @@ def render(results: dict, memory_note: str, command: str, load: str) -> str:
     ])
 
 
-def main(ks: list[int], kinds: list[str], write: bool, command: str) -> None:
+def main(ks: list[int], kinds: list[str], backlog: int | None, write: bool,
+         command: str) -> None:
     load = Path("/proc/loadavg").read_text().split()[0]
     results: dict = {}
-    for k in ks:
-        topo = catalog.build("fattree", k=k)
-        for kind in kinds:
-            results[(kind, k)] = measure(kind, topo)
-            print(kind, k, results[(kind, k)], flush=True)
-    section = render(results, per_node_memory(results, max(ks)), command, load)
+    with max_backlog(backlog):
+        for k in ks:
+            topo = catalog.build("fattree", k=k)
+            for kind in kinds:
+                results[(kind, k)] = measure(kind, topo)
+                print(kind, k, results[(kind, k)], flush=True)
+        memory_note = per_node_memory(results, max(ks))
+    section = render(results, memory_note, command, load, backlog)
     print(section)
     if write:
-        write_section("bringup_scale", section)
+        write_section(f"bringup_scale{'_backlog' if backlog else ''}", section)
+
+
+@contextlib.contextmanager
+def max_backlog(packets: int | None) -> Iterator[None]:
+    """net.core.netdev_max_backlog at ``packets`` for the block (None: left alone). A
+    broadcast flooded by bridges to a thousand veth ports is queued on one CPU's backlog in
+    one softirq; past this limit (1000 by default) the kernel drops the rest."""
+    if packets is None:
+        yield
+        return
+    before = BACKLOG.read_text().strip()
+    BACKLOG.write_text(str(packets))
+    try:
+        yield
+    finally:
+        BACKLOG.write_text(before)
