@@ -77,12 +77,11 @@ def measure(kind: str, topo: Topology) -> dict:
     try:
         t0 = time.perf_counter()
         net.up()
-        t1 = time.perf_counter()
+        result["net_up_s"] = time.perf_counter() - t0
         plane.start(net)
-        t2 = time.perf_counter()
+        result["up_s"] = time.perf_counter() - t0
         plane.wait_ready(READY_TIMEOUT_S)
-        t3 = time.perf_counter()
-        result = {"net_up_s": t1 - t0, "up_s": t2 - t0, "ready_s": t3 - t2}
+        result["ready_s"] = time.perf_counter() - t0 - result["up_s"]
         result["ping"] = ping_sample(net, PING_SAMPLE)
         result["mem_kib"] = used_kib() - before
         result["pss_kib"] = pss_kib(registry.pids_in_netns(net.namespaces()))
@@ -144,17 +143,19 @@ def cell(value: float | None) -> str:
 def render(results: dict, memory_note: str, command: str, load: str,
            backlog: int | None) -> str:
     rows = ["| plane | hosts | switches | network up (s) | up incl. plane (s) | ready (s) "
-            "| ping sample | down (s) | memory (MiB) | processes PSS (MiB) | note |",
+            "| ping sample | down (s) | memory (MiB) | processes PSS (MiB) (per switch) | note |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (kind, k), r in results.items():
         ping = "{}/{}".format(*r["ping"]) if "ping" in r else "—"
         mem = r.get("mem_kib")
         pss = r.get("pss_kib")
+        switches = 5 * k * k // 4
         rows.append(
-            f"| {kind} | {k**3 // 4} | {5 * k * k // 4} | {cell(r.get('net_up_s'))} | "
+            f"| {kind} | {k**3 // 4} | {switches} | {cell(r.get('net_up_s'))} | "
             f"{cell(r.get('up_s'))} | {cell(r.get('ready_s'))} | {ping} | "
             f"{cell(r.get('down_s'))} | {'—' if mem is None else f'{mem / 1024:.0f}'} | "
-            f"{'—' if pss is None else f'{pss / 1024:.0f}'} | {r.get('error', '')} |")
+            f"{'—' if pss is None else f'{pss / 1024:.0f} ({pss / 1024 / switches:.1f})'} | "
+            f"{r.get('error', '')} |")
     backlog_note = (f" With net.core.netdev_max_backlog raised to {backlog} for the runs."
                     if backlog else " net.core.netdev_max_backlog left at "
                     f"{BACKLOG.read_text().strip()}.")
@@ -192,7 +193,9 @@ def main(ks: list[int], kinds: list[str], backlog: int | None, write: bool,
     section = render(results, memory_note, command, load, backlog)
     print(section)
     if write:
-        write_section(f"bringup_scale{'_backlog' if backlog else ''}", section)
+        # one section per plane set and backlog: runs of other planes keep their figures
+        write_section("_".join(["bringup_scale", *kinds, *([f"backlog{backlog}"]
+                                                            if backlog else [])]), section)
 
 
 @contextlib.contextmanager
