@@ -32,6 +32,7 @@ READY_TIMEOUT_S = 180
 # The kernel frees a deleted namespace's objects in a work queue after `ip netns del`
 # returns; the next run waits until memory has come back, or this long.
 SETTLE_TIMEOUT_S = 30
+STAR_HOSTS = 1000  # a Linux bridge takes at most 1,023 ports (BR_MAX_PORTS)
 BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
 
 
@@ -114,11 +115,12 @@ def per_node_memory(results: dict, k: int) -> str:
     if "mem_kib" not in tree:
         return "Per host and per switch memory: not measured (no bridge run at this k)."
     hosts, switches = k**3 // 4, 5 * k * k // 4
-    star = star_memory_kib(hosts)
-    per_host = star / hosts
+    star_hosts = min(hosts, STAR_HOSTS)
+    star = star_memory_kib(star_hosts)
+    per_host = star / star_hosts
     per_switch = (tree["mem_kib"] - per_host * hosts) / switches
     return (f"Per host (namespace, veth pair, two TBF, addresses): {per_host:.0f} KiB, from "
-            f"one bridge with {hosts} hosts growing memory by {star / 1024:.0f} "
+            f"one bridge with {star_hosts} hosts growing memory by {star / 1024:.0f} "
             f"MiB; per fat-tree switch (namespace, bridge, its share of the switch-switch "
             f"veth pairs and TBF) {per_switch:.0f} KiB, from the k={k} fat-tree's "
             f"{tree['mem_kib'] / 1024:.0f} MiB minus its hosts' share.")

@@ -48,3 +48,14 @@ def test_rtnl_failures_name_the_request_and_namespace():
             net.configure({ns: NsPlan(addrs=[("eth0", taken, 8)])})
         with pytest.raises(SubstrateError, match="does not belong"):
             net.configure({"elsewhere": NsPlan()})
+
+
+def test_rtnl_writes_fit_the_socket_buffer():
+    # a one-switch star of a thousand hosts puts a thousand TBF requests (~1 KiB each, with
+    # their rate table) into one namespace: they must go in several writes
+    from dplab.substrate import rtnl
+    requests = [(f"tbf {i}", bytes(1100)) for i in range(1000)] + [("up", bytes(32))] * 600
+    chunks = rtnl._chunks(requests)
+    assert [r for chunk in chunks for r in chunk] == requests
+    assert all(0 < len(c) <= rtnl.CHUNK for c in chunks)
+    assert all(sum(len(m) for _, m in c) <= rtnl.CHUNK_BYTES for c in chunks)

@@ -42,6 +42,7 @@ LOOPBACK_IFINDEX = 1  # the kernel registers lo first in every new namespace
 NEW = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
 # Requests per write: their acknowledgements must fit the socket's receive buffer.
 CHUNK = 256
+CHUNK_BYTES = 64 * 1024  # well inside the default send buffer (net.core.wmem_default)
 # TBF's rate field is 32 bits of bytes per second; faster links go through tc (rate64).
 MAX_TBF_MBIT = (2**32 - 1) * 8 / 1e6
 
@@ -75,13 +76,14 @@ def _apply_all(plans: dict[str, NsPlan], errors: list[str]) -> None:
     for ns, plan in plans.items():
         try:
             enter_netns(ns)
-            made = _send_all([(f"link add {name} type bridge", _new_bridge(name))
-                              for name in plan.bridges])
-            requests = [] if made else _requests(plan)  # they name the bridges by index
+            failed = _send_all([(f"link add {name} type bridge", _new_bridge(name))
+                                for name in plan.bridges])
+            if not failed:  # the other requests name the bridges by index
+                failed = _send_all(_requests(plan))
         except (OSError, ValueError, SubstrateError) as exc:
             errors.append(f"namespace {ns}: {exc}")
             continue
-        errors.extend(f"{what} in {ns}: {err}" for what, err in made + _send_all(requests))
+        errors.extend(f"{what} in {ns}: {err}" for what, err in failed)
 
 
 def _requests(plan: NsPlan) -> list[tuple[str, bytes]]:
@@ -112,15 +114,28 @@ def _send_all(requests: list[tuple[str, bytes]]) -> list[tuple[str, str]]:
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as sock:
         sock.setsockopt(SOL_NETLINK, NETLINK_CAP_ACK, 1)  # acks without the request echoed
         sock.bind((0, 0))
-        for start in range(0, len(requests), CHUNK):
-            chunk = requests[start:start + CHUNK]
+        for chunk in _chunks(requests):
             payload = bytearray()
             for seq, (_, msg) in enumerate(chunk, start=1):
                 payload += msg[:8] + struct.pack("=I", seq) + msg[12:]
-            sock.sendall(payload)
+            sock.send(payload)
             for seq, err in _acks(sock, len(chunk)):
                 failed.append((chunk[seq - 1][0], os.strerror(err)))
     return failed
+
+
+def _chunks(requests: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
+    """Runs of at most CHUNK requests and CHUNK_BYTES bytes: one write goes to the kernel as
+    one buffer, which must fit the socket's send buffer."""
+    chunks: list[list[tuple[str, bytes]]] = [[]]
+    size = 0
+    for request in requests:
+        if chunks[-1] and (len(chunks[-1]) == CHUNK or size + len(request[1]) > CHUNK_BYTES):
+            chunks.append([])
+            size = 0
+        chunks[-1].append(request)
+        size += len(request[1])
+    return [c for c in chunks if c]
 
 
 def _acks(sock: socket.socket, count: int) -> list[tuple[int, int]]:
