@@ -166,7 +166,8 @@ def render(results: dict, memory_note: str, command: str, load: str,
         + (f", backlog {backlog}" if backlog else ""),
         "",
         f"{machine_line()} Load average at the start: {load} (other sessions' test suites "
-        "ran at the same time: the figures are upper bounds). Fat-tree k = 4, 8, 12, 16; "
+        "ran at the same time: the figures are upper bounds). Fat-tree k = "
+        f"{', '.join(str(k) for k in sorted({k for _, k in results}))}; "
         "every link shaped (TBF, 100 Mbit/s host links, 1 Gbit/s switch links). One run "
         f"per cell; ping sample: {PING_SAMPLE} random host pairs.{backlog_note}",
         "",
