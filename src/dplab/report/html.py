@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from dplab.analysis import Analysis
-from dplab.report import cpu_idle, plane_series
+from dplab.report import axis_plots, cpu_idle, fidelity, plane_series
 from dplab.report.tables import NOTES, TableData, to_html
+from dplab.spec.model import value_label
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
@@ -25,6 +26,7 @@ dt { font-weight: bold; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0 1.5em; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
 .note { color: #555; font-size: .9em; }
+.host-bound { background: #fff4d6; border: 1px solid #e0b84a; padding: .5em 1em; }
 img.frame { width: 24em; margin: 0; }
 """
 
@@ -40,27 +42,31 @@ PLOTS_NOTE = (
 
 def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                tables: list[TableData], plots: list[Path], raw_files: list[Path],
-               runs: list[dict[str, Any]], series_plots: list[Path] | None = None) -> Path:
+               runs: list[dict[str, Any]], series_plots: list[Path] | None = None,
+               fidelity_figures: dict[str, str] | None = None) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
     files are linked relative to the report. ``runs``: the store's runs table;
-    ``series_plots``: the planes' time series (a section only when there are any)."""
+    ``series_plots``: the planes' time series (a section only when there are any);
+    ``fidelity_figures``: run_id -> its fidelity figures (``report.fidelity``)."""
     spec = experiment.get("spec", {})
     title = f"dplab report: {spec.get('name', path.parent.name)}"
     sections = [
         f"<h1>{_esc(title)}</h1>",
         f"<p>{_esc(spec.get('description', ''))}</p>",
+        _host_bound(runs),
         _metadata(experiment, analysis, runs),
         "<h2>Comparison tables</h2>",
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
+        f'<p class="note">{_esc(fidelity.NOTE)}</p>' if fidelity.marked_planes(runs) else "",
         "<h2>Plots</h2>",
-        f'<p class="note">{_esc(PLOTS_NOTE)}</p>',
+        f'<p class="note">{_esc(_plots_note(plots))}</p>',
         "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
         _plane_series(series_plots or []),
-        _video_frames(path.parent, analysis),
+        _video_frames(path.parent, analysis, runs),
         _failed_runs(analysis),
         _failed_flows(analysis),
-        _runs(runs),
+        _runs(runs, fidelity_figures or {}),
         _raw_data(path.parent, raw_files),
         "<h2>Experiment file (as validated)</h2>",
         f"<details><summary>spec</summary><pre>{_esc(json.dumps(spec, indent=2))}</pre>"
@@ -72,6 +78,10 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
     return path
 
 
+def _plots_note(plots: list[Path]) -> str:
+    return axis_plots.NOTE if any(p.name.startswith("axis_") for p in plots) else PLOTS_NOTE
+
+
 def _metadata(experiment: dict[str, Any], analysis: Analysis,
               runs: list[dict[str, Any]]) -> str:
     spec = experiment.get("spec", {})
@@ -79,6 +89,9 @@ def _metadata(experiment: dict[str, Any], analysis: Analysis,
     items = {
         "planes": ", ".join(analysis.planes) + (f" (baseline: {analysis.baseline})"
                                                  if analysis.planes else ""),
+        "axes": "; ".join(
+            f"{name}: {', '.join(value_label(v) for v in (axis or {}).get('values', []))}"
+            for name, axis in (spec.get("axes") or {}).items()) or "none",
         "repetitions": spec.get("repetitions", "?"),
         "failed runs": failed,
         "CPU idle": cpu_idle.summary(runs),
@@ -114,11 +127,13 @@ FRAMES_NOTE = (
 )
 
 
-def _video_frames(report_dir: Path, analysis: Analysis) -> str:
+def _video_frames(report_dir: Path, analysis: Analysis, stored: list[dict[str, Any]]) -> str:
     """Sent vs received frame per video flow, from frames/<run_id>/<flow>-sent|received.png."""
     sections = []
     for plane in analysis.planes:
-        runs = sorted(_plane_runs(report_dir / "frames", plane), key=_repetition)
+        runs = [report_dir / "frames" / r["run_id"]
+                for r in sorted(stored, key=lambda r: r["repetition"])
+                if r["plane"] == plane and (report_dir / "frames" / r["run_id"]).is_dir()]
         if not runs:
             continue
         rows = "".join(
@@ -132,18 +147,6 @@ def _video_frames(report_dir: Path, analysis: Analysis) -> str:
     if not sections:
         return ""
     return "<h2>Video frames</h2>" + f'<p class="note">{_esc(FRAMES_NOTE)}</p>' + "".join(sections)
-
-
-def _plane_runs(frames_dir: Path, plane: str) -> list[Path]:
-    """Run folders <plane>-r<N> (run ids as the runner makes them) of exactly this plane."""
-    if not frames_dir.is_dir():
-        return []
-    return [d for d in frames_dir.iterdir()
-            if d.name.startswith(f"{plane}-r") and d.name[len(plane) + 2:].isdigit()]
-
-
-def _repetition(run_dir: Path) -> int:
-    return int(run_dir.name.rsplit("-r", 1)[-1])
 
 
 def _frame(png: Path) -> str:
@@ -165,18 +168,30 @@ def _failed_runs(analysis: Analysis) -> str:
             + _table(("run", "plane", "repetition", "error"), rows))
 
 
-def _runs(runs: list[dict[str, Any]]) -> str:
-    """Every stored run with its status, time and the idle behaviour it ran under."""
+def _host_bound(runs: list[dict[str, Any]]) -> str:
+    """The warning at the top: which runs measured the host rather than the plane."""
+    lines = fidelity.summary_lines(runs)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line.strip())}</li>" for line in lines[1:])
+    return f'<div class="host-bound"><p>{_esc(lines[0])}</p><ul>{items}</ul></div>'
+
+
+def _runs(runs: list[dict[str, Any]], figures: dict[str, str]) -> str:
+    """Every stored run with its status, time, the idle behaviour it ran under and whether
+    the host limited it (with what the fidelity monitor measured)."""
     rows = "".join(
         f"<tr><td>{_esc(r['run_id'])}</td><td>{_esc(r['status'])}</td>"
         f"<td>{r['duration_s']:.1f}</td><td>{_esc(r.get('cpu_idle') or cpu_idle.NOT_RECORDED)}"
         f"</td><td>{_esc(cpu_idle.target_text(r.get('cpu_wakeup_target_us')))}</td>"
-        f"<td>{_esc(cpu_idle.share_text(r.get('cpu_idle_polled_share')))}</td></tr>"
+        f"<td>{_esc(cpu_idle.share_text(r.get('cpu_idle_polled_share')))}</td>"
+        f"<td>{_esc(fidelity.verdict_text(r))}</td>"
+        f"<td>{_esc(figures.get(r['run_id'], '—'))}</td></tr>"
         for r in runs
     )
     return ("<h2>Runs</h2><details><summary>every stored run</summary>"
             + _table(("run", "status", "duration (s)", "CPU idle", "wake-up latency target",
-                      "idle time spent polling"), rows)
+                      "idle time spent polling", "host-bound", "fidelity figures"), rows)
             + "</details>")
 
 

@@ -11,14 +11,18 @@ from rich.table import Table
 from rich.text import Text
 
 from dplab.analysis import PLANE, Analysis, Comparison, PlaneResult, Row
+from dplab.analysis.points import AxesAnalysis
+from dplab.report.fidelity import MARK
 
 NOTES = (
     "Cells: mean ± 95% CI half-width (Student t) over repetitions; n = ok runs that measured "
     "the metric; a run's value is the mean over its flows; missing = flow values not "
     "measured or from failed flows. Failed runs are left out (counted in the plane's "
-    "header). Improvement: positive = better than the baseline (higher throughput/bytes, "
-    "lower delay/loss/jitter); n.s. = not significant (Welch t-test p ≥ 0.05, or no test "
-    "possible with n < 2 or no variance)."
+    "header). 'X vs B': X's mean against the baseline B's, as a change of the value "
+    "(-35 % = 35 % lower than B) or, from twice B on, a ratio (2.1× = 2.1 times B); better/"
+    "worse says which way is good for the metric (higher throughput/bytes, lower delay/loss/"
+    "jitter); n.s. = not significant (Welch t-test p ≥ 0.05, or no test possible with n < 2 "
+    "or no variance)."
 )
 
 # Metrics shown in friendlier units: metric -> (label, scale applied to stored values).
@@ -37,10 +41,12 @@ class TableData:
     body: list[list[str]]
 
 
-def comparison_tables(analysis: Analysis) -> list[TableData]:
-    """One table per traffic class, plane statistics last."""
+def comparison_tables(analysis: Analysis, marked: frozenset[str] | set[str] = frozenset(),
+                      ) -> list[TableData]:
+    """One table per traffic class, plane statistics last; the mean cells of the planes in
+    ``marked`` (those with host-bound runs, ``report.fidelity``) carry its mark."""
     traffics = list(dict.fromkeys(row.traffic for row in analysis.rows))
-    return [_table(analysis, t) for t in traffics]
+    return [_table(analysis, t, marked) for t in traffics]
 
 
 def to_rich(table: TableData) -> Table:
@@ -67,19 +73,62 @@ def _html_cell(text: str) -> str:
     return f"<td{css}>{html.escape(text)}</td>"
 
 
-def _table(analysis: Analysis, traffic: str) -> TableData:
+def axis_tables(axes: AxesAnalysis, marked: frozenset[str] | set[str] = frozenset(),
+                ) -> list[TableData]:
+    """Tables pivoted on the axes: per traffic class and metric one table, a row per axis
+    point, a column per plane, then each plane against the baseline; the mean cells of the
+    planes in ``marked`` carry the host-bound mark."""
+    others = axes.planes[1:]
+    rows = list(dict.fromkeys(row for p in axes.points for row in p.analysis.rows))
+    traffics = list(dict.fromkeys(row.traffic for row in rows))
+    ordered = [row for t in traffics for row in rows if row.traffic == t]
+    return [TableData(
+        f"{_traffic_title(row.traffic)}: {metric_label(row.metric)}",
+        [*axes.axes, *axes.planes, *(f"{plane} vs {axes.baseline}" for plane in others)],
+        [[*(label for _axis, label, _n in p.point.values),
+          *(_point_mean(p.analysis, row, plane) + _mark(plane, marked)
+            for plane in axes.planes),
+          *(_point_change(p.analysis, row, plane, axes.baseline) for plane in others)]
+         for p in axes.points])
+        for row in ordered]
+
+
+def _point_mean(analysis: Analysis, row: Row, plane: str) -> str:
+    if plane not in analysis.planes or row not in analysis.rows:
+        return "—"
+    return _mean_cell(row, analysis.result(row, plane))
+
+
+def _point_change(analysis: Analysis, row: Row, plane: str, baseline: str) -> str:
+    """Only against the experiment's baseline: a point without its runs shows none."""
+    if analysis.planes[:1] != [baseline] or plane not in analysis.planes \
+            or row not in analysis.rows:
+        return "—"
+    return change_cell(analysis.comparison(row, plane))
+
+
+def _traffic_title(traffic: str) -> str:
+    return "plane statistics" if traffic == PLANE else f"{traffic} traffic"
+
+
+def _mark(plane: str, marked: frozenset[str] | set[str]) -> str:
+    return f" {MARK}" if plane in marked else ""
+
+
+def _table(analysis: Analysis, traffic: str, marked: frozenset[str] | set[str]
+           ) -> TableData:
     others = analysis.planes[1:]
     header = ["metric", *(_plane_header(analysis, p) for p in analysis.planes),
               *(f"{plane} vs {analysis.baseline}" for plane in others)]
     rows = [row for row in analysis.rows if row.traffic == traffic]
     body = [
         [metric_label(row.metric),
-         *(_mean_cell(row, analysis.result(row, p)) for p in analysis.planes),
-         *(_improvement_cell(analysis.comparison(row, p)) for p in others)]
+         *(_mean_cell(row, analysis.result(row, p)) + _mark(p, marked)
+           for p in analysis.planes),
+         *(change_cell(analysis.comparison(row, p)) for p in others)]
         for row in rows
     ]
-    title = "plane statistics" if traffic == PLANE else f"{traffic} traffic"
-    return TableData(title, header, body)
+    return TableData(_traffic_title(traffic), header, body)
 
 
 def _plane_header(analysis: Analysis, plane: str) -> str:
@@ -109,14 +158,29 @@ def _mean_cell(row: Row, result: PlaneResult) -> str:
     return f"{text} ({', '.join(notes)})"
 
 
-def _improvement_cell(comparison: Comparison | None) -> str:
-    if comparison is None or comparison.improvement_pct is None:
+def change_cell(comparison: Comparison | None) -> str:
+    """A plane against the baseline as people read it: "-35.0 % (better, p=0.02)" or
+    "2.1× (worse, n.s., p=0.3)"; the change is of the value, better/worse its meaning."""
+    if comparison is None or comparison.ratio is None:
         return "—"
-    text = f"{comparison.improvement_pct:+.1f}%"
+    text = change_text(comparison.ratio)
+    notes = []
+    if comparison.improvement_pct is not None and text.strip("+-") != "0.0 %":
+        notes.append("better" if comparison.improvement_pct > 0 else "worse")
     if comparison.p_value is None:
-        return f"{text} (n.s., no test)"
-    p = f"p={comparison.p_value:.2g}"
-    return f"{text} ({p})" if comparison.significant else f"{text} (n.s., {p})"
+        notes.append("n.s., no test")
+    else:
+        p = f"p={comparison.p_value:.2g}"
+        notes.append(p if comparison.significant else f"n.s., {p}")
+    return f"{text} ({', '.join(notes)})"
+
+
+def change_text(ratio: float) -> str:
+    """-35.0 % for a change within a factor 2 up, 2.1× from twice the baseline on (a
+    "+2114 %" is read more easily as 22×)."""
+    if ratio >= 2:
+        return f"{ratio:.2g}×" if ratio < 10 else f"{ratio:.0f}×"
+    return f"{(ratio - 1) * 100:+.1f} %"
 
 
 def format_number(value: float) -> str:

@@ -44,6 +44,14 @@ class SeriesPointLike(Protocol):
     value: float | None
 
 
+class AxisPointLike(Protocol):
+    """The fields of ``dplab.spec.axes.AxisPoint`` the store reads."""
+
+    axis: str
+    label: str
+    number: float | None
+
+
 class CpuIdleLike(Protocol):
     """The fields of ``dplab.substrate.cpu_idle.IdleRecord`` the store reads."""
 
@@ -60,6 +68,36 @@ def cpu_idle_columns(run_id: str, record: CpuIdleLike | None) -> dict[str, Any]:
     return {"cpu_idle": record.setting,
             "cpu_wakeup_target_us": as_value(record.wakeup_target_us, f"{where} target"),
             "cpu_idle_polled_share": as_value(record.polled_share, f"{where} polled share")}
+
+
+class FidelityLike(Protocol):
+    """The fields of ``dplab.fidelity.FidelityRecord`` the store reads."""
+
+    host_bound: bool
+    reasons: list[str]
+    measures: list  # of (measure, subject, value) objects, dplab.fidelity.Measure
+
+
+REASON_SEPARATOR = "; "
+
+
+def fidelity_columns(record: FidelityLike | None) -> dict[str, Any]:
+    """The ``runs`` columns saying whether the host limited the run, and why (null: the
+    run was not monitored, e.g. stored before the monitor existed, or it failed first)."""
+    if record is None:
+        return {"host_bound": None, "host_bound_reasons": None}
+    return {"host_bound": bool(record.host_bound),
+            "host_bound_reasons": REASON_SEPARATOR.join(record.reasons) or None}
+
+
+def fidelity_rows(run: dict[str, Any], record: FidelityLike | None) -> list[dict[str, Any]]:
+    """One row per measured fidelity figure: (measure, subject, value)."""
+    if record is None:
+        return []
+    where = f"run {run['run_id']!r}, fidelity"
+    return [{**run, "measure": m.measure, "subject": m.subject,
+             "value": as_value(m.value, f"{where} {m.measure} {m.subject}")}
+            for m in record.measures]
 
 
 def as_value(raw: Any, where: str) -> float | None:
@@ -139,6 +177,13 @@ def plane_series_rows(run: dict[str, Any],
         rows.append({**run, "t": t, "series": point.series,
                      "value": as_value(point.value, f"{where} ({point.series}) value")})
     return rows
+
+
+def run_axis_rows(run: dict[str, Any], points: list[AxisPointLike]) -> list[dict[str, Any]]:
+    """One row per axis of the run's point: its value's label and, if numeric, number."""
+    where = f"run {run['run_id']!r}, axis"
+    return [{**run, "axis": p.axis, "value": p.label,
+             "number": as_value(p.number, f"{where} {p.axis!r} number")} for p in points]
 
 
 def _flow_identity(run: dict[str, Any], result: FlowResultLike) -> dict[str, Any]:

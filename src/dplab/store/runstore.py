@@ -5,11 +5,19 @@ Tables (long format, one row per value; ``value`` is null when not measured):
 - ``runs``: run_id, plane, repetition, status ("ok" | "failed"), error, started, duration_s,
   cpu_idle (the experiment's setting), cpu_wakeup_target_us (PM QoS target read during the
   run), cpu_idle_polled_share (share of the run's idle CPU time spent polling; null when
-  not measurable or stored before these columns existed)
+  not measurable or stored before these columns existed), host_bound (the host, not the
+  plane, limited the run; null: not monitored), host_bound_reasons ("; "-separated)
 - ``flows``: run keys + flow_id, kind, src, dst, ok, error, params (JSON)
 - ``summaries``: run keys + flow_id, kind, src, dst, metric, value
 - ``intervals``: run keys + flow_id, kind, src, dst, t_start, t_end, metric, value
 - ``plane_stats``: run keys + stat, value
+- ``run_axes``: run keys + axis, value (as written in run ids and tables), number (the
+  value when it is a number, else null): the axis point a run measured; a run of an
+  experiment without axes has no rows here
+- ``fidelity``: run keys + measure, subject, value: what ``dplab.fidelity`` measured
+  during the run's traffic (cpu_busy_pct per core, cpu_saturated_share, each paced
+  sender's requested and achieved rate, each shaped link end's capacity, overflow time and
+  carried rate, drops per kind in total and per interface that dropped any)
 - ``plane_series``: run keys + t (s since the run's traffic began; negative: before it),
   series (``<metric>:<subject>``, e.g. ``rate_bps:s3:class1``, see the plane), value:
   what a plane recorded over time (the p4 plane's QoS loop: one row per metric per turn)
@@ -20,8 +28,8 @@ any point loses nothing already stored, and a half-written run is simply run aga
 a run_id that is already stored replaces its rows).
 
 Stores written before a table or column existed still open: a missing table file loads as
-an empty table (``plane_series``), a missing column (ADDED_COLUMNS) as nulls; the next run
-stored writes both in the current shape.
+an empty table (``plane_series``, ``run_axes``), a missing column (ADDED_COLUMNS) as nulls;
+the next run stored writes both in the current shape.
 """
 
 from __future__ import annotations
@@ -42,15 +50,20 @@ import pyarrow.parquet as pq
 
 from dplab.store import folder
 from dplab.store.rows import (
+    AxisPointLike,
     CpuIdleLike,
+    FidelityLike,
     FlowResultLike,
     SeriesPointLike,
     StoreError,
     cpu_idle_columns,
+    fidelity_columns,
+    fidelity_rows,
     flow_row,
     interval_rows,
     plane_series_rows,
     plane_stat_rows,
+    run_axis_rows,
     summary_rows,
 )
 
@@ -65,11 +78,13 @@ _VALUE = [("metric", pa.string()), ("value", pa.float64())]
 # Under which idle behaviour a run was measured (dplab.substrate.cpu_idle.IdleRecord).
 _CPU_IDLE = [("cpu_idle", pa.string()), ("cpu_wakeup_target_us", pa.float64()),
              ("cpu_idle_polled_share", pa.float64())]
+# Whether the emulating host limited the run (dplab.fidelity.FidelityRecord).
+_FIDELITY = [("host_bound", pa.bool_()), ("host_bound_reasons", pa.string())]
 
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": pa.schema(_RUN_KEYS + [("status", pa.string()), ("error", pa.string()),
                                    ("started", pa.float64()), ("duration_s", pa.float64())]
-                      + _CPU_IDLE),
+                      + _CPU_IDLE + _FIDELITY),
     "flows": pa.schema(_RUN_KEYS + _FLOW_KEYS + [("ok", pa.bool_()), ("error", pa.string()),
                                                  ("params", pa.string())]),
     "summaries": pa.schema(_RUN_KEYS + _FLOW_KEYS + _VALUE),
@@ -78,12 +93,17 @@ SCHEMAS: dict[str, pa.Schema] = {
     "plane_stats": pa.schema(_RUN_KEYS + [("stat", pa.string()), ("value", pa.float64())]),
     "plane_series": pa.schema(_RUN_KEYS + [("t", pa.float64()), ("series", pa.string()),
                                            ("value", pa.float64())]),
+    "run_axes": pa.schema(_RUN_KEYS + [("axis", pa.string()), ("value", pa.string()),
+                                       ("number", pa.float64())]),
+    "fidelity": pa.schema(_RUN_KEYS + [("measure", pa.string()), ("subject", pa.string()),
+                                       ("value", pa.float64())]),
 }
 # Columns added later: a table stored without them loads with nulls there. (Tables added
 # later, like plane_series, need nothing here: a missing file loads as an empty table.)
-ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE}}
+ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE + _FIDELITY}}
 # "runs" last: it marks a run as stored only after its other rows are on disk.
-WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "runs")
+WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "run_axes",
+               "fidelity", "runs")
 
 
 class RunStore:
@@ -98,7 +118,11 @@ class RunStore:
     def __init__(self, results_dir: Path, *, writing: bool = True) -> None:
         self.results_dir = Path(results_dir)
         if writing:
-            folder.claim(self.results_dir)
+            try:
+                folder.claim(self.results_dir)
+            except OSError as exc:
+                raise StoreError(f"{self.results_dir}: cannot make the results folder: "
+                                 f"{exc.strerror}") from None
         self._tables = {name: self._load(name) for name in SCHEMAS}
         self._experiment = self._load_experiment()
 
@@ -155,10 +179,13 @@ class RunStore:
         results: list[FlowResultLike],
         cpu_idle: CpuIdleLike | None = None,
         plane_series: list[SeriesPointLike] | None = None,
+        axes: list[AxisPointLike] | None = None,
+        fidelity: FidelityLike | None = None,
     ) -> None:
         """Store one run and write every table to disk before returning; ``cpu_idle`` says
         under which idle behaviour it ran (None: not recorded), ``plane_series`` what the
-        plane recorded over time (None or empty: nothing)."""
+        plane recorded over time (None or empty: nothing), ``axes`` the run's axis point,
+        ``fidelity`` whether the host limited it (None: not monitored)."""
         if status not in STATUSES:
             raise StoreError(f"run {run_id!r}: status must be one of {STATUSES}, got {status!r}")
         if status == "failed" and not error:
@@ -167,12 +194,14 @@ class RunStore:
         new_rows = {
             "runs": [{**keys, "status": status, "error": error,
                       "started": float(started), "duration_s": float(duration_s),
-                      **cpu_idle_columns(run_id, cpu_idle)}],
+                      **cpu_idle_columns(run_id, cpu_idle), **fidelity_columns(fidelity)}],
             "flows": [flow_row(keys, r) for r in results],
             "summaries": [row for r in results for row in summary_rows(keys, r)],
             "intervals": [row for r in results for row in interval_rows(keys, r)],
             "plane_stats": plane_stat_rows(keys, plane_stats),
             "plane_series": plane_series_rows(keys, plane_series or []),
+            "run_axes": run_axis_rows(keys, axes or []),
+            "fidelity": fidelity_rows(keys, fidelity),
         }
         # Convert everything first: bad input must leave the stored tables untouched.
         added = {name: pa.Table.from_pylist(rows, schema=SCHEMAS[name])
@@ -244,10 +273,17 @@ class RunStore:
 
 
 def _atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Write via ``write(tmp_path)`` then rename over ``path``: readers never see half a file."""
+    """Write via ``write(tmp_path)`` then rename over ``path``: readers never see half a file.
+    A folder that cannot be written (read-only, full) is a StoreError; the file as it was
+    before stays."""
     tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"{path}: cannot write: {exc.strerror or exc}; what was stored "
+                         "before is kept") from None
 
 
 def _now_iso() -> str:
