@@ -62,6 +62,9 @@ def _load_library() -> ctypes.CDLL:
         "bpf_object__close": (None, [ptr]),
         "bpf_object__next_map": (ptr, [ptr, ptr]),
         "bpf_object__find_program_by_name": (ptr, [ptr, cstr]),
+        "bpf_object__next_program": (ptr, [ptr, ptr]),
+        "bpf_program__name": (cstr, [ptr]),
+        "bpf_program__section_name": (cstr, [ptr]),
         "bpf_program__fd": (cint, [ptr]),
         "bpf_map__name": (cstr, [ptr]),
         "bpf_map__fd": (cint, [ptr]),
@@ -215,6 +218,20 @@ class BpfObject:
         if not program:
             raise LibbpfError(f"{self.path} has no program {name!r}")
         return _lib.bpf_program__fd(program)
+
+    def programs(self) -> dict[str, str]:
+        """Every program of the object: name -> ELF section (``xdp``, ``tc``, ...)."""
+        found = {}
+        current = _lib.bpf_object__next_program(self._require(), None)
+        while current:
+            found[_lib.bpf_program__name(current).decode()] = \
+                _lib.bpf_program__section_name(current).decode()
+            current = _lib.bpf_object__next_program(self._require(), current)
+        return found
+
+    def map_names(self) -> list[str]:
+        """The maps' names in the object file."""
+        return sorted(self._maps)
 
     def map(self, name: str) -> BpfMap:
         """The map called ``name`` in the object file (whatever it was renamed to)."""

@@ -8,12 +8,12 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from dplab.xdp.libbpf import BpfMap, BpfObject, XdpLink
+from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, XdpLink
 from dplab.xdp.netns import Interface, inside
 
 BUILD_DIR = Path(__file__).resolve().parents[3] / "xdp" / "build"
 # The slots of every program's `counters` map, in xdp/counters.h's enum counter order.
-COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn", "controller")
+COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn", "controller", "tx")
 
 
 class ProgramMissing(FileNotFoundError):
@@ -29,12 +29,20 @@ def object_path(name: str) -> Path:
 
 
 class XdpProgram:
-    """Program ``program`` of object ``xdp/build/<obj>.o``, loaded once, attachable to many
-    interfaces; ``close()`` detaches it everywhere and frees its maps."""
+    """Program ``program`` of object ``obj`` (``xdp/build/<obj>.o``, or an object file's path),
+    loaded once, attachable to many interfaces; ``close()`` detaches it everywhere and frees
+    its maps."""
 
-    def __init__(self, obj: str, program: str, map_prefix: str = "") -> None:
-        self.obj = BpfObject(object_path(obj), map_prefix=map_prefix)
-        self._fd = self.obj.program_fd(program)
+    def __init__(self, obj: str | Path, program: str | None, map_prefix: str = "") -> None:
+        """``program`` None: the object's one XDP program."""
+        path = obj if isinstance(obj, Path) else object_path(obj)
+        self.obj = BpfObject(path, map_prefix=map_prefix)
+        try:
+            self._fd = self.obj.program_fd(program if program is not None
+                                           else self._only_xdp_program())
+        except BaseException:
+            self.obj.close()
+            raise
         self._links: list[XdpLink] = []
 
     def map(self, name: str) -> BpfMap:
@@ -54,8 +62,22 @@ class XdpProgram:
                 self._links.append(XdpLink(self._fd, interface.ifindex,
                                            f"{interface.name} in {ns}"))
 
+    def _only_xdp_program(self) -> str:
+        found = [name for name, section in self.obj.programs().items()
+                 if section.split("/")[0] in ("xdp", "xdp.frags")]
+        if len(found) != 1:
+            raise LibbpfError(f"{self.obj.path}: needs exactly one program in a SEC(\"xdp\") "
+                              f"section, has {found or 'none'}")
+        return found[0]
+
+    def has_map(self, name: str) -> bool:
+        return name in self.obj.map_names()
+
     def counters(self) -> dict[str, int]:
-        """Each counter summed over the CPUs."""
+        """Each counter summed over the CPUs ({} for a program without xdp/counters.h's
+        `counters` map)."""
+        if not self.has_map("counters"):
+            return {}
         table = self.obj.map("counters")
         return {name: sum(struct.unpack("<Q", value)[0]
                           for value in table.lookup_per_cpu(struct.pack("<I", slot)))
