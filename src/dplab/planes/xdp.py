@@ -243,6 +243,12 @@ class XdpPlane(Plane):
             raise PlaneError(f"xdp: {exc}") from exc
         return {**counters, "xdp_rules": float(len(self.controller.southbound.path_rules()))}
 
+    def memory(self) -> dict[str, dict[str, int]]:
+        """switch -> bytes the kernel accounts to its object's ``programs`` and ``maps``
+        (the hosts' pass program left out); {} when stopped."""
+        return {switch: dict(zip(("programs", "maps"), program.obj.memory(), strict=True))
+                for switch, program in self.switch_programs.items()}
+
     def failures(self) -> list[str]:
         """The controller thread, once an error stopped it (the programs forward on with
         the rules they hold, but nothing answers a packet-in any more)."""

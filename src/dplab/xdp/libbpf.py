@@ -166,6 +166,16 @@ class BpfMap:
                               f"{self.value_size}")
 
 
+def memlock_bytes(fd: int) -> int:
+    """The kernel's own accounting of a BPF program's or map's memory (what it charges
+    against memlock: instructions and JIT image, or the map's allocation), from the fd's
+    ``/proc/self/fdinfo`` entry."""
+    for line in Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines():
+        if line.startswith("memlock:"):
+            return int(line.split()[1])
+    raise LibbpfError(f"fd {fd} is no BPF program or map (its fdinfo has no memlock)")
+
+
 class BpfObject:
     """A BPF object file opened and loaded into the kernel; ``close()`` unloads what no
     attached link still holds."""
@@ -228,6 +238,15 @@ class BpfObject:
                 _lib.bpf_program__section_name(current).decode()
             current = _lib.bpf_object__next_program(self._require(), current)
         return found
+
+    def memory(self) -> tuple[int, int]:
+        """(programs, maps): bytes the kernel accounts to this object's programs and maps."""
+        programs = 0
+        current = _lib.bpf_object__next_program(self._require(), None)
+        while current:
+            programs += memlock_bytes(_lib.bpf_program__fd(current))
+            current = _lib.bpf_object__next_program(self._require(), current)
+        return programs, sum(memlock_bytes(_lib.bpf_map__fd(h)) for h in self._maps.values())
 
     def map_names(self) -> list[str]:
         """The maps' names in the object file."""
