@@ -6,6 +6,7 @@ Ctrl-C."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -90,8 +91,13 @@ def test_each_use_case_in_xdp_is_proven_by_its_packets(case):
     elif case == "l3":
         assert [seen[m]["evidence"]["right"] for m in ("l3", "l3-fib")] == [matrix.FRAMES] * 2
     else:
-        for sender, copies in seen["copies"].items():
-            assert copies == {h: 0 if h == sender else 1 for h in copies}
+        for variant in ("devmap", "xdp+tc"):
+            for sender, copies in seen[variant]["evidence"]["copies"].items():
+                assert copies == {h: 0 if h == sender else 1 for h in copies}, variant
+        # The hybrid's copies came from tc: XDP passed every broadcast, tc cloned each one.
+        hybrid = seen["xdp+tc"]["evidence"]["counters"]
+        assert hybrid["pass"] >= len(seen["xdp+tc"]["evidence"]["copies"]) <= hybrid["flood"]
+        assert seen["devmap"]["evidence"]["counters"]["pass"] == 0
     assert bpf_fds() == []
 
 
@@ -151,6 +157,30 @@ def test_an_exception_detaches_a_users_program_and_frees_its_maps():
         1 / 0  # noqa: B018
     assert bpf_fds() == [] and kernel_maps_of(prefix) == []
     assert not build.exists()
+
+
+def tc_state(net: Network, ns: str, port: str) -> tuple[list[str], list[dict]]:
+    """(qdisc kinds, ingress filters) of interface ``port`` in namespace ``ns``."""
+    qdiscs = json.loads(net.run(ns, ["tc", "-j", "qdisc", "show", "dev", port]).stdout)
+    filters = net.run(ns, ["tc", "-j", "filter", "show", "dev", port, "ingress"],
+                      check=False).stdout
+    return [q["kind"] for q in qdiscs], json.loads(filters or "[]")
+
+
+@pytest.mark.net
+def test_the_hybrids_tc_filters_go_with_the_plane():
+    plane = planes.create("xdp", {"program": str(ROOT / "xdp/study003/broadcast_tc.bpf.c"),
+                                  "maps": str(ROOT / "xdp/study003/broadcast_tc_maps.yaml")})
+    with Network(catalog.build("single", hosts=4)) as net:
+        ns, port = net.switch_ns("s1"), net.switch_ports("s1")[1]
+        try:
+            plane.start(net)
+            kinds, filters = tc_state(net, ns, port)
+            assert "clsact" in kinds and any(f.get("kind") == "bpf" for f in filters)
+        finally:
+            plane.stop()
+        assert "clsact" not in tc_state(net, ns, port)[0]
+        assert xdp_attached(net) == [] and bpf_fds() == []
 
 
 CHILD = textwrap.dedent("""

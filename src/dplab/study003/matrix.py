@@ -12,7 +12,8 @@ packets and counters prove the case:
   source, TTL less the two routers and a right IPv4 checksum (XDP: the static table and the
   FIB lookup both);
 - broadcast: a broadcast frame from each host reached every other host once and never came
-  back to its sender.
+  back to its sender (XDP: devmap broadcast and the XDP + tc ``bpf_clone_redirect`` hybrid
+  both).
 
 Otherwise ✗ with what was seen. P4 "pass" is ✗ without a run: a P4 pipeline has no kernel
 stack behind it to hand a packet to (docs/studies/003-p4.md, case II).
@@ -259,12 +260,21 @@ HOSTS = 4
 
 
 def observe_broadcast(kind: str) -> Cell:
-    options = ({"program": str(XDP_DIR / "broadcast.bpf.c"),
-                "maps": str(XDP_DIR / "broadcast_maps.yaml")} if kind == "xdp"
-               else {"program": str(P4_DIR / "broadcast.p4"),
-                     "entries": str(P4_DIR / "broadcast_entries.yaml")})
+    if kind == "p4":
+        return _broadcast_variant("p4", {"program": str(P4_DIR / "broadcast.p4"),
+                                         "entries": str(P4_DIR / "broadcast_entries.yaml")})
+    variants = {name: _broadcast_variant("xdp", {"program": str(XDP_DIR / f"{stem}.bpf.c"),
+                                                 "maps": str(XDP_DIR / f"{stem}_maps.yaml")})
+                for name, stem in (("devmap", "broadcast"), ("xdp+tc", "broadcast_tc"))}
+    evidence = {name: asdict(c) for name, c in variants.items()}
+    failed = [f"{name}: {c.reason}" for name, c in variants.items() if not c.feasible]
+    return cell(not failed, "devmap broadcast and the XDP + tc clone hybrid both proven",
+                "; ".join(failed), evidence)
+
+
+def _broadcast_variant(kind: str, options: dict[str, Any]) -> Cell:
     copies: dict[str, dict[str, int]] = {}
-    with running(kind, options, "single", True, hosts=HOSTS) as (net, _):
+    with running(kind, options, "single", True, hosts=HOSTS) as (net, plane):
         hosts = net.topo.hosts()
         for sender in hosts:
             frame = _marked(Ether(dst=BROADCAST, src=net.host_mac(sender))
@@ -272,10 +282,11 @@ def observe_broadcast(kind: str) -> Cell:
                             sender.encode())
             got = exchange(net, sender, [frame], hosts, MARKER + sender.encode())
             copies[sender] = {host: len(frames) for host, frames in got.items()}
+        counters = plane.switch_counters()["s1"] if kind == "xdp" else {}
     wrong = {sender: seen for sender, seen in copies.items()
              if any(n != (0 if host == sender else 1) for host, n in seen.items())}
     return cell(not wrong, "one copy at every other host, none back at the sender",
-                f"copies per sender {wrong}", {"copies": copies})
+                f"copies per sender {wrong}", {"copies": copies, "counters": counters})
 
 
 OBSERVERS: dict[str, Callable[[str], Cell]] = {
