@@ -17,6 +17,12 @@ Modes:
   through BPF maps (dplab.xdp.southbound): packet-ins through a ring buffer, path rules as
   map entries, packet-outs through packet sockets.
 
+Or the user's own program (options ``program``, ``maps``, ``addressing``; dplab.xdp.user):
+compiled with clang at start, loaded on every switch with its `ports` devmap filled and
+its map entries file written, attached to every switch port, and a tc program in the same
+object attached beside it on tc ingress. ``addressing: l3`` gives the switches the router
+plane's addresses, routes and ip_forward, for a program that passes frames to the stack.
+
 Every host's ``eth0`` runs an XDP_PASS program: a veth takes frames its peer's XDP program
 redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why). Hosts checksum
 in software (transmit checksum offload off on ``eth0``): a veth hands TCP and UDP frames
@@ -135,8 +141,7 @@ class XdpPlane(Plane):
         ns, own = net.switch_ns(switch), ports[switch]
         switch_ports = [own[name] for name in net.switch_ports(switch).values()]
         if self.user is not None:
-            self.switch_programs[switch] = self._load_user(net, switch, ports)
-            self.switch_programs[switch].attach(ns, switch_ports)
+            self._load_user(self.user, net, switch, ports).attach(ns, switch_ports)
             return
         obj, program_name = MODES[self.options["mode"]]
         program = XdpProgram(obj, program_name, map_prefix=f"{net.prefix}{switch}")
@@ -153,21 +158,22 @@ class XdpPlane(Plane):
                 routes.update(key, value)
         program.attach(ns, switch_ports)
 
-    def _load_user(self, net: Network, switch: str,
+    def _load_user(self, user: UserProgram, net: Network, switch: str,
                    ports: dict[str, dict[str, Interface]]) -> XdpProgram:
-        """The user's object on ``switch``: its `ports` devmap (if it has one) holds every
-        switch port, then the entries file's entries for this switch are written."""
-        assert self.user is not None
+        """The user's object on ``switch`` (compiled on the first switch): its `ports`
+        devmap (if it has one) holds every switch port, then the entries file's entries for
+        this switch are written. Kept in switch_programs first, so stop() frees it if an
+        entry fails."""
         if self._build_dir is None:
             self._build_dir = tempfile.TemporaryDirectory(prefix=f"{net.prefix}xdp-")
-            self.user.compile(Path(self._build_dir.name))
-        program = self.user.load(map_prefix=f"{net.prefix}{switch}")
+            user.compile(Path(self._build_dir.name))
+        program = user.load(map_prefix=f"{net.prefix}{switch}")
+        self.switch_programs[switch] = program
         ns, own = net.switch_ns(switch), ports[switch]
         numbered = {port: own[name] for port, name in net.switch_ports(switch).items()}
-        self.switch_programs[switch] = program
         if program.has_map("ports"):
             program.set_ports(ns, numbered.values())
-        self.user.write_entries(program, switch, numbered)
+        user.write_entries(program, switch, numbered)
         return program
 
     def _start_controller(self, net: Network, ports: dict[str, dict[str, Interface]]) -> None:
