@@ -276,6 +276,7 @@ LOC_CASES = {
     "IV L3 forwarding (static table)": ("l3_forward.p4", "l3_router.bpf.c"),
     "IV L3 forwarding (FIB lookup)": (None, "l3_fib.bpf.c"),
     "V broadcast": ("broadcast.p4", "study003/broadcast.bpf.c"),
+    "V broadcast (XDP + tc clone)": (None, "study003/broadcast_tc.bpf.c"),
 }
 
 
