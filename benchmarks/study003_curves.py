@@ -1,7 +1,8 @@
 """Study 003's performance curves, P4 and XDP side by side: echo latency, CPU and memory vs
 offered load, and lines of code.
 
-usage: python benchmarks/study003_curves.py [--rates 0,1,10,50,100,200] [--seconds 3] [--write]
+usage: python benchmarks/study003_curves.py [--rates 0,1,10,50,100,200] [--seconds 3]
+       [--repetitions 1] [--write]
 
 For each offered rate (kpps of 64 B frames, `pps` workload: dplab-pktblast from h1):
 
@@ -22,8 +23,8 @@ For each offered rate (kpps of 64 B frames, `pps` workload: dplab-pktblast from 
 - lines of code of each use case's program in both technologies (non-blank,
   non-comment; the lab's own headers a C program includes counted beside it).
 
-One run per point (the lead reruns on a quiet machine); `--write` replaces the section of
-docs/studies/003-xdp.md. Run as root from the repository's root, with the lab built.
+Each point runs ``--repetitions`` times (mean ± 95 % CI from 2 on); `--write` replaces the
+section of docs/studies/003-xdp.md. Run as root from the repository's root, with the lab built.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from pathlib import Path
 from doc_section import machine_line, write_section  # beside this script
 
 from dplab import planes
+from dplab.analysis.stats import Description, describe
 from dplab.measure.resources import ProcReader, Snapshot
 from dplab.planes.base import Plane
 from dplab.planes.xdp import XdpPlane
@@ -225,15 +227,28 @@ def code_lines(path: Path) -> int:
 Point = Callable[[Network, ProcReader, Plane, float, float], dict]
 
 
-def curve(setups: tuple[Setup, ...], point: Point, rates: list[float],
-          seconds: float) -> dict[str, list[dict]]:
+def curve(setups: tuple[Setup, ...], point: Point, rates: list[float], seconds: float,
+          repetitions: int) -> dict[str, list[dict]]:
+    """setup label -> one row per rate, each metric described over the repetitions (the
+    rates run in turn within each repetition, so slow drifts of the machine's load spread
+    over every rate)."""
     rows = {}
     for setup in setups:
+        runs: dict[float, list[dict]] = {kpps: [] for kpps in rates}
         with plane_network(setup) as (net, reader, plane):
-            rows[setup.label] = [{"kpps": kpps, **point(net, reader, plane, kpps, seconds)}
-                                 for kpps in rates]
+            for _ in range(repetitions):
+                for kpps in rates:
+                    runs[kpps].append(point(net, reader, plane, kpps, seconds))
+        rows[setup.label] = [{"kpps": kpps, **described(runs[kpps])} for kpps in rates]
         print(f"  {setup.label}: done", file=sys.stderr)
     return rows
+
+
+def described(points: list[dict]) -> dict[str, Description]:
+    """Each metric over the repetitions that measured it (a None is left out, never 0)."""
+    names = dict.fromkeys(name for point in points for name in point)
+    return {name: describe([p[name] for p in points if p.get(name) is not None])
+            for name in names}
 
 
 MEMORY = ("memory_kib", "memory KiB per switch")
@@ -262,9 +277,18 @@ def table(rows: dict[str, list[dict]], columns: tuple[tuple[str, str], ...]) -> 
     return "\n".join(lines)
 
 
-def _cell(value: float | None) -> str:
-    if value is None:
-        return "-"
+def _cell(value: float | Description | None) -> str:
+    """A number, or a mean with its 95 % CI half-width when repetitions give one; '-' when
+    nothing was measured."""
+    if isinstance(value, Description):
+        if value.mean is None:
+            return "-"
+        text = _number(value.mean)
+        return text if value.ci95 is None else f"{text} ± {_number(value.ci95)}"
+    return "-" if value is None else _number(value)
+
+
+def _number(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
 
 
@@ -302,7 +326,8 @@ def report(echo: dict, forward: dict, command: str) -> str:
     return "\n\n".join([
         "## Performance curves (benchmarks/study003_curves.py)",
         f"`{command}`. {machine_line()} Load: {os.getloadavg()[0]:.1f} (1 min) at the end. "
-        "One run per point; '-' = not measured (a kernel plane has no switch process nor "
+        "Cells: the mean over the repetitions ± its 95 % CI half-width (Student t); '-' = not "
+        "measured (a kernel plane has no switch process nor "
         "memory of its own). Memory per switch: the P4 switch process's RSS, the XDP "
         "switch's BPF programs and maps as the kernel accounts them (memlock).",
         "Echo latency of 10 ms pings under a load of 64 B echo requests (the load's own "
@@ -323,13 +348,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="0,1,10,50,100,200", help="kpps, comma-separated")
     parser.add_argument("--seconds", type=float, default=3.0, help="load time per point")
+    parser.add_argument("--repetitions", type=int, default=1,
+                        help="runs per point (2 or more: mean ± 95 %% CI)")
     parser.add_argument("--write", action="store_true", help=f"update {DOC.relative_to(ROOT)}")
     args = parser.parse_args()
     rates = [float(rate) for rate in args.rates.split(",")]
-    if any(rate < 0 for rate in rates) or args.seconds <= 0:
-        parser.error("rates must be >= 0 kpps and --seconds > 0")
-    echo = curve(ECHO, echo_point, rates, args.seconds)
-    forward = curve(FORWARD, forward_point, rates, args.seconds)
+    if any(rate < 0 for rate in rates) or args.seconds <= 0 or args.repetitions < 1:
+        parser.error("rates must be >= 0 kpps, --seconds > 0 and --repetitions >= 1")
+    echo = curve(ECHO, echo_point, rates, args.seconds, args.repetitions)
+    forward = curve(FORWARD, forward_point, rates, args.seconds, args.repetitions)
     command = "python benchmarks/study003_curves.py " + " ".join(sys.argv[1:])
     text = report(echo, forward, command.strip())
     print(text)

@@ -49,3 +49,10 @@ def test_each_cores_share_is_of_that_cores_own_time():
     assert study003_curves.core_usage(before, after) == {
         "cpu0_user": 50.0, "cpu0_system": 10.0, "cpu0_softirq": 0.0,
         "cpu1_user": None, "cpu1_system": None, "cpu1_softirq": None}
+
+
+def test_repetitions_give_a_mean_and_its_interval_and_leave_out_what_was_not_measured():
+    got = study003_curves.described([{"rtt": 1.0, "cpu": None}, {"rtt": 3.0, "cpu": None}])
+    assert study003_curves._cell(got["rtt"]) == "2 ± 12.7"  # t(0.975, 1) = 12.706
+    assert study003_curves._cell(got["cpu"]) == "-"
+    assert study003_curves._cell(study003_curves.described([{"rtt": 5.0}])["rtt"]) == "5"
