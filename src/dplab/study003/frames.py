@@ -4,8 +4,8 @@ and its tests): a packet socket on each host's eth0 sees every frame that host r
 
 from __future__ import annotations
 
+import select
 import socket
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -18,8 +18,8 @@ PACKET_OUTGOING = 4
 
 @contextmanager
 def listening(net: Network, hosts: list[str]) -> Iterator[dict[str, socket.socket]]:
-    """A non-blocking packet socket bound to each host's eth0 (opened inside its namespace,
-    where it stays)."""
+    """A packet socket bound to each host's eth0 (opened inside its namespace, where it
+    stays)."""
     with ExitStack() as stack:
         sockets = {}
         for host in hosts:
@@ -28,7 +28,6 @@ def listening(net: Network, hosts: list[str]) -> Iterator[dict[str, socket.socke
                                      socket.htons(ETH_P_ALL))
             stack.enter_context(sock)
             sock.bind((HOST_IF, 0))
-            sock.setblocking(False)
             sockets[host] = sock
         yield sockets
 
@@ -46,22 +45,15 @@ def received(sockets: dict[str, socket.socket], settle_s: float = 0.3
              ) -> dict[str, list[bytes]]:
     """Every frame each socket got until none came for ``settle_s``."""
     got: dict[str, list[bytes]] = {host: [] for host in sockets}
-    quiet_since = time.monotonic()
-    while time.monotonic() - quiet_since < settle_s:
-        idle = True
-        for host, sock in sockets.items():
-            try:
-                frame, address = sock.recvfrom(65535)
-            except BlockingIOError:
-                continue
-            idle = False
+    host_of = {sock: host for host, sock in sockets.items()}
+    while True:
+        ready, _, _ = select.select(list(host_of), [], [], settle_s)
+        if not ready:
+            return got
+        for sock in ready:
+            frame, address = sock.recvfrom(65535)
             if address[2] != PACKET_OUTGOING:
-                got[host].append(frame)
-        if idle:
-            time.sleep(0.01)
-        else:
-            quiet_since = time.monotonic()
-    return got
+                got[host_of[sock]].append(frame)
 
 
 def exchange(net: Network, sender: str, frames: list[bytes], hosts: list[str],
