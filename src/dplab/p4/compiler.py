@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from dplab.p4 import ids, names, value_sets, varbit
+from dplab.p4 import ids, names, unions, value_sets, varbit
 from dplab.p4.action_order import action_ranks
 from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
@@ -141,7 +141,7 @@ class Compiler:
         kind = decl.kind
         if kind == "typedef":
             self.types[decl.name] = self.resolve_type(decl.type)
-        elif kind in ("header", "struct"):
+        elif kind in ("header", "struct", "header_union"):
             self.types[decl.name] = self.struct_type(decl)
             self.struct_decls[decl.name] = decl
         elif kind == "enum":
@@ -200,6 +200,8 @@ class Compiler:
             return Varbit(node.width)
         if node.kind == "stack":
             base = self.resolve_type(node.base)
+            if unions.is_union(base):
+                raise P4Error(node.loc, f"stacks of header_union {base.name} are not supported")
             if not isinstance(base, StructType) or base.kind != "header":
                 raise P4Error(node.loc, "only headers can form a stack")
             varbit.refuse("a header stack", base, node.loc)
@@ -227,6 +229,8 @@ class Compiler:
             fields.append((f.name, typ, lists))
         annos = tuple((k, "".join(t.text for t in v)) for k, v in decl.annos.items())
         typ = StructType(decl.kind, decl.name, tuple(fields), annos)
+        if decl.kind == "header_union":
+            unions.check_members(typ, [f.type.loc for f in decl.fields])
         if decl.kind == "header":
             varbit.check_header(typ, [f.type.loc for f in decl.fields])
         if decl.kind == "header" and header_width(typ) % 8:
@@ -286,17 +290,14 @@ class Compiler:
         return len(self.ir["instances"]) - 1
 
     def header_struct(self, prefix: str, typ: StructType, loc: Loc) -> StructRef:
+        if unions.is_union(typ):
+            return unions.union_ref(typ, lambda name, htype: self.header_instance(
+                f"{prefix}.{name}", htype))
         ref = StructRef(typ)
         for name, ftype, _ in typ.fields:
             path = f"{prefix}.{name}"
-            if isinstance(ftype, StructType) and ftype.kind == "header" \
-                    and varbit.varbit_index(ftype) is not None:
-                ref.members[name] = varbit.layout(self, path, ftype)
-                self.controller_header(ftype, ref.members[name].inst)
-            elif isinstance(ftype, StructType) and ftype.kind == "header":
-                inst = self.add_instance(path, "header", ftype, list(ftype.fields))
-                ref.members[name] = HeaderRef(inst, ftype)
-                self.controller_header(ftype, inst)
+            if isinstance(ftype, StructType) and ftype.kind == "header":
+                ref.members[name] = self.header_instance(path, ftype)
             elif isinstance(ftype, StackType):
                 insts = [self.add_instance(f"{path}[{i}]", "header", ftype.base,
                                            list(ftype.base.fields)) for i in range(ftype.size)]
@@ -308,6 +309,14 @@ class Compiler:
                 raise P4Error(loc, f"the headers struct may hold only headers, not "
                               f"{type_name(ftype)} ({name})")
         return ref
+
+    def header_instance(self, path: str, typ: StructType) -> HeaderRef:
+        if varbit.varbit_index(typ) is not None:
+            header = varbit.layout(self, path, typ)
+        else:
+            header = HeaderRef(self.add_instance(path, "header", typ, list(typ.fields)), typ)
+        self.controller_header(typ, header.inst)
+        return header
 
     def controller_header(self, typ: StructType, inst: int) -> None:
         annos = dict(typ.annos)

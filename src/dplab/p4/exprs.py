@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dplab.p4 import signed, varbit
+from dplab.p4 import signed, unions, varbit
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.stack_last import StackLastCheck
@@ -106,6 +106,8 @@ class ExprChecker:
     def member(self, base: object, node: Node) -> object:
         name = node.name
         if isinstance(base, StructRef):
+            if unions.is_union(base.type) and name == "isValid":
+                return ("union_method", base, name)
             if name not in base.members:
                 raise P4Error(node.loc, f"{base.type.name} has no field '{name}'")
             return base.members[name]
@@ -258,6 +260,9 @@ class ExprChecker:
                 raise P4Error(node.loc, f"function {func.decl.name} returns no value")
             self.before(node, stmts)
             return result
+        if isinstance(func, tuple) and func[0] == "union_method":
+            self._no_args(node)
+            return unions.is_valid(func[1])
         if isinstance(func, tuple) and func[0] == "header_method" and func[2] == "isValid":
             self._no_args(node)
             return Val({"op": "valid", "w": 1, "inst": func[1].inst}, BoolType())

@@ -148,6 +148,8 @@ class HeaderRef:
     inst: int
     type: StructType
     varbit: VarbitParts | None = None
+    # in a header_union: the instances of the other members (dplab/p4/unions.py)
+    siblings: tuple[int, ...] = ()
 
     @property
     def parts(self) -> list[int]:

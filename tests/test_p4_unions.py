@@ -1,0 +1,64 @@
+"""header_union (P4_16 8.20, dplab/p4/unions.py) through the real switch: which member is
+valid after extract, setValid, setInvalid and assignment, seen in the emitted bytes and in
+the program's sel.seen byte (tests/p4/header_union.p4); bad programs refused with their
+place."""
+
+from pathlib import Path
+
+import pytest
+from switch_rig import ir_folder, mac, outputs
+from test_p4_compiler import compile_error
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAM = ROOT / "tests" / "p4" / "header_union.p4"
+ETH = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + b"\x88\xb5"
+REST = bytes(range(100, 143))   # after eth + sel: frames of at least 60 bytes
+
+# (sel.kind, sel.op, union bytes in) -> (sel.seen, union bytes out), worked out from 8.20;
+# seen: bit 0 u valid after parsing, bit 1 u.one, bit 2 u.two, bit 4 u valid at the end
+CASES = {
+    "one extracted, widened to two by setValid": ((1, 1, b"\x42"), (0x13, b"\x01\x42")),
+    "two extracted, a valid header assigned to one": ((2, 2, b"\xab\xcd"), (0x15, b"\x77")),
+    "two extracted, setInvalid of the invalid one": ((2, 3, b"\xab\xcd"), (0x05, b"")),
+    "one then two extracted: two left": ((3, 0, b"\x11\x22\x33"), (0x15, b"\x22\x33")),
+    "an invalid header assigned to two": ((3, 4, b"\x11\x22\x33"), (0x05, b"")),
+    "copied to a local and back by an action": ((1, 5, b"\x42"), (0x13, b"\x42")),
+    "no member extracted": ((0, 0, b""), (0x00, b"")),
+}
+
+
+@pytest.fixture(scope="module")
+def ir_dir(tmp_path_factory):
+    return ir_folder(tmp_path_factory, "header_union")
+
+
+@pytest.mark.net
+def test_union_members_through_the_switch(ir_dir: Path) -> None:
+    frames = {name: ETH + bytes([kind, op, 0]) + union + REST
+              for name, ((kind, op, union), _) in CASES.items()}
+    got = outputs(PROGRAM, ir_dir, 2, frames)
+    want = {name: {2: [ETH + bytes([kind, op, seen]) + union + REST]}
+            for name, ((kind, op, _), (seen, union)) in CASES.items()}
+    assert got == want
+
+
+# (text, its replacement, where in the replacement the error points, the reason)
+BAD = [
+    ("    two_t two;\n}", "    bit<8> two;\n}", "bit", "header_union u_t: member two "
+     "must be a header, not bit<8>"),
+    ("    u_t u;", "    u_t[2] u;", "u_t", "stacks of header_union u_t are not supported"),
+    ("hdr.u.one.setInvalid();", "hdr.u.setInvalid();", ".setInvalid", "u_t has no field "
+     "'setInvalid'"),
+    ("hdr.u.one.setInvalid();", "hdr.u.isValid();", ".isValid", "isValid() result is unused"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "at", "reason"), BAD)
+def test_bad_unions_give_exact_locations(tmp_path: Path, old: str, new: str, at: str,
+                                         reason: str) -> None:
+    text = PROGRAM.read_text()
+    start = text.index(old) + new.index(at)
+    line = text.count("\n", 0, start) + 1
+    col = start - text.rfind("\n", 0, start)
+    error = compile_error(text.replace(old, new, 1), tmp_path)
+    assert (error.line, error.col, error.reason) == (line, col, reason)
