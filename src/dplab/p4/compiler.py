@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from dplab.p4 import ids, names, unions, value_sets, varbit
+from dplab.p4 import ids, names, tuples, unions, value_sets, varbit
 from dplab.p4.action_order import action_ranks
 from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
@@ -29,6 +29,7 @@ from dplab.p4.types import (
     FunctionRef,
     HeaderRef,
     IntType,
+    ListVal,
     Named,
     Signed,
     StackRef,
@@ -208,6 +209,8 @@ class Compiler:
             if not 1 <= node.size <= MAX_STACK:
                 raise P4Error(node.loc, f"a header stack's size must be in 1..{MAX_STACK}")
             return StackType(base, node.size)
+        if node.name == "tuple":
+            return tuples.tuple_type([self.resolve_type(a) for a in node.args])
         builtin = {"bool": BoolType(), "error": ErrorType(), "string": StringType()}
         if node.name in builtin:
             return builtin[node.name]
@@ -663,6 +666,8 @@ class Compiler:
             local, init = compound_local(self, param.name, typ, param.loc)
         else:
             local, init = self.new_local(param.name, typ, param.loc), []
+        if isinstance(target, ListVal):
+            return local, tuples.copy_in(local, target), []
         if param.direction == "in":
             return local, copy_compound(local, target, param.loc), []
         copy_in = copy_compound(local, target, param.loc) if param.direction == "inout" \
@@ -711,6 +716,9 @@ class Compiler:
                     raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
                                   f"argument is {type_name(val.type)}")
                 bound.append(val)
+                continue
+            if param.direction == "in" and arg.kind == "list":
+                bound.append(tuples.list_value(self.exprs, arg, typ, env))
                 continue
             if arg.kind == "name" and arg.name == "_" and "_" not in env \
                     and param.direction == "out":
@@ -809,7 +817,8 @@ class Compiler:
 
     def digest_index(self, typ: object, data: list[Val], loc: Loc) -> int:
         if not isinstance(typ, StructType) or typ.kind != "struct":
-            raise P4Error(loc, "a digest's type must be a struct")
+            raise P4Error(loc, f"a digest's type must be a struct (P4Info names the digest "
+                          f"after it), not {type_name(typ)}")
         if typ.name not in self.digest_types:
             # p4c names a digest after its struct type's control-plane name (its @name,
             # else its own), its fields by theirs (p4RuntimeArchStandard's getDigestCall,
@@ -861,6 +870,8 @@ def binding_key(target: object) -> object:
         return {"header": target.inst}
     if isinstance(target, StackRef):
         return {"stack": target.stack}
+    if isinstance(target, ListVal):
+        return {"list": [v.ir for v in target.items]}
     return {name: binding_key(m) for name, m in target.members.items()}
 
 

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dplab.p4 import signed, unions, varbit
+from dplab.p4 import signed, tuples, unions, varbit
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.stack_last import StackLastCheck
@@ -156,7 +156,9 @@ class ExprChecker:
 
     errors: dict[str, int] = {}
 
-    def stack_index(self, base: object, node: Node, env: Env) -> HeaderRef:
+    def stack_index(self, base: object, node: Node, env: Env) -> object:
+        if isinstance(base, StructRef) and tuples.is_tuple(base.type):
+            return tuples.element(base, self.value(node.index, env), node.index.loc)
         if not isinstance(base, StackRef):
             raise P4Error(node.loc, "only header stacks can be indexed")
         index = self.value(node.index, env)

@@ -8,7 +8,8 @@ from dplab.p4.errors import Loc, P4Error
 from dplab.p4.lexer import Token
 from dplab.p4.limits import MAX_NESTING
 
-TYPE_KEYWORDS = {"bit", "bool", "int", "varbit", "error", "void", "packet_in", "packet_out"}
+TYPE_KEYWORDS = {"bit", "bool", "int", "varbit", "error", "void", "packet_in", "packet_out",
+                 "tuple"}
 # Binary operators from lowest to highest precedence, as in the P4_16 grammar.
 BINARY_LEVELS = [
     ["||"], ["&&"], ["==", "!="], ["<", ">", "<=", ">="], ["|"], ["^"], ["&"],

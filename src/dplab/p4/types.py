@@ -226,4 +226,7 @@ class UserFunction:
 
 @dataclass
 class ListVal:
+    """A list expression given for a struct or tuple `in` parameter: its scalars, in the
+    order of the type's fields (dplab/p4/tuples.py)."""
+
     items: list[Val]
