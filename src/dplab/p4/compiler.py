@@ -16,6 +16,7 @@ from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.stack_last import StackLastCheck
 from dplab.p4.statements import Scope, StatementCompiler
+from dplab.p4.sub_parsers import ParserBuilder
 from dplab.p4.syntax import Node, name_loc, parse
 from dplab.p4.types import (
     STANDARD_ERRORS,
@@ -52,6 +53,7 @@ FUNCTIONS = {"mark_to_drop", "verify", "verify_checksum", "update_checksum", "ha
              "digest", "log_msg"}
 EXTERN_OBJECTS = {"counter", "direct_counter", "meter", "direct_meter", "register"}
 UNITS = {"packets": "packets", "bytes": "bytes", "packets_and_bytes": "both"}
+CONTROL_LOCALS = {"action", "table", "function", "instance"}   # declared, not run
 STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
 
 
@@ -406,36 +408,11 @@ class Compiler:
     # --- parser --------------------------------------------------------------------
     def compile_parser(self, parser: Node, roots: dict) -> None:
         env = self.bind_params(parser, roots, self.globals)
-        state_index = {s.name: i for i, s in enumerate(parser.states)}
-        if "start" not in state_index:
-            raise P4Error(parser.loc, "the parser has no 'start' state")
-        for state in parser.states:
-            if state.name in ("accept", "reject"):
-                raise P4Error(state.loc, f"'{state.name}' is a reserved state name")
-        targets = {**state_index, "accept": -1, "reject": -2}
-        scope = Scope(in_parser=True, params=frozenset(p.name for p in parser.params))
         self.exprs.in_parser = True
         self.exprs.stack_last = StackLastCheck(self.ir["stacks"])
-        init = []
-        for local in parser.locals:
-            if value_sets.is_value_set(local):
-                value_sets.declare(self, local, names.block_name(parser), env)
-                self.declared.append(("value_set", local, env[local.name]))
-            else:
-                init.extend(self.stmts.statement(local, env, scope))
-        states = []
-        for state in parser.states:
-            body = list(init) if state.name == "start" else []
-            state_env = dict(env)
-            for node in state.body:
-                compiled = self.stmts.statement(node, state_env, scope)
-                self.exprs.stack_last.note(compiled, node.loc)
-                body += compiled
-            states.append({"name": state.name, "body": body,
-                           "transition": self.transition(state, targets, env)})
+        self.ir["parser"] = ParserBuilder(self).top(parser, env)
         self.exprs.stack_last.check()
         self.exprs.in_parser = False
-        self.ir["parser"] = {"start": state_index["start"], "states": states}
 
     def transition(self, state: Node, targets: dict, env: Env) -> dict:
         node = state.transition
@@ -532,7 +509,7 @@ class Compiler:
         if kind not in EXTERN_OBJECTS:
             what = kind or node.type.kind
             if what in self.decls and self.decls[what].kind == "control":
-                return self.sub_control(node, self.decls[what])
+                return self.sub_control(node, self.decls[what], owner)
             if what in self.decls:
                 raise P4Error(node.loc, f"instantiating {self.decls[what].kind} '{what}' "
                               "inside a control is not supported: only counters, meters, "
@@ -566,30 +543,32 @@ class Compiler:
         group.append(entry)
         return ExternRef(kind, len(group) - 1, elem)
 
-    def sub_control(self, node: Node, decl: Node) -> ControlRef:
-        """A control instantiated in a control, inlined where it is applied: only one
-        made of statements and variables (a table or extern in it would need one copy per
-        instance, with its own P4Info name)."""
-        for local in decl.locals:
-            if local.kind not in ("var", "const"):
-                raise P4Error(local.loc, f"control '{decl.name}' is instantiated in a control "
-                              f"(line {node.loc.line}), which needs it to hold only variables and "
-                              f"statements: its {local.kind} is not supported")
+    def sub_control(self, node: Node, decl: Node, owner: str) -> ControlRef:
+        """A control instantiated in a control, inlined where it is applied; its tables,
+        actions and externs are named under the instance's path."""
         if node.args:
             raise P4Error(node.loc, f"control '{decl.name}' takes no constructor arguments")
-        return ControlRef(decl)
+        return ControlRef(decl, self.qualified(node, owner))
 
     def inline_control(self, control: ControlRef, call: Node, env: Env) -> list[dict]:
         """`instance.apply(args)`: the control's body with its parameters bound as an
-        action's directional ones (dplab/p4/inlining.py); its `return` ends only it."""
+        action's directional ones (dplab/p4/inlining.py); its `return` ends only it. Its
+        tables, actions and externs are compiled here, with the parameters bound; a
+        second apply would need a second copy of them (p4c's inliner makes none either)."""
         decl = control.decl
+        if any(local.kind not in ("var", "const") for local in decl.locals):
+            if control.applied is not None:
+                raise P4Error(call.loc, f"control instance {control.path} is applied a second "
+                              f"time (first at line {control.applied.line}): it holds tables, "
+                              "actions or externs, which each apply would need its own copy of")
+            control.applied = call.loc
         params = [(p, self.resolve_type(p.type)) for p in decl.params]
         args = self.with_defaults(params, call, f"control {decl.name}")
         targets = self.bind_args(params, args, env)
         inner = dict(self.globals)
         scope = Scope(params=frozenset(p.name for p in decl.params), lower_return=True)
         return self.inline_body(params, targets, decl.locals + decl.body.body, inner, scope,
-                                call.loc)
+                                call.loc, owner=control.path)
 
     def inline_function(self, func: UserFunction, call: Node,
                         env: Env) -> tuple[list[dict], Val | None]:
@@ -620,9 +599,11 @@ class Compiler:
         return body, result
 
     def inline_body(self, params: list[tuple[Node, object]], targets: list[object],
-                    body: list[Node], inner: Env, scope: Scope, loc: Loc) -> list[dict]:
+                    body: list[Node], inner: Env, scope: Scope, loc: Loc,
+                    owner: str | None = None) -> list[dict]:
         """Statements running `body` with `params` bound to `targets` (copy-in, the body
-        with its returns made real, copy-out)."""
+        with its returns made real, copy-out). A control's body (`owner`: its instance
+        path) may declare actions, tables, functions and instances."""
         outs = [t for (p, _), t in zip(params, targets, strict=True) if p.direction != "in"]
         copies = needs_copies(body, {p.name for p, _ in params}, inner, outs)
         prologue, epilogue = [], []
@@ -632,7 +613,9 @@ class Compiler:
             epilogue.extend(copy_out)
         compiled = []
         for node in body:
-            compiled.extend(self.stmts.statement(node, inner, scope))
+            compiled.extend(self.control_local(node, owner, inner, scope)
+                            if owner is not None and node.kind in CONTROL_LOCALS
+                            else self.stmts.statement(node, inner, scope))
         compiled = lower_returns(compiled, lambda: self.flag(loc))
         if epilogue:
             compiled = copy_out_before_exits(compiled, epilogue)
