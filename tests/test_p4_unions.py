@@ -1,7 +1,7 @@
 """header_union (P4_16 8.20, dplab/p4/unions.py) through the real switch: which member is
 valid after extract, setValid, setInvalid and assignment, seen in the emitted bytes and in
-the program's sel.seen byte (tests/p4/header_union.p4); bad programs refused with their
-place."""
+the program's sel.seen byte (tests/p4/header_union.p4); a stack of unions filled by
+`extract(us.next.m)` (tests/p4/union_stack.p4); bad programs refused with their place."""
 
 from pathlib import Path
 
@@ -11,6 +11,7 @@ from test_p4_compiler import compile_error
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "p4" / "header_union.p4"
+STACK = ROOT / "tests" / "p4" / "union_stack.p4"
 ETH = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + b"\x88\xb5"
 REST = bytes(range(100, 143))   # after eth + sel: frames of at least 60 bytes
 
@@ -42,21 +43,48 @@ def test_union_members_through_the_switch(ir_dir: Path) -> None:
     assert got == want
 
 
-# (text, its replacement, where in the replacement the error points, the reason)
+# sel.kind -> the union bytes in, and sel.seen (bit 0: us[0] valid, 1: us[0].one, 2: us[1]
+# valid, 3: us[1].two, 7: StackOutOfBounds); the bytes go out as they came in
+STACK_CASES = {
+    "one, one": (1, b"\x41\x42", 0x07),
+    "one, two": (2, b"\x41\xb0\xb1", 0x0F),
+    "two, one": (3, b"\xa0\xa1\x42", 0x05),
+    "a third element: out of bounds": (4, b"\x41\x42\x43", 0x87),
+    "none": (0, b"", 0x00),
+}
+
+
+@pytest.mark.net
+def test_union_stack_through_the_switch(ir_dir: Path) -> None:
+    frames = {name: ETH + bytes([kind, 0]) + union + REST
+              for name, (kind, union, _) in STACK_CASES.items()}
+    got = outputs(STACK, ir_dir, 2, frames)
+    assert got == {name: {2: [ETH + bytes([kind, seen]) + union + REST]}
+                   for name, (kind, union, seen) in STACK_CASES.items()}
+
+
+# (program, text, its replacement, where in the replacement the error points, the reason)
 BAD = [
-    ("    two_t two;\n}", "    bit<8> two;\n}", "bit", "header_union u_t: member two "
+    (PROGRAM, "    two_t two;\n}", "    bit<8> two;\n}", "bit", "header_union u_t: member two "
      "must be a header, not bit<8>"),
-    ("    u_t u;", "    u_t[2] u;", "u_t", "stacks of header_union u_t are not supported"),
-    ("hdr.u.one.setInvalid();", "hdr.u.setInvalid();", ".setInvalid", "u_t has no field "
-     "'setInvalid'"),
-    ("hdr.u.one.setInvalid();", "hdr.u.isValid();", ".isValid", "isValid() result is unused"),
+    (PROGRAM, "hdr.u.one.setInvalid();", "hdr.u.setInvalid();", ".setInvalid", "u_t has no "
+     "field 'setInvalid'"),
+    (PROGRAM, "hdr.u.one.setInvalid();", "hdr.u.isValid();", ".isValid", "isValid() result "
+     "is unused"),
+    (STACK, "standard_metadata.egress_spec = 2;", "hdr.us.next.one.x = 1;", ".next",
+     "'.next' of a stack of header unions is only allowed in a parser"),
+    (STACK, "hdr.us[1].two.isValid()", "hdr.us[2].two.isValid()", "2", "index 2 is outside "
+     "the stack (size 2)"),
+    (STACK, "packet.extract(hdr.us.next.two);\n        transition accept;",
+     "packet.extract(hdr.us.next.three);\n        transition accept;", ".three",
+     "header_union u_t has no member 'three'"),
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "at", "reason"), BAD)
-def test_bad_unions_give_exact_locations(tmp_path: Path, old: str, new: str, at: str,
-                                         reason: str) -> None:
-    text = PROGRAM.read_text()
+@pytest.mark.parametrize(("program", "old", "new", "at", "reason"), BAD)
+def test_bad_unions_give_exact_locations(tmp_path: Path, program: Path, old: str, new: str,
+                                         at: str, reason: str) -> None:
+    text = program.read_text()
     start = text.index(old) + new.index(at)
     line = text.count("\n", 0, start) + 1
     col = start - text.rfind("\n", 0, start)

@@ -204,7 +204,9 @@ class Compiler:
         if node.kind == "stack":
             base = self.resolve_type(node.base)
             if unions.is_union(base):
-                raise P4Error(node.loc, f"stacks of header_union {base.name} are not supported")
+                if not 1 <= node.size <= MAX_STACK:
+                    raise P4Error(node.loc, f"a header stack's size must be in 1..{MAX_STACK}")
+                return unions.stack_type(base, node.size)
             if not isinstance(base, StructType) or base.kind != "header":
                 raise P4Error(node.loc, "only headers can form a stack")
             varbit.refuse("a header stack", base, node.loc)
@@ -298,9 +300,10 @@ class Compiler:
         if unions.is_union(typ):
             return unions.union_ref(typ, lambda name, htype: self.header_instance(
                 f"{prefix}.{name}", htype))
-        ref = StructRef(typ)
+        stack = unions.is_union_stack(typ)
+        ref = unions.UnionStackRef(typ) if stack else StructRef(typ)
         for name, ftype, _ in typ.fields:
-            path = f"{prefix}.{name}"
+            path = f"{prefix}[{name}]" if stack else f"{prefix}.{name}"
             if isinstance(ftype, StructType) and ftype.kind == "header":
                 ref.members[name] = self.header_instance(path, ftype)
             elif isinstance(ftype, StackType):

@@ -105,6 +105,10 @@ class ExprChecker:
 
     def member(self, base: object, node: Node) -> object:
         name = node.name
+        if isinstance(base, unions.UnionStackRef) and name == "next":
+            return self.union_stack_next(base, node.loc)
+        if isinstance(base, tuple) and base[0] == "union_next":
+            return unions.next_member(base[1], name, node.loc)
         if isinstance(base, StructRef):
             if unions.is_union(base.type) and name == "isValid":
                 return ("union_method", base, name)
@@ -156,9 +160,21 @@ class ExprChecker:
 
     errors: dict[str, int] = {}
 
+    def union_stack_next(self, stack: unions.UnionStackRef, loc: Loc) -> tuple:
+        """`us.next` of a stack of unions: only in the parser, only to extract into one of
+        its members; its index is a $locals scalar made here the first time."""
+        if not self.in_parser:
+            raise P4Error(loc, "'.next' of a stack of header unions is only allowed in a "
+                          "parser")
+        if stack.next_index is None:
+            stack.next_index = self.new_local(f"{stack.type.name}$next", Bits(32), loc)
+        return ("union_next", stack)
+
     def stack_index(self, base: object, node: Node, env: Env) -> object:
         if isinstance(base, StructRef) and tuples.is_tuple(base.type):
             return tuples.element(base, self.value(node.index, env), node.index.loc)
+        if isinstance(base, StructRef) and unions.is_union_stack(base.type):
+            return unions.stack_element(base, self.value(node.index, env), node.index.loc)
         if not isinstance(base, StackRef):
             raise P4Error(node.loc, "only header stacks can be indexed")
         index = self.value(node.index, env)

@@ -357,6 +357,8 @@ class StatementCompiler:
             header = ex.named(arg, env)
             if isinstance(header, tuple) and header[0] == "stack_method" and header[2] == "next":
                 return [{"kind": "extract", "stack": header[1].stack}]
+            if isinstance(header, unions.NextMember):
+                return unions.extract_next(header)
             if not isinstance(header, HeaderRef):
                 raise P4Error(arg.loc, "extract needs a header")
             if header.varbit is not None:
