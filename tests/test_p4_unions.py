@@ -15,14 +15,19 @@ STACK = ROOT / "tests" / "p4" / "union_stack.p4"
 ETH = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + b"\x88\xb5"
 REST = bytes(range(100, 143))   # after eth + sel: frames of at least 60 bytes
 
-# (sel.kind, sel.op, union bytes in) -> (sel.seen, union bytes out), worked out from 8.20;
+# (sel.kind, sel.op, union bytes in) -> (sel.seen, union bytes out), worked out from 8.20
+# (invalidating a member as BMv2 does: dplab/p4/unions.py);
 # seen: bit 0 u valid after parsing, bit 1 u.one, bit 2 u.two, bit 4 u valid at the end
 CASES = {
     "one extracted, widened to two by setValid": ((1, 1, b"\x42"), (0x13, b"\x01\x42")),
     "two extracted, a valid header assigned to one": ((2, 2, b"\xab\xcd"), (0x15, b"\x77")),
-    "two extracted, setInvalid of the invalid one": ((2, 3, b"\xab\xcd"), (0x05, b"")),
+    "two extracted, setInvalid of one: two kept": ((2, 3, b"\xab\xcd"),
+                                                    (0x15, b"\xab\xcd")),
+    "one extracted, setInvalid of one": ((1, 3, b"\x42"), (0x03, b"")),
     "one then two extracted: two left": ((3, 0, b"\x11\x22\x33"), (0x15, b"\x22\x33")),
-    "an invalid header assigned to two": ((3, 4, b"\x11\x22\x33"), (0x05, b"")),
+    "an invalid header assigned to one: two kept": ((3, 4, b"\x11\x22\x33"),
+                                                    (0x15, b"\x22\x33")),
+    "an invalid header assigned to one that was valid": ((1, 4, b"\x42"), (0x03, b"")),
     "copied to a local and back by an action": ((1, 5, b"\x42"), (0x13, b"\x42")),
     "no member extracted": ((0, 0, b""), (0x00, b"")),
 }

@@ -105,12 +105,12 @@ control UnionIngress(inout headers_t hdr, inout metadata_t meta,
             t.x = 0x77;
             hdr.u.one = t;
         } else if (hdr.sel.op == 3) {
-            // setInvalid of any member invalidates the valid one too
+            // setInvalid invalidates that member only (BMv2; see dplab/p4/unions.py)
             hdr.u.one.setInvalid();
         } else if (hdr.sel.op == 4) {
-            // an invalid header assigned to a member: every member invalid
-            two_t t;
-            hdr.u.two = t;
+            // an invalid header assigned to a member: that member invalid, the others kept
+            one_t t;
+            hdr.u.one = t;
         } else if (hdr.sel.op == 5) {
             // a union copied out and back (a local, an action's in and inout parameters)
             u_t saved = hdr.u;

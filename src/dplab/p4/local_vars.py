@@ -73,9 +73,9 @@ def copy_compound(target: object, source: object, loc: Loc) -> list[dict]:
         return [{"kind": "assign", "dst": {"inst": target.ir["inst"],
                                            "field": target.ir["field"]}, "src": source.ir}]
     if isinstance(target, HeaderRef) and isinstance(source, HeaderRef):
-        # every part (one for a header without varbit); a union member's assignment
-        # leaves the other members invalid whether the source was valid or not (8.20)
-        return varbit.copy(target, source) + unions.invalidate_siblings(target)
+        # every part (one for a header without varbit); a union member made valid by it
+        # leaves the other members invalid
+        return varbit.copy(target, source) + unions.after_assignment(target)
     if isinstance(target, StructRef) and isinstance(source, StructRef) \
             and unions.is_union(target.type):
         # the whole union's state: each member's validity as the source has it

@@ -303,8 +303,9 @@ class StatementCompiler:
                 raise P4Error(call.loc, "isValid() result is unused")
             if func[2] not in ("setValid", "setInvalid"):
                 raise P4Error(call.loc, f"{func[2]}() result is unused")
-            return varbit.set_validity(func[1], func[2] == "setValid") + \
-                unions.invalidate_siblings(func[1])
+            valid = func[2] == "setValid"
+            return varbit.set_validity(func[1], valid) + \
+                (unions.invalidate_siblings(func[1]) if valid else [])
         if isinstance(func, tuple) and func[0] == "union_method":
             raise P4Error(call.loc, "isValid() result is unused")
         if isinstance(func, tuple) and func[0] == "stack_method" and func[2] in \

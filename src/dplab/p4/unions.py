@@ -2,11 +2,13 @@
 
 A union is a struct-like reference whose members are ordinary header instances, so
 copying, passing and emitting a union work as they do for a struct of headers. What makes
-it a union is that at most one member is valid: every operation that can make a member
-valid (setValid, extract, assignment of a header or a list, lookahead) also invalidates the
-others, and `setInvalid` of any member invalidates them all (8.20: "if the valid bit for
-any member header of u is true then it will become false"). `u.isValid()` is true when any
-member is valid. A stack of unions is lowered at the end of this module.
+it a union is that at most one member is valid: every operation that makes a member valid
+(setValid, extract, assignment of a valid header or of a list, lookahead) also invalidates
+the others. Invalidating a member (setInvalid, assigning it an invalid header) touches
+only that member, as BMv2 does (its header union only tracks which member was made valid
+last): the spec's text has `u.hi.setInvalid()` invalidate whichever member is valid, which
+p4c's BMv2 back end does not do (p4lang/p4c#4448). `u.isValid()` is true when any member
+is valid. A stack of unions is lowered at the end of this module.
 """
 
 from collections.abc import Callable
@@ -48,8 +50,16 @@ def union_ref(typ: StructType, member: Callable[[str, StructType], HeaderRef]) -
 
 
 def invalidate_siblings(header: HeaderRef) -> list[dict]:
-    """After a member became valid (or was assigned): the other members are invalid."""
+    """After a member became valid: the other members are invalid."""
     return [{"kind": "set_invalid", "inst": i} for i in header.siblings]
+
+
+def after_assignment(header: HeaderRef) -> list[dict]:
+    """After a header was copied into a member: the others are invalid if it is valid."""
+    if not header.siblings:
+        return []
+    return [{"kind": "if", "cond": {"op": "valid", "w": 1, "inst": header.inst},
+             "then": invalidate_siblings(header), "else": []}]
 
 
 def is_valid(ref: StructRef) -> Val:
