@@ -63,6 +63,10 @@ BAD = [
      "hdr.second);", ".apply", "parser ItemParser takes 3 argument(s), found 2"),
     (PARSERS, "items.apply(packet, hdr.second, meta.items);", "items.apply(meta.items, "
      "hdr.second, meta.items);", ".items,", "parameter packet needs the packet_in"),
+    (PARSERS, "items.apply(packet, hdr.second, meta.items);", "{ items.apply(packet, hdr.second, "
+     "meta.items); }", ".apply", "parser instance "
+     "MainParser.items: '.apply' is supported only as 'apply(...)', a statement of its own "
+     "in a parser state (not inside an if or a block)"),
     (PARSERS, "parser ItemParser(packet_in packet, out item_t item, inout bit<8> seen) {\n"
      "    state start", "parser ItemParser(packet_in packet, out item_t item, inout bit<8> "
      "seen) {\n    state begin", "parser", "parser ItemParser has no 'start' state"),

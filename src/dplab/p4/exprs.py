@@ -21,6 +21,7 @@ from dplab.p4.types import (
     HeaderRef,
     IntType,
     ListVal,
+    ParserRef,
     Signed,
     StackRef,
     StringType,
@@ -143,7 +144,7 @@ class ExprChecker:
             return ("stack_method", base, name)
         if isinstance(base, TypeRef):
             return self.type_member(base.type, node)
-        if isinstance(base, TableRef | ExternRef | FunctionRef | ControlRef):
+        if isinstance(base, TableRef | ExternRef | FunctionRef | ControlRef | ParserRef):
             return ("method", base, name)
         if isinstance(base, tuple) and base[0] == "apply_result":
             return ("apply_member", base[1], name)

@@ -18,6 +18,7 @@ from dplab.p4.types import (
     FunctionRef,
     HeaderRef,
     IntType,
+    ParserRef,
     Signed,
     StructRef,
     StructType,
@@ -342,6 +343,10 @@ class StatementCompiler:
             if name != "apply":
                 raise P4Error(call.loc, f"controls have no method '{name}'")
             return self.program.inline_control(target, call, env)
+        if isinstance(target, ParserRef):   # dplab/p4/sub_parsers.py takes the others
+            raise P4Error(call.loc, f"parser instance {target.path}: '.{name}' is supported "
+                          "only as 'apply(...)', a statement of its own in a parser state "
+                          "(not inside an if or a block)")
         if isinstance(target, TableRef):
             if name != "apply":
                 raise P4Error(call.loc, f"tables have no method '{name}'")

@@ -10,8 +10,10 @@ inliner makes it. Each call gets its own copy of the sub-parser's states, named
 may be applied from several states.
 
 A sub-parser's `out` and `inout` parameters are bound to the caller's l-values themselves,
-its `in` ones copied at the call (the copy-out of P4's copy-in/copy-out would only differ
-from this if the sub-parser read an `out` parameter before writing it).
+its `in` ones copied at the call. P4's copy-in/copy-out differs from this only for an `out`
+parameter the sub-parser reads before writing it (P4: unspecified, an invalid header) or
+leaves unwritten (P4: the caller's value is overwritten by that unspecified one), and for
+arguments that alias each other.
 
 Transitions are built with state names and resolved to indices at the end: a parser
 without sub-parsers keeps its states, in order, at the indices it always had.
