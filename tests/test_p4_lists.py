@@ -1,7 +1,7 @@
 """tuple<...> types and list expressions as arguments (P4_16 7.2.8, 8.12;
 dplab/p4/tuples.py) through the real switch (tests/p4/lists.p4: a tuple local indexed and
-written, lists for tuple and struct `in` parameters of functions and an action, a nested
-list), and bad programs refused with their place."""
+written, lists for tuple, struct and header `in` parameters of functions and an action, a
+nested list), and bad programs refused with their place."""
 
 from pathlib import Path
 
@@ -17,7 +17,7 @@ REST = bytes(range(100, 138))   # after eth + tag: 60-byte frames
 # tag a, b, c (2 bytes), d, e, f, g in -> out, worked out from the program's comments
 CASES = {
     "plain": (bytes([0x10, 0x20, 0x12, 0x34, 0x40, 0x50, 0xF0, 0x0A]),
-              bytes([0x34, 0x23, 0x00, 0x11, 0x50, 0x40, 0xF5, 0x0A])),
+              bytes([0x34, 0x23, 0x00, 0x11, 0x50, 0x40, 0xF5, 0x14])),
     "wrap-arounds": (bytes([0xFF, 0xFE, 0xAB, 0xCD, 0x01, 0x02, 0x00, 0x00]),
                      bytes([0xCD, 0x01, 0x00, 0x00, 0x02, 0x01, 0x0F, 0x00])),
 }

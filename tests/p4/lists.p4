@@ -30,6 +30,10 @@ struct pair_t {
     bit<8> y;
 }
 
+header small_t {
+    bit<8> v;
+}
+
 struct metadata_t {
     bit<8> spare;
 }
@@ -40,6 +44,13 @@ bit<8> sum(in tuple<bit<8>, bit<8>> p) {
 
 bit<8> mix(in tuple<pair_t, bit<8>> q) {
     return q[0].x ^ q[0].y ^ q[1];
+}
+
+bit<8> twice(in small_t h) {
+    if (h.isValid()) {   // a header given a list is valid
+        return h.v + h.v;
+    }
+    return 0;
 }
 
 parser ListParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
@@ -71,6 +82,7 @@ control ListIngress(inout headers_t hdr, inout metadata_t meta,
         hdr.tag.b = sum({hdr.tag.b, 3});    // b: b + 3
         set_pair({hdr.tag.e, hdr.tag.d});   // d, e: swapped
         hdr.tag.f = mix({{hdr.tag.f, hdr.tag.g}, 0x0f});   // f: f ^ g ^ 0x0f
+        hdr.tag.g = twice({hdr.tag.g});     // g: g + g
     }
 }
 

@@ -3,13 +3,23 @@
 
 A tuple type is lowered as an anonymous struct whose fields are named by position ("0",
 "1", ...), so tuple locals, parameters and list assignment are the struct's; `t[i]` with a
-compile-time `i` is field i. A list expression given for an `in` parameter of a struct or
-tuple type is its scalars, evaluated in the caller and copied into the parameter's
-temporary (each scalar field in declaration order, nested structs flattened).
+compile-time `i` is field i. A list expression given for an `in` parameter of a struct,
+tuple or header type is its scalars, evaluated in the caller and copied into the
+parameter's temporary (each scalar field in declaration order, nested structs flattened;
+a header made valid, as a list assigned to a header is).
 """
 
 from dplab.p4.errors import Loc, P4Error
-from dplab.p4.types import IntType, ListVal, StructRef, StructType, Val, type_name, width_of
+from dplab.p4.types import (
+    HeaderRef,
+    IntType,
+    ListVal,
+    StructRef,
+    StructType,
+    Val,
+    type_name,
+    width_of,
+)
 
 
 def tuple_type(elements: list[object]) -> StructType:
@@ -70,8 +80,13 @@ def list_value(exprs, node, typ: StructType, env: dict) -> ListVal:
     return ListVal(values)
 
 
-def copy_in(target: StructRef, source: ListVal) -> list[dict]:
-    """The temporary of an `in` parameter given a list: each scalar from its item."""
+def copy_in(target: StructRef | HeaderRef, source: ListVal) -> list[dict]:
+    """The temporary of an `in` parameter given a list: each scalar from its item (a
+    header made valid first, as a list assigned to a header is: P4_16 8.12)."""
+    if isinstance(target, HeaderRef):
+        return [{"kind": "set_valid", "inst": target.inst},
+                *({"kind": "assign", "dst": {"inst": target.inst, "field": i}, "src": item.ir}
+                  for i, item in enumerate(source.items))]
     return [{"kind": "assign", "dst": {"inst": v.ir["inst"], "field": v.ir["field"]},
              "src": item.ir} for v, item in zip(_scalars(target), source.items, strict=True)]
 
