@@ -1,7 +1,7 @@
 """The p4lang tutorials' flow-cache behaviour over real P4Runtime (spec 9.1.8 idle timeout,
 16 "Table Idle Timeout Notification"), with tests/p4/flowcache.p4: a flow's first packet
-reaches the controller as a packet-in; the controller caches the flow with an idle
-timeout; the flow's packets are then forwarded by the switch, and keep the entry alive;
+reaches the controller as a packet-in; the controller sends it on by packet-out and caches
+the flow with an idle timeout; the flow's packets are then forwarded by the switch, and keep the entry alive;
 once they stop, the switch notifies the controller after the idle timeout, the controller
 removes the entry, and the flow's next packet reaches the controller again."""
 
@@ -52,6 +52,14 @@ def test_a_cached_flow_expires_after_its_idle_timeout_and_the_controller_is_told
         first = client.next("packet", timeout=10)
         assert first is not None and first.payload == FLOW
         assert {m.metadata_id: m.value for m in first.metadata}[1] == b"\x01"
+
+        out = pb.StreamMessageRequest()
+        out.packet.payload = first.payload
+        out.packet.metadata.add(metadata_id=1, value=b"\x02")   # egress_port
+        out.packet.metadata.add(metadata_id=2, value=b"\x00")   # _pad
+        rig.drain()
+        client.send(out)
+        assert rig.capture()[2] == [FLOW]
 
         client.write(cache_entry(n, first.payload, 2))
         # hits closer together than the idle timeout keep the entry

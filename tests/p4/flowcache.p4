@@ -1,6 +1,7 @@
 /* flowcache: the p4lang tutorials' flow-cache idea on v1model. A packet of a flow not in
  * flow_cache goes to the controller (packet-in with its ingress port); the controller
- * caches the flow with an idle timeout; a cached flow's packets are forwarded; an entry
+ * forwards it by packet-out (its egress port in the packet_out header) and caches the
+ * flow with an idle timeout; a cached flow's packets are forwarded; an entry
  * not hit for its idle timeout is reported to the controller (IdleTimeoutNotification),
  * which removes it (tests/test_p4runtime_flowcache.py). */
 #include <core.p4>
@@ -11,6 +12,12 @@
 @controller_header("packet_in")
 header packet_in_t {
     bit<9> ingress_port;
+    bit<7> _pad;
+}
+
+@controller_header("packet_out")
+header packet_out_t {
+    bit<9> egress_port;
     bit<7> _pad;
 }
 
@@ -37,6 +44,7 @@ header ipv4_t {
 
 struct headers_t {
     packet_in_t packet_in;
+    packet_out_t packet_out;
     ethernet_t ethernet;
     ipv4_t ipv4;
 }
@@ -48,6 +56,16 @@ struct metadata_t {
 parser FlowParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
     state start {
+        transition select(standard_metadata.ingress_port) {
+            CPU_PORT: parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+    state parse_packet_out {
+        packet.extract(hdr.packet_out);
+        transition parse_ethernet;
+    }
+    state parse_ethernet {
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             0x0800: parse_ipv4;
@@ -84,7 +102,10 @@ control FlowIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
-        if (hdr.ipv4.isValid()) {
+        if (hdr.packet_out.isValid()) {
+            standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            hdr.packet_out.setInvalid();
+        } else if (hdr.ipv4.isValid()) {
             flow_cache.apply();
         } else {
             mark_to_drop(standard_metadata);
