@@ -1,9 +1,10 @@
 """The p4lang tutorials' flow-cache behaviour over real P4Runtime (spec 9.1.8 idle timeout,
 16 "Table Idle Timeout Notification"), with tests/p4/flowcache.p4: a flow's first packet
 reaches the controller as a packet-in; the controller sends it on by packet-out and caches
-the flow with an idle timeout; the flow's packets are then forwarded by the switch, and keep the entry alive;
-once they stop, the switch notifies the controller after the idle timeout, the controller
-removes the entry, and the flow's next packet reaches the controller again."""
+the flow with an idle timeout; the flow's packets are then forwarded by the switch, and
+keep the entry alive; once they stop, the switch notifies the controller after the idle
+timeout, the controller removes the entry, and the flow's next packet reaches the
+controller again."""
 
 from __future__ import annotations
 
