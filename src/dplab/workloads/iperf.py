@@ -7,25 +7,36 @@ e.g. 0xb8 = DSCP EF; the server's replies keep the default); timeout_s (default:
 time + 10 % + 5 s).
 
 Metrics come from the receiver (the server: what arrived), the TCP connect time from the
-client's `ct=`. UDP runs with --trip-times: the hosts share one kernel clock, so iperf's
-latency columns are exact one-way delays (owd_*_ms).
+client's `ct=`. TCP loss and delay come from the sender's kernel (the client's -e columns):
+retransmits = segments retransmitted over the transfer; tcp_loss_pct = 100 x retransmits /
+segments sent, where segments sent = retransmits + the bytes written / MSS, rounded up (iperf
+prints no segment count; every write is 128 KiB, so all but the last segment are full);
+srtt_ms = the mean of the smoothed RTT (tcpi_rtt) the sender read at the end of each 1 s
+interval (the final reading when the transfer was shorter). UDP runs with --trip-times: the
+hosts share one kernel clock, so iperf's latency columns are exact one-way delays (owd_*_ms).
 """
 
+import math
 from dataclasses import dataclass
 
 from dplab.measure.iperf_report import (
     IperfParseError,
     IperfReport,
     IperfRow,
+    SenderReport,
+    SenderRow,
     connect_time_ms,
     iperf_complaints,
     parse_iperf,
+    parse_tcp_sender,
 )
+from dplab.measure.stats import mean
 from dplab.spec.model import TcpWorkload, UdpWorkload
 from dplab.workloads.measured import Measured, positive_number, spec_checked
 
 TCP_METRICS = (
     "throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms", "connect_ms",
+    "retransmits", "tcp_loss_pct", "srtt_ms",
 )
 UDP_METRICS = (
     "throughput_bps",
@@ -114,10 +125,38 @@ def measure(params: IperfParams, client_out: str, server_out: str, source: str) 
         raise IperfParseError(f"{exc}; sender said{iperf_complaints(client_out)}") from exc
     if params.udp:
         return Measured(_udp_summary(received.final), [_udp_row(r) for r in received.intervals])
+    try:
+        sender: SenderReport | None = parse_tcp_sender(client_out, f"{source} sender")
+    except IperfParseError:  # what arrived is still measured; the sender's view is missing
+        sender = None
     return Measured(
-        _tcp_summary(received, connect_time_ms(client_out)),
-        [_common(r) for r in received.intervals],
+        {**_tcp_summary(received, connect_time_ms(client_out)), **_sender_summary(sender)},
+        [{**_common(r), **_sender_row(sender, r)} for r in received.intervals],
     )
+
+
+def _sender_summary(sender: SenderReport | None) -> dict[str, float | None]:
+    if sender is None:
+        return {"retransmits": None, "tcp_loss_pct": None, "srtt_ms": None}
+    final = sender.final
+    segments = None if not sender.mss else final.retransmits + math.ceil(final.bytes / sender.mss)
+    samples = [row.srtt_ms for row in sender.intervals] or [final.srtt_ms]
+    return {
+        "retransmits": float(final.retransmits),
+        "tcp_loss_pct": 100.0 * final.retransmits / segments if segments else None,
+        "srtt_ms": mean(samples),
+    }
+
+
+def _sender_row(sender: SenderReport | None, row: IperfRow) -> dict[str, float | None]:
+    """The sender's interval with the receiver row's bounds (they differ near the end)."""
+    match: SenderRow | None = None
+    if sender is not None:
+        match = next((s for s in sender.intervals
+                      if (s.t_start, s.t_end) == (row.t_start, row.t_end)), None)
+    if match is None:
+        return {"retransmits": None, "srtt_ms": None}
+    return {"retransmits": float(match.retransmits), "srtt_ms": match.srtt_ms}
 
 
 def _common(row: IperfRow) -> dict[str, float | None]:
