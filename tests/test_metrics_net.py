@@ -3,14 +3,20 @@ whose TBF queue holds ~20 ms (substrate.network.TBF_LATENCY_MS) plus its burst."
 
 import networkx as nx
 import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.utils import PcapReader
 
-from dplab.substrate.network import Network
+from dplab.substrate.network import HOST_IF, Network
 from dplab.topology.model import HOST, Topology
-from dplab.workloads.flows import Flow, run_flows
+from dplab.workloads import video as video_module
+from dplab.workloads import voip as voip_module
+from dplab.workloads.capture import CapturePoint, Captures
+from dplab.workloads.flows import FIRST_PORT, Flow, run_flows
 
 pytestmark = pytest.mark.net
 
 SEGMENT_AT_1_MBIT_MS = 1448 * 8 / 1e6 * 1000  # one full segment's time on the wire
+LIGHT_VIDEO = {"resolution": "320x180", "fps": 25, "bitrate_kbit": 500}
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +58,44 @@ def test_tcp_over_a_1_mbit_link_with_a_short_queue_retransmits(net):
     assert s["throughput_bps"] == pytest.approx(1e6, rel=0.2)
     rows = [row for row in result.intervals if row["retransmits"] is not None]
     assert rows and sum(row["retransmits"] for row in rows) <= s["retransmits"]
+
+
+def tos_by_port(pcap):
+    """ToS bytes seen per UDP destination port in a capture."""
+    seen: dict[int, set[int]] = {}
+    with PcapReader(str(pcap)) as packets:
+        for packet in packets:
+            if IP in packet and UDP in packet:
+                seen.setdefault(packet[UDP].dport, set()).add(packet[IP].tos)
+    return seen
+
+
+def test_tos_on_voip_udp_and_video_and_study_jitters_of_each(net, tmp_path, monkeypatch):
+    monkeypatch.setenv("DPLAB_VIDEO_CACHE", str(tmp_path / "video-cache"))
+    flows = [
+        Flow("voip-h1-h2", "voip", "h1", "h2", {"duration": 2, "tos": 184}),
+        Flow("udp-h1-h2", "udp", "h1", "h2", {"duration": 2, "rate_mbit": 2, "tos": 40}),
+        Flow("video-h2-h1", "video", "h2", "h1", {"mode": "rtp", "duration": 2, "tos": 136,
+                                                  **LIGHT_VIDEO}),
+    ]
+    point = CapturePoint(net.host_ns("h2"), HOST_IF, tmp_path / "h2.pcap")
+    with Captures(net, [point], "udp") as capture:
+        voip, udp, video = run_flows(net, flows)
+    assert not capture.problems
+    for result in (voip, udp, video):
+        assert result.ok, result.error
+    seen = tos_by_port(point.path)
+    assert seen[voip_module.FIRST_PORT] == {184}
+    assert seen[FIRST_PORT] == {40}  # iperf's datagrams (udp is the first tool flow)
+    assert seen[video_module.RTP_FIRST_PORT] == {136}  # the first (only) RTP viewer
+    for result in (voip, udp, video):
+        s = result.summary
+        # Eq. 1 (a mean of RFC 3550 values) and Eq. 5 (a variance) of delays measured on a
+        # veth: positive, and within what the delays' own spread allows
+        assert s["jitter_eq1_ms"] is not None and s["jitter_eq1_ms"] >= 0
+        assert s["delay_var_ms2"] is not None and s["delay_var_ms2"] >= 0
+    for result in (voip, udp):  # values within [min, max] have a variance <= (max-min)²/4
+        s = result.summary  # (voip stores no minimum; a delay is >= 0)
+        spread = s["owd_max_ms"] - s.get("owd_min_ms", 0.0)
+        assert s["delay_var_ms2"] <= spread ** 2 / 4 * 1.01 + 1e-6
+        assert s["jitter_eq1_ms"] <= spread + 1e-6

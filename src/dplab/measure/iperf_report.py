@@ -49,6 +49,7 @@ class IperfRow:
     latency_avg_ms: float | None = None
     latency_min_ms: float | None = None
     latency_max_ms: float | None = None
+    latency_sd_ms: float | None = None  # iperf's standard deviation of the one-way delays
     out_of_order: int = 0
 
 
@@ -101,6 +102,7 @@ def _row(match: re.Match[str]) -> IperfRow:
         latency_avg_ms=float(latency["avg"]) if latency else None,
         latency_min_ms=float(latency["min"]) if latency else None,
         latency_max_ms=float(latency["max"]) if latency else None,
+        latency_sd_ms=float(latency["sd"]) if latency else None,
     )
 
 

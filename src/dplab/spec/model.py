@@ -127,6 +127,8 @@ class VoipWorkload(WorkloadBase):
     packet_ms: Annotated[float, Field(gt=0, le=1000)] = 20.0
     payload: Annotated[int, Field(ge=12, le=65495)] = 160
     phase_ms: Annotated[float | None, Field(ge=0)] = None
+    tos: Annotated[int, Field(ge=0, le=255)] | None = Field(
+        None, description="IPv4 ToS byte of the RTP packets, e.g. 184 (0xb8, DSCP EF)")
 
     @model_validator(mode="after")
     def _phase_within_period(self) -> VoipWorkload:
@@ -152,6 +154,9 @@ class VideoWorkload(WorkloadBase):
     )
     max_buffer_s: Annotated[float, Field(gt=0)] = 30.0
     jitter_buffer_ms: Annotated[float, Field(ge=0, description="rtp: live player's delay")] = 200.0
+    tos: Annotated[int, Field(ge=0, le=252, multiple_of=4)] | None = Field(
+        None, description="IPv4 ToS byte of the server's video packets, a DSCP << 2 (ffmpeg "
+        "sets only DSCP), e.g. 136 (AF41)")
 
     @model_validator(mode="after")
     def _encodable(self) -> VideoWorkload:

@@ -13,7 +13,10 @@ segments sent, where segments sent = retransmits + the bytes written / MSS, roun
 prints no segment count; every write is 128 KiB, so all but the last segment are full);
 srtt_ms = the mean of the smoothed RTT (tcpi_rtt) the sender read at the end of each 1 s
 interval (the final reading when the transfer was shorter). UDP runs with --trip-times: the
-hosts share one kernel clock, so iperf's latency columns are exact one-way delays (owd_*_ms).
+hosts share one kernel clock, so iperf's latency columns are exact one-way delays (owd_*_ms);
+delay_var_ms2 (study 004's Eq. 5, squared: the unit of its tables) is the square of iperf's
+standard deviation of those delays (printed to the µs), jitter_eq1_ms study 000's Eq. 1 term
+of the flow (see _eq1_jitter).
 """
 
 import math
@@ -51,6 +54,8 @@ UDP_METRICS = (
     "owd_ms",
     "owd_min_ms",
     "owd_max_ms",
+    "jitter_eq1_ms",
+    "delay_var_ms2",
 )
 UNBOUNDED_BYTES_TIMEOUT_S = 120.0  # -n without a rate: we cannot predict the time
 REPORT_ARGS = ["-e", "-i", "1", "-f", "b"]  # enhanced, 1 s intervals, exact bytes and bit/s
@@ -124,7 +129,7 @@ def measure(params: IperfParams, client_out: str, server_out: str, source: str) 
     except IperfParseError as exc:
         raise IperfParseError(f"{exc}; sender said{iperf_complaints(client_out)}") from exc
     if params.udp:
-        return Measured(_udp_summary(received.final), [_udp_row(r) for r in received.intervals])
+        return Measured(_udp_summary(received), [_udp_row(r) for r in received.intervals])
     try:
         sender: SenderReport | None = parse_tcp_sender(client_out, f"{source} sender")
     except IperfParseError:  # what arrived is still measured; the sender's view is missing
@@ -192,7 +197,8 @@ def _udp_row(row: IperfRow) -> dict[str, float | None]:
     }
 
 
-def _udp_summary(final: IperfRow) -> dict[str, float | None]:
+def _udp_summary(received: IperfReport) -> dict[str, float | None]:
+    final = received.final
     return {
         "throughput_bps": final.bps,
         "throughput_pps": _pps(final),
@@ -207,7 +213,19 @@ def _udp_summary(final: IperfRow) -> dict[str, float | None]:
         "owd_ms": final.latency_avg_ms,
         "owd_min_ms": final.latency_min_ms,
         "owd_max_ms": final.latency_max_ms,
+        "jitter_eq1_ms": _eq1_jitter(received.intervals),
+        "delay_var_ms2": None if final.latency_sd_ms is None else final.latency_sd_ms ** 2,
     }
+
+
+def _eq1_jitter(rows: list[IperfRow]) -> float | None:
+    """Study 000's Eq. 1 term of one flow, the mean of its per-packet RFC 3550 jitter, from
+    the running value iperf prints at the end of each interval, weighted by the datagrams
+    that arrived in it (iperf prints no per-packet values)."""
+    weighted = [(row.jitter_ms, _received(row)) for row in rows]
+    weighted = [(j, n) for j, n in weighted if j is not None and n]
+    total = sum(n for _, n in weighted)
+    return sum(j * n for j, n in weighted) / total if total else None
 
 
 def _loss_pct(row: IperfRow) -> float | None:

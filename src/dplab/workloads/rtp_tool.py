@@ -65,12 +65,14 @@ def first_send_ns(now_ns: int, period_ns: int, phase_ns: int | None) -> int:
 
 
 def send(dst: str, port: int, count: int, packet_ms: float, payload: int,
-         phase_ms: float | None = None) -> dict:
+         phase_ms: float | None = None, tos: int | None = None) -> dict:
     period_ns = round(packet_ms * 1e6)
     phase_ns = None if phase_ms is None else round(phase_ms * 1e6)
     seq0, ts0, ssrc = random.getrandbits(16), random.getrandbits(32), random.getrandbits(32)
     sent, errors, late_max_ns = 0, [], 0
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        if tos is not None:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
         now_mono, start_ns = time.monotonic_ns(), time.time_ns()
         start_mono = first_send_ns(now_mono, period_ns, phase_ns)
         start_ns += start_mono - now_mono  # the wall time of the first send
@@ -148,6 +150,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     sender.add_argument("--packet-ms", type=float, default=20.0)
     sender.add_argument("--payload", type=int, default=160)
     sender.add_argument("--phase-ms", type=float, default=None)
+    sender.add_argument("--tos", type=int, default=None)
     receiver = roles.add_parser("recv")
     receiver.add_argument("--out", required=True)
     receiver.add_argument("--timeout", type=float, required=True)
@@ -164,7 +167,7 @@ def main(argv: list[str]) -> None:
     args = _arguments(argv)
     if args.role == "send":
         report = send(args.dst, args.port, args.count, args.packet_ms, args.payload,
-                      args.phase_ms)
+                      args.phase_ms, args.tos)
         print(json.dumps(report), flush=True)
         return
     _stop_on_sigterm()

@@ -4,13 +4,17 @@ Params: duration in s (default 10), codec "g711" (the only one), packet_ms (defa
 payload bytes (default 160 = 20 ms of 8 kHz G.711), timeout_s (default: duration
 + 10 % + 5 s), phase_ms (optional: packets leave phase_ms after each whole multiple of
 packet_ms on the machine's monotonic clock, which all namespaces share, so concurrent
-streams can be set to interleave instead of colliding; without it a stream starts at once).
+streams can be set to interleave instead of colliding; without it a stream starts at once),
+tos (optional: the IPv4 ToS byte of the RTP packets, 0..255, e.g. 184 = DSCP EF).
 
 Every packet carries its send time; the receiver stamps arrivals in the kernel, and the
 hosts share one clock, so each packet's one-way delay is measured exactly. jitter_ms is
 RFC 3550 interarrival jitter over the measured send/receive times (so the sender's own
-scheduling does not count as network jitter). r_factor/mos: measure.emodel, with the
-mouth-to-ear delay of emodel.mouth_to_ear_ms and the loss pattern's BurstR.
+scheduling does not count as network jitter). jitter_eq1_ms: study 000's Eq. 1 term of
+the flow (the mean of the per-packet RFC 3550 values); delay_var_ms2: study 004's Eq. 5
+squared, the population variance of the one-way delays (the unit the study's tables use).
+r_factor/mos: measure.emodel, with the mouth-to-ear delay of emodel.mouth_to_ear_ms and
+the loss pattern's BurstR.
 
 A stream of which nothing arrived is ok=False but keeps what was measured, as ping does:
 packets_sent, packets_received 0, loss_pct 100; delay, jitter, R and MOS are None.
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from dplab.measure import emodel
-from dplab.measure.jitter import rfc3550_jitter_series
+from dplab.measure.jitter import delay_variance, rfc3550_jitter_series, study000_flow_jitter
 from dplab.measure.stats import mean, percentile
 from dplab.workloads.measured import (
     Measured,
@@ -38,6 +42,7 @@ from dplab.workloads.measured import (
     positive_int,
     positive_number,
     read_output,
+    tos_byte,
 )
 from dplab.workloads.stream_base import StreamWorkload
 from dplab.workloads.waiting import wait_ready
@@ -51,6 +56,8 @@ METRICS = (
     "owd_p99_ms",
     "owd_max_ms",
     "jitter_ms",
+    "jitter_eq1_ms",
+    "delay_var_ms2",
     "loss_pct",
     "out_of_order",
     "packets_sent",
@@ -75,6 +82,7 @@ class VoipParams:
     payload: int
     timeout_s: float
     phase_ms: float | None = None
+    tos: int | None = None
 
     @property
     def count(self) -> int:
@@ -84,8 +92,8 @@ class VoipParams:
 def validate(params: dict, where: str) -> VoipParams:
     if not isinstance(params, dict):
         raise ValueError(f"{where}: params must be a mapping, got {type(params).__name__}")
-    check_keys(params, {"duration", "codec", "packet_ms", "payload", "timeout_s", "phase_ms"},
-               where)
+    check_keys(params, {"duration", "codec", "packet_ms", "payload", "timeout_s", "phase_ms",
+                        "tos"}, where)
     duration = positive_number(params, "duration", where, 10.0)
     codec = params.get("codec", "g711")
     if codec not in CODECS:
@@ -104,6 +112,7 @@ def validate(params: dict, where: str) -> VoipParams:
         payload=payload,
         timeout_s=positive_number(params, "timeout_s", where, duration * 1.1 + 5),
         phase_ms=_phase(params, packet_ms, where),
+        tos=tos_byte(params, where),
     )
 
 
@@ -203,8 +212,10 @@ def _receiver_argv(stream: _Stream) -> list[str]:
 def _sender_argv(stream: _Stream, dst_ip: str) -> list[str]:
     p = stream.params
     phase = [] if p.phase_ms is None else ["--phase-ms", f"{p.phase_ms:g}"]
+    tos = [] if p.tos is None else ["--tos", str(p.tos)]
     return [*TOOL, "send", "--dst", dst_ip, "--port", str(stream.port), "--count", str(p.count),
-            "--packet-ms", f"{p.packet_ms:g}", "--payload", str(p.payload), *phase]  # fmt: skip
+            "--packet-ms", f"{p.packet_ms:g}", "--payload", str(p.payload), *phase,
+            *tos]  # fmt: skip
 
 
 def _said_ready(stream: _Stream) -> bool:
@@ -265,6 +276,8 @@ def measure(
         owd_p99_ms=percentile(owd, 99),
         owd_max_ms=max(owd),
         jitter_ms=jitter[-1] if jitter else None,
+        jitter_eq1_ms=study000_flow_jitter(jitter),
+        delay_var_ms2=delay_variance(owd),
         out_of_order=float(_out_of_order(arrivals)),
     )
     _score(summary, params, arrivals, sent)
