@@ -4,7 +4,8 @@ whose TBF queue holds ~20 ms (substrate.network.TBF_LATENCY_MS) plus its burst."
 import networkx as nx
 import pytest
 from scapy.layers.inet import IP, UDP
-from scapy.utils import PcapReader
+from scapy.layers.l2 import Ether
+from scapy.utils import PcapReader, wrpcap
 
 from dplab.substrate.network import HOST_IF, Network
 from dplab.topology.model import HOST, Topology
@@ -99,3 +100,37 @@ def test_tos_on_voip_udp_and_video_and_study_jitters_of_each(net, tmp_path, monk
         spread = s["owd_max_ms"] - s.get("owd_min_ms", 0.0)
         assert s["delay_var_ms2"] <= spread ** 2 / 4 * 1.01 + 1e-6
         assert s["jitter_eq1_ms"] <= spread + 1e-6
+
+
+def test_trace_replay_from_csv_and_pcap_keeps_sizes_times_and_tos(net, tmp_path):
+    # CSV: 40 packets 25 ms apart, sizes 100..1400 B, every other one DSCP EF
+    rows = [(i * 0.025, 100 + (i * 37) % 1300, 184 if i % 2 else 0) for i in range(40)]
+    csv_file = tmp_path / "paced.csv"
+    csv_file.write_text("time,size,tos\n" + "".join(f"{t},{s},{q}\n" for t, s, q in rows))
+    # pcap: a burst of 40 x 1400 B at once into the 1 Mbit/s link's ~18 kB queue
+    burst = [Ether() / IP(dst="10.0.0.9", len=1400) / UDP() for _ in range(40)]
+    for number, packet in enumerate(burst):
+        packet.time = 100.0 + number * 1e-5
+    pcap_file = tmp_path / "burst.pcap"
+    wrpcap(str(pcap_file), burst)
+    flows = [Flow("trace-h1-h2", "trace", "h1", "h2", {"file": str(csv_file)}),
+             Flow("trace-h3-h4", "trace", "h3", "h4", {"file": str(pcap_file)})]
+    point = CapturePoint(net.host_ns("h2"), HOST_IF, tmp_path / "h2.pcap")
+    with Captures(net, [point], "udp") as capture:
+        paced, bursty = run_flows(net, flows)
+    assert not capture.problems
+    assert paced.ok, paced.error
+    s = paced.summary
+    assert (s["packets_sent"], s["packets_received"], s["loss_pct"]) == (40, 40, 0.0)
+    assert s["bytes"] == sum(size for _, size, _ in rows)  # each packet its recorded size
+    assert s["throughput_bps"] == pytest.approx(s["bytes"] * 8 / rows[-1][0], rel=0.01)
+    assert [row["packets_sent"] for row in paced.intervals] == [40]  # all within the 1st s
+    with PcapReader(str(point.path)) as packets:
+        wire = [(p[IP].len, p[IP].tos) for p in packets if UDP in p]
+    assert wire == [(size, tos) for _, size, tos in rows]
+    assert 0 <= s["delay_var_ms2"] <= (s["owd_max_ms"] - s["owd_min_ms"]) ** 2 / 4 + 1e-6
+    # the burst overflows the shaped link's queue: some lost, the rest queued behind it
+    b = bursty.summary
+    assert b["packets_sent"] == 40 and 0 < b["packets_received"] < 40
+    assert b["loss_pct"] == pytest.approx(100 * (40 - b["packets_received"]) / 40)
+    assert b["owd_max_ms"] > 5 * 1400 * 8 / 1e6 * 1000  # queued behind >= 5 packets at 1 Mbit/s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -187,13 +188,31 @@ class PpsWorkload(WorkloadBase):
         return self
 
 
+class TraceWorkload(WorkloadBase):
+    """A recorded packet trace replayed between hosts (dplab.workloads.trace)."""
+
+    kind: Literal["trace"]
+    pairs: Pairs = "udp"
+    file: str = Field(description="a pcap or a CSV of time (s), size (IPv4 bytes), tos")
+    tos: Annotated[int, Field(ge=0, le=255)] | None = Field(
+        None, description="one IPv4 ToS byte for every packet instead of the trace's")
+
+    @field_validator("file")
+    @classmethod
+    def _readable(cls, file: str) -> str:
+        if not Path(file).is_file():
+            raise ValueError(f"trace file {file!r} does not exist or is not a file")
+        return file
+
+
 def _require_one_of(duration: float | None, size: int | None) -> None:
     if (duration is None) == (size is None):
         raise ValueError("give exactly one of 'duration' (seconds) or 'bytes'")
 
 
 Workload = Annotated[
-    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload | PpsWorkload,
+    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload | PpsWorkload
+    | TraceWorkload,
     Field(discriminator="kind"),
 ]
 
