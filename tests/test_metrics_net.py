@@ -4,7 +4,7 @@ whose TBF queue holds ~20 ms (substrate.network.TBF_LATENCY_MS) plus its burst."
 import networkx as nx
 import pytest
 from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from scapy.layers.l2 import ARP, Ether
 from scapy.utils import PcapReader, wrpcap
 
 from dplab.substrate.network import HOST_IF, Network
@@ -134,3 +134,22 @@ def test_trace_replay_from_csv_and_pcap_keeps_sizes_times_and_tos(net, tmp_path)
     assert b["packets_sent"] == 40 and 0 < b["packets_received"] < 40
     assert b["loss_pct"] == pytest.approx(100 * (40 - b["packets_received"]) / 40)
     assert b["owd_max_ms"] > 5 * 1400 * 8 / 1e6 * 1000  # queued behind >= 5 packets at 1 Mbit/s
+
+
+def broadcast_arps(net, tmp_path, name, flows):
+    """run_flows while counting the ARP broadcasts h1 sends (next-hop resolutions)."""
+    point = CapturePoint(net.host_ns("h2"), HOST_IF, tmp_path / f"{name}.pcap")
+    with Captures(net, [point], "arp and ether dst ff:ff:ff:ff:ff:ff") as capture:
+        [result] = run_flows(net, flows)
+    assert not capture.problems and result.ok, result.error
+    with PcapReader(str(point.path)) as packets:
+        return sum(1 for packet in packets if ARP in packet and packet[ARP].op == 1)
+
+
+def test_a_cold_flow_pays_arp_again_and_a_warm_one_does_not(net, tmp_path):
+    ping = {"count": 3, "interval": 0.05}
+    broadcast_arps(net, tmp_path, "warm-up", [Flow("icmp-a", "icmp", "h1", "h2", ping)])
+    warm = broadcast_arps(net, tmp_path, "warm", [Flow("icmp-b", "icmp", "h1", "h2", ping)])
+    cold = broadcast_arps(net, tmp_path, "cold",
+                          [Flow("icmp-c", "icmp", "h1", "h2", ping, cold=True)])
+    assert (warm, cold) == (0, 1)

@@ -163,7 +163,7 @@ def build_topology(exp: Experiment) -> Topology:
 def plan_flows(exp: Experiment, topo: Topology) -> list[list[Flow]]:
     """The flows of each phase: the experiment's phases, else by tier (1: one workload per
     phase, 2: all in one)."""
-    flows = [_workload_flows(index, w, topo) for index, w in enumerate(exp.workloads)]
+    flows = [_workload_flows(index, w, topo, exp.cold) for index, w in enumerate(exp.workloads)]
     if exp.phases is not None:
         return [[f for ref in phase for f in flows[exp.workload_index(ref, "phases")]]
                 for phase in exp.phases]
@@ -200,11 +200,14 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
 
 
-def _workload_flows(index: int, workload: Workload, topo: Topology) -> list[Flow]:
+def _workload_flows(index: int, workload: Workload, topo: Topology,
+                    cold: bool) -> list[Flow]:
     pairs = _resolve_pairs(index, workload.pairs, topo)
-    params = workload.model_dump(exclude={"kind", "pairs", "label"}, exclude_none=True)
+    params = workload.model_dump(exclude={"kind", "pairs", "label", "cold"}, exclude_none=True)
+    cold = cold if workload.cold is None else workload.cold
     return [
-        Flow(f"w{index}-{workload.kind}-{src}-{dst}", workload.kind, src, dst, dict(params))
+        Flow(f"w{index}-{workload.kind}-{src}-{dst}", workload.kind, src, dst, dict(params),
+             cold)
         for src, dst in pairs
     ]
 

@@ -61,9 +61,12 @@ def stored_spec(exp: Experiment) -> dict:
         del spec["axes"]
     if spec["phases"] is None:
         del spec["phases"]
+    if not spec["cold"]:
+        del spec["cold"]
     for workload in spec["workloads"]:
-        if workload["label"] is None:
-            del workload["label"]
+        for unused in ("label", "cold"):
+            if workload[unused] is None:
+                del workload[unused]
     return spec
 
 
@@ -151,6 +154,8 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
     <results>/logs/<run_id>/."""
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
+    plane.avoid_pairs = frozenset(frozenset((f.src, f.dst)) for phase in plan.phases
+                                  for f in phase if f.cold)
     say(f"{key.run_id}: building {topo.name}")
     with Network(topo, addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:

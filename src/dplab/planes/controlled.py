@@ -73,7 +73,7 @@ class ControlledPlane(Plane):
             self._wait_for_discovery(net, deadline, timeout)
             if self.options["mode"] == PROACTIVE:
                 self._wait_for_proactive_paths(net, deadline, timeout)
-        src, dst = farthest_hosts(net)
+        src, dst = farthest_hosts(net, self.avoid_pairs)
         if not ping_until(net, src, dst, deadline):
             raise PlaneError(f"{self.kind}: {src} cannot ping {dst} within {timeout} s "
                              f"(logs in {self.dir})")

@@ -76,6 +76,10 @@ class WorkloadBase(Strict):
 
     label: Annotated[str, Field(pattern=r"^[A-Za-z][\w.-]*$")] | None = Field(
         None, description="a name for 'phases' and 'axes' to refer to (default: its index)")
+    cold: bool | None = Field(
+        None, description="true: its hosts' ARP caches are emptied before it starts and the "
+        "plane's readiness ping avoids its pairs where it can, so its first packets pay ARP "
+        "and flow set-up (default: the experiment's 'cold')")
 
 
 class IcmpWorkload(WorkloadBase):
@@ -271,6 +275,7 @@ class Experiment(Strict):
         description="pcap during traffic: a host (its eth0), a switch (all ports) or "
         "'switch:interface'; files in <results>/pcap/<run>/",
     )
+    cold: bool = Field(False, description="the default of every workload's 'cold'")
     cpu_idle: CpuIdle = Field(
         "machine", description="machine: idle CPUs as the machine has them; poll: idle CPUs "
         "poll instead of halting while the experiment runs (fast wake-ups on a VM)",
