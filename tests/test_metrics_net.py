@@ -1,12 +1,15 @@
 """Issue 22's metrics measured on a real Network: h1-h2 unshaped, h3-h4 over a 1 Mbit/s link
 whose TBF queue holds ~20 ms (substrate.network.TBF_LATENCY_MS) plus its burst."""
 
+import time
+
 import networkx as nx
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.utils import PcapReader, wrpcap
 
+from dplab.fidelity import FidelityMonitor
 from dplab.substrate.network import HOST_IF, Network
 from dplab.topology.model import HOST, Topology
 from dplab.workloads import video as video_module
@@ -153,3 +156,23 @@ def test_a_cold_flow_pays_arp_again_and_a_warm_one_does_not(net, tmp_path):
     cold = broadcast_arps(net, tmp_path, "cold",
                           [Flow("icmp-c", "icmp", "h1", "h2", ping, cold=True)])
     assert (warm, cold) == (0, 1)
+
+
+def test_interface_counters_per_interval_carry_the_flow_at_its_rate(net):
+    began = time.monotonic()
+    with FidelityMonitor(net, interval_s=0.5) as monitor:
+        [result] = run_flows(net, [Flow("udp-h1-h2", "udp", "h1", "h2",
+                                        {"duration": 3, "rate_mbit": 2})])
+    assert result.ok, result.error
+    series = monitor.series(began)
+    rx = [p for p in series if p.series == "rx_bps:h2/eth0"]
+    assert len(rx) >= 5 and all(p.t > 0 for p in rx)
+    # 2 Mbit/s of 1470-byte UDP payload is 2 x 1512/1470 Mbit/s of Ethernet frames on the
+    # wire (42 header bytes each); intervals wholly inside the flow carry that rate
+    frame_bps = 2e6 * (1470 + 42) / 1470
+    middle = sorted(p.value for p in rx)[len(rx) // 2]
+    assert middle == pytest.approx(frame_bps, rel=0.1)
+    pps = sorted(p.value for p in series if p.series == "rx_pps:h2/eth0")
+    assert pps[len(pps) // 2] == pytest.approx(2e6 / (1470 * 8), rel=0.1)
+    idle = [p.value for p in series if p.series == "tx_bps:h3/eth0"]
+    assert idle and max(idle) < 1e4  # the other link stayed quiet

@@ -182,7 +182,8 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")
             stats = {**plane.stats(), **resources.stats()}
-            series = plane.series(traffic_began)  # the run directory goes with the network
+            # the plane's (its run directory goes with the network) and every link's counters
+            series = plane.series(traffic_began) + fidelity.series(traffic_began)
             clock.lap("collect_stats")
             return stats, series, fidelity.record(results)
         except Exception as exc:
