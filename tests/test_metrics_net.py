@@ -1,6 +1,7 @@
 """Issue 22's metrics measured on a real Network: h1-h2 unshaped, h3-h4 over a 1 Mbit/s link
 whose TBF queue holds ~20 ms (substrate.network.TBF_LATENCY_MS) plus its burst."""
 
+import os
 import time
 
 import networkx as nx
@@ -9,8 +10,10 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.utils import PcapReader, wrpcap
 
+from dplab import planes
 from dplab.fidelity import FidelityMonitor
 from dplab.substrate.network import HOST_IF, Network
+from dplab.topology import catalog
 from dplab.topology.model import HOST, Topology
 from dplab.workloads import video as video_module
 from dplab.workloads import voip as voip_module
@@ -176,3 +179,34 @@ def test_interface_counters_per_interval_carry_the_flow_at_its_rate(net):
     assert pps[len(pps) // 2] == pytest.approx(2e6 / (1470 * 8), rel=0.1)
     idle = [p.value for p in series if p.series == "tx_bps:h3/eth0"]
     assert idle and max(idle) < 1e4  # the other link stayed quiet
+
+
+def test_ovs_records_each_flows_shortest_path_and_the_controllers_work_per_second():
+    """Reactive OVS on the looped multipath fabric: h2 (leaf 0) to h6 (leaf 2) is not the
+    readiness ping's pair, so its rules are set up by this traffic."""
+    topo = catalog.build("multipath")
+    with planes.running("ovs", {"mode": "reactive"}, topo, ready_timeout=30) as (net, plane):
+        began = time.monotonic()
+        flows = [Flow("icmp-h2-h6", "icmp", "h2", "h6", {"count": 10, "interval": 0.1},
+                      cold=True)]
+        [result] = run_flows(net, flows)
+        assert result.ok, result.error
+        paths, ended = plane.flow_paths(flows), time.monotonic() - began
+        deadline = time.monotonic() + 5  # the controller adds a series line once a second
+        series = plane.series(began)
+        while not any(p.t > ended for p in series):
+            assert time.monotonic() < deadline, "no controller series line after the traffic"
+            time.sleep(0.1)
+            series = plane.series(began)
+    graph = topo.graph
+    path = paths["icmp-h2-h6"]
+    # a shortest path of the fabric: edge switch of h2, one spine, edge switch of h6
+    assert len(path) == nx.shortest_path_length(graph, "h2", "h6") - 1 == 3
+    assert graph.has_edge("h2", path[0]) and graph.has_edge(path[-1], "h6")
+    assert all(graph.has_edge(a, b) for a, b in zip(path, path[1:], strict=False))
+    after = [p for p in series if p.t > 0]
+    installs = sum(p.value for p in after if p.series == "flow_installs_per_s:controller")
+    packet_ins = sum(p.value for p in after if p.series == "packet_ins_per_s:controller")
+    assert installs > 0 and packet_ins > 0  # per second, summed over ~1 s intervals
+    cpu = [p.value for p in series if p.series == "cpu_pct:controller"]
+    assert cpu and all(0 <= value <= 100 * os.cpu_count() for value in cpu)

@@ -175,7 +175,11 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                 for number, flows in enumerate(plan.phases, start=1):
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
-                    results.extend(run_flows(net, flows))
+                    measured = run_flows(net, flows)
+                    paths = plane.flow_paths(flows)  # before idle rules expire
+                    for result in measured:
+                        result.path = paths.get(result.flow.flow_id)
+                    results.extend(measured)
                     liveness.check_daemons(plane, results, len(flows), f"during traffic "
                                            f"phase {number}/{len(plan.phases)}")
             for problem in pcap.problems:

@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import networkx as nx
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from dplab.substrate.network import Network
+    from dplab.workloads.flows import Flow
 
 
 class PlaneError(RuntimeError):
@@ -64,6 +67,12 @@ class Plane(ABC):
         (a ``time.monotonic()`` reading). Called with ``stats()``, before ``stop()``, while
         the run directory still exists. Most planes record nothing over time."""
         return []
+
+    def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
+        """flow_id -> the switches the flow's src -> dst packets crossed, in order, as the
+        plane's own rules or counters tell; called after each traffic phase. Flows it cannot
+        tell are left out (most planes keep no per-flow state)."""
+        return {}
 
     def failures(self) -> list[str]:
         """Why the plane is no longer the plane as configured: one line per daemon of it

@@ -83,6 +83,7 @@ class FlowResult:
     error: str | None
     summary: dict[str, float | None]  # metric -> value (None = not measured)
     intervals: list[dict[str, float | None]]  # each has t_start, t_end and metrics
+    path: list[str] | None = None  # switches crossed, as the plane told (Plane.flow_paths)
 
 
 @dataclass
