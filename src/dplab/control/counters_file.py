@@ -21,17 +21,19 @@ _series_written: dict[str, float] = {}  # stats file -> monotonic time of its la
 
 
 def write_counters(stats_file: str | None, logic: Forwarding, lock: threading.Lock) -> None:
-    """``logic``'s counters (taken under ``lock``) to ``stats_file`` if there is one,
-    replaced atomically so readers never see half a file; a line to its series when
+    """``logic``'s counters and its packet-ins per host pair (``packet_ins_by_pair``),
+    taken under ``lock``, to ``stats_file`` if there is one, replaced atomically so readers
+    never see half a file; the counters (not the pairs) as a line of its series when
     SERIES_INTERVAL_S passed since the last."""
     if stats_file is None:
         return
     with lock:
-        counters = logic.counters()
+        totals = logic.counters()
+        counters: dict = {**totals, "packet_ins_by_pair": logic.pair_packet_ins()}
     now = time.monotonic()
     if now - _series_written.get(stats_file, -SERIES_INTERVAL_S) >= SERIES_INTERVAL_S:
         _series_written[stats_file] = now
-        line = {**counters, "monotonic": now, "cpu_s": time.process_time()}
+        line = {**totals, "monotonic": now, "cpu_s": time.process_time()}
         with open(f"{stats_file}{SERIES_SUFFIX}", "a") as out:
             out.write(json.dumps(line) + "\n")
     partial = f"{stats_file}.tmp"

@@ -11,8 +11,10 @@ Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how the switches transmit, default xdp;
 switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer end of a switch port (host ends and
 other switches' ports) gets GRO on: veth takes XDP frames only into a peer that runs NAPI.
-Without ``entries`` the controller drives the switches; it needs basic_fwd's table, action
-and controller headers, so a program must keep those names.
+Without ``entries`` the controller drives the switches; it needs basic_fwd's table
+``path_rules`` (keys in_port, eth_src, eth_dst), action ``forward`` and controller headers,
+so a program must keep those names, and its rule set (ARP and LLDP to the CPU port,
+docs/architecture.md).
 With ``entries`` the plane is static: no controller runs; the plane loads ``program`` into
 every switch over P4Runtime and writes the entries (each to the switches it names, else to
 all), and nothing changes them afterwards, except option ``qos`` (study 004, see
