@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dplab.plan import build_plan
+from dplab.plan import ExperimentError, build_plan
 from dplab.planes.base import farthest_hosts
 from dplab.runner import stored_spec
 from dplab.spec import parse
@@ -76,3 +76,15 @@ def test_the_experiment_file_names_a_missing_trace():
                         "{kind: trace, pairs: [[h1, h2]], file: /nonexistent.csv}")
     with pytest.raises(Exception, match="nonexistent.csv"):
         parse(text)
+
+
+def test_validate_reads_the_trace_once_for_its_length_and_names_a_bad_one(tmp_path):
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("0,200\n2.5,200\n")
+    bad.write_text("0,200\n1,big\n")
+    text = COLD.replace("{kind: icmp, pairs: [[h1, h2]], count: 3, cold: false}",
+                        f"{{kind: trace, pairs: [[h1, h2]], file: {good}}}")
+    plan = build_plan(parse(text), "t.yaml")
+    assert plan.estimate_s() >= 2.5
+    with pytest.raises(ExperimentError, match=r"t\.yaml: workloads\.1\.file: .*line 2"):
+        build_plan(parse(text.replace(str(good), str(bad))), "t.yaml")
