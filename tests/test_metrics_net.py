@@ -6,7 +6,7 @@ import time
 
 import networkx as nx
 import pytest
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.utils import PcapReader, wrpcap
 
@@ -68,12 +68,14 @@ def test_tcp_over_a_1_mbit_link_with_a_short_queue_retransmits(net):
 
 
 def tos_by_port(pcap):
-    """ToS bytes seen per UDP destination port in a capture."""
+    """ToS bytes seen per UDP destination port and TCP source port in a capture."""
     seen: dict[int, set[int]] = {}
     with PcapReader(str(pcap)) as packets:
         for packet in packets:
             if IP in packet and UDP in packet:
                 seen.setdefault(packet[UDP].dport, set()).add(packet[IP].tos)
+            elif IP in packet and TCP in packet:
+                seen.setdefault(packet[TCP].sport, set()).add(packet[IP].tos)
     return seen
 
 
@@ -84,17 +86,20 @@ def test_tos_on_voip_udp_and_video_and_study_jitters_of_each(net, tmp_path, monk
         Flow("udp-h1-h2", "udp", "h1", "h2", {"duration": 2, "rate_mbit": 2, "tos": 40}),
         Flow("video-h2-h1", "video", "h2", "h1", {"mode": "rtp", "duration": 2, "tos": 136,
                                                   **LIGHT_VIDEO}),
+        Flow("http-h2-h1", "video", "h2", "h1", {"mode": "http", "duration": 2,
+                                                 "segment_s": 1, "tos": 72, **LIGHT_VIDEO}),
     ]
     point = CapturePoint(net.host_ns("h2"), HOST_IF, tmp_path / "h2.pcap")
-    with Captures(net, [point], "udp") as capture:
-        voip, udp, video = run_flows(net, flows)
+    with Captures(net, [point], f"udp or tcp src port {video_module.HTTP_FIRST_PORT}") as capture:
+        voip, udp, video, http = run_flows(net, flows)
     assert not capture.problems
-    for result in (voip, udp, video):
+    for result in (voip, udp, video, http):
         assert result.ok, result.error
     seen = tos_by_port(point.path)
     assert seen[voip_module.FIRST_PORT] == {184}
     assert seen[FIRST_PORT] == {40}  # iperf's datagrams (udp is the first tool flow)
     assert seen[video_module.RTP_FIRST_PORT] == {136}  # the first (only) RTP viewer
+    assert seen[video_module.HTTP_FIRST_PORT] == {72}  # the HTTP server's every segment
     for result in (voip, udp, video):
         s = result.summary
         # Eq. 1 (a mean of RFC 3550 values) and Eq. 5 (a variance) of delays measured on a
