@@ -80,8 +80,9 @@ def _apply_all(plans: dict[str, NsPlan], errors: list[str]) -> None:
                                 for name in plan.bridges])
             if not failed:  # the other requests name the bridges by index
                 failed = _send_all(_requests(plan))
-        except (OSError, ValueError, SubstrateError) as exc:
-            errors.append(f"namespace {ns}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - relayed to configure(): a thread's
+            # exception would otherwise vanish and the plan look applied
+            errors.append(f"namespace {ns}: {type(exc).__name__}: {exc}")
             continue
         errors.extend(f"{what} in {ns}: {err}" for what, err in failed)
 
