@@ -44,7 +44,7 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
                       _tables(analysis, axes, fidelity.marked_planes(runs)),
                       _plots(store, analysis, axes, plots_dir), raw, runs, plane_series,
                       fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")),
-                      plane_info.describe(store.rows("plane_info")))
+                      store.rows("flows"), plane_info.describe(store.rows("plane_info")))
 
 
 def _plots(store: RunStore, analysis: Analysis, axes: AxesAnalysis | None,
