@@ -15,6 +15,7 @@ PLANES = {
     "router": {},
     "ovs": {"mode": "proactive"},
     "p4": {"mode": "proactive"},
+    "userspace": {"mode": "router"},
 }
 
 

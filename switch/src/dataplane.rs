@@ -3,7 +3,7 @@
 //! One loop rather than a thread per port: the budget is "one core", a single loop needs
 //! no locking between ports, and batching per port keeps system calls few. Each round
 //! takes up to `BATCH` frames from every port under one lock of the runtime, then sends
-//! what the pipeline produced with one `send()` per output port (ports.rs). Between
+//! what the pipeline produced with one `send()` per output port (pktio::phy::Port). Between
 //! packets the thread spins or sleeps as the recent arrivals suggest (arrivals.rs).
 
 mod arrivals;

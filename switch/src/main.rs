@@ -47,9 +47,9 @@ struct Options {
     core: Option<usize>,
     /// The namespace is the switch's own: its loopback may carry warm-up frames.
     warm_loopback: bool,
-    /// Transmit through XDP (xdptx.rs) rather than the AF_PACKET ring.
+    /// Transmit through XDP (pktio phy/xdp/tx.rs) rather than the AF_PACKET ring.
     tx_xdp: bool,
-    /// With `tx_xdp`: the fewest frames of a port sent in one XDP call (xdptx.rs).
+    /// With `tx_xdp`: the fewest frames of a port sent in one XDP call (pktio phy/xdp/tx.rs).
     xdp_min_call: usize,
 }
 

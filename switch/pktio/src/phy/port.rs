@@ -221,6 +221,13 @@ pub struct Port {
     tagged: Vec<u8>,
 }
 
+/// The running program's name (dplab-switch, dplab-fwd), for messages on stderr.
+fn program() -> String {
+    let arg0 = std::env::args().next().unwrap_or_default();
+    let name = std::path::Path::new(&arg0).file_name().map(|n| n.to_string_lossy().into_owned());
+    name.unwrap_or(arg0)
+}
+
 fn port_error(name: &str, what: &str, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("port {name}: {what}: {e}"))
 }
@@ -281,8 +288,9 @@ impl Port {
         match open_tx_path(ifindex, port.wire_max) {
             Ok(tx) => port.tx = Some(tx),
             Err(e) => eprintln!(
-                "dplab-switch: port {number} ({name}): no transmit ring ({e}); \
-                 sending packet by packet instead"
+                "{}: port {number} ({name}): no transmit ring ({e}); \
+                 sending packet by packet instead",
+                program()
             ),
         }
         if xdp {
@@ -296,8 +304,9 @@ impl Port {
                     })
                 }
                 Err(e) => eprintln!(
-                    "dplab-switch: port {number} ({name}): its XDP transmit count is unreadable ({e}); \
-                     sending through the ring, not XDP"
+                    "{}: port {number} ({name}): its XDP transmit count is unreadable ({e}); \
+                     sending through the ring, not XDP",
+                    program()
                 ),
             }
         }
@@ -483,7 +492,7 @@ impl Port {
         xdp.clear();
     }
 
-    /// Whether the interface takes XDP frames now (xdpcheck.rs); a change to "no" counts
+    /// Whether the interface takes XDP frames now (xdp/check.rs); a change to "no" counts
     /// a fallback.
     fn xdp_accepted(&mut self, xdp: &mut XdpTx, sent: &mut Sent) -> bool {
         let Some(path) = self.xdp.as_mut() else {
