@@ -9,6 +9,9 @@ process to charge and kernel forwarding has none:
   counter), kernel work done in its system calls included: transmit, and the sink's
   receive, which veth runs inside the send;
 - OVS: ovs-vswitchd's CPU (all its threads, /proc/<pid>/stat), likewise with its kernel work;
+- the XDP router (the xdp plane's l3 program): no process either; port 1's NAPI runs in a
+  kernel thread of its own (threaded NAPI) pinned to the measured core, and that thread's
+  CPU is the program's, the redirect's and the sink's receive (raised inside it);
 - Linux bridge and router: no process, so RPS on port 1 (`rps_cpus`) moves their receive,
   forwarding, transmit and the sink's receive to the measured core as softirq work, and
   the core's softirq + hardirq time in /proc/stat is what they spent (tick-sampled: the
@@ -21,6 +24,7 @@ runs on the measured core after RPS. Their counts differ by that much.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 import time
@@ -34,11 +38,15 @@ import xdp_drop
 
 from dplab.measure.resources import parse_pid_stat
 from dplab.planes.ovs import create_db, daemon_argv, private_env
+from dplab.planes.xdp import route_entry
+from dplab.xdp.netns import interfaces
+from dplab.xdp.programs import XdpProgram
 
 FRAME_DST, FRAME_SRC = "02:00:00:00:00:aa", "02:00:00:00:00:01"
 SRC_IP, DST_IP = "10.0.1.1", "10.0.2.5"
 NEXT_HOP_MAC = "02:00:00:00:00:02"  # what the L3 forwarders write as the frame's destination
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+NAPI_PRIORITY = 50  # SCHED_FIFO, as the kernel's own threaded IRQ handlers
 
 
 def frame(size: int) -> bytes:
@@ -179,6 +187,63 @@ def linux_router(core: int, xdp_sink: bool = False) -> Iterator[KernelForwarder]
         prepare_ends(rig, xdp_sink)
         steer_to(rig, core)
         yield KernelForwarder(rig, "Linux router", core)
+
+
+# -- XDP (the xdp plane's l3 program) --------------------------------------------------------
+
+
+class XdpRouter:
+    name = "XDP router (xdp plane, l3)"
+    cpu_counted = "port 1's NAPI thread"
+
+    def __init__(self, rig: switch_rig.Rig, napi_pid: int) -> None:
+        self.rig, self.napi_pid = rig, napi_pid
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.napi_pid)
+
+
+@contextmanager
+def xdp_router(core: int, xdp_sink: bool = False) -> Iterator[XdpRouter]:
+    """The xdp plane's l3 program on port 1 with one static route, 10.0.2.0/24 out of port 2
+    to the next hop's MAC; port 1's NAPI, where the program runs, in a kernel thread pinned
+    to `core` (on a NIC it would be that queue's softirq; veth would run it on the source's
+    core instead)."""
+    with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
+        program = XdpProgram("l3_router", "xdp_l3", map_prefix=rig.prefix)
+        try:
+            ports = interfaces(rig.sw_ns)
+            port1, port2 = ports[rig.switch_if(1)], ports[rig.switch_if(2)]
+            program.set_ports(rig.sw_ns, [port1, port2])
+            program.map("routes").update(*route_entry(
+                ipaddress.ip_network(f"{DST_IP}/24", strict=False), port2,
+                bytes.fromhex(NEXT_HOP_MAC.replace(":", ""))))
+            program.attach(rig.sw_ns, [port1])
+            # veth takes redirected frames only into a peer running NAPI: the sink's GRO
+            # turns it on when no XDP sink does.
+            switch_rig.set_gro(rig.host_ns, rig.host_if(2), True)
+            prepare_ends(rig, xdp_sink)
+            yield XdpRouter(rig, threaded_napi(rig.sw_ns, rig.switch_if(1), core))
+        finally:
+            program.close()
+
+
+def threaded_napi(ns: str, ifname: str, core: int) -> int:
+    """Run the interface's NAPI in a kernel thread (it must have NAPI: XDP or GRO on), pinned
+    to `core` at real-time priority; the thread's pid."""
+    run_in(ns, "sh", "-c", f"echo 1 > /sys/class/net/{ifname}/threaded")
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().startswith(f"napi/{ifname}-"):
+                pid = int(comm.parent.name)
+                os.sched_setaffinity(pid, {core})
+                # Softirq, where NAPI runs unthreaded, goes ahead of every task; a
+                # real-time thread too, rather than taking turns with the machine's load.
+                os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(NAPI_PRIORITY))
+                return pid
+        except OSError:
+            continue  # the process ended while we looked
+    raise RuntimeError(f"no NAPI thread for {ifname} in {ns}")
 
 
 # -- Open vSwitch, userspace datapath -------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Forwarding rate of the P4 switch (switch/) beside the Linux bridge, the Linux router and
-OVS, one core each, measured in the same run with the same source and sink.
+"""Forwarding rate of the P4 switch (switch/) beside the XDP router (the xdp plane's l3
+program), the Linux bridge, the Linux router and OVS, one core each, measured in the same run
+with the same source and sink.
 
 Each forwarder joins port 1 to port 2 of a two-port rig (benchmarks/forwarders.py) and works
 on one core; `dplab-pktblast --method xdp` (switch/src/bin) offers frames from the other
@@ -59,8 +60,8 @@ L3_ROUTE = {
 
 SECTION = """## P4 switch
 
-Forwarding rate of `dplab-switch` beside the kernel's and OVS's forwarding, measured in the
-same run: each forwarder joins two veth ports and works on core {core};
+Forwarding rate of `dplab-switch` beside XDP's, the kernel's and OVS's forwarding, measured
+in the same run: each forwarder joins two veth ports and works on core {core};
 `dplab-pktblast` (`--method xdp`: the kernel redirects frames from an XDP program, no socket
 buffer per frame on transmit) offers the same UDP frame as fast as it can from core
 {blast_core} into port 1 (GRO on for port 1: veth accepts XDP frames only into a NAPI peer),
@@ -93,6 +94,11 @@ load average at the start {load_start}, at the end {load_end}; core {core} spent
   proactive OpenFlow rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set
   both MACs, `dec_ttl`, output). *Linux bridge*: a static FDB entry for the frame's
   destination on port 2. *Linux router*: `ip_forward`, a permanent neighbour entry for the next hop.
+  *XDP router*: the xdp plane's l3 program (`xdp/l3_router.bpf.c`: LPM-trie lookup, MAC
+  rewrite, TTL decrement, checksum update, devmap redirect) on port 1, one route; port 1's
+  NAPI, which runs the program, in a kernel thread of its own (threaded NAPI) pinned to
+  core {core} (on a NIC it would run in that queue's softirq; veth would otherwise run it
+  on the source's core).
 - *offered*: frames the source's veth counted as sent, per second.
 - *forwarded*: frames that arrived at the sink, per second.
 - *CPU/pkt*: CPU time on core {core} counted as the *counted* column says, per frame the
@@ -102,7 +108,9 @@ load average at the start {load_start}, at the end {load_end}; core {core} spent
   own would sustain (derived, neither offered nor forwarded).
   *switch thread, busy rounds*: the switch's data-plane thread in rounds that moved
   packets (it polls; idle rounds are left out).
-  *ovs-vswitchd*: the process's user + system time, all threads. Both include the kernel
+  *ovs-vswitchd*: the process's user + system time, all threads. *port 1's NAPI thread*:
+  that kernel thread's time (tick-sampled), which includes the sink's XDP drop (raised
+  inside it). Both include the kernel
   work done in their system calls: the transmit (packet socket or XDP) and the sink's
   receive, which veth runs inside the send (XDP's drop; in the *sink receiving into its
   stack* row, the stack's receive). *core's softirq + irq*: the kernel forwarders have no
@@ -266,6 +274,7 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
         others.append(forwarders.p4_switch(inline_name(modes[0]), l3_ir, [L3_ROUTE], **inline))
         if not p4_only:
             others += [
+                forwarders.xdp_router(SWITCH_CORE, xdp_sink=True),
                 forwarders.ovs(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_bridge(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_router(SWITCH_CORE, xdp_sink=True),
@@ -365,11 +374,27 @@ def meaning(m: dict) -> str:
     text += (f" Budget {'met' if l3 <= 1.0 else 'missed'} on this run: the L3 program "
              f"(tx {modes[0]}) needs {l3:.2f} µs per 64 B packet, {1 / l3:.2f} Mpps of one "
              "core.")
+    text += _xdp_comparison(m, modes[0])
     kernel_rows = [n for n in ("Linux bridge", "Linux router") if cpu_us(m, n) is not None]
     if kernel_rows:
         text += " For scale, the kernel's own forwarding in softirq: " + ", ".join(
             f"{n} {cpu_us(m, n):.2f} µs" for n in kernel_rows) + " per 64 B packet."
     return text
+
+
+def _xdp_comparison(m: dict, tx: str) -> str:
+    """XDP's capacity against its 3 Mpps-per-core budget, and the P4 switch's as a share of
+    it: XDP on veth is the closest this machine has to its forwarding limit."""
+    xdp = m["results"].get(forwarders.XdpRouter.name)
+    xdp_pps = xdp["rows"][SIZES[0]]["capacity_pps"] if xdp else None
+    if xdp_pps is None:
+        return ""
+    p4_pps = m["results"][p4_name(L3_NAME, tx)]["rows"][SIZES[0]]["capacity_pps"]
+    text = (f" The XDP router's core sustains {xdp_pps / 1e6:.2f} Mpps of 64 B frames (budget "
+            f"3 Mpps per core: {'met' if xdp_pps >= 3e6 else 'missed'})")
+    if p4_pps is not None:
+        text += f"; the P4 switch's L3 program (tx {tx}) reaches {p4_pps / xdp_pps:.0%} of it"
+    return text + "."
 
 
 def _mode_cost(m: dict, tx: str) -> str:

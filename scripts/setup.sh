@@ -10,6 +10,7 @@ APT_PACKAGES=(
   openvswitch-switch openvswitch-common
   iperf iperf3 tcpdump mininet bridge-utils
   python3-venv chromium ffmpeg
+  clang llvm libbpf-dev linux-libc-dev bpftool
 )
 
 # A short hash of the given files, or of stdin without arguments.
@@ -103,8 +104,24 @@ install_p4runtime_shell() {
   mark_done p4rt-shell "$want"
 }
 
+# The xdp plane's eBPF programs (xdp/*.bpf.c) compiled to xdp/build/*.o with BTF; recompiled
+# when a source, a header or the compiler changes. asm/ headers live in the multiarch path.
+XDP_CFLAGS=(-O2 -g -target bpf -Wall -I"/usr/include/$(uname -m)-linux-gnu")
+build_xdp_programs() {
+  local src="$root/xdp" out="$root/xdp/build" f
+  local want; want="$( (echo "${XDP_CFLAGS[*]}"; clang --version; cat "$src"/*.bpf.c "$src"/*.h) | fingerprint)"
+  [ -d "$out" ] && done_before xdp "$want" && return 0
+  echo "setup: compiling the XDP programs (clang -target bpf)" >&2
+  mkdir -p "$out"
+  for f in "$src"/*.bpf.c; do
+    clang "${XDP_CFLAGS[@]}" -c "$f" -o "$out/$(basename "$f" .bpf.c).o"
+  done
+  mark_done xdp "$want"
+}
+
 install_debian_packages
 install_python_env
 generate_p4runtime_stubs
 build_p4_switch
+build_xdp_programs
 install_p4runtime_shell

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from switch_rig import Rig, compile_p4
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import errors
 from dplab.p4runtime.installer import install
-from dplab.p4runtime.server import P4RuntimeServicer
+from dplab.p4runtime.server import P4RuntimeServicer, grpc_server
 
 PRIMARY_WAIT_S = 10.0
 # The election id of each test's own controller (fresh_pipeline): the highest there is, so
@@ -64,10 +63,11 @@ def served_on_unix_socket(folder: Path):
 
 
 @contextmanager
-def rig_with_server(address: str, n_ports: int = 3):
+def rig_with_server(address: str, n_ports: int = 3, options: tuple[str, ...] = ()):
     """A rig switch with our P4Runtime server (device 1) listening on ``address``
-    (``unix:/path`` or ``127.0.0.1:port``); yields the rig once the server answers."""
-    with Rig(n_ports=n_ports) as rig, server_process(rig, address):
+    (``unix:/path`` or ``127.0.0.1:port``), started with the command line ``options``;
+    yields the rig once the server answers."""
+    with Rig(n_ports=n_ports) as rig, server_process(rig, address, options):
         yield rig
 
 
@@ -89,11 +89,11 @@ def installed_rig(program: Path, entries: Path | None, out: Path, n_ports: int,
 
 
 @contextmanager
-def server_process(rig: Rig, address: str):
+def server_process(rig: Rig, address: str, options: tuple[str, ...] = ()):
     """Our P4Runtime server (device 1) for ``rig``'s switch, a process of its own listening
     on ``address`` until the block ends (then stopped with SIGTERM)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dplab.p4runtime", "--serve", "1", rig.control_path, address])
+    proc = subprocess.Popen([sys.executable, "-m", "dplab.p4runtime", "--serve", "1",
+                             rig.control_path, address, *options])
     try:
         with grpc.insecure_channel(address) as channel:
             grpc.channel_ready_future(channel).result(timeout=10)
@@ -107,8 +107,7 @@ def server_process(rig: Rig, address: str):
 def in_process_server(servicer: P4RuntimeServicer, address: str):
     """``servicer`` served in this process on ``address`` until the block ends (for a
     test or benchmark that reaches into the server); yields it."""
-    server = grpc.server(ThreadPoolExecutor(max_workers=4))
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    server = grpc_server(servicer)
     server.add_insecure_port(address)
     server.start()
     try:

@@ -22,9 +22,10 @@ name: markup
 topology: {name: single, params: {hosts: 2}}
 planes:
   - {kind: bridge, label: "br[/x]"}
-  - {kind: bridge, label: "bad[/y]", options: {stp: "[/z]"}}
 workloads: [{kind: icmp, pairs: [[h1, h2]], count: 2, interval: 0.05}]
 """
+BAD_PLANE = '  - {kind: bridge, label: "bad[/y]", options: {stp: "[/z]"}}\n'
+
 
 # Traffic long enough that the storm starts while the network is up; eight hosts so the
 # teardown is long enough for the storm to land in it (a storm every 5 ms left namespaces
@@ -45,15 +46,18 @@ def dplab_run(tmp_path, text: str) -> subprocess.Popen:
 
 
 def test_markup_in_labels_and_errors_is_printed_and_every_run_stored(tmp_path):
+    # A bad option is refused when the plan is made, before any run; the error as written.
+    bad = MARKUP_EXPERIMENT.replace("workloads:", BAD_PLANE + "workloads:")
+    refused = dplab_run(tmp_path, bad)
+    _out, err = refused.communicate(timeout=120)
+    assert refused.returncode == 2, err
+    assert "planes.1.options.stp" in err and "'[/z]'" in err
     run = dplab_run(tmp_path, MARKUP_EXPERIMENT)
     out, err = run.communicate(timeout=120)
     assert run.returncode == 0, err
     runs = {row["plane"]: row for row in RunStore.open(tmp_path / "res").rows("runs")}
     assert runs["br[/x]"]["status"] == "ok"
-    assert runs["bad[/y]"]["status"] == "failed"
-    assert "'[/z]'" in runs["bad[/y]"]["error"]
-    assert "br[/x]" in out  # the comparison table's column
-    assert "failed run bad[/y]-r1:" in out and "'[/z]'" in out
+    assert "br[/x]" in out and "br[/x]-r1: building" in err  # a table column, a progress line
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])

@@ -66,6 +66,10 @@ def test_userspace_forwards_icmp_tcp_and_udp_on_multipath(mode):
             tcp_bytes, _ = tcp_received(net, SRC, DST, seconds=1)
             udp = iperf_server_report(net, "h2", "h7", ["-u", "-b", "10M"], seconds=1)
             stats = plane.stats()
+            assert plane.failures() == []
+            plane.procs["s1"].kill()
+            plane.procs["s1"].wait()
+            failures = plane.failures()
             config = (run_dir / "userspace" / "s6.json").read_text()  # h8's edge switch
         finally:
             plane.stop()
@@ -84,6 +88,8 @@ def test_userspace_forwards_icmp_tcp_and_udp_on_multipath(mode):
         assert ttl == 64 and src_mac == net.host_mac(SRC)  # bridged: untouched
         assert stats["blocked_ports"] == 10 - 5  # a spanning tree of 6 switches keeps 5 links
     assert stats["processes"] == 6
+    log = run_dir / "userspace" / "s1.log"
+    assert failures == [f"the forwarder of s1 was killed by SIGKILL; log {log}"]
     assert tcp_bytes > 1_000_000
     udp_bytes, udp_loss_pct = int(udp[7]), float(udp[12])
     assert udp_bytes > 600_000 and udp_loss_pct < 50.0  # 10 Mbit/s for 1 s is 1.3 MB

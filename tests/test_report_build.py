@@ -58,7 +58,7 @@ def test_report_has_tables_plots_and_failures(tmp_path):
     # bridge: per-run mean over its two flows 45, 46, 45.5 Mbit/s -> 45.5 ± t(0.975,2)·0.5/√3
     # = 1.24; ovs-reactive (31, 32, 31) is 31.9 % worse, clearly significant
     assert "45.50 ± 1.24 (n=3)" in page
-    assert re.search(r"-31\.9% \(p=[0-9.e-]+\)", page)
+    assert re.search(r"-31\.9 % \(worse, p=[0-9.e-]+\)", page)
     assert "ovs-reactive vs bridge" in page
     assert "ovs-reactive (failed runs: 1)" in page
     assert "(n=2, 1 missing)" in page  # ovs rtt: one failed flow
@@ -80,7 +80,7 @@ def test_print_tables_shows_planes_and_improvement(tmp_path):
     report.print_tables(tmp_path, console)
     text = console.export_text()
     assert "throughput (Mbit/s)" in text and "bridge" in text and "ovs-reactive" in text
-    assert "-31.9%" in text
+    assert "-31.9 % (worse" in text
     assert "failed run ovs-reactive-r4: PlaneError: <controller> did not connect" in text
 
 

@@ -10,20 +10,27 @@ from dplab import cli
 from dplab.store import RunStore
 from dplab.store.folder import MARKER
 
-# Its workload names a host the topology lacks: the run stops (ExperimentError) after
-# --fresh has acted and before any network exists, so no matrix runs here.
 EXPERIMENT = """
 name: fresh
 topology: {name: single}
 planes: [bridge]
-workloads: [{kind: icmp, pairs: [[h1, h99]], count: 1}]
+workloads: [{kind: icmp, pairs: [[h1, h2]], count: 1}]
 """
+
+
+def stop_before_running(plan, results, progress=None):
+    """In place of the runner: the run stops (ExperimentError) after --fresh has acted and
+    before any network exists, so no matrix runs here."""
+    from dplab.runner import ExperimentError
+
+    raise ExperimentError("stopped by the test before any run")
 
 
 @pytest.fixture
 def lab(tmp_path, monkeypatch):
     """A working folder holding a user's file, an experiment file and a home folder."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("dplab.runner.run_plan", stop_before_running)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     (tmp_path / "notes.txt").write_text("mine")
@@ -58,7 +65,7 @@ def test_fresh_discards_a_marked_folder_and_an_old_unmarked_store(lab):
     (old / "runs.parquet").write_bytes(b"")
     (old / "report.html").write_text("")
     for results in ("made", "old"):
-        assert fresh_run(results) == 2  # the unknown host, after --fresh
+        assert fresh_run(results) == 2  # stopped by the test, after --fresh
         assert not (lab / results).exists()
     assert (lab / "notes.txt").read_text() == "mine"
 

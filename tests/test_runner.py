@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dplab.runner import ExperimentError, plan_flows
+from dplab.plan import ExperimentError, plan_flows
 from dplab.spec import parse
 from dplab.store import RunStore
 from dplab.substrate import Network, registry

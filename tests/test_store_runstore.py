@@ -97,7 +97,8 @@ def test_csv_export_writes_every_table_with_empty_cells_for_missing(tmp_path):
     add(store, "ovs-r1")
     paths = store.export_csv(tmp_path / "csv")
     assert sorted(p.name for p in paths) == ["flows.csv", "intervals.csv", "plane_series.csv",
-                                            "plane_stats.csv", "runs.csv", "summaries.csv"]
+                                            "plane_stats.csv", "run_axes.csv", "runs.csv",
+                                            "summaries.csv"]
     with (tmp_path / "csv" / "summaries.csv").open() as f:
         rows = list(csv.DictReader(f))
     syn = next(r for r in rows if r["metric"] == "syn_delay_ms")

@@ -95,6 +95,16 @@ def test_kernel_forwarders_carry_frames(start, kind):
     assert_gone(prefix)
 
 
+def test_the_xdp_router_carries_frames_on_its_pinned_napi_thread():
+    with forwarders.xdp_router(0) as fwd:
+        check_delivery(fwd, L3)
+        assert os.sched_getaffinity(fwd.napi_pid) == {0}
+        assert os.sched_getscheduler(fwd.napi_pid) == os.SCHED_FIFO
+        assert fwd.cpu_seconds() >= 0
+        prefix = fwd.rig.prefix
+    assert_gone(prefix)
+
+
 def test_the_xdp_sink_counts_what_it_drops(forward_ir):
     """With `xdp_sink`, the sink drops every frame in XDP and still counts it: all the frames
     the switch sent arrive in the sink's receive count, none reaches a socket there."""

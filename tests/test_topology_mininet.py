@@ -217,7 +217,7 @@ planes: [bridge]
 workloads: [{{kind: icmp}}]
 """)
     assert exp.topology.mininet == str(DUMBBELL) and exp.topology.name == "dumbbell"
-    from dplab.runner import build_topology
+    from dplab.plan import build_topology
     assert len(build_topology(exp).hosts()) == 6
     positional = parse(f"""
 name: mn

@@ -4,7 +4,7 @@ import networkx as nx
 import pytest
 import topohub
 
-from dplab.runner import build_topology
+from dplab.plan import build_topology
 from dplab.spec import SpecError, parse
 from dplab.topology import from_topohub
 from dplab.topology.cli import resolve

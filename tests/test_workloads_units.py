@@ -105,12 +105,13 @@ def test_iperf_argv():
 @pytest.mark.parametrize(
     ("kind", "params", "message"),
     [
-        ("tcp", {"duration": 1, "bytes": 5}, "either 'duration' or 'bytes'"),
+        ("tcp", {"duration": 1, "bytes": 5}, "exactly one of 'duration' .* or 'bytes'"),
         ("tcp", {"size": 100}, r"unknown parameter\(s\) \['size'\]"),
-        ("udp", {"rate_mbit": -1}, "'rate_mbit' must be a number > 0"),
-        ("icmp", {"interval": 0.001}, "interval must be >= 0.002"),
-        ("icmp", {"count": 2.5}, "'count' must be an integer > 0"),
-        ("icmp", {"size": 70000}, "size must be an integer 0..65507"),
+        ("udp", {"duration": 1, "rate_mbit": -1}, "'rate_mbit': Input should be greater than 0"),
+        ("icmp", {"interval": 0.001}, "'interval': Input should be greater than or equal to "
+         "0.002"),
+        ("icmp", {"count": 2.5}, "'count': Input should be a valid integer"),
+        ("icmp", {"size": 70000}, "'size': Input should be less than or equal to 65507"),
         ("sctp", {}, "kind must be one of"),
     ],
 )

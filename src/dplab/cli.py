@@ -11,9 +11,10 @@ from rich.text import Text
 
 # Text from outside (errors, file and plane names, tools' output) goes in as rich Text,
 # never as a markup string: "[/x]" in a label or tc's usage text must print as written.
-console = Console(stderr=True)
+# log_path=False: a progress line says when and what happened, not which source line said it.
+console = Console(stderr=True, log_path=False)
 if not console.is_terminal:  # logs and CI: one message per line, never wrapped
-    console = Console(stderr=True, width=200)
+    console = Console(stderr=True, width=200, log_path=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="rebuild tables and report from stored results")
     report.add_argument("results", type=Path)
+    report.add_argument("--baseline", metavar="PLANE",
+                        help="the plane the others are compared with (default: the first)")
     report.set_defaults(handler=_cmd_report)
 
     topo = sub.add_parser("topo", help="topologies").add_subparsers(required=True,
@@ -89,6 +92,11 @@ def _parser() -> argparse.ArgumentParser:
                       "Mininet FILE.py[:NAME]")
     show.add_argument("-o", "--output", help="output .png or .svg")
     show.set_defaults(handler=_cmd_topo_show)
+    export = topo.add_parser("export", help="write a topology as a containerlab file")
+    export.add_argument("name", help="as for 'show'")
+    export.add_argument("-o", "--output", help="output file (default "
+                        "results/topologies/NAME.clab.yml)")
+    export.set_defaults(handler=_cmd_topo_export)
     listing = topo.add_parser("list", help="list the catalog")
     listing.add_argument("--topohub", action="store_true", help="list topohub's graphs")
     listing.set_defaults(handler=_cmd_topo_list)
@@ -105,27 +113,38 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dplab import spec
-
-    exp = spec.load(args.experiment)
-    _warn_if_code(exp)
+    exp, plan = _plan(args.experiment)
     results = args.results or Path(exp.results or Path("results") / exp.name)
     if args.fresh:
         from dplab.store import folder
 
         folder.discard(results)
     from dplab import report  # heavy (plotting, every plane): only once the run goes ahead
-    from dplab.runner import run_matrix
+    from dplab.runner import run_plan
 
-    total = exp.repetitions * len(exp.planes)
-    console.print(Text.assemble((exp.name, "bold"), f": {total} runs ({len(exp.planes)} "
-                                f"planes × {exp.repetitions} repetitions) → {results}"))
+    console.print(Text.assemble((exp.name, "bold"), f" → {results}"))
+    _print_plan(plan)
     with console.status("starting") as status:
-        store = run_matrix(exp, results, progress=lambda msg: _progress(status, msg))
+        store = run_plan(plan, results, progress=lambda msg: _progress(status, msg))
     report.print_tables(results)
     path = report.build(results)
     console.print(Text(f"report: {path}"))
     return 0 if store.completed_runs() else 1
+
+
+def _plan(path: Path):
+    """The experiment file read and its plan built: the same for `validate` and `run`."""
+    from dplab import spec
+    from dplab.plan import build_plan
+
+    exp = spec.load(path)
+    _warn_if_code(exp)
+    return exp, build_plan(exp, str(path))
+
+
+def _print_plan(plan) -> None:
+    for line in plan.summary():
+        console.print(Text(line))
 
 
 def _progress(status, message: str) -> None:
@@ -134,31 +153,29 @@ def _progress(status, message: str) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from dplab import spec
-    from dplab.runner import build_topology, plan_flows
-
-    exp = spec.load(args.experiment)
-    _warn_if_code(exp)
-    phases = plan_flows(exp, build_topology(exp))
-    flows = sum(len(p) for p in phases)
-    console.print(Text(f"{args.experiment}: valid ({len(exp.planes)} planes, {flows} flows "
-                       f"in {len(phases)} phase(s), {exp.repetitions} repetitions)"))
+    _exp, plan = _plan(args.experiment)
+    console.print(Text(f"{args.experiment}: valid"))
+    _print_plan(plan)
     return 0
 
 
 def _warn_if_code(exp) -> None:
-    """A Mininet topology file is a program run as root: say so before it runs."""
-    if exp.topology.mininet is not None:
-        from dplab.topology.from_mininet import code_warning
+    """A Mininet topology file is a program run as root: say so before it runs (the plan
+    builds every topology, those of a topology axis too)."""
+    from dplab.topology.from_mininet import code_warning
 
-        console.print(Text(code_warning(exp.topology.mininet), "yellow"))
+    axis = exp.axes.get("topology")
+    values = axis.values if axis is not None and axis.of is None else []
+    files = [exp.topology.mininet] + [v.get("mininet") for v in values if isinstance(v, dict)]
+    for path in dict.fromkeys(f for f in files if f is not None):
+        console.print(Text(code_warning(path), "yellow"))
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from dplab import report
 
-    report.print_tables(args.results)
-    console.print(Text(f"report: {report.build(args.results)}"))
+    report.print_tables(args.results, baseline=args.baseline)
+    console.print(Text(f"report: {report.build(args.results, baseline=args.baseline)}"))
     return 0
 
 
@@ -166,6 +183,13 @@ def _cmd_topo_show(args: argparse.Namespace) -> int:
     from dplab.topology.cli import show
 
     show(args.name, args.output)
+    return 0
+
+
+def _cmd_topo_export(args: argparse.Namespace) -> int:
+    from dplab.topology.cli import export
+
+    export(args.name, args.output)
     return 0
 
 

@@ -1,106 +1,28 @@
-"""Runs an experiment's matrix (repetition × plane): one isolated emulated network per run."""
+"""Runs an experiment's plan (plan.build_plan): one isolated emulated network per run."""
 
 from __future__ import annotations
 
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from dplab import cleanup, planes
 from dplab.measure.resources import ResourceSampler
+from dplab.plan import ExperimentError, ExperimentPlan, RunKey, RunPlan, build_plan
+from dplab.planes import liveness
 from dplab.planes.base import SeriesPoint
-from dplab.spec.model import Experiment, PlaneSpec
+from dplab.spec.model import Experiment
 from dplab.store.runstore import RunStore
 from dplab.substrate import cpu_idle
 from dplab.substrate.network import Network
-from dplab.substrate.registry import SubstrateError
-from dplab.topology import catalog, from_mininet, from_topohub, importers
-from dplab.topology.model import Topology
 from dplab.workloads import video
-from dplab.workloads.capture import CapturePoint, Captures, requested_interfaces
-from dplab.workloads.flows import Flow, FlowResult, run_flows
+from dplab.workloads.capture import CapturePoint, Captures
+from dplab.workloads.flows import FlowResult, run_flows
 
 READY_TIMEOUT_S = 60.0
 
-
-class ExperimentError(ValueError):
-    """The experiment cannot run as written (e.g. host pairs the topology does not have)."""
-
-
-@dataclass(frozen=True)
-class RunKey:
-    plane: PlaneSpec
-    repetition: int
-
-    @property
-    def run_id(self) -> str:
-        return f"{self.plane.column}-r{self.repetition}"
-
-
 Progress = Callable[[str], None]
-
-
-def build_topology(exp: Experiment) -> Topology:
-    spec = exp.topology
-    if spec.file is not None:
-        return importers.load(spec.file, **spec.params)
-    if spec.topohub is not None:
-        return from_topohub.load(spec.topohub, **spec.params)
-    if spec.mininet is not None:
-        return from_mininet.load(spec.mininet, spec.name, spec.params, spec.args)
-    return catalog.build(spec.name, **spec.params)
-
-
-def plan_flows(exp: Experiment, topo: Topology) -> list[list[Flow]]:
-    """The flows of each phase: Tier 1 runs one workload per phase, Tier 2 all in one."""
-    phases = [_workload_flows(index, w, topo) for index, w in enumerate(exp.workloads)]
-    return phases if exp.tier == 1 else [[f for phase in phases for f in phase]]
-
-
-def _workload_flows(index: int, workload, topo: Topology) -> list[Flow]:
-    pairs = _resolve_pairs(index, workload.pairs, topo)
-    params = workload.model_dump(exclude={"kind", "pairs"}, exclude_none=True)
-    return [
-        Flow(f"w{index}-{workload.kind}-{src}-{dst}", workload.kind, src, dst, dict(params))
-        for src, dst in pairs
-    ]
-
-
-def _resolve_pairs(index: int, pairs, topo: Topology) -> list[tuple[str, str]]:
-    where = f"workloads.{index}.pairs"
-    if isinstance(pairs, str):
-        if pairs not in topo.pairs:
-            known = ", ".join(sorted(topo.pairs)) or "none"
-            raise ExperimentError(
-                f"{where}: topology {topo.name!r} has no host pairs named {pairs!r} "
-                f"(it has: {known})"
-            )
-        return list(topo.pairs[pairs])
-    hosts = set(topo.hosts())
-    for src, dst in pairs:
-        for host in (src, dst):
-            if host not in hosts:
-                raise ExperimentError(f"{where}: host {host!r} is not in topology {topo.name!r}")
-    return [tuple(p) for p in pairs]
-
-
-@dataclass(frozen=True)
-class RunPlan:
-    """What every run of an experiment does: its topology, traffic phases, captures."""
-
-    topo: Topology
-    phases: list[list[Flow]]
-    captures: list[tuple[str, str]]  # (node, interface)
-    cpu_idle: str  # the experiment's setting, recorded with every run
-
-
-def _plan_captures(exp: Experiment, topo: Topology) -> list[tuple[str, str]]:
-    try:
-        return requested_interfaces(topo, exp.capture)
-    except ValueError as exc:
-        raise ExperimentError(str(exc)) from None
 
 
 def _capture_points(net: Network, interfaces: list[tuple[str, str]],
@@ -113,42 +35,47 @@ def _capture_points(net: Network, interfaces: list[tuple[str, str]],
     ]
 
 
-def _refuse_unsupported_links(topo: Topology) -> None:
-    """A result that silently lacked the asked-for delay or loss would be wrong: stop first."""
-    try:
-        Network(topo).check_supported()
-    except SubstrateError as exc:
-        raise ExperimentError(f"topology: {exc}") from None
+def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = None,
+               source: str = "<experiment>") -> RunStore:
+    """Plan ``exp`` (``plan.build_plan``, as ``dplab validate`` does) and run the plan."""
+    return run_plan(build_plan(exp, source), results_dir, progress)
 
 
-def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = None) -> RunStore:
-    """Every (repetition, plane) run not already stored; repetitions interleave the planes
-    so slow drift of a shared machine spreads over all planes alike."""
+def run_plan(plan: ExperimentPlan, results_dir: Path,
+             progress: Progress | None = None) -> RunStore:
+    """Every run of the plan not already stored, in the plan's order."""
     say = progress or (lambda _msg: None)
-    topo = build_topology(exp)
-    phases = plan_flows(exp, topo)
-    captures = _plan_captures(exp, topo)
-    _refuse_unsupported_links(topo)
-    plan = RunPlan(topo, phases, captures, exp.cpu_idle)
     try:  # held from before the first network to after the last teardown
-        with cpu_idle.idle_behaviour(exp.cpu_idle):
-            return _run_pending(exp, plan, results_dir, say)
+        with cpu_idle.idle_behaviour(plan.experiment.cpu_idle):
+            return _run_pending(plan, results_dir, say)
     except cpu_idle.CpuIdleError as exc:  # raised only on taking the request: nothing ran
         raise ExperimentError(f"{exc}; nothing was run") from None
 
 
-def _run_pending(exp: Experiment, plan: RunPlan, results_dir: Path, say: Progress) -> RunStore:
+def stored_spec(exp: Experiment) -> dict:
+    """The spec as experiment.json keeps it. Fields added with axes are left out while
+    unused, so a results folder made before them still resumes (its spec compares equal)."""
+    spec = exp.model_dump(mode="json")
+    if not spec["axes"]:
+        del spec["axes"]
+    if spec["phases"] is None:
+        del spec["phases"]
+    for workload in spec["workloads"]:
+        if workload["label"] is None:
+            del workload["label"]
+    return spec
+
+
+def _run_pending(plan: ExperimentPlan, results_dir: Path, say: Progress) -> RunStore:
     store = RunStore(results_dir)
-    store.write_experiment(exp.model_dump(mode="json"))
+    store.write_experiment(stored_spec(plan.experiment))
     done = store.completed_runs()
     cleanup.reclaim()
-    for repetition in range(1, exp.repetitions + 1):
-        for plane_spec in exp.planes:
-            key = RunKey(plane_spec, repetition)
-            if key.run_id in done:
-                say(f"{key.run_id}: already stored, skipped")
-                continue
-            _run_one(key, plan, store, say)
+    for key in plan.runs:
+        if key.run_id in done:
+            say(f"{key.run_id}: already stored, skipped")
+            continue
+        _run_one(key, plan.point_plan(key.point).run, store, say)
     return store
 
 
@@ -161,10 +88,14 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
     series: list[SeriesPoint] = []
     error: str | None = None
     try:
-        results, stats, series = _execute(key, plan, store.results_dir, say, clock)
+        stats, series = _execute(key, plan, store.results_dir, say, clock, results)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
+    except liveness.RunFailed as exc:  # the flows measured before stay in ``results``
+        error = str(exc)
+        if not exc.expected:
+            traceback.print_exception(exc.__cause__)
     except Exception as exc:  # noqa: BLE001 - any failure marks this run failed; the matrix goes on
         error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
@@ -181,6 +112,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         results=results,
         cpu_idle=idle.finish(),
         plane_series=series,
+        axes=list(key.point.values),
     )
     if error:  # after storing: whatever the message holds, the failed run is on disk
         say(f"{key.run_id}: FAILED: {error}")
@@ -206,10 +138,12 @@ class StageClock:
 
 
 def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
-             clock: StageClock,
-             ) -> tuple[list[FlowResult], dict[str, float | None], list[SeriesPoint]]:
-    """One run: its flows' results, the plane's statistics and time series; its pcaps and
-    video frames go to <results>/{pcap,frames}/<run_id>/."""
+             clock: StageClock, results: list[FlowResult],
+             ) -> tuple[dict[str, float | None], list[SeriesPoint]]:
+    """One run: the plane's statistics and time series; its flows' results go to
+    ``results`` phase by phase (a failed run keeps those measured before), its pcaps and
+    video frames to <results>/{pcap,frames}/<run_id>/. A failure inside the network is
+    raised as a liveness.RunFailed, the plane's logs kept in <results>/logs/<run_id>/."""
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
     say(f"{key.run_id}: building {topo.name}")
@@ -221,7 +155,6 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             plane.start(net)
             plane.wait_ready(READY_TIMEOUT_S)
             clock.lap("plane_ready")
-            results: list[FlowResult] = []
             switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
             points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
             with ResourceSampler(switch_namespaces) as resources, \
@@ -232,12 +165,18 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
                     results.extend(run_flows(net, flows))
+                    liveness.check_daemons(plane, results, len(flows), f"during traffic "
+                                           f"phase {number}/{len(plan.phases)}")
             for problem in pcap.problems:
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")
             stats = {**plane.stats(), **resources.stats()}
             series = plane.series(traffic_began)  # the run directory goes with the network
             clock.lap("collect_stats")
-            return results, stats, series
+            return stats, series
+        except Exception as exc:
+            plane.stop()  # first: the daemons' last words go to their logs
+            raise liveness.failed_run(exc, net.run_dir, results_dir / "logs" / key.run_id) \
+                from exc
         finally:
             plane.stop()

@@ -24,10 +24,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from dplab.analysis.metrics import metric_sort_key
-from dplab.analysis.stats import Description, describe, improvement_pct, is_significant, welch_p
+from dplab.analysis.stats import (
+    Description,
+    describe,
+    improvement_pct,
+    is_significant,
+    ratio,
+    welch_p,
+)
 from dplab.analysis.traffic import traffic_labels
+from dplab.spec.axes import param_name
 from dplab.spec.model import PlaneSpec
-from dplab.store import RunStore
+from dplab.store import RunStore, StoreError
 
 PLANE = "plane"
 
@@ -59,6 +67,7 @@ class Comparison:
     improvement_pct: float | None
     p_value: float | None
     significant: bool
+    ratio: float | None = None  # the plane's mean / the baseline's (None: either missing or 0)
 
 
 @dataclass
@@ -82,7 +91,8 @@ class Analysis:
 
 
 def analyse(store: RunStore, baseline: str | None = None) -> Analysis:
-    """Analyse a stored experiment; planes keep the experiment file's order."""
+    """Analyse a stored experiment; planes keep the experiment file's order. (With axes,
+    every point pooled: ``analysis.points`` keeps them apart.)"""
     return analyse_rows(
         runs=store.rows("runs"),
         flows=store.rows("flows"),
@@ -90,7 +100,13 @@ def analyse(store: RunStore, baseline: str | None = None) -> Analysis:
         plane_stats=store.rows("plane_stats"),
         plane_order=spec_plane_order(store.experiment),
         baseline=baseline,
+        axes=spec_axes(store.experiment),
     )
+
+
+def spec_axes(experiment: dict[str, Any]) -> frozenset[str]:
+    """The parameters the stored experiment's axes vary (none for experiments without)."""
+    return frozenset(param_name(a) for a in experiment.get("spec", {}).get("axes") or {})
 
 
 def analyse_rows(
@@ -100,12 +116,14 @@ def analyse_rows(
     plane_stats: list[dict[str, Any]],
     plane_order: list[str] | None = None,
     baseline: str | None = None,
+    axes: frozenset[str] = frozenset(),
 ) -> Analysis:
-    """The analysis of rows shaped like the store's tables (see ``dplab.store.runstore``)."""
-    planes = _plane_order(runs, plane_order or [], baseline)
+    """The analysis of rows shaped like the store's tables (see ``dplab.store.runstore``);
+    ``axes``: parameters the experiment varies, left out of traffic class names."""
+    planes = ordered_planes(runs, plane_order or [], baseline)
     ok_runs = {r["run_id"] for r in runs if r["status"] == "ok"}
     failed = _count_failed(runs)
-    samples = _flow_samples(summaries, flows, ok_runs)
+    samples = _flow_samples(summaries, flows, ok_runs, axes)
     samples.update(_stat_samples(plane_stats, ok_runs))
     rows = _ordered_rows(samples)
     keys = [(row.traffic, row.metric, plane) for row in rows for plane in planes]
@@ -140,8 +158,8 @@ class _Sample:
 
 
 def _flow_samples(summaries: list[dict[str, Any]], flows: list[dict[str, Any]],
-                  ok_runs: set[str]) -> dict[Key, _Sample]:
-    labels = traffic_labels(flows)
+                  ok_runs: set[str], axes: frozenset[str]) -> dict[Key, _Sample]:
+    labels = traffic_labels(flows, axes)
     flow_ok = {(f["run_id"], f["flow_id"]): f["ok"] for f in flows}
     samples: dict[Key, _Sample] = defaultdict(_Sample)
     for row in summaries:
@@ -188,6 +206,7 @@ def _compare_all(rows: list[Row], planes: list[str],
                 improvement_pct(row.metric, base.description.mean, other.description.mean),
                 p,
                 is_significant(p),
+                ratio(base.description.mean, other.description.mean),
             )
     return comparisons
 
@@ -202,13 +221,13 @@ def _ordered_rows(samples: dict[Key, _Sample]) -> list[Row]:
     return sorted(rows, key=lambda r: (traffic_order.index(r.traffic), metric_sort_key(r.metric)))
 
 
-def _plane_order(runs: list[dict[str, Any]], spec_order: list[str],
+def ordered_planes(runs: list[dict[str, Any]], spec_order: list[str],
                  baseline: str | None) -> list[str]:
     stored = list(dict.fromkeys(r["plane"] for r in runs))
     planes = [p for p in spec_order if p in stored] + [p for p in stored if p not in spec_order]
     if baseline is not None:
         if baseline not in planes:
-            raise ValueError(f"baseline plane {baseline!r} has no stored runs; "
+            raise StoreError(f"baseline plane {baseline!r} has no stored runs; "
                              f"planes are {planes}")
         planes.remove(baseline)
         planes.insert(0, baseline)

@@ -71,6 +71,14 @@ def improvement_pct(metric: str, baseline: float | None, other: float | None) ->
     return change if better == "higher" else -change
 
 
+def ratio(baseline: float | None, other: float | None) -> float | None:
+    """other / baseline, the way "2.1x the RTT of bridge" reads; None when either is missing
+    or the baseline is 0."""
+    if baseline is None or other is None or baseline == 0:
+        return None
+    return other / baseline
+
+
 def _constant(values: Sequence[float]) -> bool:
     return all(v == values[0] for v in values)
 

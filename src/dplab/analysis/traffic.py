@@ -13,17 +13,27 @@ from typing import Any
 FlowKey = tuple[str, str]  # (run_id, flow_id)
 
 
-def traffic_labels(flows: list[dict[str, Any]]) -> dict[FlowKey, str]:
-    """(run_id, flow_id) -> traffic class label, from rows of the store's ``flows`` table."""
+def traffic_labels(flows: list[dict[str, Any]],
+                   axes: frozenset[str] = frozenset()) -> dict[FlowKey, str]:
+    """(run_id, flow_id) -> traffic class label, from rows of the store's ``flows`` table.
+    Parameters named in ``axes`` are the experiment's axes: a UDP flow at 10 and at 100
+    Mbit/s is then one class measured at two axis points, not two classes."""
+    params = {(row["run_id"], row["flow_id"]): _without(row["params"], axes) for row in flows}
     variants: dict[str, list[str]] = {}
     for row in flows:
         known = variants.setdefault(row["kind"], [])
-        if row["params"] not in known:
-            known.append(row["params"])
-    names = {kind: _variant_names(kind, params) for kind, params in variants.items()}
-    return {
-        (row["run_id"], row["flow_id"]): names[row["kind"]][row["params"]] for row in flows
-    }
+        if params[(row["run_id"], row["flow_id"])] not in known:
+            known.append(params[(row["run_id"], row["flow_id"])])
+    names = {kind: _variant_names(kind, found) for kind, found in variants.items()}
+    return {key: names[row["kind"]][params[key]]
+            for row in flows for key in [(row["run_id"], row["flow_id"])]}
+
+
+def _without(params_json: str, axes: frozenset[str]) -> str:
+    if not axes:
+        return params_json
+    kept = {k: v for k, v in json.loads(params_json).items() if k not in axes}
+    return json.dumps(kept, sort_keys=True)
 
 
 def _variant_names(kind: str, params_json: list[str]) -> dict[str, str]:

@@ -7,6 +7,8 @@ address, thread pool, switch connection and state; they only share the interpret
 process start and one grpc import for a whole run instead of one per switch). Switch
 sockets that do not exist yet are waited for (``--switch-wait``). Once every server
 listens, the process prints ``ready`` on stdout: a launcher can block on that line.
+The limit options (``--max-backup-streams`` and the others below it in ``--help``,
+``limits.py``) bound what clients can hold of each server.
 """
 
 from __future__ import annotations
@@ -15,23 +17,21 @@ import argparse
 import signal
 import sys
 import threading
-from concurrent import futures
 
 import grpc
-from p4.v1 import p4runtime_pb2_grpc
 
-from dplab.p4runtime.server import P4RuntimeServicer
+from dplab.p4runtime import limits
+from dplab.p4runtime.server import P4RuntimeServicer, grpc_server
 from dplab.p4runtime.switch_link import SwitchLinkError
 
-# Every StreamChannel holds one thread for its life; leave room for unary calls.
-WORKERS = 16
 STOP_GRACE_S = 0.5
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     devices = _devices(args)
-    servers = [_serve(device_id, socket_path, address, args.switch_wait)
+    bounds = limits.from_arguments(args)
+    servers = [_serve(device_id, socket_path, address, args.switch_wait, bounds)
                for device_id, socket_path, address in devices]
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
                         "repeat for several switches")
     parser.add_argument("--switch-wait", type=float, default=15.0,
                         help="seconds to wait for a switch's control socket to accept")
+    limits.add_arguments(parser)
     return parser
 
 
@@ -63,14 +64,13 @@ def _devices(args: argparse.Namespace) -> list[tuple[int, str, str]]:
     return devices
 
 
-def _serve(device_id: int, socket_path: str, address: str, switch_wait: float) -> grpc.Server:
+def _serve(device_id: int, socket_path: str, address: str, switch_wait: float,
+           bounds: limits.Limits) -> grpc.Server:
     try:
-        servicer = P4RuntimeServicer(socket_path, device_id, switch_wait)
+        servicer = P4RuntimeServicer(socket_path, device_id, switch_wait, bounds)
     except SwitchLinkError as exc:
         sys.exit(f"p4runtime: device {device_id}: {exc}")
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=WORKERS,
-                                                    thread_name_prefix=f"dev{device_id}"))
-    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    server = grpc_server(servicer, f"dev{device_id}")
     if not server.add_insecure_port(address):
         sys.exit(f"p4runtime: device {device_id}: cannot listen on {address}")
     server.start()

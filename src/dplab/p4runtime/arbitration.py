@@ -1,7 +1,9 @@
 """Master arbitration (P4Runtime spec 5): the primary of the default role is the client
 whose election id is the highest the server has ever seen; when it leaves, or steps down,
 there is no primary until a client sends an election id at least that high. A client
-without an election id is a backup that never becomes primary."""
+without an election id is a backup that never becomes primary. The backups are capped
+(each stream holds a server thread): a new client that would be one is refused with
+RESOURCE_EXHAUSTED, one that becomes primary always gets in."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime.errors import P4RuntimeError
 
-Send = Callable[[pb.StreamMessageResponse], None]
+# What a stream is sent: a message, or the error that ends it.
+Send = Callable[[pb.StreamMessageResponse | P4RuntimeError], None]
 
 
 def election_key(eid: pb.Uint128) -> int:
@@ -21,8 +24,8 @@ def election_key(eid: pb.Uint128) -> int:
 
 
 class Arbiter:
-    def __init__(self, device_id: int) -> None:
-        self.device_id = device_id
+    def __init__(self, device_id: int, max_backups: int) -> None:
+        self.device_id, self.max_backups = device_id, max_backups
         self._lock = threading.Lock()
         # stream -> (its election id, None for a client that gave none; its sender)
         self._streams: dict[Hashable, tuple[int | None, Send]] = {}
@@ -39,10 +42,17 @@ class Arbiter:
                                        for other, (other_eid, _) in self._streams.items()):
                 raise P4RuntimeError("INVALID_ARGUMENT",
                                      f"election id {eid} is already used by another client")
+            primary = eid is not None and (self._highest is None or eid >= self._highest)
+            if not live and not primary and self._backups() >= self.max_backups:
+                raise P4RuntimeError(
+                    "RESOURCE_EXHAUSTED", f"device {self.device_id} already has "
+                    f"{self._backups()} backup streams (the server's max_backup_streams); "
+                    "only a client whose election id makes it primary is let in now")
             self._streams[stream] = (eid, send)
-            if eid is not None and (self._highest is None or eid >= self._highest):
+            if primary:
                 self._highest, self._primary = eid, stream
                 self._announce(self._streams)  # a new (or the same) primary: everyone
+                self._end_lowest_backups()
             elif self._primary == stream:  # the primary stepped down: everyone
                 self._primary = None
                 self._announce(self._streams)
@@ -72,6 +82,20 @@ class Arbiter:
             raise P4RuntimeError("PERMISSION_DENIED",
                                  f"{what}: election id {election_key(election_id)} "
                                  "is not the primary's")
+
+    def _backups(self) -> int:
+        return len(self._streams) - (self._primary is not None)
+
+    def _end_lowest_backups(self) -> None:
+        """A demoted primary may overfill the backups: those with the lowest election ids
+        (none is lowest) are ended until they fit."""
+        while self._backups() > self.max_backups:
+            stream = min((s for s in self._streams if s != self._primary),
+                         key=lambda s: -1 if self._streams[s][0] is None else self._streams[s][0])
+            _, send = self._streams.pop(stream)
+            send(P4RuntimeError("RESOURCE_EXHAUSTED", "a new primary made one backup too "
+                                f"many (the server's max_backup_streams is {self.max_backups}) "
+                                "and this stream's election id was the lowest"))
 
     def _announce(self, streams: dict[Hashable, tuple[int | None, Send]]) -> None:
         """Spec 5.5: the highest election id seen (unset before any), and each client's

@@ -6,6 +6,8 @@ import hashlib
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
 
 import grpc
 from google.rpc import status_pb2
@@ -20,7 +22,9 @@ from dplab.p4runtime.digests import Digests
 from dplab.p4runtime.entities import Entities
 from dplab.p4runtime.entry_extras import Extras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
+from dplab.p4runtime.limits import DEFAULTS, Limits
 from dplab.p4runtime.switch_link import SwitchError, SwitchLink
+from dplab.p4runtime.waiting import Waiting
 
 API_VERSION = "1.5.0"
 Action = pb.SetForwardingPipelineConfigRequest
@@ -32,12 +36,19 @@ SHOWN_FAILURES = 3  # failures named in a batch error's message
 # so that one long error cannot push every update's code out of the trailer.
 MESSAGE_ROOM = 300
 Atomicity = pb.WriteRequest
+# A Read's answer goes out in ReadResponses of about this size at most: gRPC clients refuse
+# messages above 4 MiB by default, and a big answer must not fail for that.
+READ_CHUNK_BYTES = 1 << 20
+ENTITY_FRAMING = 8  # bytes an entity's tag and length add to a ReadResponse, at most
 
 
 class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
-    def __init__(self, switch_socket: str, device_id: int, switch_wait_s: float = 0.0) -> None:
-        self.device_id = device_id
-        self.arbiter = Arbiter(device_id)
+    def __init__(self, switch_socket: str, device_id: int, switch_wait_s: float = 0.0,
+                 limits: Limits = DEFAULTS) -> None:
+        self.device_id, self.limits = device_id, limits
+        self.arbiter = Arbiter(device_id, limits.max_backup_streams)
+        self.waiting = Waiting(limits.max_waiting_streams, limits.arbitration_timeout_s)
+        self._reads = threading.BoundedSemaphore(limits.max_reads)
         self.switch = SwitchLink(switch_socket, self._on_switch_event, switch_wait_s)
         self._config: pb.ForwardingPipelineConfig | None = None
         self._saved: pb.ForwardingPipelineConfig | None = None
@@ -65,15 +76,49 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return self._guard(context, self._write, request)
 
     def Read(self, request, context):
+        """The answer is built whole under the device lock (the building stops when the
+        client cancels or the server's read deadline passes), then sent without it. A
+        client that stops reading blocks only the send, which gets the read deadline
+        again and is then cancelled: its thread is let go too."""
+        if not self._reads.acquire(blocking=False):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"{self.limits.max_reads} Reads are in flight already (the "
+                          "server's max_reads); retry when one has ended")
         try:
-            found, errors = self._read(request)
+            yield from self._answer(request, context)
+        finally:
+            self._reads.release()
+
+    def _answer(self, request: pb.ReadRequest, context):
+        deadline = time.monotonic() + self.limits.read_deadline_s
+        try:
+            found, errors = self._read(request, self._read_check(context, deadline))
         except P4RuntimeError as err:
             context.abort(err.grpc_code, err.message)
         if request.role:  # a filter (spec 11): no entity belongs to a role but the default
             found = pb.ReadResponse()
-        yield found
+        timer = threading.Timer(self.limits.read_deadline_s, context.cancel)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield from _chunks(found)
+        finally:
+            timer.cancel()
         if any(errors):
             _abort_batch(context, _BatchError(errors))
+
+    def _read_check(self, context, deadline: float) -> Callable[[], None]:
+        """What a Read checks before each entity it reads: that its client still waits
+        for it, and that it is within the server's read deadline."""
+        def check() -> None:
+            if not context.is_active():
+                raise P4RuntimeError("CANCELLED", "the client left the Read")
+            if time.monotonic() > deadline:
+                raise P4RuntimeError(
+                    "DEADLINE_EXCEEDED", "the Read took longer than the server's read "
+                    f"deadline ({self.limits.read_deadline_s:g} s, read_deadline_s); "
+                    "read fewer entities per request")
+        return check
 
     # -- pipeline ------------------------------------------------------------------------
 
@@ -166,18 +211,19 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise _BatchError(errors)
         return pb.WriteResponse()
 
-    def _read(self, request: pb.ReadRequest) -> tuple[pb.ReadResponse,
-                                                      list[P4RuntimeError | None]]:
+    def _read(self, request: pb.ReadRequest, check: Callable[[], None],
+              ) -> tuple[pb.ReadResponse, list[P4RuntimeError | None]]:
         """The entities every valid request finds, and one error (or None) per request: a
         bad request fails alone with its own code (and adds nothing), a valid one the
         switch failed with INTERNAL; the others are still answered (spec 11.2, "Batch
-        Processing")."""
+        Processing"). ``check`` raises to end the whole Read (and free the lock)."""
         self._check_device(request.device_id)
         entities = self._entities()
         found = pb.ReadResponse()
         errors: list[P4RuntimeError | None] = []
         with self._serial:  # a read sees a batch whole or not at all (spec 12.5)
             for want in request.entities:
+                check()
                 before = len(found.entities)
                 try:
                     entities.read(want, found.entities)
@@ -217,27 +263,52 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         # would otherwise wait on the outbox forever and keep its worker thread, and with
         # it the process, alive.
         context.add_callback(lambda: outbox.put(None))
-        reader = threading.Thread(target=self._serve_stream, args=(request_iterator, outbox),
-                                  daemon=True)
+        self.waiting.enter(outbox, outbox.put)  # until its arbitration
+        # Set when this handler ends the stream (also while the client still sends): an
+        # arbitration the reader takes after that must not register a stream nobody serves.
+        ended = threading.Event()
+        reader = threading.Thread(target=self._serve_stream,
+                                  args=(request_iterator, outbox, ended), daemon=True)
         reader.start()
         try:
             while True:
-                msg = outbox.get()
+                msg = self._next_message(outbox)
                 if msg is None:
                     return
                 if isinstance(msg, P4RuntimeError):
                     context.abort(msg.grpc_code, msg.message)
                 yield msg
         finally:
+            self.waiting.leave(outbox)
             with self._serial:  # after a Write it let through, never amid it
+                ended.set()
                 self.arbiter.leave(outbox)
 
-    def _serve_stream(self, requests, outbox: queue.Queue) -> None:
+    def _next_message(self, outbox: queue.Queue):
+        """The stream's next message, or its end: None, or the error to end it with (also
+        when it has sent no arbitration within the arbitration timeout)."""
+        while (wait := self.waiting.time_left(outbox)) is not None:
+            if wait <= 0:
+                self.waiting.leave(outbox)
+                return P4RuntimeError(
+                    "DEADLINE_EXCEEDED", "no arbitration within "
+                    f"{self.limits.arbitration_timeout_s:g} s (arbitration_timeout_s): a "
+                    "stream's first message must be its MasterArbitrationUpdate")
+            try:
+                return outbox.get(timeout=wait)
+            except queue.Empty:
+                continue
+        return outbox.get()
+
+    def _serve_stream(self, requests, outbox: queue.Queue, ended: threading.Event) -> None:
         try:
             for req in requests:
                 kind = req.WhichOneof("update")
                 if kind == "arbitration":
+                    self.waiting.leave(outbox)
                     with self._serial:  # a new primary: after a running Write, not amid it
+                        if ended.is_set():
+                            return
                         self.arbiter.join(req.arbitration, outbox, outbox.put)
                 elif kind == "packet":
                     self._packet_out(req.packet, outbox)
@@ -326,6 +397,34 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         else:
             return
         self._send_to_primary(msg)
+
+
+def grpc_server(servicer: P4RuntimeServicer, name: str = "p4rt") -> grpc.Server:
+    """A gRPC server for ``servicer`` (not started, no port yet), its thread pool and
+    keepalive settings from the servicer's limits."""
+    limits = servicer.limits
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=limits.workers,
+                                                    thread_name_prefix=name),
+                         options=limits.grpc_options())
+    p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+    return server
+
+
+def _chunks(found: pb.ReadResponse) -> Iterator[pb.ReadResponse]:
+    """``found`` as ReadResponses of at most about READ_CHUNK_BYTES each (one entity
+    bigger than that alone); a small answer is sent as it is."""
+    if found.ByteSize() <= READ_CHUNK_BYTES:
+        yield found
+        return
+    chunk, size = pb.ReadResponse(), 0
+    for entity in found.entities:
+        grows = entity.ByteSize() + ENTITY_FRAMING
+        if chunk.entities and size + grows > READ_CHUNK_BYTES:
+            yield chunk
+            chunk, size = pb.ReadResponse(), 0
+        chunk.entities.add().CopyFrom(entity)
+        size += grows
+    yield chunk
 
 
 def _check_default_role(role: str, role_id: int) -> None:

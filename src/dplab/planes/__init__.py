@@ -18,6 +18,7 @@ PLANES = {
     "router": "dplab.planes.router:RouterPlane",
     "ovs": "dplab.planes.ovs:OvsPlane",
     "p4": "dplab.planes.p4:P4Plane",
+    "xdp": "dplab.planes.xdp:XdpPlane",
     "userspace": "dplab.planes.userspace:UserspacePlane",
 }
 

@@ -10,7 +10,7 @@ import networkx as nx
 
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.substrate.network import Network
-from dplab.topology.model import Topology, node_order
+from dplab.topology.model import node_order
 
 LINK_POOL = ipaddress.ip_network("10.254.0.0/16")
 
@@ -70,13 +70,13 @@ class RouterPlane(Plane):
 
     def _routes(self, net: Network, link_addr: dict[tuple[str, str], tuple[str, str]]
                 ) -> dict[str, list[str]]:
-        """For every switch, a route to every remote host's /24 via the next hop on a
-        shortest path (``next_hops``)."""
+        """For every switch, a route to every remote host's /24 via the next hop."""
         routes: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
-        for switch, towards in next_hops(net.topo).items():
-            for host, nearer in towards.items():
+        for switch, hops in next_hops(net).items():
+            for host, nearer in hops:
+                destination = f"{net.host_gateway(host).rsplit('.', 1)[0]}.0/24"
                 _, via = link_addr[(nearer, switch)]
-                routes[switch].append(f"route add {host_prefix(net, host)} via {via}")
+                routes[switch].append(f"route add {destination} via {via}")
         return routes
 
     def wait_ready(self, timeout: float) -> None:
@@ -95,30 +95,24 @@ class RouterPlane(Plane):
         self.net = None
 
 
-def _is_switch(net: Network, node: str) -> bool:
-    return node in set(net.topo.switches())
-
-
-def host_prefix(net: Network, host: str) -> str:
-    """The /24 of ``host`` in l3 addressing (its gateway's network)."""
-    return f"{net.host_gateway(host).rsplit('.', 1)[0]}.0/24"
-
-
-def next_hops(topo: Topology) -> dict[str, dict[str, str]]:
-    """switch -> {host -> the neighbour switch a shortest path to the host's edge switch
-    goes through}, for every host not on the switch itself (ties: the neighbour first in
-    switch order). Hosts whose neighbour is not a switch are left out."""
-    switches = topo.switches()
-    fabric = topo.graph.subgraph(switches)
-    hops: dict[str, dict[str, str]] = {s: {} for s in switches}
-    for host in topo.hosts():
-        edge_switch = next(iter(topo.graph.neighbors(host)))
-        if edge_switch not in hops:
+def next_hops(net: Network) -> dict[str, list[tuple[str, str]]]:
+    """For every switch, (remote host, neighbour switch one hop nearer it on a shortest path)
+    in host order; ties go to the neighbour first in switch order. Hosts on the switch
+    itself are left out."""
+    fabric = net.topo.graph.subgraph(net.topo.switches())
+    hops: dict[str, list[tuple[str, str]]] = {s: [] for s in net.topo.switches()}
+    for host in net.topo.hosts():
+        edge_switch = next(iter(net.topo.graph.neighbors(host)))
+        if not _is_switch(net, edge_switch):
             continue
         distance = nx.single_source_shortest_path_length(fabric, edge_switch)
-        for switch, steps in distance.items():
-            if steps == 0:
+        for switch, length in distance.items():
+            if length == 0:
                 continue
-            nearer = [n for n in fabric.neighbors(switch) if distance.get(n) == steps - 1]
-            hops[switch][host] = min(nearer, key=node_order)
+            nearer = [n for n in fabric.neighbors(switch) if distance.get(n) == length - 1]
+            hops[switch].append((host, min(nearer, key=node_order)))
     return hops
+
+
+def _is_switch(net: Network, node: str) -> bool:
+    return node in set(net.topo.switches())

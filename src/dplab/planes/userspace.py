@@ -23,7 +23,8 @@ import networkx as nx
 
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.planes.bridge import off_tree_links
-from dplab.planes.router import host_prefix, next_hops
+from dplab.planes.controlled import _ending, _tail
+from dplab.planes.router import next_hops
 from dplab.substrate.network import Network
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -73,9 +74,9 @@ class UserspacePlane(Plane):
         macs = _port_macs(net)
         run_dir = net.run_dir / "userspace"
         run_dir.mkdir(parents=True, exist_ok=True)
-        hops = next_hops(net.topo) if self.mode == "router" else {}
+        hops = next_hops(net) if self.mode == "router" else {}
         for switch in switches:
-            config = self._config(net, switch, macs, hops.get(switch, {}))
+            config = self._config(net, switch, macs, dict(hops.get(switch, [])))
             path = run_dir / f"{switch}.json"
             path.write_text(json.dumps(config, indent=1))
             log = (run_dir / f"{switch}.log").open("w")
@@ -116,8 +117,8 @@ class UserspacePlane(Plane):
                 next_mac = macs[net.switch_ports(hops[host])[back]]
             else:
                 continue  # a host this switch cannot reach
-            routes.append({"prefix": host_prefix(net, host), "port": port,
-                           "next_hop_mac": next_mac})
+            prefix = f"{net.host_gateway(host).rsplit('.', 1)[0]}.0/24"  # as router's
+            routes.append({"prefix": prefix, "port": port, "next_hop_mac": next_mac})
         return routes
 
     def wait_ready(self, timeout: float) -> None:
@@ -140,6 +141,17 @@ class UserspacePlane(Plane):
         else:
             stats["blocked_ports"] = float(len(self.cut_links))
         return stats
+
+    def failures(self) -> list[str]:
+        """Each forwarder that has exited: its switch, how it ended and its log."""
+        return [f"the forwarder of {switch} {_ending(proc.returncode)}; log {log}"
+                f"{_tail(log) if proc.returncode >= 0 else ''}"
+                for switch, proc in self.procs.items() if proc.poll() is not None
+                for log in [self._log(switch)]]
+
+    def _log(self, switch: str) -> Path:
+        assert self.net is not None
+        return self.net.run_dir / "userspace" / f"{switch}.log"
 
     def stop(self) -> None:
         """Stops every forwarder and keeps the counters each prints as it ends."""

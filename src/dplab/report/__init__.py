@@ -7,8 +7,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from dplab.analysis import analyse
+from dplab.analysis import Analysis, analyse
+from dplab.analysis.points import AxesAnalysis, analyse_points
 from dplab.report import cpu_idle
+from dplab.report.axis_plots import axis_curves
 from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
 from dplab.report.plots import (
@@ -18,7 +20,7 @@ from dplab.report.plots import (
     resource_box_plots,
     timeseries,
 )
-from dplab.report.tables import NOTES, comparison_tables, to_rich
+from dplab.report.tables import NOTES, TableData, axis_tables, comparison_tables, to_rich
 from dplab.store import RunStore
 
 REPORT_FILE = "report.html"
@@ -26,33 +28,65 @@ PLOTS_DIR = "plots"
 CSV_DIR = "csv"
 
 
-def build(results_dir: Path) -> Path:
-    """Rebuild tables, plots, CSV export and ``report.html`` in ``results_dir``; returns the
+def build(results_dir: Path, baseline: str | None = None) -> Path:
+    """Rebuild tables, plots, CSV export and ``report.html`` in ``results_dir``, each plane
+    compared with ``baseline`` (default: the experiment's first plane); returns the
     report's path."""
     results_dir = Path(results_dir)
     store = RunStore.open(results_dir)
-    analysis = analyse(store)
+    analysis = analyse(store, baseline)
+    axes = analyse_points(store, baseline)
     plots_dir = results_dir / PLOTS_DIR
+    plane_series = plane_series_plots(store.rows("plane_series"), analysis, plots_dir)
+    raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
+    return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
+                      _tables(analysis, axes), _plots(store, analysis, axes, plots_dir), raw,
+                      store.rows("runs"), plane_series)
+
+
+def _plots(store: RunStore, analysis: Analysis, axes: AxesAnalysis | None,
+           plots_dir: Path) -> list[Path]:
+    """With axes, each metric against the axes and the time series of each point (pooling
+    points would mix them); else the time series, box plots, CDFs and resource use of the
+    planes."""
     intervals, flows = store.rows("intervals"), store.rows("flows")
+    if axes is not None:
+        return axis_curves(axes, plots_dir) + _point_timeseries(intervals, flows, axes,
+                                                                plots_dir)
     series = [timeseries(intervals, flows, analysis, metric,
                          plots_dir / f"{metric.split('_')[0]}_timeseries.png")
               for metric in TIMESERIES_METRICS]
     resources = resource_box_plots(analysis, plots_dir / "resources.png")
-    plots = [p for p in series if p] + box_plots(analysis, plots_dir) \
+    return [p for p in series if p] + box_plots(analysis, plots_dir) \
         + cdf_plots(intervals, flows, analysis, plots_dir) + ([resources] if resources else [])
-    plane_series = plane_series_plots(store.rows("plane_series"), analysis, plots_dir)
-    raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
-    return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
-                      comparison_tables(analysis), plots, raw, store.rows("runs"),
-                      plane_series)
 
 
-def print_tables(results_dir: Path, console: Console | None = None) -> None:
+def _point_timeseries(intervals: list[dict], flows: list[dict], axes: AxesAnalysis,
+                      plots_dir: Path) -> list[Path]:
+    """Per axis point the time series drawn without axes, from that point's runs only."""
+    paths = []
+    for p in axes.points:
+        mine = [r for r in intervals if r["run_id"] in p.run_ids]
+        its_flows = [f for f in flows if f["run_id"] in p.run_ids]
+        for metric in TIMESERIES_METRICS:
+            path = timeseries(mine, its_flows, p.analysis, metric, plots_dir
+                              / f"{metric.split('_')[0]}_timeseries_{p.point.slug}.png",
+                              heading=p.point.label)
+            paths += [path] if path else []
+    return paths
+
+
+def _tables(analysis: Analysis, axes: AxesAnalysis | None) -> list[TableData]:
+    return axis_tables(axes) if axes is not None else comparison_tables(analysis)
+
+
+def print_tables(results_dir: Path, console: Console | None = None,
+                 baseline: str | None = None) -> None:
     """Print the comparison tables and any failed runs of a stored experiment."""
     console = console or _wide_console()
     store = RunStore.open(Path(results_dir))
-    analysis = analyse(store)
-    tables = comparison_tables(analysis)
+    analysis = analyse(store, baseline)
+    tables = _tables(analysis, analyse_points(store, baseline))
     console.print(Text(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", "dim"))
     for table in tables:
         console.print(to_rich(table))

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from dplab.analysis import Analysis
-from dplab.report import cpu_idle, plane_series
+from dplab.report import axis_plots, cpu_idle, plane_series
 from dplab.report.tables import NOTES, TableData, to_html
+from dplab.spec.model import value_label
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; color: #222; }
@@ -54,10 +55,10 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
         "<h2>Plots</h2>",
-        f'<p class="note">{_esc(PLOTS_NOTE)}</p>',
+        f'<p class="note">{_esc(_plots_note(plots))}</p>',
         "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
         _plane_series(series_plots or []),
-        _video_frames(path.parent, analysis),
+        _video_frames(path.parent, analysis, runs),
         _failed_runs(analysis),
         _failed_flows(analysis),
         _runs(runs),
@@ -72,6 +73,10 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
     return path
 
 
+def _plots_note(plots: list[Path]) -> str:
+    return axis_plots.NOTE if any(p.name.startswith("axis_") for p in plots) else PLOTS_NOTE
+
+
 def _metadata(experiment: dict[str, Any], analysis: Analysis,
               runs: list[dict[str, Any]]) -> str:
     spec = experiment.get("spec", {})
@@ -79,6 +84,9 @@ def _metadata(experiment: dict[str, Any], analysis: Analysis,
     items = {
         "planes": ", ".join(analysis.planes) + (f" (baseline: {analysis.baseline})"
                                                  if analysis.planes else ""),
+        "axes": "; ".join(
+            f"{name}: {', '.join(value_label(v) for v in (axis or {}).get('values', []))}"
+            for name, axis in (spec.get("axes") or {}).items()) or "none",
         "repetitions": spec.get("repetitions", "?"),
         "failed runs": failed,
         "CPU idle": cpu_idle.summary(runs),
@@ -114,11 +122,13 @@ FRAMES_NOTE = (
 )
 
 
-def _video_frames(report_dir: Path, analysis: Analysis) -> str:
+def _video_frames(report_dir: Path, analysis: Analysis, stored: list[dict[str, Any]]) -> str:
     """Sent vs received frame per video flow, from frames/<run_id>/<flow>-sent|received.png."""
     sections = []
     for plane in analysis.planes:
-        runs = sorted(_plane_runs(report_dir / "frames", plane), key=_repetition)
+        runs = [report_dir / "frames" / r["run_id"]
+                for r in sorted(stored, key=lambda r: r["repetition"])
+                if r["plane"] == plane and (report_dir / "frames" / r["run_id"]).is_dir()]
         if not runs:
             continue
         rows = "".join(
@@ -132,18 +142,6 @@ def _video_frames(report_dir: Path, analysis: Analysis) -> str:
     if not sections:
         return ""
     return "<h2>Video frames</h2>" + f'<p class="note">{_esc(FRAMES_NOTE)}</p>' + "".join(sections)
-
-
-def _plane_runs(frames_dir: Path, plane: str) -> list[Path]:
-    """Run folders <plane>-r<N> (run ids as the runner makes them) of exactly this plane."""
-    if not frames_dir.is_dir():
-        return []
-    return [d for d in frames_dir.iterdir()
-            if d.name.startswith(f"{plane}-r") and d.name[len(plane) + 2:].isdigit()]
-
-
-def _repetition(run_dir: Path) -> int:
-    return int(run_dir.name.rsplit("-r", 1)[-1])
 
 
 def _frame(png: Path) -> str:

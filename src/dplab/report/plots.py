@@ -34,10 +34,10 @@ Series = dict[tuple[str, str], dict[int, list[float]]]
 
 
 def timeseries(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
-               analysis: Analysis, metric: str, path: Path) -> Path | None:
+               analysis: Analysis, metric: str, path: Path, heading: str = "") -> Path | None:
     """Per traffic class a subplot, per plane a line: the metric over the class's flows in
-    each interval (summed for throughput, averaged otherwise), averaged over the ok runs.
-    None when nothing was measured."""
+    each interval (summed for throughput, averaged otherwise), averaged over the ok runs;
+    ``heading`` above them all (e.g. the axis point). None when nothing was measured."""
     failed = {r["run_id"] for r in analysis.failed_runs}
     series, width = metric_per_interval(intervals, traffic_labels(flows), failed, metric)
     traffics = list(dict.fromkeys(t for t, _ in series))
@@ -63,6 +63,8 @@ def timeseries(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right", fontsize="small")
     axes[-1, 0].set_xlabel("time since the first interval (s)")
+    if heading:
+        fig.suptitle(heading)
     return save_png(fig, path)
 
 

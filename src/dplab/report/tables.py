@@ -11,14 +11,17 @@ from rich.table import Table
 from rich.text import Text
 
 from dplab.analysis import PLANE, Analysis, Comparison, PlaneResult, Row
+from dplab.analysis.points import AxesAnalysis
 
 NOTES = (
     "Cells: mean ± 95% CI half-width (Student t) over repetitions; n = ok runs that measured "
     "the metric; a run's value is the mean over its flows; missing = flow values not "
     "measured or from failed flows. Failed runs are left out (counted in the plane's "
-    "header). Improvement: positive = better than the baseline (higher throughput/bytes, "
-    "lower delay/loss/jitter); n.s. = not significant (Welch t-test p ≥ 0.05, or no test "
-    "possible with n < 2 or no variance)."
+    "header). 'X vs B': X's mean against the baseline B's, as a change of the value "
+    "(-35 % = 35 % lower than B) or, from twice B on, a ratio (2.1× = 2.1 times B); better/"
+    "worse says which way is good for the metric (higher throughput/bytes, lower delay/loss/"
+    "jitter); n.s. = not significant (Welch t-test p ≥ 0.05, or no test possible with n < 2 "
+    "or no variance)."
 )
 
 # Metrics shown in friendlier units: metric -> (label, scale applied to stored values).
@@ -67,6 +70,41 @@ def _html_cell(text: str) -> str:
     return f"<td{css}>{html.escape(text)}</td>"
 
 
+def axis_tables(axes: AxesAnalysis) -> list[TableData]:
+    """Tables pivoted on the axes: per traffic class and metric one table, a row per axis
+    point, a column per plane, then each plane against the baseline."""
+    others = axes.planes[1:]
+    rows = list(dict.fromkeys(row for p in axes.points for row in p.analysis.rows))
+    traffics = list(dict.fromkeys(row.traffic for row in rows))
+    ordered = [row for t in traffics for row in rows if row.traffic == t]
+    return [TableData(
+        f"{_traffic_title(row.traffic)}: {metric_label(row.metric)}",
+        [*axes.axes, *axes.planes, *(f"{plane} vs {axes.baseline}" for plane in others)],
+        [[*(label for _axis, label, _n in p.point.values),
+          *(_point_mean(p.analysis, row, plane) for plane in axes.planes),
+          *(_point_change(p.analysis, row, plane, axes.baseline) for plane in others)]
+         for p in axes.points])
+        for row in ordered]
+
+
+def _point_mean(analysis: Analysis, row: Row, plane: str) -> str:
+    if plane not in analysis.planes or row not in analysis.rows:
+        return "—"
+    return _mean_cell(row, analysis.result(row, plane))
+
+
+def _point_change(analysis: Analysis, row: Row, plane: str, baseline: str) -> str:
+    """Only against the experiment's baseline: a point without its runs shows none."""
+    if analysis.planes[:1] != [baseline] or plane not in analysis.planes \
+            or row not in analysis.rows:
+        return "—"
+    return change_cell(analysis.comparison(row, plane))
+
+
+def _traffic_title(traffic: str) -> str:
+    return "plane statistics" if traffic == PLANE else f"{traffic} traffic"
+
+
 def _table(analysis: Analysis, traffic: str) -> TableData:
     others = analysis.planes[1:]
     header = ["metric", *(_plane_header(analysis, p) for p in analysis.planes),
@@ -75,11 +113,10 @@ def _table(analysis: Analysis, traffic: str) -> TableData:
     body = [
         [metric_label(row.metric),
          *(_mean_cell(row, analysis.result(row, p)) for p in analysis.planes),
-         *(_improvement_cell(analysis.comparison(row, p)) for p in others)]
+         *(change_cell(analysis.comparison(row, p)) for p in others)]
         for row in rows
     ]
-    title = "plane statistics" if traffic == PLANE else f"{traffic} traffic"
-    return TableData(title, header, body)
+    return TableData(_traffic_title(traffic), header, body)
 
 
 def _plane_header(analysis: Analysis, plane: str) -> str:
@@ -109,14 +146,29 @@ def _mean_cell(row: Row, result: PlaneResult) -> str:
     return f"{text} ({', '.join(notes)})"
 
 
-def _improvement_cell(comparison: Comparison | None) -> str:
-    if comparison is None or comparison.improvement_pct is None:
+def change_cell(comparison: Comparison | None) -> str:
+    """A plane against the baseline as people read it: "-35.0 % (better, p=0.02)" or
+    "2.1× (worse, n.s., p=0.3)"; the change is of the value, better/worse its meaning."""
+    if comparison is None or comparison.ratio is None:
         return "—"
-    text = f"{comparison.improvement_pct:+.1f}%"
+    text = change_text(comparison.ratio)
+    notes = []
+    if comparison.improvement_pct is not None and text.strip("+-") != "0.0 %":
+        notes.append("better" if comparison.improvement_pct > 0 else "worse")
     if comparison.p_value is None:
-        return f"{text} (n.s., no test)"
-    p = f"p={comparison.p_value:.2g}"
-    return f"{text} ({p})" if comparison.significant else f"{text} (n.s., {p})"
+        notes.append("n.s., no test")
+    else:
+        p = f"p={comparison.p_value:.2g}"
+        notes.append(p if comparison.significant else f"n.s., {p}")
+    return f"{text} ({', '.join(notes)})"
+
+
+def change_text(ratio: float) -> str:
+    """-35.0 % for a change within a factor 2 up, 2.1× from twice the baseline on (a
+    "+2114 %" is read more easily as 22×)."""
+    if ratio >= 2:
+        return f"{ratio:.2g}×" if ratio < 10 else f"{ratio:.0f}×"
+    return f"{(ratio - 1) * 100:+.1f} %"
 
 
 def format_number(value: float) -> str:

@@ -31,7 +31,9 @@ def load(path: str | Path) -> Experiment:
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the experiment file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SpecError(f"{path}: line {line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x}"
+                        f" at offset {exc.start}); save the file as UTF-8") from None
     return parse(text, source=str(path))
 
 
@@ -51,7 +53,7 @@ def parse(text: str, source: str = "<experiment>") -> Experiment:
     try:
         return Experiment.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(_describe(source, exc)) from None
+        raise SpecError(describe_errors(source, exc)) from None
 
 
 def _expand_plane_shorthand(data: dict) -> None:
@@ -77,7 +79,8 @@ def _problem(exc: yaml.YAMLError) -> str:
     return str(getattr(exc, "problem", None) or exc)
 
 
-def _describe(source: str, exc: ValidationError) -> str:
+def describe_errors(source: str, exc: ValidationError) -> str:
+    """Every problem pydantic found, one line each: the field's path and what it expects."""
     lines = [f"{source}: {exc.error_count()} problem(s) in the experiment file"]
     for err in exc.errors():
         # Discriminated unions add the tag to the path ("workloads.0.tcp.duration"); keep it,

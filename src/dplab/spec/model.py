@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dplab.qos import options as qos_options
 
-PLANE_KINDS = ("bridge", "router", "ovs", "p4", "userspace")
+PLANE_KINDS = ("bridge", "router", "ovs", "p4", "xdp", "userspace")
 # How idle CPUs behave during the runs (substrate.cpu_idle): as the machine has it, or
 # polling (a 0 µs PM QoS wake-up latency request held for the whole experiment).
 CpuIdle = Literal["machine", "poll"]
@@ -48,7 +48,7 @@ class TopologySpec(Strict):
 
 
 class PlaneSpec(Strict):
-    kind: Literal["bridge", "router", "ovs", "p4", "userspace"]
+    kind: Literal["bridge", "router", "ovs", "p4", "xdp", "userspace"]
     label: str | None = Field(None, description="column name in the tables")
     # A mapping value for options that group keys (p4's ``qos``, checked below).
     options: dict[str, str | int | float | bool | dict[str, Any]] = Field(default_factory=dict)
@@ -70,7 +70,14 @@ class PlaneSpec(Strict):
 Pairs = str | list[HostPair]
 
 
-class IcmpWorkload(Strict):
+class WorkloadBase(Strict):
+    """What every workload kind has besides its own parameters."""
+
+    label: Annotated[str, Field(pattern=r"^[A-Za-z][\w.-]*$")] | None = Field(
+        None, description="a name for 'phases' and 'axes' to refer to (default: its index)")
+
+
+class IcmpWorkload(WorkloadBase):
     kind: Literal["icmp"]
     pairs: Pairs = "icmp"
     count: Annotated[int, Field(gt=0)] = 20
@@ -78,7 +85,7 @@ class IcmpWorkload(Strict):
     size: Annotated[int, Field(ge=0, le=65507)] = 56
 
 
-class TcpWorkload(Strict):
+class TcpWorkload(WorkloadBase):
     kind: Literal["tcp"]
     pairs: Pairs = "tcp"
     duration: Annotated[float, Field(gt=0)] | None = None
@@ -94,7 +101,7 @@ class TcpWorkload(Strict):
         return self
 
 
-class UdpWorkload(Strict):
+class UdpWorkload(WorkloadBase):
     kind: Literal["udp"]
     pairs: Pairs = "udp"
     duration: Annotated[float, Field(gt=0)] | None = None
@@ -110,7 +117,7 @@ class UdpWorkload(Strict):
         return self
 
 
-class VoipWorkload(Strict):
+class VoipWorkload(WorkloadBase):
     """G.711-like RTP streams (dplab.workloads.voip); payload holds the send stamp (12 B)."""
 
     kind: Literal["voip"]
@@ -129,7 +136,7 @@ class VoipWorkload(Strict):
         return self
 
 
-class VideoWorkload(Strict):
+class VideoWorkload(WorkloadBase):
     """CDN video (dplab.workloads.video): pairs are (viewer, server), as study 000's cdn."""
 
     kind: Literal["video"]
@@ -156,7 +163,7 @@ class VideoWorkload(Strict):
         return self
 
 
-class PpsWorkload(Strict):
+class PpsWorkload(WorkloadBase):
     """Copies of one frame at a set rate (dplab.workloads.pps, sent by dplab-pktblast)."""
 
     kind: Literal["pps"]
@@ -186,6 +193,46 @@ Workload = Annotated[
 ]
 
 
+AxisValue = bool | int | float | str | dict[str, Any]
+AXIS_TOPOLOGY = "topology"  # an axis of that name varies the topology (names or mappings)
+AXIS_TIER = "tier"  # an axis of that name varies the tier (1, 2)
+
+
+class Axis(Strict):
+    """One axis: the values one parameter takes, each making its own runs."""
+
+    of: str | int | None = Field(
+        None, description="whose parameter: a workload's label or index, a plane's column "
+        "label, or 'topology' (a topology parameter); default: every workload that has it")
+    values: Annotated[list[AxisValue], Field(min_length=1)]
+
+    @field_validator("values")
+    @classmethod
+    def _distinct(cls, values: list[AxisValue]) -> list[AxisValue]:
+        # 10 and 10.0 are one value: compare numbers as numbers
+        same = [v if isinstance(v, int | float) and not isinstance(v, bool) else value_label(v)
+                for v in values]
+        repeated = sorted({value_label(v) for v, k in zip(values, same, strict=True)
+                           if same.count(k) > 1})
+        if repeated:
+            raise ValueError(f"values must differ, repeated: {', '.join(repeated)}")
+        return values
+
+
+def value_label(value: AxisValue) -> str:
+    """How an axis value is written in run ids, tables and plots: 10, 0.5, grid,
+    grid(rows=3)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        params = value.get("params") or {}
+        inner = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+        name = value.get("name") or value.get("file") or value.get("topohub") \
+            or value.get("mininet") or "topology"
+        return f"{name}({inner})" if inner else str(name)
+    return str(value)
+
+
 class Experiment(Strict):
     name: str
     description: str = ""
@@ -204,6 +251,58 @@ class Experiment(Strict):
         "machine", description="machine: idle CPUs as the machine has them; poll: idle CPUs "
         "poll instead of halting while the experiment runs (fast wake-ups on a VM)",
     )
+
+    axes: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")], Axis] = Field(
+        default_factory=dict, description="name -> values (a list) or {of: whose, values}; "
+        "the runs are every combination of the axes' values x planes x repetitions")
+    phases: list[Annotated[list[str | int], Field(min_length=1)]] | None = Field(
+        None, description="workloads (label or index) that run together, phase after phase; "
+        "default: the tier's (1: one workload per phase, 2: all in one)")
+
+    @field_validator("axes", mode="before")
+    @classmethod
+    def _axis_shorthand(cls, axes: Any) -> Any:
+        """``rate_mbit: [10, 100]`` is ``rate_mbit: {values: [10, 100]}``."""
+        if isinstance(axes, dict):
+            return {k: {"values": v} if isinstance(v, list) else v for k, v in axes.items()}
+        return axes
+
+    @model_validator(mode="after")
+    def _phases_cover_workloads(self) -> Experiment:
+        if self.phases is None:
+            return self
+        if "tier" in self.model_fields_set or AXIS_TIER in self.axes:
+            raise ValueError("give either 'phases' or 'tier' (tier 1 and 2 are shorthands "
+                             "for phases), not both")
+        seen = [self.workload_index(ref, "phases") for phase in self.phases for ref in phase]
+        twice = sorted({i for i in seen if seen.count(i) > 1})
+        unplaced = [i for i in range(len(self.workloads)) if i not in seen]
+        if twice or unplaced:
+            raise ValueError("phases must list every workload once; "
+                             + (f"listed twice: {twice} " if twice else "")
+                             + (f"not listed: {unplaced}" if unplaced else ""))
+        return self
+
+    def workload_index(self, ref: str | int, where: str) -> int:
+        """The index of the workload ``ref`` names (its label or index)."""
+        if isinstance(ref, int):
+            if not 0 <= ref < len(self.workloads):
+                raise ValueError(f"{where}: no workload {ref} (there are "
+                                 f"{len(self.workloads)}, counted from 0)")
+            return ref
+        labels = [w.label for w in self.workloads]
+        if ref not in labels:
+            known = ", ".join(lb for lb in labels if lb) or "none"
+            raise ValueError(f"{where}: no workload labelled {ref!r} (labels: {known})")
+        return labels.index(ref)
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> Experiment:
+        labels = [w.label for w in self.workloads if w.label]
+        repeated = sorted({lb for lb in labels if labels.count(lb) > 1})
+        if repeated:
+            raise ValueError(f"workload labels must be unique, repeated: {', '.join(repeated)}")
+        return self
 
     @model_validator(mode="after")
     def _unique_columns(self) -> Experiment:

@@ -44,6 +44,14 @@ class SeriesPointLike(Protocol):
     value: float | None
 
 
+class AxisPointLike(Protocol):
+    """The fields of ``dplab.spec.axes.AxisPoint`` the store reads."""
+
+    axis: str
+    label: str
+    number: float | None
+
+
 class CpuIdleLike(Protocol):
     """The fields of ``dplab.substrate.cpu_idle.IdleRecord`` the store reads."""
 
@@ -139,6 +147,13 @@ def plane_series_rows(run: dict[str, Any],
         rows.append({**run, "t": t, "series": point.series,
                      "value": as_value(point.value, f"{where} ({point.series}) value")})
     return rows
+
+
+def run_axis_rows(run: dict[str, Any], points: list[AxisPointLike]) -> list[dict[str, Any]]:
+    """One row per axis of the run's point: its value's label and, if numeric, number."""
+    where = f"run {run['run_id']!r}, axis"
+    return [{**run, "axis": p.axis, "value": p.label,
+             "number": as_value(p.number, f"{where} {p.axis!r} number")} for p in points]
 
 
 def _flow_identity(run: dict[str, Any], result: FlowResultLike) -> dict[str, Any]:

@@ -10,6 +10,9 @@ Tables (long format, one row per value; ``value`` is null when not measured):
 - ``summaries``: run keys + flow_id, kind, src, dst, metric, value
 - ``intervals``: run keys + flow_id, kind, src, dst, t_start, t_end, metric, value
 - ``plane_stats``: run keys + stat, value
+- ``run_axes``: run keys + axis, value (as written in run ids and tables), number (the
+  value when it is a number, else null): the axis point a run measured; a run of an
+  experiment without axes has no rows here
 - ``plane_series``: run keys + t (s since the run's traffic began; negative: before it),
   series (``<metric>:<subject>``, e.g. ``rate_bps:s3:class1``, see the plane), value:
   what a plane recorded over time (the p4 plane's QoS loop: one row per metric per turn)
@@ -20,8 +23,8 @@ any point loses nothing already stored, and a half-written run is simply run aga
 a run_id that is already stored replaces its rows).
 
 Stores written before a table or column existed still open: a missing table file loads as
-an empty table (``plane_series``), a missing column (ADDED_COLUMNS) as nulls; the next run
-stored writes both in the current shape.
+an empty table (``plane_series``, ``run_axes``), a missing column (ADDED_COLUMNS) as nulls;
+the next run stored writes both in the current shape.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import pyarrow.parquet as pq
 
 from dplab.store import folder
 from dplab.store.rows import (
+    AxisPointLike,
     CpuIdleLike,
     FlowResultLike,
     SeriesPointLike,
@@ -51,6 +55,7 @@ from dplab.store.rows import (
     interval_rows,
     plane_series_rows,
     plane_stat_rows,
+    run_axis_rows,
     summary_rows,
 )
 
@@ -78,12 +83,15 @@ SCHEMAS: dict[str, pa.Schema] = {
     "plane_stats": pa.schema(_RUN_KEYS + [("stat", pa.string()), ("value", pa.float64())]),
     "plane_series": pa.schema(_RUN_KEYS + [("t", pa.float64()), ("series", pa.string()),
                                            ("value", pa.float64())]),
+    "run_axes": pa.schema(_RUN_KEYS + [("axis", pa.string()), ("value", pa.string()),
+                                       ("number", pa.float64())]),
 }
 # Columns added later: a table stored without them loads with nulls there. (Tables added
 # later, like plane_series, need nothing here: a missing file loads as an empty table.)
 ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE}}
 # "runs" last: it marks a run as stored only after its other rows are on disk.
-WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "runs")
+WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "run_axes",
+               "runs")
 
 
 class RunStore:
@@ -98,7 +106,11 @@ class RunStore:
     def __init__(self, results_dir: Path, *, writing: bool = True) -> None:
         self.results_dir = Path(results_dir)
         if writing:
-            folder.claim(self.results_dir)
+            try:
+                folder.claim(self.results_dir)
+            except OSError as exc:
+                raise StoreError(f"{self.results_dir}: cannot make the results folder: "
+                                 f"{exc.strerror}") from None
         self._tables = {name: self._load(name) for name in SCHEMAS}
         self._experiment = self._load_experiment()
 
@@ -155,10 +167,11 @@ class RunStore:
         results: list[FlowResultLike],
         cpu_idle: CpuIdleLike | None = None,
         plane_series: list[SeriesPointLike] | None = None,
+        axes: list[AxisPointLike] | None = None,
     ) -> None:
         """Store one run and write every table to disk before returning; ``cpu_idle`` says
         under which idle behaviour it ran (None: not recorded), ``plane_series`` what the
-        plane recorded over time (None or empty: nothing)."""
+        plane recorded over time (None or empty: nothing), ``axes`` the run's axis point."""
         if status not in STATUSES:
             raise StoreError(f"run {run_id!r}: status must be one of {STATUSES}, got {status!r}")
         if status == "failed" and not error:
@@ -173,6 +186,7 @@ class RunStore:
             "intervals": [row for r in results for row in interval_rows(keys, r)],
             "plane_stats": plane_stat_rows(keys, plane_stats),
             "plane_series": plane_series_rows(keys, plane_series or []),
+            "run_axes": run_axis_rows(keys, axes or []),
         }
         # Convert everything first: bad input must leave the stored tables untouched.
         added = {name: pa.Table.from_pylist(rows, schema=SCHEMAS[name])
@@ -244,10 +258,17 @@ class RunStore:
 
 
 def _atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Write via ``write(tmp_path)`` then rename over ``path``: readers never see half a file."""
+    """Write via ``write(tmp_path)`` then rename over ``path``: readers never see half a file.
+    A folder that cannot be written (read-only, full) is a StoreError; the file as it was
+    before stays."""
     tmp = path.with_name(f".{path.name}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"{path}: cannot write: {exc.strerror or exc}; what was stored "
+                         "before is kept") from None
 
 
 def _now_iso() -> str:

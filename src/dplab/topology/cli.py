@@ -1,4 +1,5 @@
-"""`dplab topo show`: build or import a topology, draw it, print what it holds."""
+"""`dplab topo show` / `export`: build or import a topology, draw it or write it as a
+containerlab file, print what it holds."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from dplab.topology import catalog, from_mininet, from_topohub, importers
 from dplab.topology.draw import draw
+from dplab.topology.exporters import to_containerlab
 from dplab.topology.model import Topology
 
 DEFAULT_DIR = Path("results") / "topologies"
@@ -22,6 +24,20 @@ def show(name_or_path: str, out: str | None = None) -> Path:
     topo = resolve(name_or_path)
     path = Path(out) if out else DEFAULT_DIR / f"{topo.name}.png"
     draw(topo, path)
+    print(f"{summary(topo)} -> {path}")
+    return path
+
+
+def export(name_or_path: str, out: str | None = None) -> Path:
+    """Write a topology (any source ``show`` takes) as a containerlab topology file; default
+    output ``results/topologies/<name>.clab.yml``. Returns the written path."""
+    topo = resolve(name_or_path)
+    path = Path(out) if out else DEFAULT_DIR / f"{topo.name}.clab.yml"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_containerlab(topo), encoding="utf-8")
+    except OSError as exc:
+        raise catalog.TopologyError(f"{path}: cannot write: {exc.strerror}") from None
     print(f"{summary(topo)} -> {path}")
     return path
 

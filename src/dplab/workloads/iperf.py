@@ -21,7 +21,8 @@ from dplab.measure.iperf_report import (
     iperf_complaints,
     parse_iperf,
 )
-from dplab.workloads.measured import Measured, check_keys, positive_int, positive_number
+from dplab.spec.model import TcpWorkload, UdpWorkload
+from dplab.workloads.measured import Measured, positive_number, spec_checked
 
 TCP_METRICS = (
     "throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms", "connect_ms",
@@ -40,7 +41,6 @@ UDP_METRICS = (
     "owd_min_ms",
     "owd_max_ms",
 )
-DEFAULT_DURATION_S = 10.0
 UNBOUNDED_BYTES_TIMEOUT_S = 120.0  # -n without a rate: we cannot predict the time
 REPORT_ARGS = ["-e", "-i", "1", "-f", "b"]  # enhanced, 1 s intervals, exact bytes and bit/s
 
@@ -58,37 +58,24 @@ class IperfParams:
 
 
 def validate(kind: str, params: dict, where: str) -> IperfParams:
+    """The experiment file's checks and defaults (spec ``TcpWorkload`` / ``UdpWorkload``)
+    plus ``timeout_s``."""
     udp = kind == "udp"
-    allowed = {"duration", "bytes", "rate_mbit", "window", "timeout_s", "tos"}
-    if udp:
-        allowed.add("size")
-    check_keys(params, allowed, where)
-    if "duration" in params and "bytes" in params:
-        raise ValueError(f"{where}: give either 'duration' or 'bytes', not both")
-    nbytes = positive_int(params, "bytes", where, None)
-    duration = positive_number(params, "duration", where, None if nbytes else DEFAULT_DURATION_S)
-    rate = positive_number(params, "rate_mbit", where, None)
-    expected = duration or (nbytes * 8 / (rate * 1e6) if rate else None)
+    spec = spec_checked(UdpWorkload if udp else TcpWorkload, kind, params, where,
+                        frozenset({"timeout_s"}))
+    rate = spec.rate_mbit
+    expected = spec.duration or (spec.bytes * 8 / (rate * 1e6) if rate else None)
     default_timeout = expected * 1.1 + 5 if expected else UNBOUNDED_BYTES_TIMEOUT_S
     return IperfParams(
         udp=udp,
-        duration_s=duration,
-        bytes=nbytes,
+        duration_s=spec.duration,
+        bytes=spec.bytes,
         rate_mbit=rate,
-        window=positive_int(params, "window", where, None),
-        size=positive_int(params, "size", where, None),
+        window=None if udp else spec.window,
+        size=spec.size if udp else None,
         timeout_s=positive_number(params, "timeout_s", where, default_timeout),
-        tos=_tos(params, where),
+        tos=spec.tos,
     )
-
-
-def _tos(params: dict, where: str) -> int | None:
-    tos = params.get("tos")
-    if tos is not None and (isinstance(tos, bool) or not isinstance(tos, int)
-                            or not 0 <= tos <= 255):
-        raise ValueError(f"{where}: 'tos' must be a whole number 0..255 (the IPv4 ToS byte), "
-                         f"not {tos!r}")
-    return tos
 
 
 def server_argv(params: IperfParams, port: int) -> list[str]:

@@ -1,7 +1,11 @@
 """What a workload module hands back for one flow before it becomes a FlowResult."""
 
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+Model = TypeVar("Model", bound=BaseModel)
 
 Metrics = dict[str, float | None]
 
@@ -23,6 +27,28 @@ def check_keys(params: dict, allowed: set[str], where: str) -> None:
     unknown = sorted(set(params) - allowed)
     if unknown:
         raise ValueError(f"{where}: unknown parameter(s) {unknown}; allowed: {sorted(allowed)}")
+
+
+def spec_checked(model: type[Model], kind: str, params: dict, where: str,
+                 runtime: frozenset[str] = frozenset()) -> Model:
+    """``params`` checked by the experiment file's model of this kind (``dplab.spec.model``),
+    its defaults filled in: a flow built in code gets the checks and defaults a flow from an
+    experiment file gets. ``runtime``: keys only code sets (e.g. ``timeout_s``), left to the
+    caller."""
+    fields = set(model.model_fields) - {"kind", "pairs", "label"}
+    check_keys(params, fields | runtime, where)
+    try:
+        return model.model_validate(
+            {"kind": kind, **{k: v for k, v in params.items() if k not in runtime}})
+    except ValidationError as exc:
+        raise ValueError(f"{where}: " + "; ".join(_problem(e) for e in exc.errors())) from None
+
+
+def _problem(err: Any) -> str:
+    message = err["msg"].removeprefix("Value error, ")
+    if not err["loc"]:  # a check across fields (e.g. duration or bytes)
+        return message
+    return f"'{'.'.join(str(p) for p in err['loc'])}': {message} (got {err['input']!r})"
 
 
 def positive_number(params: dict, key: str, where: str, default: float | None) -> float | None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from dplab.measure.jitter import mean_abs_consecutive_difference
 from dplab.measure.ping_report import PingReply, PingReport, parse_ping
 from dplab.measure.stats import mean, percentile
-from dplab.workloads.measured import Measured, check_keys, positive_int, positive_number
+from dplab.spec.model import IcmpWorkload
+from dplab.workloads.measured import Measured, positive_number, spec_checked
 
 METRICS = (
     "rtt_ms",
@@ -26,7 +27,6 @@ METRICS = (
     "packets_sent",
     "packets_received",
 )
-MIN_INTERVAL_S = 0.002  # iputils' floor for root
 REPLY_WAIT_S = 1  # -W: how long ping waits for the last reply
 BIN_S = 1.0
 
@@ -40,16 +40,11 @@ class PingParams:
 
 
 def validate(params: dict, where: str) -> PingParams:
-    check_keys(params, {"count", "interval", "size", "timeout_s"}, where)
-    count = positive_int(params, "count", where, 10)
-    interval = positive_number(params, "interval", where, 1.0)
-    size = params.get("size", 56)
-    if interval < MIN_INTERVAL_S:
-        raise ValueError(f"{where}: interval must be >= {MIN_INTERVAL_S} s, got {interval}")
-    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 65507:
-        raise ValueError(f"{where}: size must be an integer 0..65507 bytes, got {size!r}")
-    timeout = positive_number(params, "timeout_s", where, count * interval + REPLY_WAIT_S + 4)
-    return PingParams(count, interval, size, timeout)
+    """The experiment file's checks and defaults (spec ``IcmpWorkload``) plus ``timeout_s``."""
+    spec = spec_checked(IcmpWorkload, "icmp", params, where, frozenset({"timeout_s"}))
+    timeout = positive_number(params, "timeout_s", where,
+                              spec.count * spec.interval + REPLY_WAIT_S + 4)
+    return PingParams(spec.count, spec.interval, spec.size, timeout)
 
 
 def client_argv(params: PingParams, dst_ip: str) -> list[str]:

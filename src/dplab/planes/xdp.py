@@ -1,0 +1,273 @@
+"""eBPF/XDP forwarding: a program on every switch port (native XDP on veth), its tables in
+BPF maps the lab writes through libbpf (dplab.xdp).
+
+Modes:
+- ``l2``: learning switch (xdp/l2_switch.bpf.c), one MAC table per switch, flooding through
+  a devmap broadcast; loops cut as the bridge plane cuts them (the spanning tree STP would
+  converge to): ports off the tree stay out of the flood set and drop what arrives.
+- ``l3``: router from a static LPM-trie table (xdp/l3_router.bpf.c) the lab fills from the
+  router plane's shortest paths, with both MACs of every hop. ARP goes to the switch
+  namespace's stack (XDP_PASS), which answers for the gateway addresses; forwarding stays
+  off there, so only the program forwards.
+- ``l3-fib``: the router plane's kernel routes and addresses, and a program
+  (xdp/l3_fib.bpf.c) asking that FIB (``bpf_fib_lookup``); until the stack has resolved a
+  next hop's neighbour entry, the frame goes to the stack, which forwards it itself.
+- ``reactive`` / ``proactive``: the lab's forwarding application (control.forwarding, as
+  over OpenFlow and P4Runtime) in a thread of this process drives xdp/controlled.bpf.c
+  through BPF maps (dplab.xdp.southbound): packet-ins through a ring buffer, path rules as
+  map entries, packet-outs through packet sockets.
+
+Every host's ``eth0`` runs an XDP_PASS program: a veth takes frames its peer's XDP program
+redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why). Hosts checksum
+in software (transmit checksum offload off on ``eth0``): a veth hands TCP and UDP frames
+over with the checksum left to "hardware" (CHECKSUM_PARTIAL), which an XDP redirect does
+not carry along, so the receiver would get them with a wrong checksum and drop them.
+A redirected frame goes straight into the peer veth, past the output port's qdiscs: the
+switch-to-host and switch-to-switch directions of a shaped link are not shaped under this
+plane (the sending host's side still is).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+import time
+from typing import Any
+
+import networkx as nx
+
+from dplab.control.forwarding import PROACTIVE, REACTIVE
+from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.planes.bridge import off_tree_links
+from dplab.planes.router import RouterPlane, next_hops
+from dplab.substrate.network import HOST_IF, Network
+from dplab.xdp.controller import XdpController
+from dplab.xdp.libbpf import LibbpfError
+from dplab.xdp.netns import Interface, interfaces
+from dplab.xdp.programs import COUNTERS, ProgramMissing, XdpProgram
+from dplab.xdp.southbound import ControlledSwitch, XdpSouthbound
+
+# mode -> (object in xdp/build, program in it)
+MODES = {"l2": ("l2_switch", "xdp_l2"), "l3": ("l3_router", "xdp_l3"),
+         "l3-fib": ("l3_fib", "xdp_fib"), REACTIVE: ("controlled", "xdp_ctl"),
+         PROACTIVE: ("controlled", "xdp_ctl")}
+CONTROLLED = (REACTIVE, PROACTIVE)
+POLL_S = 0.1
+LOCAL = 0  # a next hop's ifindex for the switch's own addresses: to the stack
+
+
+class XdpPlane(Plane):
+    kind = "xdp"
+    shared_switch_ns = False
+    OPTIONS: dict[str, Any] = {"mode": "l2"}
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        mode = self.options["mode"]
+        if not isinstance(mode, str) or mode not in MODES:
+            raise PlaneError(f"plane xdp: option 'mode' must be one of {', '.join(MODES)}, "
+                             f"not {mode!r}")
+        self.addressing = "l3" if mode.startswith("l3") else "l2"
+        self.net: Network | None = None
+        self.switch_programs: dict[str, XdpProgram] = {}
+        self.host_program: XdpProgram | None = None
+        self.controller: XdpController | None = None
+        self._final_controller: dict[str, float | None] = {}
+        self._final: dict[str, dict[str, int]] = {}
+        self.cut_links: set[frozenset[str]] = set()
+        self._started = 0.0
+        self._ready_s: float | None = None
+
+    def start(self, net: Network) -> None:
+        if net.addressing != self.addressing:
+            raise PlaneError(f"xdp: mode {self.options['mode']} needs a network built with "
+                             f"addressing={self.addressing!r}, not {net.addressing!r}")
+        self.net = net
+        self._started = time.monotonic()
+        try:
+            self._prepare_stacks(net)
+            fabric = net.topo.graph.subgraph(net.topo.switches())
+            if self.options["mode"] == "l2" and not nx.is_forest(fabric):
+                self.cut_links = off_tree_links(fabric, net.topo.switches())
+            ports = {s: interfaces(net.switch_ns(s)) for s in net.topo.switches()}
+            self._attach_host_side(net)
+            for switch in net.topo.switches():
+                self._load_switch(net, switch, ports)
+            if self.options["mode"] in CONTROLLED:
+                self._start_controller(net, ports)
+        except (LibbpfError, ProgramMissing, OSError) as exc:
+            self.stop()
+            raise PlaneError(f"xdp: {exc}") from exc
+
+    def _prepare_stacks(self, net: Network) -> None:
+        mode = self.options["mode"]
+        if mode == "l3-fib":
+            RouterPlane({}).start(net)  # addresses, routes, ip_forward: the FIB to ask
+        elif mode == "l3":
+            net.sysctl({net.switch_ns(s): {"net.ipv4.ip_forward": "0"}
+                        for s in net.topo.switches()})
+
+    def _attach_host_side(self, net: Network) -> None:
+        self.host_program = XdpProgram("pass", "xdp_pass")
+        for host in net.topo.hosts():
+            ns = net.host_ns(host)
+            net.run(ns, ["ethtool", "-K", HOST_IF, "tx", "off"])
+            self.host_program.attach(ns, [interfaces(ns)[HOST_IF]])
+
+    def _load_switch(self, net: Network, switch: str,
+                     ports: dict[str, dict[str, Interface]]) -> None:
+        obj, program_name = MODES[self.options["mode"]]
+        program = XdpProgram(obj, program_name, map_prefix=f"{net.prefix}{switch}")
+        self.switch_programs[switch] = program
+        ns, own = net.switch_ns(switch), ports[switch]
+        switch_ports = [own[name] for name in net.switch_ports(switch).values()]
+        if self.options["mode"] == "l2":
+            program.set_ports(ns, [own[name] for port, name in net.switch_ports(switch).items()
+                                   if frozenset((switch, net.neighbour(switch, port)))
+                                   not in self.cut_links])
+        else:
+            program.set_ports(ns, switch_ports)
+        if self.options["mode"] == "l3":
+            routes = program.map("routes")
+            for key, value in static_routes(net, switch, ports):
+                routes.update(key, value)
+        program.attach(ns, switch_ports)
+
+    def _start_controller(self, net: Network, ports: dict[str, dict[str, Interface]]) -> None:
+        switches = [ControlledSwitch(s, net.switch_ns(s), self.switch_programs[s],
+                                     {p: ports[s][name] for p, name in
+                                      net.switch_ports(s).items()})
+                    for s in net.topo.switches()]
+        self.controller = XdpController(XdpSouthbound(switches), self.options["mode"])
+        self.controller.start()
+
+    def wait_ready(self, timeout: float) -> None:
+        if self.net is None:
+            raise PlaneError("xdp: wait_ready() before start()")
+        deadline = time.monotonic() + timeout
+        if self.controller is not None:
+            self._wait_for_discovery(self.net, self.controller, deadline)
+        src, dst = farthest_hosts(self.net)
+        if not ping_until(self.net, src, dst, deadline):
+            raise PlaneError(f"xdp ({self.options['mode']}): {src} cannot ping {dst} "
+                             f"within {timeout} s")
+        self._ready_s = time.monotonic() - self._started
+
+    def _wait_for_discovery(self, net: Network, controller: XdpController,
+                            deadline: float) -> None:
+        """Every switch up and every switch link found by LLDP; proactive: after every host
+        pinged its next one (so the controller heard every host's ARP), every host pair's
+        path installed."""
+        switches = set(net.topo.switches())
+        links = sum(1 for u, v in net.topo.graph.edges if u in switches and v in switches)
+        self._wait_for(controller, deadline, "lldp_links", links)
+        if self.options["mode"] == PROACTIVE:
+            hosts = net.topo.hosts()
+            for i, host in enumerate(hosts):
+                net.popen(net.host_ns(host), ["ping", "-c1", "-W1", "-n",
+                                              net.host_ip(hosts[(i + 1) % len(hosts)])])
+            self._wait_for(controller, deadline, "proactive_pairs",
+                           len(hosts) * (len(hosts) - 1))
+
+    def _wait_for(self, controller: XdpController, deadline: float, counter: str,
+                  wanted: int) -> None:
+        while controller.counters()[counter] != wanted:
+            if time.monotonic() >= deadline:
+                raise PlaneError(f"xdp ({self.options['mode']}): {counter} is not {wanted} in "
+                                 f"time (now {controller.counters()})")
+            time.sleep(POLL_S)
+
+    def switch_counters(self) -> dict[str, dict[str, int]]:
+        """switch -> the program's counters (rx, fwd, flood, pass, drop, learn); after stop(),
+        their last values."""
+        if not self.switch_programs:
+            return self._final
+        return {s: program.counters() for s, program in self.switch_programs.items()}
+
+    def stats(self) -> dict[str, float | None]:
+        """ready_s; xdp_<counter>: summed over switches; <switch>_<counter>: per switch.
+        None when no program ran. Under a controller also its counters (those of the ovs
+        and p4 planes, and rules_expired) and xdp_rules (path rules in the maps now)."""
+        counters = self.switch_counters()
+        out: dict[str, float | None] = {"ready_s": self._ready_s, **self._controller_stats()}
+        for name in COUNTERS:
+            values = [c[name] for c in counters.values()]
+            out[f"xdp_{name}"] = float(sum(values)) if values else None
+        for switch, values in counters.items():
+            out.update({f"{switch}_{name}": float(v) for name, v in values.items()})
+        return out
+
+    def _controller_stats(self) -> dict[str, float | None]:
+        if self.controller is None:
+            return self._final_controller
+        try:
+            counters = self.controller.counters()
+        except RuntimeError as exc:
+            raise PlaneError(f"xdp: {exc}") from exc
+        return {**counters, "xdp_rules": float(len(self.controller.southbound.path_rules()))}
+
+    def failures(self) -> list[str]:
+        """The controller thread, once an error stopped it (the programs forward on with
+        the rules they hold, but nothing answers a packet-in any more)."""
+        if self.controller is None or self.controller.error is None:
+            return []
+        return [f"the controller thread failed: {self.controller.error!r}"]
+
+    def stop(self) -> None:
+        """Stop the controller, detach every program and free every map (idempotent)."""
+        if self.controller is not None:
+            self.controller.stop()
+            if self.controller.error is None:
+                self._final_controller = self._controller_stats()
+            self.controller = None
+        if self.switch_programs:
+            self._final = self.switch_counters()
+        for program in [*self.switch_programs.values(), self.host_program]:
+            if program is not None:
+                program.close()
+        self.switch_programs, self.host_program, self.net = {}, None, None
+
+
+def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interface]]
+                  ) -> list[tuple[bytes, bytes]]:
+    """The l3 program's LPM-trie entries for ``switch``: each host's /24 to the port towards
+    it with the output port's MAC and the next node's, and the gateway addresses on this
+    switch to its own stack."""
+    entries = []
+    own = ports[switch]
+    for port, name in net.switch_ports(switch).items():
+        host = net.neighbour(switch, port)
+        if host not in net.topo.hosts():
+            continue
+        mac = bytes.fromhex(net.host_mac(host).replace(":", ""))
+        entries.append(route_entry(_host_subnet(net, host), own[name], mac))
+        gateway = ipaddress.ip_network(f"{net.host_gateway(host)}/32")
+        entries.append((_route_key(gateway), struct.pack("<I6s6s", LOCAL, b"", b"")))
+    for host, nearer in next_hops(net)[switch]:
+        out = own[_port_towards(net, switch, nearer)]
+        peer = ports[nearer][_port_towards(net, nearer, switch)]
+        entries.append(route_entry(_host_subnet(net, host), out, peer.mac))
+    return entries
+
+
+def _host_subnet(net: Network, host: str) -> ipaddress.IPv4Network:
+    return ipaddress.ip_network(f"{net.host_gateway(host)}/24", strict=False)
+
+
+def route_entry(subnet: ipaddress.IPv4Network, out: Interface, next_mac: bytes
+                ) -> tuple[bytes, bytes]:
+    """An entry of the l3 program's `routes`: ``subnet`` leaves by ``out``, from its MAC to
+    ``next_mac`` (struct route_key -> struct next_hop of xdp/l3_router.bpf.c)."""
+    return _route_key(subnet), struct.pack("<I6s6s", out.ifindex, out.mac, next_mac)
+
+
+def _route_key(subnet: ipaddress.IPv4Network) -> bytes:
+    # struct route_key: prefix length in host order, then the address in network order
+    return struct.pack("<I4s", subnet.prefixlen, subnet.network_address.packed)
+
+
+def _port_towards(net: Network, switch: str, neighbour: str) -> str:
+    for port, name in net.switch_ports(switch).items():
+        if net.neighbour(switch, port) == neighbour:
+            return name
+    raise PlaneError(f"xdp: {switch} has no port towards {neighbour}")

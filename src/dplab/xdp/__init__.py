@@ -1,0 +1,1 @@
+"""eBPF/XDP programs of the xdp plane: the libbpf binding, namespaces, loaded programs."""
