@@ -15,6 +15,7 @@ mod hashes;
 // A global allocator is unsafe to implement by nature; the rest of the switch is safe code.
 #[allow(unsafe_code)]
 mod heap;
+mod ir;
 mod liveness;
 mod meters;
 mod pipeline;

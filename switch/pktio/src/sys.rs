@@ -279,7 +279,10 @@ impl Mapping {
     /// A pointer to a `T` at `at`, checked to lie inside the mapping and be aligned.
     fn at<T>(&self, at: usize) -> *mut T {
         let end = at.checked_add(size_of::<T>());
-        assert!(end.is_some_and(|end| end <= self.len), "outside the mapping");
+        assert!(
+            end.is_some_and(|end| end <= self.len),
+            "outside the mapping"
+        );
         assert_eq!(at % std::mem::align_of::<T>(), 0, "misaligned");
         // SAFETY: `at` is inside the mapping (checked above), so the offset stays within
         // one allocation.

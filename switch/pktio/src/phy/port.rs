@@ -224,7 +224,9 @@ pub struct Port {
 /// The running program's name (dplab-switch, dplab-fwd), for messages on stderr.
 fn program() -> String {
     let arg0 = std::env::args().next().unwrap_or_default();
-    let name = std::path::Path::new(&arg0).file_name().map(|n| n.to_string_lossy().into_owned());
+    let name = std::path::Path::new(&arg0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
     name.unwrap_or(arg0)
 }
 
