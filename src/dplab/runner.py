@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dplab import cleanup, planes
+from dplab.fidelity import FidelityMonitor, FidelityRecord
 from dplab.measure.resources import ResourceSampler
 from dplab.plan import ExperimentError, ExperimentPlan, RunKey, RunPlan, build_plan
 from dplab.planes import liveness
@@ -60,9 +61,12 @@ def stored_spec(exp: Experiment) -> dict:
         del spec["axes"]
     if spec["phases"] is None:
         del spec["phases"]
+    if not spec["cold"]:
+        del spec["cold"]
     for workload in spec["workloads"]:
-        if workload["label"] is None:
-            del workload["label"]
+        for unused in ("label", "cold"):
+            if workload[unused] is None:
+                del workload[unused]
     return spec
 
 
@@ -86,9 +90,11 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
     results: list[FlowResult] = []
     stats: dict[str, float | None] = {}
     series: list[SeriesPoint] = []
+    fidelity: FidelityRecord | None = None
     error: str | None = None
     try:
-        stats, series = _execute(key, plan, store.results_dir, say, clock, results)
+        stats, series, fidelity = _execute(key, plan, store.results_dir, say, clock,
+                                           results)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
@@ -113,6 +119,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         cpu_idle=idle.finish(),
         plane_series=series,
         axes=list(key.point.values),
+        fidelity=fidelity,
     )
     if error:  # after storing: whatever the message holds, the failed run is on disk
         say(f"{key.run_id}: FAILED: {error}")
@@ -139,13 +146,16 @@ class StageClock:
 
 def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
              clock: StageClock, results: list[FlowResult],
-             ) -> tuple[dict[str, float | None], list[SeriesPoint]]:
-    """One run: the plane's statistics and time series; its flows' results go to
-    ``results`` phase by phase (a failed run keeps those measured before), its pcaps and
-    video frames to <results>/{pcap,frames}/<run_id>/. A failure inside the network is
-    raised as a liveness.RunFailed, the plane's logs kept in <results>/logs/<run_id>/."""
+             ) -> tuple[dict[str, float | None], list[SeriesPoint], FidelityRecord]:
+    """One run: the plane's statistics and time series, whether the host limited it; its
+    flows' results go to ``results`` phase by phase (a failed run keeps those measured
+    before), its pcaps and video frames to <results>/{pcap,frames}/<run_id>/. A failure
+    inside the network is raised as a liveness.RunFailed, the plane's logs kept in
+    <results>/logs/<run_id>/."""
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
+    plane.avoid_pairs = frozenset(frozenset((f.src, f.dst)) for phase in plan.phases
+                                  for f in phase if f.cold)
     say(f"{key.run_id}: building {topo.name}")
     with Network(topo, addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:
@@ -158,22 +168,28 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
             points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
             with ResourceSampler(switch_namespaces) as resources, \
+                    FidelityMonitor(net, plane) as fidelity, \
                     Captures(net, points) as pcap, \
                     video.keep_frames(results_dir / "frames" / key.run_id):
                 traffic_began = time.monotonic()  # t = 0 of the plane's time series
                 for number, flows in enumerate(plan.phases, start=1):
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
-                    results.extend(run_flows(net, flows))
+                    measured = run_flows(net, flows)
+                    paths = plane.flow_paths(flows)  # before idle rules expire
+                    for result in measured:
+                        result.path = paths.get(result.flow.flow_id)
+                    results.extend(measured)
                     liveness.check_daemons(plane, results, len(flows), f"during traffic "
                                            f"phase {number}/{len(plan.phases)}")
             for problem in pcap.problems:
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")
             stats = {**plane.stats(), **resources.stats()}
-            series = plane.series(traffic_began)  # the run directory goes with the network
+            # the plane's (its run directory goes with the network) and every link's counters
+            series = plane.series(traffic_began) + fidelity.series(traffic_began)
             clock.lap("collect_stats")
-            return stats, series
+            return stats, series, fidelity.record(results)
         except Exception as exc:
             plane.stop()  # first: the daemons' last words go to their logs
             raise liveness.failed_run(exc, net.run_dir, results_dir / "logs" / key.run_id) \

@@ -115,22 +115,29 @@ class _Lines:
         return json.loads(line)
 
 
-def ping(path: str, timeout_s: float) -> None:
-    """One ``ping`` on a connection of its own; SwitchError UNAVAILABLE when the switch at
-    ``path`` does not answer within ``timeout_s`` (e.g. it was stopped) or is gone."""
+def request(path: str, cmd: str, timeout_s: float) -> dict:
+    """One request ``cmd`` on a connection of its own, its ``result`` ({} when it has
+    none); SwitchError UNAVAILABLE when the switch at ``path`` does not answer within
+    ``timeout_s`` (e.g. it was stopped) or is gone, the switch's own error otherwise."""
     deadline = time.monotonic() + timeout_s
     try:
         with _connect(path, 0.0) as sock:
             lines = _Lines(sock)
-            lines.send({"id": 1, "cmd": "ping"}, deadline)
+            lines.send({"id": 1, "cmd": cmd}, deadline)
             answer = lines.receive(deadline)
     except TimeoutError as exc:
-        raise SwitchError("UNAVAILABLE", f"switch did not answer ping within "
+        raise SwitchError("UNAVAILABLE", f"switch did not answer {cmd} within "
                                          f"{timeout_s:g} s") from exc
     except OSError as exc:
         raise SwitchError("UNAVAILABLE", f"switch control socket: {exc}") from exc
     if not answer.get("ok"):
         raise SwitchError.of(answer)
+    return answer.get("result") or {}
+
+
+def ping(path: str, timeout_s: float) -> None:
+    """A ``request`` that only asks whether the switch answers."""
+    request(path, "ping", timeout_s)
 
 
 def _read_events(events: _Lines, on_event: Callable[[dict], None]) -> None:

@@ -11,8 +11,10 @@ Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how the switches transmit, default xdp;
 switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer end of a switch port (host ends and
 other switches' ports) gets GRO on: veth takes XDP frames only into a peer that runs NAPI.
-Without ``entries`` the controller drives the switches; it needs basic_fwd's table, action
-and controller headers, so a program must keep those names.
+Without ``entries`` the controller drives the switches; it needs basic_fwd's table
+``path_rules`` (keys in_port, eth_src, eth_dst), action ``forward`` and controller headers,
+so a program must keep those names, and its rule set (ARP and LLDP to the CPU port,
+docs/architecture.md).
 With ``entries`` the plane is static: no controller runs; the plane loads ``program`` into
 every switch over P4Runtime and writes the entries (each to the switches it names, else to
 all), and nothing changes them afterwards, except option ``qos`` (study 004, see
@@ -192,6 +194,24 @@ class P4Plane(ControlledPlane):
     def _control(self, switch: str) -> Path:
         return self.dir / f"{switch}.sock"
 
+    def drops(self) -> dict[str, int] | None:
+        """Every switch's port drops by reason (switch/PROTOCOL.md ``stats``), e.g.
+        ``{"s5-eth1 refused": 3148}``: what its rings could not take, which no kernel
+        counter outside the switch shows. None before start."""
+        if self.net is None:
+            return None
+        out: dict[str, int] = {}
+        for switch in self.net.topo.switches():
+            try:
+                ports = switch_link.request(str(self._control(switch)), "stats",
+                                            ANSWER_TIMEOUT_S)["ports"]
+            except switch_link.SwitchError as exc:
+                raise PlaneError(f"p4: switch-{switch}: stats: {exc}") from exc
+            for port in ports:
+                for reason, count in port["drop_reasons"].items():
+                    out[f"{port['name']} {reason}"] = count
+        return out
+
     def _grpc(self, switch: str) -> str:
         return f"unix:{self.dir / switch}.grpc"
 
@@ -314,7 +334,8 @@ class P4Plane(ControlledPlane):
         return {"qos_turns": len(samples), "qos_rate_changes": changes}
 
     def series(self, traffic_began: float) -> list[SeriesPoint]:
-        """The QoS loop's turns: per turn, per metric of QOS_SERIES a point
+        """The controller's series (ControlledPlane.series) and the QoS loop's turns: per
+        turn, per metric of QOS_SERIES a point
         ``<metric>:<switch>:class<id>`` at the turn's time since the traffic began (the
         loop and this process read the same monotonic clock)."""
         points = []
@@ -323,7 +344,7 @@ class P4Plane(ControlledPlane):
             subject = f"{sample['switch']}:class{sample['class']}"
             points += [SeriesPoint(t, f"{metric}:{subject}", sample[metric])
                        for metric in QOS_SERIES]
-        return points
+        return points + super().series(traffic_began)
 
     # -- stats and stop ------------------------------------------------------------------
 

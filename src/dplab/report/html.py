@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dplab.analysis import Analysis
-from dplab.report import axis_plots, cpu_idle, plane_series
+from dplab.report import axis_plots, cpu_idle, fidelity, plane_series
 from dplab.report.tables import NOTES, TableData, to_html
 from dplab.spec.model import value_label
 
@@ -26,6 +26,7 @@ dt { font-weight: bold; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0 1.5em; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
 .note { color: #555; font-size: .9em; }
+.host-bound { background: #fff4d6; border: 1px solid #e0b84a; padding: .5em 1em; }
 img.frame { width: 24em; margin: 0; }
 """
 
@@ -41,27 +42,34 @@ PLOTS_NOTE = (
 
 def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                tables: list[TableData], plots: list[Path], raw_files: list[Path],
-               runs: list[dict[str, Any]], series_plots: list[Path] | None = None) -> Path:
+               runs: list[dict[str, Any]], series_plots: list[Path] | None = None,
+               fidelity_figures: dict[str, str] | None = None,
+               flows: list[dict[str, Any]] | None = None) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
     files are linked relative to the report. ``runs``: the store's runs table;
-    ``series_plots``: the planes' time series (a section only when there are any)."""
+    ``series_plots``: the planes' time series (a section only when there are any);
+    ``fidelity_figures``: run_id -> its fidelity figures (``report.fidelity``); ``flows``:
+    the store's flows table (its recorded paths, a section only when there are any)."""
     spec = experiment.get("spec", {})
     title = f"dplab report: {spec.get('name', path.parent.name)}"
     sections = [
         f"<h1>{_esc(title)}</h1>",
         f"<p>{_esc(spec.get('description', ''))}</p>",
+        _host_bound(runs),
         _metadata(experiment, analysis, runs),
         "<h2>Comparison tables</h2>",
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
+        f'<p class="note">{_esc(fidelity.NOTE)}</p>' if fidelity.marked_planes(runs) else "",
         "<h2>Plots</h2>",
         f'<p class="note">{_esc(_plots_note(plots))}</p>',
         "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
         _plane_series(series_plots or []),
+        _flow_paths(flows or [], runs),
         _video_frames(path.parent, analysis, runs),
         _failed_runs(analysis),
         _failed_flows(analysis),
-        _runs(runs),
+        _runs(runs, fidelity_figures or {}),
         _raw_data(path.parent, raw_files),
         "<h2>Experiment file (as validated)</h2>",
         f"<details><summary>spec</summary><pre>{_esc(json.dumps(spec, indent=2))}</pre>"
@@ -163,19 +171,50 @@ def _failed_runs(analysis: Analysis) -> str:
             + _table(("run", "plane", "repetition", "error"), rows))
 
 
-def _runs(runs: list[dict[str, Any]]) -> str:
-    """Every stored run with its status, time and the idle behaviour it ran under."""
+def _host_bound(runs: list[dict[str, Any]]) -> str:
+    """The warning at the top: which runs measured the host rather than the plane."""
+    lines = fidelity.summary_lines(runs)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line.strip())}</li>" for line in lines[1:])
+    return f'<div class="host-bound"><p>{_esc(lines[0])}</p><ul>{items}</ul></div>'
+
+
+def _runs(runs: list[dict[str, Any]], figures: dict[str, str]) -> str:
+    """Every stored run with its status, time, the idle behaviour it ran under and whether
+    the host limited it (with what the fidelity monitor measured)."""
     rows = "".join(
         f"<tr><td>{_esc(r['run_id'])}</td><td>{_esc(r['status'])}</td>"
         f"<td>{r['duration_s']:.1f}</td><td>{_esc(r.get('cpu_idle') or cpu_idle.NOT_RECORDED)}"
         f"</td><td>{_esc(cpu_idle.target_text(r.get('cpu_wakeup_target_us')))}</td>"
-        f"<td>{_esc(cpu_idle.share_text(r.get('cpu_idle_polled_share')))}</td></tr>"
+        f"<td>{_esc(cpu_idle.share_text(r.get('cpu_idle_polled_share')))}</td>"
+        f"<td>{_esc(fidelity.verdict_text(r))}</td>"
+        f"<td>{_esc(figures.get(r['run_id'], '—'))}</td></tr>"
         for r in runs
     )
     return ("<h2>Runs</h2><details><summary>every stored run</summary>"
             + _table(("run", "status", "duration (s)", "CPU idle", "wake-up latency target",
-                      "idle time spent polling"), rows)
+                      "idle time spent polling", "host-bound", "fidelity figures"), rows)
             + "</details>")
+
+
+def _flow_paths(flows: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
+    """Per plane and flow, each path its ok runs recorded and in how many of them."""
+    ok = {r["run_id"] for r in runs if r["status"] == "ok"}
+    counted: dict[tuple[str, str, str, str], int] = {}
+    for f in flows:
+        if f["run_id"] in ok and f.get("path"):
+            key = (f["plane"], f["flow_id"], f"{f['src']} → {f['dst']}", f["path"])
+            counted[key] = counted.get(key, 0) + 1
+    if not counted:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_esc(plane)}</td><td>{_esc(flow)}</td><td>{_esc(hosts)}</td>"
+        f"<td>{_esc(' → '.join(path.split()))}</td><td>{n}</td></tr>"
+        for (plane, flow, hosts, path), n in sorted(counted.items()))
+    return ("<h2>Flow paths</h2><p class=\"note\">The switches each flow's packets crossed, "
+            "as the plane's rules counted them (planes that cannot tell are not listed), and "
+            "in how many ok runs.</p>" + _table(("plane", "flow", "hosts", "path", "runs"), rows))
 
 
 def _failed_flows(analysis: Analysis) -> str:
