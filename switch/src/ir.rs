@@ -519,13 +519,17 @@ mod tests {
             unknown.starts_with("actions[0].body[0].kind: unknown variant `nope`"),
             "{unknown}"
         );
-        let missing = err(ir(json!([{"kind": "assign", "dst": {"inst": 0, "field": 0}}])));
+        let missing = err(ir(
+            json!([{"kind": "assign", "dst": {"inst": 0, "field": 0}}]),
+        ));
         assert!(
             missing.starts_with("actions[0].body[0]") && missing.contains("missing field `src`"),
             "{missing}"
         );
-        let bad_op = err(ir(json!([{"kind": "assign", "dst": {"inst": 0, "field": 0},
-                                      "src": {"op": "pow", "w": 8}}])));
+        let bad_op = err(ir(
+            json!([{"kind": "assign", "dst": {"inst": 0, "field": 0},
+                                      "src": {"op": "pow", "w": 8}}]),
+        ));
         assert!(bad_op.contains("unknown variant `pow`"), "{bad_op}");
         assert!(err(json!({"actions": []})).contains("missing field `instances`"));
     }
