@@ -1,0 +1,174 @@
+"""The link emulator (dplab-linkem) in a real link: delay, loss and a TCP window measured
+end to end across it, and its processes gone however the run ends."""
+
+from __future__ import annotations
+
+import math
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import textwrap
+from contextlib import nullcontext
+
+import networkx as nx
+import pytest
+from test_cleanup import assert_gone
+
+from dplab.substrate import Network, registry
+from dplab.substrate.linkem import LINKEM_BIN
+from dplab.topology.model import HOST, Topology
+
+pytestmark = [pytest.mark.net,
+              pytest.mark.skipif(not LINKEM_BIN.exists(), reason="dplab-linkem not built")]
+
+
+def pair(**attrs: float | str) -> Topology:
+    """Two hosts on one direct link carried by our emulator (whether or not there is netem)."""
+    g = nx.Graph()
+    g.add_node("h1", kind=HOST)
+    g.add_node("h2", kind=HOST)
+    g.add_edge("h1", "h2", bw_mbit=None, emulator="dplab", **attrs)
+    return Topology("pair", g)
+
+
+def emulator_pids(net: Network) -> list[tuple[int, int | None]]:
+    ns = net.emulator_ns(net.links[0])
+    pids = registry.pids_in_netns([ns])
+    assert pids, f"no emulator runs in {ns}"
+    return [(pid, registry.process_start_time(pid)) for pid in pids]
+
+
+def test_rtt_across_a_10_ms_link_is_20_ms():
+    with Network(pair(delay_ms=10.0)) as net:
+        assert net.emulated_links() == net.links
+        ping = net.run(net.host_ns("h1"), ["ping", "-c", "120", "-i", "0.01", "-W", "2",
+                                           net.host_ip("h2")], timeout=30)
+    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", ping.stdout)]
+    assert len(rtts) >= 110, ping.stdout[-300:]
+    p50 = statistics.median(rtts[10:])  # the first ones wait for ARP
+    assert abs(p50 - 20.0) <= 0.3, f"p50 RTT {p50:.3f} ms across 2 x 10 ms"
+
+
+# Sends N numbered UDP datagrams at about 20,000 a second (below what the emulator and the
+# receiver take, so only the emulator's loss model loses packets).
+SENDER = textwrap.dedent("""
+    import socket, sys, time
+    n, dst = int(sys.argv[1]), sys.argv[2]
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for i in range(n):
+        s.sendto(i.to_bytes(4, "big") + bytes(60), (dst, 9000))
+        if i % 20 == 19:
+            time.sleep(0.001)
+""")
+RECEIVER = textwrap.dedent("""
+    import socket
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.bind(("0.0.0.0", 9000))
+    print("ready", flush=True)
+    seen = set()
+    s.settimeout(5.0)
+    try:
+        while True:
+            seen.add(int.from_bytes(s.recv(100)[:4], "big"))
+            s.settimeout(1.0)
+    except TimeoutError:
+        print(len(seen), flush=True)
+""")
+
+
+def test_one_percent_loss_is_within_its_binomial_ci_over_10000_packets():
+    n, p = 10_000, 0.01
+    with Network(pair(loss_pct=1.0)) as net:
+        rx = net.popen(net.host_ns("h2"), [sys.executable, "-c", RECEIVER],
+                       stdout=subprocess.PIPE, text=True)
+        assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+        net.run(net.host_ns("h1"), [sys.executable, "-c", SENDER, str(n), net.host_ip("h2")],
+                timeout=30)
+        received = int(rx.stdout.readline())
+    lost = (n - received) / n
+    # 99.9 % binomial interval (normal approximation, n p = 100): the seed is random.
+    half = 3.29 * math.sqrt(p * (1 - p) / n)
+    assert abs(lost - p) <= half, f"lost {lost:.4%} of {n}, want 1 % ± {half:.3%}"
+    # The emulator's own count: the same datagrams, maybe an ARP packet more.
+    counted = net.emulator_reports[0]["report"]["a_to_b"]["lost"]
+    assert n - received <= counted <= n - received + 3
+
+
+# Counts what arrives, and prints the bytes received between 1 s and 3 s after the first.
+SINK = textwrap.dedent("""
+    import socket, time
+    s = socket.socket()
+    s.bind(("0.0.0.0", 9001)); s.listen(1)
+    print("ready", flush=True)
+    c, _ = s.accept()
+    t0, got = time.monotonic(), 0
+    while (t := time.monotonic() - t0) < 3.0:
+        n = len(c.recv(1 << 16))
+        got += n if t >= 1.0 else 0
+    print(got / 2.0, flush=True)
+""")
+SOURCE = textwrap.dedent("""
+    import socket, sys, time
+    c = socket.create_connection((sys.argv[1], 9001))
+    c.settimeout(0.5)
+    end, data = time.monotonic() + 3.5, bytes(1 << 16)
+    try:
+        while time.monotonic() < end:
+            c.send(data)
+    except OSError:
+        pass
+""")
+MSS = 1448  # 1500 - IP and TCP headers - the timestamp option
+
+
+def test_tcp_with_a_window_limit_gets_window_over_rtt():
+    # Without window scaling h2 advertises at most 65535 bytes, in whole segments.
+    window = 65535 // MSS * MSS
+    with Network(pair(delay_ms=25.0)) as net:
+        h1, h2 = net.host_ns("h1"), net.host_ns("h2")
+        net.sysctl({h2: {"net.ipv4.tcp_window_scaling": "0"}})
+        sink = net.popen(h2, [sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
+        assert sink.stdout is not None and sink.stdout.readline().strip() == "ready"
+        net.run(h1, [sys.executable, "-c", SOURCE, net.host_ip("h2")], timeout=30)
+        rate = float(sink.stdout.readline())
+    want = window / 0.050
+    assert abs(rate - want) <= 0.05 * want, f"{rate:.0f} B/s, window/RTT {want:.0f} B/s"
+
+
+CHILD = textwrap.dedent("""
+    import networkx as nx, time
+    from dplab.substrate import Network, cleanup_on_signals
+    from dplab.topology.model import HOST, Topology
+    cleanup_on_signals()
+    g = nx.Graph()
+    g.add_nodes_from(["h1", "h2"], kind=HOST)
+    g.add_edge("h1", "h2", bw_mbit=None, delay_ms=1.0, emulator="dplab")
+    with Network(Topology("pair", g)) as net:
+        print(net.prefix, flush=True)
+        time.sleep(120)
+""")
+
+
+@pytest.mark.parametrize("how", ["normal", "exception", "sigint"])
+def test_every_emulator_process_is_gone_afterwards(how):
+    if how == "sigint":
+        child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
+                                 text=True)
+        assert child.stdout is not None
+        prefix = child.stdout.readline().strip()
+        procs = [(pid, registry.process_start_time(pid))
+                 for pid in registry.pids_in_netns([f"{prefix}-linkem0"])]
+        assert procs, "the child's emulator is not running"
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=20) != 0
+    else:
+        raises = pytest.raises(ZeroDivisionError) if how == "exception" else nullcontext()
+        with raises, Network(pair(delay_ms=1.0)) as net:
+            prefix, procs = net.prefix, emulator_pids(net)
+            if how == "exception":
+                1 / 0  # noqa: B018
+        assert net.emulator_reports[0]["report"]["seed"] == net.emulator_reports[0]["seed"]
+    assert_gone(prefix, procs)
