@@ -11,8 +11,9 @@
 //! Timing: a packet's arrival is the kernel's receive timestamp in the ring (so the time
 //! this process took to wake is not added to the delay); each direction keeps its packets
 //! in a binary heap by due time. Between rounds the process sleeps in ppoll on both ports
-//! with the time to the next due packet as the timeout and its timer slack lowered to
-//! 1 µs, so it wakes for a new packet or a due one, whichever comes first. It does not
+//! with the time to the next due packet as the timeout, its timer slack lowered to 1 µs and
+//! a short scheduler slice, so it wakes for a new packet or a due one, whichever comes
+//! first, and runs soon after. It does not
 //! busy-wait: emulators share their cores with the hosts, switches and other emulators of
 //! the run, and a spinning one would take the time they need.
 
@@ -40,6 +41,11 @@ const BURST: usize = 64;
 const IDLE_WAIT_NS: u64 = 100_000_000;
 /// How late the kernel may wake this process (its default, 50 µs, would add to every delay).
 const TIMER_SLACK_NS: u64 = 1_000;
+/// Under EEVDF (Linux 6.12+) a task with a shorter slice gets an earlier deadline, so when a
+/// due time or a packet wakes the emulator it preempts the host or switch running on that
+/// core instead of waiting for its slice to end (as the switch does, switch/src/dataplane.rs);
+/// its CPU share stays that of any task, unlike under a real-time policy.
+const SLICE_NS: u64 = 100_000;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -263,6 +269,8 @@ fn main() {
         seq: 0,
     };
     sys::set_timer_slack(TIMER_SLACK_NS);
+    // Kernels before 6.12 ignore the slice: that costs precision under load, nothing else.
+    sys::request_slice(SLICE_NS);
     sys::on_signals(&[libc::SIGINT, libc::SIGTERM], on_stop_signal);
     println!("ready");
     let _ = std::io::stdout().flush();
