@@ -31,13 +31,25 @@ MAX_NODES = 2000
 
 
 @dataclass(frozen=True)
+class Impairment:
+    """Delay, jitter and loss of each direction of a link (netem or dplab-linkem does them)."""
+
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss_pct: float = 0.0
+
+
+@dataclass(frozen=True)
 class LinkAttrs:
     """What every link of one role (core = switch-switch, edge = host-switch) gets."""
 
     core_bw: float | None = CORE_BW_MBIT
     edge_bw: float | None = EDGE_BW_MBIT
-    delay_ms: float = 0.0
-    loss_pct: float = 0.0
+    core: Impairment = Impairment()
+    edge: Impairment = Impairment()
+    # Who emulates delay/jitter/loss (substrate.network.EMULATORS); None: netem if the kernel
+    # has it, else dplab's link emulator.
+    emulator: str | None = None
 
 
 class _TooBig(Exception):
@@ -60,18 +72,18 @@ class _Builder:
     def host(self, switch: str) -> str:
         name = f"h{self._next(HOST)}"
         self.graph.add_node(name, kind=HOST)
-        self._link(name, switch, self.links.edge_bw)
+        self._link(name, switch, self.links.edge_bw, self.links.edge)
         return name
 
     def hosts(self, switch: str, count: int) -> list[str]:
         return [self.host(switch) for _ in range(count)]
 
     def core(self, a: str, b: str) -> None:
-        self._link(a, b, self.links.core_bw)
+        self._link(a, b, self.links.core_bw, self.links.core)
 
-    def _link(self, a: str, b: str, bw: float | None) -> None:
-        self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=self.links.delay_ms,
-                            loss_pct=self.links.loss_pct)
+    def _link(self, a: str, b: str, bw: float | None, imp: Impairment) -> None:
+        self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms,
+                            loss_pct=imp.loss_pct, emulator=self.links.emulator)
 
     def _next(self, kind: str) -> int:
         """The next number for a node of this kind; stops runaway sizes early."""
@@ -274,7 +286,10 @@ _CATALOG: dict[str, _Shape] = {
 }
 
 NAMES: tuple[str, ...] = tuple(_CATALOG)
-LINK_PARAMS = ("core_bw", "edge_bw", "delay_ms", "loss_pct")
+# delay_ms, jitter_ms and loss_pct set both roles; core_*/edge_* set one (and win).
+IMPAIRMENTS = ("delay_ms", "jitter_ms", "loss_pct")
+LINK_PARAMS = ("core_bw", "edge_bw", *IMPAIRMENTS, *(f"{role}_{key}" for role in ("core", "edge")
+                                                      for key in IMPAIRMENTS), "emulator")
 
 
 def describe(name: str) -> str:
@@ -284,7 +299,9 @@ def describe(name: str) -> str:
 
 def build(name: str, **params: object) -> Topology:
     """The catalog topology ``name`` with its parameters (see ``describe``) and link parameters
-    ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``loss_pct``."""
+    ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``jitter_ms``,
+    ``loss_pct`` (every link; ``core_``/``edge_`` prefixed: one role's links) and
+    ``emulator`` (None, "netem" or "dplab")."""
     shape = _shape(name)
     unknown = sorted(set(params) - set(shape.params) - set(LINK_PARAMS))
     if unknown:
@@ -326,9 +343,30 @@ def _link_attrs(name: str, params: dict[str, object]) -> LinkAttrs:
     return LinkAttrs(
         core_bw=_bandwidth(name, "core_bw", params.get("core_bw", defaults.core_bw)),
         edge_bw=_bandwidth(name, "edge_bw", params.get("edge_bw", defaults.edge_bw)),
-        delay_ms=_number(name, "delay_ms", params.get("delay_ms", 0.0), 0.0, None),
-        loss_pct=_number(name, "loss_pct", params.get("loss_pct", 0.0), 0.0, 100.0),
+        core=_impairment(name, "core", params),
+        edge=_impairment(name, "edge", params),
+        emulator=_emulator(name, params.get("emulator")),
     )
+
+
+def _impairment(name: str, role: str, params: dict[str, object]) -> Impairment:
+    def value(key: str, high: float | None) -> float:
+        own = f"{role}_{key}"
+        chosen = own if own in params else key
+        return _number(name, chosen, params.get(chosen, 0.0), 0.0, high)
+
+    return Impairment(delay_ms=value("delay_ms", None), jitter_ms=value("jitter_ms", None),
+                      loss_pct=value("loss_pct", 100.0))
+
+
+EMULATORS = ("netem", "dplab")
+
+
+def _emulator(name: str, value: object) -> str | None:
+    if value is not None and value not in EMULATORS:
+        raise TopologyError(f"topology {name!r}: emulator must be one of {EMULATORS} or None, "
+                            f"got {value!r}")
+    return value  # type: ignore[return-value]
 
 
 def _bandwidth(name: str, key: str, value: object) -> float | None:
