@@ -152,8 +152,7 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
     say(f"{key.run_id}: building {topo.name}")
-    with Network(topo, addressing=plane.addressing,
-                 shared_switch_ns=plane.shared_switch_ns) as net:
+    with plane.network(topo) as net:
         clock.lap("network_up")
         say(f"{key.run_id}: network up ({net.prefix}), starting {key.plane.kind}")
         try:
