@@ -182,13 +182,26 @@ class PpsWorkload(WorkloadBase):
         return self
 
 
+class LatencyWorkload(WorkloadBase):
+    """Timestamped frames of one size at a low rate (dplab.workloads.latency): one-way delay
+    and packet delay variation against the frame size."""
+
+    kind: Literal["latency"]
+    pairs: Pairs = "udp"
+    size: Annotated[int, Field(ge=58, le=9018, description="Ethernet frame bytes, FCS "
+                               "included")] = 64
+    interval_ms: Annotated[float, Field(gt=0, le=1000)] = 10.0
+    duration: Annotated[float, Field(gt=0)] = 5.0
+
+
 def _require_one_of(duration: float | None, size: int | None) -> None:
     if (duration is None) == (size is None):
         raise ValueError("give exactly one of 'duration' (seconds) or 'bytes'")
 
 
 Workload = Annotated[
-    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload | PpsWorkload,
+    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload | PpsWorkload
+    | LatencyWorkload,
     Field(discriminator="kind"),
 ]
 

@@ -131,21 +131,32 @@ class _Stream:
 
 
 class VoipFlows(StreamWorkload[VoipParams]):
-    """The VoIP flows of one run_flows call: listen, send together, wait, measure."""
+    """The VoIP flows of one run_flows call: listen, send together, wait, measure.
+
+    Other rtp_tool streams (workloads.latency) reuse it by setting ``NAME`` (file names),
+    ``FIRST_PORT``, ``TOOL_ARGS`` (extra rtp_tool arguments for both ends), ``validate``
+    (whose params have count, timeout_s, packet_ms, payload, phase_ms) and ``measure``."""
+
+    NAME = "voip"
+    FIRST_PORT = FIRST_PORT
+    METRICS = METRICS
+    TOOL_ARGS: tuple[str, ...] = ()
+    validate = staticmethod(validate)
 
     def __init__(self, net: FlowNetwork, flows: Sequence[Flow]) -> None:
-        super().__init__(net, flows, validate)
+        super().__init__(net, flows, self.validate)
         self.streams: list[_Stream] = []
 
     def listen(self, tmp: Path) -> None:
         """Start every receiver and wait until each is bound (or failed)."""
         for index, (flow, params) in enumerate(zip(self.flows, self.params, strict=True)):
+            name = f"{self.NAME}-{index}"
             stream = _Stream(
-                flow, params, FIRST_PORT + 2 * index, tmp / f"voip-{index}-records.txt",
-                open(tmp / f"voip-{index}-recv.txt", "w+"),  # noqa: SIM115 - closed in _read
-                open(tmp / f"voip-{index}-send.txt", "w+"),  # noqa: SIM115 - closed in _read
+                flow, params, self.FIRST_PORT + 2 * index, tmp / f"{name}-records.txt",
+                open(tmp / f"{name}-recv.txt", "w+"),  # noqa: SIM115 - closed in _read
+                open(tmp / f"{name}-send.txt", "w+"),  # noqa: SIM115 - closed in _read
             )  # fmt: skip
-            argv = _receiver_argv(stream)
+            argv = [*_receiver_argv(stream), *self.TOOL_ARGS]
             stream.receiver = self._spawn(flow.dst, argv, stream.receiver_out)
             self.streams.append(stream)
         self._wait_ready()
@@ -154,7 +165,8 @@ class VoipFlows(StreamWorkload[VoipParams]):
         """Start the senders of every stream whose receiver listens."""
         for stream in self.streams:
             if not stream.problems:
-                argv = _sender_argv(stream, self.net.host_ip(stream.flow.dst))
+                argv = [*_sender_argv(stream, self.net.host_ip(stream.flow.dst)),
+                        *self.TOOL_ARGS]
                 stream.sender = self._spawn(stream.flow.src, argv, stream.sender_out)
 
     def _spawn(self, host: str, argv: list[str], out: IO[str]) -> subprocess.Popen:
@@ -164,7 +176,7 @@ class VoipFlows(StreamWorkload[VoipParams]):
     def _wait_ready(self) -> None:
         silent = wait_ready(self.streams, _said_ready, lambda s: s.receiver, READY_TIMEOUT_S)
         for stream in silent:
-            stream.problems.append(f"RTP receiver on {stream.flow.dst} did not start")
+            stream.problems.append(f"{self.NAME} receiver on {stream.flow.dst} did not start")
 
     def wait(self) -> None:
         """Senders to their end (or timeout), then receivers get a grace for stragglers."""
@@ -191,7 +203,23 @@ class VoipFlows(StreamWorkload[VoipParams]):
                     process.wait()
 
     def results(self) -> list[Measured]:
-        return [_result(stream) for stream in self.streams]
+        return [self._result(stream) for stream in self.streams]
+
+    def _result(self, stream: _Stream) -> Measured:
+        source = f"flow '{stream.flow.flow_id}' ({stream.flow.src}->{stream.flow.dst})"
+        sender_text = read_output(stream.sender_out)
+        receiver_text = read_output(stream.receiver_out)
+        report = _sender_report(sender_text)
+        if stream.problems or report is None:
+            said = (sender_text + receiver_text).strip()[-300:]
+            why = "; ".join(stream.problems) or "sender printed no report"
+            return missing(self.METRICS, f"{source}: {why}"
+                           + (f"; tools said: {said}" if said else ""))
+        return self.measure(stream.params, report, _parse_records(stream.records), source)
+
+    def measure(self, params: Any, report: dict[str, Any],
+                records: list[tuple[int, int, int]], source: str) -> Measured:
+        return measure(params, report, records, source)
 
 
 def _receiver_argv(stream: _Stream) -> list[str]:
@@ -209,18 +237,6 @@ def _sender_argv(stream: _Stream, dst_ip: str) -> list[str]:
 
 def _said_ready(stream: _Stream) -> bool:
     return "ready" in Path(stream.receiver_out.name).read_text()
-
-
-def _result(stream: _Stream) -> Measured:
-    source = f"flow '{stream.flow.flow_id}' ({stream.flow.src}->{stream.flow.dst})"
-    sender_text, receiver_text = read_output(stream.sender_out), read_output(stream.receiver_out)
-    report = _sender_report(sender_text)
-    if stream.problems or report is None:
-        said = (sender_text + receiver_text).strip()[-300:]
-        why = "; ".join(stream.problems) or "sender printed no report"
-        return missing(METRICS, f"{source}: {why}" + (f"; tools said: {said}" if said else ""))
-    records = _parse_records(stream.records)
-    return measure(stream.params, report, records, source)
 
 
 def _sender_report(text: str) -> dict[str, Any] | None:
@@ -246,7 +262,7 @@ def measure(
 ) -> Measured:
     """Metrics of one stream from the sender's report and the receiver's per-packet records."""
     sent = report["packets_sent"]
-    arrivals = _first_arrivals(records)
+    arrivals = first_arrivals(records)
     summary: dict[str, float | None] = dict.fromkeys(METRICS)
     summary["packets_sent"] = float(sent)
     summary["packets_received"] = float(len(arrivals))
@@ -265,14 +281,14 @@ def measure(
         owd_p99_ms=percentile(owd, 99),
         owd_max_ms=max(owd),
         jitter_ms=jitter[-1] if jitter else None,
-        out_of_order=float(_out_of_order(arrivals)),
+        out_of_order=float(out_of_order(arrivals)),
     )
     _score(summary, params, arrivals, sent)
     intervals = _intervals(params, arrivals, [None, *jitter], sent)
     return Measured(summary, intervals, "; ".join(errors) or None)
 
 
-def _first_arrivals(records: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+def first_arrivals(records: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """Records without duplicates (a packet counts once, at its first arrival)."""
     seen: set[int] = set()
     unique = []
@@ -283,7 +299,7 @@ def _first_arrivals(records: list[tuple[int, int, int]]) -> list[tuple[int, int,
     return unique
 
 
-def _out_of_order(records: list[tuple[int, int, int]]) -> int:
+def out_of_order(records: list[tuple[int, int, int]]) -> int:
     """Packets that arrived after a packet sent later than them."""
     highest, count = -1, 0
     for index, _, _ in records:
