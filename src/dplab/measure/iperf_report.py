@@ -20,6 +20,8 @@ _OUT_OF_ORDER = re.compile(
     r"^\[\s*\d+\]\s+(?P<start>\d+\.\d+)-\s*(?P<end>\d+\.\d+)\s+sec\s+"
     r"(?P<count>\d+)\s+datagrams received out-of-order"
 )
+_WINDOW = re.compile(r"TCP window size:\s*(?P<n>[\d.]+)\s*(?P<unit>[KMG]?)Byte")
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 _CONNECT_TIME = re.compile(r"\(ct=(?P<ms>\d+(?:\.\d+)?) ms\)")
 _ERROR_HINTS = ("failed", "error", "refused", "unreachable", "no route", "warning")
 
@@ -109,6 +111,13 @@ def connect_time_ms(text: str) -> float | None:
     """The TCP connect time iperf -e prints as `(ct=0.52 ms)`; None if absent."""
     match = _CONNECT_TIME.search(text)
     return float(match["ms"]) if match else None
+
+
+def socket_buffer_bytes(text: str) -> float | None:
+    """The socket buffer iperf reports as ``TCP window size: N Byte``: getsockopt's
+    SO_RCVBUF, which Linux reports doubled (socket(7)); None if absent."""
+    match = _WINDOW.search(text)
+    return float(match["n"]) * _UNITS[match["unit"]] if match else None
 
 
 def iperf_complaints(text: str) -> str:

@@ -20,12 +20,14 @@ from dplab.measure.iperf_report import (
     connect_time_ms,
     iperf_complaints,
     parse_iperf,
+    socket_buffer_bytes,
 )
 from dplab.spec.model import TcpWorkload, UdpWorkload
 from dplab.workloads.measured import Measured, positive_number, spec_checked
 
 TCP_METRICS = (
     "throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms", "connect_ms",
+    "window_asked_bytes", "window_used_bytes", "window_clamped",
 )
 UDP_METRICS = (
     "throughput_bps",
@@ -114,10 +116,27 @@ def measure(params: IperfParams, client_out: str, server_out: str, source: str) 
         raise IperfParseError(f"{exc}; sender said{iperf_complaints(client_out)}") from exc
     if params.udp:
         return Measured(_udp_summary(received.final), [_udp_row(r) for r in received.intervals])
-    return Measured(
-        _tcp_summary(received, connect_time_ms(client_out)),
-        [_common(r) for r in received.intervals],
-    )
+    summary = _tcp_summary(received, connect_time_ms(client_out))
+    summary.update(window_metrics(params.window, client_out, server_out))
+    return Measured(summary, [_common(r) for r in received.intervals])
+
+
+def window_metrics(asked: int | None, client_out: str, server_out: str
+                   ) -> dict[str, float | None]:
+    """The window the kernel granted beside the one asked for (-w on both ends).
+
+    iperf prints each end's socket buffer, which Linux reports doubled (socket(7)), so half
+    of it is what the kernel granted for the request; the smaller end is the flow's window.
+    An explicit window is capped by net.core.rmem_max/wmem_max, which since Linux 6.10 are
+    one value for the whole machine, read-only inside a namespace: a window above them is
+    clamped, and ``window_clamped`` (1.0) says so. Without -w both are the defaults and
+    ``window_clamped`` is None (nothing was asked)."""
+    ends = [socket_buffer_bytes(text) for text in (client_out, server_out)]
+    granted = [b / 2 for b in ends if b is not None]
+    used = min(granted) if granted else None
+    clamped = None if used is None else float(used < asked)
+    return {"window_asked_bytes": float(asked),
+            "window_used_bytes": used, "window_clamped": clamped}
 
 
 def _common(row: IperfRow) -> dict[str, float | None]:
