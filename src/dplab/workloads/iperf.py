@@ -129,8 +129,10 @@ def window_metrics(asked: int | None, client_out: str, server_out: str
     of it is what the kernel granted for the request; the smaller end is the flow's window.
     An explicit window is capped by net.core.rmem_max/wmem_max, which since Linux 6.10 are
     one value for the whole machine, read-only inside a namespace: a window above them is
-    clamped, and ``window_clamped`` (1.0) says so. Without -w both are the defaults and
-    ``window_clamped`` is None (nothing was asked)."""
+    clamped, and ``window_clamped`` (1.0) says so. Without -w the kernel's autotuning sizes
+    the window as the flow goes, which iperf cannot see: all three are None."""
+    if asked is None:
+        return dict.fromkeys(("window_asked_bytes", "window_used_bytes", "window_clamped"))
     ends = [socket_buffer_bytes(text) for text in (client_out, server_out)]
     granted = [b / 2 for b in ends if b is not None]
     used = min(granted) if granted else None
