@@ -28,11 +28,13 @@ Progress = Callable[[str], None]
 
 def _capture_points(net: Network, interfaces: list[tuple[str, str]],
                     out_dir: Path) -> list[CapturePoint]:
+    """Where to capture; a switch the plane's network does not have (the direct and loopback
+    baselines have none) has nothing to capture."""
     hosts = set(net.topo.hosts())
     return [
         CapturePoint(net.host_ns(node) if node in hosts else net.switch_ns(node), ifname,
                      out_dir / f"{node}-{ifname}.pcap")
-        for node, ifname in interfaces
+        for node, ifname in interfaces if node in net.topo.graph
     ]
 
 
@@ -159,7 +161,7 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             plane.start(net)
             plane.wait_ready(READY_TIMEOUT_S)
             clock.lap("plane_ready")
-            switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
+            switch_namespaces = {net.switch_ns(s) for s in net.topo.switches()}
             points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
             with ResourceSampler(switch_namespaces) as resources, \
                     FidelityMonitor(net, plane) as fidelity, \
