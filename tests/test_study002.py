@@ -12,6 +12,8 @@ import pytest
 from dplab import planes
 from dplab.planes.base import PlaneError
 from dplab.planes.baseline import path_link
+from dplab.runner import run_matrix
+from dplab.spec import parse
 from dplab.topology import catalog
 from dplab.workloads.flows import Flow, run_flows
 
@@ -88,3 +90,27 @@ def test_tcp_window_reported_as_granted() -> None:
         assert s["window_asked_bytes"] == window
         assert s["window_used_bytes"] == min(window, rmem_max)
         assert s["window_clamped"] == float(rmem_max < window)
+
+
+BASELINE_EXPERIMENT = """
+name: baselines
+topology: {name: linear, params: {switches: 2, hosts_per_switch: 1, mtu: 2000}}
+planes: [direct, loopback]
+workloads:
+  - {kind: tcp, pairs: [[h1, h2]], duration: 1, window: 100000}
+  - {kind: latency, pairs: [[h2, h1]], size: 2000, duration: 0.5}
+capture: [h1, s1]
+"""
+
+
+def test_runner_stores_baseline_rows(tmp_path: Path) -> None:
+    """Through the runner, as an experiment file runs them: the baselines have no switch,
+    so no switch is sampled or captured, and every row is measured."""
+    store = run_matrix(parse(BASELINE_EXPERIMENT), tmp_path / "results")
+    assert {r["status"] for r in store.rows("runs")} == {"ok"}
+    values = {(s["plane"], s["kind"], s["metric"]): s["value"]
+              for s in store.rows("summaries")}
+    for plane in ("direct", "loopback"):
+        assert values[(plane, "tcp", "window_used_bytes")] == 100000
+        assert values[(plane, "latency", "packets_received")] > 10
+        assert values[(plane, "latency", "owd_p50_ms")] > 0
