@@ -8,6 +8,9 @@ datapath id N for switch sN and OpenFlow port numbers equal to the topology's.
 
 Options: ``mode`` reactive|proactive (see ``dplab.control.forwarding``) and ``controller``
 (false: no controller, the bridges are standalone learning switches with RSTP on loops).
+``forwarding: l3`` makes every bridge a router hop instead, with no controller: static
+OpenFlow rules from ``planes.l3_routes`` (IPv4 by destination: set both MACs, dec_ttl,
+output; ARP by target address), installed before ready (the routing workload).
 In proactive mode, wait_ready() makes every host ping one other host once so the
 controller learns all hosts from their ARP and installs every path before traffic starts.
 """
@@ -26,6 +29,7 @@ from typing import Any
 import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
+from dplab.planes import l3_routes
 from dplab.planes.base import PlaneError
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.substrate.network import HOST_IF, Network
@@ -34,6 +38,7 @@ SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 OPENFLOW_PORT = 6653  # private: the controller listens inside our own namespace
 RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
 DATAPATHS = ("netdev", "system")
+FORWARDING = ("l2", "l3")
 # Deadlines of the calls into OVS's daemons: each tool gets its own --timeout (it exits
 # with SIGALRM when the daemon does not answer in time) and the subprocess a few seconds
 # more, in case the tool itself hangs. Bridge set-up waits for ovs-vswitchd to configure
@@ -49,7 +54,8 @@ class OvsPlane(ControlledPlane):
     shared_switch_ns = True
     # datapath: "auto" takes the kernel datapath ("system") where the openvswitch module is
     # loaded, else the userspace one ("netdev"), which works on any kernel.
-    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto"}
+    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto",
+                               "forwarding": "l2"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -63,6 +69,10 @@ class OvsPlane(ControlledPlane):
             raise PlaneError(f"plane ovs: option 'datapath' must be auto, netdev or system, "
                              f"not {self.options['datapath']!r}")
         self.datapath = _pick_datapath(self.options["datapath"])
+        if self.options["forwarding"] not in FORWARDING:
+            raise PlaneError(f"plane ovs: option 'forwarding' must be l2 or l3, "
+                             f"not {self.options['forwarding']!r}")
+        self.l3 = self.options["forwarding"] == "l3"
 
     # -- start ---------------------------------------------------------------------------
 
@@ -76,15 +86,17 @@ class OvsPlane(ControlledPlane):
         self._started = time.monotonic()
         self.dir = net.run_dir / "ovs"
         self.dir.mkdir(parents=True, exist_ok=True)
-        if self.options["controller"]:
+        if self._has_controller():
             self._start_controller(net)  # first: its Python start-up overlaps OVS's
         self._disable_tx_checksum_offload(net)
         self._start_ovsdb(net)
         self._start_daemon(net, "ovs-vswitchd", [f"unix:{self.db_sock}"])
-        if self.options["controller"]:
+        if self._has_controller():
             # Bridges connect at once when the controller already listens, else after a back-off.
             self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
         self.vsctl(*self._bridge_commands(net))
+        if self.l3:
+            install_l3_rules(self, net)
 
     @property
     def switch_ns(self) -> str:
@@ -141,11 +153,13 @@ class OvsPlane(ControlledPlane):
                      f"datapath_type={self.datapath}",
                      f"other-config:datapath-id={int(switch[1:]):016x}",
                      "other-config:disable-in-band=true", "protocols=OpenFlow13"]
-            if self.options["controller"]:
+            if self._has_controller():
                 # A short reconnect back-off: the controller may still be starting up.
                 cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
                          f"--id=@c{switch}", "create", "Controller",
                          f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
+            elif self.l3:  # only the static rules forward: no learning, no spanning tree
+                cmds += ["fail-mode=secure"]
             else:
                 cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
             for port, ifname in net.switch_ports(switch).items():
@@ -161,7 +175,13 @@ class OvsPlane(ControlledPlane):
                         "ovsdb-server and ovs-vswitchd", private_env(self.dir))
 
     def _has_controller(self) -> bool:
-        return self.options["controller"]
+        return self.options["controller"] and not self.l3
+
+    def ofctl(self, switch: str, *args: str) -> str:
+        """ovs-ofctl (OpenFlow 1.3) against ``switch``'s bridge."""
+        mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
+        return run_tool(["ovs-ofctl", "--protocols=OpenFlow13", args[0], f"unix:{mgmt}",
+                         *args[1:]], OFCTL_TIMEOUT_S, "ovs-vswitchd")
 
     # -- stats and stop ------------------------------------------------------------------
 
@@ -175,7 +195,7 @@ class OvsPlane(ControlledPlane):
         flows = self._ovs_flow_count(self.net)
         out["ovs_flows"] = flows
         out["ovs_path_flows"] = None
-        if flows is not None and self.options["controller"]:
+        if flows is not None and self._has_controller():
             out["ovs_path_flows"] = flows - RULES_PER_SWITCH * len(self.net.topo.switches())
         out["ready_s"] = self._ready_s
         return out
@@ -259,3 +279,18 @@ def _pick_datapath(wanted: str) -> str:
 def _switches_have_loops(net: Network) -> bool:
     fabric = net.topo.graph.subgraph(net.topo.switches())
     return bool(fabric) and not nx.is_forest(fabric)
+
+
+def install_l3_rules(plane: OvsPlane, net: Network) -> None:
+    """Every bridge a router hop (``forwarding: l3``): one flow file per bridge."""
+    rules: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
+    for hop in l3_routes.hops(net):
+        rules[hop.switch] += [
+            f"priority=100,ip,nw_dst={hop.host_ip} actions=set_field:{hop.own_mac}->eth_src,"
+            f"set_field:{hop.next_mac}->eth_dst,dec_ttl,output:{hop.port}",
+            f"priority=100,arp,arp_tpa={hop.host_ip} actions=output:{hop.port}",
+        ]
+    for switch, lines in rules.items():
+        flows = plane.dir / f"{switch}-l3.flows"
+        flows.write_text("\n".join(lines) + "\n")
+        plane.ofctl(switch, "add-flows", str(flows))
