@@ -1,20 +1,25 @@
 """Study 002's baselines and workloads on real namespaces: the direct and loopback planes
 carry TCP and the frame-size latency workload, a direct veth pair is faster than a path
-through switches, jumbo frames need the link MTU, and a TCP window is reported as the kernel
-granted it."""
+through switches, jumbo frames need the link MTU, a TCP window is reported as the kernel
+granted it, and OVS and P4 route (MACs rewritten, TTL decremented)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from scapy.layers.inet import ICMP, IP
+from scapy.layers.l2 import Ether
+from scapy.utils import rdpcap
 
 from dplab import planes
+from dplab.planes import l3_routes
 from dplab.planes.base import PlaneError
 from dplab.planes.baseline import path_link
 from dplab.runner import run_matrix
 from dplab.spec import parse
 from dplab.topology import catalog
+from dplab.workloads.capture import CapturePoint, Captures
 from dplab.workloads.flows import Flow, run_flows
 
 READY_S = 30.0
@@ -114,3 +119,24 @@ def test_runner_stores_baseline_rows(tmp_path: Path) -> None:
         assert values[(plane, "tcp", "window_used_bytes")] == 100000
         assert values[(plane, "latency", "packets_received")] > 10
         assert values[(plane, "latency", "owd_p50_ms")] > 0
+
+
+@pytest.mark.parametrize(("kind", "options"), [("ovs", {"forwarding": "l3"}),
+                                               ("p4", {"program": "l3"})])
+def test_routing_rewrites_macs_and_decrements_ttl(kind: str, options: dict,
+                                                   tmp_path: Path) -> None:
+    """Two router hops: at the far host an echo request arrives with TTL 64 - 2, from the
+    last router's MAC to the host's own, and TCP gets through."""
+    pcap = tmp_path / "h2.pcap"
+    with planes.running(kind, options, _two_switches(), READY_S) as (net, _):
+        with Captures(net, [CapturePoint(net.host_ns("h2"), "eth0", pcap)], "icmp"):
+            ping, tcp = run_flows(net, [
+                Flow("ping", "icmp", "h1", "h2", {"count": 3, "interval": 0.05}),
+                Flow("tcp", "tcp", "h1", "h2", {"duration": 1})])
+        s2_mac = l3_routes.router_mac(net, "s2")
+        h2_mac = net.host_mac("h2")
+    assert ping.ok and tcp.ok, (ping.error, tcp.error)
+    requests = [p for p in rdpcap(str(pcap)) if p.haslayer(ICMP) and p[ICMP].type == 8]
+    assert len(requests) == 3
+    for frame in requests:
+        assert (frame[Ether].src, frame[Ether].dst, frame[IP].ttl) == (s2_mac, h2_mac, 62)
