@@ -18,6 +18,7 @@ from dplab.planes.base import PlaneError
 from dplab.planes.baseline import path_link
 from dplab.runner import run_matrix
 from dplab.spec import parse
+from dplab.substrate.network import Network
 from dplab.topology import catalog
 from dplab.workloads.capture import CapturePoint, Captures
 from dplab.workloads.flows import Flow, run_flows
@@ -141,3 +142,24 @@ def test_routing_rewrites_macs_and_decrements_ttl(kind: str, options: dict,
     assert len(requests) == 3
     for frame in requests:
         assert (frame[Ether].src, frame[Ether].dst, frame[IP].ttl) == (s2_mac, h2_mac, 62)
+
+
+def test_l3_routes_reach_every_host_over_loops() -> None:
+    """On a grid (loops), following the next hops from any switch reaches the host, and
+    the MACs are the next router's until the last hop, which hands to the host."""
+    net = Network(catalog.build("grid", rows=3, cols=3))
+    routes = {(h.switch, h.host_ip): h for h in l3_routes.hops(net)}
+    neighbour = {(s, p): n for (s, n), p in net.topo.port_numbers().items()}
+    for host in net.topo.hosts():
+        for switch in net.topo.switches():
+            node = switch
+            for _ in net.topo.switches():
+                hop = routes[(node, net.host_ip(host))]
+                after = neighbour[(node, hop.port)]
+                assert hop.own_mac == l3_routes.router_mac(net, node)
+                assert hop.next_mac == (net.host_mac(host) if after == host
+                                        else l3_routes.router_mac(net, after))
+                node = after
+                if node == host:
+                    break
+            assert node == host
