@@ -147,7 +147,7 @@ class XdpPlane(Plane):
         deadline = time.monotonic() + timeout
         if self.controller is not None:
             self._wait_for_discovery(self.net, self.controller, deadline)
-        src, dst = farthest_hosts(self.net)
+        src, dst = farthest_hosts(self.net, self.avoid_pairs)
         if not ping_until(self.net, src, dst, deadline):
             raise PlaneError(f"xdp ({self.options['mode']}): {src} cannot ping {dst} "
                              f"within {timeout} s")

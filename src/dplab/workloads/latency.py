@@ -47,6 +47,7 @@ class LatencyParams:
     duration_s: float
     timeout_s: float
     phase_ms: None = None  # rtp_tool's phase: frames leave at once
+    tos: None = None  # the socket's default ToS
 
     @property
     def count(self) -> int:
@@ -81,15 +82,18 @@ def validate(params: dict, where: str) -> LatencyParams:
 class LatencyFlows(voip.VoipFlows):
     """The latency flows of one run_flows call (voip's listen/send/wait with bare frames)."""
 
-    NAME = "latency"
-    FIRST_PORT = FIRST_PORT
-    METRICS = METRICS
-    TOOL_ARGS = ("--bare",)
-    validate = staticmethod(validate)
+    tag = "latency"
+    first_port = FIRST_PORT
+    metrics = METRICS
+    check = staticmethod(validate)
+    receiver_args = ("--bare",)
 
-    def measure(self, params: LatencyParams, report: dict[str, Any],
-                records: list[tuple[int, int, int]], source: str) -> Measured:
-        return measure(params, report, records, source)
+    def sender_argv(self, stream: voip.Stream, dst_ip: str) -> list[str]:
+        return [*super().sender_argv(stream, dst_ip), "--bare"]
+
+    def measure_stream(self, stream: voip.Stream, report: dict[str, Any],
+                       records: list[tuple[int, int, int]], source: str) -> Measured:
+        return measure(stream.params, report, records, source)
 
 
 def measure(params: LatencyParams, report: dict[str, Any],
@@ -114,6 +118,6 @@ def measure(params: LatencyParams, report: dict[str, Any],
         owd_p99_ms=percentile(owd, 99), owd_max_ms=max(owd),
         pdv_ms=percentile(owd, 99) - min(owd),
         ipdv_ms=mean(ipdv) if ipdv else None, ipdv_max_ms=max(ipdv) if ipdv else None,
-        out_of_order=float(voip.out_of_order(arrivals)),
+        out_of_order=float(voip.count_out_of_order(arrivals)),
     )  # fmt: skip
     return Measured(summary, [], "; ".join(errors) or None)
