@@ -65,11 +65,14 @@ generate_p4runtime_stubs() {
   mark_done p4runtime-stubs "$want"
 }
 
-# The P4 software switch (Rust, switch/): rebuilt in release mode when its sources change.
+# The Rust workspace (switch/: the P4 switch, its packet I/O library pktio/, the user-space
+# forwarder fwd/): rebuilt in release mode when any crate's sources change.
 build_p4_switch() {
   local crate="$root/switch" cargo
-  local want; want="$(find "$crate/src" "$crate/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | fingerprint)"
-  [ -x "$crate/target/release/dplab-switch" ] && done_before p4switch "$want" && return 0
+  local want; want="$(find "$crate/src" "$crate/pktio/src" "$crate/fwd/src" "$crate/Cargo.toml" \
+    "$crate/pktio/Cargo.toml" "$crate/fwd/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | fingerprint)"
+  [ -x "$crate/target/release/dplab-switch" ] && [ -x "$crate/target/release/dplab-fwd" ] \
+    && done_before p4switch "$want" && return 0
   cargo="$(command -v cargo || true)"
   [ -n "$cargo" ] || for c in "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" /root/.cargo/bin/cargo; do
     [ -x "$c" ] && { cargo="$c"; break; }
@@ -78,7 +81,7 @@ build_p4_switch() {
     echo "setup: WARNING: cargo (Rust) not found: the P4 switch (switch/) is not built; the p4 plane will not work" >&2
     return 0
   fi
-  echo "setup: building the P4 switch (cargo build --release)" >&2
+  echo "setup: building the P4 switch and the user-space forwarder (cargo build --release)" >&2
   (cd "$crate" && "$cargo" build --release --locked -q)
   mark_done p4switch "$want"
 }
@@ -103,15 +106,21 @@ install_p4runtime_shell() {
 
 # The xdp plane's eBPF programs (xdp/*.bpf.c) compiled to xdp/build/*.o with BTF; recompiled
 # when a source, a header or the compiler changes. asm/ headers live in the multiarch path.
+# Study 003's programs (xdp/study003/) are users' programs the plane compiles itself at start
+# (src/dplab/xdp/user.py, same flags); built here too so a broken one shows at set-up.
 XDP_CFLAGS=(-O2 -g -target bpf -Wall -I"/usr/include/$(uname -m)-linux-gnu")
 build_xdp_programs() {
   local src="$root/xdp" out="$root/xdp/build" f
-  local want; want="$( (echo "${XDP_CFLAGS[*]}"; clang --version; cat "$src"/*.bpf.c "$src"/*.h) | fingerprint)"
+  local want; want="$( (echo "${XDP_CFLAGS[*]}"; clang --version; cat "$src"/*.bpf.c "$src"/*.h \
+    "$src"/study003/*.bpf.c) | fingerprint)"
   [ -d "$out" ] && done_before xdp "$want" && return 0
   echo "setup: compiling the XDP programs (clang -target bpf)" >&2
-  mkdir -p "$out"
+  mkdir -p "$out/study003"
   for f in "$src"/*.bpf.c; do
     clang "${XDP_CFLAGS[@]}" -c "$f" -o "$out/$(basename "$f" .bpf.c).o"
+  done
+  for f in "$src"/study003/*.bpf.c; do
+    clang "${XDP_CFLAGS[@]}" -I"$src" -c "$f" -o "$out/study003/$(basename "$f" .bpf.c).o"
   done
   mark_done xdp "$want"
 }

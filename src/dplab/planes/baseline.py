@@ -71,6 +71,9 @@ class _Baseline(Plane):
 class DirectPlane(_Baseline):
     kind = "direct"
 
+    def info(self) -> dict[str, str]:
+        return {"forwarding": "none: the hosts' interfaces are one veth pair"}
+
     def network(self, topo: Topology) -> Network:
         a, b = two_hosts(topo, self.kind)
         graph = nx.Graph()
@@ -81,6 +84,9 @@ class DirectPlane(_Baseline):
 
 class LoopbackPlane(_Baseline):
     kind = "loopback"
+
+    def info(self) -> dict[str, str]:
+        return {"forwarding": "none: both hosts in one namespace, over lo"}
 
     def network(self, topo: Topology) -> Network:
         a, b = two_hosts(topo, self.kind)
