@@ -5,7 +5,7 @@ source, the next hop's as destination) and decrements the TTL.
 Hosts keep the substrate's l2 addressing (one /8), so they resolve each other directly:
 ARP is forwarded hop by hop by its target address, along the same path as IP, and the
 routers answer no ARP. Each destination host's routes form one shortest-path tree rooted
-at it (one BFS), so the next hops of consecutive switches always agree, loops or not.
+at it (the router plane's next hops), so consecutive switches always agree, loops or not.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import networkx as nx
+from dplab.planes.router import next_hops
 
 if TYPE_CHECKING:
     from dplab.substrate.network import Network
@@ -39,16 +39,15 @@ def router_mac(net: Network, switch: str) -> str:
 
 
 def hops(net: Network) -> list[Hop]:
-    """One Hop per (switch, host) the switch can reach."""
+    """One Hop per (switch, host) the switch can reach: the router plane's next hops
+    (``router.next_hops``) towards remote hosts, and the port of each host on its own
+    switch."""
     ports = net.topo.port_numbers()
-    out = []
+    out = [Hop(switch, net.host_ip(host), ports[(switch, nearer)], router_mac(net, switch),
+               router_mac(net, nearer))
+           for switch, remote in next_hops(net).items() for host, nearer in remote]
     for host in net.topo.hosts():
-        tree = nx.single_source_shortest_path(net.topo.graph, host)
-        for switch in net.topo.switches():
-            if switch not in tree:
-                continue  # another component: no route
-            toward = tree[switch][-2]  # the node before this switch on the path from host
-            next_mac = (net.host_mac(host) if toward == host else router_mac(net, toward))
-            out.append(Hop(switch, net.host_ip(host), ports[(switch, toward)],
-                           router_mac(net, switch), next_mac))
+        switch = next(iter(net.topo.graph.neighbors(host)))
+        out.append(Hop(switch, net.host_ip(host), ports[(switch, host)],
+                       router_mac(net, switch), net.host_mac(host)))
     return out
