@@ -50,6 +50,7 @@ class LinkAttrs:
     # Who emulates delay/jitter/loss (substrate.network.EMULATORS); None: netem if the kernel
     # has it, else dplab's link emulator.
     emulator: str | None = None
+    mtu: int | None = None  # IP MTU of both ends of every link; None: the substrate's 1500
 
 
 class _TooBig(Exception):
@@ -84,6 +85,8 @@ class _Builder:
     def _link(self, a: str, b: str, bw: float | None, imp: Impairment) -> None:
         self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms,
                             loss_pct=imp.loss_pct, emulator=self.links.emulator)
+        if self.links.mtu is not None:
+            self.graph.edges[a, b]["mtu"] = self.links.mtu
 
     def _next(self, kind: str) -> int:
         """The next number for a node of this kind; stops runaway sizes early."""
@@ -289,7 +292,9 @@ NAMES: tuple[str, ...] = tuple(_CATALOG)
 # delay_ms, jitter_ms and loss_pct set both roles; core_*/edge_* set one (and win).
 IMPAIRMENTS = ("delay_ms", "jitter_ms", "loss_pct")
 LINK_PARAMS = ("core_bw", "edge_bw", *IMPAIRMENTS, *(f"{role}_{key}" for role in ("core", "edge")
-                                                      for key in IMPAIRMENTS), "emulator")
+                                                      for key in IMPAIRMENTS), "emulator",
+               "mtu")
+MTU_RANGE = (68, 65535)  # IPv4's minimum; a veth's maximum
 
 
 def describe(name: str) -> str:
@@ -300,8 +305,8 @@ def describe(name: str) -> str:
 def build(name: str, **params: object) -> Topology:
     """The catalog topology ``name`` with its parameters (see ``describe``) and link parameters
     ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``jitter_ms``,
-    ``loss_pct`` (every link; ``core_``/``edge_`` prefixed: one role's links) and
-    ``emulator`` (None, "netem" or "dplab")."""
+    ``loss_pct`` (every link; ``core_``/``edge_`` prefixed: one role's links),
+    ``emulator`` (None, "netem" or "dplab"), ``mtu`` (bytes, every link; None = 1500)."""
     shape = _shape(name)
     unknown = sorted(set(params) - set(shape.params) - set(LINK_PARAMS))
     if unknown:
@@ -346,6 +351,7 @@ def _link_attrs(name: str, params: dict[str, object]) -> LinkAttrs:
         core=_impairment(name, "core", params),
         edge=_impairment(name, "edge", params),
         emulator=_emulator(name, params.get("emulator")),
+        mtu=_mtu(name, params.get("mtu")),
     )
 
 
@@ -367,6 +373,16 @@ def _emulator(name: str, value: object) -> str | None:
         raise TopologyError(f"topology {name!r}: emulator must be one of {EMULATORS} or None, "
                             f"got {value!r}")
     return value  # type: ignore[return-value]
+
+
+def _mtu(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    low, high = MTU_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise TopologyError(f"topology {name!r}: mtu must be a whole number of bytes in "
+                            f"{low}..{high}, got {value!r}")
+    return value
 
 
 def _bandwidth(name: str, key: str, value: object) -> float | None:
