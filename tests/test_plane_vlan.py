@@ -11,13 +11,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from net_checks import tcp_received
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
 from scapy.layers.inet import ICMP
 from scapy.layers.l2 import Dot1Q
 from scapy.utils import rdpcap
 
 from dplab.planes import create
+from dplab.planes.pipeline import COUNTER, EXTRA_LOOKUPS
 from dplab.planes.base import Plane
 from dplab.substrate.network import HOST_IF, Network
 from dplab.topology import catalog
@@ -25,6 +30,7 @@ from dplab.workloads.capture import CapturePoint, Captures
 
 VID = 100
 PINGS = 5
+MORE_PINGS = 20
 
 
 def run_tagged(kind: str, options: dict[str, Any], tmp_path: Path,
@@ -63,3 +69,36 @@ def run_tagged(kind: str, options: dict[str, Any], tmp_path: Path,
 @pytest.mark.net
 def test_p4_vlan_tags_on_the_core_and_none_at_the_hosts(tmp_path):
     run_tagged("p4", {"vlan": VID}, tmp_path)
+
+
+def lookups_per_packet(net: Network, read: Callable[[], list[int]]) -> None:
+    """``read()`` gives every extra table's lookup count on s2; across MORE_PINGS pings
+    h1 -> h3 each table counts the same packets, the pings both ways (ARP may add a few)."""
+    before = read()
+    net.run(net.host_ns("h1"), ["ping", "-c", str(MORE_PINGS), "-i", "0.02", "-W", "2", "-n",
+                                net.host_ip("h3")])
+    deltas = [after - was for after, was in zip(read(), before, strict=True)]
+    assert len(deltas) == EXTRA_LOOKUPS
+    assert len(set(deltas)) == 1, deltas
+    assert 2 * MORE_PINGS <= deltas[0] <= 2 * MORE_PINGS + 6
+
+
+def p4_counter_cells(plane: Plane, switch: str) -> list[int]:
+    """The extra lookups' counter cells of ``switch``, read over P4Runtime."""
+    (info_file,) = plane.dir.glob("*_complex.p4info.bin")
+    info = p4info_pb2.P4Info.FromString(info_file.read_bytes())
+    (counter,) = [c for c in info.counters if c.preamble.alias == COUNTER]
+    entity = pb.Entity()
+    entity.counter_entry.counter_id = counter.preamble.id
+    request = pb.ReadRequest(device_id=int(switch[1:]), entities=[entity])
+    with grpc.insecure_channel(f"unix:{plane.dir / switch}.grpc") as channel:
+        cells = {e.counter_entry.index.index: e.counter_entry.data.packet_count
+                 for reply in p4runtime_pb2_grpc.P4RuntimeStub(channel).Read(request, timeout=10)
+                 for e in reply.entities}
+    return [cells[i] for i in range(EXTRA_LOOKUPS)]
+
+
+@pytest.mark.net
+def test_p4_complex_pipeline_looks_up_every_extra_table_once_per_packet(tmp_path):
+    run_tagged("p4", {"vlan": VID, "pipeline": "complex"}, tmp_path,
+               lambda net, plane: lookups_per_packet(net, lambda: p4_counter_cells(plane, "s2")))
