@@ -7,6 +7,8 @@ counters (P4Runtime counter cells; OVS's n_packets)."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,9 @@ from scapy.layers.l2 import Dot1Q
 from scapy.utils import rdpcap
 
 from dplab.planes import create
-from dplab.planes.pipeline import COUNTER, EXTRA_LOOKUPS
 from dplab.planes.base import Plane
+from dplab.planes.ovs import private_env
+from dplab.planes.pipeline import COUNTER, EXTRA_LOOKUPS
 from dplab.substrate.network import HOST_IF, Network
 from dplab.topology import catalog
 from dplab.workloads.capture import CapturePoint, Captures
@@ -102,3 +105,24 @@ def p4_counter_cells(plane: Plane, switch: str) -> list[int]:
 def test_p4_complex_pipeline_looks_up_every_extra_table_once_per_packet(tmp_path):
     run_tagged("p4", {"vlan": VID, "pipeline": "complex"}, tmp_path,
                lambda net, plane: lookups_per_packet(net, lambda: p4_counter_cells(plane, "s2")))
+
+
+def ovs_table_packets(plane: Plane, switch: str) -> list[int]:
+    """n_packets of the extra tables' rules in ``switch``'s bridge, once ovs-vswitchd has
+    pushed its datapath's counts to them (a revalidation cycle ends)."""
+    env = private_env(plane.dir)
+    subprocess.run(["ovs-appctl", "-t", str(plane.dir / "ovs-vswitchd.ctl"), "revalidator/wait"],
+                   check=True, env=env, capture_output=True, timeout=20)
+    out = subprocess.run(["ovs-ofctl", "--protocols=OpenFlow13", "dump-flows",
+                          f"unix:{plane.dir / plane.bridge(switch)}.mgmt"], check=True,
+                         env=env, capture_output=True, text=True, timeout=20).stdout
+    packets = {int(re.search(r"table=(\d+)", line).group(1)):
+               int(re.search(r"n_packets=(\d+)", line).group(1))
+               for line in out.splitlines() if "goto_table" in line}
+    return [packets[i] for i in range(EXTRA_LOOKUPS)]
+
+
+@pytest.mark.net
+def test_ovs_vlan_access_ports_and_the_complex_pipeline(tmp_path):
+    run_tagged("ovs", {"controller": False, "vlan": VID, "pipeline": "complex"}, tmp_path,
+               lambda net, plane: lookups_per_packet(net, lambda: ovs_table_packets(plane, "s2")))

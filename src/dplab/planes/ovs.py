@@ -26,6 +26,7 @@ from typing import Any
 import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
+from dplab.planes import pipeline, tagging
 from dplab.planes.base import PlaneError
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.substrate.network import HOST_IF, Network
@@ -49,7 +50,8 @@ class OvsPlane(ControlledPlane):
     shared_switch_ns = True
     # datapath: "auto" takes the kernel datapath ("system") where the openvswitch module is
     # loaded, else the userspace one ("netdev"), which works on any kernel.
-    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto"}
+    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto",
+                               "vlan": None, "pipeline": "plain"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -63,6 +65,27 @@ class OvsPlane(ControlledPlane):
             raise PlaneError(f"plane ovs: option 'datapath' must be auto, netdev or system, "
                              f"not {self.options['datapath']!r}")
         self.datapath = _pick_datapath(self.options["datapath"])
+        self.vlan = self._study002_options()
+
+    def _study002_options(self) -> int | None:
+        """Check options ``vlan`` (a VLAN id for the tagging workload, or None) and
+        ``pipeline``; both are done by OVS's own NORMAL forwarding (access ports tag and
+        untag, the extra tables end in NORMAL), which a controller's rules would bypass."""
+        vlan = self.options["vlan"]
+        if vlan is not None:
+            try:
+                tagging.check_vid(vlan, "plane ovs: option 'vlan'")
+            except ValueError as exc:
+                raise PlaneError(str(exc)) from exc
+        if self.options["pipeline"] not in pipeline.PIPELINES:
+            raise PlaneError(f"plane ovs: option 'pipeline' must be one of "
+                             f"{', '.join(pipeline.PIPELINES)}, not {self.options['pipeline']!r}")
+        for name, asked in (("vlan", vlan is not None),
+                            ("pipeline", self.options["pipeline"] != "plain")):
+            if asked and self.options["controller"]:
+                raise PlaneError(f"plane ovs: option '{name}' needs 'controller: false' (OVS's "
+                                 f"NORMAL forwarding does it; a controller's rules would not)")
+        return vlan
 
     # -- start ---------------------------------------------------------------------------
 
@@ -85,6 +108,17 @@ class OvsPlane(ControlledPlane):
             # Bridges connect at once when the controller already listens, else after a back-off.
             self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
         self.vsctl(*self._bridge_commands(net))
+        if self.options["pipeline"] == "complex":
+            self._add_extra_lookups(net)
+
+    def _add_extra_lookups(self, net: Network) -> None:
+        """The complex pipeline's tables (dplab.planes.pipeline) in every bridge."""
+        flows = self.dir / "extra_lookups.flows"
+        flows.write_text("\n".join(pipeline.ovs_flows()) + "\n")
+        for switch in net.topo.switches():
+            run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "add-flows",
+                      f"unix:{self.dir / self.bridge(switch)}.mgmt", str(flows)],
+                     OFCTL_TIMEOUT_S, "ovs-vswitchd")
 
     @property
     def switch_ns(self) -> str:
@@ -135,6 +169,7 @@ class OvsPlane(ControlledPlane):
         """One ovs-vsctl transaction for all bridges and ports: a single database commit."""
         cmds: list[str] = []
         loops = _switches_have_loops(net)
+        hosts = set(net.topo.hosts())
         for switch in net.topo.switches():
             br = self.bridge(switch)
             cmds += ["--", "add-br", br, "--", "set", "bridge", br,
@@ -151,6 +186,10 @@ class OvsPlane(ControlledPlane):
             for port, ifname in net.switch_ports(switch).items():
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
                          f"ofport_request={port}"]
+                if self.vlan is not None and net.neighbour(switch, port) in hosts:
+                    # An access port: OVS tags what enters, untags what leaves; the other
+                    # ports are trunks and carry the tagged frames.
+                    cmds += ["--", "set", "port", ifname, f"tag={self.vlan}"]
                 link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
                 cmds += _shaping_qos(ifname, link.get("bw_mbit"))
         return cmds
