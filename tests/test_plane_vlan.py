@@ -126,3 +126,8 @@ def ovs_table_packets(plane: Plane, switch: str) -> list[int]:
 def test_ovs_vlan_access_ports_and_the_complex_pipeline(tmp_path):
     run_tagged("ovs", {"controller": False, "vlan": VID, "pipeline": "complex"}, tmp_path,
                lambda net, plane: lookups_per_packet(net, lambda: ovs_table_packets(plane, "s2")))
+
+
+@pytest.mark.net
+def test_bridge_with_tc_ebpf_tags_at_its_edges(tmp_path):
+    run_tagged("bridge", {"vlan": VID}, tmp_path)

@@ -14,6 +14,7 @@ from typing import Any
 
 import networkx as nx
 
+from dplab.planes import tagging, tc_vlan
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.substrate.network import Network
 
@@ -30,7 +31,9 @@ class BridgePlane(Plane):
     shared_switch_ns = False
     # stp: "auto" (a precomputed tree where the switches form a loop), "tree", "kernel"
     # (kernel STP; true means the same), or false (no loop protection at all).
-    OPTIONS: dict[str, Any] = {"stp": "auto"}
+    # vlan: a VLAN id: tc eBPF at the switch ports facing hosts tags and untags
+    # (dplab.planes.tc_vlan); the bridges forward the tagged frames by MAC.
+    OPTIONS: dict[str, Any] = {"stp": "auto", "vlan": None}
     STP_CHOICES = ("auto", "tree", "kernel", True, False)
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
@@ -38,11 +41,26 @@ class BridgePlane(Plane):
         if self.options["stp"] not in self.STP_CHOICES:
             raise PlaneError(f"plane bridge: option 'stp' must be auto, tree, kernel, true or "
                              f"false, not {self.options['stp']!r}")
+        self.vlan = self._vlan_option()
         self.net: Network | None = None
         self.stp = False
         self.cut_links: set[frozenset[str]] = set()
         self._started = 0.0
         self._ready_s: float | None = None
+
+    def _vlan_option(self) -> int | None:
+        if self.options["vlan"] is None:
+            return None
+        if self._loop_choice_is_kernel():
+            raise PlaneError("plane bridge: option 'vlan' tags along the precomputed tree; "
+                             "the kernel's STP ('stp: kernel') would send its BPDUs tagged")
+        try:
+            return tagging.check_vid(self.options["vlan"], "plane bridge: option 'vlan'")
+        except ValueError as exc:
+            raise PlaneError(str(exc)) from exc
+
+    def _loop_choice_is_kernel(self) -> bool:
+        return self.options["stp"] is True or self.options["stp"] == "kernel"
 
     def start(self, net: Network) -> None:
         self.net = net
@@ -53,11 +71,13 @@ class BridgePlane(Plane):
         self._started = time.monotonic()
         net.ip_batch({net.switch_ns(s): self._bridge_lines(net, s, i)
                       for i, s in enumerate(net.topo.switches(), start=1)})
+        if self.vlan is not None:
+            tc_vlan.attach(net, self.vlan, self.cut_links)
 
     def _loop_mode(self, net: Network) -> str:
         """"kernel", "tree" or "none": how this run keeps frames from looping."""
         choice = self.options["stp"]
-        if choice is True or choice == "kernel":
+        if self._loop_choice_is_kernel():
             return "kernel"
         if choice is False:
             return "none"

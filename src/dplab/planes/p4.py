@@ -49,6 +49,7 @@ from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes import pipeline, tagging
 from dplab.planes.base import PlaneError, SeriesPoint
+from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
 from dplab.substrate.network import HOST_IF, Network
@@ -194,7 +195,9 @@ class P4Plane(ControlledPlane):
         """The tagging workload's entries (p4src/study002/vlan.p4's tables) for every
         switch of the topology, as an entries file in the run directory."""
         out: list[dict[str, Any]] = []
-        for switch, part in tagging.plan(net.topo, net.host_mac).items():
+        switches = net.topo.switches()
+        cut = off_tree_links(net.topo.graph.subgraph(switches), switches)
+        for switch, part in tagging.plan(net.topo, net.host_mac, cut).items():
             out.append({"multicast_group": 1, "replicas": list(part.flood),
                         "switches": [switch]})
             for port in part.access:

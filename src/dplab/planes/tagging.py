@@ -2,8 +2,9 @@
 ports: the tag is pushed on what enters there and popped on what leaves), which face other
 switches (trunks: frames cross them tagged), and where each host's frames go.
 
-Frames travel the spanning tree the bridge plane would keep (``bridge.off_tree_links``), so
-floods (ARP) never loop on a looped fabric; unicast to a host follows the tree to it.
+Frames travel a spanning tree of the switches, the fabric without the switch links ``cut``
+(the bridge plane's ``off_tree_links``), so floods (ARP) never loop on a looped fabric;
+unicast to a host follows the tree to it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from dplab.planes.bridge import off_tree_links
 from dplab.topology.model import Topology
 
 MIN_VID, MAX_VID = 1, 4094  # 802.1Q: 0 means "no VLAN", 4095 is reserved
@@ -36,11 +36,11 @@ def check_vid(value: object, where: str) -> int:
     return value
 
 
-def plan(topo: Topology, mac_of: Callable[[str], str]) -> dict[str, SwitchPlan]:
+def plan(topo: Topology, mac_of: Callable[[str], str],
+         cut: set[frozenset[str]]) -> dict[str, SwitchPlan]:
     """Every switch's access ports, flood ports and routes to every host (by its MAC,
-    ``mac_of(host)``: ``Network.host_mac``)."""
+    ``mac_of(host)``: ``Network.host_mac``) over the fabric without the links ``cut``."""
     hosts = set(topo.hosts())
-    cut = off_tree_links(topo.graph.subgraph(topo.switches()), topo.switches())
     tree = topo.graph.copy()
     tree.remove_edges_from(tuple(link) for link in cut)
     ports = topo.port_numbers()

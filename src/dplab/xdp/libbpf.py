@@ -1,6 +1,6 @@
 """A small typed binding of libbpf's C API (``libbpf.so.1``, Debian's libbpf1 1.1) through
 ctypes: open and load a BPF object file, find its programs and maps, read and write maps,
-attach a program to an interface as XDP and detach it again.
+attach a program to an interface as XDP and detach it again, or as a tc filter.
 
 XDP is attached through a BPF link (``bpf_link_create``), not through netlink's
 ``IFLA_XDP``: the kernel detaches a link's program when its last file descriptor closes, so
@@ -26,6 +26,7 @@ OBJ_NAME_LEN = 15
 BPF_ANY = 0
 BPF_XDP = 37  # enum bpf_attach_type
 XDP_FLAGS_DRV_MODE = 1 << 2
+TC_ATTACH_POINTS = {"ingress": 1, "egress": 2}  # enum bpf_tc_attach_point
 PER_CPU_TYPES = {5, 6, 10, 21}  # PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH, PERCPU_CGROUP_STORAGE
 
 
@@ -40,6 +41,19 @@ class _MapCreateOpts(ctypes.Structure):
                 ("inner_map_fd", ctypes.c_uint32), ("map_flags", ctypes.c_uint32),
                 ("map_extra", ctypes.c_uint64), ("numa_node", ctypes.c_uint32),
                 ("map_ifindex", ctypes.c_uint32)]
+
+
+class _TcHook(ctypes.Structure):
+    # struct bpf_tc_hook; its trailing `size_t :0` only pads to the size_t alignment.
+    _fields_ = [("sz", ctypes.c_size_t), ("ifindex", ctypes.c_int),
+                ("attach_point", ctypes.c_int), ("parent", ctypes.c_uint32)]
+
+
+class _TcOpts(ctypes.Structure):
+    # struct bpf_tc_opts
+    _fields_ = [("sz", ctypes.c_size_t), ("prog_fd", ctypes.c_int), ("flags", ctypes.c_uint32),
+                ("prog_id", ctypes.c_uint32), ("handle", ctypes.c_uint32),
+                ("priority", ctypes.c_uint32)]
 
 
 class _LinkCreateOpts(ctypes.Structure):
@@ -79,6 +93,8 @@ def _load_library() -> ctypes.CDLL:
         "bpf_link_create": (cint, [cint, cint, cint, ctypes.POINTER(_LinkCreateOpts)]),
         "bpf_link_detach": (cint, [cint]),
         "libbpf_num_possible_cpus": (cint, []),
+        "bpf_tc_hook_create": (cint, [ctypes.POINTER(_TcHook)]),
+        "bpf_tc_attach": (cint, [ctypes.POINTER(_TcHook), ctypes.POINTER(_TcOpts)]),
         "ring_buffer__new": (ptr, [cint, _SAMPLE_FN, ptr, ptr]),
         "ring_buffer__add": (cint, [ptr, cint, _SAMPLE_FN, ptr]),
         "ring_buffer__poll": (cint, [ptr, cint]),
@@ -253,6 +269,21 @@ class XdpLink:
             _lib.bpf_link_detach(self._fd)
             os.close(self._fd)
             self._fd = None
+
+
+def tc_attach(program_fd: int, ifindex: int, direction: str, label: str) -> None:
+    """Attach ``program_fd`` as a direct-action cls_bpf filter on the ``direction``
+    ("ingress" or "egress") of interface ``ifindex`` in the calling thread's namespace,
+    adding the interface's clsact qdisc first if it has none. Unlike an XDP link, the
+    filter stays until the interface (or its namespace) goes."""
+    point = TC_ATTACH_POINTS[direction]
+    hook = _TcHook(sz=ctypes.sizeof(_TcHook), ifindex=ifindex, attach_point=point)
+    made = _lib.bpf_tc_hook_create(ctypes.byref(hook))
+    if made != -errno.EEXIST:  # the clsact qdisc of the other direction's filter
+        _checked(made, f"adding the clsact qdisc of {label}")
+    opts = _TcOpts(sz=ctypes.sizeof(_TcOpts), prog_fd=program_fd)
+    _checked(_lib.bpf_tc_attach(ctypes.byref(hook), ctypes.byref(opts)),
+             f"attaching a tc {direction} filter to {label}")
 
 
 class RingBuffers:
