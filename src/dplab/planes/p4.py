@@ -391,7 +391,8 @@ class P4Plane(ControlledPlane):
         return {"qos_turns": len(samples), "qos_rate_changes": changes}
 
     def series(self, traffic_began: float) -> list[SeriesPoint]:
-        """The QoS loop's turns: per turn, per metric of QOS_SERIES a point
+        """The controller's series (ControlledPlane.series) and the QoS loop's turns: per
+        turn, per metric of QOS_SERIES a point
         ``<metric>:<switch>:class<id>`` at the turn's time since the traffic began (the
         loop and this process read the same monotonic clock)."""
         points = []
@@ -400,7 +401,7 @@ class P4Plane(ControlledPlane):
             subject = f"{sample['switch']}:class{sample['class']}"
             points += [SeriesPoint(t, f"{metric}:{subject}", sample[metric])
                        for metric in QOS_SERIES]
-        return points
+        return points + super().series(traffic_began)
 
     # -- stats and stop ------------------------------------------------------------------
 

@@ -39,8 +39,9 @@ def attach(net: Network, vid: int, cut: set[frozenset[str]]) -> int:
             with netns.inside(ns):
                 for port in part.access:
                     ifname = net.switch_ports(switch)[port]
-                    libbpf.tc_attach(push, ifindex[ifname], "ingress", f"{ns}/{ifname}")
-                    libbpf.tc_attach(pop, ifindex[ifname], "egress", f"{ns}/{ifname}")
+                    # Never detached: the filters go with the switch namespaces.
+                    libbpf.TcFilter(push, ifindex[ifname], f"{ns}/{ifname}", "ingress")
+                    libbpf.TcFilter(pop, ifindex[ifname], f"{ns}/{ifname}", "egress")
                     tagged += 1
         return tagged
     except libbpf.LibbpfError as exc:

@@ -43,7 +43,8 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
                       _tables(analysis, axes, fidelity.marked_planes(runs)),
                       _plots(store, analysis, axes, plots_dir), raw, runs, plane_series,
-                      fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")))
+                      fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")),
+                      store.rows("flows"))
 
 
 def _plots(store: RunStore, analysis: Analysis, axes: AxesAnalysis | None,
