@@ -131,3 +131,20 @@ def test_ovs_vlan_access_ports_and_the_complex_pipeline(tmp_path):
 @pytest.mark.net
 def test_bridge_with_tc_ebpf_tags_at_its_edges(tmp_path):
     run_tagged("bridge", {"vlan": VID}, tmp_path)
+
+
+@pytest.mark.net
+def test_p4_complex_pipeline_under_the_controller():
+    """basic_fwd.p4 with the extra lookups, paths set up by the controller: traffic
+    crosses and every extra table counts each packet once."""
+    plane = create("p4", {"mode": "proactive", "pipeline": "complex"})
+    topo = catalog.build("linear", switches=3, hosts_per_switch=1)
+    with Network(topo, addressing="l2") as net:
+        try:
+            plane.start(net)
+            plane.wait_ready(40)
+            received, _ = tcp_received(net, "h1", "h3", seconds=1.0)
+            assert received > 1_000_000
+            lookups_per_packet(net, lambda: p4_counter_cells(plane, "s2"))
+        finally:
+            plane.stop()
