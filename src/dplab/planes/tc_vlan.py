@@ -40,8 +40,9 @@ def attach(net: Network, vid: int, cut: set[frozenset[str]]) -> int:
                 for port in part.access:
                     ifname = net.switch_ports(switch)[port]
                     # Never detached: the filters go with the switch namespaces.
-                    libbpf.TcFilter(push, ifindex[ifname], f"{ns}/{ifname}", "ingress")
-                    libbpf.TcFilter(pop, ifindex[ifname], f"{ns}/{ifname}", "egress")
+                    label = f"{ns}/{ifname}"
+                    libbpf.TcFilter(push, ifindex[ifname], label, "ingress")
+                    libbpf.TcFilter(pop, ifindex[ifname], label, "egress", add_qdisc=False)
                     tagged += 1
         return tagged
     except libbpf.LibbpfError as exc:

@@ -316,17 +316,20 @@ class TcFilter:
     not a BPF link: the filter outlives this process until ``detach()`` or its interface's
     end (the run's namespaces go at cleanup). The clsact qdisc is removed again only when
     this attachment created it (and with it the filter of the other direction, if one was
-    added after)."""
+    added after). ``add_qdisc`` False: the caller's filter of the other direction added the
+    qdisc already (asking libbpf again makes it print the kernel's refusal)."""
 
     def __init__(self, program_fd: int, ifindex: int, label: str,
-                 direction: str = "ingress") -> None:
+                 direction: str = "ingress", add_qdisc: bool = True) -> None:
         self.label = label
         self._hook = _TcHook(sz=ctypes.sizeof(_TcHook), ifindex=ifindex,
                              attach_point=TC_DIRECTIONS[direction])
-        created = _lib.bpf_tc_hook_create(ctypes.byref(self._hook))
-        if created < 0 and created != -errno.EEXIST:
-            _checked(created, f"adding a clsact qdisc to {label}")
-        self._created_qdisc = created == 0
+        self._created_qdisc = False
+        if add_qdisc:
+            created = _lib.bpf_tc_hook_create(ctypes.byref(self._hook))
+            if created < 0 and created != -errno.EEXIST:
+                _checked(created, f"adding a clsact qdisc to {label}")
+            self._created_qdisc = created == 0
         opts = _TcOpts(sz=ctypes.sizeof(_TcOpts), prog_fd=program_fd, handle=TC_HANDLE,
                        priority=TC_PRIORITY)
         try:
