@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
-from net_checks import tcp_received
+from net_checks import ping_failures, tcp_received
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
@@ -146,5 +146,23 @@ def test_p4_complex_pipeline_under_the_controller():
             received, _ = tcp_received(net, "h1", "h3", seconds=1.0)
             assert received > 1_000_000
             lookups_per_packet(net, lambda: p4_counter_cells(plane, "s2"))
+        finally:
+            plane.stop()
+
+
+@pytest.mark.net
+@pytest.mark.parametrize(("kind", "options"), [
+    ("bridge", {"vlan": VID}), ("p4", {"vlan": VID}),
+    ("ovs", {"controller": False, "vlan": VID})])
+def test_vlan_tagging_over_a_looped_fabric_joins_every_pair(kind, options):
+    """multipath (6 switches, 10 links): tagged floods stay on the spanning tree (OVS:
+    its own RSTP), so every host pair pings."""
+    plane = create(kind, options)
+    with Network(catalog.build("multipath"), addressing="l2",
+                 shared_switch_ns=plane.shared_switch_ns) as net:
+        try:
+            plane.start(net)
+            plane.wait_ready(40)
+            assert ping_failures(net) == []
         finally:
             plane.stop()
