@@ -106,6 +106,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
     clock.lap("teardown")
+    info = _plane_info(key)
     store.add_run(
         run_id=key.run_id,
         plane_label=key.plane.column,
@@ -118,11 +119,21 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         results=results,
         cpu_idle=idle.finish(),
         plane_series=series,
+        plane_info=info,
         axes=list(key.point.values),
         fidelity=fidelity,
     )
     if error:  # after storing: whatever the message holds, the failed run is on disk
         say(f"{key.run_id}: FAILED: {error}")
+
+
+def _plane_info(key: RunKey) -> dict[str, str]:
+    """How the run's plane forwards (its configuration, known without starting it); empty
+    when its options are bad (the run's error says why)."""
+    try:
+        return planes.create(key.plane.kind, dict(key.plane.options)).info()
+    except planes.PlaneError:
+        return {}
 
 
 class StageClock:

@@ -26,6 +26,12 @@ class PipelineError(ValueError):
     """A program that cannot take the extra lookups (its file and what is missing)."""
 
 
+def info(name: str) -> dict[str, str]:
+    """The plane's ``info()`` line for pipeline ``name``."""
+    extra = f" ({EXTRA_LOOKUPS} extra lookups per packet)" if name == "complex" else ""
+    return {"pipeline": name + extra}
+
+
 def check_markers(program: Path) -> str:
     """The program's text, or PipelineError when a marker comment is missing."""
     text = program.read_text()

@@ -36,6 +36,11 @@ def check_vid(value: object, where: str) -> int:
     return value
 
 
+def info(vid: int | None, how: str) -> dict[str, str]:
+    """The plane's ``info()`` line for VLAN id ``vid`` (none without tagging)."""
+    return {} if vid is None else {"VLAN tagging": f"802.1Q id {vid}, {how}"}
+
+
 def plan(topo: Topology, mac_of: Callable[[str], str],
          cut: set[frozenset[str]]) -> dict[str, SwitchPlan]:
     """Every switch's access ports, flood ports and routes to every host (by its MAC,

@@ -2,9 +2,11 @@
 
 Bring-up is batched: one ``ip -batch`` creates every namespace and every veth pair (each
 end directly inside its namespace, so nothing ever appears in the host's namespace), then
-one ``ip -n NS -batch`` and one ``tc -n NS -batch`` per namespace, all running at once,
-set addresses, routes, links up and shaping. Teardown kills what runs in our namespaces
-and deletes them in one ``ip -batch`` (deleting a namespace deletes its interfaces).
+one thread of this process sets links up, addresses, TBF shaping and routes over rtnetlink
+in each namespace in turn (``rtnl``): no process per namespace. Only netem shaping (delay,
+loss) still runs ``tc -n NS -batch``, one per namespace that has it. Teardown kills what
+runs in our namespaces and deletes them in one ``ip -batch`` (deleting a namespace deletes
+its interfaces).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from types import TracebackType
 
 from dplab.substrate import registry
 from dplab.substrate.registry import RECORD_DIR, RunRecord, SubstrateError
+from dplab.substrate.rtnl import MAX_TBF_MBIT, NsPlan, configure
 from dplab.substrate.sysctl import set_sysctls
 from dplab.topology.model import HOST, Topology
 
@@ -66,6 +69,9 @@ class Network:
         self._record: RunRecord | None = None
         self._children: list[subprocess.Popen] = []
         self._ports = topo.port_numbers()
+        self._by_port: dict[str, dict[int, str]] = {}  # node -> port -> neighbour
+        for (node, nbr), port in self._ports.items():
+            self._by_port.setdefault(node, {})[port] = nbr
         self.links = self._plan_links()
 
     # ----- names and addresses -------------------------------------------------------------
@@ -104,14 +110,13 @@ class Network:
         return f"02:00:00:00:{i // 256:02x}:{i % 256:02x}"
 
     def switch_ports(self, switch: str) -> dict[int, str]:
-        return {port: f"{switch}-eth{port}" for (node, _), port in sorted(
-            self._ports.items(), key=lambda kv: kv[1]) if node == switch}
+        return {port: f"{switch}-eth{port}" for port in sorted(self._by_port.get(switch, {}))}
 
     def neighbour(self, switch: str, port: int) -> str:
-        for (node, nbr), p in self._ports.items():
-            if node == switch and p == port:
-                return nbr
-        raise SubstrateError(f"switch {switch} has no port {port}")
+        try:
+            return self._by_port[switch][port]
+        except KeyError:
+            raise SubstrateError(f"switch {switch} has no port {port}") from None
 
     def namespaces(self) -> list[str]:
         switch_ns = {self.switch_ns(s) for s in self.topo.switches()}
@@ -237,7 +242,9 @@ class Network:
         _ip_batch(["ip"], [f"netns add {n}" for n in names])
         set_sysctls({n: NO_IPV6 for n in names})
         _ip_batch(["ip"], [self._veth_command(link) for link in self.links])
-        _run_concurrently(self._per_namespace_batches())
+        plans, tc_jobs = self._per_namespace_plans()
+        configure(plans)
+        _run_concurrently(tc_jobs)
 
     def _veth_command(self, link: Link) -> str:
         """Create the pair with end ``a`` already up. Bringing both ends up at the same time
@@ -253,29 +260,32 @@ class Network:
             return f" address {self.host_mac(node)}"
         return ""
 
-    def _per_namespace_batches(self) -> list[tuple[list[str], list[str]]]:
-        ip_lines: dict[str, list[str]] = {n: ["link set lo up"] for n in self.namespaces()}
-        tc_lines: dict[str, list[str]] = {n: [] for n in self.namespaces()}
+    def _per_namespace_plans(self) -> tuple[dict[str, NsPlan], list[tuple[list[str], list[str]]]]:
+        """Over rtnetlink from this process: links up, addresses, TBF, routes; ``tc`` jobs
+        only for shaping rtnl does not encode (netem delay/loss, TBF above 32-bit rates)."""
+        plans = {n: NsPlan(up=["lo"]) for n in self.namespaces()}
+        tc_lines: dict[str, list[str]] = {}
         for link in self.links:
             for end, other in ((link.a, link.b), (link.b, link.a)):
-                ns = self._netns_of(end.node)
-                ip_lines[ns] += self._end_config(end, other)
-                tc_lines[ns] += shaping_lines(end.ifname, link)
-            ip_lines[self._netns_of(link.b.node)].append(f"link set {link.b.ifname} up")
+                plan = plans[self._netns_of(end.node)]
+                plan.addrs += self._end_addrs(end, other)
+                if _tbf_only(link):
+                    plan.tbf.append((end.ifname, link.bw_mbit, tbf_burst(link.bw_mbit),
+                                     TBF_LATENCY_MS))
+                elif lines := shaping_lines(end.ifname, link):
+                    tc_lines.setdefault(self._netns_of(end.node), []).extend(lines)
+            plans[self._netns_of(link.b.node)].up.append(link.b.ifname)
         if self.addressing == "l3":
             for host in self.topo.hosts():
-                gateway = self.host_gateway(host)
-                ip_lines[self.host_ns(host)].append(f"route add default via {gateway}")
-        jobs = [(["ip", "-n", ns, "-batch", "-"], lines) for ns, lines in ip_lines.items()]
-        jobs += [(["tc", "-n", ns, "-batch", "-"], ls) for ns, ls in tc_lines.items() if ls]
-        return jobs
+                plans[self.host_ns(host)].routes.append(("0.0.0.0", 0, self.host_gateway(host)))
+        return plans, [(["tc", "-n", ns, "-batch", "-"], ls) for ns, ls in tc_lines.items()]
 
-    def _end_config(self, end: LinkEnd, other: LinkEnd) -> list[str]:
+    def _end_addrs(self, end: LinkEnd, other: LinkEnd) -> list[tuple[str, str, int]]:
         """Addresses: a host's own; in l3, the gateway on the switch port facing a host."""
         if self.topo.graph.nodes[end.node].get("kind") == HOST:
-            return [f"addr add {self.host_ip(end.node)}/{self.host_prefixlen()} dev {end.ifname}"]
+            return [(end.ifname, self.host_ip(end.node), self.host_prefixlen())]
         if self.addressing == "l3" and self.topo.graph.nodes[other.node].get("kind") == HOST:
-            return [f"addr add {self.host_gateway(other.node)}/24 dev {end.ifname}"]
+            return [(end.ifname, self.host_gateway(other.node), 24)]
         return []
 
     # ----- helpers for planes and workloads --------------------------------------------------
@@ -285,6 +295,12 @@ class Network:
         self._check_ours(lines_per_ns)
         _run_concurrently([(["ip", "-n", ns, "-batch", "-"], lines)
                            for ns, lines in lines_per_ns.items() if lines])
+
+    def configure(self, plans: dict[str, NsPlan]) -> None:
+        """Bridges, links, addresses, routes in several of our namespaces, over rtnetlink from
+        this process (no process per namespace: what large networks need); see rtnl.NsPlan."""
+        self._check_ours(plans)
+        configure(plans)
 
     def sysctl(self, values_per_ns: dict[str, dict[str, str]]) -> None:
         """Set sysctls (``net.ipv4.ip_forward`` style keys) in several of our namespaces."""
@@ -361,11 +377,18 @@ def shaping_lines(ifname: str, link: Link) -> list[str]:
 
 
 def _tbf_line(ifname: str, bw_mbit: float) -> str:
-    """TBF with a burst of ~1 ms at the rate (at least 10 full frames) so TCP reaches the rate."""
-    rate_bytes_per_s = bw_mbit * 1e6 / 8
-    burst = max(int(rate_bytes_per_s / 1000), 10 * (MTU + 14))
-    return (f"qdisc add dev {ifname} root tbf rate {bw_mbit}mbit burst {burst} "
+    return (f"qdisc add dev {ifname} root tbf rate {bw_mbit}mbit burst {tbf_burst(bw_mbit)} "
             f"latency {TBF_LATENCY_MS}ms")
+
+
+def tbf_burst(bw_mbit: float) -> int:
+    """TBF burst of ~1 ms at the rate (at least 10 full frames) so TCP reaches the rate."""
+    return max(int(bw_mbit * 1e6 / 8 / 1000), 10 * (MTU + 14))
+
+
+def _tbf_only(link: Link) -> bool:
+    return (link.bw_mbit is not None and link.bw_mbit <= MAX_TBF_MBIT
+            and not (link.delay_ms > 0 or link.loss_pct > 0))
 
 
 def _ip_batch(cmd: list[str], lines: list[str]) -> None:
