@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[3]
 OBJECT = ROOT / "xdp" / "build" / "tc_vlan.o"
 
 
-def attach(net: Network, vid: int, cut: set[frozenset[str]]) -> int:
+def attach(net: Network, vid: int, cut: set[frozenset[str]]) -> None:
     """Tag at every access port of every switch (the bridges' tree leaves out the switch
-    links ``cut``); the number of ports tagging."""
+    links ``cut``)."""
     if not OBJECT.is_file():
         raise PlaneError(f"bridge: option 'vlan' needs {OBJECT} (scripts/setup.sh builds it)")
     plan = tagging.plan(net.topo, net.host_mac, cut)
@@ -32,7 +32,6 @@ def attach(net: Network, vid: int, cut: set[frozenset[str]]) -> int:
     try:
         obj.map("vlan_id").update(struct.pack("=I", 0), struct.pack("=I", vid))
         push, pop = obj.program_fd("tc_vlan_push"), obj.program_fd("tc_vlan_pop")
-        tagged = 0
         for switch, part in plan.items():
             ns = net.switch_ns(switch)
             ifindex = {name: i.ifindex for name, i in netns.interfaces(ns).items()}
@@ -43,8 +42,6 @@ def attach(net: Network, vid: int, cut: set[frozenset[str]]) -> int:
                     label = f"{ns}/{ifname}"
                     libbpf.TcFilter(push, ifindex[ifname], label, "ingress")
                     libbpf.TcFilter(pop, ifindex[ifname], label, "egress", add_qdisc=False)
-                    tagged += 1
-        return tagged
     except libbpf.LibbpfError as exc:
         raise PlaneError(f"bridge: option 'vlan': {exc}") from exc
     finally:
