@@ -123,7 +123,7 @@ def ovs_table_packets(plane: Plane, switch: str) -> list[int]:
 
 
 @pytest.mark.net
-def test_ovs_vlan_access_ports_and_the_complex_pipeline(tmp_path):
+def test_ovs_vlan_openflow_push_pop_and_the_complex_pipeline(tmp_path):
     run_tagged("ovs", {"controller": False, "vlan": VID, "pipeline": "complex"}, tmp_path,
                lambda net, plane: lookups_per_packet(net, lambda: ovs_table_packets(plane, "s2")))
 
@@ -155,8 +155,8 @@ def test_p4_complex_pipeline_under_the_controller():
     ("bridge", {"vlan": VID}), ("p4", {"vlan": VID}),
     ("ovs", {"controller": False, "vlan": VID})])
 def test_vlan_tagging_over_a_looped_fabric_joins_every_pair(kind, options):
-    """multipath (6 switches, 10 links): tagged floods stay on the spanning tree (OVS:
-    its own RSTP), so every host pair pings."""
+    """multipath (6 switches, 10 links): tagged floods stay on the spanning tree the plan
+    keeps, so every host pair pings."""
     plane = create(kind, options)
     with Network(catalog.build("multipath"), addressing="l2",
                  shared_switch_ns=plane.shared_switch_ns) as net:

@@ -34,6 +34,7 @@ import networkx as nx
 from dplab.control.forwarding import MODES, REACTIVE
 from dplab.planes import pipeline, tagging
 from dplab.planes.base import PlaneError
+from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
 from dplab.substrate.network import HOST_IF, Network
@@ -115,8 +116,8 @@ class OvsPlane(ControlledPlane):
 
     def _study002_options(self) -> int | None:
         """Check options ``vlan`` (a VLAN id for the tagging workload, or None) and
-        ``pipeline``; both are done by OVS's own NORMAL forwarding (access ports tag and
-        untag, the extra tables end in NORMAL), which a controller's rules would bypass."""
+        ``pipeline``; the plane writes their flows itself from the topology, in place of
+        a controller's (whose rules would bypass them)."""
         vlan = self.options["vlan"]
         if vlan is not None:
             try:
@@ -129,8 +130,8 @@ class OvsPlane(ControlledPlane):
         for name, asked in (("vlan", vlan is not None),
                             ("pipeline", self.options["pipeline"] != "plain")):
             if asked and self.options["controller"]:
-                raise PlaneError(f"plane ovs: option '{name}' needs 'controller: false' (OVS's "
-                                 f"NORMAL forwarding does it; a controller's rules would not)")
+                raise PlaneError(f"plane ovs: option '{name}' needs 'controller: false' (the "
+                                 f"plane writes its flows; a controller's would bypass them)")
         return vlan
 
     # -- start ---------------------------------------------------------------------------
@@ -158,14 +159,25 @@ class OvsPlane(ControlledPlane):
             # Bridges connect at once when the controller already listens, else after a back-off.
             self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
         self.vsctl(*self._bridge_commands(net))
-        if self.options["pipeline"] == "complex":
-            self._add_extra_lookups(net)
+        self._add_study002_flows(net)
 
-    def _add_extra_lookups(self, net: Network) -> None:
-        """The complex pipeline's tables (dplab.planes.pipeline) in every bridge."""
-        flows = self.dir / "extra_lookups.flows"
-        flows.write_text("\n".join(pipeline.ovs_flows()) + "\n")
-        for switch in net.topo.switches():
+    def _add_study002_flows(self, net: Network) -> None:
+        """The plane's own flows in every bridge, none by default: the complex pipeline's
+        extra tables (dplab.planes.pipeline), then from the table after them the VLAN
+        tagging's flows (dplab.planes.tagging) or, without tagging, NORMAL forwarding."""
+        complex_ = self.options["pipeline"] == "complex"
+        if self.vlan is None and not complex_:
+            return
+        table = pipeline.EXTRA_LOOKUPS if complex_ else 0
+        switches = net.topo.switches()
+        cut = off_tree_links(net.topo.graph.subgraph(switches), switches)
+        parts = tagging.plan(net.topo, net.host_mac, cut)
+        for switch in switches:
+            forwarding = ([f"table={table},priority=1,actions=NORMAL"] if self.vlan is None
+                          else tagging.openflow(parts[switch], self.vlan, table))
+            flows = self.dir / f"{switch}.flows"
+            flows.write_text("\n".join([*(pipeline.ovs_flows() if complex_ else []),
+                                        *forwarding]) + "\n")
             run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "add-flows",
                       f"unix:{self.dir / self.bridge(switch)}.mgmt", str(flows)],
                      OFCTL_TIMEOUT_S, "ovs-vswitchd")
@@ -221,7 +233,6 @@ class OvsPlane(ControlledPlane):
         """One ovs-vsctl transaction for all bridges and ports: a single database commit."""
         cmds: list[str] = []
         loops = _switches_have_loops(net)
-        hosts = set(net.topo.hosts())
         for switch in net.topo.switches():
             br = self.bridge(switch)
             cmds += ["--", "add-br", br, "--", "set", "bridge", br,
@@ -233,15 +244,13 @@ class OvsPlane(ControlledPlane):
                 cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
                          f"--id=@c{switch}", "create", "Controller",
                          f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
+            elif self.vlan is not None:  # only our flows forward (no NORMAL, no RSTP)
+                cmds += ["fail-mode=secure"]
             else:
                 cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
             for port, ifname in net.switch_ports(switch).items():
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
                          f"ofport_request={port}", *interface_type(self.ports)]
-                if self.vlan is not None and net.neighbour(switch, port) in hosts:
-                    # An access port: OVS tags what enters, untags what leaves; the other
-                    # ports are trunks and carry the tagged frames.
-                    cmds += ["--", "set", "port", ifname, f"tag={self.vlan}"]
                 link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
                 cmds += _shaping_qos(ifname, link.get("bw_mbit"))
         return cmds

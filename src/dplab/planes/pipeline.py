@@ -6,8 +6,8 @@ as an ACL or counter table does when no rule denies.
   tables ``extra_lookup_0..39`` (ternary keys on the Ethernet header, no entries) applied
   in sequence; each one's default action counts the packet in cell i of the counter
   ``extra_lookups``, so reading the cells shows every table looked up once per packet.
-- OVS: ``ovs_flows`` gives tables 0..39 a catch-all rule that goes to the next table; table
-  EXTRA_LOOKUPS does the plain forwarding (NORMAL). Each rule's n_packets counts its
+- OVS: ``ovs_flows`` gives tables 0..39 a catch-all rule that goes to the next table; the
+  plane's forwarding starts at table EXTRA_LOOKUPS. Each rule's n_packets counts its
   lookups.
 """
 
@@ -68,7 +68,6 @@ def p4_program(program: Path, out_dir: Path) -> Path:
 
 
 def ovs_flows() -> list[str]:
-    """ovs-ofctl flow lines: the extra tables, then NORMAL forwarding in the last one.
-    Priority 1 keeps them above the NORMAL rule OVS gives a bridge without a controller."""
-    chain = [f"table={i},priority=1,actions=goto_table:{i + 1}" for i in range(EXTRA_LOOKUPS)]
-    return [*chain, f"table={EXTRA_LOOKUPS},priority=1,actions=NORMAL"]
+    """ovs-ofctl flow lines of the extra tables, each going on to the next. Priority 1 keeps
+    them above the NORMAL rule OVS gives a standalone bridge without a controller."""
+    return [f"table={i},priority=1,actions=goto_table:{i + 1}" for i in range(EXTRA_LOOKUPS)]

@@ -41,6 +41,30 @@ def info(vid: int | None, how: str) -> dict[str, str]:
     return {} if vid is None else {"VLAN tagging": f"802.1Q id {vid}, {how}"}
 
 
+def openflow(part: SwitchPlan, vid: int, table: int) -> list[str]:
+    """ovs-ofctl flow lines (OpenFlow 1.3) tagging as ``part`` says, in two tables: ``table``
+    admits frames (untagged ones from access ports get the tag pushed, tagged ones come
+    from trunks on the tree, anything else is dropped), ``table + 1`` forwards by VLAN and
+    destination MAC (popping the tag towards an access port) and floods the rest along
+    the tree, trunks first, then untagged to the access ports (OVS never sends a frame
+    back out of its ingress port unless told to)."""
+    fwd, present = table + 1, 0x1000 | vid  # OpenFlow's vlan_vid carries OFPVID_PRESENT
+    access = set(part.access)
+    lines = [f"table={table},priority=0,actions=drop"]
+    lines += [f"table={table},priority=10,in_port={p},vlan_tci=0x0000/0x1000,"
+              f"actions=push_vlan:0x8100,set_field:{present}->vlan_vid,goto_table:{fwd}"
+              for p in part.access]
+    lines += [f"table={table},priority=10,in_port={p},dl_vlan={vid},actions=goto_table:{fwd}"
+              for p in part.flood if p not in access]
+    lines += [f"table={fwd},priority=10,dl_vlan={vid},dl_dst={mac},actions="
+              + (f"pop_vlan,output:{port}" if port in access else f"output:{port}")
+              for mac, port in part.routes.items()]
+    flood = [f"output:{p}" for p in part.flood if p not in access]
+    if access:
+        flood += ["pop_vlan", *(f"output:{p}" for p in part.access)]
+    return [*lines, f"table={fwd},priority=1,dl_vlan={vid},actions={','.join(flood)}"]
+
+
 def plan(topo: Topology, mac_of: Callable[[str], str],
          cut: set[frozenset[str]]) -> dict[str, SwitchPlan]:
     """Every switch's access ports, flood ports and routes to every host (by its MAC,
