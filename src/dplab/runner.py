@@ -187,12 +187,12 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
                     measured = run_flows(net, flows)
+                    results.extend(measured)  # kept, whatever the plane says next
+                    liveness.check_daemons(plane, results, len(flows), f"during traffic "
+                                           f"phase {number}/{len(plan.phases)}")
                     paths = plane.flow_paths(flows)  # before idle rules expire
                     for result in measured:
                         result.path = paths.get(result.flow.flow_id)
-                    results.extend(measured)
-                    liveness.check_daemons(plane, results, len(flows), f"during traffic "
-                                           f"phase {number}/{len(plan.phases)}")
             for problem in pcap.problems:
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")
