@@ -50,15 +50,10 @@ class BridgePlane(Plane):
         self._ready_s: float | None = None
 
     def _vlan_option(self) -> int | None:
-        if self.options["vlan"] is None:
-            return None
-        if self._loop_choice_is_kernel():
+        if self.options["vlan"] is not None and self._loop_choice_is_kernel():
             raise PlaneError("plane bridge: option 'vlan' tags along the precomputed tree; "
                              "the kernel's STP ('stp: kernel') would send its BPDUs tagged")
-        try:
-            return tagging.check_vid(self.options["vlan"], "plane bridge: option 'vlan'")
-        except ValueError as exc:
-            raise PlaneError(str(exc)) from exc
+        return tagging.vid_option(self.options["vlan"], self.kind)
 
     def _loop_choice_is_kernel(self) -> bool:
         return self.options["stp"] is True or self.options["stp"] == "kernel"

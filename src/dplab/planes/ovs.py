@@ -126,15 +126,8 @@ class OvsPlane(ControlledPlane):
         """Check options ``vlan`` (a VLAN id for the tagging workload, or None) and
         ``pipeline``; the plane writes their flows itself from the topology, in place of
         a controller's (whose rules would bypass them)."""
-        vlan = self.options["vlan"]
-        if vlan is not None:
-            try:
-                tagging.check_vid(vlan, "plane ovs: option 'vlan'")
-            except ValueError as exc:
-                raise PlaneError(str(exc)) from exc
-        if self.options["pipeline"] not in pipeline.PIPELINES:
-            raise PlaneError(f"plane ovs: option 'pipeline' must be one of "
-                             f"{', '.join(pipeline.PIPELINES)}, not {self.options['pipeline']!r}")
+        vlan = tagging.vid_option(self.options["vlan"], self.kind)
+        pipeline.check_option(self.options["pipeline"], self.kind)
         for name, asked in (("vlan", vlan is not None),
                             ("pipeline", self.options["pipeline"] != "plain")):
             if asked and self.l3:

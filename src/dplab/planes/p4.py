@@ -137,20 +137,13 @@ class P4Plane(ControlledPlane):
     def _vlan_option(self) -> int | None:
         """The VLAN id of the tagging workload (None: no tagging). Its entries come from
         the topology, so it takes no entries file."""
-        if self.options["vlan"] is None:
-            return None
-        if self.options["entries"] is not None:
+        if self.options["vlan"] is not None and self.options["entries"] is not None:
             raise PlaneError("plane p4: option 'vlan' derives the entries from the topology; "
                              "leave out option 'entries'")
-        try:
-            return tagging.check_vid(self.options["vlan"], "plane p4: option 'vlan'")
-        except ValueError as exc:
-            raise PlaneError(str(exc)) from exc
+        return tagging.vid_option(self.options["vlan"], self.kind)
 
     def _check_pipeline(self) -> None:
-        if self.options["pipeline"] not in pipeline.PIPELINES:
-            raise PlaneError(f"plane p4: option 'pipeline' must be one of "
-                             f"{', '.join(pipeline.PIPELINES)}, not {self.options['pipeline']!r}")
+        pipeline.check_option(self.options["pipeline"], self.kind)
         if self.options["pipeline"] == "complex":
             try:
                 pipeline.check_markers(self.program)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dplab.planes.base import PlaneError
+
 EXTRA_LOOKUPS = 40
 PIPELINES = ("plain", "complex")
 COUNTER = "extra_lookups"
@@ -24,6 +26,13 @@ MARK_APPLY = "// @extra_lookups apply"
 
 class PipelineError(ValueError):
     """A program that cannot take the extra lookups (its file and what is missing)."""
+
+
+def check_option(name: object, kind: str) -> None:
+    """PlaneError unless ``name``, plane ``kind``'s option ``pipeline``, is one we have."""
+    if name not in PIPELINES:
+        raise PlaneError(f"plane {kind}: option 'pipeline' must be one of "
+                         f"{', '.join(PIPELINES)}, not {name!r}")
 
 
 def info(name: str) -> dict[str, str]:

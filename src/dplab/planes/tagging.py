@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from dplab.planes.base import PlaneError
 from dplab.topology.model import Topology
 
 MIN_VID, MAX_VID = 1, 4094  # 802.1Q: 0 means "no VLAN", 4095 is reserved
@@ -29,10 +30,14 @@ class SwitchPlan:
     routes: dict[str, int]
 
 
-def check_vid(value: object, where: str) -> int:
-    """``value`` as a VLAN id, or ValueError naming ``where`` and the valid range."""
+def vid_option(value: object, kind: str) -> int | None:
+    """Plane ``kind``'s option ``vlan``: None (no tagging) or a VLAN id; PlaneError naming
+    the option and the valid range otherwise."""
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or not MIN_VID <= value <= MAX_VID:
-        raise ValueError(f"{where} must be a VLAN id {MIN_VID}..{MAX_VID}, not {value!r}")
+        raise PlaneError(f"plane {kind}: option 'vlan' must be a VLAN id {MIN_VID}..{MAX_VID}, "
+                         f"not {value!r}")
     return value
 
 
