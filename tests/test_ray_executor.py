@@ -13,12 +13,10 @@ import pytest
 from dplab.executor.ray import SLOT
 from dplab.plan import build_plan
 from dplab.runner import run_plan
-from dplab.spec import parse
+from dplab.spec import SpecError, parse
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
-
-pytestmark = pytest.mark.net
 
 MATRIX = """
 name: ray-matrix
@@ -37,6 +35,13 @@ planes: [bridge]
 workloads:
   - {kind: icmp, pairs: [[h1, h2]], count: 40, interval: 0.1}
 """
+
+
+def test_a_ray_address_without_the_ray_executor_is_refused_naming_both_fields():
+    with pytest.raises(SpecError, match="ray_address is given but executor is 'local'"):
+        parse(MATRIX + "ray_address: 10.0.0.1:6379\n")
+    exp = parse(MATRIX + "executor: ray\nray_address: 10.0.0.1:6379\n")
+    assert (exp.executor, exp.ray_address) == ("ray", "10.0.0.1:6379")
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +84,7 @@ def local_matrix(tmp_path_factory) -> tuple[Path, object]:
     return folder, run_plan(_plan(MATRIX), folder)
 
 
+@pytest.mark.net
 def test_a_matrix_on_two_nodes_stores_the_rows_a_local_run_stores(cluster, local_matrix,
                                                                    tmp_path):
     made, _ = cluster
@@ -99,6 +105,7 @@ def test_a_matrix_on_two_nodes_stores_the_rows_a_local_run_stores(cluster, local
         assert (local_folder / "pcap" / run_id / "h1-eth0.pcap").exists()
 
 
+@pytest.mark.net
 def test_resume_on_ray_skips_the_runs_a_folder_holds(cluster, local_matrix):
     made, _ = cluster
     folder, local_store = local_matrix
@@ -140,6 +147,7 @@ def _node_running_ping(nodes, deadline: float):
     raise AssertionError("no run's ping started on a node")
 
 
+@pytest.mark.net
 def test_a_run_whose_node_is_lost_is_stored_failed_and_queued_again_once(cluster, tmp_path):
     made, nodes = cluster
     said: list[str] = []
