@@ -101,18 +101,24 @@ class _Queue:
         self.total = len(keys)
         for key in keys:
             self._submit(key)
-        while self.in_flight:
-            [ref], _ = ray.wait(list(self.in_flight), num_returns=1)
-            key, submitted = self.in_flight.pop(ref)
-            try:
-                node_run: NodeRun = ray.get(ref)
-            except NODE_LOST as exc:
-                self._lost(key, submitted, exc)
-                continue
-            except RayError as exc:  # the task itself failed (the run never measured)
-                self._failed(key, submitted, f"ray task: {type(exc).__name__}: {exc}")
-                continue
-            self._gather(node_run)
+        try:
+            while self.in_flight:
+                [ref], _ = ray.wait(list(self.in_flight), num_returns=1)
+                self._collect(ref, *self.in_flight.pop(ref))
+        finally:  # Ctrl-C or an error here: the runs still out stop and tear down on their
+            for ref in self.in_flight:  # nodes (a KeyboardInterrupt in the task, not a kill)
+                ray.cancel(ref)
+
+    def _collect(self, ref: ray.ObjectRef, key: RunKey, submitted: float) -> None:
+        try:
+            node_run: NodeRun = ray.get(ref)
+        except NODE_LOST as exc:
+            self._lost(key, submitted, exc)
+            return
+        except RayError as exc:  # the task itself failed (the run never measured)
+            self._failed(key, submitted, f"ray task: {type(exc).__name__}: {exc}")
+            return
+        self._gather(node_run)
 
     def _submit(self, key: RunKey) -> None:
         self.attempts[key.run_id] += 1
