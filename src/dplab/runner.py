@@ -133,9 +133,19 @@ def measure_run(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress) ->
         results=results,
         cpu_idle=idle.finish(),
         plane_series=series,
+        plane_info=_plane_info(key),
         axes=list(key.point.values),
         fidelity=fidelity,
     )
+
+
+def _plane_info(key: RunKey) -> dict[str, str]:
+    """How the run's plane forwards (its configuration, known without starting it); empty
+    when its options are bad (the run's error says why)."""
+    try:
+        return planes.create(key.plane.kind, dict(key.plane.options)).info()
+    except planes.PlaneError:
+        return {}
 
 
 class StageClock:

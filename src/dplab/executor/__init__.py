@@ -35,6 +35,7 @@ class MeasuredRun:
     results: list[FlowResult]
     cpu_idle: IdleRecord | None  # None: the run never reached a node
     plane_series: list[SeriesPoint]
+    plane_info: dict[str, str]  # how the plane forwards; empty: not known
     axes: list[Any]
     fidelity: FidelityRecord | None
 

@@ -136,7 +136,8 @@ class _Queue:
             run_id=key.run_id, plane_label=key.plane.column, repetition=key.repetition,
             status="failed", error=reason, started=submitted,
             duration_s=time.time() - submitted, plane_stats={}, results=[], cpu_idle=None,
-            plane_series=[], axes=list(key.point.values), fidelity=None), self.say)
+            plane_series=[], plane_info={}, axes=list(key.point.values), fidelity=None),
+            self.say)
 
     def _gather(self, node_run: NodeRun) -> None:
         root = Path(self.store.results_dir).resolve()

@@ -19,6 +19,7 @@ PLANES = {
     "ovs": "dplab.planes.ovs:OvsPlane",
     "p4": "dplab.planes.p4:P4Plane",
     "xdp": "dplab.planes.xdp:XdpPlane",
+    "userspace": "dplab.planes.userspace:UserspacePlane",
 }
 
 

@@ -68,6 +68,11 @@ class Plane(ABC):
         the run directory still exists. Most planes record nothing over time."""
         return []
 
+    def info(self) -> dict[str, str]:
+        """How the plane forwards, as the report states it beside the results (e.g. OVS's
+        datapath and port type): name -> text. Known once the plane is created."""
+        return {}
+
     def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
         """flow_id -> the switches the flow's src -> dst packets crossed, in order, as the
         plane's own rules or counters tell; called after each traffic phase. Flows it cannot

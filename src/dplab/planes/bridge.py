@@ -112,6 +112,9 @@ class BridgePlane(Plane):
                 return False
         return True
 
+    def info(self) -> dict[str, str]:
+        return {"forwarding": "Linux kernel (bridge)"}
+
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; blocked_ports: STP-blocked ports now, or
         with a precomputed tree the links left out (STP blocks one port per such link)."""

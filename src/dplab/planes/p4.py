@@ -127,6 +127,12 @@ class P4Plane(ControlledPlane):
     def _has_controller(self) -> bool:
         return self.entries_path is None
 
+    def info(self) -> dict[str, str]:
+        """The switch's transmit mode; XDP frames skip qdiscs, so shaped ports send through
+        the ring whatever the mode (switch/PROTOCOL.md)."""
+        return {"forwarding": "dplab-switch (user space, AF_PACKET receive)",
+                "transmit": f"{self.options['tx']} (ring on shaped ports)"}
+
     # -- start ---------------------------------------------------------------------------
 
     def start(self, net: Network) -> None:

@@ -89,6 +89,9 @@ class RouterPlane(Plane):
             raise PlaneError(f"router: {src} cannot ping {dst} within {timeout} s")
         self._ready_s = time.monotonic() - self._started
 
+    def info(self) -> dict[str, str]:
+        return {"forwarding": "Linux kernel (IP routing)"}
+
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; static_routes: routes installed."""
         return {"ready_s": self._ready_s, "static_routes": float(self.routes)}

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dplab.qos import options as qos_options
 
-PLANE_KINDS = ("bridge", "router", "ovs", "p4", "xdp")
+PLANE_KINDS = ("bridge", "router", "ovs", "p4", "xdp", "userspace")
 # How idle CPUs behave during the runs (substrate.cpu_idle): as the machine has it, or
 # polling (a 0 µs PM QoS wake-up latency request held for the whole experiment).
 CpuIdle = Literal["machine", "poll"]
@@ -49,7 +49,7 @@ class TopologySpec(Strict):
 
 
 class PlaneSpec(Strict):
-    kind: Literal["bridge", "router", "ovs", "p4", "xdp"]
+    kind: Literal["bridge", "router", "ovs", "p4", "xdp", "userspace"]
     label: str | None = Field(None, description="column name in the tables")
     # A mapping value for options that group keys (p4's ``qos``, checked below).
     options: dict[str, str | int | float | bool | dict[str, Any]] = Field(default_factory=dict)
