@@ -71,10 +71,13 @@ def _shape(store) -> dict[str, tuple]:
     """Per run what must match between executors (values differ run to run)."""
     runs = {r["run_id"]: r for r in store.rows("runs")}
     flows, summaries = _by_run(store, "flows"), _by_run(store, "summaries")
+    stats, info = _by_run(store, "plane_stats"), _by_run(store, "plane_info")
     return {run_id: (run["status"], run["plane"], run["repetition"],
                      sorted((f["flow_id"], f["kind"], f["src"], f["dst"], f["ok"])
                             for f in flows[run_id]),
-                     sorted({s["metric"] for s in summaries[run_id]}))
+                     sorted({s["metric"] for s in summaries[run_id]}),
+                     sorted({s["stat"] for s in stats[run_id]}),
+                     sorted((i["key"], i["value"]) for i in info.get(run_id, [])))
             for run_id, run in runs.items()}
 
 
