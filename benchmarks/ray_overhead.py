@@ -15,6 +15,8 @@ Reproduce: sudo .venv/bin/python benchmarks/ray_overhead.py [--repeat 8] [--node
 from __future__ import annotations
 
 import argparse
+import itertools
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -36,18 +38,23 @@ def experiment(repeat: int) -> str:
             f"repetitions: {repeat}\n")
 
 
-def measure(repeat: int, address: str | None) -> tuple[float, float, int]:
-    """(wall s, Σ stored duration_s, runs ok) of the matrix, run locally or on Ray."""
+def measure(repeat: int, address: str | None) -> tuple[float, float, float | None, int]:
+    """(wall s, Σ stored duration_s, median gap s between one run's end and the next's
+    start, runs ok) of the matrix, run locally or on Ray."""
     plan = build_plan(parse(experiment(repeat)), "<benchmark>")
     with tempfile.TemporaryDirectory() as tmp:
         began = time.monotonic()
         store = run_plan(plan, Path(tmp), ray_address=address)
         wall = time.monotonic() - began
-        runs = store.rows("runs")
-    return wall, sum(r["duration_s"] for r in runs), sum(r["status"] == "ok" for r in runs)
+        runs = sorted(store.rows("runs"), key=lambda r: r["started"])
+    gaps = [b["started"] - (a["started"] + a["duration_s"])
+            for a, b in itertools.pairwise(runs)]
+    return (wall, sum(r["duration_s"] for r in runs),
+            statistics.median(gaps) if gaps else None, sum(r["status"] == "ok" for r in runs))
 
 
-def on_cluster(nodes: int, repeat: int) -> tuple[float, tuple[float, float, int]]:
+def on_cluster(nodes: int,
+               repeat: int) -> tuple[float, tuple[float, float, float | None, int]]:
     began = time.monotonic()
     cluster = Cluster()
     cluster.add_node(num_cpus=0)
@@ -63,16 +70,17 @@ def on_cluster(nodes: int, repeat: int) -> tuple[float, tuple[float, float, int]
         cluster.shutdown()
 
 
-def row(label: str, start: float | None, figures: tuple[float, float, int], repeat: int,
-        sequential: bool, one_node_wall: float | None) -> str:
-    """Overhead per run only where runs follow each other (local, one node): with runs in
+def row(label: str, start: float | None, figures: tuple[float, float, float | None, int],
+        repeat: int, sequential: bool, one_node_wall: float | None) -> str:
+    """Overhead and gaps only where runs follow each other (local, one node): with runs in
     parallel, wall − Σ durations is no cost of any run."""
-    wall, busy, ok = figures
+    wall, busy, gap, ok = figures
     started = f"{start:.1f}" if start is not None else "–"
     overhead = f"{(wall - busy) / repeat:.2f}" if sequential else "–"
+    gap_text = f"{gap:.3f}" if sequential and gap is not None else "–"
     speedup = f"{one_node_wall / wall:.2f}" if one_node_wall else "–"
-    return (f"| {label} | {started} | {wall:.1f} | {busy:.1f} | {overhead} | {speedup} "
-            f"| {ok}/{repeat} |")
+    return (f"| {label} | {started} | {wall:.1f} | {busy:.1f} | {overhead} | {gap_text} "
+            f"| {speedup} | {ok}/{repeat} |")
 
 
 def main() -> None:
@@ -82,8 +90,8 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     lines = ["| executor | cluster start s | matrix wall s | Σ run duration_s | "
-             "overhead per run s | speed-up vs 1 node | runs ok |",
-             "|---|---|---|---|---|---|---|"]
+             "overhead per run s | gap between runs s (median) | speed-up vs 1 node | "
+             "runs ok |", "|---|---|---|---|---|---|---|---|"]
     lines.append(row("local", None, measure(args.repeat, None), args.repeat, True, None))
     print(lines[-1], flush=True)
     one_node_wall = None
@@ -103,7 +111,11 @@ def main() -> None:
         "scheduling, the plan and results pickled through the object store, the node's "
         "cleanup scan, and once per node the worker's start and import of dplab). The "
         "nodes are raylets on this one 2-core machine, so they share its cores: more "
-        "nodes here shows scheduling, not the speed-up of separate machines.", "", *lines, "",
+        "nodes here shows scheduling, not the speed-up of separate machines. Gap between runs: "
+        "from one run's stored end to the next run's stored start (their clocks: the node's), "
+        "the steady cost per run once the node's worker is up (every task is queued at once, "
+        "so the gap is Ray handing the next task over, the node's cleanup scan and the "
+        "temporary folder; the results travel back meanwhile).", "", *lines, "",
         f"Reproduce: `sudo .venv/bin/python benchmarks/ray_overhead.py --repeat {args.repeat} "
         f"--nodes {args.nodes} --write`"])
     print(body)
