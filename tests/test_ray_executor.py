@@ -9,14 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+import ray
+from ray import cluster_utils
 
 from dplab.executor.ray import SLOT
-from dplab.plan import build_plan
+from dplab.plan import ExperimentError, build_plan
 from dplab.runner import run_plan
 from dplab.spec import SpecError, parse
-
-ray = pytest.importorskip("ray")
-cluster_utils = pytest.importorskip("ray.cluster_utils")
 
 MATRIX = """
 name: ray-matrix
@@ -42,6 +41,14 @@ def test_a_ray_address_without_the_ray_executor_is_refused_naming_both_fields():
         parse(MATRIX + "ray_address: 10.0.0.1:6379\n")
     exp = parse(MATRIX + "executor: ray\nray_address: 10.0.0.1:6379\n")
     assert (exp.executor, exp.ray_address) == ("ray", "10.0.0.1:6379")
+
+
+def test_a_head_that_does_not_answer_is_refused_at_once(tmp_path):
+    began = time.monotonic()
+    with pytest.raises(ExperimentError, match="cannot reach the cluster's head at 127.0.0.1:1"):
+        run_plan(_plan(MATRIX), tmp_path, ray_address="127.0.0.1:1")
+    assert time.monotonic() - began < 30  # not ray.init's minutes of retries
+    assert not (tmp_path / "runs.parquet").exists()
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import platform
+import socket
 import tempfile
 import time
 from collections import Counter
@@ -31,6 +32,7 @@ from dplab.substrate import cpu_idle
 SLOT = "dplab_slot"
 NODE_LOST = (NodeDiedError, WorkerCrashedError)  # what Ray raises for a task whose node died
 ATTEMPTS = 2  # a run whose node is lost is queued again once
+CONNECT_TIMEOUT_S = 5.0  # ray.init retries an unreachable head for minutes before failing
 
 
 @dataclass
@@ -67,6 +69,7 @@ def run(plan: ExperimentPlan, keys: list[RunKey], measure: Measure, store: RunSt
     process is already connected."""
     connected_here = not ray.is_initialized()
     if connected_here:
+        _check_reachable(address)
         try:
             ray.init(address=address or "auto")
         except (ConnectionError, RuntimeError) as exc:
@@ -82,6 +85,19 @@ def run(plan: ExperimentPlan, keys: list[RunKey], measure: Measure, store: RunSt
     finally:
         if connected_here:
             ray.shutdown()
+
+
+def _check_reachable(address: str | None) -> None:
+    """Refuse a HOST:PORT whose head does not answer, at once (``auto`` and ``ray://``
+    addresses are left to ``ray.init``, which fails fast on them)."""
+    host, _, port = (address or "").rpartition(":")
+    if not host or not port.isdigit() or "://" in host:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ExperimentError(f"ray: cannot reach the cluster's head at {address}: "
+                              f"{exc}") from None
 
 
 class _Queue:
