@@ -16,8 +16,10 @@ import networkx as nx
 import pytest
 from test_cleanup import assert_gone
 
+from dplab.planes import create
 from dplab.substrate import Network, registry
 from dplab.substrate.linkem import LINKEM_BIN
+from dplab.topology import catalog
 from dplab.topology.model import HOST, Topology
 
 pytestmark = [pytest.mark.net,
@@ -188,3 +190,22 @@ def test_every_emulator_process_is_gone_afterwards(how):
                 1 / 0  # noqa: B018
         assert net.emulator_reports[0]["report"]["seed"] == net.emulator_reports[0]["seed"]
     assert_gone(prefix, procs)
+
+
+def test_link_classes_of_a_catalog_topology_add_up_across_a_plane():
+    """Edge and core links get their own delay; a bridge plane forwards through them."""
+    topo = catalog.build("linear", switches=2, hosts_per_switch=1, edge_bw=None, core_bw=None,
+                         edge_delay_ms=2.0, core_delay_ms=5.0, emulator="dplab")
+    plane = create("bridge", {})
+    with Network(topo, addressing=plane.addressing) as net:
+        assert len(net.emulated_links()) == 3
+        try:
+            plane.start(net)
+            plane.wait_ready(40)
+            ping = net.run(net.host_ns("h1"), ["ping", "-c", "40", "-i", "0.02", "-W", "2",
+                                               net.host_ip("h2")], timeout=30)
+        finally:
+            plane.stop()
+    rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", ping.stdout)]
+    p50 = statistics.median(rtts[5:])
+    assert abs(p50 - 18.0) <= 0.5, f"p50 RTT {p50:.3f} ms, want 2 x (2 + 5 + 2) ms"
