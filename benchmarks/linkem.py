@@ -92,6 +92,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def delay_error(net: Network, load_pps: int, delay_ms: float = DELAY_MS) -> dict:
     h1, h2 = net.host_ns("h1"), net.host_ns("h2")
+    net.run(h1, ["ping", "-c", "1", "-W", "2", net.host_ip("h2")])  # ARP before the probes
     rx = net.popen(h2, [sys.executable, "-c", PROBE_RX], stdout=subprocess.PIPE, text=True)
     assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
     blast = None
