@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.net,
               pytest.mark.skipif(not LINKEM_BIN.exists(), reason="dplab-linkem not built")]
 
 
-def pair(**attrs: float | str) -> Topology:
+def pair(**attrs: object) -> Topology:
     """Two hosts on one direct link carried by our emulator (whether or not there is netem)."""
     g = nx.Graph()
     g.add_node("h1", kind=HOST)
@@ -64,8 +64,9 @@ SENDER = textwrap.dedent("""
         if i % 20 == 19:
             time.sleep(0.001)
 """)
+# Prints how many distinct datagrams came, and in how many runs the others were lost.
 RECEIVER = textwrap.dedent("""
-    import socket
+    import socket, sys
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind(("0.0.0.0", 9000))
@@ -77,19 +78,27 @@ RECEIVER = textwrap.dedent("""
             seen.add(int.from_bytes(s.recv(100)[:4], "big"))
             s.settimeout(1.0)
     except TimeoutError:
-        print(len(seen), flush=True)
+        n = int(sys.argv[1])
+        runs = sum(1 for i in range(n) if i not in seen and (i == 0 or i - 1 in seen))
+        print(len(seen), runs, flush=True)
 """)
+
+
+def udp_across(net: Network, n: int) -> tuple[int, int]:
+    """(datagrams received, runs of lost ones) of n sent from h1 to h2."""
+    rx = net.popen(net.host_ns("h2"), [sys.executable, "-c", RECEIVER, str(n)],
+                   stdout=subprocess.PIPE, text=True)
+    assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
+    net.run(net.host_ns("h1"), [sys.executable, "-c", SENDER, str(n), net.host_ip("h2")],
+            timeout=30)
+    received, runs = map(int, rx.stdout.readline().split())
+    return received, runs
 
 
 def test_one_percent_loss_is_within_its_binomial_ci_over_10000_packets():
     n, p = 10_000, 0.01
     with Network(pair(loss_pct=1.0)) as net:
-        rx = net.popen(net.host_ns("h2"), [sys.executable, "-c", RECEIVER],
-                       stdout=subprocess.PIPE, text=True)
-        assert rx.stdout is not None and rx.stdout.readline().strip() == "ready"
-        net.run(net.host_ns("h1"), [sys.executable, "-c", SENDER, str(n), net.host_ip("h2")],
-                timeout=30)
-        received = int(rx.stdout.readline())
+        received, _ = udp_across(net, n)
     lost = (n - received) / n
     # 99.9 % binomial interval (normal approximation, n p = 100): the seed is random.
     half = 3.29 * math.sqrt(p * (1 - p) / n)
@@ -97,6 +106,17 @@ def test_one_percent_loss_is_within_its_binomial_ci_over_10000_packets():
     # The emulator's own count: the same datagrams, maybe an ARP packet more.
     counted = net.emulator_reports[0]["report"]["a_to_b"]["lost"]
     assert n - received <= counted <= n - received + 3
+
+
+def test_gilbert_elliott_loses_in_bursts():
+    """p = 1 %, r = 25 %: the bad state 1 / (1 + r/p) = 1/26 of the time, bursts of 1/r = 4."""
+    n = 10_000
+    ge = {"loss": {"model": "gilbert_elliott", "p_pct": 1.0, "r_pct": 25.0}}
+    with Network(pair(linkem=ge)) as net:
+        received, runs = udp_across(net, n)
+    lost = n - received
+    assert 0.025 <= lost / n <= 0.055, f"lost {lost} of {n}, want about {n / 26:.0f}"
+    assert 2.5 <= lost / runs <= 6.0, f"{lost} lost in {runs} runs, want bursts of about 4"
 
 
 # Reads what arrives; prints the rate between about 1 s and 3 s after the connection, from

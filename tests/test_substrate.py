@@ -66,6 +66,10 @@ def test_link_emulation_settings_are_checked():
         Network(pair(emulator="tc"))
     with pytest.raises(SubstrateError, match="h1–h2: loss_pct must be <= 100"):
         Network(pair(loss_pct=150.0))
+    with pytest.raises(SubstrateError, match="h1–h2: linkem: unknown key.*dealy_us"):
+        Network(pair(linkem={"dealy_us": 5}, emulator="dplab"))
+    with pytest.raises(SubstrateError, match="h1–h2: linkem settings need emulator dplab"):
+        Network(pair(linkem={"duplicate_pct": 1}))
 
 
 @pytest.mark.net

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[3]
 LINKEM_BIN = ROOT / "switch" / "target" / "release" / "dplab-linkem"
 A_IF, B_IF = "ea", "eb"
+# The keys of one direction in dplab-linkem's configuration (switch/linkem/src/config.rs);
+# their values are checked by the emulator when it starts (it names the file and field).
+DIRECTION_KEYS = ("delay_us", "jitter_us", "jitter", "reorder", "loss", "duplicate_pct",
+                  "corrupt_pct", "rate_bps", "queue_packets", "limit_packets")
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 
@@ -47,11 +51,21 @@ def check_binary() -> None:
                              f"{LINKEM_BIN} (cargo build --release in switch/)")
 
 
+def check_settings(settings: object) -> None:
+    """A link's ``linkem`` settings: a mapping of known direction keys (ValueError if not)."""
+    if not isinstance(settings, dict):
+        raise ValueError(f"must be a mapping of {', '.join(DIRECTION_KEYS)}, not {settings!r}")
+    unknown = sorted(set(settings) - set(DIRECTION_KEYS))
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}; valid: {', '.join(DIRECTION_KEYS)}")
+
+
 def direction(link: Link) -> dict:
-    """One direction's settings in dplab-linkem's configuration (switch/linkem/src/config.rs)."""
+    """One direction's settings in dplab-linkem's configuration: the link's delay, jitter and
+    loss, then its ``linkem`` settings over them."""
     loss = {"model": "random", "pct": link.loss_pct} if link.loss_pct > 0 else {"model": "none"}
     return {"delay_us": link.delay_ms * 1000.0, "jitter_us": link.jitter_ms * 1000.0,
-            "loss": loss}
+            "loss": loss, **(link.linkem or {})}
 
 
 def start(net: Network, links: list[Link]) -> list[Emulator]:

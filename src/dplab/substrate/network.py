@@ -59,10 +59,13 @@ class Link:
     # Who emulates delay/jitter/loss: None (netem where the kernel has it, else dplab),
     # "netem" or "dplab" (the user-space link emulator).
     emulator: str | None = None
+    # More dplab-linkem settings for both directions (its config's direction keys: loss
+    # models, jitter distribution, rate and queue...); they need emulator dplab.
+    linkem: dict | None = None
 
     @property
     def impaired(self) -> bool:
-        return self.delay_ms > 0 or self.loss_pct > 0 or self.jitter_ms > 0
+        return self.delay_ms > 0 or self.loss_pct > 0 or self.jitter_ms > 0 or bool(self.linkem)
 
     @property
     def label(self) -> str:
@@ -171,7 +174,7 @@ class Network:
                               attrs.get("bw_mbit"), attrs.get("delay_ms") or 0.0,
                               attrs.get("loss_pct") or 0.0, attrs.get("mtu") or MTU,
                               jitter_ms=attrs.get("jitter_ms") or 0.0,
-                              emulator=attrs.get("emulator")))
+                              emulator=attrs.get("emulator"), linkem=attrs.get("linkem")))
         return links
 
     def _check_link_attrs(self, u: str, v: str, attrs: dict) -> None:
@@ -187,6 +190,14 @@ class Network:
         if attrs.get("emulator") not in EMULATORS:
             raise SubstrateError(f"link {u}–{v}: emulator must be one of {EMULATORS}, "
                                  f"not {attrs['emulator']!r}")
+        if attrs.get("linkem") is not None:
+            try:
+                linkem.check_settings(attrs["linkem"])
+            except ValueError as exc:
+                raise SubstrateError(f"link {u}–{v}: linkem: {exc}") from None
+            if attrs.get("emulator") != "dplab":
+                raise SubstrateError(f"link {u}–{v}: linkem settings need emulator dplab, "
+                                     f"not {attrs.get('emulator')!r}")
         mtu = attrs.get("mtu")
         if mtu is not None and not (isinstance(mtu, int) and MIN_MTU <= mtu <= MAX_MTU):
             raise SubstrateError(f"link {u}–{v}: mtu must be an integer in {MIN_MTU}..{MAX_MTU} "
@@ -332,7 +343,7 @@ class Network:
         tc_lines: dict[str, list[str]] = {}
         for link in self.links:
             if link in emulated:
-                link = replace(link, delay_ms=0.0, loss_pct=0.0, jitter_ms=0.0)
+                link = replace(link, delay_ms=0.0, loss_pct=0.0, jitter_ms=0.0, linkem=None)
             for end, other in ((link.a, link.b), (link.b, link.a)):
                 plan = plans[self._netns_of(end.node)]
                 plan.addrs += self._end_addrs(end, other)

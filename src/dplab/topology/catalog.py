@@ -50,6 +50,7 @@ class LinkAttrs:
     # Who emulates delay/jitter/loss (substrate.network.EMULATORS); None: netem if the kernel
     # has it, else dplab's link emulator.
     emulator: str | None = None
+    linkem: dict | None = None  # more dplab-linkem settings (substrate.linkem), every link
     mtu: int | None = None  # IP MTU of both ends of every link; None: the substrate's 1500
 
 
@@ -85,6 +86,8 @@ class _Builder:
     def _link(self, a: str, b: str, bw: float | None, imp: Impairment) -> None:
         self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms,
                             loss_pct=imp.loss_pct, emulator=self.links.emulator)
+        if self.links.linkem is not None:
+            self.graph.edges[a, b]["linkem"] = self.links.linkem
         if self.links.mtu is not None:
             self.graph.edges[a, b]["mtu"] = self.links.mtu
 
@@ -292,7 +295,7 @@ NAMES: tuple[str, ...] = tuple(_CATALOG)
 # delay_ms, jitter_ms and loss_pct set both roles; core_*/edge_* set one (and win).
 IMPAIRMENTS = ("delay_ms", "jitter_ms", "loss_pct")
 LINK_PARAMS = ("core_bw", "edge_bw", *IMPAIRMENTS, *(f"{role}_{key}" for role in ("core", "edge")
-                                                      for key in IMPAIRMENTS), "emulator",
+                                                      for key in IMPAIRMENTS), "emulator", "linkem",
                "mtu")
 MTU_RANGE = (68, 65535)  # IPv4's minimum; a veth's maximum
 
@@ -306,7 +309,8 @@ def build(name: str, **params: object) -> Topology:
     """The catalog topology ``name`` with its parameters (see ``describe``) and link parameters
     ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``jitter_ms``,
     ``loss_pct`` (every link; ``core_``/``edge_`` prefixed: one role's links),
-    ``emulator`` (None, "netem" or "dplab"), ``mtu`` (bytes, every link; None = 1500)."""
+    ``emulator`` (None, "netem" or "dplab"), ``linkem`` (more dplab-linkem settings),
+    ``mtu`` (bytes, every link; None = 1500)."""
     shape = _shape(name)
     unknown = sorted(set(params) - set(shape.params) - set(LINK_PARAMS))
     if unknown:
@@ -351,8 +355,16 @@ def _link_attrs(name: str, params: dict[str, object]) -> LinkAttrs:
         core=_impairment(name, "core", params),
         edge=_impairment(name, "edge", params),
         emulator=_emulator(name, params.get("emulator")),
+        linkem=_linkem(name, params.get("linkem")),
         mtu=_mtu(name, params.get("mtu")),
     )
+
+
+def _linkem(name: str, value: object) -> dict | None:
+    if value is not None and not isinstance(value, dict):
+        raise TopologyError(f"topology {name!r}: linkem must be a mapping of dplab-linkem "
+                            f"settings, got {value!r}")
+    return value
 
 
 def _impairment(name: str, role: str, params: dict[str, object]) -> Impairment:
