@@ -119,6 +119,52 @@ def test_gilbert_elliott_loses_in_bursts():
     assert 2.5 <= lost / runs <= 6.0, f"{lost} lost in {runs} runs, want bursts of about 4"
 
 
+# Sends 1000-byte datagrams for 2 s at about 2,000 a second (16.8 Mbit/s of frames).
+FLOOD = textwrap.dedent("""
+    import socket, sys, time
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    start = time.monotonic()
+    for i in range(4000):
+        while time.monotonic() < start + i / 2000:
+            time.sleep(0.002)
+        s.sendto(bytes(1000), (sys.argv[1], 9002))
+""")
+# Prints the frame bit rate between the first and the last arrival (kernel timestamps).
+RATE_SINK = textwrap.dedent("""
+    import socket, struct
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS
+    s.bind(("0.0.0.0", 9002)); s.settimeout(5.0)
+    print("ready", flush=True)
+    stamps = []
+    try:
+        while True:
+            data, anc, _, _ = s.recvmsg(2048, 64)
+            sec, nsec = struct.unpack("qq", anc[0][2][:16])
+            stamps.append(sec * 1e9 + nsec)
+            s.settimeout(1.0)
+    except TimeoutError:
+        pass
+    frame_bits = (1000 + 8 + 20 + 14) * 8
+    print(frame_bits * (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 1e9), flush=True)
+""")
+
+
+def test_a_rate_with_its_queue_delivers_that_rate():
+    rate = 10e6
+    with Network(pair(linkem={"rate_bps": rate, "queue_packets": 100})) as net:
+        sink = net.popen(net.host_ns("h2"), [sys.executable, "-c", RATE_SINK],
+                         stdout=subprocess.PIPE, text=True)
+        assert sink.stdout is not None and sink.stdout.readline().strip() == "ready"
+        net.run(net.host_ns("h1"), [sys.executable, "-c", FLOOD, net.host_ip("h2")],
+                timeout=30)
+        measured = float(sink.stdout.readline())
+    way = net.emulator_reports[0]["report"]["a_to_b"]
+    assert way["queue_full"] > 0, "the offered 16.8 Mbit/s never filled the queue"
+    assert abs(measured - rate) <= 0.01 * rate, f"{measured / 1e6:.3f} Mbit/s on a 10 Mbit/s rate"
+
+
 # Reads what arrives; prints the rate between about 1 s and 3 s after the connection, from
 # the kernel's count of bytes received (tcpi_bytes_received) read at two instants, so a
 # reader that runs late on a busy machine moves an instant but does not miscount.
