@@ -21,6 +21,7 @@ PLANES = {
     "router": {},
     "ovs": {"mode": "proactive"},
     "p4": {"mode": "proactive"},
+    "xdp": {},
 }
 RATE_BPS = 10e6
 # Shapers count whole frames; iperf2 counts UDP payload (1470 B in a 1512 B frame).
