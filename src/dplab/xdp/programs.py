@@ -8,7 +8,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcIngress, XdpLink
+from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcIngress, TcxLink, XdpLink
 from dplab.xdp.netns import Interface, inside
 
 BUILD_DIR = Path(__file__).resolve().parents[3] / "xdp" / "build"
@@ -41,20 +41,20 @@ class XdpProgram:
     def __init__(self, obj: str | Path, program: str | None, map_prefix: str = "",
                  tc_program: str | None = None) -> None:
         """``program`` None: the object's one XDP program, and its one tc program if it has
-        one (attached beside it on tc ingress: the XDP + tc hybrids). ``tc_program``: a tc
-        program of the object to attach beside a named XDP program."""
+        one (attached beside it as a cls_bpf filter on tc ingress: the users' XDP + tc
+        hybrids). ``tc_program``: a tc program of the object to attach beside a named XDP
+        program, on tcx ingress through a BPF link (the lab's own programs, xdp/qdisc.h)."""
         path = obj if isinstance(obj, Path) else object_path(obj)
         self.obj = BpfObject(path, map_prefix=map_prefix)
         try:
             self._fd = self.obj.program_fd(program if program is not None
                                            else self._only_program(XDP_SECTIONS, "xdp"))
-            if tc_program is None and program is None and self._sections(TC_SECTIONS):
-                tc_program = self._only_program(TC_SECTIONS, "tc")
-            self._tc_fd = self.obj.program_fd(tc_program) if tc_program is not None else None
+            self._tcx_fd = self.obj.program_fd(tc_program) if tc_program is not None else None
+            self._tc_fd = self._hybrid_tc_fd() if program is None else None
         except BaseException:
             self.obj.close()
             raise
-        self._links: list[XdpLink] = []
+        self._links: list[XdpLink | TcxLink] = []
         self._tc_links: list[tuple[str, TcIngress]] = []
 
     def map(self, name: str) -> BpfMap:
@@ -89,9 +89,16 @@ class XdpProgram:
             for interface in interfaces:
                 label = f"{interface.name} in {ns}"
                 self._links.append(XdpLink(self._fd, interface.ifindex, label))
+                if self._tcx_fd is not None:
+                    self._links.append(TcxLink(self._tcx_fd, interface.ifindex, label))
                 if self._tc_fd is not None:
                     self._tc_links.append((ns, TcIngress(self._tc_fd, interface.ifindex,
                                                          label)))
+
+    def _hybrid_tc_fd(self) -> int | None:
+        if not self._sections(TC_SECTIONS):
+            return None
+        return self.obj.program_fd(self._only_program(TC_SECTIONS, "tc"))
 
     def _sections(self, kinds: tuple[str, ...]) -> list[str]:
         return [name for name, section in self.obj.programs().items()
