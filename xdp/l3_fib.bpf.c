@@ -47,8 +47,7 @@ int xdp_fib(struct xdp_md *ctx)
 	count(C_FWD);
 	return forward(ctx, fib.ifindex);
 pass:
-	count(C_PASS);
-	return XDP_PASS;
+	return to_stack(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -60,8 +60,7 @@ int xdp_l3(struct xdp_md *ctx)
 	count(C_FWD);
 	return forward(ctx, hop->ifindex);
 pass:
-	count(C_PASS);
-	return XDP_PASS;
+	return to_stack(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

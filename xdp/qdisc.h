@@ -40,22 +40,35 @@ struct {
 	__type(value, __u32); /* ifindex of a flood port; 0 ends the list */
 } flood_ports SEC(".maps");
 
+/* Pass the frame up with ``meta`` in front of it. */
+static __always_inline int pass_with(struct xdp_md *ctx, struct qdisc_meta meta)
+{
+	struct qdisc_meta *slot;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*slot)))
+		return XDP_DROP;
+	slot = (void *)(long)ctx->data_meta;
+	if ((void *)(slot + 1) > (void *)(long)ctx->data)
+		return XDP_DROP;
+	*slot = meta;
+	return XDP_PASS;
+}
+
 /* Hand the frame to tc_qdisc with its output port ``out``. */
 static __always_inline int via_qdisc(struct xdp_md *ctx, __u32 out)
 {
-	struct qdisc_meta *meta;
-	void *data;
-
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
-		return XDP_DROP;
-	meta = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if ((void *)(meta + 1) > data)
-		return XDP_DROP;
-	meta->magic = QDISC_MAGIC;
-	meta->out = out;
 	count(C_QDISC);
-	return XDP_PASS;
+	return pass_with(ctx, (struct qdisc_meta){.magic = QDISC_MAGIC, .out = out});
+}
+
+/* Pass the frame to the switch namespace's stack. A blank metadata, because an skb keeps
+ * the metadata length its last XDP program set: a frame that an earlier switch sent through
+ * tc_qdisc still carries that switch's decision in front of it, and an XDP_PASS that adds no
+ * metadata of its own would hand that stale decision to this switch's tc_qdisc. */
+static __always_inline int to_stack(struct xdp_md *ctx)
+{
+	count(C_PASS);
+	return pass_with(ctx, (struct qdisc_meta){});
 }
 
 /* Out of port ``out``: an XDP redirect, or through its qdisc when it is shaped. */
