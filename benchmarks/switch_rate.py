@@ -282,6 +282,7 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
                        for ports in PORTS]  # every port I/O of the ovs plane
             others += [
                 forwarders.xdp_router(SWITCH_CORE, xdp_sink=True),
+                forwarders.xdp_router(SWITCH_CORE, xdp_sink=True, qdisc=True),
                 forwarders.linux_bridge(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_router(SWITCH_CORE, xdp_sink=True),
             ]
