@@ -28,9 +28,12 @@ redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why). Hosts
 in software (transmit checksum offload off on ``eth0``): a veth hands TCP and UDP frames
 over with the checksum left to "hardware" (CHECKSUM_PARTIAL), which an XDP redirect does
 not carry along, so the receiver would get them with a wrong checksum and drop them.
-A redirected frame goes straight into the peer veth, past the output port's qdiscs: the
-switch-to-host and switch-to-switch directions of a shaped link are not shaped under this
-plane (the sending host's side still is).
+A redirected frame goes straight into the peer veth, past the output port's qdisc, where a
+link's rate (TBF), delay and loss (netem) live. So on a switch with such ports the program
+sends frames for them up as skbs with its decision in XDP metadata, and tc_qdisc (the same
+object's tc program, xdp/qdisc.h) redirects them to that port's egress, through its qdisc;
+frames to the other ports keep the XDP redirect. ``info()`` names the ports of each path.
+A user's program gets no such path: its redirects skip the qdisc (``info()`` says so).
 """
 
 from __future__ import annotations
@@ -243,11 +246,12 @@ class XdpPlane(Plane):
                                 "switch's side)"}
         obj, program = MODES[self.options["mode"]]
         shaped = ", ".join(p for ports in self.qdisc_ports.values() for p in ports)
-        through_qdisc = (f"; through the qdisc (XDP_PASS, then tc cls_bpf {TC_QDISC} "
-                         f"redirects to the port's egress) to shaped ports {shaped}"
-                         if shaped else "")
+        transmit = (f"XDP redirect to ports without shaping; through the port's qdisc "
+                    f"(XDP_PASS, then {TC_QDISC} on tcx ingress redirects to its egress) to "
+                    f"ports with a rate, delay or loss: {shaped}" if shaped else
+                    "XDP redirect (no switch port has a rate, delay or loss to keep)")
         return {"forwarding": f"XDP program {program} (xdp/{obj}.bpf.c) in the kernel",
-                "transmit": f"XDP redirect to unshaped ports{through_qdisc}"}
+                "transmit": transmit}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s; xdp_<counter>: summed over switches; <switch>_<counter>: per switch.
