@@ -22,6 +22,7 @@ PLANES = {
     "ovs": {"mode": "proactive"},
     "p4": {"mode": "proactive"},
     "xdp": {},
+    "userspace": {"mode": "router"},
 }
 RATE_BPS = 10e6
 # Shapers count whole frames; iperf2 counts UDP payload (1470 B in a 1512 B frame).
