@@ -19,7 +19,7 @@
 #define QDISC_MAGIC 0x71646973 /* "qdis": metadata this program wrote, not a stranger's */
 #define FLOOD_SHAPED 0         /* key of `shaped`: no interface has ifindex 0 */
 #define FLOOD_OUT 0            /* out ifindex of a flood in the metadata */
-#define MAX_FLOOD 64
+#define MAX_FLOOD MAX_PORTS
 
 struct qdisc_meta {
 	__u32 magic;

@@ -16,7 +16,7 @@ XDP_SECTIONS = ("xdp", "xdp.frags")
 TC_SECTIONS = ("tc", "classifier")
 # xdp/qdisc.h: the key of `shaped` saying a flood port is shaped; slots of `flood_ports`.
 FLOOD_SHAPED = 0
-MAX_FLOOD = 64
+MAX_FLOOD = 256  # = MAX_PORTS of xdp/ports.h
 # The slots of every program's `counters` map, in xdp/counters.h's enum counter order.
 COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn", "controller", "tx", "qdisc")
 
