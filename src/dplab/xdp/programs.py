@@ -8,7 +8,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcIngress, TcxLink, XdpLink
+from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcFilter, TcxLink, XdpLink
 from dplab.xdp.netns import Interface, inside
 
 BUILD_DIR = Path(__file__).resolve().parents[3] / "xdp" / "build"
@@ -55,7 +55,7 @@ class XdpProgram:
             self.obj.close()
             raise
         self._links: list[XdpLink | TcxLink] = []
-        self._tc_links: list[tuple[str, TcIngress]] = []
+        self._tc_links: list[tuple[str, TcFilter]] = []
 
     def map(self, name: str) -> BpfMap:
         return self.obj.map(name)
@@ -92,7 +92,7 @@ class XdpProgram:
                 if self._tcx_fd is not None:
                     self._links.append(TcxLink(self._tcx_fd, interface.ifindex, label))
                 if self._tc_fd is not None:
-                    self._tc_links.append((ns, TcIngress(self._tc_fd, interface.ifindex,
+                    self._tc_links.append((ns, TcFilter(self._tc_fd, interface.ifindex,
                                                          label)))
 
     def _hybrid_tc_fd(self) -> int | None:
