@@ -201,12 +201,14 @@ def linux_router(core: int, xdp_sink: bool = False) -> Iterator[KernelForwarder]
 
 
 class XdpRouter:
+    name = "XDP router (xdp plane, l3)"
+    qdisc_name = "XDP router (xdp plane, l3, through port 2's qdisc)"
     cpu_counted = "port 1's NAPI thread"
 
     def __init__(self, rig: switch_rig.Rig, napi_pid: int, qdisc: bool) -> None:
         self.rig, self.napi_pid = rig, napi_pid
-        self.name = ("XDP router (xdp plane, l3, through port 2's qdisc)" if qdisc
-                     else "XDP router (xdp plane, l3)")
+        if qdisc:
+            self.name = self.qdisc_name
 
     def cpu_seconds(self) -> float:
         return process_cpu_seconds(self.napi_pid)
