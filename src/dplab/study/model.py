@@ -9,7 +9,7 @@ them with a measurement, checks a run against them or tunes anything toward them
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -47,6 +47,10 @@ class TableLayout(_Strict):
     axis point that matches ``where``, the paper's figures of ``published`` beside ours."""
 
     title: str
+    rows: Literal["metrics", "axis"] = Field(
+        "metrics", description="metrics: a row per metric, a table per axis point (the "
+        "paper's per-case tables); axis: a row per value of 'axis', a table per metric")
+    axis: str | None = Field(None, description="rows: axis -- the axis whose values are rows")
     scenario: str | None = Field(None, description="whose results (a scenario name); "
                                  "default: the study's first scenario")
     traffic: str = Field(description="our traffic class (the workload kind, e.g. tcp)")
@@ -57,6 +61,13 @@ class TableLayout(_Strict):
         default_factory=list, description="refs of published.yaml entries shown beside ours")
     substitutions: list[str] = Field(
         default_factory=list, description="what differs from the paper for this table")
+
+    @model_validator(mode="after")
+    def _axis_rows(self) -> TableLayout:
+        if (self.rows == "axis") != (self.axis is not None):
+            raise ValueError("'axis' names the axis whose values are rows: give it with "
+                             "rows: axis, and only then")
+        return self
 
 
 class Scenario(_Strict):
@@ -94,6 +105,8 @@ class PublishedValue(_Strict):
     paper_metric: str = Field(description="the paper's row or axis name")
     unit: str
     stat: str = Field("mean", description="what the paper's number is (mean, lowest, ...)")
+    at: str | None = Field(None, description="the axis value (as our tables label it) the "
+                           "figure was printed for, in tables with a row per axis value")
     values: dict[str, float | str] = Field(
         description="the paper's plane (or column) name -> its printed value")
 

@@ -26,6 +26,9 @@ def study_tables(layout: TableLayout, published: Published, analysis: Analysis,
                  axes: AxesAnalysis | None) -> list[StudyTable]:
     """The layout's table at each stored axis point matching its ``where`` (no axes: one)."""
     entries = [published.entry(ref) for ref in layout.published]
+    if layout.rows == "axis":
+        return [StudyTable(_axis_table(layout, metric, axes, entries), layout.substitutions)
+                for metric in layout.metrics] if axes is not None else []
     if axes is None:
         return [StudyTable(_table(layout, layout.title, analysis, entries),
                            layout.substitutions)]
@@ -59,16 +62,41 @@ def _table(layout: TableLayout, title: str, analysis: Analysis,
     return TableData(title, header, body)
 
 
+def _axis_table(layout: TableLayout, metric: str, axes: AxesAnalysis,
+                entries: list[PublishedEntry]) -> TableData:
+    """A row per value of the layout's axis (the paper's rows), a column per plane."""
+    row = Row(layout.traffic, metric)
+    ours = axes.planes
+    columns = [(entry, name) for entry in entries for name in _paper_columns(entry)]
+    body = []
+    for point in axes.points:
+        labels = {axis: label for axis, label, _n in point.point.values}
+        if not all(labels.get(axis) == value for axis, value in layout.where.items()):
+            continue
+        analysis = point.analysis
+        measured = row in analysis.rows
+        cells = [mean_cell(row, analysis.result(row, p))
+                 if measured and p in analysis.planes else NOT_MEASURED for p in ours]
+        at = labels.get(layout.axis or "")
+        cells += [_published_cell(entry, metric, name, at) for entry, name in columns]
+        body.append([at or "—", *cells])
+    header = [layout.axis or "", *ours,
+              *(f"published (paper, {entry.ref}): {name}" for entry, name in columns)]
+    return TableData(f"{layout.title}: {metric_label(metric)}", header, body)
+
+
 def _paper_columns(entry: PublishedEntry) -> list[str]:
     """The paper's columns in the order it prints them (its planes, its improvement)."""
     return list(dict.fromkeys(name for value in entry.values for name in value.values))
 
 
-def _published_cell(entry: PublishedEntry, metric: str, column: str) -> str:
-    """Every figure the entry prints for the metric (a lowest and a highest, say)."""
+def _published_cell(entry: PublishedEntry, metric: str, column: str,
+                    at: str | None = None) -> str:
+    """Every figure the entry prints for the metric (a lowest and a highest, say); with
+    ``at``, those printed for that axis value."""
     cells = []
     for value in entry.values:
-        if value.metric != metric or column not in value.values:
+        if value.metric != metric or column not in value.values or value.at != at:
             continue
         printed = value.values[column]
         number = f"{printed:.4g}" if isinstance(printed, float | int) else printed
