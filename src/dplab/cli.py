@@ -180,7 +180,8 @@ def _cmd_study_run(args: argparse.Namespace) -> int:
         console.print(report.tables.to_rich(table.table))
         for note in table.substitutions:
             console.print(Text(f"  substitution: {note}", "dim"))
-    console.print(Text(f"study report: {study_report.write(study, published, results, args.profile)}"))
+    path = study_report.write(study, published, results, args.profile)
+    console.print(Text(f"study report: {path}"))
     return 0 if ok else 1
 
 

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from dplab.analysis import Analysis, analyse
 from dplab.analysis.points import AxesAnalysis, analyse_points
-from dplab.report import cpu_idle
+from dplab.report import cpu_idle, summary
 from dplab.report.axis_plots import axis_curves
 from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
@@ -41,7 +41,16 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
     raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
                       _tables(analysis, axes), _plots(store, analysis, axes, plots_dir), raw,
-                      store.rows("runs"), plane_series)
+                      store.rows("runs"), plane_series, _summary(analysis, axes, plots_dir))
+
+
+def _summary(analysis: Analysis, axes: AxesAnalysis | None,
+             plots_dir: Path) -> tuple[list[str], Path | None]:
+    found = summary.findings(analysis, axes)
+    baseline = axes.baseline if axes is not None else analysis.baseline if analysis.planes \
+        else ""
+    return (summary.lines(found, baseline),
+            summary.figure(found, baseline, plots_dir / "summary.png"))
 
 
 def _plots(store: RunStore, analysis: Analysis, axes: AxesAnalysis | None,

@@ -14,7 +14,7 @@ from dplab.report import REPORT_FILE
 from dplab.report.html import STYLE
 from dplab.report.tables import NOTES, to_html
 from dplab.store import RunStore
-from dplab.study.model import Published, Study
+from dplab.study.model import Published, Scenario, Study
 from dplab.study.run import scenario_results
 from dplab.study.tables import StudyTable, study_tables
 
@@ -47,8 +47,8 @@ def write(study: Study, published: Published, results: Path, profile: str) -> Pa
     path = results / STUDY_REPORT
     built = tables(study, published, results)
     links = "".join(
-        f'<li><a href="{_esc(_relative(scenario_results(study, s, results) / REPORT_FILE, results))}">'
-        f"{_esc(s.name)}</a>: {_esc(s.file)}</li>" for s in study.scenarios)
+        f'<li><a href="{_esc(_report_link(study, s, results))}">{_esc(s.name)}</a>: '
+        f"{_esc(s.file)}</li>" for s in study.scenarios)
     sections = [
         f"<h1>Study {study.number}: {_esc(study.title)}</h1>",
         f"<p>{_esc(study.paper)}</p>",
@@ -79,8 +79,9 @@ def _published_file(study: Study) -> str:
     return f"studies/{study.number}/published.yaml"
 
 
-def _relative(path: Path, base: Path) -> str:
-    return path.relative_to(base).as_posix()
+def _report_link(study: Study, scenario: Scenario, results: Path) -> str:
+    return (scenario_results(study, scenario, results) / REPORT_FILE).relative_to(
+        results).as_posix()
 
 
 def _list(items, css: str = "") -> str:

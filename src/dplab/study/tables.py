@@ -101,5 +101,6 @@ def _published_cell(entry: PublishedEntry, metric: str, column: str,
         printed = value.values[column]
         number = f"{printed:.4g}" if isinstance(printed, float | int) else printed
         stat = "" if value.stat == "mean" else f", {value.stat}"
-        cells.append(f"{number} {value.unit} ({value.paper_metric}{stat})")
+        unit = f" {value.unit}" if value.unit else ""
+        cells.append(f"{number}{unit} ({value.paper_metric}{stat})")
     return "; ".join(cells) or "—"
