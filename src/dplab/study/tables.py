@@ -99,8 +99,9 @@ def _published_cell(entry: PublishedEntry, metric: str, column: str,
         if value.metric != metric or column not in value.values or value.at != at:
             continue
         printed = value.values[column]
-        number = f"{printed:.4g}" if isinstance(printed, float | int) else printed
+        # Numbers take the entry's unit; text (an improvement "30.14%", a ✓) stands as printed.
+        number = f"{printed:.4g} {value.unit}".strip() if isinstance(printed, float | int) \
+            else printed
         stat = "" if value.stat == "mean" else f", {value.stat}"
-        unit = f" {value.unit}" if value.unit else ""
-        cells.append(f"{number}{unit} ({value.paper_metric}{stat})")
+        cells.append(f"{number} ({value.paper_metric}{stat})")
     return "; ".join(cells) or "—"
