@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from dplab.analysis.compare import analyse_rows
-from dplab.report import summary
+from dplab.report import html, summary
 
 
 def _rows(values: dict[str, dict[str, list[float]]]):
@@ -49,3 +49,11 @@ def test_one_plane_has_nothing_to_summarise(tmp_path):
     analysis = _rows({"bridge": {"throughput_bps": [100, 101]}})
     assert summary.findings(analysis, None) == []
     assert summary.figure([], "bridge", tmp_path / "s.png") is None
+
+
+def test_plots_are_grouped_under_the_metric_they_show():
+    metrics = ["throughput_bps", "throughput_pps", "rtt_ms", "jitter_ms"]
+    assert html._plot_metric("throughput_timeseries_rate_mbit=10", metrics) == "throughput_bps"
+    assert html._plot_metric("axis_rate_mbit_throughput_pps", metrics) == "throughput_pps"
+    assert html._plot_metric("cdf_rtt_ms", metrics) == "rtt_ms"
+    assert html._plot_metric("resources", metrics) == html.OTHER_PLOTS

@@ -12,6 +12,7 @@ from dplab.analysis import Analysis
 from dplab.analysis.metrics import metric_sort_key
 from dplab.report import axis_plots, cpu_idle, plane_series
 from dplab.report import summary as report_summary
+from dplab.report.plots import TIMESERIES_METRICS
 from dplab.report.tables import NOTES, TableData, metric_label, to_html
 from dplab.spec.model import value_label
 
@@ -107,8 +108,11 @@ OTHER_PLOTS = "other"
 def _plot_metric(stem: str, metrics: list[str]) -> str:
     """The metric a plot shows, from its file name (box_<m>, cdf_<m>, axis_<axis>_<m>,
     <first word of m>_timeseries[_<point>])."""
+    for metric in TIMESERIES_METRICS:  # named by the metric's first word only
+        if stem.startswith(f"{metric.split('_')[0]}_timeseries"):
+            return metric
     for metric in sorted(set(metrics), key=len, reverse=True):
-        if stem.endswith(metric) or stem.startswith(f"{metric.split('_')[0]}_timeseries"):
+        if stem.endswith(metric):
             return metric
     return OTHER_PLOTS
 
