@@ -50,7 +50,8 @@ def test_round_trip_keeps_values_and_missing(tmp_path):
                                   "status": "ok", "error": None, "started": 1000.0,
                                   "duration_s": 4.5, "cpu_idle": None,
                                   "cpu_wakeup_target_us": None,
-                                  "cpu_idle_polled_share": None}]
+                                  "cpu_idle_polled_share": None,
+                                  "host_bound": None, "host_bound_reasons": None}]
     summary = {(r["flow_id"], r["metric"]): r["value"] for r in back.rows("summaries")}
     assert summary == {
         ("tcp-h2-h6", "throughput_bps"): 9.4e7,
@@ -96,9 +97,9 @@ def test_csv_export_writes_every_table_with_empty_cells_for_missing(tmp_path):
     store = RunStore(tmp_path / "res")
     add(store, "ovs-r1")
     paths = store.export_csv(tmp_path / "csv")
-    assert sorted(p.name for p in paths) == ["flows.csv", "intervals.csv", "plane_series.csv",
-                                            "plane_stats.csv", "run_axes.csv", "runs.csv",
-                                            "summaries.csv"]
+    assert sorted(p.name for p in paths) == ["fidelity.csv", "flows.csv", "intervals.csv",
+                                            "plane_series.csv", "plane_stats.csv",
+                                            "run_axes.csv", "runs.csv", "summaries.csv"]
     with (tmp_path / "csv" / "summaries.csv").open() as f:
         rows = list(csv.DictReader(f))
     syn = next(r for r in rows if r["metric"] == "syn_delay_ms")

@@ -56,6 +56,7 @@ def _finish_interrupted(how: str) -> None:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
+    from dplab.fidelity.calibrate import CalibrationError
     from dplab.p4.errors import P4Error
     from dplab.runner import ExperimentError
     from dplab.spec import SpecError
@@ -63,7 +64,8 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from dplab.study.model import StudyError
     from dplab.topology.catalog import TopologyError
 
-    return (SpecError, ExperimentError, TopologyError, P4Error, StoreError, StudyError)
+    return (SpecError, ExperimentError, TopologyError, P4Error, StoreError, CalibrationError,
+            StudyError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,6 +81,17 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("validate", help="check an experiment file without running it")
     check.add_argument("experiment", type=Path)
     check.set_defaults(handler=_cmd_validate)
+
+    calibrate = sub.add_parser("calibrate", help="measure what this machine can emulate "
+                               "faithfully; `validate` warns from it")
+    calibrate.add_argument("--planes", nargs="+", default=None, metavar="KIND",
+                           help="planes to measure (default: bridge ovs p4; router and xdp "
+                           "on request)")
+    calibrate.add_argument("--short", action="store_true",
+                           help="a quick, coarse pass (a two-rate ladder)")
+    calibrate.add_argument("-o", "--output", type=Path,
+                           help="file (default: per machine, see docs/architecture.md)")
+    calibrate.set_defaults(handler=_cmd_calibrate)
 
     report = sub.add_parser("report", help="rebuild tables and report from stored results")
     report.add_argument("results", type=Path)
@@ -229,6 +242,47 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     _exp, plan = _plan(args.experiment)
     console.print(Text(f"{args.experiment}: valid"))
     _print_plan(plan)
+    _fidelity_warnings(plan)
+    return 0
+
+
+def _fidelity_warnings(plan) -> None:
+    """What this machine's calibration says it cannot emulate faithfully, per axis point."""
+    from dplab.fidelity import calibrate, feasibility
+
+    path = calibrate.calibration_path()
+    calibration = calibrate.load(path)
+    if calibration is None:
+        console.print(Text(f"no calibration of this machine ({path}): `dplab calibrate` "
+                           "measures what it can emulate faithfully", "dim"))
+        return
+    for point in plan.points:
+        where = f"{point.point.label}: " if point.point.values else ""
+        for line in feasibility.warnings(point.run.phases, point.run.topo.graph,
+                                         [p.kind for p in point.planes], calibration,
+                                         str(path)):
+            console.print(Text.assemble(("warning:", "yellow"), f" {where}{line}"))
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from dplab.fidelity import calibrate
+
+    figures = calibrate.measure(args.planes or calibrate.PLANES, short=args.short,
+                                progress=console.log)
+    path = calibrate.save(figures, args.output)
+    timer = figures["timer_wakeup_us"]
+    print(f"timer wake-up late by p50 {timer['p50']:.0f} µs, p99 {timer['p99']:.0f} µs, "
+          f"max {timer['max']:.0f} µs")
+    blast = figures["pktblast_max_pps"]
+    print(f"pktblast sends at most {blast:,.0f} pps (64 B)" if blast is not None
+          else "pktblast's ceiling: not measured (it is measured on the bridge plane)")
+    for kind, plane in figures["planes"].items():
+        if plane.get("error"):
+            print(f"{kind}: {calibrate.faithful_text(plane)}")
+        else:
+            print(f"{kind}: forwards {calibrate.faithful_text(plane)} faithfully "
+                  "(64 B, 1 switch)")
+    print(f"calibration: {path}")
     return 0
 
 

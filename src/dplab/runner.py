@@ -8,8 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dplab import cleanup, planes
+from dplab.fidelity import FidelityMonitor, FidelityRecord
 from dplab.measure.resources import ResourceSampler
 from dplab.plan import ExperimentError, ExperimentPlan, RunKey, RunPlan, build_plan
+from dplab.planes import liveness
 from dplab.planes.base import SeriesPoint
 from dplab.spec.model import Experiment
 from dplab.store.runstore import RunStore
@@ -85,12 +87,18 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
     results: list[FlowResult] = []
     stats: dict[str, float | None] = {}
     series: list[SeriesPoint] = []
+    fidelity: FidelityRecord | None = None
     error: str | None = None
     try:
-        results, stats, series = _execute(key, plan, store.results_dir, say, clock)
+        stats, series, fidelity = _execute(key, plan, store.results_dir, say, clock,
+                                           results)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
+    except liveness.RunFailed as exc:  # the flows measured before stay in ``results``
+        error = str(exc)
+        if not exc.expected:
+            traceback.print_exception(exc.__cause__)
     except Exception as exc:  # noqa: BLE001 - any failure marks this run failed; the matrix goes on
         error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
@@ -108,6 +116,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         cpu_idle=idle.finish(),
         plane_series=series,
         axes=list(key.point.values),
+        fidelity=fidelity,
     )
     if error:  # after storing: whatever the message holds, the failed run is on disk
         say(f"{key.run_id}: FAILED: {error}")
@@ -133,10 +142,13 @@ class StageClock:
 
 
 def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
-             clock: StageClock,
-             ) -> tuple[list[FlowResult], dict[str, float | None], list[SeriesPoint]]:
-    """One run: its flows' results, the plane's statistics and time series; its pcaps and
-    video frames go to <results>/{pcap,frames}/<run_id>/."""
+             clock: StageClock, results: list[FlowResult],
+             ) -> tuple[dict[str, float | None], list[SeriesPoint], FidelityRecord]:
+    """One run: the plane's statistics and time series, whether the host limited it; its
+    flows' results go to ``results`` phase by phase (a failed run keeps those measured
+    before), its pcaps and video frames to <results>/{pcap,frames}/<run_id>/. A failure
+    inside the network is raised as a liveness.RunFailed, the plane's logs kept in
+    <results>/logs/<run_id>/."""
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
     say(f"{key.run_id}: building {topo.name}")
@@ -148,10 +160,10 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             plane.start(net)
             plane.wait_ready(READY_TIMEOUT_S)
             clock.lap("plane_ready")
-            results: list[FlowResult] = []
             switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
             points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
             with ResourceSampler(switch_namespaces) as resources, \
+                    FidelityMonitor(net, plane) as fidelity, \
                     Captures(net, points) as pcap, \
                     video.keep_frames(results_dir / "frames" / key.run_id):
                 traffic_began = time.monotonic()  # t = 0 of the plane's time series
@@ -159,12 +171,18 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
                     results.extend(run_flows(net, flows))
+                    liveness.check_daemons(plane, results, len(flows), f"during traffic "
+                                           f"phase {number}/{len(plan.phases)}")
             for problem in pcap.problems:
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")
             stats = {**plane.stats(), **resources.stats()}
             series = plane.series(traffic_began)  # the run directory goes with the network
             clock.lap("collect_stats")
-            return results, stats, series
+            return stats, series, fidelity.record(results)
+        except Exception as exc:
+            plane.stop()  # first: the daemons' last words go to their logs
+            raise liveness.failed_run(exc, net.run_dir, results_dir / "logs" / key.run_id) \
+                from exc
         finally:
             plane.stop()

@@ -51,6 +51,7 @@ from p4.v1 import p4runtime_pb2_grpc
 from dplab.control.counters_file import write_counters
 from dplab.control.forwarding import MODES, REACTIVE, Forwarding
 from dplab.p4runtime.errors import update_code, update_codes
+from dplab.p4runtime.primary import PIPELINE_TIMEOUT_S, RPC_TIMEOUT_S
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
@@ -176,12 +177,12 @@ class SwitchSession:
             action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
         req.config.p4info.CopyFrom(program.p4info)
         req.config.p4_device_config = program.device_config
-        self.stub.SetForwardingPipelineConfig(req)
+        self.stub.SetForwardingPipelineConfig(req, timeout=PIPELINE_TIMEOUT_S)
 
     def delete(self, entry: pb.TableEntry) -> None:
         req = self._request()
         req.updates.add(type=pb.Update.DELETE).entity.table_entry.CopyFrom(entry)
-        self.stub.Write(req)
+        self.stub.Write(req, timeout=RPC_TIMEOUT_S)
 
     def send(self, rules: list[tuple[int, PathRule]]) -> grpc.Future:
         """One Write of ``rules`` (each with its operation, CONTINUE_ON_ERROR), in flight
@@ -189,7 +190,7 @@ class SwitchSession:
         req = self._request()
         for op, rule in rules:
             rule.fill(req.updates.add(type=op).entity.table_entry, self.app.program)
-        return self.stub.Write.future(req)
+        return self.stub.Write.future(req, timeout=RPC_TIMEOUT_S)
 
     def _request(self) -> pb.WriteRequest:
         return pb.WriteRequest(device_id=self.device_id, election_id=ELECTION_ID)

@@ -1,4 +1,9 @@
-"""`dplab p4 compile prog.p4 -o outdir` writes <name>.ir.json, .p4info.txtpb, .p4info.bin."""
+"""`dplab p4 compile prog.p4 -o outdir` writes <name>.ir.json, .p4info.txtpb, .p4info.bin.
+
+`python -m dplab.p4.cli PROGRAM OUTDIR` does the same in a process of its own, so that a
+caller can bound its time (the p4 plane does): the written files as JSON on stdout, the
+warnings and a P4Error's message on stderr, exit status 2 for bad input.
+"""
 
 import json
 import sys
@@ -7,6 +12,7 @@ from pathlib import Path
 from google.protobuf import text_format
 
 from dplab.p4.compiler import compile_with_warnings
+from dplab.p4.errors import P4Error
 from dplab.p4.p4info import build_p4info
 
 
@@ -28,3 +34,17 @@ def compile_command(path: str | Path, outdir: str | Path) -> dict[str, Path]:
     files["p4info_bin"].write_bytes(info.SerializeToString())
     return files
 
+
+def main(argv: list[str]) -> int:
+    program, outdir = argv
+    try:
+        files = compile_command(program, outdir)
+    except P4Error as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(json.dumps({kind: str(path) for kind, path in files.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -9,6 +9,7 @@ from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
 from dplab.p4.exprs import Env, ExprChecker, check_width, const, header_width
 from dplab.p4.ids import IdAllocator
+from dplab.p4.inlining import copy_out_before_exits, lower_returns, needs_copies
 from dplab.p4.limits import MAX_STACK, checked_size
 from dplab.p4.local_vars import compound_local, copy_compound
 from dplab.p4.preprocess import preprocess
@@ -37,6 +38,7 @@ from dplab.p4.types import (
     StructType,
     TableRef,
     TypeRef,
+    UserFunction,
     Val,
     Varbit,
     type_name,
@@ -78,6 +80,8 @@ class Compiler:
         self.exprs = ExprChecker(self.resolve_type)
         self.exprs.errors = {}
         self.exprs.new_local = self.new_local
+        self.exprs.inline_function = self.inline_function
+        self.inlining: list[str] = []   # the functions being inlined (recursion is refused)
         self.stmts = StatementCompiler(self.exprs, self)
         self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}
@@ -160,6 +164,8 @@ class Compiler:
             self.action_params(qualified)   # checks the parameters where they are declared
         elif kind in ("parser", "control"):
             self.decls[decl.name] = decl
+        elif kind == "function":
+            self.globals[decl.name] = UserFunction(decl, self.globals)
         elif kind == "extern_function" and decl.name in FUNCTIONS:
             self.globals[decl.name] = FunctionRef(decl.name)
         elif kind in ("extern_object", "parser_type", "control_type", "package"):
@@ -488,6 +494,9 @@ class Compiler:
             env[local.name] = ActionRef(qualified)
             self.action_params(qualified)
             return []
+        if local.kind == "function":
+            env[local.name] = UserFunction(local, dict(env))
+            return []
         if local.kind == "table":
             env[local.name] = TableRef(self.compile_table(local, owner, env))
             self.declared.append(("table", local, env[local.name]))
@@ -560,33 +569,96 @@ class Compiler:
 
     def inline_control(self, control: ControlRef, call: Node, env: Env) -> list[dict]:
         """`instance.apply(args)`: the control's body with its parameters bound as an
-        action's directional ones (in: a copy; out/inout: the caller's l-value)."""
+        action's directional ones (dplab/p4/inlining.py); its `return` ends only it."""
         decl = control.decl
         params = [(p, self.resolve_type(p.type)) for p in decl.params]
-        if len(call.args) != len(params):
-            raise P4Error(call.loc, f"control {decl.name} takes {len(params)} argument(s)")
-        inner, prologue = dict(self.globals), []
-        for (param, typ), target in zip(params, self.bind_args(params, call.args, env),
-                                        strict=True):
-            inner[param.name], copy_in = self.bound_param(param, typ, target)
-            prologue.extend(copy_in)
-        scope = Scope(params=frozenset(p.name for p in decl.params))
-        body = []
-        for local in decl.locals:
-            body.extend(self.stmts.statement(local, inner, scope))
-        return prologue + body + self.stmts.block(decl.body.body, inner, scope)
+        args = self.with_defaults(params, call, f"control {decl.name}")
+        targets = self.bind_args(params, args, env)
+        inner = dict(self.globals)
+        scope = Scope(params=frozenset(p.name for p in decl.params), lower_return=True)
+        return self.inline_body(params, targets, decl.locals + decl.body.body, inner, scope,
+                                call.loc)
 
-    def bound_param(self, param: Node, typ: object, target: object) -> tuple[object, list]:
-        """What a directional parameter names in the body, and the copy-in it needs."""
-        if param.direction != "in":   # out/inout: the body works on the l-value itself
-            return target, []
-        if isinstance(typ, StructType):   # a header/struct copy-in: a local of its type
-            local, _ = compound_local(self, param.name, typ, param.loc)
-            return local, copy_compound(local, target, param.loc)
-        local = self.new_local(param.name, typ, param.loc)   # copy-in: the body may write it
-        return local, [{"kind": "assign", "dst": {"inst": local.ir["inst"],
-                                                  "field": local.ir["field"]},
-                        "src": target.ir}]
+    def inline_function(self, func: UserFunction, call: Node,
+                        env: Env) -> tuple[list[dict], Val | None]:
+        """A call of a function the program declares: its body inlined here, and the value
+        it returns (None for void), read from a temporary."""
+        decl = func.decl
+        if decl.name in self.inlining:
+            raise P4Error(call.loc, f"function {decl.name} calls itself (P4 has no recursion)")
+        params = [(p, self.resolve_type(p.type)) for p in decl.params]
+        args = self.with_defaults(params, call, f"function {decl.name}")
+        targets = self.bind_args(params, args, env)
+        typ = None if decl.result.kind == "named" and decl.result.name == "void" \
+            else self.resolve_type(decl.result)
+        if typ is not None and (width_of(typ) is None or isinstance(typ, StructType)):
+            raise P4Error(decl.result.loc, f"function {decl.name} returns {type_name(typ)}: "
+                          "only bit<W>, int<W>, bool and enum results are supported")
+        result = None if typ is None else self.new_local(f"{decl.name}$return", typ, call.loc)
+        dst = None if result is None else ({"inst": result.ir["inst"],
+                                            "field": result.ir["field"]}, typ)
+        scope = Scope(in_parser=self.exprs.in_parser, params=frozenset(
+            p.name for p in decl.params), lower_return=True, function=decl.name, result=dst)
+        self.inlining.append(decl.name)
+        try:
+            body = self.inline_body(params, targets, decl.body.body, dict(func.env), scope,
+                                    call.loc)
+        finally:
+            self.inlining.pop()
+        return body, result
+
+    def inline_body(self, params: list[tuple[Node, object]], targets: list[object],
+                    body: list[Node], inner: Env, scope: Scope, loc: Loc) -> list[dict]:
+        """Statements running `body` with `params` bound to `targets` (copy-in, the body
+        with its returns made real, copy-out)."""
+        outs = [t for (p, _), t in zip(params, targets, strict=True) if p.direction != "in"]
+        copies = needs_copies(body, {p.name for p, _ in params}, inner, outs)
+        prologue, epilogue = [], []
+        for (param, typ), target in zip(params, targets, strict=True):
+            inner[param.name], copy_in, copy_out = self.bound_param(param, typ, target, copies)
+            prologue.extend(copy_in)
+            epilogue.extend(copy_out)
+        compiled = []
+        for node in body:
+            compiled.extend(self.stmts.statement(node, inner, scope))
+        compiled = lower_returns(compiled, lambda: self.flag(loc))
+        if epilogue:
+            compiled = copy_out_before_exits(compiled, epilogue)
+        return prologue + compiled + epilogue
+
+    def flag(self, loc: Loc) -> dict:
+        val = self.new_local("$returned", BoolType(), loc)
+        return {"inst": val.ir["inst"], "field": val.ir["field"]}
+
+    def with_defaults(self, params: list[tuple[Node, object]], call: Node,
+                      what: str) -> list[Node]:
+        """The call's arguments, missing trailing ones given by the parameters' defaults."""
+        args = list(call.args)
+        for param, _ in params[len(args):]:
+            if param.default is None:
+                break
+            args.append(param.default)
+        if len(args) != len(params):
+            raise P4Error(call.loc, f"{what} takes {len(params)} argument(s), "
+                          f"found {len(call.args)}")
+        return args
+
+    def bound_param(self, param: Node, typ: object, target: object,
+                    copies: bool = False) -> tuple[object, list, list]:
+        """What a directional parameter names in the body, its copy-in and its copy-out.
+        `in`: a copy (the body may write it). `out`/`inout`: the caller's l-value itself,
+        or with `copies` a temporary copied in (inout) and out (docs/p4-ir.md §6)."""
+        if param.direction != "in" and not copies:
+            return target, [], []
+        if isinstance(typ, StructType):   # a header/struct: a local of its type
+            local, init = compound_local(self, param.name, typ, param.loc)
+        else:
+            local, init = self.new_local(param.name, typ, param.loc), []
+        if param.direction == "in":
+            return local, copy_compound(local, target, param.loc), []
+        copy_in = copy_compound(local, target, param.loc) if param.direction == "inout" \
+            else init
+        return local, copy_in, copy_compound(target, local, param.loc)
 
     # --- actions -------------------------------------------------------------------
     def action_params(self, name: str) -> tuple[list[tuple[Node, object]], list[dict]]:
@@ -631,6 +703,10 @@ class Compiler:
                                   f"argument is {type_name(val.type)}")
                 bound.append(val)
                 continue
+            if arg.kind == "name" and arg.name == "_" and "_" not in env \
+                    and param.direction == "out":
+                bound.append(self.dont_care(param, typ))
+                continue
             target = self.exprs.named(arg, env)
             if not (isinstance(target, Val) and target.is_field
                     or isinstance(target, HeaderRef | StructRef)):
@@ -644,6 +720,14 @@ class Compiler:
             bound.append(target)
         return bound
 
+    def dont_care(self, param: Node, typ: object) -> object:
+        """`_` for an out argument (P4_16 8.3): a temporary nothing reads."""
+        if isinstance(typ, StructType):
+            return compound_local(self, f"{param.name}$_", typ, param.loc)[0]
+        if width_of(typ) is None:
+            raise P4Error(param.loc, f"'_' cannot stand for a {type_name(typ)}")
+        return self.new_local(f"{param.name}$_", typ, param.loc)
+
     def action_ir_index(self, name: str, bound: list[object] | None = None) -> int:
         """Compile the action (once per binding of its directional parameters) and return
         its index in `actions`. Every specialisation keeps the P4 name (one P4Info action)."""
@@ -654,10 +738,6 @@ class Compiler:
         node, env, params = self.action_nodes[name]
         directional, data = self.action_params(name)
         env = dict(env)
-        prologue = []
-        for (param, typ), target in zip(directional, bound, strict=True):
-            env[param.name], copy_in = self.bound_param(param, typ, target)
-            prologue.extend(copy_in)
         for i, param in enumerate(data):
             env[param["local"]] = Val({"op": "param", "w": param["w"], "index": i},
                                       param["type"])
@@ -669,8 +749,11 @@ class Compiler:
                             for p, number in zip(data, numbers, strict=True)],
                  **p4info_annotations(node)}
         self.ir["actions"].append(entry)
-        entry["body"] = prologue + self.stmts.block(node.body.body, env,
-                                                    Scope(in_action=True, params=params))
+        outs = [t for (p, _), t in zip(directional, bound, strict=True) if p.direction != "in"]
+        copies = needs_copies(node.body.body, {p.name for p in node.params}, env, outs)
+        scope = Scope(in_action=True, params=params, lower_return=copies)
+        entry["body"] = self.inline_body(directional, bound, node.body.body, env, scope,
+                                         node.loc)
         return index
 
     def direct_action_call(self, name: str, call: Node, env: Env) -> list[dict]:

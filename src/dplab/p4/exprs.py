@@ -28,6 +28,7 @@ from dplab.p4.types import (
     StructType,
     TableRef,
     TypeRef,
+    UserFunction,
     Val,
     VarbitVal,
     type_name,
@@ -76,9 +77,11 @@ class ExprChecker:
         self.in_parser = False   # lookahead, .last and .lastIndex exist only in parsers
         self.stack_last: StackLastCheck | None = None   # set while a parser is compiled
         self.used: set[int] = set()   # ids of the declarations a name has referred to
-        # Table applies met inside a condition (`t.apply().hit`), run before the statement.
-        self.pending: list[dict] = []
+        # What an expression runs before the statement it is in (a table apply for
+        # `t.apply().hit`, an inlined function's body); None where no statement encloses it.
+        self.pending: list[dict] | None = None
         self.new_local: Callable[[str, object, Loc], Val] | None = None
+        self.inline_function: Callable[[UserFunction, Node, Env], tuple] | None = None
 
     # --- names ---------------------------------------------------------------------
     def named(self, node: Node, env: Env) -> object | None:
@@ -249,6 +252,12 @@ class ExprChecker:
 
     def call_value(self, node: Node, env: Env) -> Val:
         func = self.denote(node.func, env)
+        if isinstance(func, UserFunction):
+            stmts, result = self.inline_function(func, node, env)
+            if result is None:
+                raise P4Error(node.loc, f"function {func.decl.name} returns no value")
+            self.before(node, stmts)
+            return result
         if isinstance(func, tuple) and func[0] == "header_method" and func[2] == "isValid":
             self._no_args(node)
             return Val({"op": "valid", "w": 1, "inst": func[1].inst}, BoolType())
@@ -285,11 +294,19 @@ class ExprChecker:
             raise P4Error(node.loc, f"'.{node.name}' needs table.apply()")
         self._no_args(node.base)
         hit = self.new_local("$hit", BoolType(), node.loc)
-        self.pending.append({"kind": "apply", "table": func[1].index,
-                             "hit_dest": {"inst": hit.ir["inst"], "field": hit.ir["field"]}})
+        self.before(node, [{"kind": "apply", "table": func[1].index,
+                            "hit_dest": {"inst": hit.ir["inst"], "field": hit.ir["field"]}}])
         if node.name == "hit":
             return hit
         return Val({"op": "lnot", "w": 1, "a": hit.ir}, BoolType())
+
+    def before(self, node: Node, stmts: list[dict]) -> None:
+        """Statements to run before the enclosing statement (refused outside one: a table
+        key, a select key or a constant has no statement to run them before)."""
+        if self.pending is None:
+            raise P4Error(node.loc, "this call is only supported inside a statement "
+                          "(assign its result to a variable first)")
+        self.pending.extend(stmts)
 
     def _no_args(self, node: Node) -> None:
         if node.args:
@@ -303,7 +320,10 @@ class ExprChecker:
                 raise P4Error(loc, f"'{op}' cannot combine int and {type_name(b.type)}")
             if isinstance(b.type, Signed):
                 return self.int_to(a, b.type, loc), b
-            return Val(self.to_width(a, w, loc).ir, b.type, a.const), b
+            # the literal converted to the other side's width first (P4_16 8.9.2): -1
+            # against a bit<8> is 255, so `8w255 == -1` folds to true
+            converted = self.to_width(a, w, loc)
+            return Val(converted.ir, b.type, converted.const), b
         if isinstance(b.type, IntType) and not isinstance(a.type, IntType):
             return tuple(reversed(self.unify(b, a, loc, op)))  # type: ignore[return-value]
         if a.type != b.type:
@@ -340,11 +360,23 @@ class ExprChecker:
         if op in ("|+|", "|-|") and isinstance(a.type, Signed):
             raise P4Error(node.loc, f"'{op}' on {type_name(a.type)} (signed saturating "
                           "arithmetic) is not supported")
+        if op in ("/", "%") and isinstance(a.type, Bits) and b.const is not None \
+                and a.const is None and b.const > 0 and b.const & (b.const - 1) == 0:
+            return self.power_of_two(op, a, b)
         if op not in _ARITH or not isinstance(a.type, Bits | Signed):
             if op in ("/", "%"):
-                raise P4Error(node.loc, f"'{op}' is only allowed on compile-time constants")
+                raise P4Error(node.loc, f"'{op}' on a run-time value is supported only on "
+                              "bit<W> by a constant power of two (the IR has no division)")
             raise P4Error(node.loc, f"'{op}' is not defined on {type_name(a.type)}")
         return self._fold_or_build(_ARITH[op], a, b, a.type, op)
+
+    def power_of_two(self, op: str, a: Val, b: Val) -> Val:
+        """`a / 2^k` is `a >> k`, `a % 2^k` is `a & (2^k - 1)` for unsigned a."""
+        w = a.type.width
+        if op == "%":
+            return Val({"op": "and", "w": w, "a": a.ir, "b": const(b.const - 1, w).ir}, a.type)
+        shift = b.const.bit_length() - 1
+        return Val({"op": "shr", "w": w, "a": a.ir, "b": const(shift, w).ir}, a.type)
 
     def signed_compare(self, op: str, a: Val, b: Val) -> Val:
         if a.const is not None and b.const is not None:
@@ -497,8 +529,9 @@ class ExprChecker:
         if node.kind == "slice":
             dst, typ = self.destination(node.base, env)
             val = self.slice(node, env)
-            if "hi" in dst:
-                raise P4Error(node.loc, "a slice of a slice cannot be assigned")
+            if "hi" in dst:   # x[h1:l1][h2:l2] is x[l1 + h2 : l1 + l2]
+                return {**dst, "hi": dst["lo"] + val.ir["hi"],
+                        "lo": dst["lo"] + val.ir["lo"]}, val.type
             return {**dst, "hi": val.ir["hi"], "lo": val.ir["lo"]}, val.type
         target = self.named(node, env)
         if isinstance(target, HeaderRef | StructRef):
@@ -547,7 +580,8 @@ def flatten(target: object, loc: Loc) -> list[Val]:
 def _describe(target: object) -> str:
     names = {HeaderRef: "header", StructRef: "struct", StackRef: "header stack",
              TableRef: "table", ActionRef: "action", ExternRef: "extern object",
-             TypeRef: "type", FunctionRef: "function", ListVal: "list"}
+             TypeRef: "type", FunctionRef: "function", ListVal: "list",
+             UserFunction: "function"}
     for cls, name in names.items():
         if isinstance(target, cls):
             return name

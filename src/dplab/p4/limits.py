@@ -15,6 +15,10 @@ MAX_SIZE = 1 << 24
 MAX_STACK = 1024
 # Bits an arbitrary-precision integer constant may have (`1 << n` with a huge n).
 MAX_INT_BITS = 4096
+# Tokens the preprocessor's macro expansions may make in one program, arguments substituted
+# included: a chain of #define macros that each use the one before twice doubles per level
+# (40 lines reach 2^40 tokens), and the preprocessor must stop long before memory does.
+MAX_MACRO_TOKENS = 1 << 18
 
 
 def checked_size(loc: Loc, size: int, what: str) -> int:

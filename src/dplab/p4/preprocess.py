@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.lexer import Token, tokenize_line
+from dplab.p4.limits import MAX_MACRO_TOKENS, MAX_NESTING
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 _DIRECTIVE = re.compile(r"\s*#\s*(\w+)\s*(.*)$")
@@ -67,6 +68,7 @@ class _Condition:
 @dataclass
 class _Macro:
     body: list[Token]
+    loc: Loc  # of its #define
     params: list[str] | None = None  # None: an object-like macro (a constant)
 
 
@@ -75,6 +77,8 @@ class Preprocessor:
     defines: dict[str, _Macro] = field(default_factory=dict)
     tokens: list[Token] = field(default_factory=list)
     depth: int = 0
+    expanded: int = 0  # tokens made by macro expansion so far (bounded: MAX_MACRO_TOKENS)
+    _using: tuple[Token, _Macro] | None = None  # the outermost macro use being expanded
 
     def run_file(self, path: Path, loc: Loc | None = None) -> None:
         if self.depth > _MAX_INCLUDE_DEPTH:
@@ -186,7 +190,7 @@ class Preprocessor:
         if params is not None and any(t.text in ("#", "##") for t in body if t.kind == "op"):
             raise P4Error(loc, f"#define {match.group(1)}: # and ## in a macro are not "
                           "supported")
-        self.defines[match.group(1)] = _Macro(body, params)
+        self.defines[match.group(1)] = _Macro(body, loc, params)
 
     def _expanded(self, tokens: list[Token], hiding: frozenset[str] = frozenset()) -> list[Token]:
         out: list[Token] = []
@@ -206,14 +210,33 @@ class Preprocessor:
                 target.append(token)  # a function-like macro's name alone is no call (C)
                 i += 1
                 continue
+            if not hiding:
+                self._using = (token, macro)  # the macro the source uses, named in errors
+            if len(hiding) >= MAX_NESTING:
+                raise self._too_much(f"expands macros nested more than {MAX_NESTING} deep")
             body = macro.body
             i += 1
             if calls:
                 args, i = _call_arguments(tokens, i, token)
                 body = self._substituted(macro, args, token, hiding)
+            else:
+                self._spend(len(body))
             moved = [Token(t.kind, t.text, token.loc, t.width, t.value, t.signed, t.glued)
                      for t in body]
             self._append(moved, hiding | {token.text}, target)
+
+    def _spend(self, tokens: int) -> None:
+        """Count ``tokens`` about to be made by a macro expansion; a P4Error at the macro's
+        use once the program's expansions would make more than MAX_MACRO_TOKENS."""
+        self.expanded += tokens
+        if self.expanded > MAX_MACRO_TOKENS:
+            raise self._too_much(f"makes the program's macro expansions exceed "
+                                 f"{MAX_MACRO_TOKENS} tokens (a chain of macros that each "
+                                 "use the one before more than once grows exponentially)")
+
+    def _too_much(self, what: str) -> P4Error:
+        token, macro = self._using
+        return P4Error(token.loc, f"macro {token.text} (#define at {macro.loc}) {what}")
 
     def _substituted(self, macro: _Macro, args: list[list[Token]], name: Token,
                      hiding: set[str]) -> list[Token]:
@@ -226,10 +249,10 @@ class Preprocessor:
                           f"got {len(args)}")
         expanded = {p: self._expanded(a, frozenset(hiding))
                     for p, a in zip(params, args, strict=True)}
-        out: list[Token] = []
-        for t in macro.body:
-            out.extend(expanded[t.text] if t.kind == "id" and t.text in expanded else [t])
-        return out
+        pieces = [expanded[t.text] if t.kind == "id" and t.text in expanded else [t]
+                  for t in macro.body]
+        self._spend(sum(len(piece) for piece in pieces))  # before they are made
+        return [t for piece in pieces for t in piece]
 
 
 def _call_arguments(tokens: list[Token], i: int, name: Token) -> tuple[list[list[Token]], int]:

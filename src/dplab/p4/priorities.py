@@ -50,6 +50,9 @@ def entry_priorities(entries: list[Node], keys: list[dict], is_const: bool, rule
     warns about (two entries with one priority, entries out of priority order)."""
     given = [e.priority for e in entries]
     explicit = next((p for p in given if p is not None), None)
+    annotated = [e.priority_annotation for e in entries]
+    if any(annotated):
+        return _annotated(annotated, explicit, evaluate)
     if explicit is None:
         source = _numbered(entries, rules)
     else:
@@ -58,6 +61,28 @@ def entry_priorities(entries: list[Node], keys: list[dict], is_const: bool, rule
                                        if p is not None], rules)
         _check_order(entries, source, rules, warn)
     return _largest_wins(source, rules)
+
+
+def _annotated(annotated: list[Node | None], explicit: Node | None,
+               evaluate: Callable[[Node], object]) -> list[int]:
+    """`@priority(N)` entries, as p4c's BMv2 back end reads them: an annotated entry has
+    priority N, any other its position (1, 2, ...), and the smallest number wins; turned
+    around to the IR's larger-wins (largest number + 1 - N)."""
+    if explicit is not None:
+        raise P4Error(explicit.loc, "entries give priorities both as @priority(N) and as "
+                      "'priority = N': use one")
+    numbers = []
+    for position, node in enumerate(annotated):
+        if node is None:
+            numbers.append(position + 1)
+            continue
+        val = evaluate(node.value)
+        if val.const is None or not 0 <= val.const < MAX_PRIORITY:
+            raise P4Error(node.loc, f"@priority needs an integer constant in "
+                          f"0..{MAX_PRIORITY - 1}")
+        numbers.append(val.const)
+    top = max(numbers) + 1
+    return [top - n for n in numbers]
 
 
 def _check_order(entries: list[Node], values: list[int], rules: Settings,

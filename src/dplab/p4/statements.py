@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from dplab.p4 import varbit
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env, ExprChecker, const, lookahead_field
+from dplab.p4.inlining import RETURN
 from dplab.p4.local_vars import compound_local, copy_compound
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
@@ -12,13 +13,16 @@ from dplab.p4.types import (
     Bits,
     BoolType,
     ControlRef,
+    EnumType,
     ExternRef,
     FunctionRef,
     HeaderRef,
     IntType,
+    Signed,
     StructRef,
     StructType,
     TableRef,
+    UserFunction,
     Val,
     type_name,
     width_of,
@@ -36,6 +40,11 @@ class Scope:
     in_action: bool = False
     locals_: list[dict] = field(default_factory=list)
     params: frozenset[str] = frozenset()   # the enclosing parser's, control's, action's
+    # An inlined body (function, sub-control) or one that copies out: `return` becomes
+    # the inlining.RETURN marker, made real by inlining.lower_returns.
+    lower_return: bool = False
+    function: str | None = None    # the enclosing function's name
+    result: tuple[dict, object] | None = None   # where its return value goes, and its type
 
 
 class StatementCompiler:
@@ -51,6 +60,15 @@ class StatementCompiler:
         return out
 
     def statement(self, node: Node, env: Env, scope: Scope) -> list[dict]:
+        """One statement, after what its expressions run first (exprs.pending)."""
+        outer, self.exprs.pending = self.exprs.pending, []
+        try:
+            out = self._statement(node, env, scope)
+            return self.exprs.pending + out
+        finally:
+            self.exprs.pending = outer
+
+    def _statement(self, node: Node, env: Env, scope: Scope) -> list[dict]:
         kind = node.kind
         if kind == "block":
             return self.block(node.body, env, scope)
@@ -58,16 +76,19 @@ class StatementCompiler:
             return self.assign(node, env)
         if kind == "if":
             if scope.in_parser:
-                raise P4Error(node.loc, "'if' is not supported in parser states")
-            self.exprs.pending = []
+                called = f" (function {scope.function} is called in one)" \
+                    if scope.function else ""
+                raise P4Error(node.loc, f"'if' is not supported in parser states{called}")
             cond = self.exprs.condition(node.cond, env)
-            applies, self.exprs.pending = self.exprs.pending, []
             then = self.statement(node.then, env, scope)
             other = self.statement(node.other, env, scope) if node.other else []
-            return applies + [{"kind": "if", "cond": cond.ir, "then": then, "else": other}]
-        if kind in ("exit", "return"):
-            if scope.in_parser:
-                raise P4Error(node.loc, f"'{kind}' is not allowed in a parser")
+            return [{"kind": "if", "cond": cond.ir, "then": then, "else": other}]
+        if kind == "return":
+            return self.return_(node, env, scope)
+        if kind == "exit":
+            if scope.in_parser or scope.function:
+                where = f"function {scope.function}" if scope.function else "parser"
+                raise P4Error(node.loc, f"'exit' is not allowed in a {where}")
             return [{"kind": kind}]
         if kind == "var":
             self.program.check_shadowing(node, env, scope.params)
@@ -81,6 +102,25 @@ class StatementCompiler:
         if kind == "call_stmt":
             return self.call(node.call, env, scope)
         raise P4Error(node.loc, f"'{kind}' is not allowed here")
+
+    def return_(self, node: Node, env: Env, scope: Scope) -> list[dict]:
+        if scope.in_parser and not scope.function:
+            raise P4Error(node.loc, "'return' is not allowed in a parser")
+        out: list[dict] = []
+        if node.value is not None:
+            if scope.result is None:
+                raise P4Error(node.value.loc, "a return value is allowed only in a function "
+                              "that returns one")
+            dst, typ = scope.result
+            src = self.exprs.typed(node.value, env, typ)
+            if src.type != typ and not isinstance(src.type, IntType):
+                raise P4Error(node.value.loc, f"function {scope.function} returns "
+                              f"{type_name(typ)}, not {type_name(src.type)}")
+            out.append({"kind": "assign", "dst": dst, "src": src.ir})
+        elif scope.result is not None:
+            raise P4Error(node.loc, f"function {scope.function} must return a "
+                          f"{type_name(scope.result[1])}")
+        return out + [{"kind": RETURN if scope.lower_return else "return"}]
 
     def assign(self, node: Node, env: Env) -> list[dict]:
         dst, typ = self.exprs.destination(node.target, env)
@@ -182,7 +222,7 @@ class StatementCompiler:
         subject = node.subject
         if not (subject.kind == "member" and subject.name == "action_run"
                 and subject.base.kind == "call"):
-            raise P4Error(node.loc, "switch is supported only on table.apply().action_run")
+            return self.value_switch(node, env, scope)
         table = self.table_of_apply(subject.base, env)
         cases, default, pending = [], None, []
         for case in node.cases:
@@ -196,6 +236,48 @@ class StatementCompiler:
         if pending:
             cases.append({"actions": pending, "body": []})
         return [{"kind": "apply", "table": table, "switch": {"cases": cases, "default": default}}]
+
+    def value_switch(self, node: Node, env: Env, scope: Scope) -> list[dict]:
+        """`switch (e) { v1: {...} v2: v3: {...} default: {...} }` on a bit<W>, int<W> or
+        enum value (P4_16 12.7.2): `e` once into a temporary, then an if/else chain; a
+        label without a body shares the next one's."""
+        subject = self.exprs.value(node.subject, env)
+        if not isinstance(subject.type, Bits | Signed | EnumType):
+            raise P4Error(node.loc, "switch needs table.apply().action_run or a "
+                          f"bit<W>, int<W> or enum value, not {type_name(subject.type)}")
+        temp = self.program.new_local("$switch", subject.type, node.loc)
+        out = [{"kind": "assign", "dst": {"inst": temp.ir["inst"], "field": temp.ir["field"]},
+                "src": subject.ir}]
+        arms: list[tuple[list[dict], list[dict]]] = []   # (conditions, body)
+        labels: list[dict] = []
+        default: list[dict] = []
+        seen: set[int] = set()
+        for case in node.cases:
+            if case.label == "default":
+                if case is not node.cases[-1]:
+                    raise P4Error(case.loc, "'default' must be the last switch label")
+                default = self.block(case.body.body, env, scope) if case.body else []
+                continue
+            label = self.exprs.typed(case.expr, env, subject.type)
+            if label.const is None or label.type != subject.type:
+                raise P4Error(case.loc, f"a switch label must be a compile-time "
+                              f"{type_name(subject.type)}")
+            if label.const in seen:
+                raise P4Error(case.loc, "this label is already listed")
+            seen.add(label.const)
+            labels.append({"op": "eq", "w": 1, "a": temp.ir, "b": label.ir})
+            if case.body is not None:
+                arms.append((labels, self.block(case.body.body, env, scope)))
+                labels = []
+        if labels:   # trailing labels without a body do nothing
+            arms.append((labels, []))
+        chain = default
+        for conds, body in reversed(arms):
+            cond = conds[0]
+            for more in conds[1:]:
+                cond = {"op": "lor", "w": 1, "a": cond, "b": more}
+            chain = [{"kind": "if", "cond": cond, "then": body, "else": chain}]
+        return out + chain
 
     def table_of_apply(self, call: Node, env: Env) -> int:
         func = self.exprs.denote(call.func, env)
@@ -211,6 +293,8 @@ class StatementCompiler:
             return self.program.direct_action_call(func.name, call, env)
         if isinstance(func, FunctionRef):
             return self.function(func.name, call, env, scope)
+        if isinstance(func, UserFunction):
+            return self.program.inline_function(func, call, env)[0]
         if isinstance(func, tuple) and func[0] == "header_method":
             self.exprs._no_args(call)
             if func[2] == "isValid":

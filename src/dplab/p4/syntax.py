@@ -15,6 +15,8 @@ BINARY_LEVELS = [
     ["<<", ">>"], ["++", "+", "-", "|+|", "|-|"], ["*", "/", "%"],
 ]
 _LEVEL_OF = {op: level for level, ops in enumerate(BINARY_LEVELS) for op in ops}
+# `a op= b` (P4_16 1.2.4): the operator's token, then a glued '='; `>>=` lexes as '>' '>='.
+COMPOUND_OPS = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", "|+|", "|-|"}
 
 
 class Node:
@@ -310,8 +312,9 @@ class Parser:
             direction = self.advance().text if self.at("in", "out", "inout") else ""
             typ = self.type_ref()
             name = self.ident()
+            default = self.expression() if self.accept("=") else None
             params.append(Node("param", name.loc, name=name.text, type=typ,
-                               direction=direction, annos=annos))
+                               direction=direction, annos=annos, default=default))
             if not self.at(")"):
                 self.expect(",")
         return params
@@ -474,12 +477,14 @@ class Parser:
             loc = self.tok.loc
             is_const = self.accept("const")  # an entry the control plane may not change
             priority = self.entry_priority()
+            annotated = self.priority_annotation(annos, loc)
             sets = self.keysets()
             self.expect(":")
             action = self.expression()
             self.expect(";")
             entries.append(Node("entry", loc, sets=sets, action=action, annos=annos,
-                                const=is_const, priority=priority))
+                                const=is_const, priority=priority,
+                                priority_annotation=annotated))
         return entries
 
     def entry_priority(self) -> Node | None:
@@ -493,6 +498,19 @@ class Parser:
         self.expect(":")
         return Node("priority", loc, value=value)
 
+    def priority_annotation(self, annos: "Annotations", loc: Loc) -> Node | None:
+        """`@priority(N)` on an entry (dplab/p4/priorities.py: BMv2's reading of it)."""
+        if "priority" not in annos:
+            return None
+        body = annos["priority"]
+        if not body:
+            raise P4Error(loc, "@priority needs a value: @priority(N)")
+        sub = Parser([*body, Token("eof", "", body[-1].loc)])
+        value = sub.expression()
+        if sub.tok.kind != "eof":
+            sub.fail("expected the end of the @priority value")
+        return Node("priority", body[0].loc, value=value)
+
     def instantiation_or_var(self) -> Node:
         """`Type(args) name;` (instantiation) or `Type name [= expr];` (variable)."""
         typ = self.type_ref()
@@ -502,9 +520,19 @@ class Parser:
             self.expect(";")
             return Node("instance", name.loc, type=typ, args=args, name=name.text)
         name = self.ident()
+        if self.at("(") or self.at("<"):
+            return self.function(typ, name)
         init = self.expression() if self.accept("=") else None
         self.expect(";")
         return Node("var", name.loc, type=typ, name=name.text, init=init)
+
+    def function(self, result: Node, name: Token) -> Node:
+        """`T name(params) { body }` (P4_16 10.3); a generic one is refused where it stands."""
+        if self.at("<"):
+            self.fail(f"generic functions ({name.text}<...>) are not supported")
+        params = self.params()
+        return Node("function", name.loc, name=name.text, result=result, params=params,
+                    body=self.block())
 
     # --- types ---------------------------------------------------------------------
     def type_ref(self) -> Node:
@@ -572,10 +600,9 @@ class Parser:
             return self.switch(loc)
         if self.at("exit", "return"):
             word = self.advance().text
-            if word == "return" and not self.at(";"):
-                self.fail("a return value is not allowed here")
+            value = self.expression() if word == "return" and not self.at(";") else None
             self.expect(";")
-            return Node(word, loc)
+            return Node(word, loc, value=value)
         if self.at("const"):
             return self.declaration()
         if self.is_declaration_start():
@@ -585,11 +612,33 @@ class Parser:
             value = self.expression()
             self.expect(";")
             return Node("assign", loc, target=target, value=value)
+        compound = self.compound_op()
+        if compound is not None:
+            op, op_loc = compound
+            value = self.expression()
+            self.expect(";")
+            # `a op= b` is `a = a op b` (the l-value has no side effects to run twice)
+            return Node("assign", loc, target=target,
+                        value=Node("binary", op_loc, op=op, a=target, b=value))
         self.expect(";")
         if target.kind != "call":
             raise P4Error(loc, "an expression is not a statement "
                           "(expected an assignment or a call)")
         return Node("call_stmt", loc, call=target)
+
+    def compound_op(self) -> tuple[str, Loc] | None:
+        """The operator of a compound assignment at the cursor (consumed), else None."""
+        loc = self.tok.loc
+        if self.at(">") and self.peek().text == ">=" and self.peek().glued:
+            self.advance()
+            self.advance()
+            return ">>", loc
+        if self.tok.kind == "op" and self.tok.text in COMPOUND_OPS \
+                and self.peek().text == "=" and self.peek().glued:
+            op = self.advance().text
+            self.advance()
+            return op, loc
+        return None
 
     def is_declaration_start(self) -> bool:
         if self.tok.kind != "id":
@@ -610,10 +659,15 @@ class Parser:
         self.expect("{")
         cases = []
         while not self.accept("}"):
-            label = self.ident()
+            case_loc = self.tok.loc
+            if self.accept("default"):
+                label, expr = "default", None
+            else:   # an action name (action_run) or, switching on a value, an expression
+                expr = self.expression()
+                label = expr.name if expr.kind == "name" else ""
             self.expect(":")
             body = self.block() if self.at("{") else None
-            cases.append(Node("switch_case", label.loc, label=label.text, body=body))
+            cases.append(Node("switch_case", case_loc, label=label, expr=expr, body=body))
         return Node("switch", loc, subject=subject, cases=cases)
 
     # --- expressions ---------------------------------------------------------------
@@ -658,7 +712,12 @@ class Parser:
             left = Node("binary", loc, op=op, a=left, b=self.binary(level + 1))
 
     def binary_level(self) -> int | None:
-        """The precedence level of the binary operator at the current token, if it is one."""
+        """The precedence level of the binary operator at the current token, if it is one
+        (not when it starts a compound assignment, `a += b`)."""
+        if self.at(">") and self.peek().text == ">=" and self.peek().glued:
+            return None
+        if self.peek().text == "=" and self.peek().glued and self.tok.text in COMPOUND_OPS:
+            return None
         if self.at_shift_right():
             return _LEVEL_OF[">>"]
         return _LEVEL_OF.get(self.tok.text) if self.tok.kind == "op" else None

@@ -215,5 +215,13 @@ class FunctionRef:
 
 
 @dataclass
+class UserFunction:
+    """A function the program declares: inlined at each call (dplab/p4/inlining.py)."""
+
+    decl: object   # its declaration (syntax.Node)
+    env: dict      # the names in scope where it is declared
+
+
+@dataclass
 class ListVal:
     items: list[Val]

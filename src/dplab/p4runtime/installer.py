@@ -9,7 +9,12 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime.entries import Entry
 from dplab.p4runtime.errors import update_code
-from dplab.p4runtime.primary import NotPrimary, PrimarySession
+from dplab.p4runtime.primary import (
+    PIPELINE_TIMEOUT_S,
+    RPC_TIMEOUT_S,
+    NotPrimary,
+    PrimarySession,
+)
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
 
@@ -36,7 +41,7 @@ def _set_pipeline(stub, device_id: int, config: pb.ForwardingPipelineConfig,
         device_id=device_id, election_id=ELECTION_ID, config=config,
         action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
     try:
-        stub.SetForwardingPipelineConfig(req)
+        stub.SetForwardingPipelineConfig(req, timeout=PIPELINE_TIMEOUT_S)
     except grpc.RpcError as exc:
         raise InstallError(f"{address}: pipeline refused: {exc.details()}") from exc
 
@@ -46,7 +51,7 @@ def _write(stub, device_id: int, entry: Entry, where: str) -> None:
     req = pb.WriteRequest(device_id=device_id, election_id=ELECTION_ID)
     req.updates.add(type=op, entity=entry.entity)
     try:
-        stub.Write(req)
+        stub.Write(req, timeout=RPC_TIMEOUT_S)
     except grpc.RpcError as exc:
         raise InstallError(f"{where}: entry {entry.index}: the switch refused it: "
                            f"{update_code(exc).name}: {exc.details()}") from exc

@@ -6,6 +6,7 @@ the time of its writes) and the QoS loop's meter client (for the whole run)."""
 from __future__ import annotations
 
 import queue
+import threading
 from types import TracebackType
 
 import grpc
@@ -13,6 +14,10 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
 CONNECT_TIMEOUT_S = 15.0
+# Deadlines of single calls: a server that stops answering must fail its client's call,
+# not hold it forever. Setting a pipeline loads the program into the switch: longer.
+RPC_TIMEOUT_S = 10.0
+PIPELINE_TIMEOUT_S = 30.0
 
 
 class NotPrimary(RuntimeError):
@@ -37,10 +42,18 @@ class PrimarySession:
         hello.arbitration.device_id = self.device_id
         hello.arbitration.election_id.CopyFrom(self.election_id)
         self._outbox.put(hello)
+        # The stream lives as long as the session, so it has no deadline of its own: one
+        # that does not answer the arbitration in time is cancelled.
+        unanswered = threading.Timer(RPC_TIMEOUT_S, self._stream.cancel)
+        unanswered.start()
         try:
             reply = next(self._stream)
         except grpc.RpcError as exc:
-            raise NotPrimary(f"{self.address}: arbitration failed: {exc.details()}") from exc
+            why = (f"no answer within {RPC_TIMEOUT_S:g} s"
+                   if exc.code() == grpc.StatusCode.CANCELLED else exc.details())
+            raise NotPrimary(f"{self.address}: arbitration failed: {why}") from exc
+        finally:
+            unanswered.cancel()
         if reply.arbitration.status.code != 0:
             raise NotPrimary(f"{self.address}: another client is primary "
                              f"({reply.arbitration.status.message})")

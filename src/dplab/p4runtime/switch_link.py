@@ -40,8 +40,9 @@ class SwitchLink:
         self._lock = threading.Lock()  # one request on the wire at a time, and its reply
         self._next_id = 1
         events = _Lines(_connect(path, wait_s))
-        events.send({"id": 0, "cmd": "subscribe"})
-        events.receive(time.monotonic() + REPLY_TIMEOUT_S)  # events flow from here on
+        subscribed = time.monotonic() + REPLY_TIMEOUT_S
+        events.send({"id": 0, "cmd": "subscribe"}, subscribed)
+        events.receive(subscribed)  # events flow from here on
         threading.Thread(target=_read_events, args=(events, on_event), daemon=True,
                          name="switch-events").start()
 
@@ -51,9 +52,10 @@ class SwitchLink:
         with self._lock:
             rid = self._next_id
             self._next_id += 1
+            deadline = time.monotonic() + REPLY_TIMEOUT_S
             try:
-                self._requests.send({"id": rid, "cmd": cmd, **fields})
-                msg = self._reply(rid, time.monotonic() + REPLY_TIMEOUT_S)
+                self._requests.send({"id": rid, "cmd": cmd, **fields}, deadline)
+                msg = self._reply(rid, deadline)
             except TimeoutError as exc:
                 raise SwitchError("UNAVAILABLE", f"switch did not answer {cmd}") from exc
             except OSError as exc:
@@ -85,9 +87,16 @@ class _Lines:
         self._buffer = bytearray()
         self._scanned = 0  # bytes of the buffer known to hold no line end
 
-    def send(self, msg: dict) -> None:
-        self._sock.settimeout(None)
-        self._sock.sendall(json.dumps(msg).encode() + b"\n")
+    def send(self, msg: dict, deadline: float) -> None:
+        """TimeoutError when the switch did not take it all by ``deadline`` (a monotonic
+        time; it stopped reading). A line cut short would garble every later one, so the
+        connection is then closed: later requests fail at once."""
+        self._sock.settimeout(max(deadline - time.monotonic(), 1e-3))
+        try:
+            self._sock.sendall(json.dumps(msg).encode() + b"\n")
+        except TimeoutError:
+            self._sock.close()
+            raise
 
     def receive(self, deadline: float | None = None) -> dict:
         """The next object; TimeoutError after ``deadline`` (a monotonic time), and
@@ -104,6 +113,31 @@ class _Lines:
         del self._buffer[:end + 1]
         self._scanned = 0
         return json.loads(line)
+
+
+def request(path: str, cmd: str, timeout_s: float) -> dict:
+    """One request ``cmd`` on a connection of its own, its ``result`` ({} when it has
+    none); SwitchError UNAVAILABLE when the switch at ``path`` does not answer within
+    ``timeout_s`` (e.g. it was stopped) or is gone, the switch's own error otherwise."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        with _connect(path, 0.0) as sock:
+            lines = _Lines(sock)
+            lines.send({"id": 1, "cmd": cmd}, deadline)
+            answer = lines.receive(deadline)
+    except TimeoutError as exc:
+        raise SwitchError("UNAVAILABLE", f"switch did not answer {cmd} within "
+                                         f"{timeout_s:g} s") from exc
+    except OSError as exc:
+        raise SwitchError("UNAVAILABLE", f"switch control socket: {exc}") from exc
+    if not answer.get("ok"):
+        raise SwitchError.of(answer)
+    return answer.get("result") or {}
+
+
+def ping(path: str, timeout_s: float) -> None:
+    """A ``request`` that only asks whether the switch answers."""
+    request(path, "ping", timeout_s)
 
 
 def _read_events(events: _Lines, on_event: Callable[[dict], None]) -> None:

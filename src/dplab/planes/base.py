@@ -62,6 +62,19 @@ class Plane(ABC):
         the run directory still exists. Most planes record nothing over time."""
         return []
 
+    def failures(self) -> list[str]:
+        """Why the plane is no longer the plane as configured: one line per daemon of it
+        that has exited (which, how, where its log is). Empty while all of them run, and
+        for planes without daemons. The runner asks after every traffic phase: a run whose
+        plane lost a daemon is failed, whatever its flows measured."""
+        return []
+
+    def drops(self) -> dict[str, int] | None:
+        """Packets the plane's own daemons dropped so far, by where (``<port> <reason>``),
+        counted since they started; the fidelity monitor takes the difference over the
+        traffic. None: this plane keeps no such counts (the kernel's are read elsewhere)."""
+        return None
+
     @abstractmethod
     def stop(self) -> None:
         """Stop daemons; idempotent (whatever runs in the namespaces dies with them anyway)."""

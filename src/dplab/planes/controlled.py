@@ -5,6 +5,7 @@ readiness steps and stopping every daemon at once."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -23,7 +24,10 @@ CONTROLLER_COUNTERS = (
 )
 POLL_S = 0.1
 STOP_GRACE_S = 3.0
-FRESH_STATS_WAIT_S = 1.0
+# The controller writes its counters every 0.1 s; one that wrote none for this long (its
+# lock held by calls that meet their own deadlines first) has stopped answering.
+CONTROLLER_ANSWER_S = 20.0
+LOG_TAIL_BYTES = 300  # of a dead daemon's log, quoted in the failure
 
 
 class ControlledPlane(Plane):
@@ -111,33 +115,39 @@ class ControlledPlane(Plane):
         any daemon died."""
         deadline = time.monotonic() + seconds
         while not condition():
-            dead = self._dead_daemon()
-            if dead is not None:
-                raise PlaneError(f"{self.kind}: {dead[0]} exited ({dead[1]}); logs in {self.dir}")
+            dead = self.failures()
+            if dead:
+                raise PlaneError(f"{self.kind}: {dead[0]}")
             if time.monotonic() >= deadline:
                 raise PlaneError(f"{self.kind}: {failure}")
             pause()
 
-    def _dead_daemon(self) -> tuple[str, int] | None:
-        """The first of this plane's daemons that has exited, with its exit code."""
-        for name, daemon in self._daemons:
-            if daemon.poll() is not None:
-                return name, daemon.returncode
-        return None
+    def failures(self) -> list[str]:
+        """Each daemon of this plane that has exited: its name, how it ended and its log
+        (``<name>.log`` in the plane's run directory), with the log's last words when it
+        exited by itself (one killed by a signal wrote nothing about it)."""
+        return [f"{name} {_ending(daemon.returncode)}; log {self.dir / name}.log"
+                f"{_tail(self.dir / f'{name}.log') if daemon.returncode >= 0 else ''}"
+                for name, daemon in self._daemons if daemon.poll() is not None]
 
     # -- stats and stop ------------------------------------------------------------------
 
     def _fresh_controller_counters(self) -> dict[str, float | None]:
         """Counters written after this call (the controller writes every 0.1 s), so that
-        nothing counted just before is missing."""
+        nothing counted just before is missing; PlaneError when a running controller
+        wrote none within CONTROLLER_ANSWER_S (it was stopped, or hangs)."""
         asked = time.time()
-        deadline = time.monotonic() + FRESH_STATS_WAIT_S
-        while self._controller_running() and time.monotonic() < deadline:
+        deadline = time.monotonic() + CONTROLLER_ANSWER_S
+        while self._controller_running():
             try:
                 if self.stats_file.stat().st_mtime > asked:
                     break
             except OSError:
                 pass
+            if time.monotonic() >= deadline:
+                raise PlaneError(f"{self.kind}: the controller wrote no counters within "
+                                 f"{CONTROLLER_ANSWER_S:g} s (it writes every 0.1 s); log "
+                                 f"{self.dir}/controller.log")
             time.sleep(POLL_S / 2)
         return self._controller_counters()
 
@@ -163,15 +173,39 @@ class ControlledPlane(Plane):
 
 
 def _terminate(daemons: list[subprocess.Popen], deadline: float) -> None:
-    """SIGTERM all ``daemons`` at once; SIGKILL those still running at ``deadline``."""
+    """SIGTERM all ``daemons`` at once; SIGKILL those still running at ``deadline``. A
+    stopped (SIGSTOP) daemon is continued, so that it takes its SIGTERM at once."""
     for daemon in daemons:
         daemon.terminate()
+        daemon.send_signal(signal.SIGCONT)
     for daemon in daemons:
         try:
             daemon.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait()
+
+
+def _ending(code: int) -> str:
+    """How a process ended, from its exit status (negative: the signal that killed it)."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _tail(log: Path) -> str:
+    """The last line with words in ``log``, quoted after a colon ("" if none or unreadable)."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - LOG_TAIL_BYTES))
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+    return f": {last[-LOG_TAIL_BYTES:]!r}" if last else ""
 
 
 def _switch_links(net: Network) -> int:

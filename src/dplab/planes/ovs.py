@@ -15,6 +15,7 @@ controller learns all hosts from their ARP and installs every path before traffi
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -33,7 +34,13 @@ SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 OPENFLOW_PORT = 6653  # private: the controller listens inside our own namespace
 RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
 DATAPATHS = ("netdev", "system")
+# Deadlines of the calls into OVS's daemons: each tool gets its own --timeout (it exits
+# with SIGALRM when the daemon does not answer in time) and the subprocess a few seconds
+# more, in case the tool itself hangs. Bridge set-up waits for ovs-vswitchd to configure
+# every port of the topology, a query for one answer.
 VSCTL_TIMEOUT_S = 30
+OFCTL_TIMEOUT_S = 5
+TOOL_GRACE_S = 5
 
 
 class OvsPlane(ControlledPlane):
@@ -150,13 +157,8 @@ class OvsPlane(ControlledPlane):
 
     def vsctl(self, *args: str) -> str:
         """ovs-vsctl against our own database (never the host's)."""
-        argv = ["ovs-vsctl", f"--db=unix:{self.db_sock}", f"--timeout={VSCTL_TIMEOUT_S}", *args]
-        done = subprocess.run(argv, capture_output=True, text=True, env=private_env(self.dir),
-                              check=False)
-        if done.returncode != 0:
-            raise PlaneError(f"ovs: ovs-vsctl {' '.join(args[:4])}... failed: "
-                             f"{done.stderr.strip()}")
-        return done.stdout
+        return run_tool(["ovs-vsctl", f"--db=unix:{self.db_sock}", *args], VSCTL_TIMEOUT_S,
+                        "ovsdb-server and ovs-vswitchd", private_env(self.dir))
 
     def _has_controller(self) -> bool:
         return self.options["controller"]
@@ -179,17 +181,37 @@ class OvsPlane(ControlledPlane):
         return out
 
     def _ovs_flow_count(self, net: Network) -> float | None:
-        if not any(d.poll() is None for _, d in self._daemons):
+        """None once ovs-vswitchd has exited (failures() says so); PlaneError when it does
+        not answer within OFCTL_TIMEOUT_S."""
+        if any(name == "ovs-vswitchd" and d.poll() is not None for name, d in self._daemons):
             return None
         total = 0
         for switch in net.topo.switches():
             mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
-            done = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "dump-aggregate",
-                                   f"unix:{mgmt}"], capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                return None
-            total += int(done.stdout.rsplit("flow_count=", 1)[1].split()[0])
+            out = run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "dump-aggregate",
+                            f"unix:{mgmt}"], OFCTL_TIMEOUT_S, "ovs-vswitchd")
+            total += int(out.rsplit("flow_count=", 1)[1].split()[0])
         return float(total)
+
+
+def run_tool(argv: list[str], timeout_s: float, daemon: str,
+             env: dict[str, str] | None = None) -> str:
+    """Run OVS tool ``argv`` (ovs-vsctl, ovs-ofctl, ovs-appctl) with its own
+    ``--timeout`` and a subprocess deadline behind it; its stdout. PlaneError naming
+    ``daemon`` (what the tool talks to) when it does not answer in time, or the tool's own
+    words when it fails."""
+    what = " ".join([argv[0], *[a for a in argv[1:] if not a.startswith("-")][:1]])
+    try:
+        done = subprocess.run([argv[0], f"--timeout={timeout_s:g}", *argv[1:]],
+                              capture_output=True, text=True, env=env, check=False,
+                              timeout=timeout_s + TOOL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        done = None
+    if done is None or done.returncode == -signal.SIGALRM:
+        raise PlaneError(f"ovs: {daemon} did not answer {what} within {timeout_s:g} s")
+    if done.returncode != 0:
+        raise PlaneError(f"ovs: {what}... failed: {done.stderr.strip()}")
+    return done.stdout
 
 
 def private_env(run_dir: Path) -> dict[str, str]:
@@ -203,7 +225,7 @@ def create_db(run_dir: Path) -> Path:
     """A fresh OVS database ``run_dir/conf.db``."""
     db = run_dir / "conf.db"
     subprocess.run(["ovsdb-tool", "create", str(db), str(SCHEMA)], check=True,
-                   capture_output=True)
+                   capture_output=True, timeout=VSCTL_TIMEOUT_S)
     return db
 
 

@@ -36,13 +36,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import grpc
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.control.forwarding import MODES, REACTIVE
-from dplab.p4.cli import compile_command
-from dplab.p4.errors import P4Error
 from dplab.p4runtime import entries as entries_file
+from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes.base import PlaneError, SeriesPoint
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
@@ -54,6 +55,11 @@ DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
+# The compiler's bounds (dplab.p4.limits) keep real programs far below this; a program
+# that still takes longer is stopped rather than holding up the matrix.
+COMPILE_TIMEOUT_S = 60.0
+# A switch answers a ping, and the P4Runtime server a Capabilities call, in milliseconds.
+ANSWER_TIMEOUT_S = 5.0
 SERVERS = "p4runtime"  # the P4Runtime server process: daemon and log name
 TX_MODES = ("xdp", "ring")  # the switch's --tx (switch/PROTOCOL.md)
 # The switch finishes partial checksums and cuts TCP/UDP super-packets into wire-sized
@@ -129,18 +135,19 @@ class P4Plane(ControlledPlane):
         self._started = time.monotonic()
         self.dir = net.run_dir / "p4"
         self.dir.mkdir(parents=True, exist_ok=True)
+        compiling = Compilation(self.program, self.dir)  # while the daemons start
         try:
-            compiled = compile_command(self.program, self.dir)
-        except P4Error as exc:
-            raise PlaneError(f"p4: option 'program': {exc}") from exc
+            servers = self._start_servers(net)  # its interpreter starts while the switches do
+            self._set_host_offloads(net)
+            if self.options["tx"] == "xdp":
+                self._set_switch_peer_gro(net)
+            for switch in net.topo.switches():
+                self._start_switch(net, switch)
+            self._wait_for_servers(servers)
+            compiled = compiling.files()
+        finally:
+            compiling.cancel()
         entries = self._load_entries(net, compiled) if self.entries_path else None
-        servers = self._start_servers(net)  # its interpreter starts while the switches do
-        self._set_host_offloads(net)
-        if self.options["tx"] == "xdp":
-            self._set_switch_peer_gro(net)
-        for switch in net.topo.switches():
-            self._start_switch(net, switch)
-        self._wait_for_servers(servers)
         if entries is None:
             self._start_controller(net, compiled)
         else:
@@ -184,6 +191,24 @@ class P4Plane(ControlledPlane):
 
     def _control(self, switch: str) -> Path:
         return self.dir / f"{switch}.sock"
+
+    def drops(self) -> dict[str, int] | None:
+        """Every switch's port drops by reason (switch/PROTOCOL.md ``stats``), e.g.
+        ``{"s5-eth1 refused": 3148}``: what its rings could not take, which no kernel
+        counter outside the switch shows. None before start."""
+        if self.net is None:
+            return None
+        out: dict[str, int] = {}
+        for switch in self.net.topo.switches():
+            try:
+                ports = switch_link.request(str(self._control(switch)), "stats",
+                                            ANSWER_TIMEOUT_S)["ports"]
+            except switch_link.SwitchError as exc:
+                raise PlaneError(f"p4: switch-{switch}: stats: {exc}") from exc
+            for port in ports:
+                for reason, count in port["drop_reasons"].items():
+                    out[f"{port['name']} {reason}"] = count
+        return out
 
     def _grpc(self, switch: str) -> str:
         return f"unix:{self.dir / switch}.grpc"
@@ -241,9 +266,7 @@ class P4Plane(ControlledPlane):
                        f"(log {self.dir / SERVERS}.log)",
                        pause=lambda: None)  # select() above waits
         if stdout.readline().strip() != b"ready":
-            servers.wait()
-            raise PlaneError(f"p4: the P4Runtime servers exited ({servers.returncode}); "
-                             f"log {self.dir / SERVERS}.log")
+            raise _not_ready(servers, "the P4Runtime servers", self.dir / f"{SERVERS}.log")
 
     def _start_controller(self, net: Network, compiled: dict[str, Path]) -> None:
         config = self.dir / "controller-config.json"
@@ -279,9 +302,7 @@ class P4Plane(ControlledPlane):
                        f"{START_TIMEOUT_S} s (log {self.dir / QOS_LOOP}.log)",
                        pause=lambda: None)
         if stdout.readline().strip() != b"ready":
-            loop.wait()
-            raise PlaneError(f"p4: the QoS loop exited ({loop.returncode}); "
-                             f"log {self.dir / QOS_LOOP}.log")
+            raise _not_ready(loop, "the QoS loop", self.dir / f"{QOS_LOOP}.log")
 
     def _qos_samples(self) -> list[dict[str, Any]] | None:
         """The loop's samples so far (None: no loop ran, or its file cannot be read)."""
@@ -327,18 +348,76 @@ class P4Plane(ControlledPlane):
     def stats(self) -> dict[str, float | None]:
         """The controller's counters (written after this call, so nothing just counted is
         missing) and the time it took to become ready. A daemon that died during the run
-        (the P4Runtime server, a switch, the controller) fails it: its traffic was not
-        measured on the plane as configured."""
+        (the P4Runtime server, a switch, the controller) is in failures(); one that stops
+        answering fails this call with a PlaneError naming it."""
         static = ({} if self.entries_path is None
                   else {"entries_written": self._entries_written, **self._qos_stats()})
         if self.net is None:
             return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s")), **static}
-        self._check_daemons()
+        self._check_answering(self.net)
         return {**self._fresh_controller_counters(), "ready_s": self._ready_s, **static}
 
-    def _check_daemons(self) -> None:
-        dead = self._dead_daemon()
-        if dead is not None:
-            name, code = dead
-            raise PlaneError(f"p4: {name} exited ({code}) during the run, so the switches "
-                             f"were not under their control plane; log {self.dir / name}.log")
+    def _check_answering(self, net: Network) -> None:
+        """PlaneError naming the first switch, or the P4Runtime servers' process, that does
+        not answer within ANSWER_TIMEOUT_S: a stopped daemon has not exited, so
+        failures() does not see it, but its switches are no longer under control."""
+        for switch in net.topo.switches():
+            try:
+                switch_link.ping(str(self._control(switch)), ANSWER_TIMEOUT_S)
+            except switch_link.SwitchError as exc:
+                raise PlaneError(f"p4: switch-{switch}: {exc}; log "
+                                 f"{self.dir}/switch-{switch}.log") from exc
+        with grpc.insecure_channel(self._grpc(net.topo.switches()[0])) as channel:
+            try:
+                p4runtime_pb2_grpc.P4RuntimeStub(channel).Capabilities(
+                    pb.CapabilitiesRequest(), timeout=ANSWER_TIMEOUT_S)
+            except grpc.RpcError as exc:
+                raise PlaneError(f"p4: the P4Runtime servers did not answer Capabilities "
+                                 f"within {ANSWER_TIMEOUT_S:g} s ({exc.code().name}); log "
+                                 f"{self.dir / SERVERS}.log") from exc
+
+
+def _not_ready(daemon: subprocess.Popen, what: str, log: Path) -> PlaneError:
+    """The failure of ``daemon``, which printed something other than ``ready`` on its
+    stdout: it is on its way out (waited for within START_TIMEOUT_S), or misbehaves."""
+    try:
+        how = f"exited ({daemon.wait(START_TIMEOUT_S)})"
+    except subprocess.TimeoutExpired:
+        how = "printed something other than ready"
+    return PlaneError(f"p4: {what} {how}; log {log}")
+
+
+class Compilation:
+    """``program`` being compiled into ``outdir`` (see dplab.p4.cli) in a process of its
+    own, which may take COMPILE_TIMEOUT_S from its start."""
+
+    def __init__(self, program: Path, outdir: Path) -> None:
+        self.program = program
+        self.deadline = time.monotonic() + COMPILE_TIMEOUT_S
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "dplab.p4.cli", str(program), str(outdir)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def files(self) -> dict[str, Path]:
+        """The files written, by kind; the compiler's warnings go on to our stderr.
+        PlaneError with the compiler's message for bad input, or the time limit."""
+        try:
+            out, err = self.process.communicate(
+                timeout=max(self.deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise PlaneError(f"p4: option 'program': compiling {self.program} took longer "
+                             f"than {COMPILE_TIMEOUT_S:g} s; stopped") from None
+        said = err.strip().splitlines()
+        if self.process.returncode != 0:
+            sys.stderr.write("".join(f"{line}\n" for line in said[:-1]))
+            raise PlaneError("p4: option 'program': " + (
+                said[-1] if said else f"the compiler exited ({self.process.returncode})"))
+        sys.stderr.write(err)
+        return {kind: Path(path) for kind, path in json.loads(out).items()}
+
+    def cancel(self) -> None:
+        """Stop the compiler if it still runs (the plane failed to start meanwhile)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()

@@ -206,6 +206,13 @@ class XdpPlane(Plane):
             raise PlaneError(f"xdp: {exc}") from exc
         return {**counters, "xdp_rules": float(len(self.controller.southbound.path_rules()))}
 
+    def failures(self) -> list[str]:
+        """The controller thread, once an error stopped it (the programs forward on with
+        the rules they hold, but nothing answers a packet-in any more)."""
+        if self.controller is None or self.controller.error is None:
+            return []
+        return [f"the controller thread failed: {self.controller.error!r}"]
+
     def stop(self) -> None:
         """Stop the controller, detach every program and free every map (idempotent)."""
         if self.controller is not None:

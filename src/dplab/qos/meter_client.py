@@ -7,7 +7,7 @@ from __future__ import annotations
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.p4runtime.primary import PrimarySession
+from dplab.p4runtime.primary import RPC_TIMEOUT_S, PrimarySession
 
 # Above the plane's installer (1), which has left by the time the loop connects; a higher
 # id keeps the loop primary should anything else with a lower one connect.
@@ -39,7 +39,7 @@ class MeterClient:
         entity.counter_entry.counter_id = self.counter_id
         entity.counter_entry.index.index = index
         request = pb.ReadRequest(device_id=self.device_id, entities=[entity])
-        for reply in self.stub.Read(request):
+        for reply in self.stub.Read(request, timeout=RPC_TIMEOUT_S):
             for found in reply.entities:
                 return found.counter_entry.data.byte_count
         raise MeterClientError(f"{self.address}: counter cell {index} not read")
@@ -56,7 +56,7 @@ class MeterClient:
                                                           pir=per_s, pburst=burst_bytes))
         request = pb.WriteRequest(device_id=self.device_id, election_id=ELECTION_ID)
         request.updates.add(type=pb.Update.MODIFY, entity=entity)
-        self.stub.Write(request)
+        self.stub.Write(request, timeout=RPC_TIMEOUT_S)
 
 
 def _id_of(objects, name: str, what: str) -> int:

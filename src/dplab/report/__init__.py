@@ -9,7 +9,7 @@ from rich.text import Text
 
 from dplab.analysis import Analysis, analyse
 from dplab.analysis.points import AxesAnalysis, analyse_points
-from dplab.report import cpu_idle, summary
+from dplab.report import cpu_idle, fidelity, summary
 from dplab.report.axis_plots import axis_curves
 from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
@@ -39,9 +39,12 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
     plots_dir = results_dir / PLOTS_DIR
     plane_series = plane_series_plots(store.rows("plane_series"), analysis, plots_dir)
     raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
+    runs = store.rows("runs")
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
-                      _tables(analysis, axes), _plots(store, analysis, axes, plots_dir), raw,
-                      store.rows("runs"), plane_series, _summary(analysis, axes, plots_dir))
+                      _tables(analysis, axes, fidelity.marked_planes(runs)),
+                      _plots(store, analysis, axes, plots_dir), raw, runs, plane_series,
+                      fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")),
+                      _summary(analysis, axes, plots_dir))
 
 
 def _summary(analysis: Analysis, axes: AxesAnalysis | None,
@@ -85,8 +88,11 @@ def _point_timeseries(intervals: list[dict], flows: list[dict], axes: AxesAnalys
     return paths
 
 
-def _tables(analysis: Analysis, axes: AxesAnalysis | None) -> list[TableData]:
-    return axis_tables(axes) if axes is not None else comparison_tables(analysis)
+def _tables(analysis: Analysis, axes: AxesAnalysis | None,
+            marked: frozenset[str] | set[str]) -> list[TableData]:
+    """``marked``: the planes with host-bound runs, whose mean cells carry the mark."""
+    return axis_tables(axes, marked) if axes is not None \
+        else comparison_tables(analysis, marked)
 
 
 def print_tables(results_dir: Path, console: Console | None = None,
@@ -95,12 +101,17 @@ def print_tables(results_dir: Path, console: Console | None = None,
     console = console or _wide_console()
     store = RunStore.open(Path(results_dir))
     analysis = analyse(store, baseline)
-    tables = _tables(analysis, analyse_points(store, baseline))
-    console.print(Text(f"CPU idle: {cpu_idle.summary(store.rows('runs'))}", "dim"))
+    runs = store.rows("runs")
+    tables = _tables(analysis, analyse_points(store, baseline), fidelity.marked_planes(runs))
+    console.print(Text(f"CPU idle: {cpu_idle.summary(runs)}", "dim"))
+    for line in fidelity.summary_lines(runs):
+        console.print(Text(line, "yellow"))
     for table in tables:
         console.print(to_rich(table))
     if tables:
         console.print(NOTES, style="dim")
+        if fidelity.marked_planes(runs):
+            console.print(fidelity.NOTE, style="dim")
     else:
         console.print("No measured values stored.")
     for run in analysis.failed_runs:

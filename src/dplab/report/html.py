@@ -10,7 +10,7 @@ from typing import Any
 
 from dplab.analysis import Analysis
 from dplab.analysis.metrics import metric_sort_key
-from dplab.report import axis_plots, cpu_idle, plane_series
+from dplab.report import axis_plots, cpu_idle, fidelity, plane_series
 from dplab.report import summary as report_summary
 from dplab.report.plots import TIMESERIES_METRICS
 from dplab.report.tables import NOTES, TableData, metric_label, to_html
@@ -29,6 +29,7 @@ dt { font-weight: bold; }
 img { max-width: 100%; border: 1px solid #eee; margin: .5em 0 1.5em; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; }
 .note { color: #555; font-size: .9em; }
+.host-bound { background: #fff4d6; border: 1px solid #e0b84a; padding: .5em 1em; }
 img.frame { width: 24em; margin: 0; }
 """
 
@@ -45,21 +46,26 @@ PLOTS_NOTE = (
 def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                tables: list[TableData], plots: list[Path], raw_files: list[Path],
                runs: list[dict[str, Any]], series_plots: list[Path] | None = None,
+               fidelity_figures: dict[str, str] | None = None,
                summary: tuple[list[str], Path | None] | None = None) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
     files are linked relative to the report. ``runs``: the store's runs table;
     ``series_plots``: the planes' time series (a section only when there are any);
-    ``summary``: its lines and figure (report.summary), first after the title."""
+    ``fidelity_figures``: run_id -> its fidelity figures (``report.fidelity``);
+    ``summary``: its lines and figure (report.summary), first after the title and any
+    host-bound warning."""
     spec = experiment.get("spec", {})
     title = f"dplab report: {spec.get('name', path.parent.name)}"
     sections = [
         f"<h1>{_esc(title)}</h1>",
         f"<p>{_esc(spec.get('description', ''))}</p>",
+        _host_bound(runs),
         _summary(summary),
         _metadata(experiment, analysis, runs),
         "<h2>Comparison tables</h2>",
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
+        f'<p class="note">{_esc(fidelity.NOTE)}</p>' if fidelity.marked_planes(runs) else "",
         "<h2>Plots</h2>",
         f'<p class="note">{_esc(_plots_note(plots))}</p>',
         _plots_by_metric(plots, [row.metric for row in analysis.rows]),
@@ -67,7 +73,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         _video_frames(path.parent, analysis, runs),
         _failed_runs(analysis),
         _failed_flows(analysis),
-        _runs(runs),
+        _runs(runs, fidelity_figures or {}),
         _raw_data(path.parent, raw_files),
         "<h2>Experiment file (as validated)</h2>",
         f"<details><summary>spec</summary><pre>{_esc(json.dumps(spec, indent=2))}</pre>"
@@ -207,18 +213,30 @@ def _failed_runs(analysis: Analysis) -> str:
             + _table(("run", "plane", "repetition", "error"), rows))
 
 
-def _runs(runs: list[dict[str, Any]]) -> str:
-    """Every stored run with its status, time and the idle behaviour it ran under."""
+def _host_bound(runs: list[dict[str, Any]]) -> str:
+    """The warning at the top: which runs measured the host rather than the plane."""
+    lines = fidelity.summary_lines(runs)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line.strip())}</li>" for line in lines[1:])
+    return f'<div class="host-bound"><p>{_esc(lines[0])}</p><ul>{items}</ul></div>'
+
+
+def _runs(runs: list[dict[str, Any]], figures: dict[str, str]) -> str:
+    """Every stored run with its status, time, the idle behaviour it ran under and whether
+    the host limited it (with what the fidelity monitor measured)."""
     rows = "".join(
         f"<tr><td>{_esc(r['run_id'])}</td><td>{_esc(r['status'])}</td>"
         f"<td>{r['duration_s']:.1f}</td><td>{_esc(r.get('cpu_idle') or cpu_idle.NOT_RECORDED)}"
         f"</td><td>{_esc(cpu_idle.target_text(r.get('cpu_wakeup_target_us')))}</td>"
-        f"<td>{_esc(cpu_idle.share_text(r.get('cpu_idle_polled_share')))}</td></tr>"
+        f"<td>{_esc(cpu_idle.share_text(r.get('cpu_idle_polled_share')))}</td>"
+        f"<td>{_esc(fidelity.verdict_text(r))}</td>"
+        f"<td>{_esc(figures.get(r['run_id'], '—'))}</td></tr>"
         for r in runs
     )
     return ("<h2>Runs</h2><details><summary>every stored run</summary>"
             + _table(("run", "status", "duration (s)", "CPU idle", "wake-up latency target",
-                      "idle time spent polling"), rows)
+                      "idle time spent polling", "host-bound", "fidelity figures"), rows)
             + "</details>")
 
 

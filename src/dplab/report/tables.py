@@ -12,6 +12,7 @@ from rich.text import Text
 
 from dplab.analysis import PLANE, Analysis, Comparison, PlaneResult, Row
 from dplab.analysis.points import AxesAnalysis
+from dplab.report.fidelity import MARK
 
 NOTES = (
     "Cells: mean ± 95% CI half-width (Student t) over repetitions; n = ok runs that measured "
@@ -40,10 +41,12 @@ class TableData:
     body: list[list[str]]
 
 
-def comparison_tables(analysis: Analysis) -> list[TableData]:
-    """One table per traffic class, plane statistics last."""
+def comparison_tables(analysis: Analysis, marked: frozenset[str] | set[str] = frozenset(),
+                      ) -> list[TableData]:
+    """One table per traffic class, plane statistics last; the mean cells of the planes in
+    ``marked`` (those with host-bound runs, ``report.fidelity``) carry its mark."""
     traffics = list(dict.fromkeys(row.traffic for row in analysis.rows))
-    return [_table(analysis, t) for t in traffics]
+    return [_table(analysis, t, marked) for t in traffics]
 
 
 def to_rich(table: TableData) -> Table:
@@ -70,9 +73,11 @@ def _html_cell(text: str) -> str:
     return f"<td{css}>{html.escape(text)}</td>"
 
 
-def axis_tables(axes: AxesAnalysis) -> list[TableData]:
+def axis_tables(axes: AxesAnalysis, marked: frozenset[str] | set[str] = frozenset(),
+                ) -> list[TableData]:
     """Tables pivoted on the axes: per traffic class and metric one table, a row per axis
-    point, a column per plane, then each plane against the baseline."""
+    point, a column per plane, then each plane against the baseline; the mean cells of the
+    planes in ``marked`` carry the host-bound mark."""
     others = axes.planes[1:]
     rows = list(dict.fromkeys(row for p in axes.points for row in p.analysis.rows))
     traffics = list(dict.fromkeys(row.traffic for row in rows))
@@ -81,7 +86,8 @@ def axis_tables(axes: AxesAnalysis) -> list[TableData]:
         f"{_traffic_title(row.traffic)}: {metric_label(row.metric)}",
         [*axes.axes, *axes.planes, *(f"{plane} vs {axes.baseline}" for plane in others)],
         [[*(label for _axis, label, _n in p.point.values),
-          *(_point_mean(p.analysis, row, plane) for plane in axes.planes),
+          *(_point_mean(p.analysis, row, plane) + _mark(plane, marked)
+            for plane in axes.planes),
           *(_point_change(p.analysis, row, plane, axes.baseline) for plane in others)]
          for p in axes.points])
         for row in ordered]
@@ -105,14 +111,20 @@ def _traffic_title(traffic: str) -> str:
     return "plane statistics" if traffic == PLANE else f"{traffic} traffic"
 
 
-def _table(analysis: Analysis, traffic: str) -> TableData:
+def _mark(plane: str, marked: frozenset[str] | set[str]) -> str:
+    return f" {MARK}" if plane in marked else ""
+
+
+def _table(analysis: Analysis, traffic: str, marked: frozenset[str] | set[str]
+           ) -> TableData:
     others = analysis.planes[1:]
     header = ["metric", *(_plane_header(analysis, p) for p in analysis.planes),
               *(f"{plane} vs {analysis.baseline}" for plane in others)]
     rows = [row for row in analysis.rows if row.traffic == traffic]
     body = [
         [metric_label(row.metric),
-         *(mean_cell(row, analysis.result(row, p)) for p in analysis.planes),
+         *(mean_cell(row, analysis.result(row, p)) + _mark(p, marked)
+           for p in analysis.planes),
          *(change_cell(analysis.comparison(row, p)) for p in others)]
         for row in rows
     ]

@@ -70,6 +70,36 @@ def cpu_idle_columns(run_id: str, record: CpuIdleLike | None) -> dict[str, Any]:
             "cpu_idle_polled_share": as_value(record.polled_share, f"{where} polled share")}
 
 
+class FidelityLike(Protocol):
+    """The fields of ``dplab.fidelity.FidelityRecord`` the store reads."""
+
+    host_bound: bool
+    reasons: list[str]
+    measures: list  # of (measure, subject, value) objects, dplab.fidelity.Measure
+
+
+REASON_SEPARATOR = "; "
+
+
+def fidelity_columns(record: FidelityLike | None) -> dict[str, Any]:
+    """The ``runs`` columns saying whether the host limited the run, and why (null: the
+    run was not monitored, e.g. stored before the monitor existed, or it failed first)."""
+    if record is None:
+        return {"host_bound": None, "host_bound_reasons": None}
+    return {"host_bound": bool(record.host_bound),
+            "host_bound_reasons": REASON_SEPARATOR.join(record.reasons) or None}
+
+
+def fidelity_rows(run: dict[str, Any], record: FidelityLike | None) -> list[dict[str, Any]]:
+    """One row per measured fidelity figure: (measure, subject, value)."""
+    if record is None:
+        return []
+    where = f"run {run['run_id']!r}, fidelity"
+    return [{**run, "measure": m.measure, "subject": m.subject,
+             "value": as_value(m.value, f"{where} {m.measure} {m.subject}")}
+            for m in record.measures]
+
+
 def as_value(raw: Any, where: str) -> float | None:
     """A stored metric value: float, or None when not measured (NaN counts as not measured)."""
     if raw is None:

@@ -5,7 +5,8 @@ Tables (long format, one row per value; ``value`` is null when not measured):
 - ``runs``: run_id, plane, repetition, status ("ok" | "failed"), error, started, duration_s,
   cpu_idle (the experiment's setting), cpu_wakeup_target_us (PM QoS target read during the
   run), cpu_idle_polled_share (share of the run's idle CPU time spent polling; null when
-  not measurable or stored before these columns existed)
+  not measurable or stored before these columns existed), host_bound (the host, not the
+  plane, limited the run; null: not monitored), host_bound_reasons ("; "-separated)
 - ``flows``: run keys + flow_id, kind, src, dst, ok, error, params (JSON)
 - ``summaries``: run keys + flow_id, kind, src, dst, metric, value
 - ``intervals``: run keys + flow_id, kind, src, dst, t_start, t_end, metric, value
@@ -13,6 +14,10 @@ Tables (long format, one row per value; ``value`` is null when not measured):
 - ``run_axes``: run keys + axis, value (as written in run ids and tables), number (the
   value when it is a number, else null): the axis point a run measured; a run of an
   experiment without axes has no rows here
+- ``fidelity``: run keys + measure, subject, value: what ``dplab.fidelity`` measured
+  during the run's traffic (cpu_busy_pct per core, cpu_saturated_share, each paced
+  sender's requested and achieved rate, each shaped link end's capacity, overflow time and
+  carried rate, drops per kind in total and per interface that dropped any)
 - ``plane_series``: run keys + t (s since the run's traffic began; negative: before it),
   series (``<metric>:<subject>``, e.g. ``rate_bps:s3:class1``, see the plane), value:
   what a plane recorded over time (the p4 plane's QoS loop: one row per metric per turn)
@@ -47,10 +52,13 @@ from dplab.store import folder
 from dplab.store.rows import (
     AxisPointLike,
     CpuIdleLike,
+    FidelityLike,
     FlowResultLike,
     SeriesPointLike,
     StoreError,
     cpu_idle_columns,
+    fidelity_columns,
+    fidelity_rows,
     flow_row,
     interval_rows,
     plane_series_rows,
@@ -70,11 +78,13 @@ _VALUE = [("metric", pa.string()), ("value", pa.float64())]
 # Under which idle behaviour a run was measured (dplab.substrate.cpu_idle.IdleRecord).
 _CPU_IDLE = [("cpu_idle", pa.string()), ("cpu_wakeup_target_us", pa.float64()),
              ("cpu_idle_polled_share", pa.float64())]
+# Whether the emulating host limited the run (dplab.fidelity.FidelityRecord).
+_FIDELITY = [("host_bound", pa.bool_()), ("host_bound_reasons", pa.string())]
 
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": pa.schema(_RUN_KEYS + [("status", pa.string()), ("error", pa.string()),
                                    ("started", pa.float64()), ("duration_s", pa.float64())]
-                      + _CPU_IDLE),
+                      + _CPU_IDLE + _FIDELITY),
     "flows": pa.schema(_RUN_KEYS + _FLOW_KEYS + [("ok", pa.bool_()), ("error", pa.string()),
                                                  ("params", pa.string())]),
     "summaries": pa.schema(_RUN_KEYS + _FLOW_KEYS + _VALUE),
@@ -85,13 +95,15 @@ SCHEMAS: dict[str, pa.Schema] = {
                                            ("value", pa.float64())]),
     "run_axes": pa.schema(_RUN_KEYS + [("axis", pa.string()), ("value", pa.string()),
                                        ("number", pa.float64())]),
+    "fidelity": pa.schema(_RUN_KEYS + [("measure", pa.string()), ("subject", pa.string()),
+                                       ("value", pa.float64())]),
 }
 # Columns added later: a table stored without them loads with nulls there. (Tables added
 # later, like plane_series, need nothing here: a missing file loads as an empty table.)
-ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE}}
+ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE + _FIDELITY}}
 # "runs" last: it marks a run as stored only after its other rows are on disk.
 WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "run_axes",
-               "runs")
+               "fidelity", "runs")
 
 
 class RunStore:
@@ -168,10 +180,12 @@ class RunStore:
         cpu_idle: CpuIdleLike | None = None,
         plane_series: list[SeriesPointLike] | None = None,
         axes: list[AxisPointLike] | None = None,
+        fidelity: FidelityLike | None = None,
     ) -> None:
         """Store one run and write every table to disk before returning; ``cpu_idle`` says
         under which idle behaviour it ran (None: not recorded), ``plane_series`` what the
-        plane recorded over time (None or empty: nothing), ``axes`` the run's axis point."""
+        plane recorded over time (None or empty: nothing), ``axes`` the run's axis point,
+        ``fidelity`` whether the host limited it (None: not monitored)."""
         if status not in STATUSES:
             raise StoreError(f"run {run_id!r}: status must be one of {STATUSES}, got {status!r}")
         if status == "failed" and not error:
@@ -180,13 +194,14 @@ class RunStore:
         new_rows = {
             "runs": [{**keys, "status": status, "error": error,
                       "started": float(started), "duration_s": float(duration_s),
-                      **cpu_idle_columns(run_id, cpu_idle)}],
+                      **cpu_idle_columns(run_id, cpu_idle), **fidelity_columns(fidelity)}],
             "flows": [flow_row(keys, r) for r in results],
             "summaries": [row for r in results for row in summary_rows(keys, r)],
             "intervals": [row for r in results for row in interval_rows(keys, r)],
             "plane_stats": plane_stat_rows(keys, plane_stats),
             "plane_series": plane_series_rows(keys, plane_series or []),
             "run_axes": run_axis_rows(keys, axes or []),
+            "fidelity": fidelity_rows(keys, fidelity),
         }
         # Convert everything first: bad input must leave the stored tables untouched.
         added = {name: pa.Table.from_pylist(rows, schema=SCHEMAS[name])

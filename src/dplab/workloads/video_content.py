@@ -190,13 +190,7 @@ def _encode(spec: ContentSpec, folder: Path) -> None:
 
 
 def _ffmpeg(args: list[str]) -> None:
-    done = subprocess.run(
-        [*FFMPEG, "-y", *args],
-        capture_output=True,
-        text=True,
-        timeout=ENCODE_TIMEOUT_S,
-        check=False,
-    )
+    done = _run_ffmpeg([*FFMPEG, "-y", *args], text=True)
     if done.returncode != 0:
         raise ContentError(
             f"video: ffmpeg {' '.join(args[:4])} ... failed: {done.stderr.strip()[-400:]}"
@@ -210,12 +204,18 @@ def extract_frame(video: Path, at_s: float, png: Path) -> None:
 
 def decode_rgb(png: Path) -> bytes:
     """The picture's pixels as 8-bit RGB bytes (ffmpeg decodes, so any size works)."""
-    done = subprocess.run(
-        [*FFMPEG, "-i", str(png), "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
-        capture_output=True,
-        timeout=ENCODE_TIMEOUT_S,
-        check=False,
-    )
+    done = _run_ffmpeg([*FFMPEG, "-i", str(png), "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+                       text=False)
     if done.returncode != 0:
         raise ContentError(f"video: ffmpeg could not decode {png}: {done.stderr.decode()[-300:]}")
     return done.stdout
+
+
+def _run_ffmpeg(argv: list[str], text: bool) -> subprocess.CompletedProcess:
+    """ffmpeg to its end, or ContentError once it took ENCODE_TIMEOUT_S (it was killed)."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=text, check=False,
+                              timeout=ENCODE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ContentError(f"video: ffmpeg {' '.join(argv[len(FFMPEG):][:4])} ... took "
+                           f"longer than {ENCODE_TIMEOUT_S:g} s; stopped") from None
