@@ -52,8 +52,8 @@ def write(study: Study, published: Published, results: Path, profile: str) -> Pa
     sections = [
         f"<h1>Study {study.number}: {_esc(study.title)}</h1>",
         f"<p>{_esc(study.paper)}</p>",
-        f"<p>Profile: <b>{_esc(profile)}</b>. Full lab reports (summary, every table, plots): "
-        f"<ul>{links}</ul></p>",
+        f"<p>Profile: <b>{_esc(profile)}</b>. Full lab reports (summary, every table, plots):"
+        f"</p><ul>{links}</ul>",
         "<h2>Planes</h2>" + _list(f"ours {ours} ↔ the paper's {theirs}"
                                   for ours, theirs in study.planes.items()),
         "<h2>Substitutions</h2>" + _list(study.substitutions),
