@@ -196,12 +196,12 @@ def table(results: dict[tuple[str, str], list[dict]]) -> list[str]:
 
 SPAN_NOTE = [
     "- `setup_ms` is the controller's own span (forwarding.py): packet-in reaching the",
-    "  logic to the packet-out handed to the southbound. The two southbounds end it at",
-    "  different points: OpenFlow's flow-mods are *queued* on each switch's connection",
-    "  (os-ken `send_msg`, no barrier), while P4Runtime's Writes are *acknowledged* (the",
-    "  unary Write RPC returns once the switch took the entries). The first-packet RTT is",
-    "  the comparable figure: it holds one set-up and what each plane needs before the",
-    "  packet can move on.",
+    "  logic to the packet-out handed to the southbound. Both southbounds end it once",
+    "  every other switch of the path has confirmed its rules: P4Runtime's Writes are",
+    "  answered once the switch took the entries, OpenFlow's flow-mods are followed by a",
+    "  barrier whose reply is awaited (os-ken's ofctl service, one switch after another).",
+    "  The first-packet RTT is the comparable figure: it holds one set-up and what each",
+    "  plane needs before the packet can move on.",
     "- P4's set-up writes one Write per switch of the path, all in flight at once, and",
     "  sends the packet-out once every switch the packet will meet has answered; the",
     "  packet-out's own switch (whose table a packet-out skips) is written after the",

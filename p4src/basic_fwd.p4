@@ -1,9 +1,15 @@
-/* basic_fwd: Ethernet + IPv4 forwarding for the SDN+P4 plane.
+/* basic_fwd: the SDN+P4 plane's forwarding program, the same rule table as OpenFlow's.
  *
- * Ingress looks the destination MAC up in an exact table set by the controller; a miss sends
- * the packet to the controller (packet-in through the CPU port, carrying the ingress port).
- * Packets from the controller (packet-out) carry the egress port to send them to.
- * Multicast group 1 (set up by the controller) floods.
+ * The controller's forwarding logic (src/dplab/control/forwarding.py) installs the same
+ * rules on every southbound; this program gives them the precedence OVS's flow table gives
+ * them by priority (docs/architecture.md, "one rule set"):
+ *   ARP and LLDP always go to the controller (OpenFlow: trap rules at priority 40000);
+ *   then the path table, exact on in_port, eth_src and eth_dst, each entry forwarding to
+ *   one port with an idle timeout (OpenFlow: path rules at priority 10);
+ *   a miss goes to the controller (OpenFlow: the table-miss rule at priority 0).
+ * To the controller means through the CPU port as a packet-in carrying the ingress port.
+ * Packets from the controller (packet-out) carry the egress port to send them to. Flooding
+ * is the controller's (one packet-out per switch); this program never floods.
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -11,6 +17,8 @@
 #define CPU_PORT 255
 
 const bit<16> TYPE_IPV4 = 0x0800;
+const bit<16> TYPE_ARP = 0x0806;
+const bit<16> TYPE_LLDP = 0x88cc;
 
 typedef bit<48> mac_addr_t;
 typedef bit<32> ipv4_addr_t;
@@ -100,22 +108,18 @@ control BasicIngress(inout headers_t hdr, inout metadata_t meta,
         standard_metadata.egress_spec = port;
     }
 
-    action flood() {
-        standard_metadata.mcast_grp = 1;
-    }
-
     action send_to_cpu() {
         standard_metadata.egress_spec = CPU_PORT;
     }
 
-    table mac_exact {
+    table path_rules {
         key = {
-            hdr.ethernet.dst_addr: exact;
+            standard_metadata.ingress_port: exact @name("in_port");
+            hdr.ethernet.src_addr: exact @name("eth_src");
+            hdr.ethernet.dst_addr: exact @name("eth_dst");
         }
         actions = {
             forward;
-            flood;
-            drop;
             send_to_cpu;
         }
         default_action = send_to_cpu();
@@ -129,10 +133,13 @@ control BasicIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.packet_out.setInvalid();
             exit;
         }
-        if (hdr.ethernet.isValid()) {
-            mac_exact.apply();
-        } else {
+        if (!hdr.ethernet.isValid()) {
             drop();
+        } else if (hdr.ethernet.ether_type == TYPE_ARP
+                   || hdr.ethernet.ether_type == TYPE_LLDP) {
+            send_to_cpu();
+        } else {
+            path_rules.apply();
         }
     }
 }
@@ -140,11 +147,6 @@ control BasicIngress(inout headers_t hdr, inout metadata_t meta,
 control BasicEgress(inout headers_t hdr, inout metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
     apply {
-        // Do not flood a packet back out of the port it came in on.
-        if (standard_metadata.egress_rid == 0 && standard_metadata.mcast_grp != 0
-                && standard_metadata.egress_port == standard_metadata.ingress_port) {
-            mark_to_drop(standard_metadata);
-        }
         if (standard_metadata.egress_port == CPU_PORT) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = standard_metadata.ingress_port;

@@ -103,15 +103,21 @@ install_p4runtime_shell() {
 
 # The xdp plane's eBPF programs (xdp/*.bpf.c) compiled to xdp/build/*.o with BTF; recompiled
 # when a source, a header or the compiler changes. asm/ headers live in the multiarch path.
+# Study 003's programs (xdp/study003/) are users' programs the plane compiles itself at start
+# (src/dplab/xdp/user.py, same flags); built here too so a broken one shows at set-up.
 XDP_CFLAGS=(-O2 -g -target bpf -Wall -I"/usr/include/$(uname -m)-linux-gnu")
 build_xdp_programs() {
   local src="$root/xdp" out="$root/xdp/build" f
-  local want; want="$( (echo "${XDP_CFLAGS[*]}"; clang --version; cat "$src"/*.bpf.c "$src"/*.h) | fingerprint)"
+  local want; want="$( (echo "${XDP_CFLAGS[*]}"; clang --version; cat "$src"/*.bpf.c "$src"/*.h \
+    "$src"/study003/*.bpf.c) | fingerprint)"
   [ -d "$out" ] && done_before xdp "$want" && return 0
   echo "setup: compiling the XDP programs (clang -target bpf)" >&2
-  mkdir -p "$out"
+  mkdir -p "$out/study003"
   for f in "$src"/*.bpf.c; do
     clang "${XDP_CFLAGS[@]}" -c "$f" -o "$out/$(basename "$f" .bpf.c).o"
+  done
+  for f in "$src"/study003/*.bpf.c; do
+    clang "${XDP_CFLAGS[@]}" -I"$src" -c "$f" -o "$out/study003/$(basename "$f" .bpf.c).o"
   done
   mark_done xdp "$want"
 }

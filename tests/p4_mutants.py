@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BASIC = ROOT / "p4src" / "basic_fwd.p4"
+BASIC = ROOT / "tests" / "p4" / "dst_mac_fwd.p4"
 _PIECES = re.compile(r"\s+|[A-Za-z_][A-Za-z0-9_]*|\d\w*|\"[^\"\n]*\"|.", re.S)
 _ODD_NUMBERS = ["0", "1", "-1", "0w0", "1w0", "0w1", "1w2", "64w0", "65w1", "128w1", "4096w1",
                 "99999999999999999999w1", "8w256", "8s-1", "2s3", "1s1", "0x", "0b2", "1_",
@@ -102,7 +102,7 @@ def garbage(seed: int, count: int) -> Iterator[str]:
 
 
 def deep_nesting(depth: int) -> dict[str, str]:
-    """basic_fwd.p4 with one statement nested `depth` levels deep at the start of its ingress
+    """dst_mac_fwd.p4 with one statement nested `depth` levels deep at the start of its ingress
     apply block (and two declarations): the compiler must refuse it or compile it, whole."""
     port = "standard_metadata.egress_spec"
     statements = {
@@ -125,7 +125,7 @@ def deep_nesting(depth: int) -> dict[str, str]:
 
 
 def in_ingress(statement: str, cut: bool = False, declaration: bool = False) -> str:
-    """basic_fwd.p4 with `statement` at the start of its ingress apply block, which is line
+    """dst_mac_fwd.p4 with `statement` at the start of its ingress apply block, which is line
     126, column 12 (`cut`: and nothing after it); a `declaration` goes just before the
     block, at line 126, column 5."""
     text = BASIC.read_text()

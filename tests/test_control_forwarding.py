@@ -168,6 +168,7 @@ def test_packets_in_flight_during_a_set_up_are_forwarded_without_a_second_set_up
     assert fabric.received[3][-2:] == [ipv4(1, 3)] * 2
     assert logic.counters()["flow_installs"] == installs
     assert logic.counters()["flows_set_up"] == 1
+    assert logic.pair_packet_ins() == {f"{mac(1)} {mac(3)}": 2}  # ARP not counted
     clock.now += 11  # rules idled out: the next packet-in is a new set-up
     logic.packet_in("s1", 1, ipv4(1, 3))
     assert logic.counters()["flows_set_up"] == 2

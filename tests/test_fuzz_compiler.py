@@ -77,7 +77,7 @@ def test_garbage_empty_and_blank_files_give_located_errors(tmp_path: Path) -> No
         assert isinstance(outcome(source, tmp_path), P4Error)
 
 
-# Where the nesting bound stops each program of deep_nesting(10 000) in basic_fwd.p4
+# Where the nesting bound stops each program of deep_nesting(10 000) in dst_mac_fwd.p4
 # (line 126 is the first line of its ingress apply block): regressions of RecursionError.
 DEEP_ERRORS = {
     "parentheses": (126, 143), "open_parentheses": (126, 143), "unary": (126, 143),
@@ -127,7 +127,7 @@ def test_the_compile_command_reports_bad_input_without_a_traceback(tmp_path: Pat
 
 
 PORT = "standard_metadata.egress_spec"
-# Statements (at line 126, column 12 of basic_fwd.p4) and declarations (line 126, column 5)
+# Statements (at line 126, column 12 of dst_mac_fwd.p4) and declarations (line 126, column 5)
 # that crashed the compiler (found by scripts/fuzz_p4_compiler.py), or that it accepted
 # although the switch cannot load them, with where and why it refuses them now.
 FOUND = {
@@ -161,7 +161,7 @@ def test_shifting_a_constant_by_more_than_its_width_gives_zero(tmp_path: Path) -
 
 @pytest.mark.parametrize("size", [0, 100_000_000])   # 0: an IndexError, 1e8: a hang
 def test_a_header_stack_outside_the_bounds_is_refused(tmp_path: Path, size: int) -> None:
-    text = (ROOT / "p4src" / "basic_fwd.p4").read_text()
+    text = (ROOT / "tests" / "p4" / "dst_mac_fwd.p4").read_text()
     error = outcome(text.replace("struct headers_t {",
                                  "header h_t { bit<8> f; }\nstruct headers_t {\n"
                                  f"    h_t[{size}] big;"), tmp_path)

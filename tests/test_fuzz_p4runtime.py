@@ -26,7 +26,8 @@ WRITE_MUTANTS = 150
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    return compile_with_info(ROOT / "p4src" / "basic_fwd.p4", tmp_path_factory.mktemp("p4"))
+    return compile_with_info(ROOT / "tests" / "p4" / "dst_mac_fwd.p4",
+                             tmp_path_factory.mktemp("p4"))
 
 
 served = p4runtime_rig.served

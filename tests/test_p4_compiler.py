@@ -13,7 +13,7 @@ from dplab.p4 import P4Error
 from dplab.p4.cli import compile_command
 
 ROOT = Path(__file__).resolve().parents[1]
-BASIC = ROOT / "p4src" / "basic_fwd.p4"
+BASIC = ROOT / "tests" / "p4" / "dst_mac_fwd.p4"
 FEATURES = ROOT / "tests" / "data" / "p4" / "features.p4"
 
 
@@ -36,7 +36,7 @@ def compile_error(text: str, tmp_path: Path) -> P4Error:
     return info.value
 
 
-def test_basic_fwd_ir_and_p4info(tmp_path: Path) -> None:
+def test_dst_mac_fwd_ir_and_p4info(tmp_path: Path) -> None:
     ir, info = compiled(BASIC, tmp_path)
     assert ir["instances"][0]["name"] == "standard_metadata"
     names = [i["name"] for i in ir["instances"]]
@@ -59,7 +59,7 @@ def test_basic_fwd_ir_and_p4info(tmp_path: Path) -> None:
     assert meta["packet_out"][0] == ("egress_port", 9)
 
 
-def test_parser_select_of_basic_fwd(tmp_path: Path) -> None:
+def test_parser_select_of_dst_mac_fwd(tmp_path: Path) -> None:
     ir, _ = compiled(BASIC, tmp_path)
     states = ir["parser"]["states"]
     start = states[ir["parser"]["start"]]

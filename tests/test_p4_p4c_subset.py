@@ -1,8 +1,8 @@
 """What p4c's testdata programs (testdata/p4_16_samples) found in our compiler: forms p4c
 takes that we now take too (deprecated `mark_to_drop()` with p4c's warning, `table t()`,
 `digest(1, meta.d)` with its type inferred), and plain errors, at the offending place, for
-what stays outside our subset (a control instantiated in a control, a header stack in
-metadata, another architecture's include file)."""
+what stays outside our subset (resubmit with a list of fields, a header stack in metadata,
+another architecture's include file)."""
 
 import json
 from pathlib import Path
@@ -65,9 +65,6 @@ def test_argumentless_mark_to_drop_drops_as_the_other(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "line", "col", "reason"), [
-    (program(locals_="Tabled() sub;"), 10, 43,
-     "control 'Tabled' is instantiated in a control (line 12), which needs it to hold "
-     "only variables and statements: its table is not supported"),
     (program().replace("learn; }", "learn; resubmit_it; }").replace(
         "    table t", "    action resubmit_it() { resubmit({hdr.h.a}); }\n    table t"), 15, 37,
      "resubmit with fields to keep is not supported: mark them @field_list(N) and call "

@@ -41,8 +41,9 @@ def test_a_first_packet_crosses_the_chain_on_rules_already_in_place() -> None:
         assert after["flows_set_up"] - before["flows_set_up"] == 2
         assert _host_packet_ins(after) - _host_packet_ins(before) == 2
         first = {s: _hits(plane.dir / f"{s}.sock") for s in net.topo.switches()}
+        ab, ba = (net.host_mac(a), net.host_mac(b)), (net.host_mac(b), net.host_mac(a))
         for switch, hits in first.items():
-            assert {net.host_mac(a), net.host_mac(b)} <= hits.keys(), switch
+            assert {ab, ba} <= hits.keys(), switch
         _assert_first_packets_hit(net, first, a, b)
         ping = net.run(net.host_ns(a), ["ping", "-c", str(LATER_PINGS), "-i", "0.2", "-W5",
                                         "-n", net.host_ip(b)], check=False)
@@ -52,9 +53,8 @@ def test_a_first_packet_crosses_the_chain_on_rules_already_in_place() -> None:
         assert _host_packet_ins(later) == _host_packet_ins(after)  # no switch missed
         for switch in net.topo.switches():  # and each counted them: every packet, both ways
             hits = _hits(plane.dir / f"{switch}.sock")
-            for host in (a, b):
-                mac = net.host_mac(host)
-                assert hits[mac] - first[switch][mac] >= LATER_PINGS, (switch, host)
+            for pair in (ab, ba):
+                assert hits[pair] - first[switch][pair] >= LATER_PINGS, (switch, pair)
 
 
 def _assert_first_packets_hit(net: Network, hits: dict[str, dict[str, int]], a: str,
@@ -62,8 +62,9 @@ def _assert_first_packets_hit(net: Network, hits: dict[str, dict[str, int]], a: 
     """The first packet each way left its packet-in's switch as a packet-out (which skips
     that switch's table) and was a table hit on each later switch: its rule was there."""
     switches = net.topo.switches()  # a hangs on the first, b on the last
-    towards_b = [hits[s][net.host_mac(b)] for s in switches]
-    towards_a = [hits[s][net.host_mac(a)] for s in reversed(switches)]
+    ab, ba = (net.host_mac(a), net.host_mac(b)), (net.host_mac(b), net.host_mac(a))
+    towards_b = [hits[s][ab] for s in switches]
+    towards_a = [hits[s][ba] for s in reversed(switches)]
     assert towards_b == [0] + [1] * (SWITCHES - 1)
     assert towards_a == [0] + [1] * (SWITCHES - 1)
 
@@ -109,20 +110,21 @@ def _host_packet_ins(counters: dict) -> float:
     return counters["packet_ins"] - counters["packet_ins_lldp"] - counters["packet_ins_arp"]
 
 
-def _hits(control_socket: Path) -> dict[str, int]:
-    """Packets counted by each of the switch's mac_exact entries, by destination MAC (its
-    control socket)."""
+def _hits(control_socket: Path) -> dict[tuple[str, str], int]:
+    """Packets counted by each of the switch's path_rules entries, by source and
+    destination MAC (its control socket)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(control_socket))
         sock.sendall(json.dumps({"id": 1, "cmd": "table_read",
-                                 "table": "BasicIngress.mac_exact"}).encode() + b"\n")
+                                 "table": "BasicIngress.path_rules"}).encode() + b"\n")
         reply = b""
         while not reply.endswith(b"\n"):
             chunk = sock.recv(1 << 16)
             assert chunk, "the switch closed its control socket"
             reply += chunk
     entries = json.loads(reply)["result"]["entries"]
-    return {_mac(e["match"][0]["v"]): e["packets"] for e in entries}
+    # match: in_port, eth_src, eth_dst
+    return {(_mac(e["match"][1]["v"]), _mac(e["match"][2]["v"])): e["packets"] for e in entries}
 
 
 def _mac(value: str) -> str:

@@ -1,6 +1,8 @@
-"""The P4Runtime controller app on one real switch (rig namespaces) behind a real P4Runtime
-server: LLDP probes go out, ARP is flooded and answered, a unicast flow gets a table entry
-and later packets of it pass without the controller."""
+"""The P4Runtime controller app on one real switch (rig namespaces) running basic_fwd.p4
+behind a real P4Runtime server: LLDP probes go out, ARP is flooded and answered by the
+controller (a unicast ARP too, even where a path rule would match it), a unicast flow gets
+a table entry on in_port, eth_src and eth_dst, and later packets of it pass without the
+controller."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ import sys
 import time
 
 import pytest
+from p4runtime_rig import compile_with_info
 from switch_rig import udp_frame
-from test_p4runtime_server import program, server  # noqa: F401  (fixtures)
+from test_p4runtime_server import ROOT, server  # noqa: F401  (fixture)
 
 from dplab.control import packets
 
@@ -20,11 +23,12 @@ pytestmark = pytest.mark.net
 A_MAC, B_MAC = "00:00:00:00:00:01", "00:00:00:00:00:02"
 
 
-def arp(op: int, src_mac: str, src_ip: str, dst_mac: str, dst_ip: str) -> bytes:
+def arp(op: int, src_mac: str, src_ip: str, dst_mac: str, dst_ip: str,
+        unicast: bool = False) -> bytes:
     body = struct.pack("!HHBBH6s4s6s4s", 1, 0x0800, 6, 4, op, packets.mac_to_bytes(src_mac),
                        bytes(map(int, src_ip.split("."))), packets.mac_to_bytes(dst_mac),
                        bytes(map(int, dst_ip.split("."))))
-    eth_dst = packets.BROADCAST_MAC if op == packets.ARP_REQUEST else dst_mac
+    eth_dst = packets.BROADCAST_MAC if op == packets.ARP_REQUEST and not unicast else dst_mac
     return packets.build_ethernet(eth_dst, src_mac, packets.ETH_ARP, body)
 
 
@@ -46,6 +50,11 @@ def wait_for(condition, seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    return compile_with_info(ROOT / "p4src" / "basic_fwd.p4", tmp_path_factory.mktemp("p4"))
 
 
 @pytest.fixture()
@@ -85,6 +94,13 @@ def test_controller_discovers_floods_arp_and_installs_flows(controller):
     assert frame in rig.capture(0.5)[2]
     time.sleep(0.6)
     assert counters(stats)["packet_ins"] == before  # the controller never saw it
-    entries = rig.client.call("table_read", table="BasicIngress.mac_exact")["entries"]
-    assert [e["action"]["args"] for e in entries] == [["0x2"]]
+    entries = rig.client.call("table_read", table="BasicIngress.path_rules")["entries"]
+    assert [([m["v"] for m in e["match"]], e["action"]["args"]) for e in entries] == [
+        (["0x1", "0x1", "0x2"], ["0x2"])]  # in_port 1, A -> B: out of port 2
     assert entries[0]["packets"] >= 1
+    # A unicast ARP matching that rule still goes to the controller, which answers it.
+    rig.drain()
+    rig.send(1, arp(packets.ARP_REQUEST, A_MAC, "10.0.0.1", B_MAC, "10.0.0.2", unicast=True))
+    replies = rig.capture(0.5)
+    assert packets.ETH_ARP in ethertypes(replies[1]) and not replies[2]
+    assert wait_for(lambda: counters(stats)["packet_ins_arp"] >= 3)

@@ -78,8 +78,8 @@ class Session:
 
 def app_with(*sessions: Session) -> P4RuntimeSouthbound:
     app = object.__new__(P4RuntimeSouthbound)  # no switches to connect to
-    app.program = SimpleNamespace(table_id=1, forward_id=2, egress_port_id=1,
-                                  packet_out_zeros=[])
+    app.program = SimpleNamespace(table_id=1, match_ids=(1, 2, 3), forward_id=2,
+                                  egress_port_id=1, packet_out_zeros=[])
     app.sessions = {session.name: session for session in sessions}
     app._lock = threading.Lock()
     app.logic = None  # the tests drive the app as the logic would
@@ -166,8 +166,9 @@ def test_a_rule_the_switch_holds_goes_as_a_modify_and_after_an_idle_delete_as_an
     install_and_send(app, ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY]
     idle = pb.StreamMessageResponse()
-    idle.idle_timeout_notification.table_entry.add().match.add(
-        field_id=1).exact.value = bytes.fromhex(B.replace(":", ""))
+    entry = idle.idle_timeout_notification.table_entry.add()  # as the switch reports it
+    for field_id, value in ((1, b"\x01"), (2, b"\x01"), (3, b"\x02")):  # 1, A, B
+        entry.match.add(field_id=field_id).exact.value = value
     app.on_stream_message(session, idle)
     install_and_send(app, ["s1"])
     assert session.written == [pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE,

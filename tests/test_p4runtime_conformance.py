@@ -1,6 +1,6 @@
 """The P4Runtime server's answers to wrong and malformed requests, as the specification
 (1.5.0) prescribes them, and its survival of requests no client should send: a real gRPC
-client from the p4runtime package's stubs against a rig switch running basic_fwd.p4."""
+client from the p4runtime package's stubs against a rig switch running dst_mac_fwd.p4 (tests/p4)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ OK, INVALID = 0, grpc.StatusCode.INVALID_ARGUMENT.value[0]
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    return compile_with_info(ROOT / "p4src" / "basic_fwd.p4", tmp_path_factory.mktemp("p4"))
+    return compile_with_info(ROOT / "tests" / "p4" / "dst_mac_fwd.p4",
+                             tmp_path_factory.mktemp("p4"))
 
 
 served = p4runtime_rig.served

@@ -45,7 +45,7 @@ CONST_TTL_PROGRAM = ethernet_program("Tt", "bit<1> unused;", """
 def programs(tmp_path_factory):
     out = tmp_path_factory.mktemp("p4")
     return {"rt": compile_with_info(HERE / "p4" / "rt_features.p4", out),
-            "basic": compile_with_info(HERE.parent / "p4src" / "basic_fwd.p4", out),
+            "basic": compile_with_info(HERE / "p4" / "dst_mac_fwd.p4", out),
             "const_ttl": compile_text(CONST_TTL_PROGRAM, "const_ttl.p4", out)}
 
 

@@ -45,7 +45,8 @@ ELECTIONS = itertools.count(2**100)
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    return compile_with_info(ROOT / "p4src" / "basic_fwd.p4", tmp_path_factory.mktemp("p4"))
+    return compile_with_info(ROOT / "tests" / "p4" / "dst_mac_fwd.p4",
+                             tmp_path_factory.mktemp("p4"))
 
 
 @pytest.fixture(scope="module")

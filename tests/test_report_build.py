@@ -42,6 +42,8 @@ def store_experiment(path):
             ok_ping = not (plane == "ovs-reactive" and rep == 1)
             results = [tcp(1, mbit[rep] / 2), tcp(2, mbit[rep] / 2),
                        ping(rtt[rep] if ok_ping else None, ok_ping)]
+            if plane == "ovs-reactive":  # the switches the plane's rules counted
+                results[2].path = ["s1", "s3"]
             store.add_run(f"{plane}-r{rep + 1}", plane, rep + 1, "ok", None, 1000.0 + rep, 9.0,
                           {"packet_ins": 40.0 if plane != "bridge" else None}, results)
     store.add_run("ovs-reactive-r4", "ovs-reactive", 4, "failed",
@@ -64,6 +66,7 @@ def test_report_has_tables_plots_and_failures(tmp_path):
     assert "(n=2, 1 missing)" in page  # ovs rtt: one failed flow
     assert "PlaneError: &lt;controller&gt; did not connect" in page
     assert "no reply from h5" in page
+    assert "Flow paths" in page and "<td>s1 → s3</td><td>3</td>" in page  # its 3 ok runs
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(images) >= 3
     assert not (tmp_path / "plots" / "box_syn_delay_ms.png").exists()  # never measured

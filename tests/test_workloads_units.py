@@ -1,5 +1,6 @@
 """Workload modules on captured outputs: metrics, intervals, argv and parameter checks."""
 
+import math
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,13 @@ def test_tcp_metrics_come_from_receiver_and_connect_time_from_sender():
         "transmission_time_s": pytest.approx(2.0022),
         "syn_delay_ms": None,  # filled in by flows from the SYN capture
         "connect_ms": 0.55,
+        # the sender's kernel: Rtry total, MSS 1448, sRTT at the ends of 0-1 s and 1-2 s
+        "retransmits": 2111.0,
+        "tcp_loss_pct": pytest.approx(100 * 2111 / (2111 + math.ceil(2041315388 / 1448))),
+        "srtt_ms": pytest.approx((0.154 + 0.103) / 2),
     }
     assert [row["bytes"] for row in m.intervals] == [950665276.0, 1090650112.0]
+    assert [row["retransmits"] for row in m.intervals] == [1868.0, 243.0]
     assert m.intervals[1]["t_start"] == 1.0 and m.error is None
 
 

@@ -12,6 +12,7 @@ enum counter {
 	C_DROP,  /* dropped: off the spanning tree, back out of its ingress, malformed */
 	C_LEARN, /* l2: a source MAC learned or moved */
 	C_CONTROLLER, /* reactive: handed to the controller (a packet-in) */
+	C_TX,    /* answered out of its ingress port (XDP_TX: study 003's echo server) */
 	C_MAX,
 };
 

@@ -122,6 +122,13 @@ def _parser() -> argparse.ArgumentParser:
     p4c.set_defaults(handler=_cmd_p4_compile)
 
     _study_parser(sub)
+    study3 = sub.add_parser("study003", help="study 003: P4 vs XDP").add_subparsers(
+        required=True, metavar="ACTION")
+    feasible = study3.add_parser("matrix", help="run the five use cases in P4 and XDP and "
+                                 "print the feasibility matrix their packets prove")
+    feasible.add_argument("--out", type=Path, default=Path("results/study003"),
+                          help="folder for matrix.md and matrix.json")
+    feasible.set_defaults(handler=_cmd_study003_matrix)
 
     clean = sub.add_parser("cleanup", help="remove what crashed or killed runs left behind")
     clean.set_defaults(handler=_cmd_cleanup)
@@ -338,6 +345,16 @@ def _cmd_p4_compile(args: argparse.Namespace) -> int:
 
     for path in compile_command(args.program, args.output).values():
         print(path)
+    return 0
+
+
+def _cmd_study003_matrix(args: argparse.Namespace) -> int:
+    from dplab.study003 import matrix
+
+    cells = matrix.matrix(progress=lambda m: console.log(Text(m)))
+    console.print(Text(matrix.markdown(cells)))
+    for path in matrix.write(cells, args.out):
+        console.print(Text(f"wrote {path}"))
     return 0
 
 

@@ -21,6 +21,7 @@ from dplab.substrate.network import Network
 from dplab.substrate.registry import SubstrateError
 from dplab.topology import catalog, from_mininet, from_topohub, importers
 from dplab.topology.model import Topology
+from dplab.workloads import trace
 from dplab.workloads.capture import requested_interfaces
 from dplab.workloads.flows import Flow
 
@@ -163,7 +164,7 @@ def build_topology(exp: Experiment) -> Topology:
 def plan_flows(exp: Experiment, topo: Topology) -> list[list[Flow]]:
     """The flows of each phase: the experiment's phases, else by tier (1: one workload per
     phase, 2: all in one)."""
-    flows = [_workload_flows(index, w, topo) for index, w in enumerate(exp.workloads)]
+    flows = [_workload_flows(index, w, topo, exp.cold) for index, w in enumerate(exp.workloads)]
     if exp.phases is not None:
         return [[f for ref in phase for f in flows[exp.workload_index(ref, "phases")]]
                 for phase in exp.phases]
@@ -190,6 +191,8 @@ def _workload_s(w: Workload) -> float:
         return w.duration
     if w.kind == "pps":
         return w.count / w.pps
+    if w.kind == "trace":  # checked when its flows were planned
+        return trace.validate({"file": w.file}, "trace").length_s
     rate = getattr(w, "rate_mbit", None)
     return w.bytes * 8 / (rate * 1e6) if rate else 0.0
 
@@ -200,11 +203,19 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
 
 
-def _workload_flows(index: int, workload: Workload, topo: Topology) -> list[Flow]:
+def _workload_flows(index: int, workload: Workload, topo: Topology,
+                    cold: bool) -> list[Flow]:
     pairs = _resolve_pairs(index, workload.pairs, topo)
-    params = workload.model_dump(exclude={"kind", "pairs", "label"}, exclude_none=True)
+    params = workload.model_dump(exclude={"kind", "pairs", "label", "cold"}, exclude_none=True)
+    if workload.kind == "trace":  # a trace that cannot be replayed fails here, not each run
+        try:
+            trace.validate(params, f"workloads.{index}.file")
+        except ValueError as exc:
+            raise ExperimentError(str(exc)) from None
+    cold = cold if workload.cold is None else workload.cold
     return [
-        Flow(f"w{index}-{workload.kind}-{src}-{dst}", workload.kind, src, dst, dict(params))
+        Flow(f"w{index}-{workload.kind}-{src}-{dst}", workload.kind, src, dst, dict(params),
+             cold)
         for src, dst in pairs
     ]
 

@@ -61,9 +61,12 @@ def stored_spec(exp: Experiment) -> dict:
         del spec["axes"]
     if spec["phases"] is None:
         del spec["phases"]
+    if not spec["cold"]:
+        del spec["cold"]
     for workload in spec["workloads"]:
-        if workload["label"] is None:
-            del workload["label"]
+        for unused in ("label", "cold"):
+            if workload[unused] is None:
+                del workload[unused]
     return spec
 
 
@@ -151,6 +154,8 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
     <results>/logs/<run_id>/."""
     topo = plan.topo
     plane = planes.create(key.plane.kind, dict(key.plane.options))
+    plane.avoid_pairs = frozenset(frozenset((f.src, f.dst)) for phase in plan.phases
+                                  for f in phase if f.cold)
     say(f"{key.run_id}: building {topo.name}")
     with Network(topo, addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:
@@ -170,14 +175,19 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                 for number, flows in enumerate(plan.phases, start=1):
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
-                    results.extend(run_flows(net, flows))
+                    measured = run_flows(net, flows)
+                    paths = plane.flow_paths(flows)  # before idle rules expire
+                    for result in measured:
+                        result.path = paths.get(result.flow.flow_id)
+                    results.extend(measured)
                     liveness.check_daemons(plane, results, len(flows), f"during traffic "
                                            f"phase {number}/{len(plan.phases)}")
             for problem in pcap.problems:
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")
             stats = {**plane.stats(), **resources.stats()}
-            series = plane.series(traffic_began)  # the run directory goes with the network
+            # the plane's (its run directory goes with the network) and every link's counters
+            series = plane.series(traffic_began) + fidelity.series(traffic_began)
             clock.lap("collect_stats")
             return stats, series, fidelity.record(results)
         except Exception as exc:

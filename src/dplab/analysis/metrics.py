@@ -23,6 +23,8 @@ DIRECTION: dict[str, Direction] = {
     "mos": "higher",
     "rebuffers": "lower",
     "segments_received": "higher",
+    "retransmits": "lower",
+    "delay_var_ms2": "lower",
 }
 
 # Display order of metrics in tables; metrics not listed follow in alphabetical order.
@@ -30,6 +32,7 @@ METRIC_ORDER = (
     "throughput_bps", "bytes", "transmission_time_s", "loss_pct", "rtt_ms", "rtt_min_ms",
     "rtt_p50_ms", "rtt_p99_ms", "rtt_max_ms", "owd_ms", "owd_min_ms", "owd_max_ms",
     "jitter_ms", "out_of_order", "syn_delay_ms", "connect_ms", "packets_sent", "packets_received",
+    "jitter_eq1_ms", "delay_var_ms2", "retransmits", "tcp_loss_pct", "srtt_ms",
 )
 
 # Metrics not in the table fall back on the unit in their name: rates are better high,

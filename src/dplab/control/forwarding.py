@@ -4,6 +4,12 @@ shortest-path rules, installed reactively (on packet-in) or proactively (all hos
 The logic speaks to switches only through a ``Southbound`` so the same code drives OVS over
 OpenFlow and the P4 switch over P4Runtime. Switches are named (``s3``), ports are numbers.
 
+Every southbound gives each switch the same rule set (see ``Southbound``): ARP and LLDP
+always reach the controller (TRAP_PRIORITY), path rules exact on in_port, eth_src and
+eth_dst forward to one port (PATH_RULE_PRIORITY, idle timeout as installed), and a miss
+reaches the controller (MISS_PRIORITY). The controller answers or floods every ARP itself,
+so it learns every host from its ARP, whichever way a switch would have forwarded it.
+
 Proactive mode learns hosts the same way as reactive mode, from their ARP traffic: the plane
 makes every host send one ping at start (see ``planes.ovs``), and every time a host or a
 link is discovered the controller installs the paths of all known host pairs up front.
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -34,19 +41,35 @@ ARP_FLOOD_HOLDOFF_S = 0.5  # identical ARP floods closer than this are copies, n
 SETUP_HOLDOFF_S = 1.0
 # Source MAC of our LLDP probes: locally administered, so no host can own it.
 PROBE_MAC = "02:d1:ab:00:00:01"
+# The rule set every southbound realises, highest precedence first (OpenFlow priorities,
+# as ONOS fwd; a southbound without priorities gives the same order by construction).
+TRAPPED_ETHERTYPES = (packets.ETH_LLDP, packets.ETH_ARP)  # always to the controller
+TRAP_PRIORITY = 40000
+PATH_RULE_PRIORITY = 10
+MISS_PRIORITY = 0  # a frame no rule matches goes to the controller
 
 
 class Southbound(Protocol):
-    """What the forwarding logic needs from a switch-control protocol."""
+    """What the forwarding logic needs from a switch-control protocol.
+
+    An adapter translates, and decides nothing: from the moment it reports a switch up
+    until the switch is gone, the switch sends to the controller (as a packet-in with its
+    ingress port) every frame whose ethertype is in TRAPPED_ETHERTYPES and every frame no
+    path rule matches, and nothing else; it never floods or learns by itself."""
 
     def install_path_rule(
         self, switch: str, in_port: int, eth_src: str, eth_dst: str, out_port: int,
         idle_timeout: int,
     ) -> None:
-        """Forward frames matching in_port/eth_src/eth_dst to out_port (0 = permanent)."""
+        """Forward frames matching exactly in_port/eth_src/eth_dst (and not trapped) to
+        out_port, at PATH_RULE_PRIORITY, replacing a rule of the same match; the switch
+        removes it after ``idle_timeout`` seconds without a matching frame (0 = never)."""
 
     def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
-        """Send ``data`` out of each of ``ports`` of ``switch``."""
+        """Send ``data`` out of each of ``ports`` of ``switch``, past its rules, once every
+        path rule installed before at another switch is in that switch's table (so the
+        packet finds the rules of its path waiting; a rule of ``switch`` itself may
+        follow the packet-out, which its table does not see)."""
 
 
 class Forwarding:
@@ -69,6 +92,7 @@ class Forwarding:
         self._installed_pairs: dict[tuple[str, str], tuple[PortRef, ...]] = {}
         self._last_setup: dict[tuple[str, str], float] = {}
         self._setup_ms: list[float] = []
+        self._pair_packet_ins: Counter[tuple[str, str]] = Counter()
         self._count = dict.fromkeys(
             ("packet_ins", "packet_ins_lldp", "packet_ins_arp", "flow_installs",
              "packet_outs", "arp_replies", "arp_floods", "dropped"), 0)
@@ -141,6 +165,7 @@ class Forwarding:
             if frame.ethertype == packets.ETH_IPV4:
                 src_ip = packets.ipv4_addresses(frame.payload)[0]
             self._learn(frame.src, at, src_ip)
+        self._pair_packet_ins[(frame.src, frame.dst)] += 1
         if frame.is_multicast:
             # Only ARP may be broadcast here; other multicast (IPv6 ND, mDNS) is not ours to carry.
             self._count["dropped"] += 1
@@ -294,3 +319,7 @@ class Forwarding:
             setup_ms_max=max(setup) if setup else None,
         )
         return out
+
+    def pair_packet_ins(self) -> dict[str, int]:
+        """Packet-ins of host frames other than ARP so far, per ``"<eth_src> <eth_dst>"``."""
+        return {f"{src} {dst}": n for (src, dst), n in sorted(self._pair_packet_ins.items())}

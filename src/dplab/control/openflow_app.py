@@ -2,16 +2,27 @@
 implements its ``Southbound`` with flow-mods and packet-outs.
 
 Switch ``sN`` is the datapath with id N (the OVS plane sets the datapath ids). Every switch
-gets three rules on connect: send table misses to the controller (whole packet, no
-buffering), and trap LLDP and ARP to the controller, since discovery and proxy ARP live there.
+gets the rule set's fixed part on connect (forwarding.Southbound): table misses to the
+controller at MISS_PRIORITY (whole packet, no buffering) and a trap per TRAPPED_ETHERTYPES
+(LLDP, ARP) at TRAP_PRIORITY; path rules are flow-mods at PATH_RULE_PRIORITY.
+
+A flow-mod has no answer, and OVS serves each switch's connection on its own, so a
+packet-out could overtake the flow-mods of the switches it goes on to. As on P4Runtime,
+where a Write is answered once its rules are in, a packet-out leaves only once every other
+switch that got flow-mods since its last barrier has answered a barrier (os-ken's ofctl
+service waits for the replies, all in flight at once); its own switch's order does not
+matter, as a packet-out skips the table.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 from os_ken import cfg
+from os_ken.app.ofctl import api as ofctl_api
+from os_ken.app.ofctl import exception as ofctl_exception
 from os_ken.base import app_manager
 from os_ken.controller import ofp_event
 from os_ken.controller.controller import Datapath
@@ -24,18 +35,27 @@ from os_ken.controller.handler import (
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
-from dplab.control import packets
 from dplab.control.counters_file import write_counters
-from dplab.control.forwarding import REACTIVE, Forwarding
+from dplab.control.forwarding import (
+    MISS_PRIORITY,
+    PATH_RULE_PRIORITY,
+    REACTIVE,
+    TRAP_PRIORITY,
+    TRAPPED_ETHERTYPES,
+    Forwarding,
+)
 
 cfg.CONF.register_opts([
     cfg.StrOpt("dplab_mode", default=REACTIVE, help="reactive or proactive forwarding"),
     cfg.StrOpt("dplab_stats_file", default=None, help="where counters are written as JSON"),
 ])
 
-PATH_RULE_PRIORITY = 10  # as ONOS fwd
-TRAP_PRIORITY = 40000
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
+# Longest wait for a path's barrier replies. A switch's replies are read by the thread that
+# also hands its packet-ins to this app, and blocks while this app's event queue is full
+# (os-ken's bounded queue): under a packet-in flood the reply may only come once this
+# handler returns. Sending the packet-out unconfirmed costs at most one more packet-in.
+BARRIER_WAIT_S = 0.25
 
 
 def switch_name(dpid: int) -> str:
@@ -50,6 +70,7 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         # os-ken's native hub runs handlers and our ticker in separate OS threads.
         self._lock = threading.Lock()
         self._datapaths: dict[str, Datapath] = {}
+        self._unconfirmed: set[str] = set()  # switches with flow-mods since their barrier
         self.logic = Forwarding(self, mode=self.CONF.dplab_mode)
         self.stats_file: str | None = self.CONF.dplab_stats_file
         hub.spawn(self._tick_forever)
@@ -67,15 +88,40 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         match = parser.OFPMatch(in_port=in_port, eth_src=eth_src, eth_dst=eth_dst)
         self._add_flow(dp, PATH_RULE_PRIORITY, match, [parser.OFPActionOutput(out_port)],
                        idle_timeout)
+        self._unconfirmed.add(switch)
 
     def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
         dp = self._datapaths.get(switch)
         if dp is None:
             return  # switch went away meanwhile
+        self._confirm(self._unconfirmed - {switch})
         ofp, parser = dp.ofproto, dp.ofproto_parser
         dp.send_msg(parser.OFPPacketOut(
             datapath=dp, buffer_id=ofp.OFP_NO_BUFFER, in_port=ofp.OFPP_CONTROLLER,
             actions=[parser.OFPActionOutput(p) for p in ports], data=data))
+
+    def _confirm(self, switches: set[str]) -> None:
+        """Returns once each of ``switches`` has answered a barrier (every flow-mod sent to
+        it before is in its table); the barriers are in flight at once, as a P4Runtime
+        path's Writes are."""
+        self._unconfirmed -= switches
+        waits = [hub.spawn(self._barrier, self._datapaths[switch])
+                 for switch in switches if switch in self._datapaths]
+        deadline = time.monotonic() + BARRIER_WAIT_S
+        for wait in waits:
+            wait.join(max(0.0, deadline - time.monotonic()))
+        late = sum(wait.is_alive() for wait in waits)
+        if late:
+            self.logger.warning("%d barrier replies not in within %s s; packet-out sent",
+                                late, BARRIER_WAIT_S)
+
+    def _barrier(self, dp: Datapath) -> None:
+        """A barrier to ``dp``, and its reply awaited (os-ken's ofctl service)."""
+        try:
+            ofctl_api.send_msg(self, dp.ofproto_parser.OFPBarrierRequest(dp),
+                               reply_cls=dp.ofproto_parser.OFPBarrierReply)
+        except (ofctl_exception.OFError, ofctl_exception.InvalidDatapath) as err:
+            self.logger.warning("%s: no barrier reply: %s", switch_name(dp.id), err)
 
     # -- switch events -------------------------------------------------------------------
 
@@ -84,8 +130,8 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         dp = ev.msg.datapath
         ofp, parser = dp.ofproto, dp.ofproto_parser
         to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        self._add_flow(dp, 0, parser.OFPMatch(), to_controller)
-        for ethertype in (packets.ETH_LLDP, packets.ETH_ARP):
+        self._add_flow(dp, MISS_PRIORITY, parser.OFPMatch(), to_controller)
+        for ethertype in TRAPPED_ETHERTYPES:
             self._add_flow(dp, TRAP_PRIORITY, parser.OFPMatch(eth_type=ethertype), to_controller)
         dp.send_msg(parser.OFPPortDescStatsRequest(dp, 0))
 

@@ -3,13 +3,14 @@
 entries and packet-outs.
 
 One gRPC channel and StreamChannel per switch; the controller becomes primary (election
-id 1), loads the pipeline and then reports the switch up. basic_fwd matches on the
-destination MAC only, so a path rule becomes ``mac_exact: eth_dst -> forward(out_port)``:
-the paths of every source towards one host share it, which is loop-free because each is
-a shortest path. Everything the table misses (LLDP, ARP broadcasts, unknown hosts) comes
-in as a packet-in carrying its ingress port; packet-outs carry their egress port.
-Reactive rules get the switch's idle timeout; the controller deletes them when the switch
-reports them idle, as an OpenFlow switch would by itself.
+id 1), loads the pipeline and then reports the switch up. basic_fwd holds the rule set of
+``forwarding.Southbound``: ARP and LLDP always come in as packet-ins, and a path rule
+becomes the entry ``path_rules: in_port, eth_src, eth_dst -> forward(out_port)`` (an exact
+table: entries cannot overlap, so it has no priorities; the program applies it after the
+traps and before the miss, the order OpenFlow's priorities give). Everything else the
+table misses comes in as a packet-in carrying its ingress port; packet-outs carry their
+egress port. Reactive rules get the switch's idle timeout; the controller deletes them
+when the switch reports them idle, as an OpenFlow switch removes them by itself.
 
 Rules the logic asks for are collected and go out when the logic returns, or before its
 next packet-out: one Write per switch, to all switches at once, and the packet-out waits
@@ -78,7 +79,10 @@ class Program:
         headers = {h.preamble.name: {m.name: m.id for m in h.metadata}
                    for h in self.p4info.controller_packet_metadata}
         try:
-            self.table_id = tables["mac_exact"].preamble.id
+            table = tables["path_rules"]
+            fields = {f.name: f.id for f in table.match_fields}
+            self.table_id = table.preamble.id
+            self.match_ids = (fields["in_port"], fields["eth_src"], fields["eth_dst"])
             self.forward_id = actions["forward"]
             self.egress_port_id = headers["packet_out"]["egress_port"]
             self.ingress_port_id = headers["packet_in"]["ingress_port"]
@@ -91,17 +95,38 @@ class Program:
                                  if field_id != self.egress_port_id]
 
 
+RuleKey = tuple[int, bytes, bytes]  # a path rule's match: in_port, eth_src, eth_dst
+
+
+def rule_key(entry: pb.TableEntry, match_ids: tuple[int, int, int]) -> RuleKey:
+    """A ``path_rules`` entry's match as PathRule.key has it (``match_ids``: the ids of
+    in_port, eth_src and eth_dst)."""
+    values = {m.field_id: int.from_bytes(m.exact.value, "big") for m in entry.match}
+    in_port, src, dst = (values.get(field_id, 0) for field_id in match_ids)
+    return in_port, src.to_bytes(6, "big"), dst.to_bytes(6, "big")
+
+
 @dataclass(frozen=True)
 class PathRule:
-    """A ``mac_exact`` entry: frames to ``eth_dst`` leave by ``out_port``. Kept as plain
-    values until its Write is built: one message per Write, none per rule kept."""
+    """A ``path_rules`` entry: frames from ``in_port`` with these MACs leave by
+    ``out_port``. Kept as plain values until its Write is built: one message per Write,
+    none per rule kept."""
+    in_port: int
+    eth_src: bytes
     eth_dst: bytes
     out_port: int
     idle_timeout_ns: int
 
+    @property
+    def key(self) -> RuleKey:
+        return self.in_port, self.eth_src, self.eth_dst
+
     def fill(self, entry: pb.TableEntry, program: Program) -> None:
         entry.table_id = program.table_id
-        entry.match.add(field_id=1).exact.value = self.eth_dst
+        in_port_id, src_id, dst_id = program.match_ids
+        entry.match.add(field_id=in_port_id).exact.value = self.in_port.to_bytes(2, "big")
+        entry.match.add(field_id=src_id).exact.value = self.eth_src
+        entry.match.add(field_id=dst_id).exact.value = self.eth_dst
         action = entry.action.action
         action.action_id = program.forward_id
         action.params.add(param_id=1, value=self.out_port.to_bytes(2, "big"))
@@ -147,11 +172,11 @@ class SwitchSession:
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self.outbox = Outbox()
         self.ready = False
-        # Both under the app's lock: the rules waiting for the next flush (by destination
-        # MAC, a later rule replacing an earlier one as a later Write would), and the
-        # destinations whose entry the switch holds as far as we know.
-        self.pending: dict[bytes, PathRule] = {}
-        self.installed: set[bytes] = set()
+        # Both under the app's lock: the rules waiting for the next flush (by match, a
+        # later rule replacing an earlier one as a later Write would), and the matches
+        # whose entry the switch holds as far as we know.
+        self.pending: dict[RuleKey, PathRule] = {}
+        self.installed: set[RuleKey] = set()
 
     def start(self) -> None:
         grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
@@ -215,9 +240,9 @@ class P4RuntimeSouthbound:
         session = self.sessions.get(switch)
         if session is None or not session.ready:
             return  # switch went away meanwhile
-        rule = PathRule(bytes.fromhex(eth_dst.replace(":", "")), out_port,
+        rule = PathRule(in_port, _mac(eth_src), _mac(eth_dst), out_port,
                         idle_timeout * NS_PER_S)
-        session.pending[rule.eth_dst] = rule  # sent by the next flush
+        session.pending[rule.key] = rule  # sent by the next flush
 
     def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
         session = self.sessions.get(switch)
@@ -267,7 +292,7 @@ class P4RuntimeSouthbound:
                         session.name, len(refused))
 
     @staticmethod
-    def _op(session: SwitchSession, key: bytes) -> int:
+    def _op(session: SwitchSession, key: RuleKey) -> int:
         return pb.Update.MODIFY if key in session.installed else pb.Update.INSERT
 
     @staticmethod
@@ -286,12 +311,13 @@ class P4RuntimeSouthbound:
         retry = []
         for (_op, rule), code in zip(rules, codes, strict=True):
             if code == grpc.StatusCode.OK:
-                session.installed.add(rule.eth_dst)
+                session.installed.add(rule.key)
             elif code in RETRY_AS:
                 retry.append((RETRY_AS[code], rule))
             else:
-                log.warning("%s: rule for %s refused: %s", session.name,
-                            rule.eth_dst.hex(":"), code.name)
+                log.warning("%s: rule for port %d, %s -> %s refused: %s", session.name,
+                            rule.in_port, rule.eth_src.hex(":"), rule.eth_dst.hex(":"),
+                            code.name)
         return retry
 
     # -- stream events -------------------------------------------------------------------
@@ -314,11 +340,11 @@ class P4RuntimeSouthbound:
             log.warning("%s: %s", session.name, msg.error.message)
 
     def _delete_idle(self, session: SwitchSession, entries) -> None:
-        """Under the lock, so that a rule for the same destination being installed now
-        goes after the delete (and as an INSERT)."""
+        """Under the lock, so that a rule of the same match being installed now goes after
+        the delete (and as an INSERT)."""
         with self._lock:
             for entry in entries:
-                session.installed.discard(_key(entry))
+                session.installed.discard(rule_key(entry, self.program.match_ids))
                 try:
                     session.delete(entry)
                 except grpc.RpcError as err:
@@ -357,9 +383,8 @@ class P4RuntimeSouthbound:
         write_counters(self.stats_file, self.logic, self._lock)
 
 
-def _key(entry: pb.TableEntry) -> bytes:
-    """A mac_exact entry's destination MAC (its only match field)."""
-    return entry.match[0].exact.value
+def _mac(text: str) -> bytes:
+    return bytes.fromhex(text.replace(":", ""))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,7 +11,7 @@ per thread, so one thread must make and use all of them (``in_namespace``):
   (HTB, or netem over TBF) already counts the drops of the qdiscs below it, so adding
   theirs would count a packet twice;
 - every interface's ``rx_dropped`` and ``tx_dropped`` (IFLA_STATS64; on veth, tx_dropped
-  counts frames its peer could not take).
+  counts frames its peer could not take), and its byte and packet counts each way.
 
 And once at each end: the hosts' UDP receive-buffer drops (``Udp: RcvbufErrors`` of the
 namespace's /proc/net/snmp: datagrams a full socket refused, e.g. an iperf server that
@@ -54,6 +54,10 @@ class QdiscCount:
 class LinkCount:
     rx_dropped: int
     tx_dropped: int
+    rx_bytes: int = 0  # Ethernet frames without FCS, as the interface counts them
+    tx_bytes: int = 0
+    rx_packets: int = 0
+    tx_packets: int = 0
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,8 @@ class NamespaceCounters:
             name = msg.get_attr("IFLA_IFNAME")
             names[msg["index"]] = name
             stats = msg.get_attr("IFLA_STATS64") or {}
-            links[name] = LinkCount(stats.get("rx_dropped", 0), stats.get("tx_dropped", 0))
+            links[name] = LinkCount(*(stats.get(key, 0) for key in (
+                "rx_dropped", "tx_dropped", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets")))
         qdiscs = {}
         for msg in self._ipr.get_qdiscs():
             if msg["parent"] != TC_H_ROOT or msg["index"] not in names:

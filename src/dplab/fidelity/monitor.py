@@ -2,7 +2,8 @@
 bottleneck of this run, and where were packets dropped?
 
 While the ``with`` block runs, a thread reads every ``interval_s`` each core's CPU time
-(/proc/stat) and the root qdisc counters of every shaped link end; at entry and exit it
+(/proc/stat), the root qdisc counters of every shaped link end and the byte and packet
+counters of every link end (``series``: per-interval rates per interface); at entry and exit it
 reads every interface's drop counters in all the run's namespaces and the AF_PACKET
 sockets' drops in the switch namespaces (``counters``). ``record`` adds what the senders
 achieved (from the flows' results) and decides (``verdict``).
@@ -28,7 +29,7 @@ from dplab.fidelity.verdict import (
     pps_sender_rate,
     udp_sender_rate,
 )
-from dplab.planes.base import PlaneError
+from dplab.planes.base import PlaneError, SeriesPoint
 
 if TYPE_CHECKING:
     from dplab.fidelity.verdict import LinkLoad
@@ -66,6 +67,7 @@ class _Sample:
     time_s: float
     cores: dict[str, cpu.CoreTicks] | None
     qdiscs: dict[str, dict[str, counters.QdiscCount]]  # netns -> ifname -> count
+    links: dict[str, dict[str, counters.LinkCount]]  # netns -> link end's ifname -> count
 
 
 class FidelityMonitor:
@@ -86,6 +88,8 @@ class FidelityMonitor:
                        for link in net.links if link.bw_mbit
                        for end in (link.a, link.b)]
         self._shaped_ns = sorted({end.netns for end in self.shaped})
+        self._link_ends = sorted({(ns_of(end.node), end.ifname) for link in net.links
+                                  for end in (link.a, link.b)})
         # host -> its link's rate: what its senders can get out at most
         self._host_links = {end.node: link.bw_mbit for link in net.links if link.bw_mbit
                             for end in (link.a, link.b) if end.node in hosts}
@@ -142,8 +146,11 @@ class FidelityMonitor:
             cores = cpu.read_cores()
         except (OSError, ValueError):
             cores = None
-        qdiscs = {ns: self._counters[ns].read().qdiscs for ns in self._shaped_ns}
-        return _Sample(time.monotonic(), cores, qdiscs)
+        readings = {ns: self._counters[ns].read() for ns in {ns for ns, _ in self._link_ends}
+                    | set(self._shaped_ns)}
+        qdiscs = {ns: readings[ns].qdiscs for ns in self._shaped_ns}
+        links = {ns: readings[ns].links for ns in readings}
+        return _Sample(time.monotonic(), cores, qdiscs, links)
 
     def _ends(self) -> None:
         """Readings for the drop totals, taken at entry and at exit."""
@@ -179,6 +186,25 @@ class FidelityMonitor:
                     *_sender_measures(senders), *_link_measures(links),
                     *self._drops(pps_sinks(results))]
         return FidelityRecord(bool(reasons), reasons, measures)
+
+    def series(self, traffic_began: float) -> list[SeriesPoint]:
+        """Every link end's counters per sample interval: ``{rx,tx}_{bps,pps}:<subject>``
+        (bits and frames per second, Ethernet headers counted, FCS not), at the interval's
+        end, in s since ``traffic_began`` (a ``time.monotonic()`` reading)."""
+        points = []
+        for a, b in zip(self._samples, self._samples[1:], strict=False):
+            seconds, t = b.time_s - a.time_s, b.time_s - traffic_began
+            for ns, ifname in self._link_ends:
+                before, after = a.links.get(ns, {}).get(ifname), b.links.get(ns, {}).get(ifname)
+                if before is None or after is None or seconds <= 0:
+                    continue  # unmeasured: no point, rather than a made-up zero
+                subject = self._subject(ns, ifname)
+                for way in ("rx", "tx"):
+                    sent = getattr(after, f"{way}_bytes") - getattr(before, f"{way}_bytes")
+                    frames = getattr(after, f"{way}_packets") - getattr(before, f"{way}_packets")
+                    points += [SeriesPoint(t, f"{way}_bps:{subject}", sent * 8 / seconds),
+                               SeriesPoint(t, f"{way}_pps:{subject}", frames / seconds)]
+        return points
 
     def _cpu_intervals(self) -> list[Interval]:
         pairs = zip(self._samples, self._samples[1:], strict=False)

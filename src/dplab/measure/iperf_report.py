@@ -20,6 +20,13 @@ _OUT_OF_ORDER = re.compile(
     r"^\[\s*\d+\]\s+(?P<start>\d+\.\d+)-\s*(?P<end>\d+\.\d+)\s+sec\s+"
     r"(?P<count>\d+)\s+datagrams received out-of-order"
 )
+# Client (sender) TCP columns with -e: Write/Err, Rtry, Cwnd/RTT(var) in µs, NetPwr. RTT is
+# the kernel's smoothed RTT (tcp_info tcpi_rtt) when the row was printed; Rtry counts the
+# segments retransmitted in the row's span (tcpi_total_retrans differences).
+_SENDER_TCP = re.compile(
+    r"^\s+\d+/\d+\s+(?P<retry>\d+)\s+\S+/(?P<rtt>\d+)\((?P<var>\d+)\)\s+us"
+)
+_MSS = re.compile(r"icwnd/mss/irtt=\d+/(?P<mss>\d+)/")
 _CONNECT_TIME = re.compile(r"\(ct=(?P<ms>\d+(?:\.\d+)?) ms\)")
 _ERROR_HINTS = ("failed", "error", "refused", "unreachable", "no route", "warning")
 
@@ -42,6 +49,7 @@ class IperfRow:
     latency_avg_ms: float | None = None
     latency_min_ms: float | None = None
     latency_max_ms: float | None = None
+    latency_sd_ms: float | None = None  # iperf's standard deviation of the one-way delays
     out_of_order: int = 0
 
 
@@ -94,6 +102,7 @@ def _row(match: re.Match[str]) -> IperfRow:
         latency_avg_ms=float(latency["avg"]) if latency else None,
         latency_min_ms=float(latency["min"]) if latency else None,
         latency_max_ms=float(latency["max"]) if latency else None,
+        latency_sd_ms=float(latency["sd"]) if latency else None,
     )
 
 
@@ -103,6 +112,41 @@ def _with_out_of_order(row: IperfRow, reordered: dict[tuple[float, float], int])
     if count == 0:
         return row
     return replace(row, out_of_order=count)
+
+
+@dataclass(frozen=True)
+class SenderRow:
+    """One TCP client report line: what the sender's kernel said about the connection."""
+
+    t_start: float
+    t_end: float
+    bytes: int  # written by the application in the span
+    retransmits: int
+    srtt_ms: float
+
+
+@dataclass(frozen=True)
+class SenderReport:
+    intervals: list[SenderRow]
+    final: SenderRow
+    mss: int | None  # bytes, from the connect line's icwnd/mss/irtt
+
+
+def parse_tcp_sender(text: str, source: str = "iperf client") -> SenderReport:
+    """The TCP client's -e report (retransmissions, smoothed RTT); raises IperfParseError
+    when it has no final row with those columns."""
+    rows = []
+    for line in text.splitlines():
+        row = _ROW.match(line)
+        columns = _SENDER_TCP.match(row["rest"]) if row else None
+        if row and columns:
+            rows.append(SenderRow(float(row["start"]), float(row["end"]), int(row["bytes"]),
+                                  int(columns["retry"]), int(columns["rtt"]) / 1000.0))
+    if not rows or rows[-1].t_start != 0.0:
+        raise IperfParseError(f"{source}: no final TCP sender summary (Rtry, Cwnd/RTT) "
+                              f"in iperf output{iperf_complaints(text)}")
+    mss = _MSS.search(text)
+    return SenderReport(rows[:-1], rows[-1], int(mss["mss"]) if mss else None)
 
 
 def connect_time_ms(text: str) -> float | None:

@@ -54,6 +54,12 @@ def study000_jitter(per_packet_jitter_by_flow: Sequence[Sequence[float]]) -> flo
     return sum(flow_means) / len(flow_means)
 
 
+def study000_flow_jitter(per_packet_jitter: Sequence[float]) -> float | None:
+    """One flow's term of Eq. 1, sum_i J_fi / N_f: its mean per-packet jitter (the stored
+    per-flow metric; the tables' mean over a class's flows completes the 1/M sum)."""
+    return study000_jitter([per_packet_jitter])
+
+
 def delay_variance(delays: Sequence[float]) -> float | None:
     """Population variance of delays, (1/N) * sum (D_i - mean(D))^2.
 

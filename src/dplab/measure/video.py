@@ -117,6 +117,8 @@ class RtpStats:
     loss_pct: float | None
     out_of_order: int
     jitter_ms: list[float]  # RFC 3550 running value after each packet from the second on
+    # arrival minus media time per packet, ms: the one-way delay up to a constant offset
+    transit_ms: list[float]
 
 
 def rtp_stats(packets: Sequence[RtpPacket]) -> RtpStats:
@@ -138,6 +140,7 @@ def rtp_stats(packets: Sequence[RtpPacket]) -> RtpStats:
         loss_pct=100.0 * (expected - len(distinct)) / expected if expected else None,
         out_of_order=late,
         jitter_ms=[j * 1000 for j in jitter],
+        transit_ms=[(p.recv_s - m) * 1000 for p, m in zip(packets, media, strict=True)],
     )
 
 

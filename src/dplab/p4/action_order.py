@@ -6,6 +6,9 @@ egress before ingress and lists ingress's actions first), then the blocks instan
 them. In each control its front end has put the top-level actions the control uses
 first, in order of first use (LocalizeAllActions; so NoAction usually leads), then the
 control's own actions in source order. An action already listed is not listed again.
+A control instantiated in a control follows the actions of the one it is instantiated in,
+its own actions named under the instance's path (Ingress.inst.action), as p4c's inliner
+names them.
 """
 
 from collections.abc import Iterator
@@ -20,9 +23,10 @@ def action_ranks(decls: list[Node], stages: list[Node]) -> dict[str, int]:
     by_plain_name = {d.name: q for q, d in top_level.items()}
     controls = [d for d in stages if d.kind == "control"]
     controls += [d for d in decls if d.kind == "control" and d not in controls]
+    by_name = {d.name: d for d in decls if d.kind == "control"}
     order: dict[str, int] = {}
-    for control in controls:
-        owner = names.block_name(control)
+
+    def visit(control: Node, owner: str) -> None:
         own = [local for local in control.locals if local.kind == "action"]
         shadowed = {local.name for local in own}
         for name in _names_used(control):
@@ -31,6 +35,14 @@ def action_ranks(decls: list[Node], stages: list[Node]) -> dict[str, int]:
                 order.setdefault(global_name, len(order))
         for local in own:
             order.setdefault(names.qualified(local, owner), len(order))
+        for local in control.locals:
+            inner = by_name.get(local.type.name) if local.kind == "instance" \
+                and local.type.kind == "named" else None
+            if inner is not None and inner is not control:
+                visit(inner, names.qualified(local, owner))
+
+    for control in controls:
+        visit(control, names.block_name(control))
     for name in top_level:   # used nowhere in a control (P4Info leaves these out)
         order.setdefault(name, len(order))
     return order

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from dplab.p4 import ids, names, value_sets, varbit
+from dplab.p4 import ids, names, tuples, unions, value_sets, varbit
 from dplab.p4.action_order import action_ranks
 from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
@@ -16,6 +16,7 @@ from dplab.p4.preprocess import preprocess
 from dplab.p4.profiles import PROFILE_KINDS, ProfileCompiler
 from dplab.p4.stack_last import StackLastCheck
 from dplab.p4.statements import Scope, StatementCompiler
+from dplab.p4.sub_parsers import ParserBuilder
 from dplab.p4.syntax import Node, name_loc, parse
 from dplab.p4.types import (
     STANDARD_ERRORS,
@@ -29,6 +30,7 @@ from dplab.p4.types import (
     FunctionRef,
     HeaderRef,
     IntType,
+    ListVal,
     Named,
     Signed,
     StackRef,
@@ -51,6 +53,7 @@ FUNCTIONS = {"mark_to_drop", "verify", "verify_checksum", "update_checksum", "ha
              "digest", "log_msg"}
 EXTERN_OBJECTS = {"counter", "direct_counter", "meter", "direct_meter", "register"}
 UNITS = {"packets": "packets", "bytes": "bytes", "packets_and_bytes": "both"}
+CONTROL_LOCALS = {"action", "table", "function", "instance"}   # declared, not run
 STAGES = ["parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"]
 
 
@@ -141,7 +144,7 @@ class Compiler:
         kind = decl.kind
         if kind == "typedef":
             self.types[decl.name] = self.resolve_type(decl.type)
-        elif kind in ("header", "struct"):
+        elif kind in ("header", "struct", "header_union"):
             self.types[decl.name] = self.struct_type(decl)
             self.struct_decls[decl.name] = decl
         elif kind == "enum":
@@ -200,12 +203,18 @@ class Compiler:
             return Varbit(node.width)
         if node.kind == "stack":
             base = self.resolve_type(node.base)
+            if unions.is_union(base):
+                if not 1 <= node.size <= MAX_STACK:
+                    raise P4Error(node.loc, f"a header stack's size must be in 1..{MAX_STACK}")
+                return unions.stack_type(base, node.size)
             if not isinstance(base, StructType) or base.kind != "header":
                 raise P4Error(node.loc, "only headers can form a stack")
             varbit.refuse("a header stack", base, node.loc)
             if not 1 <= node.size <= MAX_STACK:
                 raise P4Error(node.loc, f"a header stack's size must be in 1..{MAX_STACK}")
             return StackType(base, node.size)
+        if node.name == "tuple":
+            return tuples.tuple_type([self.resolve_type(a) for a in node.args])
         builtin = {"bool": BoolType(), "error": ErrorType(), "string": StringType()}
         if node.name in builtin:
             return builtin[node.name]
@@ -227,6 +236,8 @@ class Compiler:
             fields.append((f.name, typ, lists))
         annos = tuple((k, "".join(t.text for t in v)) for k, v in decl.annos.items())
         typ = StructType(decl.kind, decl.name, tuple(fields), annos)
+        if decl.kind == "header_union":
+            unions.check_members(typ, [f.type.loc for f in decl.fields])
         if decl.kind == "header":
             varbit.check_header(typ, [f.type.loc for f in decl.fields])
         if decl.kind == "header" and header_width(typ) % 8:
@@ -286,17 +297,15 @@ class Compiler:
         return len(self.ir["instances"]) - 1
 
     def header_struct(self, prefix: str, typ: StructType, loc: Loc) -> StructRef:
-        ref = StructRef(typ)
+        if unions.is_union(typ):
+            return unions.union_ref(typ, lambda name, htype: self.header_instance(
+                f"{prefix}.{name}", htype))
+        stack = unions.is_union_stack(typ)
+        ref = unions.UnionStackRef(typ) if stack else StructRef(typ)
         for name, ftype, _ in typ.fields:
-            path = f"{prefix}.{name}"
-            if isinstance(ftype, StructType) and ftype.kind == "header" \
-                    and varbit.varbit_index(ftype) is not None:
-                ref.members[name] = varbit.layout(self, path, ftype)
-                self.controller_header(ftype, ref.members[name].inst)
-            elif isinstance(ftype, StructType) and ftype.kind == "header":
-                inst = self.add_instance(path, "header", ftype, list(ftype.fields))
-                ref.members[name] = HeaderRef(inst, ftype)
-                self.controller_header(ftype, inst)
+            path = f"{prefix}[{name}]" if stack else f"{prefix}.{name}"
+            if isinstance(ftype, StructType) and ftype.kind == "header":
+                ref.members[name] = self.header_instance(path, ftype)
             elif isinstance(ftype, StackType):
                 insts = [self.add_instance(f"{path}[{i}]", "header", ftype.base,
                                            list(ftype.base.fields)) for i in range(ftype.size)]
@@ -308,6 +317,14 @@ class Compiler:
                 raise P4Error(loc, f"the headers struct may hold only headers, not "
                               f"{type_name(ftype)} ({name})")
         return ref
+
+    def header_instance(self, path: str, typ: StructType) -> HeaderRef:
+        if varbit.varbit_index(typ) is not None:
+            header = varbit.layout(self, path, typ)
+        else:
+            header = HeaderRef(self.add_instance(path, "header", typ, list(typ.fields)), typ)
+        self.controller_header(typ, header.inst)
+        return header
 
     def controller_header(self, typ: StructType, inst: int) -> None:
         annos = dict(typ.annos)
@@ -394,36 +411,11 @@ class Compiler:
     # --- parser --------------------------------------------------------------------
     def compile_parser(self, parser: Node, roots: dict) -> None:
         env = self.bind_params(parser, roots, self.globals)
-        state_index = {s.name: i for i, s in enumerate(parser.states)}
-        if "start" not in state_index:
-            raise P4Error(parser.loc, "the parser has no 'start' state")
-        for state in parser.states:
-            if state.name in ("accept", "reject"):
-                raise P4Error(state.loc, f"'{state.name}' is a reserved state name")
-        targets = {**state_index, "accept": -1, "reject": -2}
-        scope = Scope(in_parser=True, params=frozenset(p.name for p in parser.params))
         self.exprs.in_parser = True
         self.exprs.stack_last = StackLastCheck(self.ir["stacks"])
-        init = []
-        for local in parser.locals:
-            if value_sets.is_value_set(local):
-                value_sets.declare(self, local, names.block_name(parser), env)
-                self.declared.append(("value_set", local, env[local.name]))
-            else:
-                init.extend(self.stmts.statement(local, env, scope))
-        states = []
-        for state in parser.states:
-            body = list(init) if state.name == "start" else []
-            state_env = dict(env)
-            for node in state.body:
-                compiled = self.stmts.statement(node, state_env, scope)
-                self.exprs.stack_last.note(compiled, node.loc)
-                body += compiled
-            states.append({"name": state.name, "body": body,
-                           "transition": self.transition(state, targets, env)})
+        self.ir["parser"] = ParserBuilder(self).top(parser, env)
         self.exprs.stack_last.check()
         self.exprs.in_parser = False
-        self.ir["parser"] = {"start": state_index["start"], "states": states}
 
     def transition(self, state: Node, targets: dict, env: Env) -> dict:
         node = state.transition
@@ -520,7 +512,7 @@ class Compiler:
         if kind not in EXTERN_OBJECTS:
             what = kind or node.type.kind
             if what in self.decls and self.decls[what].kind == "control":
-                return self.sub_control(node, self.decls[what])
+                return self.sub_control(node, self.decls[what], owner)
             if what in self.decls:
                 raise P4Error(node.loc, f"instantiating {self.decls[what].kind} '{what}' "
                               "inside a control is not supported: only counters, meters, "
@@ -554,30 +546,32 @@ class Compiler:
         group.append(entry)
         return ExternRef(kind, len(group) - 1, elem)
 
-    def sub_control(self, node: Node, decl: Node) -> ControlRef:
-        """A control instantiated in a control, inlined where it is applied: only one
-        made of statements and variables (a table or extern in it would need one copy per
-        instance, with its own P4Info name)."""
-        for local in decl.locals:
-            if local.kind not in ("var", "const"):
-                raise P4Error(local.loc, f"control '{decl.name}' is instantiated in a control "
-                              f"(line {node.loc.line}), which needs it to hold only variables and "
-                              f"statements: its {local.kind} is not supported")
+    def sub_control(self, node: Node, decl: Node, owner: str) -> ControlRef:
+        """A control instantiated in a control, inlined where it is applied; its tables,
+        actions and externs are named under the instance's path."""
         if node.args:
             raise P4Error(node.loc, f"control '{decl.name}' takes no constructor arguments")
-        return ControlRef(decl)
+        return ControlRef(decl, self.qualified(node, owner))
 
     def inline_control(self, control: ControlRef, call: Node, env: Env) -> list[dict]:
         """`instance.apply(args)`: the control's body with its parameters bound as an
-        action's directional ones (dplab/p4/inlining.py); its `return` ends only it."""
+        action's directional ones (dplab/p4/inlining.py); its `return` ends only it. Its
+        tables, actions and externs are compiled here, with the parameters bound; a
+        second apply would need a second copy of them (p4c's inliner makes none either)."""
         decl = control.decl
+        if any(local.kind not in ("var", "const") for local in decl.locals):
+            if control.applied is not None:
+                raise P4Error(call.loc, f"control instance {control.path} is applied a second "
+                              f"time (first at line {control.applied.line}): it holds tables, "
+                              "actions or externs, which each apply would need its own copy of")
+            control.applied = call.loc
         params = [(p, self.resolve_type(p.type)) for p in decl.params]
         args = self.with_defaults(params, call, f"control {decl.name}")
         targets = self.bind_args(params, args, env)
         inner = dict(self.globals)
         scope = Scope(params=frozenset(p.name for p in decl.params), lower_return=True)
         return self.inline_body(params, targets, decl.locals + decl.body.body, inner, scope,
-                                call.loc)
+                                call.loc, owner=control.path)
 
     def inline_function(self, func: UserFunction, call: Node,
                         env: Env) -> tuple[list[dict], Val | None]:
@@ -608,9 +602,11 @@ class Compiler:
         return body, result
 
     def inline_body(self, params: list[tuple[Node, object]], targets: list[object],
-                    body: list[Node], inner: Env, scope: Scope, loc: Loc) -> list[dict]:
+                    body: list[Node], inner: Env, scope: Scope, loc: Loc,
+                    owner: str | None = None) -> list[dict]:
         """Statements running `body` with `params` bound to `targets` (copy-in, the body
-        with its returns made real, copy-out)."""
+        with its returns made real, copy-out). A control's body (`owner`: its instance
+        path) may declare actions, tables, functions and instances."""
         outs = [t for (p, _), t in zip(params, targets, strict=True) if p.direction != "in"]
         copies = needs_copies(body, {p.name for p, _ in params}, inner, outs)
         prologue, epilogue = [], []
@@ -620,7 +616,9 @@ class Compiler:
             epilogue.extend(copy_out)
         compiled = []
         for node in body:
-            compiled.extend(self.stmts.statement(node, inner, scope))
+            compiled.extend(self.control_local(node, owner, inner, scope)
+                            if owner is not None and node.kind in CONTROL_LOCALS
+                            else self.stmts.statement(node, inner, scope))
         compiled = lower_returns(compiled, lambda: self.flag(loc))
         if epilogue:
             compiled = copy_out_before_exits(compiled, epilogue)
@@ -654,6 +652,8 @@ class Compiler:
             local, init = compound_local(self, param.name, typ, param.loc)
         else:
             local, init = self.new_local(param.name, typ, param.loc), []
+        if isinstance(target, ListVal):
+            return local, tuples.copy_in(local, target), []
         if param.direction == "in":
             return local, copy_compound(local, target, param.loc), []
         copy_in = copy_compound(local, target, param.loc) if param.direction == "inout" \
@@ -702,6 +702,9 @@ class Compiler:
                     raise P4Error(arg.loc, f"parameter {param.name} is {type_name(typ)}, the "
                                   f"argument is {type_name(val.type)}")
                 bound.append(val)
+                continue
+            if param.direction == "in" and arg.kind == "list":
+                bound.append(tuples.list_value(self.exprs, arg, typ, env))
                 continue
             if arg.kind == "name" and arg.name == "_" and "_" not in env \
                     and param.direction == "out":
@@ -800,7 +803,8 @@ class Compiler:
 
     def digest_index(self, typ: object, data: list[Val], loc: Loc) -> int:
         if not isinstance(typ, StructType) or typ.kind != "struct":
-            raise P4Error(loc, "a digest's type must be a struct")
+            raise P4Error(loc, f"a digest's type must be a struct (P4Info names the digest "
+                          f"after it), not {type_name(typ)}")
         if typ.name not in self.digest_types:
             # p4c names a digest after its struct type's control-plane name (its @name,
             # else its own), its fields by theirs (p4RuntimeArchStandard's getDigestCall,
@@ -852,6 +856,8 @@ def binding_key(target: object) -> object:
         return {"header": target.inst}
     if isinstance(target, StackRef):
         return {"stack": target.stack}
+    if isinstance(target, ListVal):
+        return {"list": [v.ir for v in target.items]}
     return {name: binding_key(m) for name, m in target.members.items()}
 
 

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dplab.p4 import signed, varbit
+from dplab.p4 import signed, tuples, unions, varbit
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.stack_last import StackLastCheck
@@ -21,6 +21,7 @@ from dplab.p4.types import (
     HeaderRef,
     IntType,
     ListVal,
+    ParserRef,
     Signed,
     StackRef,
     StringType,
@@ -105,7 +106,13 @@ class ExprChecker:
 
     def member(self, base: object, node: Node) -> object:
         name = node.name
+        if isinstance(base, unions.UnionStackRef) and name == "next":
+            return self.union_stack_next(base, node.loc)
+        if isinstance(base, tuple) and base[0] == "union_next":
+            return unions.next_member(base[1], name, node.loc)
         if isinstance(base, StructRef):
+            if unions.is_union(base.type) and name == "isValid":
+                return ("union_method", base, name)
             if name not in base.members:
                 raise P4Error(node.loc, f"{base.type.name} has no field '{name}'")
             return base.members[name]
@@ -137,7 +144,7 @@ class ExprChecker:
             return ("stack_method", base, name)
         if isinstance(base, TypeRef):
             return self.type_member(base.type, node)
-        if isinstance(base, TableRef | ExternRef | FunctionRef | ControlRef):
+        if isinstance(base, TableRef | ExternRef | FunctionRef | ControlRef | ParserRef):
             return ("method", base, name)
         if isinstance(base, tuple) and base[0] == "apply_result":
             return ("apply_member", base[1], name)
@@ -154,7 +161,21 @@ class ExprChecker:
 
     errors: dict[str, int] = {}
 
-    def stack_index(self, base: object, node: Node, env: Env) -> HeaderRef:
+    def union_stack_next(self, stack: unions.UnionStackRef, loc: Loc) -> tuple:
+        """`us.next` of a stack of unions: only in the parser, only to extract into one of
+        its members; its index is a $locals scalar made here the first time."""
+        if not self.in_parser:
+            raise P4Error(loc, "'.next' of a stack of header unions is only allowed in a "
+                          "parser")
+        if stack.next_index is None:
+            stack.next_index = self.new_local(f"{stack.type.name}$next", Bits(32), loc)
+        return ("union_next", stack)
+
+    def stack_index(self, base: object, node: Node, env: Env) -> object:
+        if isinstance(base, StructRef) and tuples.is_tuple(base.type):
+            return tuples.element(base, self.value(node.index, env), node.index.loc)
+        if isinstance(base, StructRef) and unions.is_union_stack(base.type):
+            return unions.stack_element(base, self.value(node.index, env), node.index.loc)
         if not isinstance(base, StackRef):
             raise P4Error(node.loc, "only header stacks can be indexed")
         index = self.value(node.index, env)
@@ -258,6 +279,9 @@ class ExprChecker:
                 raise P4Error(node.loc, f"function {func.decl.name} returns no value")
             self.before(node, stmts)
             return result
+        if isinstance(func, tuple) and func[0] == "union_method":
+            self._no_args(node)
+            return unions.is_valid(func[1])
         if isinstance(func, tuple) and func[0] == "header_method" and func[2] == "isValid":
             self._no_args(node)
             return Val({"op": "valid", "w": 1, "inst": func[1].inst}, BoolType())

@@ -4,7 +4,8 @@ A scalar local is a field of the hidden `$locals` metadata instance (Compiler.ne
 A header local needs a validity bit and `copy_header`, so it becomes a hidden header
 instance of its own, named `$local.<name>$<index>`: the parser never extracts into it and
 the deparser never emits it unless the program copies it into a real header. A struct local
-is its members, each made the same way (scalars in `$locals`, headers as hidden instances).
+is its members, each made the same way (scalars in `$locals`, headers as hidden instances);
+a header_union local is its member headers (dplab/p4/unions.py).
 
 P4_16 (8.17, 8.22): an uninitialised header local is invalid, so the declaration lowers to
 `set_invalid`; each execution of the declaration (an action called twice in one packet)
@@ -14,7 +15,7 @@ unspecified).
 
 from typing import Protocol
 
-from dplab.p4 import varbit
+from dplab.p4 import unions, varbit
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import const
 from dplab.p4.types import HeaderRef, StackType, StructRef, StructType, Val, type_name
@@ -39,6 +40,14 @@ def compound_local(owner: LocalsOwner, name: str, typ: StructType,
         label = f"$local.{name}${len(owner.ir['instances'])}"
         inst = owner.add_instance(label, "header", typ, list(typ.fields))
         return HeaderRef(inst, typ), [{"kind": "set_invalid", "inst": inst}]
+    if unions.is_union(typ):
+        init = []
+
+        def member(fname: str, htype: StructType) -> HeaderRef:
+            header, more = compound_local(owner, f"{name}.{fname}", htype, loc)
+            init.extend(more)
+            return header
+        return unions.union_ref(typ, member), init
     ref, init = StructRef(typ), []
     for fname, ftype, _ in typ.fields:
         if isinstance(ftype, StackType):
@@ -64,7 +73,14 @@ def copy_compound(target: object, source: object, loc: Loc) -> list[dict]:
         return [{"kind": "assign", "dst": {"inst": target.ir["inst"],
                                            "field": target.ir["field"]}, "src": source.ir}]
     if isinstance(target, HeaderRef) and isinstance(source, HeaderRef):
-        return varbit.copy(target, source)   # every part: one for a header without varbit
+        # every part (one for a header without varbit); a union member made valid by it
+        # leaves the other members invalid
+        return varbit.copy(target, source) + unions.after_assignment(target)
+    if isinstance(target, StructRef) and isinstance(source, StructRef) \
+            and unions.is_union(target.type):
+        # the whole union's state: each member's validity as the source has it
+        return [step for name, member in target.members.items()
+                for step in varbit.copy(member, source.members[name])]
     if isinstance(target, StructRef) and isinstance(source, StructRef):
         out: list[dict] = []
         for fname, member in target.members.items():

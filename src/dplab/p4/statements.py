@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from dplab.p4 import varbit
+from dplab.p4 import unions, varbit
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env, ExprChecker, const, lookahead_field
 from dplab.p4.inlining import RETURN
@@ -18,6 +18,7 @@ from dplab.p4.types import (
     FunctionRef,
     HeaderRef,
     IntType,
+    ParserRef,
     Signed,
     StructRef,
     StructType,
@@ -160,6 +161,7 @@ class StatementCompiler:
         out = []
         if isinstance(target, HeaderRef):
             out.append({"kind": "set_valid", "inst": target.inst})
+            out.extend(unions.invalidate_siblings(target))
             target = StructRef(target.type, {
                 name: self.exprs.member(target, Node("member", node.loc, name=name))
                 for name, _, _ in target.type.fields})
@@ -185,7 +187,8 @@ class StatementCompiler:
         peek = self.exprs.value(node.value, env)
         if peek.type != target.type or peek.ir.get("op") != "lookahead":
             raise P4Error(node.loc, f"cannot assign this to a {type_name(target.type)}")
-        out: list[dict] = [{"kind": "set_valid", "inst": target.inst}]
+        out: list[dict] = [{"kind": "set_valid", "inst": target.inst},
+                           *unions.invalidate_siblings(target)]
         for index, (fname, _, _) in enumerate(target.type.fields):
             field = lookahead_field(peek, fname, node.value.loc)
             out.append({"kind": "assign", "dst": {"inst": target.inst, "field": index},
@@ -301,7 +304,11 @@ class StatementCompiler:
                 raise P4Error(call.loc, "isValid() result is unused")
             if func[2] not in ("setValid", "setInvalid"):
                 raise P4Error(call.loc, f"{func[2]}() result is unused")
-            return varbit.set_validity(func[1], func[2] == "setValid")
+            valid = func[2] == "setValid"
+            return varbit.set_validity(func[1], valid) + \
+                (unions.invalidate_siblings(func[1]) if valid else [])
+        if isinstance(func, tuple) and func[0] == "union_method":
+            raise P4Error(call.loc, "isValid() result is unused")
         if isinstance(func, tuple) and func[0] == "stack_method" and func[2] in \
                 ("push_front", "pop_front"):
             count = self._const_arg(call, 0, env)
@@ -336,6 +343,10 @@ class StatementCompiler:
             if name != "apply":
                 raise P4Error(call.loc, f"controls have no method '{name}'")
             return self.program.inline_control(target, call, env)
+        if isinstance(target, ParserRef):   # dplab/p4/sub_parsers.py takes the others
+            raise P4Error(call.loc, f"parser instance {target.path}: '.{name}' is supported "
+                          "only as 'apply(...)', a statement of its own in a parser state "
+                          "(not inside an if or a block)")
         if isinstance(target, TableRef):
             if name != "apply":
                 raise P4Error(call.loc, f"tables have no method '{name}'")
@@ -352,12 +363,14 @@ class StatementCompiler:
             header = ex.named(arg, env)
             if isinstance(header, tuple) and header[0] == "stack_method" and header[2] == "next":
                 return [{"kind": "extract", "stack": header[1].stack}]
+            if isinstance(header, unions.NextMember):
+                return unions.extract_next(header)
             if not isinstance(header, HeaderRef):
                 raise P4Error(arg.loc, "extract needs a header")
             if header.varbit is not None:
                 raise P4Error(call.loc, f"header {header.type.name} has a varbit field: "
                               "extract it with its size, extract(hdr, bit<32> sizeInBits)")
-            return [{"kind": "extract", "inst": header.inst}]
+            return [{"kind": "extract", "inst": header.inst}, *unions.invalidate_siblings(header)]
         if kind == "packet_in" and name == "advance":
             bits = ex.bits(self._args(call, 1)[0], env, 32)
             return [{"kind": "advance", "bits": bits.ir}]

@@ -8,7 +8,8 @@ from dplab.p4.errors import Loc, P4Error
 from dplab.p4.lexer import Token
 from dplab.p4.limits import MAX_NESTING
 
-TYPE_KEYWORDS = {"bit", "bool", "int", "varbit", "error", "void", "packet_in", "packet_out"}
+TYPE_KEYWORDS = {"bit", "bool", "int", "varbit", "error", "void", "packet_in", "packet_out",
+                 "tuple"}
 # Binary operators from lowest to highest precedence, as in the P4_16 grammar.
 BINARY_LEVELS = [
     ["||"], ["&&"], ["==", "!="], ["<", ">", "<=", ">="], ["|"], ["^"], ["&"],
@@ -176,7 +177,7 @@ class Parser:
         handler = {
             "typedef": self.typedef, "type": self.typedef, "const": self.constant,
             "header": self.header_or_struct, "struct": self.header_or_struct,
-            "header_union": self.unsupported, "enum": self.enum, "error": self.error_decl,
+            "header_union": self.header_or_struct, "enum": self.enum, "error": self.error_decl,
             "match_kind": self.match_kind, "extern": self.extern, "action": self.action,
             "parser": self.parser_decl, "control": self.control_decl, "package": self.package,
         }.get(word)
@@ -202,9 +203,6 @@ class Parser:
         node = parse()
         node.annos = annos
         return node
-
-    def unsupported(self) -> Node:
-        raise P4Error(self.tok.loc, f"'{self.tok.text}' is not in the supported P4 subset")
 
     def typedef(self) -> Node:
         self.advance()

@@ -148,6 +148,8 @@ class HeaderRef:
     inst: int
     type: StructType
     varbit: VarbitParts | None = None
+    # in a header_union: the instances of the other members (dplab/p4/unions.py)
+    siblings: tuple[int, ...] = ()
 
     @property
     def parts(self) -> list[int]:
@@ -192,9 +194,22 @@ class ActionRef:
 
 @dataclass
 class ControlRef:
-    """An instance of a control inside a control: its apply() is inlined at each call."""
+    """An instance of a control inside a control: its apply() is inlined at each call. One
+    that declares tables, actions or externs has them under its instance path (`path`, as
+    p4c names them: Ingress.inst.table) and may be applied once (`applied`: where)."""
 
     decl: object   # the control's declaration (syntax.Node)
+    path: str = ""
+    applied: object = None   # the Loc of its apply, once compiled
+
+
+@dataclass
+class ParserRef:
+    """An instance of a parser inside a parser: its states are copied in at each apply
+    (dplab/p4/sub_parsers.py); `path` names it (Parser.inst)."""
+
+    decl: object   # the parser's declaration (syntax.Node)
+    path: str
 
 
 @dataclass
@@ -224,4 +239,7 @@ class UserFunction:
 
 @dataclass
 class ListVal:
+    """A list expression given for a struct or tuple `in` parameter: its scalars, in the
+    order of the type's fields (dplab/p4/tuples.py)."""
+
     items: list[Val]

@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import networkx as nx
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from dplab.substrate.network import Network
+    from dplab.workloads.flows import Flow
 
 
 class PlaneError(RuntimeError):
@@ -35,6 +38,9 @@ class Plane(ABC):
     addressing: str = "l2"
     shared_switch_ns: bool = False
     OPTIONS: dict[str, Any] = {}
+    # Host pairs the readiness ping should not use (cold flows' pairs, set by the runner):
+    # a ping across them would leave the forwarding state their first packets must set up.
+    avoid_pairs: frozenset[frozenset[str]] = frozenset()
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         options = dict(options or {})
@@ -62,6 +68,12 @@ class Plane(ABC):
         the run directory still exists. Most planes record nothing over time."""
         return []
 
+    def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
+        """flow_id -> the switches the flow's src -> dst packets crossed, in order, as the
+        plane's own rules or counters tell; called after each traffic phase. Flows it cannot
+        tell are left out (most planes keep no per-flow state)."""
+        return {}
+
     def failures(self) -> list[str]:
         """Why the plane is no longer the plane as configured: one line per daemon of it
         that has exited (which, how, where its log is). Empty while all of them run, and
@@ -80,14 +92,18 @@ class Plane(ABC):
         """Stop daemons; idempotent (whatever runs in the namespaces dies with them anyway)."""
 
 
-def farthest_hosts(net: Network) -> tuple[str, str]:
-    """The host pair with the most hops between them (ties: first in host order)."""
+def farthest_hosts(net: Network,
+                   avoid: frozenset[frozenset[str]] = frozenset()) -> tuple[str, str]:
+    """The host pair with the most hops between them (ties: first in host order), not one of
+    ``avoid`` unless every pair is."""
     graph = net.topo.graph
     hosts = net.topo.hosts()
     best = (hosts[0], hosts[-1], -1)
     for i, src in enumerate(hosts):
         lengths = nx.single_source_shortest_path_length(graph, src)
         for dst in hosts[i + 1:]:
+            if frozenset((src, dst)) in avoid:
+                continue
             if lengths.get(dst, -1) > best[2]:
                 best = (src, dst, lengths[dst])
     return best[0], best[1]

@@ -85,7 +85,7 @@ class BridgePlane(Plane):
                 raise PlaneError(f"bridge: STP did not settle within {timeout} s "
                                  f"(ports still listening/learning)")
             time.sleep(POLL_S)
-        src, dst = farthest_hosts(net)
+        src, dst = farthest_hosts(net, self.avoid_pairs)
         if not ping_until(net, src, dst, deadline):
             raise PlaneError(f"bridge: {src} cannot ping {dst} within {timeout} s")
         self._ready_s = time.monotonic() - self._started

@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from dplab.control.counters_file import SERIES_SUFFIX
 from dplab.control.forwarding import PROACTIVE
-from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.planes.base import Plane, PlaneError, SeriesPoint, farthest_hosts, ping_until
 from dplab.substrate.network import Network
 
 CONTROLLER_COUNTERS = (
@@ -22,6 +23,8 @@ CONTROLLER_COUNTERS = (
     "arp_replies", "arp_floods", "dropped", "switches", "lldp_links", "hosts",
     "proactive_pairs", "flows_set_up", "setup_ms_mean", "setup_ms_p50", "setup_ms_max",
 )
+# Counters the controller's work over time is told by (``series``).
+CONTROL_SERIES = ("packet_ins", "flow_installs", "packet_outs")
 POLL_S = 0.1
 STOP_GRACE_S = 3.0
 # The controller writes its counters every 0.1 s; one that wrote none for this long (its
@@ -73,7 +76,7 @@ class ControlledPlane(Plane):
             self._wait_for_discovery(net, deadline, timeout)
             if self.options["mode"] == PROACTIVE:
                 self._wait_for_proactive_paths(net, deadline, timeout)
-        src, dst = farthest_hosts(net)
+        src, dst = farthest_hosts(net, self.avoid_pairs)
         if not ping_until(net, src, dst, deadline):
             raise PlaneError(f"{self.kind}: {src} cannot ping {dst} within {timeout} s "
                              f"(logs in {self.dir})")
@@ -131,6 +134,24 @@ class ControlledPlane(Plane):
                 for name, daemon in self._daemons if daemon.poll() is not None]
 
     # -- stats and stop ------------------------------------------------------------------
+
+    def series(self, traffic_began: float) -> list[SeriesPoint]:
+        """The controller's work per interval of its series file (counters_file): per
+        second, ``<counter>_per_s:controller`` for CONTROL_SERIES and ``cpu_pct:controller``
+        (its CPU time over the interval, 100 = one core), at the interval's end."""
+        try:
+            lines = Path(f"{self.stats_file}{SERIES_SUFFIX}").read_text().splitlines()
+        except OSError:
+            return []  # no controller, or it wrote nothing: unmeasured
+        rows = [json.loads(line) for line in lines if line.endswith("}")]  # last may be cut
+        points = []
+        for a, b in zip(rows, rows[1:], strict=False):
+            seconds, t = b["monotonic"] - a["monotonic"], b["monotonic"] - traffic_began
+            points += [SeriesPoint(t, f"{name}_per_s:controller", (b[name] - a[name]) / seconds)
+                       for name in CONTROL_SERIES]
+            points.append(SeriesPoint(t, "cpu_pct:controller",
+                                      100 * (b["cpu_s"] - a["cpu_s"]) / seconds))
+        return points
 
     def _fresh_controller_counters(self) -> dict[str, float | None]:
         """Counters written after this call (the controller writes every 0.1 s), so that

@@ -15,13 +15,14 @@ controller learns all hosts from their ARP and installs every path before traffi
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
@@ -30,9 +31,17 @@ from dplab.planes.base import PlaneError
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.substrate.network import HOST_IF, Network
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dplab.workloads.flows import Flow
+
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 OPENFLOW_PORT = 6653  # private: the controller listens inside our own namespace
 RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
+# A path rule in ovs-ofctl dump-flows: its packet count, then its match's MACs.
+_PATH_RULE = re.compile(r"n_packets=(?P<packets>\d+),.*?dl_src=(?P<src>[0-9a-f:]{17}),"
+                        r"dl_dst=(?P<dst>[0-9a-f:]{17})")
 DATAPATHS = ("netdev", "system")
 # Deadlines of the calls into OVS's daemons: each tool gets its own --timeout (it exits
 # with SIGALRM when the daemon does not answer in time) and the subprocess a few seconds
@@ -179,6 +188,36 @@ class OvsPlane(ControlledPlane):
             out["ovs_path_flows"] = flows - RULES_PER_SWITCH * len(self.net.topo.switches())
         out["ready_s"] = self._ready_s
         return out
+
+    def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
+        """The switches whose path rule for the flow's (src MAC, dst MAC) counted packets,
+        ordered by hops from the source host. Without a controller OVS forwards by its own
+        learning (NORMAL), with no rule per pair: nothing to tell."""
+        if self.net is None or not self.options["controller"]:
+            return {}
+        net = self.net
+        counted = self._path_rule_packets(net)
+        paths = {}
+        for flow in flows:
+            pair = (net.host_mac(flow.src).lower(), net.host_mac(flow.dst).lower())
+            crossed = [s for s, rules in counted.items() if rules.get(pair, 0) > 0]
+            if crossed:
+                hops = nx.single_source_shortest_path_length(net.topo.graph, flow.src)
+                paths[flow.flow_id] = sorted(crossed, key=lambda s: hops.get(s, len(hops)))
+        return paths
+
+    def _path_rule_packets(self, net: Network) -> dict[str, dict[tuple[str, str], int]]:
+        """switch -> (src MAC, dst MAC) -> packets its path rules for the pair matched."""
+        counted: dict[str, dict[tuple[str, str], int]] = {}
+        for switch in net.topo.switches():
+            mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
+            out = run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "dump-flows",
+                            f"unix:{mgmt}"], OFCTL_TIMEOUT_S, "ovs-vswitchd")
+            rules = counted.setdefault(switch, {})
+            for rule in _PATH_RULE.finditer(out):
+                pair = (rule["src"], rule["dst"])
+                rules[pair] = rules.get(pair, 0) + int(rule["packets"])
+        return counted
 
     def _ovs_flow_count(self, net: Network) -> float | None:
         """None once ovs-vswitchd has exited (failures() says so); PlaneError when it does

@@ -11,8 +11,10 @@ Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how the switches transmit, default xdp;
 switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer end of a switch port (host ends and
 other switches' ports) gets GRO on: veth takes XDP frames only into a peer that runs NAPI.
-Without ``entries`` the controller drives the switches; it needs basic_fwd's table, action
-and controller headers, so a program must keep those names.
+Without ``entries`` the controller drives the switches; it needs basic_fwd's table
+``path_rules`` (keys in_port, eth_src, eth_dst), action ``forward`` and controller headers,
+so a program must keep those names, and its rule set (ARP and LLDP to the CPU port,
+docs/architecture.md).
 With ``entries`` the plane is static: no controller runs; the plane loads ``program`` into
 every switch over P4Runtime and writes the entries (each to the switches it names, else to
 all), and nothing changes them afterwards, except option ``qos`` (study 004, see
@@ -332,7 +334,8 @@ class P4Plane(ControlledPlane):
         return {"qos_turns": len(samples), "qos_rate_changes": changes}
 
     def series(self, traffic_began: float) -> list[SeriesPoint]:
-        """The QoS loop's turns: per turn, per metric of QOS_SERIES a point
+        """The controller's series (ControlledPlane.series) and the QoS loop's turns: per
+        turn, per metric of QOS_SERIES a point
         ``<metric>:<switch>:class<id>`` at the turn's time since the traffic began (the
         loop and this process read the same monotonic clock)."""
         points = []
@@ -341,7 +344,7 @@ class P4Plane(ControlledPlane):
             subject = f"{sample['switch']}:class{sample['class']}"
             points += [SeriesPoint(t, f"{metric}:{subject}", sample[metric])
                        for metric in QOS_SERIES]
-        return points
+        return points + super().series(traffic_began)
 
     # -- stats and stop ------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ class RouterPlane(Plane):
     def wait_ready(self, timeout: float) -> None:
         if self.net is None:
             raise PlaneError("router: wait_ready() before start()")
-        src, dst = farthest_hosts(self.net)
+        src, dst = farthest_hosts(self.net, self.avoid_pairs)
         if not ping_until(self.net, src, dst, time.monotonic() + timeout):
             raise PlaneError(f"router: {src} cannot ping {dst} within {timeout} s")
         self._ready_s = time.monotonic() - self._started

@@ -17,6 +17,12 @@ Modes:
   through BPF maps (dplab.xdp.southbound): packet-ins through a ring buffer, path rules as
   map entries, packet-outs through packet sockets.
 
+Or the user's own program (options ``program``, ``maps``, ``addressing``; dplab.xdp.user):
+compiled with clang at start, loaded on every switch with its `ports` devmap filled and
+its map entries file written, attached to every switch port, and a tc program in the same
+object attached beside it on tc ingress. ``addressing: l3`` gives the switches the router
+plane's addresses, routes and ip_forward, for a program that passes frames to the stack.
+
 Every host's ``eth0`` runs an XDP_PASS program: a veth takes frames its peer's XDP program
 redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why). Hosts checksum
 in software (transmit checksum offload off on ``eth0``): a veth hands TCP and UDP frames
@@ -31,7 +37,9 @@ from __future__ import annotations
 
 import ipaddress
 import struct
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -46,12 +54,14 @@ from dplab.xdp.libbpf import LibbpfError
 from dplab.xdp.netns import Interface, interfaces
 from dplab.xdp.programs import COUNTERS, ProgramMissing, XdpProgram
 from dplab.xdp.southbound import ControlledSwitch, XdpSouthbound
+from dplab.xdp.user import UserProgram, UserProgramError
 
 # mode -> (object in xdp/build, program in it)
 MODES = {"l2": ("l2_switch", "xdp_l2"), "l3": ("l3_router", "xdp_l3"),
          "l3-fib": ("l3_fib", "xdp_fib"), REACTIVE: ("controlled", "xdp_ctl"),
          PROACTIVE: ("controlled", "xdp_ctl")}
 CONTROLLED = (REACTIVE, PROACTIVE)
+USER = "program"  # the mode of a plane running the user's own program
 POLL_S = 0.1
 LOCAL = 0  # a next hop's ifindex for the switch's own addresses: to the stack
 
@@ -59,15 +69,26 @@ LOCAL = 0  # a next hop's ifindex for the switch's own addresses: to the stack
 class XdpPlane(Plane):
     kind = "xdp"
     shared_switch_ns = False
-    OPTIONS: dict[str, Any] = {"mode": "l2"}
+    OPTIONS: dict[str, Any] = {"mode": None, "program": None, "maps": None,
+                               "addressing": "l2"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        mode = self.options["mode"]
-        if not isinstance(mode, str) or mode not in MODES:
-            raise PlaneError(f"plane xdp: option 'mode' must be one of {', '.join(MODES)}, "
-                             f"not {mode!r}")
-        self.addressing = "l3" if mode.startswith("l3") else "l2"
+        self.user: UserProgram | None = None
+        if self.options["program"] is not None:
+            self.user = _user_program(self.options)
+            mode = USER
+            self.addressing = self.options["addressing"]
+        else:
+            mode = self.options["mode"] if self.options["mode"] is not None else "l2"
+            if not isinstance(mode, str) or mode not in MODES:
+                raise PlaneError(f"plane xdp: option 'mode' must be one of "
+                                 f"{', '.join(MODES)}, not {mode!r}")
+            for option in ("maps", "addressing"):
+                if self.options[option] != self.OPTIONS[option]:
+                    raise PlaneError(f"plane xdp: option {option!r} goes with 'program'")
+            self.addressing = "l3" if mode.startswith("l3") else "l2"
+        self.options["mode"] = mode
         self.net: Network | None = None
         self.switch_programs: dict[str, XdpProgram] = {}
         self.host_program: XdpProgram | None = None
@@ -77,6 +98,7 @@ class XdpPlane(Plane):
         self.cut_links: set[frozenset[str]] = set()
         self._started = 0.0
         self._ready_s: float | None = None
+        self._build_dir: tempfile.TemporaryDirectory[str] | None = None
 
     def start(self, net: Network) -> None:
         if net.addressing != self.addressing:
@@ -95,13 +117,13 @@ class XdpPlane(Plane):
                 self._load_switch(net, switch, ports)
             if self.options["mode"] in CONTROLLED:
                 self._start_controller(net, ports)
-        except (LibbpfError, ProgramMissing, OSError) as exc:
+        except (LibbpfError, ProgramMissing, OSError, UserProgramError) as exc:
             self.stop()
             raise PlaneError(f"xdp: {exc}") from exc
 
     def _prepare_stacks(self, net: Network) -> None:
         mode = self.options["mode"]
-        if mode == "l3-fib":
+        if mode == "l3-fib" or (mode == USER and self.addressing == "l3"):
             RouterPlane({}).start(net)  # addresses, routes, ip_forward: the FIB to ask
         elif mode == "l3":
             net.sysctl({net.switch_ns(s): {"net.ipv4.ip_forward": "0"}
@@ -116,11 +138,14 @@ class XdpPlane(Plane):
 
     def _load_switch(self, net: Network, switch: str,
                      ports: dict[str, dict[str, Interface]]) -> None:
+        ns, own = net.switch_ns(switch), ports[switch]
+        switch_ports = [own[name] for name in net.switch_ports(switch).values()]
+        if self.user is not None:
+            self._load_user(self.user, net, switch, ports).attach(ns, switch_ports)
+            return
         obj, program_name = MODES[self.options["mode"]]
         program = XdpProgram(obj, program_name, map_prefix=f"{net.prefix}{switch}")
         self.switch_programs[switch] = program
-        ns, own = net.switch_ns(switch), ports[switch]
-        switch_ports = [own[name] for name in net.switch_ports(switch).values()]
         if self.options["mode"] == "l2":
             program.set_ports(ns, [own[name] for port, name in net.switch_ports(switch).items()
                                    if frozenset((switch, net.neighbour(switch, port)))
@@ -132,6 +157,24 @@ class XdpPlane(Plane):
             for key, value in static_routes(net, switch, ports):
                 routes.update(key, value)
         program.attach(ns, switch_ports)
+
+    def _load_user(self, user: UserProgram, net: Network, switch: str,
+                   ports: dict[str, dict[str, Interface]]) -> XdpProgram:
+        """The user's object on ``switch`` (compiled on the first switch): its `ports`
+        devmap (if it has one) holds every switch port, then the entries file's entries for
+        this switch are written. Kept in switch_programs first, so stop() frees it if an
+        entry fails."""
+        if self._build_dir is None:
+            self._build_dir = tempfile.TemporaryDirectory(prefix=f"{net.prefix}xdp-")
+            user.compile(Path(self._build_dir.name))
+        program = user.load(map_prefix=f"{net.prefix}{switch}")
+        self.switch_programs[switch] = program
+        ns, own = net.switch_ns(switch), ports[switch]
+        numbered = {port: own[name] for port, name in net.switch_ports(switch).items()}
+        if program.has_map("ports"):
+            program.set_ports(ns, numbered.values())
+        user.write_entries(program, switch, numbered)
+        return program
 
     def _start_controller(self, net: Network, ports: dict[str, dict[str, Interface]]) -> None:
         switches = [ControlledSwitch(s, net.switch_ns(s), self.switch_programs[s],
@@ -147,7 +190,7 @@ class XdpPlane(Plane):
         deadline = time.monotonic() + timeout
         if self.controller is not None:
             self._wait_for_discovery(self.net, self.controller, deadline)
-        src, dst = farthest_hosts(self.net)
+        src, dst = farthest_hosts(self.net, self.avoid_pairs)
         if not ping_until(self.net, src, dst, deadline):
             raise PlaneError(f"xdp ({self.options['mode']}): {src} cannot ping {dst} "
                              f"within {timeout} s")
@@ -206,6 +249,12 @@ class XdpPlane(Plane):
             raise PlaneError(f"xdp: {exc}") from exc
         return {**counters, "xdp_rules": float(len(self.controller.southbound.path_rules()))}
 
+    def memory(self) -> dict[str, dict[str, int]]:
+        """switch -> bytes the kernel accounts to its object's ``programs`` and ``maps``
+        (the hosts' pass program left out); {} when stopped."""
+        return {switch: dict(zip(("programs", "maps"), program.obj.memory(), strict=True))
+                for switch, program in self.switch_programs.items()}
+
     def failures(self) -> list[str]:
         """The controller thread, once an error stopped it (the programs forward on with
         the rules they hold, but nothing answers a packet-in any more)."""
@@ -226,6 +275,22 @@ class XdpPlane(Plane):
             if program is not None:
                 program.close()
         self.switch_programs, self.host_program, self.net = {}, None, None
+        if self._build_dir is not None:
+            self._build_dir.cleanup()
+            self._build_dir = None
+
+
+def _user_program(options: dict[str, Any]) -> UserProgram:
+    if options["mode"] is not None:
+        raise PlaneError("plane xdp: options 'mode' and 'program' exclude each other")
+    if options["addressing"] not in ("l2", "l3"):
+        raise PlaneError(f"plane xdp: option 'addressing' must be l2 or l3, not "
+                         f"{options['addressing']!r}")
+    try:
+        return UserProgram(Path(options["program"]),
+                           Path(options["maps"]) if options["maps"] is not None else None)
+    except UserProgramError as exc:
+        raise PlaneError(f"plane xdp: {exc}") from exc
 
 
 def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interface]]

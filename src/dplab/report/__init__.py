@@ -44,7 +44,7 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
                       _tables(analysis, axes, fidelity.marked_planes(runs)),
                       _plots(store, analysis, axes, plots_dir), raw, runs, plane_series,
                       fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")),
-                      _summary(analysis, axes, plots_dir))
+                      store.rows("flows"), _summary(analysis, axes, plots_dir))
 
 
 def _summary(analysis: Analysis, axes: AxesAnalysis | None,

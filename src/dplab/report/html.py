@@ -47,11 +47,13 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                tables: list[TableData], plots: list[Path], raw_files: list[Path],
                runs: list[dict[str, Any]], series_plots: list[Path] | None = None,
                fidelity_figures: dict[str, str] | None = None,
+               flows: list[dict[str, Any]] | None = None,
                summary: tuple[list[str], Path | None] | None = None) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
     files are linked relative to the report. ``runs``: the store's runs table;
     ``series_plots``: the planes' time series (a section only when there are any);
-    ``fidelity_figures``: run_id -> its fidelity figures (``report.fidelity``);
+    ``fidelity_figures``: run_id -> its fidelity figures (``report.fidelity``); ``flows``:
+    the store's flows table (its recorded paths, a section only when there are any);
     ``summary``: its lines and figure (report.summary), first after the title and any
     host-bound warning."""
     spec = experiment.get("spec", {})
@@ -70,6 +72,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         f'<p class="note">{_esc(_plots_note(plots))}</p>',
         _plots_by_metric(plots, [row.metric for row in analysis.rows]),
         _plane_series(series_plots or []),
+        _flow_paths(flows or [], runs),
         _video_frames(path.parent, analysis, runs),
         _failed_runs(analysis),
         _failed_flows(analysis),
@@ -238,6 +241,25 @@ def _runs(runs: list[dict[str, Any]], figures: dict[str, str]) -> str:
             + _table(("run", "status", "duration (s)", "CPU idle", "wake-up latency target",
                       "idle time spent polling", "host-bound", "fidelity figures"), rows)
             + "</details>")
+
+
+def _flow_paths(flows: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
+    """Per plane and flow, each path its ok runs recorded and in how many of them."""
+    ok = {r["run_id"] for r in runs if r["status"] == "ok"}
+    counted: dict[tuple[str, str, str, str], int] = {}
+    for f in flows:
+        if f["run_id"] in ok and f.get("path"):
+            key = (f["plane"], f["flow_id"], f"{f['src']} → {f['dst']}", f["path"])
+            counted[key] = counted.get(key, 0) + 1
+    if not counted:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_esc(plane)}</td><td>{_esc(flow)}</td><td>{_esc(hosts)}</td>"
+        f"<td>{_esc(' → '.join(path.split()))}</td><td>{n}</td></tr>"
+        for (plane, flow, hosts, path), n in sorted(counted.items()))
+    return ("<h2>Flow paths</h2><p class=\"note\">The switches each flow's packets crossed, "
+            "as the plane's rules counted them (planes that cannot tell are not listed), and "
+            "in how many ok runs.</p>" + _table(("plane", "flow", "hosts", "path", "runs"), rows))
 
 
 def _failed_flows(analysis: Analysis) -> str:

@@ -18,6 +18,9 @@ from dplab.analysis import Analysis
 from dplab.report.plots import save_png
 
 BITRATE_SUFFIX = "_bps"  # plotted in Mbit/s; other series (e.g. interval_s) stay in the data
+# Every link end's counters (fidelity.FidelityMonitor.series): one subplot per interface
+# would bury the plane's own series on a large topology; they stay in plane_series.csv.
+INTERFACE_METRICS = ("rx_bps", "tx_bps")
 MAX_COLUMNS = 4
 # How a metric is drawn: a rate holds from its turn to the next (steps), drawn wide under
 # the load so that a rate equal to the load (DMB-RL's usual case) stays visible.
@@ -33,7 +36,8 @@ NOTE = (
     "the class's next turn) and the class's load it measured over the interval before "
     "(used_bps, from the class's byte counter, one point per turn); every ok repetition "
     "drawn; t = 0 is when the run's traffic began (the grey line). All series, interval_s "
-    "too, are in plane_series.csv."
+    "too, are in plane_series.csv, with every link end's rx/tx bit and frame rates per "
+    "second and the controller's packet-ins, flow installs, packet-outs and CPU per second."
 )
 
 # subject -> metric -> run_id -> [(t, value)]
@@ -57,7 +61,7 @@ def _group(rows: list[dict[str, Any]], failed: set[str]) -> dict[str, BySubject]
     for row in rows:
         metric, _, subject = row["series"].partition(":")
         if (row["run_id"] in failed or row["value"] is None
-                or not metric.endswith(BITRATE_SUFFIX)):
+                or not metric.endswith(BITRATE_SUFFIX) or metric in INTERFACE_METRICS):
             continue
         grouped[row["plane"]][subject or metric][metric][row["run_id"]].append(
             (row["t"], row["value"]))

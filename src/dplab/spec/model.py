@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -75,6 +76,10 @@ class WorkloadBase(Strict):
 
     label: Annotated[str, Field(pattern=r"^[A-Za-z][\w.-]*$")] | None = Field(
         None, description="a name for 'phases' and 'axes' to refer to (default: its index)")
+    cold: bool | None = Field(
+        None, description="true: its hosts' ARP caches are emptied before it starts and the "
+        "plane's readiness ping avoids its pairs where it can, so its first packets pay ARP "
+        "and flow set-up (default: the experiment's 'cold')")
 
 
 class IcmpWorkload(WorkloadBase):
@@ -127,6 +132,8 @@ class VoipWorkload(WorkloadBase):
     packet_ms: Annotated[float, Field(gt=0, le=1000)] = 20.0
     payload: Annotated[int, Field(ge=12, le=65495)] = 160
     phase_ms: Annotated[float | None, Field(ge=0)] = None
+    tos: Annotated[int, Field(ge=0, le=255)] | None = Field(
+        None, description="IPv4 ToS byte of the RTP packets, e.g. 184 (0xb8, DSCP EF)")
 
     @model_validator(mode="after")
     def _phase_within_period(self) -> VoipWorkload:
@@ -152,6 +159,9 @@ class VideoWorkload(WorkloadBase):
     )
     max_buffer_s: Annotated[float, Field(gt=0)] = 30.0
     jitter_buffer_ms: Annotated[float, Field(ge=0, description="rtp: live player's delay")] = 200.0
+    tos: Annotated[int, Field(ge=0, le=252, multiple_of=4)] | None = Field(
+        None, description="IPv4 ToS byte of the server's video packets, a DSCP << 2 (ffmpeg "
+        "sets only DSCP), e.g. 136 (AF41)")
 
     @model_validator(mode="after")
     def _encodable(self) -> VideoWorkload:
@@ -182,13 +192,31 @@ class PpsWorkload(WorkloadBase):
         return self
 
 
+class TraceWorkload(WorkloadBase):
+    """A recorded packet trace replayed between hosts (dplab.workloads.trace)."""
+
+    kind: Literal["trace"]
+    pairs: Pairs = "udp"
+    file: str = Field(description="a pcap or a CSV of time (s), size (IPv4 bytes), tos")
+    tos: Annotated[int, Field(ge=0, le=255)] | None = Field(
+        None, description="one IPv4 ToS byte for every packet instead of the trace's")
+
+    @field_validator("file")
+    @classmethod
+    def _readable(cls, file: str) -> str:
+        if not Path(file).is_file():
+            raise ValueError(f"trace file {file!r} does not exist or is not a file")
+        return file
+
+
 def _require_one_of(duration: float | None, size: int | None) -> None:
     if (duration is None) == (size is None):
         raise ValueError("give exactly one of 'duration' (seconds) or 'bytes'")
 
 
 Workload = Annotated[
-    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload | PpsWorkload,
+    IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload | PpsWorkload
+    | TraceWorkload,
     Field(discriminator="kind"),
 ]
 
@@ -247,6 +275,7 @@ class Experiment(Strict):
         description="pcap during traffic: a host (its eth0), a switch (all ports) or "
         "'switch:interface'; files in <results>/pcap/<run>/",
     )
+    cold: bool = Field(False, description="the default of every workload's 'cold'")
     cpu_idle: CpuIdle = Field(
         "machine", description="machine: idle CPUs as the machine has them; poll: idle CPUs "
         "poll instead of halting while the experiment runs (fast wake-ups on a VM)",

@@ -34,6 +34,7 @@ class FlowResultLike(Protocol):
     error: str | None
     summary: dict[str, float | None]
     intervals: list[dict[str, float | None]]
+    path: list[str] | None
 
 
 class SeriesPointLike(Protocol):
@@ -122,6 +123,7 @@ def flow_row(run: dict[str, Any], result: FlowResultLike) -> dict[str, Any]:
         "ok": bool(result.ok),
         "error": result.error,
         "params": json.dumps(flow.params, sort_keys=True, default=str),
+        "path": None if result.path is None else " ".join(result.path),
     }
 
 

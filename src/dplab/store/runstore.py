@@ -7,7 +7,9 @@ Tables (long format, one row per value; ``value`` is null when not measured):
   run), cpu_idle_polled_share (share of the run's idle CPU time spent polling; null when
   not measurable or stored before these columns existed), host_bound (the host, not the
   plane, limited the run; null: not monitored), host_bound_reasons ("; "-separated)
-- ``flows``: run keys + flow_id, kind, src, dst, ok, error, params (JSON)
+- ``flows``: run keys + flow_id, kind, src, dst, ok, error, params (JSON), path (the
+  switches the flow's src -> dst packets crossed, in order, space-separated, as the plane's
+  rules counted them; null where the plane cannot tell)
 - ``summaries``: run keys + flow_id, kind, src, dst, metric, value
 - ``intervals``: run keys + flow_id, kind, src, dst, t_start, t_end, metric, value
 - ``plane_stats``: run keys + stat, value
@@ -86,7 +88,8 @@ SCHEMAS: dict[str, pa.Schema] = {
                                    ("started", pa.float64()), ("duration_s", pa.float64())]
                       + _CPU_IDLE + _FIDELITY),
     "flows": pa.schema(_RUN_KEYS + _FLOW_KEYS + [("ok", pa.bool_()), ("error", pa.string()),
-                                                 ("params", pa.string())]),
+                                                 ("params", pa.string()),
+                                                 ("path", pa.string())]),
     "summaries": pa.schema(_RUN_KEYS + _FLOW_KEYS + _VALUE),
     "intervals": pa.schema(_RUN_KEYS + _FLOW_KEYS + [("t_start", pa.float64()),
                                                      ("t_end", pa.float64())] + _VALUE),
@@ -100,7 +103,7 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 # Columns added later: a table stored without them loads with nulls there. (Tables added
 # later, like plane_series, need nothing here: a missing file loads as an empty table.)
-ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE + _FIDELITY}}
+ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE + _FIDELITY}, "flows": {"path"}}
 # "runs" last: it marks a run as stored only after its other rows are on disk.
 WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "run_axes",
                "fidelity", "runs")

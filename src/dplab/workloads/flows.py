@@ -17,7 +17,7 @@ from dplab.measure.ping_report import PingParseError
 from dplab.measure.syn_delay import Endpoint, syn_delays_ms
 from dplab.substrate import staging
 from dplab.substrate.network import HOST_IF
-from dplab.workloads import iperf, ping, pps, video, voip
+from dplab.workloads import iperf, ping, pps, trace, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
 from dplab.workloads.measured import Measured, missing, read_output
 from dplab.workloads.waiting import bound_ports
@@ -48,6 +48,7 @@ STREAMS: dict[str, Any] = {
     "voip": voip.VoipFlows,
     "video": video.VideoFlows,
     "pps": pps.PpsFlows,
+    "trace": trace.TraceFlows,
 }
 KINDS = (*TOOL_KINDS, *STREAMS)
 
@@ -72,6 +73,7 @@ class Flow:
     src: str
     dst: str
     params: dict = field(default_factory=dict)
+    cold: bool = False  # its hosts' ARP caches emptied before it starts (see _cool)
 
 
 @dataclass
@@ -81,6 +83,7 @@ class FlowResult:
     error: str | None
     summary: dict[str, float | None]  # metric -> value (None = not measured)
     intervals: list[dict[str, float | None]]  # each has t_start, t_end and metrics
+    path: list[str] | None = None  # switches crossed, as the plane told (Plane.flow_paths)
 
 
 @dataclass
@@ -112,6 +115,7 @@ def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
     }
     tool_flows = [flow for flow in flows if flow.kind not in STREAMS]
     params = [_validate(flow) for flow in tool_flows]
+    _cool(net, flows)
     with tempfile.TemporaryDirectory(prefix=f"{STAGING_MARKER}{staging.owner_tag()}-") as tmp:
         pairs = enumerate(zip(tool_flows, params, strict=True))
         jobs = [_job(flow, flow_params, index, Path(tmp)) for index, (flow, flow_params) in pairs]
@@ -136,6 +140,15 @@ def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
         delays = _syn_delays(syn)
         tool_results = iter([_result(job, net, delays) for job in jobs])
         return [next(by_kind.get(f.kind, tool_results)) for f in flows]
+
+
+def _cool(net: FlowNetwork, flows: Sequence[Flow]) -> None:
+    """Empty the neighbour (ARP) cache of both ends of every cold flow, so its first packets
+    resolve their next hop again (a broadcast the plane must flood or send to its
+    controller), whatever earlier pings or phases left in the cache."""
+    hosts = sorted({host for flow in flows if flow.cold for host in (flow.src, flow.dst)})
+    for host in hosts:
+        net.run(net.host_ns(host), ["ip", "neigh", "flush", "all"])
 
 
 def _stream_results(stream: StreamFlows) -> list[FlowResult]:

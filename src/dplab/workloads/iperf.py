@@ -7,25 +7,39 @@ e.g. 0xb8 = DSCP EF; the server's replies keep the default); timeout_s (default:
 time + 10 % + 5 s).
 
 Metrics come from the receiver (the server: what arrived), the TCP connect time from the
-client's `ct=`. UDP runs with --trip-times: the hosts share one kernel clock, so iperf's
-latency columns are exact one-way delays (owd_*_ms).
+client's `ct=`. TCP loss and delay come from the sender's kernel (the client's -e columns):
+retransmits = segments retransmitted over the transfer; tcp_loss_pct = 100 x retransmits /
+segments sent, where segments sent = retransmits + the bytes written / MSS, rounded up (iperf
+prints no segment count; every write is 128 KiB, so all but the last segment are full);
+srtt_ms = the mean of the smoothed RTT (tcpi_rtt) the sender read at the end of each 1 s
+interval (the final reading when the transfer was shorter). UDP runs with --trip-times: the
+hosts share one kernel clock, so iperf's latency columns are exact one-way delays (owd_*_ms);
+delay_var_ms2 (study 004's Eq. 5, squared: the unit of its tables) is the square of iperf's
+standard deviation of those delays (printed to the µs), jitter_eq1_ms study 000's Eq. 1 term
+of the flow (see _eq1_jitter).
 """
 
+import math
 from dataclasses import dataclass
 
 from dplab.measure.iperf_report import (
     IperfParseError,
     IperfReport,
     IperfRow,
+    SenderReport,
+    SenderRow,
     connect_time_ms,
     iperf_complaints,
     parse_iperf,
+    parse_tcp_sender,
 )
+from dplab.measure.stats import mean
 from dplab.spec.model import TcpWorkload, UdpWorkload
 from dplab.workloads.measured import Measured, positive_number, spec_checked
 
 TCP_METRICS = (
     "throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms", "connect_ms",
+    "retransmits", "tcp_loss_pct", "srtt_ms",
 )
 UDP_METRICS = (
     "throughput_bps",
@@ -40,6 +54,8 @@ UDP_METRICS = (
     "owd_ms",
     "owd_min_ms",
     "owd_max_ms",
+    "jitter_eq1_ms",
+    "delay_var_ms2",
 )
 UNBOUNDED_BYTES_TIMEOUT_S = 120.0  # -n without a rate: we cannot predict the time
 REPORT_ARGS = ["-e", "-i", "1", "-f", "b"]  # enhanced, 1 s intervals, exact bytes and bit/s
@@ -113,11 +129,39 @@ def measure(params: IperfParams, client_out: str, server_out: str, source: str) 
     except IperfParseError as exc:
         raise IperfParseError(f"{exc}; sender said{iperf_complaints(client_out)}") from exc
     if params.udp:
-        return Measured(_udp_summary(received.final), [_udp_row(r) for r in received.intervals])
+        return Measured(_udp_summary(received), [_udp_row(r) for r in received.intervals])
+    try:
+        sender: SenderReport | None = parse_tcp_sender(client_out, f"{source} sender")
+    except IperfParseError:  # what arrived is still measured; the sender's view is missing
+        sender = None
     return Measured(
-        _tcp_summary(received, connect_time_ms(client_out)),
-        [_common(r) for r in received.intervals],
+        {**_tcp_summary(received, connect_time_ms(client_out)), **_sender_summary(sender)},
+        [{**_common(r), **_sender_row(sender, r)} for r in received.intervals],
     )
+
+
+def _sender_summary(sender: SenderReport | None) -> dict[str, float | None]:
+    if sender is None:
+        return {"retransmits": None, "tcp_loss_pct": None, "srtt_ms": None}
+    final = sender.final
+    segments = None if not sender.mss else final.retransmits + math.ceil(final.bytes / sender.mss)
+    samples = [row.srtt_ms for row in sender.intervals] or [final.srtt_ms]
+    return {
+        "retransmits": float(final.retransmits),
+        "tcp_loss_pct": 100.0 * final.retransmits / segments if segments else None,
+        "srtt_ms": mean(samples),
+    }
+
+
+def _sender_row(sender: SenderReport | None, row: IperfRow) -> dict[str, float | None]:
+    """The sender's interval with the receiver row's bounds (they differ near the end)."""
+    match: SenderRow | None = None
+    if sender is not None:
+        match = next((s for s in sender.intervals
+                      if (s.t_start, s.t_end) == (row.t_start, row.t_end)), None)
+    if match is None:
+        return {"retransmits": None, "srtt_ms": None}
+    return {"retransmits": float(match.retransmits), "srtt_ms": match.srtt_ms}
 
 
 def _common(row: IperfRow) -> dict[str, float | None]:
@@ -153,7 +197,8 @@ def _udp_row(row: IperfRow) -> dict[str, float | None]:
     }
 
 
-def _udp_summary(final: IperfRow) -> dict[str, float | None]:
+def _udp_summary(received: IperfReport) -> dict[str, float | None]:
+    final = received.final
     return {
         "throughput_bps": final.bps,
         "throughput_pps": _pps(final),
@@ -168,7 +213,19 @@ def _udp_summary(final: IperfRow) -> dict[str, float | None]:
         "owd_ms": final.latency_avg_ms,
         "owd_min_ms": final.latency_min_ms,
         "owd_max_ms": final.latency_max_ms,
+        "jitter_eq1_ms": _eq1_jitter(received.intervals),
+        "delay_var_ms2": None if final.latency_sd_ms is None else final.latency_sd_ms ** 2,
     }
+
+
+def _eq1_jitter(rows: list[IperfRow]) -> float | None:
+    """Study 000's Eq. 1 term of one flow, the mean of its per-packet RFC 3550 jitter, from
+    the running value iperf prints at the end of each interval, weighted by the datagrams
+    that arrived in it (iperf prints no per-packet values)."""
+    weighted = [(row.jitter_ms, _received(row)) for row in rows]
+    weighted = [(j, n) for j, n in weighted if j is not None and n]
+    total = sum(n for _, n in weighted)
+    return sum(j * n for j, n in weighted) / total if total else None
 
 
 def _loss_pct(row: IperfRow) -> float | None:

@@ -71,6 +71,19 @@ def positive_int(params: dict, key: str, where: str, default: int | None) -> int
     return value
 
 
+def tos_byte(params: dict, where: str, dscp_only: bool = False) -> int | None:
+    """params['tos'], the IPv4 ToS byte (0..255), or None when absent. ``dscp_only``: the
+    sender can set only the 6 DSCP bits (the 2 ECN bits must be 0)."""
+    value = params.get("tos")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 255 \
+            or (dscp_only and value % 4):
+        what = "a multiple of 4 in 0..252 (a DSCP << 2)" if dscp_only else "an integer 0..255"
+        raise ValueError(f"{where}: parameter 'tos' must be {what}, got {value!r}")
+    return value
+
+
 def read_output(out: IO[str] | None) -> str:
     """All a tool wrote into its output file (opened w+), which this closes ("" for none)."""
     if out is None:

@@ -5,6 +5,12 @@ size = ICMP payload bytes (default 56), timeout_s (default: count * interval + 5
 
 jitter_ms is the mean absolute difference of consecutive RTTs: RFC 3550 jitter needs
 one-way transit times, which ping cannot see.
+
+throughput_bps counts the ICMP payload (`size` bytes) of each answered echo, as iperf counts
+UDP/TCP payload, so the kinds compare; the 8-byte ICMP and 20-byte IP headers (and 14 of
+Ethernet) are not counted. Per 1 s bin: answered requests sent in the bin x size x 8 / the
+bin's share of the send span; summary: all answers x size x 8 / the send span (first
+request to one interval after the last; ping's schedule when nothing came back).
 """
 
 import math
@@ -26,6 +32,7 @@ METRICS = (
     "loss_pct",
     "packets_sent",
     "packets_received",
+    "throughput_bps",
 )
 REPLY_WAIT_S = 1  # -W: how long ping waits for the last reply
 BIN_S = 1.0
@@ -70,16 +77,23 @@ def measure(params: PingParams, output: str, source: str) -> Measured:
         "loss_pct": _loss_pct(report.packets_sent, report.packets_received),
         "packets_sent": float(report.packets_sent),
         "packets_received": float(report.packets_received),
+        "throughput_bps": _bps(report.packets_received, params.size,
+                               _send_span(report, params.interval_s)),
     }
     error = None if rtts else f"{source}: no echo reply received"
-    return Measured(summary, _intervals(report, params.interval_s), error)
+    return Measured(summary, _intervals(report, params.interval_s, params.size), error)
 
 
 def _loss_pct(sent: int, received: int) -> float | None:
     return None if sent == 0 else 100.0 * (sent - received) / sent
 
 
-def _intervals(report: PingReport, interval_s: float) -> list[dict[str, float | None]]:
+def _bps(packets: int, size: int, seconds: float) -> float | None:
+    return None if seconds <= 0 else packets * size * 8 / seconds
+
+
+def _intervals(report: PingReport, interval_s: float,
+               size: int) -> list[dict[str, float | None]]:
     """1 s bins by send time, relative to the first echo request."""
     if not report.replies:
         return []
@@ -89,7 +103,18 @@ def _intervals(report: PingReport, interval_s: float) -> list[dict[str, float | 
     for seq, sent_at in send_times.items():
         bins.setdefault(math.floor((sent_at - t0) / BIN_S), []).append(seq)
     by_seq = {reply.seq: reply for reply in report.replies}
-    return [_bin_row(index, bins[index], by_seq) for index in sorted(bins)]
+    span = _send_span(report, interval_s)  # the last bin may be partly outside it
+    return [_bin_row(index, bins[index], by_seq, size, min(BIN_S, span - index * BIN_S))
+            for index in sorted(bins)]
+
+
+def _send_span(report: PingReport, interval_s: float) -> float:
+    """First request sent to one interval after the last: measured where replies tell the
+    send times, ping's schedule (packets x interval) when none came back."""
+    if not report.replies:
+        return report.packets_sent * interval_s
+    times = _send_times(report, interval_s).values()
+    return max(times) - min(times) + interval_s
 
 
 def _send_times(report: PingReport, interval_s: float) -> dict[int, float]:
@@ -103,7 +128,8 @@ def _send_times(report: PingReport, interval_s: float) -> dict[int, float]:
     return times
 
 
-def _bin_row(index: int, seqs: list[int], by_seq: dict[int, PingReply]) -> dict[str, float | None]:
+def _bin_row(index: int, seqs: list[int], by_seq: dict[int, PingReply], size: int,
+             seconds: float) -> dict[str, float | None]:
     rtts = [by_seq[seq].rtt_ms for seq in seqs if seq in by_seq]
     return {
         "t_start": index * BIN_S,
@@ -112,4 +138,5 @@ def _bin_row(index: int, seqs: list[int], by_seq: dict[int, PingReply]) -> dict[
         "packets_sent": float(len(seqs)),
         "packets_received": float(len(rtts)),
         "loss_pct": _loss_pct(len(seqs), len(rtts)),
+        "throughput_bps": _bps(len(rtts), size, seconds),
     }

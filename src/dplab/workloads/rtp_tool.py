@@ -1,11 +1,14 @@
 """Sender and receiver of one G.711-like RTP stream, run inside the hosts' namespaces.
 
     python -m dplab.workloads.rtp_tool send --dst IP --port P --count N [--packet-ms 20]
-        [--payload 160]
+        [--payload 160] [--phase-ms MS] [--tos BYTE]
+    python -m dplab.workloads.rtp_tool send --dst IP --port P --schedule FILE
     python -m dplab.workloads.rtp_tool recv --port P --out FILE --count N --timeout S
 
-The sender paces packets on absolute deadlines (start + i * packet_ms), so a late wake-up
-never shifts the packets after it. Each packet is a real RTP header (RFC 3550: version 2,
+The sender paces packets on absolute deadlines (start + i * packet_ms, or start + the
+offsets of a --schedule file: one "offset_ns payload tos" line per packet, tos "-" for the
+default; the trace workload's replay), so a late wake-up never shifts the packets after it.
+Each packet is a real RTP header (RFC 3550: version 2,
 payload type 0 = PCMU, sequence number, 8 kHz timestamp, SSRC) and a payload that starts
 with the send time (CLOCK_REALTIME ns, taken just before sendto) and the packet index,
 padded with PCMU silence (0xFF). At the end it prints one JSON line (packets_sent, errors,
@@ -26,7 +29,8 @@ import socket
 import struct
 import sys
 import time
-from typing import TextIO
+from pathlib import Path
+from typing import NamedTuple, TextIO
 
 RTP_HEADER = struct.Struct("!BBHII")  # V/P/X/CC, M/PT, seq, timestamp, SSRC
 STAMP = struct.Struct("!QI")  # send time ns, packet index
@@ -55,6 +59,33 @@ def rtp_packet(index: int, seq0: int, ts0: int, ssrc: int, send_ns: int, payload
     return header + stamp + bytes([SILENCE]) * (payload - STAMP.size)
 
 
+class Slot(NamedTuple):
+    """One packet to send: when (ns after the schedule's start), payload bytes after the
+    RTP header, IPv4 ToS byte (None: the socket's default)."""
+
+    offset_ns: int
+    payload: int
+    tos: int | None
+
+
+def periodic(count: int, packet_ms: float, payload: int, tos: int | None) -> list[Slot]:
+    period_ns = round(packet_ms * 1e6)
+    return [Slot(index * period_ns, payload, tos) for index in range(count)]
+
+
+def read_schedule(path: Path) -> list[Slot]:
+    slots = []
+    for line in path.read_text().splitlines():
+        offset, payload, tos = line.split()
+        slots.append(Slot(int(offset), int(payload), None if tos == "-" else int(tos)))
+    return slots
+
+
+def write_schedule(path: Path, slots: list[Slot]) -> None:
+    path.write_text("".join(f"{s.offset_ns} {s.payload} {'-' if s.tos is None else s.tos}\n"
+                            for s in slots))
+
+
 def first_send_ns(now_ns: int, period_ns: int, phase_ns: int | None) -> int:
     """When the first packet leaves: now, or with a phase the first moment after now that is
     `phase_ns` past a whole multiple of the period (the monotonic clock is one for every
@@ -64,23 +95,26 @@ def first_send_ns(now_ns: int, period_ns: int, phase_ns: int | None) -> int:
     return (now_ns - phase_ns) // period_ns * period_ns + period_ns + phase_ns
 
 
-def send(dst: str, port: int, count: int, packet_ms: float, payload: int,
+def send(dst: str, port: int, slots: list[Slot], period_ns: int = 0,
          phase_ms: float | None = None) -> dict:
-    period_ns = round(packet_ms * 1e6)
+    """Send ``slots``; with ``phase_ms`` the start waits for the phase of ``period_ns``."""
     phase_ns = None if phase_ms is None else round(phase_ms * 1e6)
     seq0, ts0, ssrc = random.getrandbits(16), random.getrandbits(32), random.getrandbits(32)
-    sent, errors, late_max_ns = 0, [], 0
+    sent, errors, late_max_ns, tos = 0, [], 0, None
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         now_mono, start_ns = time.monotonic_ns(), time.time_ns()
         start_mono = first_send_ns(now_mono, period_ns, phase_ns)
         start_ns += start_mono - now_mono  # the wall time of the first send
-        for index in range(count):
-            deadline = start_mono + index * period_ns
+        for index, slot in enumerate(slots):
+            if slot.tos is not None and slot.tos != tos:
+                sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, slot.tos)
+                tos = slot.tos
+            deadline = start_mono + slot.offset_ns
             ahead = deadline - time.monotonic_ns()
             if ahead > 0:
                 time.sleep(ahead / 1e9)
             late_max_ns = max(late_max_ns, time.monotonic_ns() - deadline)
-            packet = rtp_packet(index, seq0, ts0, ssrc, time.time_ns(), payload)
+            packet = rtp_packet(index, seq0, ts0, ssrc, time.time_ns(), slot.payload)
             try:
                 sock.sendto(packet, (dst, port))
                 sent += 1
@@ -148,23 +182,32 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     sender.add_argument("--packet-ms", type=float, default=20.0)
     sender.add_argument("--payload", type=int, default=160)
     sender.add_argument("--phase-ms", type=float, default=None)
+    sender.add_argument("--tos", type=int, default=None)
+    sender.add_argument("--schedule", type=Path, default=None)
     receiver = roles.add_parser("recv")
     receiver.add_argument("--out", required=True)
     receiver.add_argument("--timeout", type=float, required=True)
+    sender.add_argument("--count", type=int)
+    receiver.add_argument("--count", type=int, required=True)
     for role in (sender, receiver):
         role.add_argument("--port", type=int, required=True)
-        role.add_argument("--count", type=int, required=True)
     args = parser.parse_args(argv)
     if args.role == "send" and args.payload < STAMP.size:
         parser.error(f"--payload must be >= {STAMP.size} bytes (send time and index)")
+    if args.role == "send" and (args.count is None) == (args.schedule is None):
+        parser.error("give exactly one of --count and --schedule")
     return args
 
 
 def main(argv: list[str]) -> None:
     args = _arguments(argv)
     if args.role == "send":
-        report = send(args.dst, args.port, args.count, args.packet_ms, args.payload,
-                      args.phase_ms)
+        if args.schedule is not None:
+            report = send(args.dst, args.port, read_schedule(args.schedule))
+        else:
+            slots = periodic(args.count, args.packet_ms, args.payload, args.tos)
+            report = send(args.dst, args.port, slots, round(args.packet_ms * 1e6),
+                          args.phase_ms)
         print(json.dumps(report), flush=True)
         return
     _stop_on_sigterm()

@@ -3,7 +3,9 @@
 A flow is one viewer: `src` is the client (viewer), `dst` the server (the CDN), as in
 study 000's cdn pairs (H1..H4 -> H8 means four viewers of H8). Params (spec VideoWorkload):
 mode "http"|"rtp", duration (content s), resolution "WxH", fps, bitrate_kbit, segment_s,
-frame_at (s), max_buffer_s, timeout_s. Content comes from video_content (cached encode).
+frame_at (s), max_buffer_s, timeout_s, tos (the IPv4 ToS byte of the server's packets, a
+multiple of 4: ffmpeg's rtp output sets the DSCP only; http viewers of one content with
+different tos get one server each). Content comes from video_content (cached encode).
 
 http: one video_server per (server host, content), shared by its viewers; each viewer runs
 video_player (real TCP downloads, playout buffer in wall-clock time). rtp: per viewer, an
@@ -16,7 +18,10 @@ moment frame_at of the stream), the sent one is the content's frame at frame_at.
 player does not decode; TCP delivers the content's bytes unchanged, so the viewer's
 picture is the content's frame at the playout position at frame_at wall seconds after the
 request (behind by the startup delay and stalls), the sent one the content's frame at
-frame_at. frame_diff_pct compares them. The PNGs are kept only inside
+frame_at. frame_diff_pct compares them. rtp also stores study 000's Eq. 1 jitter
+(jitter_eq1_ms, the mean of the per-packet RFC 3550 values) and study 004's Eq. 5 delay
+variance (delay_var_ms2, over arrival minus media time: the sender's pacing counts, as in
+RFC 3550 jitter). The PNGs are kept only inside
 `keep_frames(folder)`, as <folder>/<flow_id>-sent.png and <flow_id>-received.png.
 """
 
@@ -36,10 +41,21 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from dplab.measure import video as vm
-from dplab.measure.jitter import mean_abs_consecutive_difference
+from dplab.measure.jitter import (
+    delay_variance,
+    mean_abs_consecutive_difference,
+    study000_flow_jitter,
+)
 from dplab.measure.stats import mean
 from dplab.workloads import video_content
-from dplab.workloads.measured import Measured, check_keys, missing, positive_int, positive_number
+from dplab.workloads.measured import (
+    Measured,
+    check_keys,
+    missing,
+    positive_int,
+    positive_number,
+    tos_byte,
+)
 from dplab.workloads.stream_base import StreamWorkload
 from dplab.workloads.video_content import FFMPEG, Content, ContentSpec
 from dplab.workloads.waiting import bound_ports, wait_ready
@@ -70,6 +86,8 @@ RTP_METRICS = (
     "loss_pct",
     "out_of_order",
     "jitter_ms",
+    "jitter_eq1_ms",
+    "delay_var_ms2",
     "frame_diff_pct",
 )
 MODES = ("http", "rtp")
@@ -84,6 +102,7 @@ KEYS = {
     "max_buffer_s",
     "jitter_buffer_ms",
     "timeout_s",
+    "tos",
 }
 HTTP_FIRST_PORT = 8080  # one per (server host, content)
 RTP_FIRST_PORT = 20000  # per viewer, even (ffmpeg sends RTCP to port + 1)
@@ -115,6 +134,7 @@ class VideoParams:
     max_buffer_s: float
     timeout_s: float
     jitter_buffer_s: float = 0.2
+    tos: int | None = None  # of the server's packets (the video's direction)
 
 
 def validate(params: dict, where: str) -> VideoParams:
@@ -151,6 +171,7 @@ def validate(params: dict, where: str) -> VideoParams:
         positive_number(params, "max_buffer_s", where, 30.0),
         timeout,
         buffer_ms / 1000,
+        tos_byte(params, where, dscp_only=True),
     )
 
 
@@ -200,7 +221,7 @@ class VideoFlows(StreamWorkload[VideoParams]):
     def __init__(self, net: FlowNetwork, flows: Sequence[Flow]) -> None:
         super().__init__(net, flows, validate)
         self.viewers: list[_Viewer] = []
-        self.servers: dict[tuple[str, str], _Server] = {}
+        self.servers: dict[tuple[str, str, int | None], _Server] = {}
 
     def listen(self, tmp: Path) -> None:
         """Content ready, HTTP servers and RTP receivers started, each waited for."""
@@ -220,7 +241,8 @@ class VideoFlows(StreamWorkload[VideoParams]):
         self._wait_ready()
 
     def _serve(self, viewer: _Viewer, tmp: Path) -> None:
-        key = (viewer.flow.dst, viewer.content.spec.key)
+        tos = viewer.params.tos
+        key = (viewer.flow.dst, viewer.content.spec.key, tos)
         if key not in self.servers:
             number = len(self.servers)
             port, out = HTTP_FIRST_PORT + number, tmp / f"video-server-{number}.txt"
@@ -231,6 +253,7 @@ class VideoFlows(StreamWorkload[VideoParams]):
                 str(viewer.content.hls),
                 "--port",
                 str(port),
+                *([] if tos is None else ["--tos", str(tos)]),
             ]
             process = self._spawn(viewer.flow.dst, argv, open(out, "w"))  # noqa: SIM115 - _spawn closes it
             self.servers[key] = _Server(viewer.flow.dst, viewer.content, port, process, out)
@@ -314,11 +337,8 @@ class VideoFlows(StreamWorkload[VideoParams]):
         return port in bound_ports(self.net, self.net.host_ns(viewer.flow.src), udp=True)
 
     def _fail_viewers_of(self, server: _Server, problem: str) -> None:
-        for viewer in self.viewers:
-            if (viewer.flow.dst, viewer.content and viewer.content.spec.key) == (
-                server.host,
-                server.content.spec.key,
-            ):
+        for viewer in self.viewers:  # each server has its own port
+            if viewer.params.mode == "http" and viewer.port == server.port:
                 viewer.problems.append(problem)
 
     def send(self) -> None:
@@ -343,6 +363,8 @@ class VideoFlows(StreamWorkload[VideoParams]):
                 )
             else:
                 dst = f"rtp://{self.net.host_ip(viewer.flow.src)}:{viewer.port}"
+                if viewer.params.tos is not None:  # ffmpeg's rtp protocol sets DSCP only
+                    dst += f"?dscp={viewer.params.tos >> 2}"
                 argv = [
                     *FFMPEG,
                     "-re",
@@ -496,6 +518,9 @@ def rtp_summary(packets: list[vm.RtpPacket]) -> tuple[dict[str, float | None], l
         loss_pct=stats.loss_pct,
         out_of_order=float(stats.out_of_order),
         jitter_ms=stats.jitter_ms[-1] if stats.jitter_ms else None,
+        jitter_eq1_ms=study000_flow_jitter(stats.jitter_ms),
+        # a constant offset does not change a variance: the transit up to one is enough
+        delay_var_ms2=delay_variance(stats.transit_ms),
     )
     intervals = vm.byte_bins([(p.recv_s - first, p.size) for p in packets])
     jitter_after = [None, *stats.jitter_ms]

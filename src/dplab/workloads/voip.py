@@ -4,13 +4,17 @@ Params: duration in s (default 10), codec "g711" (the only one), packet_ms (defa
 payload bytes (default 160 = 20 ms of 8 kHz G.711), timeout_s (default: duration
 + 10 % + 5 s), phase_ms (optional: packets leave phase_ms after each whole multiple of
 packet_ms on the machine's monotonic clock, which all namespaces share, so concurrent
-streams can be set to interleave instead of colliding; without it a stream starts at once).
+streams can be set to interleave instead of colliding; without it a stream starts at once),
+tos (optional: the IPv4 ToS byte of the RTP packets, 0..255, e.g. 184 = DSCP EF).
 
 Every packet carries its send time; the receiver stamps arrivals in the kernel, and the
 hosts share one clock, so each packet's one-way delay is measured exactly. jitter_ms is
 RFC 3550 interarrival jitter over the measured send/receive times (so the sender's own
-scheduling does not count as network jitter). r_factor/mos: measure.emodel, with the
-mouth-to-ear delay of emodel.mouth_to_ear_ms and the loss pattern's BurstR.
+scheduling does not count as network jitter). jitter_eq1_ms: study 000's Eq. 1 term of
+the flow (the mean of the per-packet RFC 3550 values); delay_var_ms2: study 004's Eq. 5
+squared, the population variance of the one-way delays (the unit the study's tables use).
+r_factor/mos: measure.emodel, with the mouth-to-ear delay of emodel.mouth_to_ear_ms and
+the loss pattern's BurstR.
 
 A stream of which nothing arrived is ok=False but keeps what was measured, as ping does:
 packets_sent, packets_received 0, loss_pct 100; delay, jitter, R and MOS are None.
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from dplab.measure import emodel
-from dplab.measure.jitter import rfc3550_jitter_series
+from dplab.measure.jitter import delay_variance, rfc3550_jitter_series, study000_flow_jitter
 from dplab.measure.stats import mean, percentile
 from dplab.workloads.measured import (
     Measured,
@@ -38,6 +42,7 @@ from dplab.workloads.measured import (
     positive_int,
     positive_number,
     read_output,
+    tos_byte,
 )
 from dplab.workloads.stream_base import StreamWorkload
 from dplab.workloads.waiting import wait_ready
@@ -51,6 +56,8 @@ METRICS = (
     "owd_p99_ms",
     "owd_max_ms",
     "jitter_ms",
+    "jitter_eq1_ms",
+    "delay_var_ms2",
     "loss_pct",
     "out_of_order",
     "packets_sent",
@@ -75,6 +82,7 @@ class VoipParams:
     payload: int
     timeout_s: float
     phase_ms: float | None = None
+    tos: int | None = None
 
     @property
     def count(self) -> int:
@@ -84,8 +92,8 @@ class VoipParams:
 def validate(params: dict, where: str) -> VoipParams:
     if not isinstance(params, dict):
         raise ValueError(f"{where}: params must be a mapping, got {type(params).__name__}")
-    check_keys(params, {"duration", "codec", "packet_ms", "payload", "timeout_s", "phase_ms"},
-               where)
+    check_keys(params, {"duration", "codec", "packet_ms", "payload", "timeout_s", "phase_ms",
+                        "tos"}, where)
     duration = positive_number(params, "duration", where, 10.0)
     codec = params.get("codec", "g711")
     if codec not in CODECS:
@@ -104,6 +112,7 @@ def validate(params: dict, where: str) -> VoipParams:
         payload=payload,
         timeout_s=positive_number(params, "timeout_s", where, duration * 1.1 + 5),
         phase_ms=_phase(params, packet_ms, where),
+        tos=tos_byte(params, where),
     )
 
 
@@ -118,7 +127,7 @@ def _phase(params: dict, packet_ms: float, where: str) -> float | None:
 
 
 @dataclass
-class _Stream:
+class Stream:
     flow: Flow
     params: VoipParams
     port: int
@@ -130,20 +139,29 @@ class _Stream:
     problems: list[str] = field(default_factory=list)
 
 
-class VoipFlows(StreamWorkload[VoipParams]):
-    """The VoIP flows of one run_flows call: listen, send together, wait, measure."""
+class VoipFlows(StreamWorkload[Any]):
+    """The VoIP flows of one run_flows call: listen, send together, wait, measure.
+
+    The trace workload replays its packets with the same tools: it overrides the class
+    attributes, ``sender_argv`` and ``measure_stream``."""
+
+    tag = "voip"  # names the tools' files
+    first_port = FIRST_PORT
+    metrics = METRICS
+    check = staticmethod(validate)
 
     def __init__(self, net: FlowNetwork, flows: Sequence[Flow]) -> None:
-        super().__init__(net, flows, validate)
-        self.streams: list[_Stream] = []
+        super().__init__(net, flows, self.check)
+        self.streams: list[Stream] = []
 
     def listen(self, tmp: Path) -> None:
         """Start every receiver and wait until each is bound (or failed)."""
         for index, (flow, params) in enumerate(zip(self.flows, self.params, strict=True)):
-            stream = _Stream(
-                flow, params, FIRST_PORT + 2 * index, tmp / f"voip-{index}-records.txt",
-                open(tmp / f"voip-{index}-recv.txt", "w+"),  # noqa: SIM115 - closed in _read
-                open(tmp / f"voip-{index}-send.txt", "w+"),  # noqa: SIM115 - closed in _read
+            name = tmp / f"{self.tag}-{index}"
+            stream = Stream(
+                flow, params, self.first_port + 2 * index, Path(f"{name}-records.txt"),
+                open(f"{name}-recv.txt", "w+"),  # noqa: SIM115 - closed in _read
+                open(f"{name}-send.txt", "w+"),  # noqa: SIM115 - closed in _read
             )  # fmt: skip
             argv = _receiver_argv(stream)
             stream.receiver = self._spawn(flow.dst, argv, stream.receiver_out)
@@ -154,7 +172,7 @@ class VoipFlows(StreamWorkload[VoipParams]):
         """Start the senders of every stream whose receiver listens."""
         for stream in self.streams:
             if not stream.problems:
-                argv = _sender_argv(stream, self.net.host_ip(stream.flow.dst))
+                argv = self.sender_argv(stream, self.net.host_ip(stream.flow.dst))
                 stream.sender = self._spawn(stream.flow.src, argv, stream.sender_out)
 
     def _spawn(self, host: str, argv: list[str], out: IO[str]) -> subprocess.Popen:
@@ -191,36 +209,41 @@ class VoipFlows(StreamWorkload[VoipParams]):
                     process.wait()
 
     def results(self) -> list[Measured]:
-        return [_result(stream) for stream in self.streams]
+        return [self._result(stream) for stream in self.streams]
+
+    def sender_argv(self, stream: Stream, dst_ip: str) -> list[str]:
+        p = stream.params
+        phase = [] if p.phase_ms is None else ["--phase-ms", f"{p.phase_ms:g}"]
+        tos = [] if p.tos is None else ["--tos", str(p.tos)]
+        return [*TOOL, "send", "--dst", dst_ip, "--port", str(stream.port),
+                "--count", str(p.count), "--packet-ms", f"{p.packet_ms:g}",
+                "--payload", str(p.payload), *phase, *tos]  # fmt: skip
+
+    def measure_stream(self, stream: Stream, report: dict[str, Any],
+                       records: list[tuple[int, int, int]], source: str) -> Measured:
+        return measure(stream.params, report, records, source)
+
+    def _result(self, stream: Stream) -> Measured:
+        source = f"flow '{stream.flow.flow_id}' ({stream.flow.src}->{stream.flow.dst})"
+        sender_text = read_output(stream.sender_out)
+        receiver_text = read_output(stream.receiver_out)
+        report = _sender_report(sender_text)
+        if stream.problems or report is None:
+            said = (sender_text + receiver_text).strip()[-300:]
+            why = "; ".join(stream.problems) or "sender printed no report"
+            return missing(self.metrics,
+                           f"{source}: {why}" + (f"; tools said: {said}" if said else ""))
+        return self.measure_stream(stream, report, _parse_records(stream.records), source)
 
 
-def _receiver_argv(stream: _Stream) -> list[str]:
+def _receiver_argv(stream: Stream) -> list[str]:
     count, timeout = stream.params.count, stream.params.timeout_s + ARRIVAL_GRACE_S
     return [*TOOL, "recv", "--port", str(stream.port), "--out", str(stream.records),
             "--count", str(count), "--timeout", f"{timeout:g}"]  # fmt: skip
 
 
-def _sender_argv(stream: _Stream, dst_ip: str) -> list[str]:
-    p = stream.params
-    phase = [] if p.phase_ms is None else ["--phase-ms", f"{p.phase_ms:g}"]
-    return [*TOOL, "send", "--dst", dst_ip, "--port", str(stream.port), "--count", str(p.count),
-            "--packet-ms", f"{p.packet_ms:g}", "--payload", str(p.payload), *phase]  # fmt: skip
-
-
-def _said_ready(stream: _Stream) -> bool:
+def _said_ready(stream: Stream) -> bool:
     return "ready" in Path(stream.receiver_out.name).read_text()
-
-
-def _result(stream: _Stream) -> Measured:
-    source = f"flow '{stream.flow.flow_id}' ({stream.flow.src}->{stream.flow.dst})"
-    sender_text, receiver_text = read_output(stream.sender_out), read_output(stream.receiver_out)
-    report = _sender_report(sender_text)
-    if stream.problems or report is None:
-        said = (sender_text + receiver_text).strip()[-300:]
-        why = "; ".join(stream.problems) or "sender printed no report"
-        return missing(METRICS, f"{source}: {why}" + (f"; tools said: {said}" if said else ""))
-    records = _parse_records(stream.records)
-    return measure(stream.params, report, records, source)
 
 
 def _sender_report(text: str) -> dict[str, Any] | None:
@@ -246,7 +269,7 @@ def measure(
 ) -> Measured:
     """Metrics of one stream from the sender's report and the receiver's per-packet records."""
     sent = report["packets_sent"]
-    arrivals = _first_arrivals(records)
+    arrivals = first_arrivals(records)
     summary: dict[str, float | None] = dict.fromkeys(METRICS)
     summary["packets_sent"] = float(sent)
     summary["packets_received"] = float(len(arrivals))
@@ -265,14 +288,16 @@ def measure(
         owd_p99_ms=percentile(owd, 99),
         owd_max_ms=max(owd),
         jitter_ms=jitter[-1] if jitter else None,
-        out_of_order=float(_out_of_order(arrivals)),
+        jitter_eq1_ms=study000_flow_jitter(jitter),
+        delay_var_ms2=delay_variance(owd),
+        out_of_order=float(count_out_of_order(arrivals)),
     )
     _score(summary, params, arrivals, sent)
     intervals = _intervals(params, arrivals, [None, *jitter], sent)
     return Measured(summary, intervals, "; ".join(errors) or None)
 
 
-def _first_arrivals(records: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+def first_arrivals(records: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """Records without duplicates (a packet counts once, at its first arrival)."""
     seen: set[int] = set()
     unique = []
@@ -283,7 +308,7 @@ def _first_arrivals(records: list[tuple[int, int, int]]) -> list[tuple[int, int,
     return unique
 
 
-def _out_of_order(records: list[tuple[int, int, int]]) -> int:
+def count_out_of_order(records: list[tuple[int, int, int]]) -> int:
     """Packets that arrived after a packet sent later than them."""
     highest, count = -1, 0
     for index, _, _ in records:

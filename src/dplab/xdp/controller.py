@@ -58,6 +58,12 @@ class XdpController:
         with self._lock:
             return {**self.forwarding.counters(), "rules_expired": float(self.expired)}
 
+    def pair_packet_ins(self) -> dict[str, int]:
+        """Forwarding's packet-ins per host pair (the counters file's ``packet_ins_by_pair``
+        under the other southbounds)."""
+        with self._lock:
+            return self.forwarding.pair_packet_ins()
+
     def stop(self) -> None:
         """Idempotent."""
         self._stopping.set()

@@ -26,6 +26,8 @@ OBJ_NAME_LEN = 15
 BPF_ANY = 0
 BPF_XDP = 37  # enum bpf_attach_type
 XDP_FLAGS_DRV_MODE = 1 << 2
+BPF_TC_INGRESS, BPF_TC_EGRESS = 1, 2
+TC_HANDLE = TC_PRIORITY = 1  # our one cls_bpf filter on a port's ingress
 PER_CPU_TYPES = {5, 6, 10, 21}  # PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH, PERCPU_CGROUP_STORAGE
 
 
@@ -49,6 +51,17 @@ class _LinkCreateOpts(ctypes.Structure):
                 ("target_btf_id", ctypes.c_uint32), ("union", ctypes.c_uint8 * 32)]
 
 
+class _TcHook(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("ifindex", ctypes.c_int),
+                ("attach_point", ctypes.c_int), ("parent", ctypes.c_uint32)]
+
+
+class _TcOpts(ctypes.Structure):
+    _fields_ = [("sz", ctypes.c_size_t), ("prog_fd", ctypes.c_int), ("flags", ctypes.c_uint32),
+                ("prog_id", ctypes.c_uint32), ("handle", ctypes.c_uint32),
+                ("priority", ctypes.c_uint32)]
+
+
 # int (*ring_buffer_sample_fn)(void *ctx, void *data, size_t size)
 _SAMPLE_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
 
@@ -62,6 +75,9 @@ def _load_library() -> ctypes.CDLL:
         "bpf_object__close": (None, [ptr]),
         "bpf_object__next_map": (ptr, [ptr, ptr]),
         "bpf_object__find_program_by_name": (ptr, [ptr, cstr]),
+        "bpf_object__next_program": (ptr, [ptr, ptr]),
+        "bpf_program__name": (cstr, [ptr]),
+        "bpf_program__section_name": (cstr, [ptr]),
         "bpf_program__fd": (cint, [ptr]),
         "bpf_map__name": (cstr, [ptr]),
         "bpf_map__fd": (cint, [ptr]),
@@ -76,6 +92,10 @@ def _load_library() -> ctypes.CDLL:
         "bpf_map_lookup_elem": (cint, [cint, ptr, ptr]),
         "bpf_map_delete_elem": (cint, [cint, ptr]),
         "bpf_map_get_next_key": (cint, [cint, ptr, ptr]),
+        "bpf_tc_hook_create": (cint, [ctypes.POINTER(_TcHook)]),
+        "bpf_tc_hook_destroy": (cint, [ctypes.POINTER(_TcHook)]),
+        "bpf_tc_attach": (cint, [ctypes.POINTER(_TcHook), ctypes.POINTER(_TcOpts)]),
+        "bpf_tc_detach": (cint, [ctypes.POINTER(_TcHook), ctypes.POINTER(_TcOpts)]),
         "bpf_link_create": (cint, [cint, cint, cint, ctypes.POINTER(_LinkCreateOpts)]),
         "bpf_link_detach": (cint, [cint]),
         "libbpf_num_possible_cpus": (cint, []),
@@ -163,6 +183,16 @@ class BpfMap:
                               f"{self.value_size}")
 
 
+def memlock_bytes(fd: int) -> int:
+    """The kernel's own accounting of a BPF program's or map's memory (what it charges
+    against memlock: instructions and JIT image, or the map's allocation), from the fd's
+    ``/proc/self/fdinfo`` entry."""
+    for line in Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines():
+        if line.startswith("memlock:"):
+            return int(line.split()[1])
+    raise LibbpfError(f"fd {fd} is no BPF program or map (its fdinfo has no memlock)")
+
+
 class BpfObject:
     """A BPF object file opened and loaded into the kernel; ``close()`` unloads what no
     attached link still holds."""
@@ -216,6 +246,29 @@ class BpfObject:
             raise LibbpfError(f"{self.path} has no program {name!r}")
         return _lib.bpf_program__fd(program)
 
+    def programs(self) -> dict[str, str]:
+        """Every program of the object: name -> ELF section (``xdp``, ``tc``, ...)."""
+        found = {}
+        current = _lib.bpf_object__next_program(self._require(), None)
+        while current:
+            found[_lib.bpf_program__name(current).decode()] = \
+                _lib.bpf_program__section_name(current).decode()
+            current = _lib.bpf_object__next_program(self._require(), current)
+        return found
+
+    def memory(self) -> tuple[int, int]:
+        """(programs, maps): bytes the kernel accounts to this object's programs and maps."""
+        programs = 0
+        current = _lib.bpf_object__next_program(self._require(), None)
+        while current:
+            programs += memlock_bytes(_lib.bpf_program__fd(current))
+            current = _lib.bpf_object__next_program(self._require(), current)
+        return programs, sum(memlock_bytes(_lib.bpf_map__fd(h)) for h in self._maps.values())
+
+    def map_names(self) -> list[str]:
+        """The maps' names in the object file."""
+        return sorted(self._maps)
+
     def map(self, name: str) -> BpfMap:
         """The map called ``name`` in the object file (whatever it was renamed to)."""
         self._require()
@@ -253,6 +306,46 @@ class XdpLink:
             _lib.bpf_link_detach(self._fd)
             os.close(self._fd)
             self._fd = None
+
+
+class TcIngress:
+    """``program_fd`` as a cls_bpf filter (direct action) on the tc ingress hook of interface
+    ``ifindex`` of the calling thread's namespace, until ``detach()`` (called from the same
+    namespace). libbpf 1.1 attaches tc through netlink, not a BPF link: the filter outlives
+    this process until ``detach()`` or its interface's end (the run's namespaces go at
+    cleanup). The clsact qdisc is removed again only when this attachment created it."""
+
+    def __init__(self, program_fd: int, ifindex: int, label: str) -> None:
+        self.label = label
+        self._hook = _TcHook(sz=ctypes.sizeof(_TcHook), ifindex=ifindex,
+                             attach_point=BPF_TC_INGRESS)
+        created = _lib.bpf_tc_hook_create(ctypes.byref(self._hook))
+        if created < 0 and created != -errno.EEXIST:
+            _checked(created, f"adding a clsact qdisc to {label}")
+        self._created_qdisc = created == 0
+        opts = _TcOpts(sz=ctypes.sizeof(_TcOpts), prog_fd=program_fd, handle=TC_HANDLE,
+                       priority=TC_PRIORITY)
+        try:
+            _checked(_lib.bpf_tc_attach(ctypes.byref(self._hook), ctypes.byref(opts)),
+                     f"attaching a tc ingress program to {label}")
+        except LibbpfError:
+            self._remove_qdisc()
+            raise
+        self._attached = True
+
+    def detach(self) -> None:
+        """Idempotent; an interface already gone took its filter with it."""
+        if self._attached:
+            opts = _TcOpts(sz=ctypes.sizeof(_TcOpts), handle=TC_HANDLE, priority=TC_PRIORITY)
+            _lib.bpf_tc_detach(ctypes.byref(self._hook), ctypes.byref(opts))
+            self._remove_qdisc()
+            self._attached = False
+
+    def _remove_qdisc(self) -> None:
+        if self._created_qdisc:
+            self._hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS  # = the whole clsact
+            _lib.bpf_tc_hook_destroy(ctypes.byref(self._hook))
+            self._created_qdisc = False
 
 
 class RingBuffers:

@@ -8,12 +8,14 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from dplab.xdp.libbpf import BpfMap, BpfObject, XdpLink
+from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcIngress, XdpLink
 from dplab.xdp.netns import Interface, inside
 
 BUILD_DIR = Path(__file__).resolve().parents[3] / "xdp" / "build"
 # The slots of every program's `counters` map, in xdp/counters.h's enum counter order.
-COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn", "controller")
+XDP_SECTIONS = ("xdp", "xdp.frags")
+TC_SECTIONS = ("tc", "classifier")
+COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn", "controller", "tx")
 
 
 class ProgramMissing(FileNotFoundError):
@@ -29,13 +31,26 @@ def object_path(name: str) -> Path:
 
 
 class XdpProgram:
-    """Program ``program`` of object ``xdp/build/<obj>.o``, loaded once, attachable to many
-    interfaces; ``close()`` detaches it everywhere and frees its maps."""
+    """Program ``program`` of object ``obj`` (``xdp/build/<obj>.o``, or an object file's path),
+    loaded once, attachable to many interfaces; ``close()`` detaches it everywhere and frees
+    its maps."""
 
-    def __init__(self, obj: str, program: str, map_prefix: str = "") -> None:
-        self.obj = BpfObject(object_path(obj), map_prefix=map_prefix)
-        self._fd = self.obj.program_fd(program)
+    def __init__(self, obj: str | Path, program: str | None, map_prefix: str = "") -> None:
+        """``program`` None: the object's one XDP program, and its one tc program if it has
+        one (attached beside it on tc ingress: the XDP + tc hybrids)."""
+        path = obj if isinstance(obj, Path) else object_path(obj)
+        self.obj = BpfObject(path, map_prefix=map_prefix)
+        try:
+            self._fd = self.obj.program_fd(program if program is not None
+                                           else self._only_program(XDP_SECTIONS, "xdp"))
+            tc = program is None and any(self._sections(TC_SECTIONS))
+            self._tc_fd = (self.obj.program_fd(self._only_program(TC_SECTIONS, "tc"))
+                           if tc else None)
+        except BaseException:
+            self.obj.close()
+            raise
         self._links: list[XdpLink] = []
+        self._tc_links: list[tuple[str, TcIngress]] = []
 
     def map(self, name: str) -> BpfMap:
         return self.obj.map(name)
@@ -51,11 +66,31 @@ class XdpProgram:
     def attach(self, ns: str, interfaces: Iterable[Interface]) -> None:
         with inside(ns):
             for interface in interfaces:
-                self._links.append(XdpLink(self._fd, interface.ifindex,
-                                           f"{interface.name} in {ns}"))
+                label = f"{interface.name} in {ns}"
+                self._links.append(XdpLink(self._fd, interface.ifindex, label))
+                if self._tc_fd is not None:
+                    self._tc_links.append((ns, TcIngress(self._tc_fd, interface.ifindex,
+                                                         label)))
+
+    def _sections(self, kinds: tuple[str, ...]) -> list[str]:
+        return [name for name, section in self.obj.programs().items()
+                if section.split("/")[0] in kinds]
+
+    def _only_program(self, kinds: tuple[str, ...], what: str) -> str:
+        found = self._sections(kinds)
+        if len(found) != 1:
+            raise LibbpfError(f"{self.obj.path}: needs exactly one program in a "
+                              f"SEC(\"{what}\") section, has {found or 'none'}")
+        return found[0]
+
+    def has_map(self, name: str) -> bool:
+        return name in self.obj.map_names()
 
     def counters(self) -> dict[str, int]:
-        """Each counter summed over the CPUs."""
+        """Each counter summed over the CPUs ({} for a program without xdp/counters.h's
+        `counters` map)."""
+        if not self.has_map("counters"):
+            return {}
         table = self.obj.map("counters")
         return {name: sum(struct.unpack("<Q", value)[0]
                           for value in table.lookup_per_cpu(struct.pack("<I", slot)))
@@ -66,4 +101,11 @@ class XdpProgram:
         for link in self._links:
             link.detach()
         self._links = []
+        for ns, tc in self._tc_links:
+            try:
+                with inside(ns):
+                    tc.detach()
+            except OSError:  # the namespace is gone, and its interfaces' filters with it
+                pass
+        self._tc_links = []
         self.obj.close()
