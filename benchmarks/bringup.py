@@ -1,13 +1,15 @@
-"""Bring-up and teardown time of the 36-host transit-stub network, per plane and for Mininet.
+"""Bring-up and teardown time of the 36-host transit-stub network, per plane and for Mininet;
+with ``--scale``, of fat-trees from 16 to 1,024 hosts per plane.
 
     sudo .venv/bin/python benchmarks/bringup.py [--repeat 5] [--no-mininet] [--write]
+    sudo .venv/bin/python benchmarks/bringup.py --scale [--ks 4,8,12,16] [--planes ...] [--write]
 
 For each dplab plane: ``up`` = Network.up() + plane.start() (the namespaces, links, shaping
 and switch configuration exist), ``ready`` = plane.wait_ready() (forwarding proven by a
 ping across), ``down`` = plane.stop() + Network.down(). Mininet 2.3 (Debian's python3-mininet,
 run with /usr/bin/python3) builds the same graph with TCLink shaping: ``up`` = Mininet(...)
 + net.start(), ``down`` = net.stop(). Medians over the repetitions. ``--write`` replaces the
-bring-up section of docs/benchmarks.md.
+bring-up section of docs/benchmarks.md. ``--scale`` (see bringup_scale.py) writes its own.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from doc_section import write_section  # beside this script
+import bringup_scale  # beside this script
+from doc_section import write_section
 
 from dplab import planes
 from dplab.planes import PlaneError
@@ -177,9 +180,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-mininet", action="store_true")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--scale", action="store_true", help="fat-trees of 16 to 1,024 hosts")
+    parser.add_argument("--ks", default="4,8,12,16", help="--scale: fat-tree k values")
+    parser.add_argument("--planes", default="bridge,router,p4,ovs", help="--scale: planes")
+    parser.add_argument("--backlog", type=int, default=None,
+                        help="--scale: raise net.core.netdev_max_backlog (host-wide) to this "
+                        "for the runs, put back afterwards")
     args = parser.parse_args()
     registry.cleanup_on_signals()
     registry.reclaim_stale()
+    if args.scale:
+        bringup_scale.main([int(k) for k in args.ks.split(",")], args.planes.split(","),
+                           args.backlog, args.write, "sudo .venv/bin/python "
+                           "benchmarks/bringup.py " + " ".join(sys.argv[1:]))
+        return
     topo = catalog.build(TOPOLOGY)
     results = {f"dplab {kind}": time_plane(kind, topo, args.repeat)
                for kind in ("bridge", "router", "ovs")}

@@ -37,7 +37,14 @@ import switch_rig
 import xdp_drop
 
 from dplab.measure.resources import parse_pid_stat
-from dplab.planes.ovs import create_db, daemon_argv, private_env
+from dplab.planes.ovs import (
+    BYPASS_QDISC,
+    create_db,
+    daemon_argv,
+    global_config,
+    interface_type,
+    private_env,
+)
 from dplab.planes.xdp import route_entry
 from dplab.xdp.netns import interfaces
 from dplab.xdp.programs import XdpProgram
@@ -258,21 +265,23 @@ OVS_FLOWS = (
 
 
 class Ovs:
-    name = "OVS (netdev datapath)"
     cpu_counted = "ovs-vswitchd"
 
-    def __init__(self, rig: switch_rig.Rig, vswitchd: subprocess.Popen) -> None:
+    def __init__(self, rig: switch_rig.Rig, vswitchd: subprocess.Popen, ports: str) -> None:
         self.rig, self.vswitchd = rig, vswitchd
+        self.name = f"OVS (netdev datapath, ports {ports})"
 
     def cpu_seconds(self) -> float:
         return process_cpu_seconds(self.vswitchd.pid)
 
 
 @contextmanager
-def ovs(core: int, xdp_sink: bool = False) -> Iterator[Ovs]:
+def ovs(core: int, xdp_sink: bool = False, ports: str = "netdev") -> Iterator[Ovs]:
     """A private ovsdb-server and ovs-vswitchd in the switch namespace (their files in the
     rig's temporary directory, never the host's /run/openvswitch), vswitchd and all its
-    threads pinned to `core`; one netdev bridge with proactive L3 flows."""
+    threads pinned to `core` (an AF_XDP port's PMD thread too, by pmd-cpu-mask); one
+    netdev bridge with proactive L3 flows, its port I/O as the ovs plane's option
+    ``ports`` (dplab.planes.ovs.PORTS)."""
     with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
         run_dir = Path(rig.tmp.name)
         env = private_env(run_dir)
@@ -285,18 +294,20 @@ def ovs(core: int, xdp_sink: bool = False) -> Iterator[Ovs]:
             daemons.append(_ovs_daemon(rig, env, "ovs-vswitchd", [f"unix:{db_sock}"], core))
             br = f"{rig.prefix}br"
             vsctl = ["ovs-vsctl", f"--db=unix:{db_sock}", "--timeout=30"]
-            cmds = ["--", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
+            pmd = [f"other_config:pmd-cpu-mask={1 << core:#x}"] if ports in BYPASS_QDISC else []
+            cmds = ["--", "set", "open_vswitch", ".", *global_config(ports), *pmd,
+                    "--", "add-br", br, "--", "set", "bridge", br, "datapath_type=netdev",
                     "fail-mode=secure", "other-config:disable-in-band=true"]
             for port in (1, 2):
                 ifname = rig.switch_if(port)
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
-                         f"ofport_request={port}"]
+                         f"ofport_request={port}", *interface_type(ports)]
             subprocess.run([*vsctl, *cmds], check=True, capture_output=True, env=env)
             for flow in OVS_FLOWS:
                 subprocess.run(["ovs-ofctl", "add-flow", f"unix:{run_dir / br}.mgmt", flow],
                                check=True, capture_output=True)
             prepare_ends(rig, xdp_sink)
-            yield Ovs(rig, daemons[-1])
+            yield Ovs(rig, daemons[-1], ports)
         finally:
             for daemon in reversed(daemons):
                 _stop(daemon)

@@ -68,7 +68,12 @@ DIRECT = "direct veth"
 # label -> (plane kind, options); DIRECT has no plane at all.
 PLANES: dict[str, tuple[str, dict]] = {
     "bridge": ("bridge", {}),
-    "ovs-proactive": ("ovs", {"mode": "proactive"}),
+    "ovs-proactive": ("ovs", {"mode": "proactive"}),  # its default ports: netdev-tso
+    # The ovs plane's other port I/O (option ports, dplab.planes.ovs.PORTS): the links here
+    # are unshaped, so the AF_XDP ones may run.
+    "ovs-netdev": ("ovs", {"mode": "proactive", "ports": "netdev"}),
+    "ovs-afxdp": ("ovs", {"mode": "proactive", "ports": "afxdp"}),
+    "ovs-afxdp-sleep": ("ovs", {"mode": "proactive", "ports": "afxdp-sleep"}),
     "p4-proactive": ("p4", {"mode": "proactive"}),
     "router": ("router", {}),
 }
@@ -438,10 +443,14 @@ def notes(sizes: Sizes, hops: int, rows: dict[Config, list[dict]]) -> list[str]:
         "  machine's softirq time, where the kernel's packet path (veth, bridge, routing) runs.",
         "  `plane's offloads` = as the plane leaves the interfaces: bridge and router keep",
         "  the veth defaults (checksum offload, TSO, GSO on: the kernel moves 64 KiB",
-        "  segments, never cut into frames inside the namespaces); OVS's userspace datapath",
-        "  needs `tx off` (a checksum left to offload would never be filled in), which also",
-        "  drops TSO (GSO stays on, so segments are cut into frames before they reach the",
-        "  switch); the p4 plane keeps them on, its switch finishes checksums and cuts",
+        "  segments, never cut into frames inside the namespaces); `ovs-proactive` runs the",
+        "  ovs plane's default ports, `netdev-tso` (AF_PACKET with userspace TSO: offloads",
+        "  stay on, OVS forwards super-packets with their virtio-net header); `ovs-netdev`",
+        "  (AF_PACKET without it) and `ovs-afxdp`/`ovs-afxdp-sleep` (AF_XDP ports, a PMD",
+        "  thread busy polling, or sleeping up to 1 ms when idle) need `tx off` (a checksum",
+        "  left to offload would never be filled in), which also drops TSO (GSO stays on, so",
+        "  segments are cut into frames before they reach the switch); the p4 plane keeps",
+        "  them on, its switch finishes checksums and cuts",
         "  super-packets into frames itself. `offloads off` = `tx`, `tso` and `gso` off on",
         "  every host and switch port, for every plane: the like-for-like comparison of",
         "  per-packet forwarding cost. Where a plane already runs in that state the figure",

@@ -42,6 +42,7 @@ import switch_rig  # noqa: E402  (the test rig lives with the tests)
 from doc_section import write_section  # noqa: E402
 
 from dplab.measure.resources import parse_vmrss_kib  # noqa: E402
+from dplab.planes.ovs import PORTS  # noqa: E402
 
 SIZES = (60, 1514)  # Ethernet frames without FCS: 64 B and 1518 B on a wire
 SWITCH_CORE, BLAST_CORE = 0, 1
@@ -74,8 +75,8 @@ frame on the switch's core, which XDP frames do not). The row
 *sink receiving into its stack* runs the L3 switch once more with a sink that takes every
 frame into the kernel's receive path (a socket buffer each, GRO, then IP drops it: it is
 addressed to another host), all of it on core {core} inside the switch's send. Median of
-{reps} runs of {seconds} s, measured {when} on {host} (2 cores, shared with other work;
-load average at the start {load_start}, at the end {load_end}; core {core} spent
+{reps} runs of {seconds} s, measured {when} on {host} (kernel {kernel}, 2 cores, shared with
+other work; load average at the start {load_start}, at the end {load_end}; core {core} spent
 {baseline} of its time in softirq before the runs, with no traffic of ours). The budget is
 1 Mpps at 64 B on one core.
 
@@ -91,7 +92,11 @@ load average at the start {load_start}, at the end {load_end}; core {core} spent
   takes XDP frames only into a peer that runs NAPI or XDP, as the sink does), *(tx ring)*
   through an AF_PACKET transmit ring (switch/PROTOCOL.md, `--tx`). *OVS*: ovs-vswitchd
   {ovs_version} on its userspace (netdev) datapath, pinned to core {core} with taskset,
-  proactive OpenFlow rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set
+  once per port I/O of the ovs plane's option `ports` (`netdev`: AF_PACKET; `netdev-tso`:
+  the same with userspace TSO on, the plane's default; `afxdp`: AF_XDP sockets served by a
+  busy-polling PMD thread, pinned to core {core} too by pmd-cpu-mask; `afxdp-sleep`: the
+  PMD sleeps up to 1 ms while its queues are idle, pmd-maxsleep), proactive OpenFlow
+  rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set
   both MACs, `dec_ttl`, output). *Linux bridge*: a static FDB entry for the frame's
   destination on port 2. *Linux router*: `ip_forward`, a permanent neighbour entry for the next hop.
   *XDP router*: the xdp plane's l3 program (`xdp/l3_router.bpf.c`: LPM-trie lookup, MAC
@@ -273,9 +278,10 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
         inline = {"core": SWITCH_CORE, "tx": modes[0], "switch_bin": switch_bin}
         others.append(forwarders.p4_switch(inline_name(modes[0]), l3_ir, [L3_ROUTE], **inline))
         if not p4_only:
+            others += [forwarders.ovs(SWITCH_CORE, xdp_sink=True, ports=ports)
+                       for ports in PORTS]  # every port I/O of the ovs plane
             others += [
                 forwarders.xdp_router(SWITCH_CORE, xdp_sink=True),
-                forwarders.ovs(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_bridge(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_router(SWITCH_CORE, xdp_sink=True),
             ]
@@ -448,6 +454,7 @@ def section(m: dict, seconds: float, reps: int) -> str:
         seconds=f"{seconds:g}",
         when=time.strftime("%Y-%m-%d %H:%M"),
         host=platform.node(),
+        kernel=platform.release(),
         baseline=f"{m['baseline_softirq_share']:.0%}",
         rows=table_rows(m),
         sink_dropped=sink_drops(m),

@@ -65,11 +65,14 @@ generate_p4runtime_stubs() {
   mark_done p4runtime-stubs "$want"
 }
 
-# The P4 software switch (Rust, switch/): rebuilt in release mode when its sources change.
+# The Rust workspace (switch/: the P4 switch, its packet I/O library pktio/, the user-space
+# forwarder fwd/): rebuilt in release mode when any crate's sources change.
 build_p4_switch() {
   local crate="$root/switch" cargo
-  local want; want="$(find "$crate/src" "$crate/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | fingerprint)"
-  [ -x "$crate/target/release/dplab-switch" ] && done_before p4switch "$want" && return 0
+  local want; want="$(find "$crate/src" "$crate/pktio/src" "$crate/fwd/src" "$crate/Cargo.toml" \
+    "$crate/pktio/Cargo.toml" "$crate/fwd/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | fingerprint)"
+  [ -x "$crate/target/release/dplab-switch" ] && [ -x "$crate/target/release/dplab-fwd" ] \
+    && done_before p4switch "$want" && return 0
   cargo="$(command -v cargo || true)"
   [ -n "$cargo" ] || for c in "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" /root/.cargo/bin/cargo; do
     [ -x "$c" ] && { cargo="$c"; break; }
@@ -78,7 +81,7 @@ build_p4_switch() {
     echo "setup: WARNING: cargo (Rust) not found: the P4 switch (switch/) is not built; the p4 plane will not work" >&2
     return 0
   fi
-  echo "setup: building the P4 switch (cargo build --release)" >&2
+  echo "setup: building the P4 switch and the user-space forwarder (cargo build --release)" >&2
   (cd "$crate" && "$cargo" build --release --locked -q)
   mark_done p4switch "$want"
 }

@@ -31,7 +31,7 @@ def test_ties_go_to_the_first_neighbour_in_switch_order():
     addresses = router._link_addresses(net)
     routes = router._routes(net, addresses)
     via_s2 = addresses[("s2", "s1")][1]
-    assert routes["s1"] == [f"route add 10.0.3.0/24 via {via_s2}"]
+    assert routes["s1"] == [("10.0.3.0", 24, via_s2)]
 
 
 def test_router_refuses_an_l2_network_and_unknown_options():

@@ -32,6 +32,10 @@ def ping(rtt: float | None, ok: bool = True) -> FlowResult:
                       None if ok else "no reply from h5", {"rtt_ms": rtt, "loss_pct": 0.0}, [])
 
 
+INFO = {"bridge": {"forwarding": "Linux kernel (bridge)"},
+        "ovs-reactive": {"datapath": "userspace (netdev)", "ports": "netdev-tso"}}
+
+
 def store_experiment(path):
     store = RunStore(path)
     store.write_experiment(SPEC)
@@ -45,7 +49,8 @@ def store_experiment(path):
             if plane == "ovs-reactive":  # the switches the plane's rules counted
                 results[2].path = ["s1", "s3"]
             store.add_run(f"{plane}-r{rep + 1}", plane, rep + 1, "ok", None, 1000.0 + rep, 9.0,
-                          {"packet_ins": 40.0 if plane != "bridge" else None}, results)
+                          {"packet_ins": 40.0 if plane != "bridge" else None}, results,
+                          plane_info=INFO[plane])
     store.add_run("ovs-reactive-r4", "ovs-reactive", 4, "failed",
                   "PlaneError: <controller> did not connect", 2000.0, 1.0, {}, [])
 
@@ -62,6 +67,8 @@ def test_report_has_tables_plots_and_failures(tmp_path):
     assert "45.50 ± 1.24 (n=3)" in page
     assert re.search(r"-31\.9 % \(worse, p=[0-9.e-]+\)", page)
     assert "ovs-reactive vs bridge" in page
+    assert "How each plane ran" in page
+    assert "<dt>ovs-reactive</dt><dd>datapath: userspace (netdev); ports: netdev-tso</dd>" in page
     assert "ovs-reactive (failed runs: 1)" in page
     assert "(n=2, 1 missing)" in page  # ovs rtt: one failed flow
     assert "PlaneError: &lt;controller&gt; did not connect" in page
@@ -84,6 +91,7 @@ def test_print_tables_shows_planes_and_improvement(tmp_path):
     text = console.export_text()
     assert "throughput (Mbit/s)" in text and "bridge" in text and "ovs-reactive" in text
     assert "-31.9 % (worse" in text
+    assert "bridge: forwarding: Linux kernel (bridge)" in text
     assert "failed run ovs-reactive-r4: PlaneError: <controller> did not connect" in text
 
 

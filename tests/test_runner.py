@@ -90,7 +90,11 @@ def test_run_stores_measured_traffic_for_every_plane_and_writes_the_report(tmp_p
     stats = {(s["plane"], s["stat"]): s["value"] for s in store.rows("plane_stats")}
     assert stats[("ovs-reactive", "packet_ins")] > 0
     assert stats[("ovs-reactive", "flow_installs")] > 0
+    info = {(i["plane"], i["key"]): i["value"] for i in store.rows("plane_info")}
+    assert info[("ovs-reactive", "ports")] in ("netdev-tso", "system")  # by datapath
+    assert info[("bridge", "forwarding")] == "Linux kernel (bridge)"
     assert (results / "report.html").stat().st_size > 10_000
+    assert "How each plane ran" in (results / "report.html").read_text()
     assert_left_nothing(prefixes_in(done.stderr))
 
     again = subprocess.run(dplab("run", str(spec), "--results", str(results)),

@@ -98,8 +98,9 @@ def test_csv_export_writes_every_table_with_empty_cells_for_missing(tmp_path):
     add(store, "ovs-r1")
     paths = store.export_csv(tmp_path / "csv")
     assert sorted(p.name for p in paths) == ["fidelity.csv", "flows.csv", "intervals.csv",
-                                            "plane_series.csv", "plane_stats.csv",
-                                            "run_axes.csv", "runs.csv", "summaries.csv"]
+                                            "plane_info.csv", "plane_series.csv",
+                                            "plane_stats.csv", "run_axes.csv", "runs.csv",
+                                            "summaries.csv"]
     with (tmp_path / "csv" / "summaries.csv").open() as f:
         rows = list(csv.DictReader(f))
     syn = next(r for r in rows if r["metric"] == "syn_delay_ms")
@@ -190,3 +191,16 @@ def test_bad_series_points_are_named_and_store_nothing(tmp_path):
     with pytest.raises(StoreError, match="point 0: series must be a non-empty name"):
         add(store, "x", plane_series=[SeriesPoint(1.0, "", 1.0)])
     assert store.rows("runs") == [] and store.rows("plane_series") == []
+
+
+def test_plane_info_round_trip_and_old_stores_without_it(tmp_path):
+    store = RunStore(tmp_path)
+    add(store, "ovs-r1", plane_info={"ports": "netdev-tso", "TSO": "on"})
+    (tmp_path / "plane_info.parquet").unlink()  # the layout stores had before the table
+    old = RunStore.open(tmp_path)
+    assert old.rows("plane_info") == []
+    add(old, "ovs-r2", repetition=2, plane_info={"ports": "afxdp"})
+    assert [(r["run_id"], r["key"], r["value"]) for r in RunStore.open(tmp_path)
+            .rows("plane_info")] == [("ovs-r2", "ports", "afxdp")]
+    with pytest.raises(StoreError, match="run 'x', plane info: .*'TSO': True"):
+        add(old, "x", plane_info={"TSO": True})

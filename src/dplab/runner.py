@@ -28,11 +28,13 @@ Progress = Callable[[str], None]
 
 def _capture_points(net: Network, interfaces: list[tuple[str, str]],
                     out_dir: Path) -> list[CapturePoint]:
+    """Where to capture; a switch the plane's network does not have (the direct and loopback
+    baselines have none) has nothing to capture."""
     hosts = set(net.topo.hosts())
     return [
         CapturePoint(net.host_ns(node) if node in hosts else net.switch_ns(node), ifname,
                      out_dir / f"{node}-{ifname}.pcap")
-        for node, ifname in interfaces
+        for node, ifname in interfaces if node in net.topo.graph
     ]
 
 
@@ -106,6 +108,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
     clock.lap("teardown")
+    info = _plane_info(key)
     store.add_run(
         run_id=key.run_id,
         plane_label=key.plane.column,
@@ -118,11 +121,21 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         results=results,
         cpu_idle=idle.finish(),
         plane_series=series,
+        plane_info=info,
         axes=list(key.point.values),
         fidelity=fidelity,
     )
     if error:  # after storing: whatever the message holds, the failed run is on disk
         say(f"{key.run_id}: FAILED: {error}")
+
+
+def _plane_info(key: RunKey) -> dict[str, str]:
+    """How the run's plane forwards (its configuration, known without starting it); empty
+    when its options are bad (the run's error says why)."""
+    try:
+        return planes.create(key.plane.kind, dict(key.plane.options)).info()
+    except planes.PlaneError:
+        return {}
 
 
 class StageClock:
@@ -157,15 +170,14 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
     plane.avoid_pairs = frozenset(frozenset((f.src, f.dst)) for phase in plan.phases
                                   for f in phase if f.cold)
     say(f"{key.run_id}: building {topo.name}")
-    with Network(topo, addressing=plane.addressing,
-                 shared_switch_ns=plane.shared_switch_ns) as net:
+    with plane.network(topo) as net:
         clock.lap("network_up")
         say(f"{key.run_id}: network up ({net.prefix}), starting {key.plane.kind}")
         try:
             plane.start(net)
             plane.wait_ready(READY_TIMEOUT_S)
             clock.lap("plane_ready")
-            switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
+            switch_namespaces = {net.switch_ns(s) for s in net.topo.switches()}
             points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
             with ResourceSampler(switch_namespaces) as resources, \
                     FidelityMonitor(net, plane) as fidelity, \
@@ -176,12 +188,12 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
                     measured = run_flows(net, flows)
+                    results.extend(measured)  # kept, whatever the plane says next
+                    liveness.check_daemons(plane, results, len(flows), f"during traffic "
+                                           f"phase {number}/{len(plan.phases)}")
                     paths = plane.flow_paths(flows)  # before idle rules expire
                     for result in measured:
                         result.path = paths.get(result.flow.flow_id)
-                    results.extend(measured)
-                    liveness.check_daemons(plane, results, len(flows), f"during traffic "
-                                           f"phase {number}/{len(plan.phases)}")
             for problem in pcap.problems:
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")

@@ -1384,7 +1384,7 @@ fn broadcast(clients: &[Arc<Client>], line: &str) {
 pub fn event_writer(shared: Arc<Shared>) {
     let mut last_idle_scan = 0u64;
     loop {
-        crate::ports::wait_readable(&[shared.wake_events], 100);
+        pktio::phy::port::wait_readable(&[shared.wake_events], 100);
         crate::shared::drain(shared.wake_events);
         let batch: Vec<_> = shared
             .events

@@ -3,7 +3,7 @@
 //! One loop rather than a thread per port: the budget is "one core", a single loop needs
 //! no locking between ports, and batching per port keeps system calls few. Each round
 //! takes up to `BATCH` frames from every port under one lock of the runtime, then sends
-//! what the pipeline produced with one `send()` per output port (ports.rs). Between
+//! what the pipeline produced with one `send()` per output port (pktio::phy::Port). Between
 //! packets the thread spins or sleeps as the recent arrivals suggest (arrivals.rs).
 
 mod arrivals;
@@ -15,11 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, TryLockError};
 
 use crate::pipeline::{Event, Worker};
-use crate::ports::Port;
-use crate::segment::Segments;
-use crate::shared::{add, drain, PortDrop, Shared};
-use crate::xdptx::XdpTx;
+use crate::shared::{add, drain, Shared};
 use arrivals::Arrivals;
+use pktio::offload::segment::Segments;
+use pktio::phy::xdp::tx::XdpTx;
+use pktio::phy::{Port, PortDrop};
+use pktio::sys;
 pub use placement::set_affinity;
 use placement::Placement;
 use warmup::KernelWarmer;
@@ -77,7 +78,7 @@ pub fn run(
     stop: Arc<AtomicBool>,
     warm_loopback: bool,
 ) {
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, TIMER_SLACK_NS) };
+    sys::set_timer_slack(TIMER_SLACK_NS);
     request_short_slice();
     let mut port_slot = vec![None; 512];
     for (i, p) in ports.iter().enumerate() {
@@ -145,30 +146,10 @@ fn close_in_parallel(ports: Vec<Port>) {
     }
 }
 
-/// struct sched_attr, its first version (the libc crate has no binding).
-#[repr(C)]
-#[derive(Default)]
-struct SchedAttr {
-    size: u32,
-    policy: u32,
-    flags: u64,
-    nice: i32,
-    priority: u32,
-    runtime: u64,
-    deadline: u64,
-    period: u64,
-}
-
 /// Asks for a `SLICE_NS` slice under the normal policy; kernels before 6.12 ignore it,
 /// which only costs latency, so a failure is not an error.
 fn request_short_slice() {
-    let attr = SchedAttr {
-        size: std::mem::size_of::<SchedAttr>() as u32,
-        policy: libc::SCHED_OTHER as u32,
-        runtime: SLICE_NS,
-        ..SchedAttr::default()
-    };
-    unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    sys::request_slice(SLICE_NS);
 }
 
 /// Lets any other task waiting for this core run first. Spinning switches of one topology
@@ -176,7 +157,7 @@ fn request_short_slice() {
 /// whole scheduler slice while the switch (or host) that has a packet waits behind it.
 /// Alone on its core, this returns at once (a system call, well under a microsecond).
 fn yield_core() {
-    unsafe { libc::sched_yield() };
+    sys::sched_yield();
 }
 
 fn readable(fd: i32) -> libc::pollfd {
@@ -199,12 +180,7 @@ fn realtime_ns() -> u64 {
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    sys::clock_ns(clock)
 }
 
 impl Loop {
@@ -362,19 +338,8 @@ impl Loop {
     /// Sleeps in poll() until a port or the packet-out eventfd is readable (true) or
     /// `timeout_ns` passed (false).
     fn sleep(&mut self, timeout_ns: u64) -> bool {
-        let timeout = libc::timespec {
-            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
-        };
         let fds = &mut self.wait_fds;
-        let n = unsafe {
-            libc::ppoll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                &timeout,
-                std::ptr::null(),
-            )
-        };
+        let n = sys::ppoll(fds, timeout_ns);
         let wake = fds.last().expect("the eventfd is always there");
         if wake.revents & libc::POLLIN != 0 {
             drain(wake.fd);

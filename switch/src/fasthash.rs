@@ -13,9 +13,9 @@ pub struct FastState {
 
 impl Default for FastState {
     fn default() -> Self {
-        let mut seed = 0u64;
-        unsafe { libc::getrandom(&mut seed as *mut u64 as *mut libc::c_void, 8, 0) };
-        FastState { seed: seed | 1 }
+        FastState {
+            seed: pktio::sys::random_u64() | 1,
+        }
     }
 }
 

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::shared::Shared;
+use pktio::sys;
+use std::os::fd::AsRawFd;
 
 const POLL: Duration = Duration::from_millis(50);
 
@@ -33,12 +35,7 @@ fn applied() -> MutexGuard<'static, Option<(BTreeSet<u32>, u64)>> {
 /// Whether the interface `name` is running (up with carrier), asked on socket `fd`. An
 /// interface the kernel does not know counts as down.
 fn running(fd: i32, name: &str) -> bool {
-    let mut req = crate::ethtool::ifreq(name);
-    if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req) } != 0 {
-        return false;
-    }
-    let flags = unsafe { req.ifr_ifru.ifru_flags } as i32;
-    flags & libc::IFF_RUNNING != 0
+    sys::interface_flags(fd, name).is_ok_and(|flags| flags & libc::IFF_RUNNING != 0)
 }
 
 fn down_ports(fd: i32, shared: &Shared) -> BTreeSet<u32> {
@@ -53,11 +50,11 @@ fn down_ports(fd: i32, shared: &Shared) -> BTreeSet<u32> {
 /// Runs for the switch's life: applies the down ports when they change or a new pipeline
 /// (with new, empty profiles) is loaded.
 pub fn watch(shared: Arc<Shared>) {
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
+    let Ok(socket) = sys::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) else {
         eprintln!("dplab-switch: no socket for port liveness; watch ports stay live");
         return;
-    }
+    };
+    let fd = socket.as_raw_fd();
     loop {
         let now = (
             down_ports(fd, &shared),

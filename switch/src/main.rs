@@ -4,31 +4,33 @@
 //!                     --control /run/dplab/<run>/s1.sock [--pipeline prog.ir.json] [--core N]
 //!                     [--warm-loopback on|off] [--tx ring|xdp] [--xdp-min-call N]
 
-mod bpf;
-mod coalesce;
+// Unsafe code lives in pktio::sys; the exceptions (the counting allocator, heap.rs, and the
+// deparser's unchecked reads, values.rs) say why they need it.
+#![deny(unsafe_code)]
+
 mod control;
 mod dataplane;
-mod ethtool;
 mod fasthash;
 mod hashes;
+// A global allocator is unsafe to implement by nature; the rest of the switch is safe code.
+#[allow(unsafe_code)]
 mod heap;
+mod ir;
 mod liveness;
 mod meters;
 mod pipeline;
-mod ports;
 mod pre;
 mod profiles;
 mod program;
-mod segment;
 mod shared;
 mod tables;
-mod txring;
 mod value_sets;
 mod values;
-mod xdpcheck;
-mod xdpsent;
-mod xdptx;
 
+use pktio::phy::xdp::bpf;
+use pktio::phy::xdp::tx::{self as xdptx, XdpTx};
+use pktio::phy::Port;
+use pktio::sys;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,9 +48,9 @@ struct Options {
     core: Option<usize>,
     /// The namespace is the switch's own: its loopback may carry warm-up frames.
     warm_loopback: bool,
-    /// Transmit through XDP (xdptx.rs) rather than the AF_PACKET ring.
+    /// Transmit through XDP (pktio phy/xdp/tx.rs) rather than the AF_PACKET ring.
     tx_xdp: bool,
-    /// With `tx_xdp`: the fewest frames of a port sent in one XDP call (xdptx.rs).
+    /// With `tx_xdp`: the fewest frames of a port sent in one XDP call (pktio phy/xdp/tx.rs).
     xdp_min_call: usize,
 }
 
@@ -141,19 +143,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 
 /// SIGTERM and SIGINT, blocked in every thread: the main thread takes them with sigwait,
 /// so stopping needs no handler and no polling.
-fn stop_signals() -> libc::sigset_t {
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        set
-    }
-}
-
-fn wait_for_stop_signal(set: &libc::sigset_t) {
-    let mut signal = 0;
-    while unsafe { libc::sigwait(set, &mut signal) } != 0 {}
+fn stop_signals() -> sys::SignalSet {
+    sys::SignalSet::new(&[libc::SIGTERM, libc::SIGINT])
 }
 
 fn fail(message: &str) -> ! {
@@ -166,7 +157,7 @@ fn main() {
     let opts = parse_args(&args).unwrap_or_else(|e| fail(&e));
     let mut ports = Vec::new();
     for (num, name) in &opts.ports {
-        let port = ports::Port::open(*num, name, opts.tx_xdp);
+        let port = Port::open(*num, name, opts.tx_xdp);
         ports.push(port.unwrap_or_else(|e| fail(&e.to_string())));
     }
     let xdp = opts
@@ -174,7 +165,7 @@ fn main() {
         .first()
         .filter(|_| opts.tx_xdp)
         .map(|(_, first)| {
-            xdptx::XdpTx::open(&bpf::holder_name(first), opts.xdp_min_call)
+            XdpTx::open(&bpf::holder_name(first), opts.xdp_min_call)
                 .unwrap_or_else(|e| fail(&format!("--tx xdp: {e}")))
         });
     let shared = Arc::new(shared::Shared::new(opts.ports.clone(), opts.cpu_port));
@@ -193,10 +184,8 @@ fn main() {
         .unwrap_or_else(|e| fail(&format!("control socket {}: {e}", opts.control.display())));
     // Before any thread starts, so that every thread inherits the blocked mask.
     let stop_set = stop_signals();
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_BLOCK, &stop_set, std::ptr::null_mut());
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
+    sys::block_signals(&stop_set);
+    sys::ignore_sigpipe();
     let stop = Arc::new(AtomicBool::new(false));
     {
         let (shared, stop) = (shared.clone(), stop.clone());
@@ -222,7 +211,7 @@ fn main() {
         opts.cpu_port,
         opts.control.display()
     );
-    wait_for_stop_signal(&stop_set);
+    sys::wait_signal(&stop_set);
     stop.store(true, Ordering::Relaxed);
     shared::signal(shared.wake_dataplane); // out of its idle wait now, not at its timeout
     let _ = dp.join();

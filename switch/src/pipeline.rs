@@ -180,8 +180,7 @@ fn write_dest(fields: &mut [u128], d: Dest, value: u128) {
 
 impl Worker {
     pub fn new(prog: &Program) -> Worker {
-        let mut seed = 0u64;
-        unsafe { libc::getrandom(&mut seed as *mut u64 as *mut libc::c_void, 8, 0) };
+        let seed = pktio::sys::random_u64();
         let initial_valid: Vec<bool> = prog.instances.iter().map(|i| !i.is_header).collect();
         Worker {
             phv: Phv {

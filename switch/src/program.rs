@@ -6,6 +6,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::ir::{
+    DestIr, ExprIr, ExprNode, ExternIr, FieldListRef, Ir, KeySetIr, SelectorIr, StmtIr, SwitchIr,
+    TableIr, TransitionIr,
+};
+
 use crate::hashes::HashAlgorithm;
 use crate::profiles::SizeBy;
 use crate::tables::MatchKind;
@@ -396,26 +401,8 @@ pub fn parse_hex(v: &Value, at: &str) -> LoadResult<u128> {
     u128::from_str_radix(digits, 16).map_err(|_| format!("{at}: {text:?} is not hex"))
 }
 
-fn num(v: &Value, key: &str, at: &str) -> LoadResult<i64> {
-    v.get(key)
-        .and_then(Value::as_i64)
-        .ok_or_else(|| format!("{at}: missing number {key:?}"))
-}
-
-fn arr<'a>(v: &'a Value, key: &str, at: &str) -> LoadResult<&'a Vec<Value>> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{at}: missing list {key:?}"))
-}
-
-fn text<'a>(v: &'a Value, key: &str, at: &str) -> LoadResult<&'a str> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("{at}: missing string {key:?}"))
-}
-
-fn index(v: &Value, key: &str, len: usize, what: &str, at: &str) -> LoadResult<usize> {
-    let n = num(v, key, at)?;
+/// `n` as an index into a list of `len` `what`s; `key` names it in the error.
+fn index(n: i64, key: &str, len: usize, what: &str, at: &str) -> LoadResult<usize> {
     if n < 0 || n as usize >= len {
         return Err(format!(
             "{at}: {key} {n} is not a valid {what} index (have {len})"
@@ -425,36 +412,44 @@ fn index(v: &Value, key: &str, len: usize, what: &str, at: &str) -> LoadResult<u
 }
 
 fn optional_index(
-    v: &Value,
+    n: Option<i64>,
     key: &str,
     len: usize,
     what: &str,
     at: &str,
 ) -> LoadResult<Option<usize>> {
-    match v.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(_) => index(v, key, len, what, at).map(Some),
-    }
+    n.map(|n| index(n, key, len, what, at)).transpose()
 }
 
-fn width(v: &Value, key: &str, at: &str) -> LoadResult<u32> {
-    let w = num(v, key, at)?;
+fn width(w: i64, at: &str) -> LoadResult<u32> {
     if !(1..=128).contains(&w) {
         return Err(format!("{at}: width {w} outside 1..128"));
     }
     Ok(w as u32)
 }
 
-fn field_list_ref(v: &Value, at: &str) -> LoadResult<Option<u32>> {
-    match v.get("field_list") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(n.as_u64().map(|n| n as u32)),
-        Some(Value::String(s)) => s
+fn field_list_ref(r: &Option<FieldListRef>, at: &str) -> LoadResult<Option<u32>> {
+    match r {
+        None => Ok(None),
+        Some(FieldListRef::Number(n)) => Ok(Some(*n as u32)),
+        Some(FieldListRef::Text(s)) => s
             .parse()
             .map(Some)
             .map_err(|_| format!("{at}: bad field_list {s:?}")),
-        Some(other) => Err(format!("{at}: bad field_list {other}")),
     }
+}
+
+/// A list of instance indices that must all be headers (stack members, deparser emits).
+fn header_list(items: &[Value], instances: &[Instance], at: &str) -> LoadResult<Vec<usize>> {
+    items
+        .iter()
+        .map(|m| match m.as_u64() {
+            Some(n) if (n as usize) < instances.len() && instances[n as usize].is_header => {
+                Ok(n as usize)
+            }
+            _ => Err(format!("{at}: {m} is not a header instance")),
+        })
+        .collect()
 }
 
 /// Loads IR pieces that refer to instances, actions and tables.
@@ -472,21 +467,16 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    fn slot(&self, v: &Value, at: &str) -> LoadResult<(usize, u32)> {
-        let inst = index(v, "inst", self.instances.len(), "instance", at)?;
+    fn slot(&self, inst: i64, field: i64, at: &str) -> LoadResult<(usize, u32)> {
+        let inst = index(inst, "inst", self.instances.len(), "instance", at)?;
         let i = &self.instances[inst];
-        let field = index(
-            v,
-            "field",
-            i.fields.len(),
-            &format!("field of {}", i.name),
-            at,
-        )?;
+        let what = format!("field of {}", i.name);
+        let field = index(field, "field", i.fields.len(), &what, at)?;
         Ok((i.base + field, i.fields[field].0))
     }
 
-    fn header(&self, v: &Value, key: &str, at: &str) -> LoadResult<usize> {
-        let inst = index(v, key, self.instances.len(), "instance", at)?;
+    fn header(&self, inst: i64, key: &str, at: &str) -> LoadResult<usize> {
+        let inst = index(inst, key, self.instances.len(), "instance", at)?;
         if !self.instances[inst].is_header {
             return Err(format!(
                 "{at}: instance {} is not a header",
@@ -496,14 +486,10 @@ impl Loader<'_> {
         Ok(inst)
     }
 
-    fn dest(&self, v: &Value, at: &str) -> LoadResult<Dest> {
-        let (slot, w) = self.slot(v, at)?;
-        let slice = match (v.get("hi"), v.get("lo")) {
+    fn dest(&self, d: &DestIr, at: &str) -> LoadResult<Dest> {
+        let (slot, w) = self.slot(d.inst, d.field, at)?;
+        let slice = match (d.hi, d.lo) {
             (Some(hi), Some(lo)) => {
-                let (hi, lo) = (
-                    hi.as_u64().unwrap_or(u64::MAX),
-                    lo.as_u64().unwrap_or(u64::MAX),
-                );
                 if lo > hi || hi >= w as u64 {
                     return Err(format!("{at}: slice [{hi}:{lo}] outside a {w}-bit field"));
                 }
@@ -528,20 +514,16 @@ impl Loader<'_> {
         })
     }
 
-    fn dest_at(&self, v: &Value, key: &str, at: &str) -> LoadResult<Dest> {
-        let d = v.get(key).ok_or_else(|| format!("{at}: missing {key:?}"))?;
+    fn dest_at(&self, d: &DestIr, key: &str, at: &str) -> LoadResult<Dest> {
         self.dest(d, &format!("{at}.{key}"))
     }
 
-    fn expr_at(&self, v: &Value, key: &str, at: &str) -> LoadResult<Expr> {
-        let e = v
-            .get(key)
-            .ok_or_else(|| format!("{at}: missing expression {key:?}"))?;
+    fn expr_at(&self, e: &ExprIr, key: &str, at: &str) -> LoadResult<Expr> {
         self.expr(e, &format!("{at}.{key}"))
     }
 
-    fn exprs(&self, v: &Value, key: &str, at: &str) -> LoadResult<Vec<Expr>> {
-        arr(v, key, at)?
+    fn exprs(&self, items: &[ExprIr], key: &str, at: &str) -> LoadResult<Vec<Expr>> {
+        items
             .iter()
             .enumerate()
             .map(|(i, e)| self.expr(e, &format!("{at}.{key}[{i}]")))
@@ -549,70 +531,65 @@ impl Loader<'_> {
     }
 
     /// Expressions with their widths, for data that is bit-concatenated (hash, digest).
-    fn sized_exprs(&self, v: &Value, key: &str, at: &str) -> LoadResult<Vec<(Expr, u32)>> {
-        let items = arr(v, key, at)?;
+    fn sized_exprs(&self, items: &[ExprIr], key: &str, at: &str) -> LoadResult<Vec<(Expr, u32)>> {
         let mut out = Vec::with_capacity(items.len());
         for (i, e) in items.iter().enumerate() {
             let eat = format!("{at}.{key}[{i}]");
-            out.push((self.expr(e, &eat)?, width(e, "w", &eat)?));
+            out.push((self.expr(e, &eat)?, width(e.w, &eat)?));
         }
         Ok(out)
     }
 
-    fn expr(&self, v: &Value, at: &str) -> LoadResult<Expr> {
-        let op = text(v, "op", at)?;
-        let w = width(v, "w", at)?;
-        let sub = |key: &str| self.expr_at(v, key, at).map(Box::new);
-        let bin = |op: BinOp| -> LoadResult<Expr> { Ok(Expr::Bin(op, sub("a")?, sub("b")?, w)) };
-        Ok(match op {
-            "const" => Expr::Const(
-                parse_hex(v.get("v").unwrap_or(&Value::Null), at)? & crate::values::mask(w),
-            ),
-            "field" => Expr::Field(self.slot(v, at)?.0),
-            "valid" => Expr::Valid(self.header(v, "inst", at)?),
-            "param" => Expr::Param(num(v, "index", at)?.max(0) as usize),
-            "lookahead" => Expr::Lookahead(w),
-            "not" => Expr::Un(UnOp::Not, sub("a")?, w),
-            "lnot" => Expr::Un(UnOp::LNot, sub("a")?, w),
-            "neg" => Expr::Un(UnOp::Neg, sub("a")?, w),
-            "add" => bin(BinOp::Add)?,
-            "sub" => bin(BinOp::Sub)?,
-            "mul" => bin(BinOp::Mul)?,
-            "addsat" => bin(BinOp::AddSat)?,
-            "subsat" => bin(BinOp::SubSat)?,
-            "and" => bin(BinOp::And)?,
-            "or" => bin(BinOp::Or)?,
-            "xor" => bin(BinOp::Xor)?,
-            "shl" => bin(BinOp::Shl)?,
-            "shr" => bin(BinOp::Shr)?,
-            "eq" => bin(BinOp::Eq)?,
-            "ne" => bin(BinOp::Ne)?,
-            "lt" => bin(BinOp::Lt)?,
-            "le" => bin(BinOp::Le)?,
-            "gt" => bin(BinOp::Gt)?,
-            "ge" => bin(BinOp::Ge)?,
-            "land" => bin(BinOp::LAnd)?,
-            "lor" => bin(BinOp::LOr)?,
-            "cond" => Expr::Cond(sub("c")?, sub("a")?, sub("b")?),
-            "slice" => {
-                let (hi, lo) = (num(v, "hi", at)?, num(v, "lo", at)?);
-                if lo < 0 || hi < lo || hi >= 128 {
+    fn expr(&self, e: &ExprIr, at: &str) -> LoadResult<Expr> {
+        let w = width(e.w, at)?;
+        let sub = |key: &str, x: &ExprIr| self.expr_at(x, key, at).map(Box::new);
+        let un = |op: UnOp, a: &ExprIr| -> LoadResult<Expr> { Ok(Expr::Un(op, sub("a", a)?, w)) };
+        let bin = |op: BinOp, a: &ExprIr, b: &ExprIr| -> LoadResult<Expr> {
+            Ok(Expr::Bin(op, sub("a", a)?, sub("b", b)?, w))
+        };
+        Ok(match &e.node {
+            ExprNode::Const { v } => Expr::Const(parse_hex(v, at)? & crate::values::mask(w)),
+            ExprNode::Field { inst, field } => Expr::Field(self.slot(*inst, *field, at)?.0),
+            ExprNode::Valid { inst } => Expr::Valid(self.header(*inst, "inst", at)?),
+            ExprNode::Param { index } => Expr::Param((*index).max(0) as usize),
+            ExprNode::Lookahead => Expr::Lookahead(w),
+            ExprNode::Not { a } => un(UnOp::Not, a)?,
+            ExprNode::LNot { a } => un(UnOp::LNot, a)?,
+            ExprNode::Neg { a } => un(UnOp::Neg, a)?,
+            ExprNode::Add { a, b } => bin(BinOp::Add, a, b)?,
+            ExprNode::Sub { a, b } => bin(BinOp::Sub, a, b)?,
+            ExprNode::Mul { a, b } => bin(BinOp::Mul, a, b)?,
+            ExprNode::AddSat { a, b } => bin(BinOp::AddSat, a, b)?,
+            ExprNode::SubSat { a, b } => bin(BinOp::SubSat, a, b)?,
+            ExprNode::And { a, b } => bin(BinOp::And, a, b)?,
+            ExprNode::Or { a, b } => bin(BinOp::Or, a, b)?,
+            ExprNode::Xor { a, b } => bin(BinOp::Xor, a, b)?,
+            ExprNode::Shl { a, b } => bin(BinOp::Shl, a, b)?,
+            ExprNode::Shr { a, b } => bin(BinOp::Shr, a, b)?,
+            ExprNode::Eq { a, b } => bin(BinOp::Eq, a, b)?,
+            ExprNode::Ne { a, b } => bin(BinOp::Ne, a, b)?,
+            ExprNode::Lt { a, b } => bin(BinOp::Lt, a, b)?,
+            ExprNode::Le { a, b } => bin(BinOp::Le, a, b)?,
+            ExprNode::Gt { a, b } => bin(BinOp::Gt, a, b)?,
+            ExprNode::Ge { a, b } => bin(BinOp::Ge, a, b)?,
+            ExprNode::LAnd { a, b } => bin(BinOp::LAnd, a, b)?,
+            ExprNode::LOr { a, b } => bin(BinOp::LOr, a, b)?,
+            ExprNode::Cond { c, a, b } => Expr::Cond(sub("c", c)?, sub("a", a)?, sub("b", b)?),
+            ExprNode::Slice { a, hi, lo } => {
+                if *lo < 0 || hi < lo || *hi >= 128 {
                     return Err(format!("{at}: bad slice [{hi}:{lo}]"));
                 }
-                Expr::Slice(sub("a")?, hi as u32, lo as u32)
+                Expr::Slice(sub("a", a)?, *hi as u32, *lo as u32)
             }
-            "concat" => {
-                let b = v.get("b").ok_or_else(|| format!("{at}: missing \"b\""))?;
-                let bw = width(b, "w", &format!("{at}.b"))?;
-                Expr::Concat(sub("a")?, sub("b")?, bw)
+            ExprNode::Concat { a, b } => {
+                let bw = width(b.w, &format!("{at}.b"))?;
+                Expr::Concat(sub("a", a)?, sub("b", b)?, bw)
             }
-            "cast" => Expr::Cast(sub("a")?, w),
-            other => return Err(format!("{at}: unknown expression op {other:?}")),
+            ExprNode::Cast { a } => Expr::Cast(sub("a", a)?, w),
         })
     }
 
-    fn algo(&self, v: &Value, at: &str) -> LoadResult<Algo> {
-        let name = text(v, "algo", at)?;
+    fn algo(&self, name: &str, at: &str) -> LoadResult<Algo> {
         if name == "xor16" {
             return Ok(Algo::Xor16);
         }
@@ -621,156 +598,197 @@ impl Loader<'_> {
             .ok_or_else(|| format!("{at}: unknown algo {name:?}"))
     }
 
-    fn block(&self, v: &Value, key: &str, at: &str) -> LoadResult<Vec<Stmt>> {
-        match v.get(key) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, s)| self.stmt(s, &format!("{at}.{key}[{i}]")))
-                .collect(),
-            Some(other) => Err(format!(
-                "{at}.{key}: expected a statement list, got {other}"
-            )),
-        }
+    fn block(&self, body: &Option<Vec<StmtIr>>, key: &str, at: &str) -> LoadResult<Vec<Stmt>> {
+        body.iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, s)| self.stmt(s, &format!("{at}.{key}[{i}]")))
+            .collect()
     }
 
-    fn stmt(&self, v: &Value, at: &str) -> LoadResult<Stmt> {
-        let kind = text(v, "kind", at)?;
-        Ok(match kind {
-            "assign" => Stmt::Assign(self.dest_at(v, "dst", at)?, self.expr_at(v, "src", at)?),
-            "copy_header" => {
-                Stmt::CopyHeader(self.header(v, "dst", at)?, self.header(v, "src", at)?)
+    fn stmt(&self, v: &StmtIr, at: &str) -> LoadResult<Stmt> {
+        let counters = |n: i64, key: &str, len: usize, what: &str| index(n, key, len, what, at);
+        Ok(match v {
+            StmtIr::Assign { dst, src } => {
+                Stmt::Assign(self.dest_at(dst, "dst", at)?, self.expr_at(src, "src", at)?)
             }
-            "set_valid" => Stmt::SetValid(self.header(v, "inst", at)?, true),
-            "set_invalid" => Stmt::SetValid(self.header(v, "inst", at)?, false),
-            "if" => Stmt::If(
-                self.expr_at(v, "cond", at)?,
-                self.block(v, "then", at)?,
-                self.block(v, "else", at)?,
-            ),
-            "apply" => self.apply(v, at)?,
-            "call" => Stmt::Call(
-                index(v, "action", self.actions, "action", at)?,
-                self.exprs(v, "args", at)?,
-            ),
-            "exit" => Stmt::Exit,
-            "return" => Stmt::Return,
-            "stack_push" | "stack_pop" => {
-                let stack = index(v, "stack", self.stacks, "stack", at)?;
-                let count = num(v, "count", at)?.max(0) as usize;
-                if kind == "stack_push" {
-                    Stmt::StackPush(stack, count)
-                } else {
-                    Stmt::StackPop(stack, count)
-                }
+            StmtIr::CopyHeader { dst, src } => {
+                Stmt::CopyHeader(self.header(*dst, "dst", at)?, self.header(*src, "src", at)?)
             }
-            "counter_count" => Stmt::CounterCount(
-                index(v, "counter", self.counters, "counter", at)?,
-                self.expr_at(v, "index", at)?,
+            StmtIr::SetValid { inst } => Stmt::SetValid(self.header(*inst, "inst", at)?, true),
+            StmtIr::SetInvalid { inst } => Stmt::SetValid(self.header(*inst, "inst", at)?, false),
+            StmtIr::If {
+                cond,
+                then,
+                otherwise,
+            } => Stmt::If(
+                self.expr_at(cond, "cond", at)?,
+                self.block(then, "then", at)?,
+                self.block(otherwise, "else", at)?,
             ),
-            "meter_execute" => Stmt::MeterExecute(
-                index(v, "meter", self.meters, "meter", at)?,
-                self.expr_at(v, "index", at)?,
-                self.dest_at(v, "dst", at)?,
+            StmtIr::Apply {
+                table,
+                hit_dest,
+                switch,
+            } => self.apply(*table, hit_dest, switch, at)?,
+            StmtIr::Call { action, args } => Stmt::Call(
+                counters(*action, "action", self.actions, "action")?,
+                self.exprs(args, "args", at)?,
             ),
-            "direct_meter_read" => {
-                index(v, "meter", self.direct_meters, "direct meter", at)?;
-                Stmt::DirectMeterRead(self.dest_at(v, "dst", at)?)
+            StmtIr::Exit => Stmt::Exit,
+            StmtIr::Return => Stmt::Return,
+            StmtIr::StackPush { stack, count } => Stmt::StackPush(
+                counters(*stack, "stack", self.stacks, "stack")?,
+                (*count).max(0) as usize,
+            ),
+            StmtIr::StackPop { stack, count } => Stmt::StackPop(
+                counters(*stack, "stack", self.stacks, "stack")?,
+                (*count).max(0) as usize,
+            ),
+            StmtIr::CounterCount { counter, index } => Stmt::CounterCount(
+                counters(*counter, "counter", self.counters, "counter")?,
+                self.expr_at(index, "index", at)?,
+            ),
+            StmtIr::MeterExecute { meter, index, dst } => Stmt::MeterExecute(
+                counters(*meter, "meter", self.meters, "meter")?,
+                self.expr_at(index, "index", at)?,
+                self.dest_at(dst, "dst", at)?,
+            ),
+            StmtIr::DirectMeterRead { meter, dst } => {
+                counters(*meter, "meter", self.direct_meters, "direct meter")?;
+                Stmt::DirectMeterRead(self.dest_at(dst, "dst", at)?)
             }
-            "register_read" => Stmt::RegisterRead(
-                index(v, "register", self.registers, "register", at)?,
-                self.expr_at(v, "index", at)?,
-                self.dest_at(v, "dst", at)?,
+            StmtIr::RegisterRead {
+                register,
+                index,
+                dst,
+            } => Stmt::RegisterRead(
+                counters(*register, "register", self.registers, "register")?,
+                self.expr_at(index, "index", at)?,
+                self.dest_at(dst, "dst", at)?,
             ),
-            "register_write" => Stmt::RegisterWrite(
-                index(v, "register", self.registers, "register", at)?,
-                self.expr_at(v, "index", at)?,
-                self.expr_at(v, "value", at)?,
+            StmtIr::RegisterWrite {
+                register,
+                index,
+                value,
+            } => Stmt::RegisterWrite(
+                counters(*register, "register", self.registers, "register")?,
+                self.expr_at(index, "index", at)?,
+                self.expr_at(value, "value", at)?,
             ),
-            "hash" => Stmt::Hash {
-                dst: self.dest_at(v, "dst", at)?,
-                algo: self.algo(v, at)?,
-                base: self.expr_at(v, "base", at)?,
-                data: Packed::new(self.sized_exprs(v, "data", at)?),
-                max: self.expr_at(v, "max", at)?,
+            StmtIr::Hash {
+                dst,
+                algo,
+                base,
+                data,
+                max,
+            } => Stmt::Hash {
+                dst: self.dest_at(dst, "dst", at)?,
+                algo: self.algo(algo, at)?,
+                base: self.expr_at(base, "base", at)?,
+                data: Packed::new(self.sized_exprs(data, "data", at)?),
+                max: self.expr_at(max, "max", at)?,
             },
-            "random" => Stmt::Random(
-                self.dest_at(v, "dst", at)?,
-                self.expr_at(v, "lo", at)?,
-                self.expr_at(v, "hi", at)?,
+            StmtIr::Random { dst, lo, hi } => Stmt::Random(
+                self.dest_at(dst, "dst", at)?,
+                self.expr_at(lo, "lo", at)?,
+                self.expr_at(hi, "hi", at)?,
             ),
-            "clone" => Stmt::Clone {
-                egress: match text(v, "type", at)? {
+            StmtIr::Clone {
+                kind,
+                session,
+                field_list,
+            } => Stmt::Clone {
+                egress: match kind.as_str() {
                     "I2E" => false,
                     "E2E" => true,
                     other => return Err(format!("{at}: clone type {other:?} is not I2E or E2E")),
                 },
-                session: self.expr_at(v, "session", at)?,
-                field_list: field_list_ref(v, at)?,
+                session: self.expr_at(session, "session", at)?,
+                field_list: field_list_ref(field_list, at)?,
             },
-            "resubmit" => Stmt::Resubmit(field_list_ref(v, at)?),
-            "recirculate" => Stmt::Recirculate(field_list_ref(v, at)?),
-            "digest" => Stmt::Digest(
-                index(v, "digest", self.digests, "digest", at)?,
-                self.sized_exprs(v, "data", at)?,
-            ),
-            "verify_checksum" => Stmt::VerifyChecksum {
-                cond: self.expr_at(v, "cond", at)?,
-                data: Packed::new(self.sized_exprs(v, "data", at)?),
-                checksum: self.expr_at(v, "checksum", at)?,
-                algo: self.algo(v, at)?,
-            },
-            "update_checksum" => Stmt::UpdateChecksum {
-                cond: self.expr_at(v, "cond", at)?,
-                data: Packed::new(self.sized_exprs(v, "data", at)?),
-                dst: self.dest_at(v, "dst", at)?,
-                algo: self.algo(v, at)?,
-            },
-            "log" => Stmt::Log,
-            "extract" if v.get("stack").is_some_and(|s| !s.is_null()) => {
-                Stmt::ExtractStack(index(v, "stack", self.stacks, "stack", at)?)
+            StmtIr::Resubmit { field_list } => Stmt::Resubmit(field_list_ref(field_list, at)?),
+            StmtIr::Recirculate { field_list } => {
+                Stmt::Recirculate(field_list_ref(field_list, at)?)
             }
-            "extract" => Stmt::Extract(self.header(v, "inst", at)?),
-            "advance" => Stmt::Advance(self.expr_at(v, "bits", at)?),
-            "verify" => {
-                let error = num(v, "error", at)?;
-                if error < 0 || error as usize >= self.errors.max(7) {
+            StmtIr::Digest { digest, data } => Stmt::Digest(
+                counters(*digest, "digest", self.digests, "digest")?,
+                self.sized_exprs(data, "data", at)?,
+            ),
+            StmtIr::VerifyChecksum {
+                cond,
+                data,
+                checksum,
+                algo,
+            } => Stmt::VerifyChecksum {
+                cond: self.expr_at(cond, "cond", at)?,
+                data: Packed::new(self.sized_exprs(data, "data", at)?),
+                checksum: self.expr_at(checksum, "checksum", at)?,
+                algo: self.algo(algo, at)?,
+            },
+            StmtIr::UpdateChecksum {
+                cond,
+                data,
+                dst,
+                algo,
+            } => Stmt::UpdateChecksum {
+                cond: self.expr_at(cond, "cond", at)?,
+                data: Packed::new(self.sized_exprs(data, "data", at)?),
+                dst: self.dest_at(dst, "dst", at)?,
+                algo: self.algo(algo, at)?,
+            },
+            StmtIr::Log => Stmt::Log,
+            StmtIr::Extract {
+                stack: Some(stack), ..
+            } => Stmt::ExtractStack(counters(*stack, "stack", self.stacks, "stack")?),
+            StmtIr::Extract { inst, .. } => {
+                let inst = inst.ok_or_else(|| format!("{at}: missing number \"inst\""))?;
+                Stmt::Extract(self.header(inst, "inst", at)?)
+            }
+            StmtIr::Advance { bits } => Stmt::Advance(self.expr_at(bits, "bits", at)?),
+            StmtIr::Verify { error, cond } => {
+                if *error < 0 || *error as usize >= self.errors.max(7) {
                     return Err(format!(
                         "{at}: error code {error} is not in the errors list"
                     ));
                 }
-                Stmt::Verify(self.expr_at(v, "cond", at)?, error as u32)
+                Stmt::Verify(self.expr_at(cond, "cond", at)?, *error as u32)
             }
-            other => return Err(format!("{at}: unknown statement kind {other:?}")),
         })
     }
 
-    fn apply(&self, v: &Value, at: &str) -> LoadResult<Stmt> {
-        let table = index(v, "table", self.tables, "table", at)?;
-        let hit_dest = match v.get("hit_dest") {
-            None | Some(Value::Null) => None,
+    fn apply(
+        &self,
+        table: i64,
+        hit_dest: &Option<DestIr>,
+        switch: &Option<SwitchIr>,
+        at: &str,
+    ) -> LoadResult<Stmt> {
+        let table = index(table, "table", self.tables, "table", at)?;
+        let hit_dest = match hit_dest {
+            None => None,
             Some(d) => Some(self.dest(d, &format!("{at}.hit_dest"))?),
         };
-        let switch = match v.get("switch") {
-            None | Some(Value::Null) => None,
+        let switch = match switch {
+            None => None,
             Some(sw) => {
                 let sat = format!("{at}.switch");
                 let mut cases = Vec::new();
-                for (i, case) in arr(sw, "cases", &sat)?.iter().enumerate() {
+                for (i, case) in sw.cases.iter().enumerate() {
                     let cat = format!("{sat}.cases[{i}]");
-                    let actions = arr(case, "actions", &cat)?
+                    let actions = case
+                        .actions
                         .iter()
                         .map(|a| match a.as_u64() {
                             Some(n) if (n as usize) < self.actions => Ok(n as usize),
                             _ => Err(format!("{cat}: {a} is not an action index")),
                         })
                         .collect::<LoadResult<Vec<usize>>>()?;
-                    cases.push((actions, self.block(case, "body", &cat)?));
+                    cases.push((actions, self.block(&case.body, "body", &cat)?));
                 }
-                let default = match sw.get("default") {
-                    None | Some(Value::Null) => None,
-                    Some(_) => Some(self.block(sw, "default", &sat)?),
+                let default = match &sw.default {
+                    None => None,
+                    Some(_) => Some(self.block(&sw.default, "default", &sat)?),
                 };
                 Some(SwitchCases { cases, default })
             }
@@ -783,22 +801,22 @@ impl Loader<'_> {
     }
 }
 
-fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
+fn load_instances(ir: &Ir) -> LoadResult<(Vec<Instance>, usize)> {
     let mut instances = Vec::new();
     let mut base = 0;
-    for (i, inst) in arr(ir, "instances", "ir")?.iter().enumerate() {
+    for (i, inst) in ir.instances.iter().enumerate() {
         let at = format!("instances[{i}]");
-        let name = text(inst, "name", &at)?.to_string();
-        let is_header = text(inst, "kind", &at)? == "header";
-        let bits = num(inst, "bits", &at).unwrap_or(0).max(0) as u32;
+        let name = inst.name.clone();
+        let is_header = inst.kind == "header";
+        let bits = inst.bits.max(0) as u32;
         let mut fields = Vec::new();
         let (mut wire_narrow, mut wire) = (Vec::new(), Vec::new());
         // Bits the fields read so far take: a header's next field must start there.
         let mut used = 0u32;
-        for (j, f) in arr(inst, "fields", &at)?.iter().enumerate() {
+        for (j, f) in inst.fields.iter().enumerate() {
             let fat = format!("{at} ({name}).fields[{j}]");
-            let w = width(f, "w", &fat)?;
-            let offset = num(f, "offset", &fat).unwrap_or(0).max(0) as u32;
+            let w = width(f.w, &fat)?;
+            let offset = f.offset.max(0) as u32;
             if is_header {
                 if offset != used {
                     return Err(format!(
@@ -852,35 +870,35 @@ fn load_instances(ir: &Value) -> LoadResult<(Vec<Instance>, usize)> {
     Ok((instances, base))
 }
 
-fn load_externs(ir: &Value, key: &str, tables: usize) -> LoadResult<Vec<ExternDef>> {
-    let Some(items) = ir.get(key).and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
+fn load_externs(items: &[ExternIr], key: &str, tables: usize) -> LoadResult<Vec<ExternDef>> {
     let mut out = Vec::new();
     for (i, e) in items.iter().enumerate() {
         let at = format!("{key}[{i}]");
-        let unit = match e.get("unit").and_then(Value::as_str).unwrap_or("packets") {
+        let unit = match e.unit.as_deref().unwrap_or("packets") {
             "packets" => Unit::Packets,
             "bytes" => Unit::Bytes,
             "both" => Unit::Both,
             other => return Err(format!("{at}: unknown unit {other:?}")),
         };
-        let size = num(e, "size", &at).unwrap_or(0);
-        if !(0..=1 << 24).contains(&size) {
-            return Err(format!("{at}: size {size} outside 0..2^24"));
+        if !(0..=1 << 24).contains(&e.size) {
+            return Err(format!("{at}: size {} outside 0..2^24", e.size));
         }
         let width = if key == "registers" {
-            width(e, "w", &at)?
+            let w = e.w.ok_or_else(|| format!("{at}: missing number \"w\""))?;
+            width(w, &at)?
         } else {
             0
         };
         if key.starts_with("direct") {
-            index(e, "table", tables, "table", &at)?;
+            let table = e
+                .table
+                .ok_or_else(|| format!("{at}: missing number \"table\""))?;
+            index(table, "table", tables, "table", &at)?;
         }
         out.push(ExternDef {
-            id: num(e, "id", &at).unwrap_or(0) as u32,
-            name: text(e, "name", &at).unwrap_or("").to_string(),
-            size: size as usize,
+            id: e.id as u32,
+            name: e.name.clone(),
+            size: e.size as usize,
             unit,
             width,
         });
@@ -888,25 +906,25 @@ fn load_externs(ir: &Value, key: &str, tables: usize) -> LoadResult<Vec<ExternDe
     Ok(out)
 }
 
-fn load_actions(ir: &Value, loader: &Loader) -> LoadResult<Vec<Action>> {
+fn load_actions(ir: &Ir, loader: &Loader) -> LoadResult<Vec<Action>> {
     let mut actions = Vec::new();
-    for (i, a) in arr(ir, "actions", "ir")?.iter().enumerate() {
+    for (i, a) in ir.actions.iter().enumerate() {
         let at = format!("actions[{i}]");
         let mut params = Vec::new();
-        for (j, p) in arr(a, "params", &at)?.iter().enumerate() {
+        for (j, p) in a.params.iter().enumerate() {
             let pat = format!("{at}.params[{j}]");
-            params.push((num(p, "id", &pat)? as u32, width(p, "w", &pat)?));
+            params.push((p.id as u32, width(p.w, &pat)?));
         }
         if params.len() > MAX_PARAMS {
             return Err(format!("{at}: more than {MAX_PARAMS} action parameters"));
         }
-        let name = text(a, "name", &at)?.to_string();
-        let body = loader.block(a, "body", &format!("{at} ({name})"))?;
+        let name = a.name.clone();
+        let body = loader.block(&a.body, "body", &format!("{at} ({name})"))?;
         if applies_a_table(&body) {
             return Err(format!("{at} ({name}): an action cannot apply a table"));
         }
         actions.push(Action {
-            id: num(a, "id", &at)? as u32,
+            id: a.id as u32,
             name,
             params,
             body,
@@ -925,163 +943,154 @@ fn applies_a_table(body: &[Stmt]) -> bool {
     })
 }
 
-fn args(v: &Value, at: &str) -> LoadResult<Vec<u128>> {
-    match v.get("args") {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, a)| parse_hex(a, &format!("{at}.args[{i}]")))
-            .collect(),
-        Some(other) => Err(format!("{at}: args must be a list, got {other}")),
-    }
+fn args(items: &Option<Vec<Value>>, at: &str) -> LoadResult<Vec<u128>> {
+    items
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, a)| parse_hex(a, &format!("{at}.args[{i}]")))
+        .collect()
 }
 
 fn load_table(
-    t: &Value,
+    t: &TableIr,
     at: &str,
     loader: &Loader,
     counts: (usize, usize, usize),
 ) -> LoadResult<TableDef> {
     let mut keys = Vec::new();
-    for (j, k) in arr(t, "keys", at)?.iter().enumerate() {
+    for (j, k) in t.keys.iter().enumerate() {
         let kat = format!("{at}.keys[{j}]");
         keys.push(KeyDef {
-            kind: match_kind(k, &kat)?,
-            width: width(k, "w", &kat)?,
-            expr: loader.expr_at(k, "expr", &kat)?,
+            kind: match_kind(&k.kind, &kat)?,
+            width: width(k.w, &kat)?,
+            expr: loader.expr_at(&k.expr, "expr", &kat)?,
         });
     }
     let mut actions = Vec::new();
-    for (j, a) in arr(t, "actions", at)?.iter().enumerate() {
+    for (j, a) in t.actions.iter().enumerate() {
         let aat = format!("{at}.actions[{j}]");
-        let scope = match a
-            .get("scope")
-            .and_then(Value::as_str)
-            .unwrap_or("table_and_default")
-        {
+        let scope = match a.scope.as_deref().unwrap_or("table_and_default") {
             "table_and_default" => Scope::TableAndDefault,
             "table_only" => Scope::TableOnly,
             "default_only" => Scope::DefaultOnly,
             other => return Err(format!("{aat}: unknown scope {other:?}")),
         };
-        actions.push((index(a, "action", loader.actions, "action", &aat)?, scope));
+        actions.push((
+            index(a.action, "action", loader.actions, "action", &aat)?,
+            scope,
+        ));
     }
     let default = t
-        .get("default_action")
+        .default_action
+        .as_ref()
         .ok_or_else(|| format!("{at}: missing default_action"))?;
     let dat = format!("{at}.default_action");
     let mut const_entries = Vec::new();
-    if let Some(items) = t.get("const_entries").and_then(Value::as_array) {
-        for (j, e) in items.iter().enumerate() {
-            let eat = format!("{at}.const_entries[{j}]");
-            let action = e
-                .get("action")
-                .ok_or_else(|| format!("{eat}: missing action"))?;
-            const_entries.push(ConstEntry {
-                priority: num(e, "priority", &eat).unwrap_or(0) as i32,
-                matches: arr(e, "matches", &eat)?.clone(),
-                action: index(action, "action", loader.actions, "action", &eat)?,
-                args: args(action, &eat)?,
-                is_const: e.get("const").and_then(Value::as_bool).unwrap_or(false),
-            });
-        }
+    for (j, e) in t.const_entries.iter().enumerate() {
+        let eat = format!("{at}.const_entries[{j}]");
+        let action = e
+            .action
+            .as_ref()
+            .ok_or_else(|| format!("{eat}: missing action"))?;
+        const_entries.push(ConstEntry {
+            priority: e.priority as i32,
+            matches: e.matches.clone(),
+            action: index(action.action, "action", loader.actions, "action", &eat)?,
+            args: args(&action.args, &eat)?,
+            is_const: e.is_const,
+        });
     }
     // Direct counters count in the table entries themselves; only the reference is checked.
-    optional_index(t, "direct_counter", counts.0, "direct counter", at)?;
-    let size = num(t, "size", at).unwrap_or(1024);
+    optional_index(
+        t.direct_counter,
+        "direct_counter",
+        counts.0,
+        "direct counter",
+        at,
+    )?;
     let mut selector_keys = Vec::new();
-    if let Some(items) = t.get("selector_keys").and_then(Value::as_array) {
-        for (j, k) in items.iter().enumerate() {
-            let kat = format!("{at}.selector_keys[{j}]");
-            selector_keys.push((loader.expr_at(k, "expr", &kat)?, width(k, "w", &kat)?));
-        }
+    for (j, k) in t.selector_keys.iter().enumerate() {
+        let kat = format!("{at}.selector_keys[{j}]");
+        selector_keys.push((loader.expr_at(&k.expr, "expr", &kat)?, width(k.w, &kat)?));
     }
     Ok(TableDef {
-        id: num(t, "id", at)? as u32,
-        name: text(t, "name", at)?.to_string(),
-        size: size.clamp(1, 1 << 24) as usize,
+        id: t.id as u32,
+        name: t.name.clone(),
+        size: t.size.unwrap_or(1024).clamp(1, 1 << 24) as usize,
         keys,
         actions,
-        default_action: index(default, "action", loader.actions, "action", &dat)?,
-        default_args: args(default, &dat)?,
-        default_const: default
-            .get("const")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
+        default_action: index(default.action, "action", loader.actions, "action", &dat)?,
+        default_args: args(&default.args, &dat)?,
+        default_const: default.is_const,
         const_entries,
-        is_const: t.get("is_const").and_then(Value::as_bool).unwrap_or(false),
-        direct_meter: optional_index(t, "direct_meter", counts.1, "direct meter", at)?,
-        support_timeout: t
-            .get("support_timeout")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        implementation: optional_index(t, "implementation", counts.2, "action profile", at)?,
+        is_const: t.is_const,
+        direct_meter: optional_index(t.direct_meter, "direct_meter", counts.1, "direct meter", at)?,
+        support_timeout: t.support_timeout,
+        implementation: optional_index(
+            t.implementation,
+            "implementation",
+            counts.2,
+            "action profile",
+            at,
+        )?,
         selector_keys: Packed::new(selector_keys),
     })
 }
 
-fn match_kind(v: &Value, at: &str) -> LoadResult<MatchKind> {
-    let name = text(v, "match", at)?;
+fn match_kind(name: &str, at: &str) -> LoadResult<MatchKind> {
     MatchKind::parse(name).ok_or_else(|| format!("{at}: unknown match kind {name:?}"))
 }
 
 /// Loads the IR's `value_sets` (absent: none).
-fn load_value_sets(ir: &Value) -> LoadResult<Vec<ValueSetDef>> {
-    let Some(items) = ir.get("value_sets").and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
+fn load_value_sets(ir: &Ir) -> LoadResult<Vec<ValueSetDef>> {
     let mut out = Vec::new();
-    for (i, v) in items.iter().enumerate() {
+    for (i, v) in ir.value_sets.iter().enumerate() {
         let at = format!("value_sets[{i}]");
         let mut fields = Vec::new();
-        for (j, f) in arr(v, "fields", &at)?.iter().enumerate() {
+        for (j, f) in v.fields.iter().enumerate() {
             let fat = format!("{at}.fields[{j}]");
-            fields.push((match_kind(f, &fat)?, width(f, "w", &fat)?));
+            fields.push((match_kind(&f.kind, &fat)?, width(f.w, &fat)?));
         }
         if fields.is_empty() {
             return Err(format!("{at}: a value set needs at least one field"));
         }
-        let (id, size) = (num(v, "id", &at)?, num(v, "size", &at)?);
-        if id < 0 || size < 0 {
+        if v.id < 0 || v.size < 0 {
             return Err(format!("{at}: id and size must not be negative"));
         }
         out.push(ValueSetDef {
-            id: id as u32,
-            name: text(v, "name", &at).unwrap_or("").to_string(),
-            size: size as usize,
+            id: v.id as u32,
+            name: v.name.clone(),
+            size: v.size as usize,
             fields,
         });
     }
     Ok(out)
 }
 
-fn load_profiles(ir: &Value, loader: &Loader, tables: usize) -> LoadResult<Vec<ProfileDef>> {
-    let Some(items) = ir.get("action_profiles").and_then(Value::as_array) else {
-        return Ok(Vec::new());
-    };
+fn load_profiles(ir: &Ir, loader: &Loader, tables: usize) -> LoadResult<Vec<ProfileDef>> {
     let mut out = Vec::new();
-    for (i, p) in items.iter().enumerate() {
+    for (i, p) in ir.action_profiles.iter().enumerate() {
         let at = format!("action_profiles[{i}]");
-        let (selector, size_by) = match p.get("selector") {
-            None | Some(Value::Null) => (None, SizeBy::Weights),
+        let (selector, size_by) = match &p.selector {
+            None => (None, SizeBy::Weights),
             Some(sel) => (
-                Some((loader.algo(sel, &at)?, width(sel, "output_width", &at)?)),
+                Some((loader.algo(&sel.algo, &at)?, width(sel.output_width, &at)?)),
                 size_by(sel, &at)?,
             ),
         };
         let mut users = Vec::new();
-        for t in arr(p, "tables", &at)? {
+        for t in &p.tables {
             match t.as_u64() {
                 Some(n) if (n as usize) < tables => users.push(n as usize),
                 _ => return Err(format!("{at}: table {t} does not exist")),
             }
         }
         out.push(ProfileDef {
-            id: num(p, "id", &at)? as u32,
-            name: text(p, "name", &at)?.to_string(),
-            size: num(p, "size", &at)?.clamp(1, 1 << 24) as usize,
-            max_group_size: num(p, "max_group_size", &at).unwrap_or(0).max(0) as usize,
+            id: p.id as u32,
+            name: p.name.clone(),
+            size: p.size.clamp(1, 1 << 24) as usize,
+            max_group_size: p.max_group_size.max(0) as usize,
             selector,
             size_by,
             tables: users,
@@ -1091,8 +1100,8 @@ fn load_profiles(ir: &Value, loader: &Loader, tables: usize) -> LoadResult<Vec<P
 }
 
 /// A selector's `size_semantics` (absent: p4c's default, sum_of_weights).
-fn size_by(sel: &Value, at: &str) -> LoadResult<SizeBy> {
-    match sel.get("size_semantics").and_then(Value::as_str) {
+fn size_by(sel: &SelectorIr, at: &str) -> LoadResult<SizeBy> {
+    match sel.size_semantics.as_deref() {
         None | Some("sum_of_weights") => Ok(SizeBy::Weights),
         Some("sum_of_members") => Ok(SizeBy::Members),
         Some(other) => Err(format!(
@@ -1102,13 +1111,12 @@ fn size_by(sel: &Value, at: &str) -> LoadResult<SizeBy> {
 }
 
 fn load_parser(
-    ir: &Value,
+    ir: &Ir,
     loader: &Loader,
     value_sets: &[ValueSetDef],
 ) -> LoadResult<(i64, Vec<ParserState>)> {
-    let p = ir.get("parser").ok_or("ir: missing parser")?;
-    let states_json = arr(p, "states", "parser")?;
-    let n = states_json.len() as i64;
+    let p = ir.parser.as_ref().ok_or("ir: missing parser")?;
+    let n = p.states.len() as i64;
     let target = |t: i64, at: &str| -> LoadResult<i64> {
         if t == -1 || t == -2 || (0..n).contains(&t) {
             Ok(t)
@@ -1116,26 +1124,26 @@ fn load_parser(
             Err(format!("{at}: state target {t} is not a state, -1 or -2"))
         }
     };
-    let start = target(num(p, "start", "parser")?, "parser.start")?;
+    let start = target(p.start, "parser.start")?;
     let mut states = Vec::new();
-    for (i, s) in states_json.iter().enumerate() {
-        let name = text(s, "name", &format!("parser.states[{i}]"))
-            .unwrap_or("?")
-            .to_string();
+    for (i, s) in p.states.iter().enumerate() {
+        let name = s.name.as_deref().unwrap_or("?");
         let at = format!("parser.states[{i}] ({name})");
-        let body = loader.block(s, "body", &at)?;
+        let body = loader.block(&s.body, "body", &at)?;
         let tr = s
-            .get("transition")
+            .transition
+            .as_ref()
             .ok_or_else(|| format!("{at}: missing transition"))?;
         let tat = format!("{at}.transition");
-        let transition = match text(tr, "kind", &tat)? {
-            "goto" => Transition::Goto(target(num(tr, "next", &tat)?, &tat)?),
-            "select" => {
-                let keys = loader.exprs(tr, "keys", &tat)?;
+        let transition = match tr {
+            TransitionIr::Goto { next } => Transition::Goto(target(*next, &tat)?),
+            TransitionIr::Select { keys, cases: items } => {
+                let keys = loader.exprs(keys, "keys", &tat)?;
                 let mut cases = Vec::new();
-                for (j, c) in arr(tr, "cases", &tat)?.iter().enumerate() {
+                for (j, c) in items.iter().enumerate() {
                     let cat = format!("{tat}.cases[{j}]");
-                    let sets = arr(c, "sets", &cat)?
+                    let sets = c
+                        .sets
                         .iter()
                         .map(|k| keyset(k, value_sets.len(), &cat))
                         .collect::<LoadResult<Vec<KeySet>>>()?;
@@ -1156,58 +1164,54 @@ fn load_parser(
                             keys.len()
                         ));
                     }
-                    cases.push((sets, target(num(c, "next", &cat)?, &cat)?));
+                    cases.push((sets, target(c.next, &cat)?));
                 }
                 Transition::Select { keys, cases }
             }
-            other => return Err(format!("{tat}: unknown transition kind {other:?}")),
         };
         states.push(ParserState { body, transition });
     }
     Ok((start, states))
 }
 
-fn keyset(k: &Value, value_sets: usize, at: &str) -> LoadResult<KeySet> {
-    let get = |key: &str| parse_hex(k.get(key).unwrap_or(&Value::Null), &format!("{at}.{key}"));
-    Ok(match text(k, "kind", at)? {
-        "exact" => KeySet::Exact(get("v")?),
-        "mask" => {
-            let m = get("m")?;
-            KeySet::Mask(get("v")? & m, m)
+fn keyset(k: &KeySetIr, value_sets: usize, at: &str) -> LoadResult<KeySet> {
+    let get = |v: &Value, key: &str| parse_hex(v, &format!("{at}.{key}"));
+    Ok(match k {
+        KeySetIr::Exact { v } => KeySet::Exact(get(v, "v")?),
+        KeySetIr::Mask { v, m } => {
+            let m = get(m, "m")?;
+            KeySet::Mask(get(v, "v")? & m, m)
         }
-        "range" => KeySet::Range(get("lo")?, get("hi")?),
-        "any" => KeySet::Any,
-        "value_set" => KeySet::ValueSet(index(k, "set", value_sets, "value set", at)?),
-        other => return Err(format!("{at}: unknown keyset kind {other:?}")),
+        KeySetIr::Range { lo, hi } => KeySet::Range(get(lo, "lo")?, get(hi, "hi")?),
+        KeySetIr::Any => KeySet::Any,
+        KeySetIr::ValueSet { set } => {
+            KeySet::ValueSet(index(*set, "set", value_sets, "value set", at)?)
+        }
     })
 }
 
 fn load_controller_header(
-    ir: &Value,
+    ir: &Ir,
     key: &str,
     instances: &[Instance],
 ) -> LoadResult<Option<ControllerHeader>> {
-    let Some(h) = ir.get("controller_headers").and_then(|c| c.get(key)) else {
+    let Some(h) = ir.controller_headers.get(key) else {
         return Ok(None);
     };
     let at = format!("controller_headers.{key}");
-    let inst = index(h, "inst", instances.len(), "instance", &at)?;
+    let inst = index(h.inst, "inst", instances.len(), "instance", &at)?;
     let mut fields = Vec::new();
-    for (i, f) in arr(h, "fields", &at)?.iter().enumerate() {
+    for (i, f) in h.fields.iter().enumerate() {
         let fat = format!("{at}.fields[{i}]");
-        fields.push((
-            num(f, "id", &fat)? as u32,
-            text(f, "name", &fat)?.to_string(),
-            width(f, "w", &fat)?,
-        ));
+        fields.push((f.id as u32, f.name.clone(), width(f.w, &fat)?));
     }
     Ok(Some(ControllerHeader { inst, fields }))
 }
 
-fn controls(ir: &Value, loader: &Loader, name: &str) -> LoadResult<Vec<Stmt>> {
-    match ir.get("controls").and_then(|c| c.get(name)) {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(c) => loader.block(c, "body", &format!("controls.{name}")),
+fn controls(ir: &Ir, loader: &Loader, name: &str) -> LoadResult<Vec<Stmt>> {
+    match ir.controls.get(name) {
+        None | Some(None) => Ok(Vec::new()),
+        Some(Some(c)) => loader.block(&c.body, "body", &format!("controls.{name}")),
     }
 }
 
@@ -1218,119 +1222,82 @@ pub fn load(ir: &Value) -> LoadResult<Program> {
     if ir.get("version").and_then(Value::as_i64) != Some(1) {
         return Err("ir: only \"version\": 1 is supported".into());
     }
-    let (instances, slot_count) = load_instances(ir)?;
-    let mut stacks = Vec::new();
-    if let Some(items) = ir.get("stacks").and_then(Value::as_array) {
-        for (i, s) in items.iter().enumerate() {
-            let at = format!("stacks[{i}]");
-            let members = arr(s, "instances", &at)?
-                .iter()
-                .map(|m| match m.as_u64() {
-                    Some(n)
-                        if (n as usize) < instances.len() && instances[n as usize].is_header =>
-                    {
-                        Ok(n as usize)
-                    }
-                    _ => Err(format!("{at}: {m} is not a header instance")),
-                })
-                .collect::<LoadResult<Vec<usize>>>()?;
-            stacks.push(members);
-        }
-    }
-    let len_of = |key: &str| {
-        ir.get(key)
-            .and_then(Value::as_array)
-            .map(|a| a.len())
-            .unwrap_or(0)
-    };
+    let ir = crate::ir::decode(ir)?;
+    let (instances, slot_count) = load_instances(&ir)?;
+    let stacks = ir
+        .stacks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| header_list(&s.instances, &instances, &format!("stacks[{i}]")))
+        .collect::<LoadResult<Vec<Vec<usize>>>>()?;
     let loader = Loader {
         instances: &instances,
         stacks: stacks.len(),
-        actions: len_of("actions"),
-        tables: len_of("tables"),
-        counters: len_of("counters"),
-        meters: len_of("meters"),
-        direct_meters: len_of("direct_meters"),
-        registers: len_of("registers"),
-        digests: len_of("digests"),
-        errors: len_of("errors"),
+        actions: ir.actions.len(),
+        tables: ir.tables.len(),
+        counters: ir.counters.len(),
+        meters: ir.meters.len(),
+        direct_meters: ir.direct_meters.len(),
+        registers: ir.registers.len(),
+        digests: ir.digests.len(),
+        errors: ir.errors.len(),
     };
-    let actions = load_actions(ir, &loader)?;
+    let actions = load_actions(&ir, &loader)?;
     let counts = (
-        len_of("direct_counters"),
-        len_of("direct_meters"),
-        len_of("action_profiles"),
+        ir.direct_counters.len(),
+        ir.direct_meters.len(),
+        ir.action_profiles.len(),
     );
-    let tables = arr(ir, "tables", "ir")?
+    let tables = ir
+        .tables
         .iter()
         .enumerate()
         .map(|(i, t)| load_table(t, &format!("tables[{i}]"), &loader, counts))
         .collect::<LoadResult<Vec<TableDef>>>()?;
-    let profiles = load_profiles(ir, &loader, tables.len())?;
-    let value_sets = load_value_sets(ir)?;
-    let (parser_start, parser_states) = load_parser(ir, &loader, &value_sets)?;
-    let deparser = match ir
-        .get("deparser")
-        .and_then(|d| d.get("emit"))
-        .and_then(Value::as_array)
-    {
-        Some(items) => items
-            .iter()
-            .map(|m| match m.as_u64() {
-                Some(n) if (n as usize) < instances.len() && instances[n as usize].is_header => {
-                    Ok(n as usize)
-                }
-                _ => Err(format!("deparser.emit: {m} is not a header instance")),
-            })
-            .collect::<LoadResult<Vec<usize>>>()?,
+    let profiles = load_profiles(&ir, &loader, tables.len())?;
+    let value_sets = load_value_sets(&ir)?;
+    let (parser_start, parser_states) = load_parser(&ir, &loader, &value_sets)?;
+    let emit = ir.deparser.as_ref().and_then(|d| d.emit.as_ref());
+    let deparser = match emit {
+        Some(items) => header_list(items, &instances, "deparser.emit")?,
         None => return Err("ir: missing deparser.emit".into()),
     };
     let mut field_lists = HashMap::new();
-    if let Some(map) = ir.get("field_lists").and_then(Value::as_object) {
-        for (k, refs) in map {
-            let at = format!("field_lists.{k}");
-            let n: u32 = k
-                .parse()
-                .map_err(|_| format!("{at}: key is not a number"))?;
-            let slots = refs
-                .as_array()
-                .ok_or_else(|| format!("{at}: expected a list"))?
-                .iter()
-                .map(|r| loader.slot(r, &at).map(|s| s.0))
-                .collect::<LoadResult<Vec<usize>>>()?;
-            field_lists.insert(n, slots);
-        }
+    for (k, refs) in &ir.field_lists {
+        let at = format!("field_lists.{k}");
+        let n: u32 = k
+            .parse()
+            .map_err(|_| format!("{at}: key is not a number"))?;
+        let slots = refs
+            .iter()
+            .map(|r| loader.slot(r.inst, r.field, &at).map(|s| s.0))
+            .collect::<LoadResult<Vec<usize>>>()?;
+        field_lists.insert(n, slots);
     }
     let mut digests = Vec::new();
-    if let Some(items) = ir.get("digests").and_then(Value::as_array) {
-        for (i, d) in items.iter().enumerate() {
-            let at = format!("digests[{i}]");
-            for f in arr(d, "fields", &at)? {
-                width(f, "w", &at)?;
-            }
-            digests.push(DigestDef {
-                id: num(d, "id", &at)? as u32,
-                name: text(d, "name", &at)?.into(),
-            });
+    for (i, d) in ir.digests.iter().enumerate() {
+        let at = format!("digests[{i}]");
+        for f in &d.fields {
+            width(f.w, &at)?;
         }
+        digests.push(DigestDef {
+            id: d.id as u32,
+            name: d.name.clone(),
+        });
     }
-    load_externs(ir, "direct_counters", tables.len())?;
+    load_externs(&ir.direct_counters, "direct_counters", tables.len())?;
     Ok(Program {
-        name: ir
-            .get("program")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        verify_checksum: controls(ir, &loader, "verify_checksum")?,
-        ingress: controls(ir, &loader, "ingress")?,
-        egress: controls(ir, &loader, "egress")?,
-        compute_checksum: controls(ir, &loader, "compute_checksum")?,
-        counters: load_externs(ir, "counters", tables.len())?,
-        meters: load_externs(ir, "meters", tables.len())?,
-        direct_meters: load_externs(ir, "direct_meters", tables.len())?,
-        registers: load_externs(ir, "registers", tables.len())?,
-        packet_in: load_controller_header(ir, "packet_in", &instances)?,
-        packet_out: load_controller_header(ir, "packet_out", &instances)?,
+        name: ir.program.clone().unwrap_or_default(),
+        verify_checksum: controls(&ir, &loader, "verify_checksum")?,
+        ingress: controls(&ir, &loader, "ingress")?,
+        egress: controls(&ir, &loader, "egress")?,
+        compute_checksum: controls(&ir, &loader, "compute_checksum")?,
+        counters: load_externs(&ir.counters, "counters", tables.len())?,
+        meters: load_externs(&ir.meters, "meters", tables.len())?,
+        direct_meters: load_externs(&ir.direct_meters, "direct_meters", tables.len())?,
+        registers: load_externs(&ir.registers, "registers", tables.len())?,
+        packet_in: load_controller_header(&ir, "packet_in", &instances)?,
+        packet_out: load_controller_header(&ir, "packet_out", &instances)?,
         digests,
         field_lists,
         value_sets,

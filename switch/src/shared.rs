@@ -5,6 +5,7 @@
 //! Statistics are atomics so reading them never blocks the data path.
 
 use std::collections::VecDeque;
+use std::os::fd::IntoRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,8 @@ use std::time::Instant;
 
 use crate::pipeline::{Event, Runtime};
 use crate::program::Program;
+pub use pktio::phy::PortDrop;
+use pktio::sys;
 
 #[derive(Default)]
 pub struct PortCounters {
@@ -29,47 +32,6 @@ pub struct PortCounters {
     pub drops: AtomicU64,
     /// `drops` by reason, indexed by [`PortDrop`].
     drop_reasons: [AtomicU64; PortDrop::ALL.len()],
-}
-
-/// Why a port dropped a packet (switch/PROTOCOL.md, `stats`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum PortDrop {
-    /// Received cut short: longer than its ring frame, and its whole copy was not queued.
-    Truncated,
-    /// Received with offload metadata that cannot describe it: a checksum position
-    /// outside the packet, a GSO size of 0, a header length beyond the packet.
-    BadOffload,
-    /// A received super-packet the switch cannot cut into wire packets: a GSO type it does
-    /// not segment, or headers that do not fit the GSO type or cannot be repeated in every
-    /// segment (IPv4 or IPv6 fragments, other IPv6 extension headers than hop-by-hop,
-    /// routing and destination options, a routing header of unknown type, no payload).
-    Unsegmentable,
-    /// To send, but longer than the port's MTU allows: the kernel refused it (EMSGSIZE).
-    TooLong,
-    /// To send, but the kernel did not take it: the device's queue stayed full for the
-    /// round, or another send error.
-    Refused,
-}
-
-impl PortDrop {
-    pub const ALL: [PortDrop; 5] = [
-        PortDrop::Truncated,
-        PortDrop::BadOffload,
-        PortDrop::Unsegmentable,
-        PortDrop::TooLong,
-        PortDrop::Refused,
-    ];
-
-    /// The reason's key in `stats`.
-    pub fn name(self) -> &'static str {
-        match self {
-            PortDrop::Truncated => "truncated",
-            PortDrop::BadOffload => "bad_offload",
-            PortDrop::Unsegmentable => "unsegmentable",
-            PortDrop::TooLong => "too_long",
-            PortDrop::Refused => "refused",
-        }
-    }
 }
 
 impl PortCounters {
@@ -169,13 +131,13 @@ pub struct Shared {
     pub started: Instant,
 }
 
+/// An eventfd for the switch's life (-1 if none could be made: waits then time out).
 fn new_eventfd() -> i32 {
-    unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) }
+    sys::eventfd().map_or(-1, IntoRawFd::into_raw_fd)
 }
 
 pub fn signal(fd: i32) {
-    let one: u64 = 1;
-    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+    sys::eventfd_signal(fd);
 }
 
 fn queue_len<T>(queue: &Mutex<VecDeque<T>>) -> usize {
@@ -183,8 +145,7 @@ fn queue_len<T>(queue: &Mutex<VecDeque<T>>) -> usize {
 }
 
 pub fn drain(fd: i32) {
-    let mut buf: u64 = 0;
-    unsafe { libc::read(fd, &mut buf as *mut u64 as *mut libc::c_void, 8) };
+    sys::eventfd_drain(fd);
 }
 
 impl Shared {

@@ -285,6 +285,7 @@ impl WordPlan {
     /// Appends the fields' bytes to `out`, each read as `fields[src]`: one length check
     /// for all of them, none per share (the deparser's hottest loop).
     #[inline]
+    #[allow(unsafe_code)]
     pub fn emit_fields(&self, out: &mut Vec<u8>, fields: &[u128]) {
         assert!(
             self.src_end <= fields.len(),

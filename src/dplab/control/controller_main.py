@@ -22,6 +22,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=6653, help="OpenFlow TCP listen port")
     parser.add_argument("--host", default="127.0.0.1", help="OpenFlow listen address")
     parser.add_argument("--stats-file", help="JSON file the counters are written to")
+    parser.add_argument("--meters", help="meters and their rules as JSON "
+                                         "(dplab.qos.openflow_meter.to_json)")
     return parser.parse_args(argv)
 
 
@@ -31,6 +33,7 @@ def configure(args: argparse.Namespace) -> None:
     cfg.CONF.set_override("ofp_listen_host", args.host)
     cfg.CONF.set_override("dplab_mode", args.mode)
     cfg.CONF.set_override("dplab_stats_file", args.stats_file)
+    cfg.CONF.set_override("dplab_meters", args.meters)
 
 
 def stop_on_sigterm() -> None:

@@ -12,6 +12,11 @@ where a Write is answered once its rules are in, a packet-out leaves only once e
 switch that got flow-mods since its last barrier has answered a barrier (os-ken's ofctl
 service waits for the replies, all in flight at once); its own switch's order does not
 matter, as a packet-out skips the table.
+
+With meters (option ``dplab_meters``, the ovs plane's ``qos``: ``dplab.qos.openflow_meter``)
+every switch also gets its meters, and table 0 becomes the metering table: one rule per
+class sends its DSCP's IPv4 packets through the class's meter, then everything goes on to
+table 1, which holds the rules above.
 """
 
 from __future__ import annotations
@@ -44,12 +49,16 @@ from dplab.control.forwarding import (
     TRAPPED_ETHERTYPES,
     Forwarding,
 )
+from dplab.qos import openflow_meter
 
 cfg.CONF.register_opts([
     cfg.StrOpt("dplab_mode", default=REACTIVE, help="reactive or proactive forwarding"),
     cfg.StrOpt("dplab_stats_file", default=None, help="where counters are written as JSON"),
+    cfg.StrOpt("dplab_meters", default=None, help="meters as JSON (qos.openflow_meter)"),
 ])
 
+METER_RULE_PRIORITY = 10  # table 0, beside the go-on rule at 0
+ETH_IPV4 = 0x0800
 TICK_S = 0.1  # LLDP scheduling and stats-file period (short: planes wait for a fresh file)
 # Longest wait for a path's barrier replies. A switch's replies are read by the thread that
 # also hands its packet-ins to this app, and blocks while this app's event queue is full
@@ -73,6 +82,9 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         self._unconfirmed: set[str] = set()  # switches with flow-mods since their barrier
         self.logic = Forwarding(self, mode=self.CONF.dplab_mode)
         self.stats_file: str | None = self.CONF.dplab_stats_file
+        meters = self.CONF.dplab_meters
+        self.meters = openflow_meter.from_json(meters) if meters else []
+        self.forward_table = 1 if self.meters else 0  # table 0 meters first
         hub.spawn(self._tick_forever)
 
     # -- Southbound ----------------------------------------------------------------------
@@ -129,6 +141,8 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
     def on_features(self, ev) -> None:
         dp = ev.msg.datapath
         ofp, parser = dp.ofproto, dp.ofproto_parser
+        if self.meters:
+            self._install_meters(dp)
         to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
         self._add_flow(dp, MISS_PRIORITY, parser.OFPMatch(), to_controller)
         for ethertype in TRAPPED_ETHERTYPES:
@@ -188,5 +202,23 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         parser = dp.ofproto_parser
         instructions = [parser.OFPInstructionActions(dp.ofproto.OFPIT_APPLY_ACTIONS, actions)]
         dp.send_msg(parser.OFPFlowMod(
-            datapath=dp, priority=priority, match=match, instructions=instructions,
-            idle_timeout=idle_timeout))
+            datapath=dp, table_id=self.forward_table, priority=priority, match=match,
+            instructions=instructions, idle_timeout=idle_timeout))
+
+    def _install_meters(self, dp: Datapath) -> None:
+        """Each class's meter (drop band, kbit/s, burst in kbit) and its table-0 rule; the
+        rest of table 0 goes straight on to the forwarding table."""
+        ofp, parser = dp.ofproto, dp.ofproto_parser
+        on = parser.OFPInstructionGotoTable(self.forward_table)
+        for meter in self.meters:
+            dp.send_msg(parser.OFPMeterMod(
+                dp, command=ofp.OFPMC_ADD, flags=ofp.OFPMF_KBPS | ofp.OFPMF_BURST,
+                meter_id=meter.meter_id,
+                bands=[parser.OFPMeterBandDrop(rate=meter.rate_kbps,
+                                               burst_size=meter.burst_kbit)]))
+            dp.send_msg(parser.OFPFlowMod(
+                datapath=dp, table_id=0, priority=METER_RULE_PRIORITY,
+                match=parser.OFPMatch(eth_type=ETH_IPV4, ip_dscp=meter.dscp),
+                instructions=[parser.OFPInstructionMeter(meter.meter_id), on]))
+        dp.send_msg(parser.OFPFlowMod(datapath=dp, table_id=0, priority=0,
+                                      match=parser.OFPMatch(), instructions=[on]))

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
 
+from dplab.substrate.network import Network
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from dplab.substrate.network import Network
+    from dplab.topology.model import Topology
     from dplab.workloads.flows import Flow
 
 
@@ -50,6 +52,11 @@ class Plane(ABC):
                              f"(known: {sorted(self.OPTIONS) or 'none'})")
         self.options = {**self.OPTIONS, **options}
 
+    def network(self, topo: Topology) -> Network:
+        """The (not yet up) Network this plane runs on for ``topo``. Planes that replace the
+        switches (the baselines) build a different one; PlaneError if ``topo`` does not fit."""
+        return Network(topo, addressing=self.addressing, shared_switch_ns=self.shared_switch_ns)
+
     @abstractmethod
     def start(self, net: Network) -> None:
         """Configure the switches of ``net`` and start daemons/controller."""
@@ -67,6 +74,11 @@ class Plane(ABC):
         (a ``time.monotonic()`` reading). Called with ``stats()``, before ``stop()``, while
         the run directory still exists. Most planes record nothing over time."""
         return []
+
+    def info(self) -> dict[str, str]:
+        """How the plane forwards, as the report states it beside the results (e.g. OVS's
+        datapath and port type): name -> text. Known once the plane is created."""
+        return {}
 
     def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
         """flow_id -> the switches the flow's src -> dst packets crossed, in order, as the

@@ -16,6 +16,7 @@ import networkx as nx
 
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.substrate.network import Network
+from dplab.substrate.rtnl import NsPlan
 
 BRIDGE = "br0"
 # Shortest timers the kernel accepts with STP on (centiseconds): ready ~2 x forward delay.
@@ -51,8 +52,12 @@ class BridgePlane(Plane):
         self.cut_links = off_tree_links(net.topo.graph.subgraph(net.topo.switches()),
                                         net.topo.switches()) if mode == "tree" else set()
         self._started = time.monotonic()
-        net.ip_batch({net.switch_ns(s): self._bridge_lines(net, s, i)
-                      for i, s in enumerate(net.topo.switches(), start=1)})
+        if self.stp:  # kernel STP's options go through ip(8)
+            net.ip_batch({net.switch_ns(s): self._bridge_lines(net, s, i)
+                          for i, s in enumerate(net.topo.switches(), start=1)})
+        else:
+            net.configure({net.switch_ns(s): self._bridge_plan(net, s)
+                           for s in net.topo.switches()})
 
     def _loop_mode(self, net: Network) -> str:
         """"kernel", "tree" or "none": how this run keeps frames from looping."""
@@ -77,6 +82,16 @@ class BridgePlane(Plane):
                 lines.append(f"link set {ifname} master {BRIDGE}")
         return [*lines, f"link set {BRIDGE} up"]
 
+    def _bridge_plan(self, net: Network, switch: str) -> NsPlan:
+        """The bridge without STP, made over rtnetlink: no process per switch."""
+        plan = NsPlan(bridges=[BRIDGE], up=[BRIDGE])
+        for port, ifname in net.switch_ports(switch).items():
+            if frozenset((switch, net.neighbour(switch, port))) in self.cut_links:
+                plan.down.append(ifname)
+            else:
+                plan.masters.append((ifname, BRIDGE))
+        return plan
+
     def wait_ready(self, timeout: float) -> None:
         net = self._require_started()
         deadline = time.monotonic() + timeout
@@ -96,6 +111,9 @@ class BridgePlane(Plane):
             if any(port.get("state") not in SETTLED for port in json.loads(out or "[]")):
                 return False
         return True
+
+    def info(self) -> dict[str, str]:
+        return {"forwarding": "Linux kernel (bridge)"}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; blocked_ports: STP-blocked ports now, or

@@ -6,14 +6,22 @@ ovsdb-server and ovs-vswitchd (their database, sockets, pid files and logs in
 reaches on 127.0.0.1. One bridge per switch, named prefix + switch (``dl3fa2s1``), with
 datapath id N for switch sN and OpenFlow port numbers equal to the topology's.
 
-Options: ``mode`` reactive|proactive (see ``dplab.control.forwarding``) and ``controller``
-(false: no controller, the bridges are standalone learning switches with RSTP on loops).
+Options: ``mode`` reactive|proactive (see ``dplab.control.forwarding``), ``controller``
+(false: no controller, the bridges are standalone learning switches with RSTP on loops),
+``datapath`` auto|netdev|system, ``ports`` (how the userspace datapath reaches its veth
+ports, see PORTS; the kernel datapath has one kind of port and takes ``auto`` only) and
+``qos`` (study 004's static baseline: OpenFlow meters per DSCP class, installed by the
+controller on every switch; ``dplab.qos.openflow_meter``).
+``forwarding: l3`` makes every bridge a router hop instead, with no controller: static
+OpenFlow rules from ``planes.l3_routes`` (IPv4 by destination: set both MACs, dec_ttl,
+output; ARP by target address), installed before ready (the routing workload).
 In proactive mode, wait_ready() makes every host ping one other host once so the
 controller learns all hosts from their ARP and installs every path before traffic starts.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -27,8 +35,10 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
+from dplab.planes import l3_routes
 from dplab.planes.base import PlaneError
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
+from dplab.qos import openflow_meter
 from dplab.substrate.network import HOST_IF, Network
 
 if TYPE_CHECKING:
@@ -43,6 +53,24 @@ RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
 _PATH_RULE = re.compile(r"n_packets=(?P<packets>\d+),.*?dl_src=(?P<src>[0-9a-f:]{17}),"
                         r"dl_dst=(?P<dst>[0-9a-f:]{17})")
 DATAPATHS = ("netdev", "system")
+FORWARDING = ("l2", "l3")
+# How the userspace (netdev) datapath does port I/O. AF_PACKET ("netdev") needs the hosts'
+# and ports' TX checksum offload off (so TSO and GSO go too): OVS forwards frames as they
+# come and would never fill in a checksum left to "offload"; every 1500-byte frame is then
+# its own trip through ovs-vswitchd. "netdev-tso" turns on userspace TSO
+# (other_config:userspace-tso-enable): OVS takes and sends offloaded super-packets with
+# their virtio-net header, so offloads stay on. "afxdp" and "afxdp-sleep" receive and send
+# through AF_XDP sockets, which OVS always serves from a PMD thread: busy polling a core
+# ("afxdp"), or sleeping up to PMD_MAXSLEEP_US when its queues are idle ("afxdp-sleep",
+# other_config:pmd-maxsleep). AF_XDP cannot take offloaded frames (offloads off as for
+# "netdev") and transmits past the qdisc, where the link's shaping lives: refused on shaped
+# links.
+PORTS = ("netdev", "netdev-tso", "afxdp", "afxdp-sleep")
+# The fastest that keeps shaping (docs/benchmarks.md, "OVS port I/O"): 4-6x netdev's TCP,
+# at a somewhat higher idle latency across many bridges.
+DEFAULT_PORTS = "netdev-tso"
+BYPASS_QDISC = ("afxdp", "afxdp-sleep")
+PMD_MAXSLEEP_US = 1000
 # Deadlines of the calls into OVS's daemons: each tool gets its own --timeout (it exits
 # with SIGALRM when the daemon does not answer in time) and the subprocess a few seconds
 # more, in case the tool itself hangs. Bridge set-up waits for ovs-vswitchd to configure
@@ -58,7 +86,8 @@ class OvsPlane(ControlledPlane):
     shared_switch_ns = True
     # datapath: "auto" takes the kernel datapath ("system") where the openvswitch module is
     # loaded, else the userspace one ("netdev"), which works on any kernel.
-    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto"}
+    OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto",
+                               "ports": "auto", "qos": None, "forwarding": "l2"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -72,6 +101,23 @@ class OvsPlane(ControlledPlane):
             raise PlaneError(f"plane ovs: option 'datapath' must be auto, netdev or system, "
                              f"not {self.options['datapath']!r}")
         self.datapath = _pick_datapath(self.options["datapath"])
+        if self.options["forwarding"] not in FORWARDING:
+            raise PlaneError(f"plane ovs: option 'forwarding' must be l2 or l3, "
+                             f"not {self.options['forwarding']!r}")
+        self.l3 = self.options["forwarding"] == "l3"
+        self.ports = _pick_ports(self.datapath, self.options["ports"])
+        self.meters = self._meters()
+
+    def _meters(self) -> list[openflow_meter.MeterClass]:
+        if self.options["qos"] is None:
+            return []
+        if not self._has_controller():
+            raise PlaneError("plane ovs: option 'qos' needs the controller (it installs the "
+                             "meters); leave option 'controller' true and 'forwarding' l2")
+        try:
+            return openflow_meter.parse(self.options["qos"])
+        except openflow_meter.MeterError as exc:
+            raise PlaneError(str(exc)) from exc
 
     # -- start ---------------------------------------------------------------------------
 
@@ -81,19 +127,25 @@ class OvsPlane(ControlledPlane):
         misnamed = [s for s in net.topo.switches() if not s[1:].isdigit()]
         if misnamed:  # the datapath id (and the controller's name for it) is the number
             raise PlaneError(f"ovs: switch {misnamed[0]!r} is not named s<number>")
+        if self.ports in BYPASS_QDISC:
+            _refuse_shaped_links(net, self.ports)
         self.net = net
         self._started = time.monotonic()
         self.dir = net.run_dir / "ovs"
         self.dir.mkdir(parents=True, exist_ok=True)
-        if self.options["controller"]:
+        if self._has_controller():
             self._start_controller(net)  # first: its Python start-up overlaps OVS's
-        self._disable_tx_checksum_offload(net)
+        if self.ports in ("netdev", *BYPASS_QDISC):
+            self._disable_tx_checksum_offload(net)
         self._start_ovsdb(net)
+        self.vsctl("--no-wait", "set", "open_vswitch", ".", *global_config(self.ports))
         self._start_daemon(net, "ovs-vswitchd", [f"unix:{self.db_sock}"])
-        if self.options["controller"]:
+        if self._has_controller():
             # Bridges connect at once when the controller already listens, else after a back-off.
             self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
         self.vsctl(*self._bridge_commands(net))
+        if self.l3:
+            install_l3_rules(self, net)
 
     @property
     def switch_ns(self) -> str:
@@ -138,6 +190,8 @@ class OvsPlane(ControlledPlane):
         argv = [sys.executable, "-m", "dplab.control.controller_main",
                 "--mode", self.options["mode"], "--port", str(OPENFLOW_PORT),
                 "--stats-file", str(self.stats_file)]
+        if self.meters:
+            argv += ["--meters", openflow_meter.to_json(self.meters)]
         self._spawn(net, self.switch_ns, "controller", argv)
 
     def _bridge_commands(self, net: Network) -> list[str]:
@@ -150,16 +204,18 @@ class OvsPlane(ControlledPlane):
                      f"datapath_type={self.datapath}",
                      f"other-config:datapath-id={int(switch[1:]):016x}",
                      "other-config:disable-in-band=true", "protocols=OpenFlow13"]
-            if self.options["controller"]:
+            if self._has_controller():
                 # A short reconnect back-off: the controller may still be starting up.
                 cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
                          f"--id=@c{switch}", "create", "Controller",
                          f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
+            elif self.l3:  # only the static rules forward: no learning, no spanning tree
+                cmds += ["fail-mode=secure"]
             else:
                 cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
             for port, ifname in net.switch_ports(switch).items():
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
-                         f"ofport_request={port}"]
+                         f"ofport_request={port}", *interface_type(self.ports)]
                 link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
                 cmds += _shaping_qos(ifname, link.get("bw_mbit"))
         return cmds
@@ -170,7 +226,21 @@ class OvsPlane(ControlledPlane):
                         "ovsdb-server and ovs-vswitchd", private_env(self.dir))
 
     def _has_controller(self) -> bool:
-        return self.options["controller"]
+        return self.options["controller"] and not self.l3
+
+    def ofctl(self, switch: str, *args: str) -> str:
+        """ovs-ofctl (OpenFlow 1.3) against ``switch``'s bridge."""
+        mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
+        return run_tool(["ovs-ofctl", "--protocols=OpenFlow13", args[0], f"unix:{mgmt}",
+                         *args[1:]], OFCTL_TIMEOUT_S, "ovs-vswitchd")
+
+    def info(self) -> dict[str, str]:
+        kernel = self.datapath == "system"
+        return {"forwarding": f"Open vSwitch {_ovs_version()}",
+                "datapath": "kernel (system)" if kernel else "userspace (netdev)",
+                "ports": self.ports,
+                "TSO": "on" if kernel or self.ports == "netdev-tso" else "off",
+                **_meters_info(self.meters)}
 
     # -- stats and stop ------------------------------------------------------------------
 
@@ -184,8 +254,10 @@ class OvsPlane(ControlledPlane):
         flows = self._ovs_flow_count(self.net)
         out["ovs_flows"] = flows
         out["ovs_path_flows"] = None
-        if flows is not None and self.options["controller"]:
-            out["ovs_path_flows"] = flows - RULES_PER_SWITCH * len(self.net.topo.switches())
+        if flows is not None and self._has_controller():
+            metering = len(self.meters) + 1 if self.meters else 0  # + table 0's go-on rule
+            out["ovs_path_flows"] = flows - ((RULES_PER_SWITCH + metering)
+                                             * len(self.net.topo.switches()))
         out["ready_s"] = self._ready_s
         return out
 
@@ -285,6 +357,22 @@ def _shaping_qos(ifname: str, bw_mbit: float | None) -> list[str]:
             "type=linux-htb", f"other-config:max-rate={round(bw_mbit * 1e6)}"]
 
 
+def _meters_info(meters: list[openflow_meter.MeterClass]) -> dict[str, str]:
+    if not meters:
+        return {}
+    classes = ", ".join(f"DSCP {m.dscp} at {m.rate_kbps} kbit/s" for m in meters)
+    return {"qos": f"static OpenFlow meters (drop band, burst {meters[0].burst_kbit} kbit): "
+                   f"{classes}"}
+
+
+@functools.cache
+def _ovs_version() -> str:
+    done = subprocess.run(["ovs-vswitchd", "--version"], capture_output=True, text=True,
+                          check=False)
+    first = done.stdout.splitlines()[0] if done.returncode == 0 and done.stdout else ""
+    return first.rsplit(" ", 1)[-1] or "(version unknown)"
+
+
 def _pick_datapath(wanted: str) -> str:
     kernel_has_ovs = Path("/sys/module/openvswitch").exists()
     if wanted == "auto":
@@ -295,6 +383,60 @@ def _pick_datapath(wanted: str) -> str:
     return wanted
 
 
+def _pick_ports(datapath: str, wanted: Any) -> str:
+    if datapath == "system":
+        if wanted not in ("auto", "system"):
+            raise PlaneError(f"plane ovs: option 'ports' {wanted!r} needs the userspace "
+                             "datapath (datapath: netdev); the kernel datapath has system "
+                             "ports only")
+        return "system"
+    if wanted == "auto":
+        return DEFAULT_PORTS
+    if wanted not in PORTS:
+        raise PlaneError(f"plane ovs: option 'ports' must be auto or one of "
+                         f"{', '.join(PORTS)}, not {wanted!r}")
+    return wanted
+
+
+def _refuse_shaped_links(net: Network, ports: str) -> None:
+    """AF_XDP transmits past the qdisc, where both the substrate's TBF and OVS's HTB live."""
+    switches = set(net.topo.switches())
+    for a, b, link in net.topo.graph.edges(data=True):
+        if link.get("bw_mbit") is not None and {a, b} & switches:
+            raise PlaneError(f"plane ovs: ports {ports!r} send past the qdisc, so link "
+                             f"{a}-{b} would lose its {link['bw_mbit']} Mbit/s shaping; use "
+                             f"ports netdev-tso or netdev, or leave the link unshaped")
+
+
+def global_config(ports: str) -> list[str]:
+    """Open_vSwitch settings (ovs-vsctl set open_vswitch . ...) for port I/O ``ports``."""
+    tso = "true" if ports == "netdev-tso" else "false"
+    out = [f"other_config:userspace-tso-enable={tso}"]
+    if ports == "afxdp-sleep":
+        out.append(f"other_config:pmd-maxsleep={PMD_MAXSLEEP_US}")
+    return out
+
+
+def interface_type(ports: str) -> list[str]:
+    """Interface columns (ovs-vsctl set interface X ...) for port I/O ``ports``."""
+    return ["type=afxdp"] if ports in BYPASS_QDISC else []
+
+
 def _switches_have_loops(net: Network) -> bool:
     fabric = net.topo.graph.subgraph(net.topo.switches())
     return bool(fabric) and not nx.is_forest(fabric)
+
+
+def install_l3_rules(plane: OvsPlane, net: Network) -> None:
+    """Every bridge a router hop (``forwarding: l3``): one flow file per bridge."""
+    rules: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
+    for hop in l3_routes.hops(net):
+        rules[hop.switch] += [
+            f"priority=100,ip,nw_dst={hop.host_ip} actions=set_field:{hop.own_mac}->eth_src,"
+            f"set_field:{hop.next_mac}->eth_dst,dec_ttl,output:{hop.port}",
+            f"priority=100,arp,arp_tpa={hop.host_ip} actions=output:{hop.port}",
+        ]
+    for switch, lines in rules.items():
+        flows = plane.dir / f"{switch}-l3.flows"
+        flows.write_text("\n".join(lines) + "\n")
+        plane.ofctl(switch, "add-flows", str(flows))

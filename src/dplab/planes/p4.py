@@ -7,10 +7,13 @@ any namespace), compiled program, controller config, counters and logs live in
 ``<run dir>/p4``. Switch sN is P4Runtime device N.
 
 Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
-``p4src/basic_fwd.p4``), ``entries`` (a YAML/JSON file of table entries, see
-``dplab.p4runtime.entries``), ``tx`` xdp|ring (how the switches transmit, default xdp;
-switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer end of a switch port (host ends and
-other switches' ports) gets GRO on: veth takes XDP frames only into a peer that runs NAPI.
+``p4src/basic_fwd.p4``; ``l3``: p4src/study003/l3_forward.p4 as a router hop on every
+switch, its entries derived from the topology by ``planes.l3_routes`` and written to
+``<run dir>/p4/l3_entries.yaml``, no controller: the routing workload), ``entries`` (a
+YAML/JSON file of table entries, see ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how
+the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer
+end of a switch port (host ends and other switches' ports) gets GRO on: veth takes XDP
+frames only into a peer that runs NAPI.
 Without ``entries`` the controller drives the switches; it needs basic_fwd's table
 ``path_rules`` (keys in_port, eth_src, eth_dst), action ``forward`` and controller headers,
 so a program must keep those names, and its rule set (ARP and LLDP to the CPU port,
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import yaml
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
@@ -47,6 +51,7 @@ from dplab.control.forwarding import MODES, REACTIVE
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
+from dplab.planes import l3_routes
 from dplab.planes.base import PlaneError, SeriesPoint
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
@@ -54,6 +59,9 @@ from dplab.substrate.network import HOST_IF, Network
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
+# program: l3 — the router hop of study 003 with entries derived from the topology.
+L3 = "l3"
+L3_PROGRAM = ROOT / "p4src" / "study003" / "l3_forward.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
@@ -100,7 +108,12 @@ class P4Plane(ControlledPlane):
             raise PlaneError(f"plane p4: option 'mode' must be one of {', '.join(MODES)}, "
                              f"not {self.options['mode']!r}")
         program = self.options["program"]
-        self.program = Path(program) if program is not None else DEFAULT_PROGRAM
+        self.l3 = program == L3
+        if self.l3 and self.options["entries"] is not None:
+            raise PlaneError("plane p4: option 'entries': program 'l3' derives its entries "
+                             "from the topology; give no entries file")
+        self.program = L3_PROGRAM if self.l3 else (
+            Path(program) if program is not None else DEFAULT_PROGRAM)
         if not self.program.is_file():
             raise PlaneError(f"plane p4: option 'program': no file {self.program}")
         entries = self.options["entries"]
@@ -125,7 +138,13 @@ class P4Plane(ControlledPlane):
             raise PlaneError(str(exc)) from exc
 
     def _has_controller(self) -> bool:
-        return self.entries_path is None
+        return self.entries_path is None and not self.l3
+
+    def info(self) -> dict[str, str]:
+        """The switch's transmit mode; XDP frames skip qdiscs, so shaped ports send through
+        the ring whatever the mode (switch/PROTOCOL.md)."""
+        return {"forwarding": "dplab-switch (user space, AF_PACKET receive)",
+                "transmit": f"{self.options['tx']} (ring on shaped ports)"}
 
     # -- start ---------------------------------------------------------------------------
 
@@ -149,6 +168,8 @@ class P4Plane(ControlledPlane):
             compiled = compiling.files()
         finally:
             compiling.cancel()
+        if self.l3:
+            self.entries_path = write_l3_entries(net, self.dir / "l3_entries.yaml")
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
             self._start_controller(net, compiled)
@@ -424,3 +445,20 @@ class Compilation:
         if self.process.poll() is None:
             self.process.kill()
             self.process.communicate()
+
+
+def write_l3_entries(net: Network, path: Path) -> Path:
+    """l3_forward.p4's entries for ``net`` (``program: l3``), from planes.l3_routes: per
+    switch and host a /32 route (next-hop MAC, own MAC, port) and ARP by target address."""
+    entries = []
+    for hop in l3_routes.hops(net):
+        entries += [
+            {"table": "ipv4_lpm", "match": {"hdr.ipv4.dst_addr": f"{hop.host_ip}/32"},
+             "action": "set_next_hop", "switches": [hop.switch],
+             "params": {"next_hop_mac": hop.next_mac, "own_mac": hop.own_mac,
+                        "port": hop.port}},
+            {"table": "arp_fwd", "match": {"hdr.arp.target_ip": hop.host_ip},
+             "action": "forward", "params": {"port": hop.port}, "switches": [hop.switch]},
+        ]
+    path.write_text(yaml.safe_dump({"entries": entries}, sort_keys=False))
+    return path

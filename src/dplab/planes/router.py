@@ -10,7 +10,8 @@ import networkx as nx
 
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.substrate.network import Network
-from dplab.topology.model import node_order
+from dplab.substrate.rtnl import NsPlan
+from dplab.topology.model import SWITCH, node_order
 
 LINK_POOL = ipaddress.ip_network("10.254.0.0/16")
 
@@ -36,13 +37,13 @@ class RouterPlane(Plane):
         net.sysctl({net.switch_ns(s): self._forwarding_sysctls(net, s)
                     for s in net.topo.switches()})
         link_addr = self._link_addresses(net)
-        lines: dict[str, list[str]] = {net.switch_ns(s): [] for s in net.topo.switches()}
+        plans = {net.switch_ns(s): NsPlan() for s in net.topo.switches()}
         for (switch, _), (ifname, address) in link_addr.items():
-            lines[net.switch_ns(switch)].append(f"addr add {address}/30 dev {ifname}")
-        for switch, route_lines in self._routes(net, link_addr).items():
-            lines[net.switch_ns(switch)] += route_lines
-            self.routes += len(route_lines)
-        net.ip_batch(lines)
+            plans[net.switch_ns(switch)].addrs.append((ifname, address, 30))
+        for switch, routes in self._routes(net, link_addr).items():
+            plans[net.switch_ns(switch)].routes += routes
+            self.routes += len(routes)
+        net.configure(plans)  # over rtnetlink: no process per switch
 
     def _forwarding_sysctls(self, net: Network, switch: str) -> dict[str, str]:
         # Reverse-path filtering would drop replies that come back over a different
@@ -69,14 +70,15 @@ class RouterPlane(Plane):
         return addresses
 
     def _routes(self, net: Network, link_addr: dict[tuple[str, str], tuple[str, str]]
-                ) -> dict[str, list[str]]:
-        """For every switch, a route to every remote host's /24 via the next hop."""
-        routes: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
+                ) -> dict[str, list[tuple[str, int, str]]]:
+        """For every switch, a route (destination, prefix length, via) to every remote
+        host's /24 via the next hop."""
+        routes: dict[str, list[tuple[str, int, str]]] = {s: [] for s in net.topo.switches()}
         for switch, hops in next_hops(net).items():
             for host, nearer in hops:
-                destination = f"{net.host_gateway(host).rsplit('.', 1)[0]}.0/24"
+                destination = f"{net.host_gateway(host).rsplit('.', 1)[0]}.0"
                 _, via = link_addr[(nearer, switch)]
-                routes[switch].append(f"route add {destination} via {via}")
+                routes[switch].append((destination, 24, via))
         return routes
 
     def wait_ready(self, timeout: float) -> None:
@@ -86,6 +88,9 @@ class RouterPlane(Plane):
         if not ping_until(self.net, src, dst, time.monotonic() + timeout):
             raise PlaneError(f"router: {src} cannot ping {dst} within {timeout} s")
         self._ready_s = time.monotonic() - self._started
+
+    def info(self) -> dict[str, str]:
+        return {"forwarding": "Linux kernel (IP routing)"}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; static_routes: routes installed."""
@@ -99,20 +104,28 @@ def next_hops(net: Network) -> dict[str, list[tuple[str, str]]]:
     """For every switch, (remote host, neighbour switch one hop nearer it on a shortest path)
     in host order; ties go to the neighbour first in switch order. Hosts on the switch
     itself are left out."""
-    fabric = net.topo.graph.subgraph(net.topo.switches())
+    fabric = nx.Graph(net.topo.graph.subgraph(net.topo.switches()))  # a copy: views are slow
+    rank = {s: i for i, s in enumerate(sorted(fabric, key=node_order))}
+    towards: dict[str, list[tuple[str, str]]] = {}  # edge switch -> (switch, nearer)
     hops: dict[str, list[tuple[str, str]]] = {s: [] for s in net.topo.switches()}
     for host in net.topo.hosts():
         edge_switch = next(iter(net.topo.graph.neighbors(host)))
         if not _is_switch(net, edge_switch):
             continue
-        distance = nx.single_source_shortest_path_length(fabric, edge_switch)
-        for switch, length in distance.items():
-            if length == 0:
-                continue
-            nearer = [n for n in fabric.neighbors(switch) if distance.get(n) == length - 1]
-            hops[switch].append((host, min(nearer, key=node_order)))
+        if edge_switch not in towards:  # hosts on one switch share their next hops
+            towards[edge_switch] = _towards(fabric, edge_switch, rank)
+        for switch, nearer in towards[edge_switch]:
+            hops[switch].append((host, nearer))
     return hops
 
 
+def _towards(fabric: nx.Graph, target: str, rank: dict[str, int]) -> list[tuple[str, str]]:
+    """(switch, its neighbour one hop nearer ``target``, first in switch order) per switch."""
+    distance = nx.single_source_shortest_path_length(fabric, target)
+    return [(switch, min((n for n in fabric.adj[switch] if distance.get(n) == length - 1),
+                         key=rank.__getitem__))
+            for switch, length in distance.items() if length > 0]
+
+
 def _is_switch(net: Network, node: str) -> bool:
-    return node in set(net.topo.switches())
+    return net.topo.graph.nodes[node].get("kind") == SWITCH

@@ -227,6 +227,12 @@ class XdpPlane(Plane):
             return self._final
         return {s: program.counters() for s, program in self.switch_programs.items()}
 
+    def info(self) -> dict[str, str]:
+        obj, program = MODES[self.options["mode"]]
+        return {"forwarding": f"XDP program {program} (xdp/{obj}.bpf.c) in the kernel",
+                "transmit": "XDP redirect, past the output port's qdisc (a shaped link is "
+                            "not shaped at the switch's side)"}
+
     def stats(self) -> dict[str, float | None]:
         """ready_s; xdp_<counter>: summed over switches; <switch>_<counter>: per switch.
         None when no program ran. Under a controller also its counters (those of the ovs

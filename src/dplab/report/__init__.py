@@ -9,7 +9,7 @@ from rich.text import Text
 
 from dplab.analysis import Analysis, analyse
 from dplab.analysis.points import AxesAnalysis, analyse_points
-from dplab.report import cpu_idle, fidelity, summary
+from dplab.report import cpu_idle, fidelity, plane_info, summary
 from dplab.report.axis_plots import axis_curves
 from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
@@ -44,7 +44,8 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
                       _tables(analysis, axes, fidelity.marked_planes(runs)),
                       _plots(store, analysis, axes, plots_dir), raw, runs, plane_series,
                       fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")),
-                      store.rows("flows"), _summary(analysis, axes, plots_dir))
+                      store.rows("flows"), plane_info.describe(store.rows("plane_info")),
+                      _summary(analysis, axes, plots_dir))
 
 
 def _summary(analysis: Analysis, axes: AxesAnalysis | None,
@@ -106,6 +107,8 @@ def print_tables(results_dir: Path, console: Console | None = None,
     console.print(Text(f"CPU idle: {cpu_idle.summary(runs)}", "dim"))
     for line in fidelity.summary_lines(runs):
         console.print(Text(line, "yellow"))
+    for plane, text in plane_info.describe(store.rows("plane_info")).items():
+        console.print(Text(f"{plane}: {text}", "dim"))
     for table in tables:
         console.print(to_rich(table))
     if tables:

@@ -10,7 +10,7 @@ from typing import Any
 
 from dplab.analysis import Analysis
 from dplab.analysis.metrics import metric_sort_key
-from dplab.report import axis_plots, cpu_idle, fidelity, plane_series
+from dplab.report import axis_plots, cpu_idle, fidelity, plane_info, plane_series
 from dplab.report import summary as report_summary
 from dplab.report.plots import TIMESERIES_METRICS
 from dplab.report.tables import NOTES, TableData, metric_label, to_html
@@ -48,12 +48,14 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                runs: list[dict[str, Any]], series_plots: list[Path] | None = None,
                fidelity_figures: dict[str, str] | None = None,
                flows: list[dict[str, Any]] | None = None,
+               how_planes_ran: dict[str, str] | None = None,
                summary: tuple[list[str], Path | None] | None = None) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
     files are linked relative to the report. ``runs``: the store's runs table;
     ``series_plots``: the planes' time series (a section only when there are any);
     ``fidelity_figures``: run_id -> its fidelity figures (``report.fidelity``); ``flows``:
     the store's flows table (its recorded paths, a section only when there are any);
+    ``how_planes_ran``: plane label -> its configuration (``report.plane_info``);
     ``summary``: its lines and figure (report.summary), first after the title and any
     host-bound warning."""
     spec = experiment.get("spec", {})
@@ -64,6 +66,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         _host_bound(runs),
         _summary(summary),
         _metadata(experiment, analysis, runs),
+        _how_planes_ran(how_planes_ran or {}),
         "<h2>Comparison tables</h2>",
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(to_html(t) for t in tables) or "<p>No measured values stored.</p>",
@@ -151,6 +154,15 @@ def _metadata(experiment: dict[str, Any], analysis: Analysis,
     }
     rows = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(str(v))}</dd>" for k, v in items.items())
     return f"<h2>Experiment</h2><dl>{rows}</dl>"
+
+
+def _how_planes_ran(described: dict[str, str]) -> str:
+    if not described:
+        return ""
+    rows = "".join(f"<dt>{_esc(plane)}</dt><dd>{_esc(text)}</dd>"
+                   for plane, text in described.items())
+    return (f'<h2>How each plane ran</h2><p class="note">{_esc(plane_info.NOTE)}</p>'
+            f"<dl>{rows}</dl>")
 
 
 def _image(path: Path) -> str:

@@ -164,6 +164,15 @@ def plane_stat_rows(run: dict[str, Any], stats: dict[str, float | None]) -> list
     ]
 
 
+def plane_info_rows(run: dict[str, Any], info: dict[str, str]) -> list[dict[str, Any]]:
+    """One row per fact of how the plane ran: (key, value), both text."""
+    for key, value in info.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise StoreError(f"run {run['run_id']!r}, plane info: keys and values must be "
+                             f"text, got {key!r}: {value!r}")
+    return [{**run, "key": key, "value": value} for key, value in info.items()]
+
+
 def plane_series_rows(run: dict[str, Any],
                       points: list[SeriesPointLike]) -> list[dict[str, Any]]:
     """One row per point of a plane's time series: (t, series, value)."""

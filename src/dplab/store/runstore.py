@@ -23,6 +23,8 @@ Tables (long format, one row per value; ``value`` is null when not measured):
 - ``plane_series``: run keys + t (s since the run's traffic began; negative: before it),
   series (``<metric>:<subject>``, e.g. ``rate_bps:s3:class1``, see the plane), value:
   what a plane recorded over time (the p4 plane's QoS loop: one row per metric per turn)
+- ``plane_info``: run keys + key, value (text): how the plane ran (e.g. OVS's datapath and
+  port type, the P4 switch's transmit mode; ``dplab.planes.base.Plane.info``)
 
 Every table is rewritten after each run, atomically (temp file + rename), and ``runs`` is
 written last: a run appears in ``runs`` only once all its rows are on disk, so a crash at
@@ -30,8 +32,8 @@ any point loses nothing already stored, and a half-written run is simply run aga
 a run_id that is already stored replaces its rows).
 
 Stores written before a table or column existed still open: a missing table file loads as
-an empty table (``plane_series``, ``run_axes``), a missing column (ADDED_COLUMNS) as nulls;
-the next run stored writes both in the current shape.
+an empty table (``plane_series``, ``run_axes``, ``plane_info``), a missing column
+(ADDED_COLUMNS) as nulls; the next run stored writes both in the current shape.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from dplab.store.rows import (
     fidelity_rows,
     flow_row,
     interval_rows,
+    plane_info_rows,
     plane_series_rows,
     plane_stat_rows,
     run_axis_rows,
@@ -100,13 +103,14 @@ SCHEMAS: dict[str, pa.Schema] = {
                                        ("number", pa.float64())]),
     "fidelity": pa.schema(_RUN_KEYS + [("measure", pa.string()), ("subject", pa.string()),
                                        ("value", pa.float64())]),
+    "plane_info": pa.schema(_RUN_KEYS + [("key", pa.string()), ("value", pa.string())]),
 }
 # Columns added later: a table stored without them loads with nulls there. (Tables added
 # later, like plane_series, need nothing here: a missing file loads as an empty table.)
 ADDED_COLUMNS = {"runs": {name for name, _ in _CPU_IDLE + _FIDELITY}, "flows": {"path"}}
 # "runs" last: it marks a run as stored only after its other rows are on disk.
 WRITE_ORDER = ("flows", "summaries", "intervals", "plane_stats", "plane_series", "run_axes",
-               "fidelity", "runs")
+               "fidelity", "plane_info", "runs")
 
 
 class RunStore:
@@ -184,11 +188,13 @@ class RunStore:
         plane_series: list[SeriesPointLike] | None = None,
         axes: list[AxisPointLike] | None = None,
         fidelity: FidelityLike | None = None,
+        plane_info: dict[str, str] | None = None,
     ) -> None:
         """Store one run and write every table to disk before returning; ``cpu_idle`` says
         under which idle behaviour it ran (None: not recorded), ``plane_series`` what the
         plane recorded over time (None or empty: nothing), ``axes`` the run's axis point,
-        ``fidelity`` whether the host limited it (None: not monitored)."""
+        ``fidelity`` whether the host limited it (None: not monitored), ``plane_info`` how
+        the plane ran (None or empty: not known)."""
         if status not in STATUSES:
             raise StoreError(f"run {run_id!r}: status must be one of {STATUSES}, got {status!r}")
         if status == "failed" and not error:
@@ -205,6 +211,7 @@ class RunStore:
             "plane_series": plane_series_rows(keys, plane_series or []),
             "run_axes": run_axis_rows(keys, axes or []),
             "fidelity": fidelity_rows(keys, fidelity),
+            "plane_info": plane_info_rows(keys, plane_info or {}),
         }
         # Convert everything first: bad input must leave the stored tables untouched.
         added = {name: pa.Table.from_pylist(rows, schema=SCHEMAS[name])

@@ -2,9 +2,11 @@
 
 Bring-up is batched: one ``ip -batch`` creates every namespace and every veth pair (each
 end directly inside its namespace, so nothing ever appears in the host's namespace), then
-one ``ip -n NS -batch`` and one ``tc -n NS -batch`` per namespace, all running at once,
-set addresses, routes, links up and shaping. Teardown kills what runs in our namespaces
-and deletes them in one ``ip -batch`` (deleting a namespace deletes its interfaces).
+one thread of this process sets links up, addresses, TBF shaping and routes over rtnetlink
+in each namespace in turn (``rtnl``): no process per namespace. Only netem shaping (delay,
+loss) still runs ``tc -n NS -batch``, one per namespace that has it. Teardown kills what
+runs in our namespaces and deletes them in one ``ip -batch`` (deleting a namespace deletes
+its interfaces).
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from types import TracebackType
 
 from dplab.substrate import registry
 from dplab.substrate.registry import RECORD_DIR, RunRecord, SubstrateError
+from dplab.substrate.rtnl import MAX_TBF_MBIT, NsPlan, configure
 from dplab.substrate.sysctl import set_sysctls
 from dplab.topology.model import HOST, Topology
 
 ADDRESSINGS = ("l2", "l3")
 HOST_IF = "eth0"
-MTU = 1500
+MTU = 1500  # a link's default; a topology edge's ``mtu`` sets both ends of its veth pair
+MIN_MTU, MAX_MTU = 68, 65535  # IPv4's minimum; veth's maximum
 # Queue of TBF, as the time the queue needs to drain at the link rate.
 TBF_LATENCY_MS = 20
 NO_IPV6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
@@ -44,6 +48,7 @@ class Link:
     bw_mbit: float | None
     delay_ms: float = 0.0
     loss_pct: float = 0.0
+    mtu: int = MTU
 
     @property
     def label(self) -> str:
@@ -54,7 +59,7 @@ class Network:
     """A running emulation of ``topo``; see docs/architecture.md (substrate) for the contract."""
 
     def __init__(self, topo: Topology, prefix: str | None = None, addressing: str = "l2",
-                 shared_switch_ns: bool = False) -> None:
+                 shared_switch_ns: bool = False, shared_host_ns: bool = False) -> None:
         if addressing not in ADDRESSINGS:
             raise SubstrateError(f"addressing must be one of {ADDRESSINGS}, not {addressing!r}")
         if prefix is not None and not registry.PREFIX_RE.match(prefix):
@@ -62,10 +67,14 @@ class Network:
         self.topo = topo
         self.addressing = addressing
         self.shared_switch_ns = shared_switch_ns
+        self.shared_host_ns = shared_host_ns
         self._wanted_prefix = prefix
         self._record: RunRecord | None = None
         self._children: list[subprocess.Popen] = []
         self._ports = topo.port_numbers()
+        self._by_port: dict[str, dict[int, str]] = {}  # node -> port -> neighbour
+        for (node, nbr), port in self._ports.items():
+            self._by_port.setdefault(node, {})[port] = nbr
         self.links = self._plan_links()
 
     # ----- names and addresses -------------------------------------------------------------
@@ -82,7 +91,7 @@ class Network:
         return RECORD_DIR / self.prefix
 
     def host_ns(self, host: str) -> str:
-        return f"{self.prefix}-{host}"
+        return f"{self.prefix}-hosts" if self.shared_host_ns else f"{self.prefix}-{host}"
 
     def switch_ns(self, switch: str) -> str:
         return f"{self.prefix}-sw" if self.shared_switch_ns else f"{self.prefix}-{switch}"
@@ -104,18 +113,18 @@ class Network:
         return f"02:00:00:00:{i // 256:02x}:{i % 256:02x}"
 
     def switch_ports(self, switch: str) -> dict[int, str]:
-        return {port: f"{switch}-eth{port}" for (node, _), port in sorted(
-            self._ports.items(), key=lambda kv: kv[1]) if node == switch}
+        return {port: f"{switch}-eth{port}" for port in sorted(self._by_port.get(switch, {}))}
 
     def neighbour(self, switch: str, port: int) -> str:
-        for (node, nbr), p in self._ports.items():
-            if node == switch and p == port:
-                return nbr
-        raise SubstrateError(f"switch {switch} has no port {port}")
+        try:
+            return self._by_port[switch][port]
+        except KeyError:
+            raise SubstrateError(f"switch {switch} has no port {port}") from None
 
     def namespaces(self) -> list[str]:
         switch_ns = {self.switch_ns(s) for s in self.topo.switches()}
-        return [self.host_ns(h) for h in self.topo.hosts()] + sorted(switch_ns)
+        host_ns = dict.fromkeys(self.host_ns(h) for h in self.topo.hosts())
+        return list(host_ns) + sorted(switch_ns)
 
     def _index(self, host: str) -> int:
         i = self.topo.host_index(host)
@@ -129,6 +138,11 @@ class Network:
         return f"{node}-eth{self._ports[(node, nbr)]}"
 
     def _plan_links(self) -> list[Link]:
+        if self.shared_host_ns:
+            if self.topo.graph.number_of_edges():
+                raise SubstrateError("hosts sharing one namespace talk over lo; their "
+                                     "topology must have no links")
+            return []
         for host in self.topo.hosts():
             degree = self.topo.graph.degree(host)
             if degree != 1:
@@ -138,7 +152,7 @@ class Network:
             self._check_link_attrs(u, v, attrs)
             links.append(Link(LinkEnd(u, self._ifname(u, v)), LinkEnd(v, self._ifname(v, u)),
                               attrs.get("bw_mbit"), attrs.get("delay_ms") or 0.0,
-                              attrs.get("loss_pct") or 0.0))
+                              attrs.get("loss_pct") or 0.0, attrs.get("mtu") or MTU))
         return links
 
     def _check_link_attrs(self, u: str, v: str, attrs: dict) -> None:
@@ -148,6 +162,10 @@ class Network:
         for key in ("delay_ms", "loss_pct"):
             if (attrs.get(key) or 0) < 0:
                 raise SubstrateError(f"link {u}–{v}: {key} must be >= 0, not {attrs[key]!r}")
+        mtu = attrs.get("mtu")
+        if mtu is not None and not (isinstance(mtu, int) and MIN_MTU <= mtu <= MAX_MTU):
+            raise SubstrateError(f"link {u}–{v}: mtu must be an integer in {MIN_MTU}..{MAX_MTU} "
+                                 f"(bytes of IP packet), not {mtu!r}")
 
     def _netns_of(self, node: str) -> str:
         if self.topo.graph.nodes[node].get("kind") == HOST:
@@ -237,7 +255,9 @@ class Network:
         _ip_batch(["ip"], [f"netns add {n}" for n in names])
         set_sysctls({n: NO_IPV6 for n in names})
         _ip_batch(["ip"], [self._veth_command(link) for link in self.links])
-        _run_concurrently(self._per_namespace_batches())
+        plans, tc_jobs = self._per_namespace_plans()
+        configure(plans)
+        _run_concurrently(tc_jobs)
 
     def _veth_command(self, link: Link) -> str:
         """Create the pair with end ``a`` already up. Bringing both ends up at the same time
@@ -245,37 +265,43 @@ class Network:
         ``b`` is brought up later, in its namespace's batch, where it finds ``a`` up."""
         a_ns, b_ns = self._netns_of(link.a.node), self._netns_of(link.b.node)
         a_mac, b_mac = self._mac_opt(link.a.node), self._mac_opt(link.b.node)
-        return (f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {MTU} "
-                f"type veth peer name {link.b.ifname} netns {b_ns}{b_mac} mtu {MTU}")
+        return (f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {link.mtu} "
+                f"type veth peer name {link.b.ifname} netns {b_ns}{b_mac} mtu {link.mtu}")
 
     def _mac_opt(self, node: str) -> str:
         if self.topo.graph.nodes[node].get("kind") == HOST:
             return f" address {self.host_mac(node)}"
         return ""
 
-    def _per_namespace_batches(self) -> list[tuple[list[str], list[str]]]:
-        ip_lines: dict[str, list[str]] = {n: ["link set lo up"] for n in self.namespaces()}
-        tc_lines: dict[str, list[str]] = {n: [] for n in self.namespaces()}
+    def _per_namespace_plans(self) -> tuple[dict[str, NsPlan], list[tuple[list[str], list[str]]]]:
+        """Over rtnetlink from this process: links up, addresses, TBF, routes; ``tc`` jobs
+        only for shaping rtnl does not encode (netem delay/loss, TBF above 32-bit rates)."""
+        plans = {n: NsPlan(up=["lo"]) for n in self.namespaces()}
+        tc_lines: dict[str, list[str]] = {}
         for link in self.links:
             for end, other in ((link.a, link.b), (link.b, link.a)):
-                ns = self._netns_of(end.node)
-                ip_lines[ns] += self._end_config(end, other)
-                tc_lines[ns] += shaping_lines(end.ifname, link)
-            ip_lines[self._netns_of(link.b.node)].append(f"link set {link.b.ifname} up")
-        if self.addressing == "l3":
+                plan = plans[self._netns_of(end.node)]
+                plan.addrs += self._end_addrs(end, other)
+                if _tbf_only(link):
+                    plan.tbf.append((end.ifname, link.bw_mbit,
+                                     tbf_burst(link.bw_mbit, link.mtu), TBF_LATENCY_MS))
+                elif lines := shaping_lines(end.ifname, link):
+                    tc_lines.setdefault(self._netns_of(end.node), []).extend(lines)
+            plans[self._netns_of(link.b.node)].up.append(link.b.ifname)
+        if self.shared_host_ns:  # no links: every host's address on the one lo
+            plans[self.host_ns(self.topo.hosts()[0])].addrs += [
+                ("lo", self.host_ip(h), 32) for h in self.topo.hosts()]
+        elif self.addressing == "l3":
             for host in self.topo.hosts():
-                gateway = self.host_gateway(host)
-                ip_lines[self.host_ns(host)].append(f"route add default via {gateway}")
-        jobs = [(["ip", "-n", ns, "-batch", "-"], lines) for ns, lines in ip_lines.items()]
-        jobs += [(["tc", "-n", ns, "-batch", "-"], ls) for ns, ls in tc_lines.items() if ls]
-        return jobs
+                plans[self.host_ns(host)].routes.append(("0.0.0.0", 0, self.host_gateway(host)))
+        return plans, [(["tc", "-n", ns, "-batch", "-"], ls) for ns, ls in tc_lines.items()]
 
-    def _end_config(self, end: LinkEnd, other: LinkEnd) -> list[str]:
+    def _end_addrs(self, end: LinkEnd, other: LinkEnd) -> list[tuple[str, str, int]]:
         """Addresses: a host's own; in l3, the gateway on the switch port facing a host."""
         if self.topo.graph.nodes[end.node].get("kind") == HOST:
-            return [f"addr add {self.host_ip(end.node)}/{self.host_prefixlen()} dev {end.ifname}"]
+            return [(end.ifname, self.host_ip(end.node), self.host_prefixlen())]
         if self.addressing == "l3" and self.topo.graph.nodes[other.node].get("kind") == HOST:
-            return [f"addr add {self.host_gateway(other.node)}/24 dev {end.ifname}"]
+            return [(end.ifname, self.host_gateway(other.node), 24)]
         return []
 
     # ----- helpers for planes and workloads --------------------------------------------------
@@ -285,6 +311,12 @@ class Network:
         self._check_ours(lines_per_ns)
         _run_concurrently([(["ip", "-n", ns, "-batch", "-"], lines)
                            for ns, lines in lines_per_ns.items() if lines])
+
+    def configure(self, plans: dict[str, NsPlan]) -> None:
+        """Bridges, links, addresses, routes in several of our namespaces, over rtnetlink from
+        this process (no process per namespace: what large networks need); see rtnl.NsPlan."""
+        self._check_ours(plans)
+        configure(plans)
 
     def sysctl(self, values_per_ns: dict[str, dict[str, str]]) -> None:
         """Set sysctls (``net.ipv4.ip_forward`` style keys) in several of our namespaces."""
@@ -352,20 +384,28 @@ def shaping_lines(ifname: str, link: Link) -> list[str]:
     """tc batch lines for one end of a link: netem for delay/loss (each direction gets the
     link's delay and loss, as in Mininet) with TBF below it for the rate, or TBF alone."""
     if not (link.delay_ms > 0 or link.loss_pct > 0):
-        return [] if link.bw_mbit is None else [_tbf_line(ifname, link.bw_mbit)]
+        return [] if link.bw_mbit is None else [_tbf_line(ifname, link.bw_mbit, link.mtu)]
     netem = f"qdisc add dev {ifname} root handle 1: netem delay {link.delay_ms}ms"
     netem += f" loss {link.loss_pct}%" if link.loss_pct > 0 else ""
     if link.bw_mbit is None:
         return [netem]
-    return [netem, _tbf_line(ifname, link.bw_mbit).replace(" root ", " parent 1:1 handle 10: ")]
+    tbf = _tbf_line(ifname, link.bw_mbit, link.mtu)
+    return [netem, tbf.replace(" root ", " parent 1:1 handle 10: ")]
 
 
-def _tbf_line(ifname: str, bw_mbit: float) -> str:
-    """TBF with a burst of ~1 ms at the rate (at least 10 full frames) so TCP reaches the rate."""
-    rate_bytes_per_s = bw_mbit * 1e6 / 8
-    burst = max(int(rate_bytes_per_s / 1000), 10 * (MTU + 14))
-    return (f"qdisc add dev {ifname} root tbf rate {bw_mbit}mbit burst {burst} "
-            f"latency {TBF_LATENCY_MS}ms")
+def _tbf_line(ifname: str, bw_mbit: float, mtu: int) -> str:
+    return (f"qdisc add dev {ifname} root tbf rate {bw_mbit}mbit "
+            f"burst {tbf_burst(bw_mbit, mtu)} latency {TBF_LATENCY_MS}ms")
+
+
+def tbf_burst(bw_mbit: float, mtu: int = MTU) -> int:
+    """TBF burst of ~1 ms at the rate (at least 10 full frames) so TCP reaches the rate."""
+    return max(int(bw_mbit * 1e6 / 8 / 1000), 10 * (mtu + 14))
+
+
+def _tbf_only(link: Link) -> bool:
+    return (link.bw_mbit is not None and link.bw_mbit <= MAX_TBF_MBIT
+            and not (link.delay_ms > 0 or link.loss_pct > 0))
 
 
 def _ip_batch(cmd: list[str], lines: list[str]) -> None:

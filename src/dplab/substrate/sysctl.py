@@ -30,7 +30,7 @@ def set_sysctls(settings: dict[str, dict[str, str]]) -> None:
 def _write_all(settings: dict[str, dict[str, str]], errors: list[str]) -> None:
     for netns, values in settings.items():
         try:
-            _enter(netns)
+            enter_netns(netns)
         except OSError as exc:
             errors.append(f"cannot enter namespace {netns}: {exc}")
             continue
@@ -42,7 +42,8 @@ def _write_all(settings: dict[str, dict[str, str]], errors: list[str]) -> None:
                 errors.append(f"sysctl {key}={value} in {netns}: {exc}")
 
 
-def _enter(netns: str) -> None:
+def enter_netns(netns: str) -> None:
+    """Move the calling thread (only it) into namespace ``netns``."""
     fd = os.open(NETNS_DIR / netns, os.O_RDONLY | os.O_CLOEXEC)
     try:
         if _libc.setns(fd, CLONE_NEWNET) != 0:

@@ -295,9 +295,12 @@ class XdpLink:
     def __init__(self, program_fd: int, ifindex: int, label: str) -> None:
         self.label = label
         opts = _LinkCreateOpts(sz=ctypes.sizeof(_LinkCreateOpts), flags=XDP_FLAGS_DRV_MODE)
-        self._fd: int | None = _checked(
-            _lib.bpf_link_create(program_fd, ifindex, BPF_XDP, ctypes.byref(opts)),
-            f"attaching XDP (driver mode) to {label}")
+        result = _lib.bpf_link_create(program_fd, ifindex, BPF_XDP, ctypes.byref(opts))
+        if result == -errno.ERANGE:  # veth_xdp_set: the MTU's frames would not fit one page
+            raise LibbpfError(f"attaching XDP (driver mode) to {label}: its MTU is too large "
+                              "for XDP (a veth runs XDP only on frames that fit one page, "
+                              "about 3.5 KB); lower the topology's mtu")
+        self._fd: int | None = _checked(result, f"attaching XDP (driver mode) to {label}")
 
     def detach(self) -> None:
         """Idempotent. An interface already gone (its namespace deleted) took its program

@@ -17,6 +17,8 @@
 //! tends to follow the switch to its new core some tens of packets later, and a move that
 //! bought those packets was worth it.)
 
+use pktio::sys;
+
 /// Crowded pickups in a row before the thread moves.
 const CROWDED_TO_MOVE: u32 = 2;
 /// Expected packets after a move before another move (doubled after each move that did
@@ -108,28 +110,16 @@ fn next_core(allowed: &[usize], current: Option<usize>) -> Option<usize> {
 }
 
 fn current_core() -> Option<usize> {
-    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+    sys::current_core()
 }
 
 fn affinity() -> Vec<usize> {
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
-        return Vec::new(); // unknown: never move
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
+    sys::affinity() // empty when unknown: never move
 }
 
 /// Lets the calling thread run only on `cores`; false if the kernel refused.
 pub fn set_affinity(cores: &[usize]) -> bool {
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cores {
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    unsafe { libc::sched_setaffinity(0, size, &set) == 0 }
+    sys::set_affinity(cores)
 }
 
 #[cfg(test)]

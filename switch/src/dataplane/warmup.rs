@@ -14,7 +14,8 @@
 //! right after the receive path ran. Only when started with `--warm-loopback on`: the lab
 //! says so for the namespaces it made; a switch in anyone else's namespace sends nothing.
 
-use crate::txring::{self, TxRing};
+use pktio::phy::txring::{self, TxRing};
+use pktio::sys;
 
 /// IEEE 802 local experimental EtherType 1: no protocol handler claims it.
 const WARMUP_ETHERTYPE: [u8; 2] = [0x88, 0xb5];
@@ -32,10 +33,7 @@ impl KernelWarmer {
     /// A warmer on this namespace's loopback; None if the socket cannot be made (then
     /// packets just meet a colder path).
     pub fn open() -> Option<KernelWarmer> {
-        let lo = unsafe { libc::if_nametoindex(c"lo".as_ptr()) };
-        if lo == 0 {
-            return None;
-        }
+        let lo = sys::if_nametoindex("lo")?;
         let ring = txring::open(lo as i32, RING_FRAME_SIZE, RING_FRAMES, false).ok()?;
         Some(KernelWarmer { ring })
     }

@@ -6,12 +6,13 @@
 //! usage: dplab-pktblast --iface NAME --frame HEX --seconds S [--pps N] [--batch B]
 //!                       [--method ring|xdp] [--count N]
 //!
-//! `--method xdp` has the kernel send the frames from an XDP program instead (xdp.rs):
+//! `--method xdp` has the kernel send the frames from an XDP program instead
+//! (pktio's phy/xdp/blast.rs):
 //! no socket buffer per frame, so it offers more, but on veth only into a peer that runs
 //! NAPI (GRO on). Its `sent` is the interface's tx_packets delta, `not_sent` the frames
 //! asked for beyond that. While it runs, a down veth pair of its own (the interface's name
 //! cut to 13 characters + "x", peer + "p") holds the program, which makes each kernel call
-//! cheap (xdp.rs); it is deleted at the end, also after SIGINT or SIGTERM. Default batch:
+//! cheap (blast.rs); it is deleted at the end, also after SIGINT or SIGTERM. Default batch:
 //! 256 frames (ring), 4096 (xdp). With `--pps`, each call sends what the schedule owes, up
 //! to a batch. With `--count`, the run ends once N frames are queued (or at `--seconds`,
 //! whichever comes first): a workload that asks for a number of frames gets no more.
@@ -25,18 +26,14 @@
 //! system, which includes the kernel's receive work that veth runs on the sending core):
 //! on a shared machine `cpu_seconds / sent` is steadier than the rate.
 
-// Shared with the switch's XDP transmit, which uses more of it (maps, bigger programs).
-#[allow(dead_code)]
-#[path = "../../bpf.rs"]
-mod bpf;
-#[path = "../../txring.rs"]
-mod txring;
-mod xdp;
+#![forbid(unsafe_code)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use txring::TxRing;
+use pktio::phy::txring::{self, TxRing};
+use pktio::phy::xdp::{blast as xdp, bpf};
+use pktio::sys;
 
 const FRAME_SIZE: usize = 2048;
 const FRAME_COUNT: usize = 4096;
@@ -171,11 +168,7 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
 }
 
 fn stop_on_signals() {
-    let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
+    sys::on_signals(&[libc::SIGINT, libc::SIGTERM], on_stop_signal);
 }
 
 /// Whether the run should go on sending: its time is not up, its count not reached and no
@@ -267,7 +260,7 @@ fn run(opts: &Options) -> Result<(Tally, f64), String> {
         Method::Xdp => {
             let prog = xdp::load_redirect(bpf::interface_index(&opts.iface)?)
                 .map_err(|e| format!("loading the XDP program: {e}"))?;
-            let _holder = bpf::Holder::new(&bpf::holder_name(&opts.iface), prog.0)?;
+            let _holder = bpf::Holder::new(&bpf::holder_name(&opts.iface), prog.raw())?;
             blast_xdp(opts, &prog)
         }
     }
@@ -275,10 +268,7 @@ fn run(opts: &Options) -> Result<(Tally, f64), String> {
 
 /// User + system CPU time this process has used so far.
 fn cpu_seconds() -> f64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    sys::cpu_seconds()
 }
 
 struct Counters {

@@ -1,5 +1,5 @@
-//! The eBPF plumbing the switch's XDP transmit (xdptx.rs) and dplab-pktblast's XDP source
-//! share: the bpf() system call, instruction encoding, program load, BPF_F_MMAPABLE
+//! The eBPF plumbing the switch's XDP transmit (tx.rs) and dplab-pktblast's XDP source
+//! (blast.rs) share: the bpf() system call, instruction encoding, program load, BPF_F_MMAPABLE
 //! array maps, live-frame test runs, and the `Holder` that keeps a program in the
 //! kernel's XDP dispatcher.
 //!
@@ -12,18 +12,15 @@
 //! also attached in driver mode to an interface (`Holder`: a veth pair of our own that stays
 //! down and carries nothing), the calls leave it alone and cost ~0.2 ms per 256 frames.
 
-use std::ffi::CString;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-const BPF_MAP_CREATE: libc::c_long = 0;
-const BPF_PROG_LOAD: libc::c_long = 5;
-const BPF_PROG_TEST_RUN: libc::c_long = 10;
-const BPF_LINK_CREATE: libc::c_long = 28;
+use crate::sys::{self, Mapping};
+
 const BPF_XDP: u32 = 37; // enum bpf_attach_type
 const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 const BPF_PROG_TYPE_XDP: u32 = 6;
 const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
-const BPF_MAP_TYPE_ARRAY: u32 = 2;
 const BPF_F_MMAPABLE: u32 = 1 << 10;
 const BPF_F_TEST_XDP_LIVE_FRAMES: u32 = 1 << 1;
 /// Most frames the kernel builds and flushes at a time in a live-frame run.
@@ -41,7 +38,6 @@ pub const FUNC_XDP_STORE_BYTES: i32 = 190;
 pub const XDP_DROP: i32 = 1;
 
 /// One eBPF instruction (struct bpf_insn).
-#[repr(C)]
 #[derive(Clone, Copy)]
 pub struct Insn {
     code: u8,
@@ -51,6 +47,15 @@ pub struct Insn {
 }
 
 impl Insn {
+    /// The instruction as the kernel reads it: code, registers, offset, immediate, in a
+    /// little-endian 64-bit word.
+    fn encode(self) -> u64 {
+        self.code as u64
+            | (self.regs as u64) << 8
+            | (self.off as u16 as u64) << 16
+            | (self.imm as u32 as u64) << 32
+    }
+
     /// Sets the offset of a jump whose offset is the placeholder `mark` to `off`.
     pub fn jump_to(&mut self, mark: i16, off: i16) {
         let is_jump = self.code & 0x07 == 0x05 && self.code != 0x85 && self.code != 0x95;
@@ -153,28 +158,19 @@ pub const fn load_map_fd(dst: u8, map_fd: i32) -> [Insn; 2] {
     ]
 }
 
-fn bpf(cmd: libc::c_long, attr: &mut [u64]) -> io::Result<i64> {
-    let size = std::mem::size_of_val(attr);
-    let rc = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), size) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc)
+/// A file descriptor of a BPF object (program, map, link), closed when dropped: closing
+/// the last reference frees the object, also when the process dies.
+pub struct Fd(OwnedFd);
+
+impl From<OwnedFd> for Fd {
+    fn from(fd: OwnedFd) -> Fd {
+        Fd(fd)
     }
 }
 
-/// Packs two u32 fields of a bpf_attr into one u64 word (little-endian layout).
-fn pair(low: u32, high: u32) -> u64 {
-    low as u64 | (high as u64) << 32
-}
-
-/// A file descriptor of a BPF object (program, map, link), closed when dropped: closing
-/// the last reference frees the object, also when the process dies.
-pub struct Fd(pub i32);
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        unsafe { libc::close(self.0) };
+impl Fd {
+    pub fn raw(&self) -> RawFd {
+        self.0.as_raw_fd()
     }
 }
 
@@ -189,81 +185,39 @@ pub fn load_tracepoint(program: &[Insn]) -> io::Result<Fd> {
 }
 
 fn load(prog_type: u32, program: &[Insn]) -> io::Result<Fd> {
-    let license = c"GPL";
-    let mut log = vec![0u8; 1 << 16];
-    // union bpf_attr for BPF_PROG_LOAD: prog_type, insn_cnt, insns, license, log_level,
-    // log_size, log_buf, the rest 0.
-    let mut attr = [0u64; 16];
-    attr[0] = pair(prog_type, program.len() as u32);
-    attr[1] = program.as_ptr() as u64;
-    attr[2] = license.as_ptr() as u64;
-    attr[3] = pair(1, log.len() as u32);
-    attr[4] = log.as_mut_ptr() as u64;
-    match bpf(BPF_PROG_LOAD, &mut attr) {
-        Ok(fd) => Ok(Fd(fd as i32)),
-        Err(e) => {
-            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
-            let why = String::from_utf8_lossy(&log[..end]);
-            Err(io::Error::new(e.kind(), format!("{e}: {}", why.trim())))
-        }
-    }
+    let insns: Vec<u64> = program.iter().map(|i| i.encode()).collect();
+    sys::bpf_prog_load(prog_type, &insns).map(Fd)
 }
 
 /// A BPF array map of `entries` values of `value_size` bytes (a multiple of 8), mapped
 /// into this process: writing the memory writes the map, no system call per value.
 pub struct MappedArray {
+    // Declared before `fd`: the mapping goes before the map's last descriptor.
+    map: Mapping,
     pub fd: Fd,
-    base: *mut u8,
-    len: usize,
     pub value_size: usize,
 }
 
-// The mapping is only touched by the thread that owns the map.
-unsafe impl Send for MappedArray {}
-
 impl MappedArray {
     pub fn new(value_size: usize, entries: usize) -> io::Result<MappedArray> {
-        // union bpf_attr for BPF_MAP_CREATE: map_type, key_size, value_size, max_entries,
-        // map_flags.
-        let mut attr = [0u64; 9];
-        attr[0] = pair(BPF_MAP_TYPE_ARRAY, 4);
-        attr[1] = pair(value_size as u32, entries as u32);
-        attr[2] = pair(BPF_F_MMAPABLE, 0);
-        let fd = Fd(bpf(BPF_MAP_CREATE, &mut attr)? as i32);
+        let fd = sys::bpf_array_create(value_size as u32, entries as u32, BPF_F_MMAPABLE)?;
         let page = 4096;
         let len = (value_size * entries).div_ceil(page) * page;
-        let prot = libc::PROT_READ | libc::PROT_WRITE;
-        let base =
-            unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd.0, 0) };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         Ok(MappedArray {
-            fd,
-            base: base as *mut u8,
-            len,
+            map: Mapping::shared(fd.as_raw_fd(), len)?,
+            fd: Fd(fd),
             value_size,
         })
     }
 
     /// The value at `index`.
     pub fn value(&self, index: usize) -> &[u8] {
-        let at = index * self.value_size;
-        assert!(at + self.value_size <= self.len);
-        unsafe { std::slice::from_raw_parts(self.base.add(at), self.value_size) }
+        self.map.bytes(index * self.value_size, self.value_size)
     }
 
     /// The value at `index`, to write.
     pub fn value_mut(&mut self, index: usize) -> &mut [u8] {
-        let at = index * self.value_size;
-        assert!(at + self.value_size <= self.len);
-        unsafe { std::slice::from_raw_parts_mut(self.base.add(at), self.value_size) }
-    }
-}
-
-impl Drop for MappedArray {
-    fn drop(&mut self) {
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+        self.map.bytes_mut(index * self.value_size, self.value_size)
     }
 }
 
@@ -272,23 +226,15 @@ impl Drop for MappedArray {
 /// drivers); returns once done. The kernel reports nothing per frame: a driver that refused
 /// frames counts them (veth: the sending interface's tx_dropped).
 pub fn run_live(prog_fd: i32, frame: &[u8], count: u32, batch: u32) -> io::Result<()> {
-    // union bpf_attr for BPF_PROG_TEST_RUN (the `test` member).
-    let mut attr = [0u64; 10];
-    attr[0] = pair(prog_fd as u32, 0);
-    attr[1] = pair(frame.len() as u32, 0);
-    attr[2] = frame.as_ptr() as u64;
-    attr[4] = pair(count, 0);
-    attr[8] = pair(BPF_F_TEST_XDP_LIVE_FRAMES, 0);
-    attr[9] = pair(batch.clamp(1, MAX_BATCH), 0);
-    bpf(BPF_PROG_TEST_RUN, &mut attr).map(|_| ())
+    let flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+    sys::bpf_test_run(prog_fd, frame, count, flags, batch.clamp(1, MAX_BATCH))
 }
 
 /// The index of interface `iface` in this network namespace.
 pub fn interface_index(iface: &str) -> Result<i32, String> {
-    let cname = CString::new(iface).map_err(|_| format!("bad interface name {iface:?}"))?;
-    match unsafe { libc::if_nametoindex(cname.as_ptr()) } {
-        0 => Err(format!("no interface {iface}")),
-        index => Ok(index as i32),
+    match sys::if_nametoindex(iface) {
+        None => Err(format!("no interface {iface}")),
+        Some(index) => Ok(index as i32),
     }
 }
 
@@ -314,13 +260,9 @@ impl Holder {
             link: None,
         };
         let ifindex = interface_index(name)? as u32;
-        // union bpf_attr for BPF_LINK_CREATE: prog_fd, target_ifindex, attach_type, flags.
-        let mut attr = [0u64; 8];
-        attr[0] = pair(prog_fd as u32, ifindex);
-        attr[1] = pair(BPF_XDP, XDP_FLAGS_DRV_MODE);
-        let link_fd = bpf(BPF_LINK_CREATE, &mut attr)
+        let link = sys::bpf_link_create(prog_fd, ifindex, BPF_XDP, XDP_FLAGS_DRV_MODE)
             .map_err(|e| format!("attaching the program to {name}: {e}"))?;
-        holder.link = Some(Fd(link_fd as i32));
+        holder.link = Some(Fd(link));
         Ok(holder)
     }
 }

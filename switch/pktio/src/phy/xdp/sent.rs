@@ -7,7 +7,7 @@
 //! ring is full). The program counts `sent` into a memory-mapped map value, only for events
 //! of the switch's data-plane thread to the port it sends to now: a tracepoint program runs
 //! for every task that hits the tracepoint, so it filters by the current thread's id.
-//! Reading veth's own count instead (ethtool.rs `XmitCounter`) costs a SIOCETHTOOL per call,
+//! Reading veth's own count instead (../ethtool.rs `XmitCounter`) costs a SIOCETHTOOL per call,
 //! ~3-5 µs under the rtnl lock; this costs a memory read.
 //!
 //! The tracepoint's number and field offsets are read from tracefs (its `format` file). A
@@ -19,7 +19,8 @@
 
 use std::io;
 
-use crate::bpf::{self, Fd, Insn, MappedArray};
+use super::bpf::{self, Fd, Insn, MappedArray};
+use crate::sys;
 
 const EVENT_DIRS: [&str; 2] = [
     "/sys/kernel/tracing/events/xdp/xdp_devmap_xmit",
@@ -59,8 +60,8 @@ impl XdpSent {
     pub fn open() -> io::Result<XdpSent> {
         let (id, layout) = tracepoint()?;
         let value = MappedArray::new(VALUE_SIZE, 1)?;
-        let prog = bpf::load_tracepoint(&program(value.fd.0, &layout))?;
-        let event = attach(id, prog.0)?;
+        let prog = bpf::load_tracepoint(&program(value.fd.raw(), &layout))?;
+        let event = attach(id, prog.raw())?;
         Ok(XdpSent {
             value,
             _prog: prog,
@@ -80,7 +81,7 @@ impl XdpSent {
     /// Counts, from now on, the calling thread's frames to interface `ifindex`.
     pub fn aim(&mut self, ifindex: i32) {
         if self.tid == 0 {
-            self.tid = unsafe { libc::gettid() } as u32;
+            self.tid = sys::gettid();
             self.put(TID_AT, self.tid);
         }
         self.put(IFINDEX_AT, ifindex as u32);
@@ -168,38 +169,10 @@ fn tracepoint() -> io::Result<(u64, Layout)> {
 /// before the process starts a thread (a new mount namespace needs an unshared filesystem
 /// context): main opens the XDP transmit before it spawns any.
 fn mount_private_tracefs() -> io::Result<()> {
-    let check = |rc: libc::c_int, what: &str| match rc {
-        0 => Ok(()),
-        _ => Err(io::Error::other(format!(
-            "{what}: {}",
-            io::Error::last_os_error()
-        ))),
-    };
-    check(
-        unsafe { libc::unshare(libc::CLONE_NEWNS) },
-        "unshare a mount namespace",
-    )?;
+    let context = |what: &'static str| move |e: io::Error| io::Error::other(format!("{what}: {e}"));
     // Nothing mounted from here on may reach the namespace this one was copied from.
-    let private = libc::MS_REC | libc::MS_PRIVATE;
-    let root = c"/";
-    let none = std::ptr::null();
-    check(
-        unsafe { libc::mount(none, root.as_ptr(), none, private, std::ptr::null()) },
-        "make mounts private",
-    )?;
-    let (source, target) = (c"tracefs", c"/sys/kernel/tracing");
-    check(
-        unsafe {
-            libc::mount(
-                source.as_ptr(),
-                target.as_ptr(),
-                source.as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        },
-        "mount tracefs",
-    )
+    sys::unshare_private_mounts().map_err(context("unshare a private mount namespace"))?;
+    sys::mount(c"tracefs", c"/sys/kernel/tracing").map_err(context("mount tracefs"))
 }
 
 /// The offset of a 4-byte field in a tracepoint's `format` text, whose lines read
@@ -225,28 +198,9 @@ fn attach(id: u64, prog_fd: i32) -> io::Result<Fd> {
     attr[8..16].copy_from_slice(&id.to_ne_bytes());
     // pid -1, cpu 0: the program runs for every task wherever the tracepoint fires; the
     // event itself only anchors the attachment.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            attr.as_ptr(),
-            -1,
-            0,
-            -1,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let event = Fd(fd as i32);
-    for (request, arg) in [
-        (PERF_EVENT_IOC_SET_BPF, prog_fd),
-        (PERF_EVENT_IOC_ENABLE, 0),
-    ] {
-        if unsafe { libc::ioctl(event.0, request as _, arg) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
+    let event = Fd::from(sys::perf_event_open(&attr, PERF_FLAG_FD_CLOEXEC)?);
+    sys::ioctl_int(event.raw(), PERF_EVENT_IOC_SET_BPF, prog_fd)?;
+    sys::ioctl_int(event.raw(), PERF_EVENT_IOC_ENABLE, 0)?;
     Ok(event)
 }
 

@@ -18,8 +18,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
+
+use crate::sys;
 
 /// How long an answer is used before it is asked again (one netlink round trip, ~10 µs).
 const FRESH_FOR: Duration = Duration::from_millis(10);
@@ -64,28 +66,22 @@ pub struct XdpCheck {
     queued: (Option<HashSet<i32>>, Instant),
 }
 
-struct Socket(RawFd);
-
-impl Drop for Socket {
-    fn drop(&mut self) {
-        unsafe { libc::close(self.0) };
-    }
-}
+struct Socket(OwnedFd);
 
 impl Socket {
     fn open(protocol: i32) -> io::Result<Socket> {
         let kind = libc::SOCK_RAW | libc::SOCK_CLOEXEC;
-        let fd = unsafe { libc::socket(libc::AF_NETLINK, kind, protocol) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let sock = Socket(fd);
+        let sock = Socket(sys::socket(libc::AF_NETLINK, kind, protocol)?);
         let timeout = libc::timeval {
             tv_sec: 1,
             tv_usec: 0,
         };
-        crate::txring::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout)?;
+        sys::setsockopt(sock.fd(), libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout)?;
         Ok(sock)
+    }
+
+    fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
     }
 
     /// Sends one request (`kind`, `cmd`, attributes) and returns the reply's attributes.
@@ -108,21 +104,14 @@ impl Socket {
     }
 
     fn send(&self, msg: &[u8]) -> io::Result<()> {
-        let n = unsafe { libc::send(self.0, msg.as_ptr() as *const libc::c_void, msg.len(), 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        sys::send(self.fd(), msg, 0).map(|_| ())
     }
 
     /// One datagram: one or more netlink messages.
     fn receive(&self) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; 1 << 16];
-        let n = unsafe { libc::recv(self.0, buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        buf.truncate(n as usize);
+        let n = sys::recv(self.fd(), &mut buf, 0)?;
+        buf.truncate(n);
         Ok(buf)
     }
 
@@ -244,7 +233,7 @@ impl XdpCheck {
             named.then(|| u32::from_ne_bytes(id[..4].try_into().unwrap()))
         });
         let mgmt = mgmt.ok_or("netdev netlink family: no \"mgmt\" group")?;
-        crate::txring::setsockopt(notes.0, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &mgmt)
+        sys::setsockopt(notes.fd(), SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &mgmt)
             .map_err(|e| fail("joining its mgmt group", e))?;
         let queued = route
             .queued_interfaces()
@@ -265,17 +254,9 @@ impl XdpCheck {
         let mut buf = [0u8; 4096];
         let mut any = false;
         loop {
-            let n = unsafe {
-                libc::recv(
-                    self.notes.0,
-                    buf.as_mut_ptr() as *mut libc::c_void,
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n < 0 {
+            if let Err(e) = sys::recv(self.notes.fd(), &mut buf, libc::MSG_DONTWAIT) {
                 // EAGAIN: nothing more; ENOBUFS: notifications were lost, so stale too.
-                any |= io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS);
+                any |= e.raw_os_error() == Some(libc::ENOBUFS);
                 break;
             }
             any = true;

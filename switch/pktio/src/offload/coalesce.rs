@@ -22,23 +22,24 @@
 //!
 //! Anything else goes out packet by packet, as it came from the pipeline.
 
-use crate::hashes::{csum16, fold, sum_bytes};
-use crate::segment::{
-    be16, layout, pseudo_sum, put16, Layout, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, TCP_CWR,
-    TCP_FIN, TCP_PSH, VNET_HDR_LEN,
+use super::segment::{layout, pseudo_sum, put16, Layout};
+use crate::wire::checksum::{fold, sum_bytes};
+use crate::wire::ethernet::{EthernetFrame, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use crate::wire::ipv4::PROTO_TCP;
+use crate::wire::ipv6;
+use crate::wire::tcp::{
+    CHECKSUM_AT as TCP_CSUM_OFFSET, CWR as TCP_CWR, FIN as TCP_FIN, PSH as TCP_PSH, RST as TCP_RST,
+    SYN as TCP_SYN, URG as TCP_URG,
 };
+use crate::wire::vnet::{VnetHdr, F_NEEDS_CSUM, GSO_ECN, GSO_TCPV4, GSO_TCPV6, VNET_HDR_LEN};
+use crate::wire::{Ipv4Packet, Ipv6Packet, TcpHeader};
 
 /// Most segments in one super-packet (keeps the `sendmsg` I/O vector short).
-const MAX_SEGMENTS: usize = 64;
+pub const MAX_SEGMENTS: usize = 64;
 /// Largest IP packet (IPv4 total length and IPv6 payload length are 16 bits).
 const MAX_IP_LEN: usize = 65_535;
-const TCP_SYN: u8 = 0x02;
-const TCP_RST: u8 = 0x04;
-const TCP_URG: u8 = 0x20;
 /// Flags that may differ between the segments of one super-packet.
 const SEGMENT_FLAGS: u8 = TCP_CWR | TCP_PSH | TCP_FIN;
-/// Where a TCP checksum sits in its header.
-const TCP_CSUM_OFFSET: usize = 16;
 
 /// Where a TCP segment's headers are, as segment.rs finds them.
 type Tcp = Layout;
@@ -49,32 +50,37 @@ impl Tcp {
     /// as captured, some payload; None for anything else (checksums are checked later,
     /// only for packets that are joined).
     fn parse(p: &[u8]) -> Option<Tcp> {
-        let kind = match be16(p, 12)? {
-            0x0800 => GSO_TCPV4,
-            0x86dd => GSO_TCPV6,
+        let kind = match EthernetFrame::new_checked(p).ok()?.ethertype() {
+            ETHERTYPE_IPV4 => GSO_TCPV4,
+            ETHERTYPE_IPV6 => GSO_TCPV6,
             _ => return None,
         };
         let at = layout(p, kind).ok()?;
         let ip_len = if at.ipv4 {
-            be16(p, at.l3 + 2)? as usize
+            Ipv4Packet::new_checked(&p[at.l3..]).ok()?.total_len() as usize
         } else {
-            40 + be16(p, at.l3 + 4)? as usize
+            ipv6::HEADER_LEN + Ipv6Packet::new_checked(&p[at.l3..]).ok()?.payload_len() as usize
         };
         let no_options = !at.ipv4 || at.l4 == at.l3 + 20;
         let plain = no_options && ip_len == p.len() - at.l3;
         (plain && at.payload < p.len()).then_some(at)
     }
 
+    /// The TCP header of `p`, a packet `parse` gave this layout (so it is there whole).
+    fn tcp<'p>(&self, p: &'p [u8]) -> TcpHeader<&'p [u8]> {
+        TcpHeader::new_checked(&p[self.l4..]).expect("checked by parse")
+    }
+
     fn flags(&self, p: &[u8]) -> u8 {
-        p[self.l4 + 13]
+        self.tcp(p).flags()
     }
 
     fn seq(&self, p: &[u8]) -> u32 {
-        u32::from_be_bytes(p[self.l4 + 4..self.l4 + 8].try_into().unwrap())
+        self.tcp(p).seq()
     }
 
     fn ip_id(&self, p: &[u8]) -> u16 {
-        be16(p, self.l3 + 4).unwrap_or(0)
+        Ipv4Packet::new_checked(&p[self.l3..]).map_or(0, |ip| ip.ident())
     }
 
     /// Byte ranges of the headers that must be equal in every segment: all but the
@@ -108,10 +114,11 @@ impl Tcp {
 
     /// Whether the packet's IPv4 header checksum and TCP checksum are right.
     fn checksums_ok(&self, p: &[u8]) -> bool {
-        if self.ipv4 && fold(sum_bytes(&p[self.l3..self.l4])) != 0xffff {
+        let ip = Ipv4Packet::new_checked(&p[self.l3..]);
+        if self.ipv4 && !ip.is_ok_and(|ip| ip.verify_checksum()) {
             return false;
         }
-        let pseudo = pseudo_sum(p, self, 6, p.len() - self.l4);
+        let pseudo = pseudo_sum(p, self, PROTO_TCP, p.len() - self.l4);
         fold(pseudo + sum_bytes(&p[self.l4..])) == 0xffff
     }
 }
@@ -176,35 +183,36 @@ impl Coalescer {
         h.clear();
         h.extend_from_slice(&head[..at.payload]);
         let ip_len = at.payload - at.l3 + payload;
+        // `parse` checked these headers in `head`, whose headers `h` copies.
         if at.ipv4 {
-            put16(h, at.l3 + 2, ip_len as u16);
-            put16(h, at.l3 + 10, 0);
-            let sum = csum16(&h[at.l3..at.l4]);
-            put16(h, at.l3 + 10, sum);
+            let mut ip = Ipv4Packet::new_checked(&mut h[at.l3..]).expect("checked by parse");
+            ip.set_total_len(ip_len as u16);
+            ip.fill_checksum();
         } else {
-            put16(h, at.l3 + 4, (ip_len - 40) as u16);
+            let mut ip = Ipv6Packet::new_checked(&mut h[at.l3..]).expect("checked by parse");
+            ip.set_payload_len((ip_len - ipv6::HEADER_LEN) as u16);
         }
-        h[at.l4 + 13] |= at.flags(last) & (TCP_PSH | TCP_FIN);
+        let mut th = TcpHeader::new_checked(&mut h[at.l4..]).expect("checked by parse");
+        th.set_flags(th.flags() | (at.flags(last) & (TCP_PSH | TCP_FIN)));
         // The field holds the pseudo-header sum over the whole TCP length, as a stack
         // hands a TSO packet over; the kernel derives each segment's checksum from it.
-        let pseudo = fold(pseudo_sum(h, &at, 6, ip_len - (at.l4 - at.l3)));
+        let pseudo = fold(pseudo_sum(h, &at, PROTO_TCP, ip_len - (at.l4 - at.l3)));
         put16(h, at.l4 + TCP_CSUM_OFFSET, pseudo);
         let mut gso_type = if at.ipv4 { GSO_TCPV4 } else { GSO_TCPV6 };
         if at.flags(head) & TCP_CWR != 0 {
             gso_type |= GSO_ECN;
         }
         let mss = head.len() - at.payload;
-        let mut vnet = [0u8; VNET_HDR_LEN];
-        vnet[0] = F_NEEDS_CSUM;
-        vnet[1] = gso_type;
-        for (i, value) in [at.payload, mss, at.l4, TCP_CSUM_OFFSET]
-            .into_iter()
-            .enumerate()
-        {
-            vnet[2 + 2 * i..4 + 2 * i].copy_from_slice(&(value as u16).to_le_bytes());
-        }
+        let vnet = VnetHdr {
+            flags: F_NEEDS_CSUM,
+            gso_type,
+            hdr_len: at.payload as u16,
+            gso_size: mss as u16,
+            csum_start: at.l4 as u16,
+            csum_offset: TCP_CSUM_OFFSET as u16,
+        };
         SuperPacket {
-            vnet,
+            vnet: vnet.emit(),
             header: &self.header,
             payload_at: at.payload,
         }
@@ -223,7 +231,8 @@ pub struct SuperPacket<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::segment::{Segments, VnetHdr};
+    use crate::offload::segment::Segments;
+    use crate::wire::checksum::csum16;
 
     const MSS: usize = 1448;
     /// Ethernet + IPv4 + TCP with a timestamp option (12 bytes).

@@ -9,7 +9,7 @@
 
 use std::io;
 
-use crate::bpf::{self, Fd};
+use super::bpf::{self, Fd};
 
 /// Frames the kernel builds and flushes at a time.
 const BATCH: u32 = bpf::MAX_BATCH;
@@ -27,5 +27,5 @@ pub fn load_redirect(ifindex: i32) -> io::Result<Fd> {
 /// Has the kernel send `count` copies of `frame`; returns once they are handed to the
 /// driver (or dropped by it: the interface counters tell).
 pub fn send(prog: &Fd, frame: &[u8], count: u32) -> io::Result<()> {
-    bpf::run_live(prog.0, frame, count, BATCH)
+    bpf::run_live(prog.raw(), frame, count, BATCH)
 }

@@ -12,53 +12,19 @@
 //! pseudo-header then names the final destination of a routing header (RFC 8200, 8.1).
 //! Metadata that does not describe the packet is refused, never trusted.
 
-use crate::hashes::{csum16, fold, sum_bytes};
+use crate::wire::checksum::{csum16, fold, sum_bytes};
+use crate::wire::ethernet::{EthernetFrame, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use crate::wire::ipv4::{PROTO_TCP, PROTO_UDP};
+use crate::wire::ipv6::{self, ExtensionHeader};
+use crate::wire::tcp::{self, TcpHeader};
+use crate::wire::udp::{self, UdpHeader};
+use crate::wire::vnet::{
+    VnetHdr, F_NEEDS_CSUM, GSO_ECN, GSO_NONE, GSO_TCPV4, GSO_TCPV6, GSO_UDP_L4,
+};
+use crate::wire::{self, Ipv4Packet, Ipv6Packet};
 
-/// struct virtio_net_hdr: flags, gso_type (u8 each), hdr_len, gso_size, csum_start,
-/// csum_offset (u16, little-endian on this host).
-pub const VNET_HDR_LEN: usize = 10;
-pub const F_NEEDS_CSUM: u8 = 1;
-const GSO_NONE: u8 = 0;
-pub const GSO_TCPV4: u8 = 1;
-pub const GSO_TCPV6: u8 = 4;
-const GSO_UDP_L4: u8 = 5;
-/// Set with TCP GSO types when the flow uses ECN; segmentation is the same.
-pub const GSO_ECN: u8 = 0x80;
-const ETH_HLEN: usize = 14;
-/// IPv6 extension headers that segmentation copies into every segment (RFC 8200, 4.1).
-const IPV6_HOP_BY_HOP: u8 = 0;
-const IPV6_ROUTING: u8 = 43;
-const IPV6_DEST_OPTIONS: u8 = 60;
 /// More extension headers than this in one packet are refused (the kernel's GSO stops too).
 const MAX_IPV6_EXTENSIONS: usize = 8;
-pub const TCP_FIN: u8 = 0x01;
-pub const TCP_PSH: u8 = 0x08;
-pub const TCP_CWR: u8 = 0x80;
-
-/// The virtio-net header the kernel wrote in front of a received packet.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct VnetHdr {
-    pub flags: u8,
-    pub gso_type: u8,
-    pub hdr_len: u16,
-    pub gso_size: u16,
-    pub csum_start: u16,
-    pub csum_offset: u16,
-}
-
-impl VnetHdr {
-    pub fn parse(raw: &[u8; VNET_HDR_LEN]) -> VnetHdr {
-        let word = |i: usize| u16::from_le_bytes([raw[i], raw[i + 1]]);
-        VnetHdr {
-            flags: raw[0],
-            gso_type: raw[1],
-            hdr_len: word(2),
-            gso_size: word(4),
-            csum_start: word(6),
-            csum_offset: word(8),
-        }
-    }
-}
 
 /// Why a packet's offload metadata could not be turned into wire packets.
 #[derive(Debug, PartialEq)]
@@ -103,6 +69,10 @@ pub struct Layout {
 impl Segments {
     pub fn len(&self) -> usize {
         self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
     }
 
     pub fn get(&self, i: usize) -> &[u8] {
@@ -184,35 +154,23 @@ impl Segments {
 
 /// Finds the L3 and L4 headers of a GSO packet of type `kind` and checks they fit it.
 pub fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
-    let (mut l3, mut ethertype) = (ETH_HLEN, be16(packet, 12).ok_or(short())?);
-    while ethertype == 0x8100 || ethertype == 0x88a8 {
-        ethertype = be16(packet, l3 + 2).ok_or(short())?;
-        l3 += 4;
-    }
+    let (ethertype, l3) = EthernetFrame::new_checked(packet)?.inner_ethertype()?;
     let (ipv4, l4, proto, pseudo_dst) = match ethertype {
-        0x0800 => {
-            let ihl = (*packet.get(l3).ok_or(short())? & 0x0f) as usize * 4;
-            if packet.len() < l3 + 20 || ihl < 20 || packet[l3] >> 4 != 4 {
-                return Err(Malformed::Headers("bad IPv4 header"));
-            }
-            if be16(packet, l3 + 6).ok_or(short())? & 0x3fff != 0 {
+        ETHERTYPE_IPV4 => {
+            let ip = Ipv4Packet::new_checked(&packet[l3..])?;
+            if ip.is_fragment() {
                 return Err(Malformed::Headers("IPv4 fragment"));
             }
-            (true, l3 + ihl, packet[l3 + 9], l3 + 16)
+            (true, l3 + ip.header_len(), ip.protocol(), l3 + 16)
         }
-        0x86dd => {
-            if packet.len() < l3 + 40 || packet[l3] >> 4 != 6 {
-                return Err(Malformed::Headers("bad IPv6 header"));
-            }
-            ipv6_upper_layer(packet, l3)?
-        }
+        ETHERTYPE_IPV6 => ipv6_upper_layer(packet, l3)?,
         _ => return Err(Malformed::Headers("not IPv4 or IPv6")),
     };
     let tcp = kind != GSO_UDP_L4;
     let fits = match kind {
-        GSO_TCPV4 => ipv4 && proto == 6,
-        GSO_TCPV6 => !ipv4 && proto == 6,
-        _ => proto == 17,
+        GSO_TCPV4 => ipv4 && proto == PROTO_TCP,
+        GSO_TCPV6 => !ipv4 && proto == PROTO_TCP,
+        _ => proto == PROTO_UDP,
     };
     if !fits {
         return Err(Malformed::Headers(
@@ -220,23 +178,16 @@ pub fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
         ));
     }
     let l4_len = if tcp {
-        let doff = (*packet.get(l4 + 12).ok_or(short())? >> 4) as usize * 4;
-        if doff < 20 {
-            return Err(Malformed::Headers("TCP data offset below 20"));
-        }
-        doff
+        TcpHeader::new_checked(&packet[l4..])?.header_len()
     } else {
-        8
+        UdpHeader::new_checked(&packet[l4..])?;
+        udp::HEADER_LEN
     };
-    let payload = l4 + l4_len;
-    if payload > packet.len() {
-        return Err(short());
-    }
     Ok(Layout {
         l3,
         l4,
         pseudo_dst,
-        payload,
+        payload: l4 + l4_len,
         ipv4,
         tcp,
     })
@@ -247,54 +198,35 @@ pub fn layout(packet: &[u8], kind: u8) -> Result<Layout, Malformed> {
 /// address is. Headers other than hop-by-hop, routing and destination options (fragment,
 /// AH, ESP) end the walk: the upper layer is then not TCP/UDP, and the packet is refused.
 fn ipv6_upper_layer(p: &[u8], l3: usize) -> Result<(bool, usize, u8, usize), Malformed> {
-    let (mut next, mut at, mut dst) = (p[l3 + 6], l3 + 40, l3 + 24);
+    let ip = Ipv6Packet::new_checked(&p[l3..])?;
+    let (mut next, mut at, mut dst) = (ip.next_header(), l3 + ipv6::HEADER_LEN, l3 + ipv6::DST_AT);
     for _ in 0..MAX_IPV6_EXTENSIONS {
-        if !matches!(next, IPV6_HOP_BY_HOP | IPV6_ROUTING | IPV6_DEST_OPTIONS) {
+        if !matches!(next, ipv6::HOP_BY_HOP | ipv6::ROUTING | ipv6::DEST_OPTIONS) {
             return Ok((false, at, next, dst));
         }
-        let len = (*p.get(at + 1).ok_or(short())? as usize + 1) * 8;
-        if at + len > p.len() {
-            return Err(short());
-        }
-        if next == IPV6_ROUTING {
-            if let Some(offset) = final_destination(&p[at..at + len])? {
+        let ext = ExtensionHeader::new_checked(&p[at..])?;
+        if next == ipv6::ROUTING {
+            if let Some(offset) = ipv6::final_destination(ext.bytes())? {
                 dst = at + offset;
             }
         }
-        next = p[at];
-        at += len;
+        next = ext.next_header();
+        at += ext.len();
     }
     Err(Malformed::Headers("too many IPv6 extension headers"))
 }
 
-/// Where in routing header `rh` the packet's final destination is (RFC 8200, 8.1), or
-/// None when no segments are left (the IPv6 header's destination is the final one).
-fn final_destination(rh: &[u8]) -> Result<Option<usize>, Malformed> {
-    let (kind, segments_left) = (rh[2], rh[3]);
-    if segments_left == 0 {
-        return Ok(None);
-    }
-    let addresses = (rh.len() - 8) / 16;
-    match kind {
-        // Type 0 (deprecated) and 2 (mobility): the last address listed.
-        0 | 2 if addresses > 0 => Ok(Some(8 + 16 * (addresses - 1))),
-        // Type 4 (segment routing): segment list[0] is the last segment.
-        4 if addresses > 0 => Ok(Some(8)),
-        _ => Err(Malformed::Headers(
-            "IPv6 routing header whose final destination is not known",
-        )),
+impl From<wire::Error> for Malformed {
+    fn from(e: wire::Error) -> Malformed {
+        match e {
+            wire::Error::Truncated => Malformed::Headers("headers cut short"),
+            wire::Error::Malformed(why) => Malformed::Headers(why),
+        }
     }
 }
 
-fn short() -> Malformed {
-    Malformed::Headers("headers cut short")
-}
-
-pub fn be16(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
-
-pub fn put16(b: &mut [u8], at: usize, v: u16) {
+/// Writes big-endian `v` at `at` of `b` (a checksum field a view located).
+pub(crate) fn put16(b: &mut [u8], at: usize, v: u16) {
     b[at..at + 2].copy_from_slice(&v.to_be_bytes());
 }
 
@@ -317,33 +249,36 @@ pub fn pseudo_sum(p: &[u8], at: &Layout, proto: u8, l4_len: usize) -> u64 {
 /// carries: lengths, IPv4 id and checksum, TCP sequence and flags, L4 checksum.
 fn fix_segment(seg: &mut [u8], at: &Layout, index: usize, count: usize, size: usize) {
     let l4_len = seg.len() - at.l4;
+    let l3_len = (seg.len() - at.l3) as u16;
+    // `layout` checked these headers in the super-packet the segment copies.
     if at.ipv4 {
-        put16(seg, at.l3 + 2, (seg.len() - at.l3) as u16);
-        let id = be16(seg, at.l3 + 4).unwrap_or(0).wrapping_add(index as u16);
-        put16(seg, at.l3 + 4, id);
-        put16(seg, at.l3 + 10, 0);
-        let ihl = at.l4 - at.l3;
-        put16(seg, at.l3 + 10, csum16(&seg[at.l3..at.l3 + ihl]));
+        let mut ip = Ipv4Packet::new_checked(&mut seg[at.l3..]).expect("checked by layout");
+        ip.set_total_len(l3_len);
+        ip.set_ident(ip.ident().wrapping_add(index as u16));
+        ip.fill_checksum();
     } else {
-        put16(seg, at.l3 + 4, (seg.len() - at.l3 - 40) as u16);
+        let mut ip = Ipv6Packet::new_checked(&mut seg[at.l3..]).expect("checked by layout");
+        ip.set_payload_len(l3_len - ipv6::HEADER_LEN as u16);
     }
     let csum_at = if at.tcp {
-        let seq = u32::from_be_bytes(seg[at.l4 + 4..at.l4 + 8].try_into().unwrap());
-        let seq = seq.wrapping_add((index * size) as u32);
-        seg[at.l4 + 4..at.l4 + 8].copy_from_slice(&seq.to_be_bytes());
+        let mut th = TcpHeader::new_checked(&mut seg[at.l4..]).expect("checked by layout");
+        th.set_seq(th.seq().wrapping_add((index * size) as u32));
+        let mut flags = th.flags();
         if index + 1 < count {
-            seg[at.l4 + 13] &= !(TCP_FIN | TCP_PSH);
+            flags &= !(tcp::FIN | tcp::PSH);
         }
         if index > 0 {
-            seg[at.l4 + 13] &= !TCP_CWR;
+            flags &= !tcp::CWR;
         }
-        at.l4 + 16
+        th.set_flags(flags);
+        at.l4 + tcp::CHECKSUM_AT
     } else {
-        put16(seg, at.l4 + 4, l4_len as u16);
-        at.l4 + 6
+        let mut uh = UdpHeader::new_checked(&mut seg[at.l4..]).expect("checked by layout");
+        uh.set_len(l4_len as u16);
+        at.l4 + udp::CHECKSUM_AT
     };
     put16(seg, csum_at, 0);
-    let proto = if at.tcp { 6 } else { 17 };
+    let proto = if at.tcp { PROTO_TCP } else { PROTO_UDP };
     let pseudo = pseudo_sum(seg, at, proto, l4_len);
     let sum = !fold(pseudo + sum_bytes(&seg[at.l4..]));
     // UDP sends a computed 0 as 0xffff (0 means "no checksum"); for TCP both are equal.
@@ -365,6 +300,15 @@ fn finish_checksum(packet: &mut [u8], start: usize, offset: usize) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::ipv6::{
+        DEST_OPTIONS as IPV6_DEST_OPTIONS, HOP_BY_HOP as IPV6_HOP_BY_HOP, ROUTING as IPV6_ROUTING,
+    };
+    use crate::wire::tcp::{CWR as TCP_CWR, FIN as TCP_FIN, PSH as TCP_PSH};
+    use crate::wire::vnet::VNET_HDR_LEN;
+
+    fn be16(b: &[u8], at: usize) -> Option<u16> {
+        Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+    }
 
     const PAYLOAD: usize = 4000;
     const MSS: u16 = 1448;

@@ -15,23 +15,23 @@
 //!   batch to the driver's ndo_xdp_xmit at the end of the batch, in order.
 //!
 //! A frame redirected to an interface that takes no XDP frames vanishes without a trace;
-//! veth takes them only while its peer runs NAPI. `XdpCheck` (xdpcheck.rs) asks the kernel
+//! veth takes them only while its peer runs NAPI. `XdpCheck` (check.rs) asks the kernel
 //! which ports take them; the others send through the ring.
 //!
 //! Between the peer turning NAPI off and the switch seeing the feature gone (its netlink
 //! notification, at most `FRESH_FOR` later) frames would vanish so, or be refused by
 //! veth (no NAPI: counted in tx_dropped; the peer's ring full: in its ethtool statistics).
 //! What veth took is counted exactly, though: the `sent` of the kernel's
-//! `xdp:xdp_devmap_xmit` events (xdpsent.rs), or else the sending veth's
-//! `tx_queue_N_xdp_xmit` statistics, which ports.rs reads after each call (ethtool.rs
+//! `xdp:xdp_devmap_xmit` events (sent.rs), or else the sending veth's
+//! `tx_queue_N_xdp_xmit` statistics, which port.rs reads after each call (ethtool.rs
 //! `XmitCounter`). veth takes a call's frames in order, so the frames past that count were
 //! not taken, and go out through the ring instead.
 
 use std::io;
 
-use crate::bpf::{self, Fd, Holder, Insn, MappedArray};
-use crate::xdpcheck::XdpCheck;
-use crate::xdpsent::XdpSent;
+use super::bpf::{self, Fd, Holder, Insn, MappedArray};
+use super::check::XdpCheck;
+use super::sent::XdpSent;
 
 /// Bytes before a frame's data in its map value: length, interface index.
 const SLOT_HEADER: usize = 8;
@@ -140,7 +140,7 @@ impl XdpTx {
     pub fn open(holder: &str, min_call: usize) -> Result<XdpTx, String> {
         let slots = MappedArray::new(SLOT_SIZE, MAX_FRAMES + 1)
             .map_err(|e| format!("the XDP frame map: {e}"))?;
-        let prog = bpf::load_xdp(&program(slots.fd.0))
+        let prog = bpf::load_xdp(&program(slots.fd.raw()))
             .map_err(|e| format!("loading the XDP transmit program: {e}"))?;
         let check = XdpCheck::open()?;
         let sent = XdpSent::open()
@@ -148,7 +148,7 @@ impl XdpTx {
                 eprintln!("dplab-switch: no xdp_devmap_xmit count ({e}); reading veth's instead")
             })
             .ok();
-        let holder = Holder::new(holder, prog.0)?;
+        let holder = Holder::new(holder, prog.raw())?;
         Ok(XdpTx {
             slots,
             prog,
@@ -219,7 +219,7 @@ impl XdpTx {
             sent.total()
         });
         loop {
-            match bpf::run_live(self.prog.0, &SEED, n as u32, BATCH) {
+            match bpf::run_live(self.prog.raw(), &SEED, n as u32, BATCH) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
                 Ok(()) => break,

@@ -8,7 +8,7 @@
 //! VLAN tag's 4 bytes of slack (what veth lets through, is_skb_forwardable), read at start.
 //!
 //! Every received packet comes with a virtio-net header (PACKET_VNET_HDR): hosts keep their
-//! checksum and segmentation offloads, and segment.rs turns what they hand over into the
+//! checksum and segmentation offloads, and offload/segment.rs turns what they hand over into the
 //! packets a wire would carry. A packet too long for a ring frame (a TSO/GSO super-packet
 //! of up to 64 KiB, or a packet beyond an MTU raised later) is not truncated:
 //! PACKET_COPY_THRESH makes the kernel flag its frame TP_STATUS_COPY and queue the whole
@@ -22,43 +22,44 @@
 //! so on stderr and sends packet by packet on the receive socket instead (also used for
 //! the rare packet longer than the MTU allows, so the kernel refuses it as it would any
 //! oversize frame). Consecutive segments of one TCP flow are joined into one super-packet
-//! (coalesce.rs) and sent with its virtio-net header on the receive socket, after the
+//! (offload/coalesce.rs) and sent with its virtio-net header on the receive socket, after the
 //! frames queued before them in the ring, so a port's packets keep their order (one qdisc
 //! queue takes both). Segments are joined only while the interface has TSO on (the kernel
 //! would cut the super-packet again in software otherwise), and the segments of a
 //! super-packet the kernel refused go out one by one instead.
 //!
-//! With `--tx xdp` (xdptx.rs) a port sends wire-sized frames through the switch's XDP program
+//! With `--tx xdp` (xdp/tx.rs) a port sends wire-sized frames through the switch's XDP program
 //! instead of the transmit ring, when a round gives it at least `--xdp-min-call` of them (fewer
-//! cost less through the ring: xdptx.rs `MIN_CALL`); super-packets and frames longer than a map
+//! cost less through the ring: xdp/tx.rs `MIN_CALL`); super-packets and frames longer than a map
 //! slot keep the AF_PACKET path. A port's order holds: whatever one path has queued goes out
 //! before the other path is used (the two still end in different queues of the receiving CPU,
 //! the peer's NAPI ring and the backlog: switch/PROTOCOL.md `--tx`). A port whose interface
-//! takes no XDP frames (its peer runs no NAPI, xdpcheck.rs) sends through the ring, and counts
+//! takes no XDP frames (its peer runs no NAPI, xdp/check.rs) sends through the ring, and counts
 //! a fallback each time it goes from XDP to the ring. After each XDP call the port knows how
-//! many frames veth took (xdpsent.rs, or else ethtool.rs `XmitCounter`): the frames past that
+//! many frames veth took (xdp/sent.rs, or else ethtool.rs `XmitCounter`): the frames past that
 //! count (the peer just stopped NAPI, or its ring was full) go out through the ring, a
 //! fallback; when it took none, the port stays on the ring for `XDP_RETRY` before trying XDP
 //! again. So no frame is lost
 //! between the peer turning NAPI off and the switch seeing it.
 
-use std::ffi::CString;
-use std::io;
-use std::os::fd::RawFd;
-use std::ptr;
+use std::io::{self, IoSlice};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::coalesce::{self, Coalescer};
-use crate::ethtool::{self, XmitCounter};
-use crate::segment::{Malformed, Segments, VnetHdr, VNET_HDR_LEN};
-use crate::shared::PortDrop;
-use crate::txring::{self, setsockopt, RingShape, TxRing};
-use crate::xdptx::{self, XdpTx};
+use super::ethtool::{self, XmitCounter};
+use super::ring::{self, Ring, RingShape};
+use super::txring::{self, TxRing};
+use super::xdp::tx::{self as xdptx, XdpTx};
+use crate::offload::coalesce::{self, Coalescer};
+use crate::offload::segment::{Malformed, Segments};
+use crate::sys;
+use crate::wire::ethernet::{ETHERTYPE_VLAN, HEADER_LEN as ETH_HLEN};
+use crate::wire::vnet::{VnetHdr, VNET_HDR_LEN};
 
 /// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply the
 /// ring's memory for packets rare and slow enough to take the copy path instead.
 const MAX_FRAME_SIZE: usize = 2048;
-const ETH_HLEN: usize = 14;
 const VLAN_HLEN: usize = 4;
 /// Where the kernel puts a received packet in its ring frame (tpacket_rcv): behind the
 /// TPACKET_V2 header and address, aligned as if the link header were 16 bytes, then the
@@ -84,6 +85,47 @@ const TSO_RECHECK: Duration = Duration::from_secs(1);
 /// How long a port whose peer refused XDP frames sends through the ring before it tries
 /// XDP again (`ethtool -K <peer> gro on` may have been run since).
 const XDP_RETRY: Duration = Duration::from_secs(1);
+
+/// Why a port dropped a packet (switch/PROTOCOL.md, `stats`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PortDrop {
+    /// Received cut short: longer than its ring frame, and its whole copy was not queued.
+    Truncated,
+    /// Received with offload metadata that cannot describe it: a checksum position
+    /// outside the packet, a GSO size of 0, a header length beyond the packet.
+    BadOffload,
+    /// A received super-packet the switch cannot cut into wire packets: a GSO type it does
+    /// not segment, or headers that do not fit the GSO type or cannot be repeated in every
+    /// segment (IPv4 or IPv6 fragments, other IPv6 extension headers than hop-by-hop,
+    /// routing and destination options, a routing header of unknown type, no payload).
+    Unsegmentable,
+    /// To send, but longer than the port's MTU allows: the kernel refused it (EMSGSIZE).
+    TooLong,
+    /// To send, but the kernel did not take it: the device's queue stayed full for the
+    /// round, or another send error.
+    Refused,
+}
+
+impl PortDrop {
+    pub const ALL: [PortDrop; 5] = [
+        PortDrop::Truncated,
+        PortDrop::BadOffload,
+        PortDrop::Unsegmentable,
+        PortDrop::TooLong,
+        PortDrop::Refused,
+    ];
+
+    /// The reason's key in `stats`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PortDrop::Truncated => "truncated",
+            PortDrop::BadOffload => "bad_offload",
+            PortDrop::Unsegmentable => "unsegmentable",
+            PortDrop::TooLong => "too_long",
+            PortDrop::Refused => "refused",
+        }
+    }
+}
 
 /// What [`Port::send_batch`] got out, as a wire carries it (a super-packet counts as
 /// its segments).
@@ -159,9 +201,9 @@ pub struct Received {
 pub struct Port {
     pub number: u32,
     pub name: String,
-    fd: RawFd,
-    ring: *mut u8,
-    ring_shape: RingShape,
+    // Declared before `fd`: the ring is unmapped before the socket closes.
+    ring: Ring,
+    fd: OwnedFd,
     /// Where the next frame to read starts in the ring.
     next_at: usize,
     pub ifindex: i32,
@@ -173,19 +215,19 @@ pub struct Port {
     tso: bool,
     tso_read: Instant,
     coalescer: Coalescer,
-    /// The I/O vector of a super-packet's `sendmsg`, kept between sends.
-    iov: Vec<libc::iovec>,
     /// Room for a packet fetched from the socket queue, behind its virtio-net header.
     queued: Vec<u8>,
     /// A packet with its VLAN tag put back.
     tagged: Vec<u8>,
 }
 
-// The ring is only touched by the thread that owns the port.
-unsafe impl Send for Port {}
-
-fn os_error(what: &str, name: &str) -> io::Error {
-    port_error(name, what, io::Error::last_os_error())
+/// The running program's name (dplab-switch, dplab-fwd), for messages on stderr.
+fn program() -> String {
+    let arg0 = std::env::args().next().unwrap_or_default();
+    let name = std::path::Path::new(&arg0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    name.unwrap_or(arg0)
 }
 
 fn port_error(name: &str, what: &str, e: io::Error) -> io::Error {
@@ -209,48 +251,48 @@ fn tx_frame_size(wire_max: usize) -> usize {
 impl Port {
     /// `xdp`: the switch transmits through XDP (the port then reads veth's XDP counts).
     pub fn open(number: u32, name: &str, xdp: bool) -> io::Result<Port> {
-        let cname = CString::new(name).map_err(|_| io::Error::other("bad interface name"))?;
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
-        if ifindex == 0 {
+        let Some(ifindex) = sys::if_nametoindex(name) else {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 format!("port {number}: no interface named {name:?} in this namespace"),
             ));
-        }
+        };
+        let ifindex = ifindex as i32;
         let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
-        let fd =
-            unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, proto) };
-        if fd < 0 {
-            return Err(os_error("socket", name));
-        }
-        let mtu = interface_mtu(fd, name).inspect_err(|_| unsafe {
-            libc::close(fd);
-        })?;
+        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, proto)
+            .map_err(|e| port_error(name, "socket", e))?;
+        let mtu = sys::interface_mtu(fd.as_raw_fd(), name)
+            .map_err(|e| port_error(name, "SIOCGIFMTU", e))?;
+        let ring = configure(
+            fd.as_raw_fd(),
+            name,
+            RingShape::new(rx_frame_size(mtu), FRAME_COUNT),
+        )?;
+        sys::bind_packet(fd.as_raw_fd(), ifindex, libc::ETH_P_ALL as u16)
+            .map_err(|e| port_error(name, "bind", e))?;
+        let tso = ethtool::tso(fd.as_raw_fd(), name);
         let mut port = Port {
             number,
             name: name.to_string(),
+            ring,
             fd,
-            ring: ptr::null_mut(),
-            ring_shape: RingShape::new(rx_frame_size(mtu), FRAME_COUNT),
             next_at: 0,
             ifindex,
             tx: None,
             xdp: None,
             wire_max: mtu + ETH_HLEN,
-            tso: false,
+            tso,
             tso_read: Instant::now(),
             coalescer: Coalescer::default(),
-            iov: Vec::new(),
             queued: vec![0; VNET_HDR_LEN + BIG_PACKET],
             tagged: Vec::new(),
         };
-        port.configure()?;
-        port.tso = ethtool::tso(fd, name);
         match open_tx_path(ifindex, port.wire_max) {
             Ok(tx) => port.tx = Some(tx),
             Err(e) => eprintln!(
-                "dplab-switch: port {number} ({name}): no transmit ring ({e}); \
-                 sending packet by packet instead"
+                "{}: port {number} ({name}): no transmit ring ({e}); \
+                 sending packet by packet instead",
+                program()
             ),
         }
         if xdp {
@@ -264,148 +306,75 @@ impl Port {
                     })
                 }
                 Err(e) => eprintln!(
-                    "dplab-switch: port {number} ({name}): its XDP transmit count is unreadable ({e}); \
-                     sending through the ring, not XDP"
+                    "{}: port {number} ({name}): its XDP transmit count is unreadable ({e}); \
+                     sending through the ring, not XDP",
+                    program()
                 ),
             }
         }
         Ok(port)
     }
 
-    /// Sets a socket option of the receive socket; `what` names it in the error.
-    fn set<T>(&self, level: i32, opt: i32, value: &T, what: &str) -> io::Result<()> {
-        setsockopt(self.fd, level, opt, value).map_err(|e| port_error(&self.name, what, e))
-    }
-
-    fn configure(&mut self) -> io::Result<()> {
-        let version: libc::c_int = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
-        self.set(
-            libc::SOL_PACKET,
-            libc::PACKET_VERSION,
-            &version,
-            "PACKET_VERSION",
-        )?;
-        let one: libc::c_int = 1;
-        // Packets the switch itself sends must not come back in as input.
-        let ignore_outgoing = libc::PACKET_IGNORE_OUTGOING;
-        self.set(
-            libc::SOL_PACKET,
-            ignore_outgoing,
-            &one,
-            "PACKET_IGNORE_OUTGOING",
-        )?;
-        // These three must precede the ring: the kernel refuses them once it exists.
-        self.set(
-            libc::SOL_PACKET,
-            libc::PACKET_VNET_HDR,
-            &one,
-            "PACKET_VNET_HDR",
-        )?;
-        self.set(
-            libc::SOL_PACKET,
-            libc::PACKET_COPY_THRESH,
-            &one,
-            "PACKET_COPY_THRESH",
-        )?;
-        self.set(
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
-            &RCVBUF_BYTES,
-            "SO_RCVBUFFORCE",
-        )?;
-        let req = self.ring_shape.request();
-        self.set(
-            libc::SOL_PACKET,
-            libc::PACKET_RX_RING,
-            &req,
-            "PACKET_RX_RING",
-        )?;
-        let map = txring::map_ring(self.fd, &self.ring_shape);
-        self.ring = map.map_err(|e| port_error(&self.name, "mmap of the receive ring", e))?;
-        let fd = self.fd;
-        let mreq = libc::packet_mreq {
-            mr_ifindex: self.ifindex,
-            mr_type: libc::PACKET_MR_PROMISC as u16,
-            mr_alen: 0,
-            mr_address: [0; 8],
-        };
-        // Promiscuous mode is a wish, not a need (veth delivers every frame anyway).
-        let _ = setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq);
-        txring::bind(fd, self.ifindex, libc::ETH_P_ALL as u16)
-            .map_err(|e| port_error(&self.name, "bind", e))
-    }
-
     pub fn fd(&self) -> RawFd {
-        self.fd
-    }
-
-    fn header(&self, at: usize) -> *mut libc::tpacket2_hdr {
-        unsafe { self.ring.add(at) as *mut libc::tpacket2_hdr }
+        self.fd.as_raw_fd()
     }
 
     /// Next filled frame of the receive ring, if any.
     pub fn next_rx(&mut self) -> Option<RxFrame> {
-        let hdr = self.header(self.next_at);
-        let status = unsafe { ptr::read_volatile(&(*hdr).tp_status) };
-        if status & libc::TP_STATUS_USER == 0 {
+        if !self.rx_ready() {
             return None;
         }
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        fence(Ordering::Acquire);
         let at = self.next_at;
-        self.next_at = self.ring_shape.after(at);
+        self.next_at = self.ring.shape.after(at);
         Some(RxFrame { at })
     }
 
     /// Whether the receive ring holds a frame, without taking it (for the idle spin).
     pub fn rx_ready(&self) -> bool {
-        let hdr = self.header(self.next_at);
-        unsafe { ptr::read_volatile(&(*hdr).tp_status) & libc::TP_STATUS_USER != 0 }
+        self.ring.status(self.next_at) & libc::TP_STATUS_USER != 0
     }
 
     /// When the kernel received the frame: its ring timestamp, CLOCK_REALTIME in ns.
     pub fn rx_time_ns(&self, frame: &RxFrame) -> u64 {
-        let h = unsafe { &*self.header(frame.at) };
-        h.tp_sec as u64 * 1_000_000_000 + h.tp_nsec as u64
+        let h = self.ring.header(frame.at);
+        h.sec as u64 * 1_000_000_000 + h.nsec as u64
     }
 
     /// Turns the frame's packet into the wire packets it stands for, in `out` (segments
     /// of a super-packet, checksums finished; a VLAN tag the kernel lifted out put back).
     pub fn read_frame(&mut self, frame: &RxFrame, out: &mut Segments) -> Received {
-        let hdr = self.header(frame.at);
-        let h = unsafe { &*hdr };
-        let data = unsafe {
-            std::slice::from_raw_parts(
-                (hdr as *const u8).add(h.tp_mac as usize),
-                h.tp_snaplen as usize,
-            )
-        };
-        let raw_vnet = unsafe {
-            &*((hdr as *const u8).add(h.tp_mac as usize - VNET_HDR_LEN)
-                as *const [u8; VNET_HDR_LEN])
-        };
-        let mut vnet = VnetHdr::parse(raw_vnet);
+        let h = self.ring.header(frame.at);
         let dropped = |why: PortDrop| Received {
             packets: 1,
-            bytes: h.tp_len as u64,
+            bytes: h.len as u64,
             dropped: Some(why),
         };
-        let mut packet = data;
-        if h.tp_status & libc::TP_STATUS_COPY != 0 {
-            if !self.fetch_queued(h.tp_len as usize) {
+        // The kernel puts the virtio-net header right in front of the packet.
+        let Some(vnet_at) = (h.mac as usize).checked_sub(VNET_HDR_LEN) else {
+            return dropped(PortDrop::Truncated);
+        };
+        let raw_vnet = self.ring.bytes(frame.at, vnet_at, VNET_HDR_LEN);
+        let mut vnet = VnetHdr::parse(raw_vnet.try_into().expect("VNET_HDR_LEN bytes"));
+        let mut packet = self
+            .ring
+            .bytes(frame.at, h.mac as usize, h.snaplen as usize);
+        if h.status & libc::TP_STATUS_COPY != 0 {
+            if !fetch_queued(self.fd.as_raw_fd(), &mut self.queued, h.len as usize) {
                 return dropped(PortDrop::Truncated);
             }
             vnet = VnetHdr::parse(self.queued[..VNET_HDR_LEN].try_into().unwrap());
-            packet = &self.queued[VNET_HDR_LEN..VNET_HDR_LEN + h.tp_len as usize];
-        } else if h.tp_len != h.tp_snaplen {
+            packet = &self.queued[VNET_HDR_LEN..VNET_HDR_LEN + h.len as usize];
+        } else if h.len != h.snaplen {
             return dropped(PortDrop::Truncated);
         }
-        if h.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && packet.len() >= 12 {
-            let tpid = if h.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                h.tp_vlan_tpid
+        if h.status & libc::TP_STATUS_VLAN_VALID != 0 && packet.len() >= 12 {
+            let tpid = if h.status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                h.vlan_tpid
             } else {
-                0x8100
+                ETHERTYPE_VLAN
             };
-            put_back_tag(&mut self.tagged, packet, tpid, h.tp_vlan_tci);
+            put_back_tag(&mut self.tagged, packet, tpid, h.vlan_tci);
             if vnet.csum_start >= 12 {
                 vnet.csum_start = vnet.csum_start.saturating_add(4);
             }
@@ -421,24 +390,9 @@ impl Port {
         }
     }
 
-    /// Fetches the packet behind a TP_STATUS_COPY frame (the next one queued on the
-    /// socket) into `queued`, behind its virtio-net header; false if it is not there whole.
-    fn fetch_queued(&mut self, expected_len: usize) -> bool {
-        let n = unsafe {
-            libc::recv(
-                self.fd,
-                self.queued.as_mut_ptr() as *mut libc::c_void,
-                self.queued.len(),
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-            )
-        };
-        n >= 0 && n as usize == VNET_HDR_LEN + expected_len && n as usize <= self.queued.len()
-    }
-
     pub fn release(&self, frame: RxFrame) {
-        let hdr = self.header(frame.at);
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
-        unsafe { ptr::write_volatile(&mut (*hdr).tp_status, libc::TP_STATUS_KERNEL) };
+        fence(Ordering::Release);
+        self.ring.set_status(frame.at, libc::TP_STATUS_KERNEL);
     }
 
     /// Whether the port sends through XDP now (false while its peer refuses XDP frames).
@@ -458,7 +412,7 @@ impl Port {
         }
         let xdp_max = self.wire_max.min(xdptx::ROOM);
         if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
-            self.tso = ethtool::tso(self.fd, &self.name);
+            self.tso = ethtool::tso(self.fd.as_raw_fd(), &self.name);
             self.tso_read = Instant::now();
         }
         let mut i = 0;
@@ -540,7 +494,7 @@ impl Port {
         xdp.clear();
     }
 
-    /// Whether the interface takes XDP frames now (xdpcheck.rs); a change to "no" counts
+    /// Whether the interface takes XDP frames now (xdp/check.rs); a change to "no" counts
     /// a fallback.
     fn xdp_accepted(&mut self, xdp: &mut XdpTx, sent: &mut Sent) -> bool {
         let Some(path) = self.xdp.as_mut() else {
@@ -585,7 +539,7 @@ impl Port {
     fn send_single(&mut self, p: &[u8], sent: &mut Sent) {
         let Some(tx) = self.tx.as_mut().filter(|tx| p.len() <= tx.max_len) else {
             self.push_out_ring(sent);
-            match send_one(self.fd, p) {
+            match send_one(self.fd.as_raw_fd(), p) {
                 Ok(()) => {
                     sent.packets += 1;
                     sent.bytes += p.len() as u64;
@@ -614,12 +568,15 @@ impl Port {
     fn send_super(&mut self, segments: &[Vec<u8>], sent: &mut Sent) -> bool {
         self.push_out_ring(sent);
         let sp = self.coalescer.super_packet(segments);
-        self.iov.clear();
-        self.iov.push(io_slice(&sp.vnet));
-        self.iov.push(io_slice(sp.header));
-        self.iov
-            .extend(segments.iter().map(|p| io_slice(&p[sp.payload_at..])));
-        if send_iov(self.fd, &self.iov).is_err() {
+        // On the stack: the data path allocates nothing per packet.
+        let mut parts = [IoSlice::new(&[]); 2 + coalesce::MAX_SEGMENTS];
+        parts[0] = IoSlice::new(&sp.vnet);
+        parts[1] = IoSlice::new(sp.header);
+        for (part, p) in parts[2..].iter_mut().zip(segments) {
+            *part = IoSlice::new(&p[sp.payload_at..]);
+        }
+        let n = 2 + segments.len().min(coalesce::MAX_SEGMENTS);
+        if sys::sendmsg(self.fd.as_raw_fd(), &parts[..n]).is_err() {
             return false; // a full queue (the kernel cuts what the device cannot take whole)
         }
         sent.packets += segments.len() as u64;
@@ -653,26 +610,15 @@ const NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
 /// Sends one packet on the receive socket `fd`.
 fn send_one(fd: RawFd, packet: &[u8]) -> io::Result<()> {
-    send_iov(fd, &[io_slice(&NO_OFFLOAD), io_slice(packet)])
+    sys::sendmsg(fd, &[IoSlice::new(&NO_OFFLOAD), IoSlice::new(packet)])
 }
 
-/// One `sendmsg` of the packet made of `iov`'s parts on `fd`.
-fn send_iov(fd: RawFd, iov: &[libc::iovec]) -> io::Result<()> {
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
-    msg.msg_iovlen = iov.len();
-    if unsafe { libc::sendmsg(fd, &msg, 0) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// An I/O vector entry for `bytes` (which the kernel only reads).
-fn io_slice(bytes: &[u8]) -> libc::iovec {
-    libc::iovec {
-        iov_base: bytes.as_ptr() as *mut libc::c_void,
-        iov_len: bytes.len(),
-    }
+/// Fetches the packet behind a TP_STATUS_COPY frame (the next one queued on socket `fd`)
+/// into `queued`, behind its virtio-net header; false if it is not there whole.
+fn fetch_queued(fd: RawFd, queued: &mut [u8], expected_len: usize) -> bool {
+    let flags = libc::MSG_DONTWAIT | libc::MSG_TRUNC;
+    sys::recv(fd, queued, flags)
+        .is_ok_and(|n| n == VNET_HDR_LEN + expected_len && n <= queued.len())
 }
 
 /// The transmit socket of interface `ifindex`, with its transmit ring mapped, for frames
@@ -687,22 +633,59 @@ fn open_tx_path(ifindex: i32, wire_max: usize) -> io::Result<TxPath> {
     })
 }
 
-/// The interface's MTU (the largest frame it takes is this plus the Ethernet header).
-fn interface_mtu(fd: RawFd, name: &str) -> io::Result<usize> {
-    let mut req = ethtool::ifreq(name);
-    if unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req) } != 0 {
-        return Err(os_error("SIOCGIFMTU", name));
-    }
-    Ok(unsafe { req.ifr_ifru.ifru_mtu } as usize)
-}
-
-impl Drop for Port {
-    fn drop(&mut self) {
-        if !self.ring.is_null() {
-            txring::unmap_ring(self.ring, &self.ring_shape);
-        }
-        unsafe { libc::close(self.fd) };
-    }
+/// Sets the receive socket's options and maps its receive ring of `shape`.
+fn configure(fd: RawFd, name: &str, shape: RingShape) -> io::Result<Ring> {
+    let set = |level: i32, opt: i32, value: &libc::c_int, what: &str| {
+        sys::setsockopt(fd, level, opt, value).map_err(|e| port_error(name, what, e))
+    };
+    let version: libc::c_int = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
+    set(
+        libc::SOL_PACKET,
+        libc::PACKET_VERSION,
+        &version,
+        "PACKET_VERSION",
+    )?;
+    let one: libc::c_int = 1;
+    // Packets the switch itself sends must not come back in as input.
+    let ignore_outgoing = libc::PACKET_IGNORE_OUTGOING;
+    set(
+        libc::SOL_PACKET,
+        ignore_outgoing,
+        &one,
+        "PACKET_IGNORE_OUTGOING",
+    )?;
+    // These three must precede the ring: the kernel refuses them once it exists.
+    set(
+        libc::SOL_PACKET,
+        libc::PACKET_VNET_HDR,
+        &one,
+        "PACKET_VNET_HDR",
+    )?;
+    set(
+        libc::SOL_PACKET,
+        libc::PACKET_COPY_THRESH,
+        &one,
+        "PACKET_COPY_THRESH",
+    )?;
+    set(
+        libc::SOL_SOCKET,
+        libc::SO_RCVBUFFORCE,
+        &RCVBUF_BYTES,
+        "SO_RCVBUFFORCE",
+    )?;
+    ring::request(fd, libc::PACKET_RX_RING, &shape)
+        .map_err(|e| port_error(name, "PACKET_RX_RING", e))?;
+    let ring = Ring::map(fd, shape).map_err(|e| port_error(name, "mmap of the receive ring", e))?;
+    let ifindex = sys::if_nametoindex(name).unwrap_or(0) as i32;
+    let mreq = libc::packet_mreq {
+        mr_ifindex: ifindex,
+        mr_type: libc::PACKET_MR_PROMISC as u16,
+        mr_alen: 0,
+        mr_address: [0; 8],
+    };
+    // Promiscuous mode is a wish, not a need (veth delivers every frame anyway).
+    let _ = sys::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq);
+    Ok(ring)
 }
 
 /// Waits until one of the file descriptors is readable or the timeout passes.
@@ -715,5 +698,5 @@ pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) {
             revents: 0,
         })
         .collect();
-    unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+    sys::ppoll(&mut pfds, timeout_ms.max(0) as u64 * 1_000_000);
 }

@@ -1,0 +1,215 @@
+//! dplab-fwd: a user-space forwarder on dplab's packet I/O library, one process per switch:
+//! a learning bridge (bridge.rs) or an IPv4 router (router.rs) over AF_PACKET ports.
+//!
+//! usage: dplab-fwd --config PATH
+//!
+//! The configuration (config.rs) names the ports and, for a router, the routes. Once every
+//! port is open the forwarder prints `ready` on stdout; on SIGTERM or SIGINT it stops and
+//! prints its counters as one JSON line. Each round takes up to `BURST` frames from every
+//! port (the ports hand over wire packets: segments of the hosts' super-packets, checksums
+//! finished), decides each packet's way, and sends every port's share in one batch (joined
+//! again into super-packets where the port takes them).
+
+#![forbid(unsafe_code)]
+
+mod bridge;
+mod config;
+mod router;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use pktio::offload::segment::Segments;
+use pktio::phy::port::{wait_readable, Port};
+use pktio::sys;
+
+use bridge::Bridge;
+use config::{Config, Mode};
+use router::Router;
+
+/// Frames taken from one port per round, so one busy port cannot starve the others.
+const BURST: usize = 64;
+/// Longest idle wait before looking at the stop flag again.
+const IDLE_WAIT_MS: i32 = 100;
+
+/// Where a packet goes.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Out of the port of this index.
+    Out(usize),
+    /// Out of every port but the one it came in.
+    Flood,
+    /// Nowhere, for this reason (a counter's name).
+    Drop(&'static str),
+}
+
+enum Logic {
+    Bridge(Bridge),
+    Router(Router),
+}
+
+#[derive(Default)]
+struct Counters {
+    rx_packets: u64,
+    tx_packets: u64,
+    flooded: u64,
+    drops: BTreeMap<&'static str, u64>,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+struct Forwarder {
+    ports: Vec<Port>,
+    logic: Logic,
+    /// Packets to send, per port index, this round.
+    out: Vec<Vec<Vec<u8>>>,
+    /// Spare packet buffers, so a warm forwarder allocates little.
+    spare: Vec<Vec<u8>>,
+    segments: Segments,
+    counters: Counters,
+}
+
+impl Forwarder {
+    /// One round over every port; how many frames came in.
+    fn round(&mut self) -> usize {
+        let mut frames = 0;
+        let now = Instant::now();
+        for i in 0..self.ports.len() {
+            for _ in 0..BURST {
+                let Some(frame) = self.ports[i].next_rx() else {
+                    break;
+                };
+                let got = self.ports[i].read_frame(&frame, &mut self.segments);
+                self.ports[i].release(frame);
+                frames += 1;
+                self.counters.rx_packets += got.packets;
+                if let Some(why) = got.dropped {
+                    *self.counters.drops.entry(why.name()).or_default() += got.packets;
+                    continue;
+                }
+                for k in 0..self.segments.len() {
+                    self.forward(i, k, now);
+                }
+            }
+        }
+        self.send();
+        frames
+    }
+
+    /// Decides where segment `k` of what port `in_port` received goes, and queues it.
+    fn forward(&mut self, in_port: usize, k: usize, now: Instant) {
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(self.segments.get(k));
+        let verdict = match &mut self.logic {
+            Logic::Bridge(b) => b.decide(in_port, &buf, now),
+            Logic::Router(r) => r.route(in_port, &mut buf),
+        };
+        match verdict {
+            Verdict::Out(port) => self.out[port].push(buf),
+            Verdict::Flood => {
+                self.counters.flooded += 1;
+                for port in (0..self.ports.len()).filter(|&p| p != in_port) {
+                    let mut copy = self.spare.pop().unwrap_or_default();
+                    copy.clear();
+                    copy.extend_from_slice(&buf);
+                    self.out[port].push(copy);
+                }
+                self.spare.push(buf);
+            }
+            Verdict::Drop(why) => {
+                *self.counters.drops.entry(why).or_default() += 1;
+                self.spare.push(buf);
+            }
+        }
+    }
+
+    /// Sends every port's queued packets.
+    fn send(&mut self) {
+        for (port, batch) in self.ports.iter_mut().zip(&mut self.out) {
+            if batch.is_empty() {
+                continue;
+            }
+            let sent = port.send_batch(batch, None);
+            self.counters.tx_packets += sent.packets;
+            let refused = (batch.len() as u64).saturating_sub(sent.packets);
+            if refused > 0 {
+                *self.counters.drops.entry("refused").or_default() += refused;
+            }
+            self.spare.append(batch);
+        }
+    }
+
+    fn report(&self) -> serde_json::Value {
+        let c = &self.counters;
+        let learned = match &self.logic {
+            Logic::Bridge(b) => Some(b.learned()),
+            Logic::Router(_) => None,
+        };
+        serde_json::json!({
+            "rx_packets": c.rx_packets, "tx_packets": c.tx_packets, "flooded": c.flooded,
+            "drops": c.drops, "learned": learned,
+        })
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("dplab-fwd: {message}");
+    std::process::exit(2);
+}
+
+fn config_path() -> Result<PathBuf, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match &args[..] {
+        [flag, path] if flag == "--config" => Ok(PathBuf::from(path)),
+        _ => Err("usage: dplab-fwd --config PATH".into()),
+    }
+}
+
+fn main() {
+    let config = config_path()
+        .and_then(|path| Config::load(&path))
+        .unwrap_or_else(|e| fail(&e));
+    let index = |number: u32| {
+        config
+            .ports
+            .iter()
+            .position(|p| p.number == number)
+            .expect("checked when loaded")
+    };
+    let logic = match config.mode {
+        Mode::Bridge => Logic::Bridge(Bridge::default()),
+        Mode::Router => Logic::Router(Router::new(&config, index)),
+    };
+    let ports: Vec<Port> = config
+        .ports
+        .iter()
+        .map(|p| Port::open(p.number, &p.iface, false))
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| fail(&format!("{}: {e}", config.switch)));
+    sys::on_signals(&[libc::SIGINT, libc::SIGTERM], on_stop_signal);
+    let fds: Vec<i32> = ports.iter().map(Port::fd).collect();
+    let mut fwd = Forwarder {
+        out: ports.iter().map(|_| Vec::new()).collect(),
+        ports,
+        logic,
+        spare: Vec::new(),
+        segments: Segments::default(),
+        counters: Counters::default(),
+    };
+    println!("ready");
+    let _ = std::io::stdout().flush();
+    while !STOP.load(Ordering::Relaxed) {
+        if fwd.round() == 0 {
+            wait_readable(&fds, IDLE_WAIT_MS);
+        }
+    }
+    println!("{}", fwd.report());
+}
