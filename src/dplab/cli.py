@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("experiment", type=Path)
     run.add_argument("--results", type=Path, help="results folder (default results/<name>)")
     run.add_argument("--fresh", action="store_true", help="discard stored runs, start over")
+    run.add_argument("--ray", metavar="ADDRESS", default=None,
+                     help="run on the Ray cluster at ADDRESS (host:port, or 'auto'), one run "
+                     "per node offering the resource dplab_slot")
     run.set_defaults(handler=_cmd_run)
 
     check = sub.add_parser("validate", help="check an experiment file without running it")
@@ -218,7 +221,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     console.print(Text.assemble((exp.name, "bold"), f" → {results}"))
     _print_plan(plan)
     with console.status("starting") as status:
-        store = run_plan(plan, results, progress=lambda msg: _progress(status, msg))
+        store = run_plan(plan, results, progress=lambda msg: _progress(status, msg),
+                         ray_address=args.ray)
     report.print_tables(results)
     path = report.build(results)
     console.print(Text(f"report: {path}"))

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
-from dplab.planes import l3_routes
+from dplab.planes import l3_routes, pipeline, tagging
 from dplab.planes.base import PlaneError
+from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
 from dplab.substrate.network import HOST_IF, Network
@@ -87,7 +88,8 @@ class OvsPlane(ControlledPlane):
     # datapath: "auto" takes the kernel datapath ("system") where the openvswitch module is
     # loaded, else the userspace one ("netdev"), which works on any kernel.
     OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto",
-                               "ports": "auto", "qos": None, "forwarding": "l2"}
+                               "ports": "auto", "qos": None, "forwarding": "l2",
+                               "vlan": None, "pipeline": "plain"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -107,6 +109,7 @@ class OvsPlane(ControlledPlane):
         self.l3 = self.options["forwarding"] == "l3"
         self.ports = _pick_ports(self.datapath, self.options["ports"])
         self.meters = self._meters()
+        self.vlan = self._study002_options()
 
     def _meters(self) -> list[openflow_meter.MeterClass]:
         if self.options["qos"] is None:
@@ -118,6 +121,22 @@ class OvsPlane(ControlledPlane):
             return openflow_meter.parse(self.options["qos"])
         except openflow_meter.MeterError as exc:
             raise PlaneError(str(exc)) from exc
+
+    def _study002_options(self) -> int | None:
+        """Check options ``vlan`` (a VLAN id for the tagging workload, or None) and
+        ``pipeline``; the plane writes their flows itself from the topology, in place of
+        a controller's (whose rules would bypass them)."""
+        vlan = tagging.vid_option(self.options["vlan"], self.kind)
+        pipeline.check_option(self.options["pipeline"], self.kind)
+        for name, asked in (("vlan", vlan is not None),
+                            ("pipeline", self.options["pipeline"] != "plain")):
+            if asked and self.l3:
+                raise PlaneError(f"plane ovs: option '{name}' cannot be combined with "
+                                 f"'forwarding: l3' (both write the bridges' only flows)")
+            if asked and self.options["controller"]:
+                raise PlaneError(f"plane ovs: option '{name}' needs 'controller: false' (the "
+                                 f"plane writes its flows; a controller's would bypass them)")
+        return vlan
 
     # -- start ---------------------------------------------------------------------------
 
@@ -146,6 +165,28 @@ class OvsPlane(ControlledPlane):
         self.vsctl(*self._bridge_commands(net))
         if self.l3:
             install_l3_rules(self, net)
+        self._add_study002_flows(net)
+
+    def _add_study002_flows(self, net: Network) -> None:
+        """The plane's own flows in every bridge, none by default: the complex pipeline's
+        extra tables (dplab.planes.pipeline), then from the table after them the VLAN
+        tagging's flows (dplab.planes.tagging) or, without tagging, NORMAL forwarding."""
+        complex_ = self.options["pipeline"] == "complex"
+        if self.vlan is None and not complex_:
+            return
+        table = pipeline.EXTRA_LOOKUPS if complex_ else 0
+        switches = net.topo.switches()
+        cut = off_tree_links(net.topo.graph.subgraph(switches), switches)
+        parts = tagging.plan(net.topo, net.host_mac, cut)
+        for switch in switches:
+            forwarding = ([f"table={table},priority=1,actions=NORMAL"] if self.vlan is None
+                          else tagging.openflow(parts[switch], self.vlan, table))
+            flows = self.dir / f"{switch}.flows"
+            flows.write_text("\n".join([*(pipeline.ovs_flows() if complex_ else []),
+                                        *forwarding]) + "\n")
+            run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "add-flows",
+                      f"unix:{self.dir / self.bridge(switch)}.mgmt", str(flows)],
+                     OFCTL_TIMEOUT_S, "ovs-vswitchd")
 
     @property
     def switch_ns(self) -> str:
@@ -209,7 +250,7 @@ class OvsPlane(ControlledPlane):
                 cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
                          f"--id=@c{switch}", "create", "Controller",
                          f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
-            elif self.l3:  # only the static rules forward: no learning, no spanning tree
+            elif self.l3 or self.vlan is not None:  # only our static flows forward
                 cmds += ["fail-mode=secure"]
             else:
                 cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
@@ -240,7 +281,9 @@ class OvsPlane(ControlledPlane):
                 "datapath": "kernel (system)" if kernel else "userspace (netdev)",
                 "ports": self.ports,
                 "TSO": "on" if kernel or self.ports == "netdev-tso" else "off",
-                **_meters_info(self.meters)}
+                **_meters_info(self.meters),
+                **tagging.info(self.vlan, "access ports (tag=), NORMAL forwarding"),
+                **pipeline.info(self.options["pipeline"])}
 
     # -- stats and stop ------------------------------------------------------------------
 

@@ -292,6 +292,12 @@ class Experiment(Strict):
         "machine", description="machine: idle CPUs as the machine has them; poll: idle CPUs "
         "poll instead of halting while the experiment runs (fast wake-ups on a VM)",
     )
+    executor: Literal["local", "ray"] = Field(
+        "local", description="local: runs one after another here; ray: one Ray task per run, "
+        "at most one run per node (`dplab run --ray ADDRESS` sets it)")
+    ray_address: str | None = Field(
+        None, description="the Ray cluster's address (executor: ray); default: the cluster "
+        "`ray start` made on this machine, or RAY_ADDRESS")
 
     axes: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")], Axis] = Field(
         default_factory=dict, description="name -> values (a list) or {of: whose, values}; "
@@ -307,6 +313,13 @@ class Experiment(Strict):
         if isinstance(axes, dict):
             return {k: {"values": v} if isinstance(v, list) else v for k, v in axes.items()}
         return axes
+
+    @model_validator(mode="after")
+    def _ray_address_needs_ray(self) -> Experiment:
+        if self.ray_address is not None and self.executor != "ray":
+            raise ValueError("ray_address is given but executor is 'local'; "
+                             "add 'executor: ray'")
+        return self
 
     @model_validator(mode="after")
     def _phases_cover_workloads(self) -> Experiment:

@@ -8,7 +8,7 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcIngress, XdpLink
+from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcFilter, XdpLink
 from dplab.xdp.netns import Interface, inside
 
 BUILD_DIR = Path(__file__).resolve().parents[3] / "xdp" / "build"
@@ -50,7 +50,7 @@ class XdpProgram:
             self.obj.close()
             raise
         self._links: list[XdpLink] = []
-        self._tc_links: list[tuple[str, TcIngress]] = []
+        self._tc_links: list[tuple[str, TcFilter]] = []
 
     def map(self, name: str) -> BpfMap:
         return self.obj.map(name)
@@ -69,7 +69,7 @@ class XdpProgram:
                 label = f"{interface.name} in {ns}"
                 self._links.append(XdpLink(self._fd, interface.ifindex, label))
                 if self._tc_fd is not None:
-                    self._tc_links.append((ns, TcIngress(self._tc_fd, interface.ifindex,
+                    self._tc_links.append((ns, TcFilter(self._tc_fd, interface.ifindex,
                                                          label)))
 
     def _sections(self, kinds: tuple[str, ...]) -> list[str]:
