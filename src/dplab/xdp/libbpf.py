@@ -26,6 +26,9 @@ OBJ_NAME_LEN = 15
 BPF_ANY = 0
 BPF_XDP = 37  # enum bpf_attach_type
 XDP_FLAGS_DRV_MODE = 1 << 2
+# enum bpf_attach_type, kernel 6.6 on (tcx: tc's BPF hook through a BPF link); Debian's
+# uapi headers and libbpf 1.1 predate it, the kernel takes the number.
+BPF_TCX_INGRESS = 46
 BPF_TC_INGRESS, BPF_TC_EGRESS = 1, 2
 TC_DIRECTIONS = {"ingress": BPF_TC_INGRESS, "egress": BPF_TC_EGRESS}
 TC_HANDLE = TC_PRIORITY = 1  # our one cls_bpf filter on a port's ingress or egress
@@ -306,6 +309,26 @@ class XdpLink:
     def detach(self) -> None:
         """Idempotent. An interface already gone (its namespace deleted) took its program
         with it; the link only has to be closed then."""
+        if self._fd is not None:
+            _lib.bpf_link_detach(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+class TcxLink:
+    """``program_fd`` (a tc program) on the tcx ingress hook of interface ``ifindex`` of the
+    calling thread's namespace, through a BPF link: no clsact qdisc, and, like XdpLink,
+    detached when the link's last fd closes, so nothing stays attached after this process
+    ends, even by SIGKILL. Needs kernel 6.6 or later."""
+
+    def __init__(self, program_fd: int, ifindex: int, label: str) -> None:
+        self.label = label
+        self._fd: int | None = _checked(
+            _lib.bpf_link_create(program_fd, ifindex, BPF_TCX_INGRESS, None),
+            f"attaching a tc program to tcx ingress of {label} (kernel 6.6 or later)")
+
+    def detach(self) -> None:
+        """Idempotent; an interface already gone took its program with it."""
         if self._fd is not None:
             _lib.bpf_link_detach(self._fd)
             os.close(self._fd)
