@@ -66,12 +66,15 @@ generate_p4runtime_stubs() {
 }
 
 # The Rust workspace (switch/: the P4 switch, its packet I/O library pktio/, the user-space
-# forwarder fwd/): rebuilt in release mode when any crate's sources change.
+# forwarder fwd/, the link emulator linkem/): rebuilt in release mode when any crate's
+# sources change.
 build_p4_switch() {
   local crate="$root/switch" cargo
-  local want; want="$(find "$crate/src" "$crate/pktio/src" "$crate/fwd/src" "$crate/Cargo.toml" \
-    "$crate/pktio/Cargo.toml" "$crate/fwd/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | fingerprint)"
+  local want; want="$(find "$crate/src" "$crate/pktio/src" "$crate/fwd/src" "$crate/linkem/src" \
+    "$crate/Cargo.toml" "$crate/pktio/Cargo.toml" "$crate/fwd/Cargo.toml" \
+    "$crate/linkem/Cargo.toml" "$crate/Cargo.lock" -type f | sort | xargs cat | fingerprint)"
   [ -x "$crate/target/release/dplab-switch" ] && [ -x "$crate/target/release/dplab-fwd" ] \
+    && [ -x "$crate/target/release/dplab-linkem" ] \
     && done_before p4switch "$want" && return 0
   cargo="$(command -v cargo || true)"
   [ -n "$cargo" ] || for c in "${CARGO_HOME:-$HOME/.cargo}/bin/cargo" /root/.cargo/bin/cargo; do

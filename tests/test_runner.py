@@ -131,13 +131,14 @@ def test_ctrl_c_during_a_run_leaves_nothing_and_keeps_finished_runs(tmp_path: Pa
 
 
 @pytest.mark.net
-def test_delay_without_netem_is_refused_before_any_run(tmp_path: Path):
+def test_netem_asked_for_without_netem_is_refused_before_any_run(tmp_path: Path):
     from dplab.runner import run_matrix
 
     exp = parse(EXPERIMENT.format(tcp_s=1, reps=1, tier=1).replace(
-        "hosts_per_switch: 1}", "hosts_per_switch: 1, delay_ms: 5}"))
+        "hosts_per_switch: 1}", "hosts_per_switch: 1, delay_ms: 5, emulator: netem}"))
     if Network(catalog.build("linear")).capabilities()["netem"]:
         pytest.skip("this kernel has netem")
-    with pytest.raises(ExperimentError, match=r"5.0 ms delay but this kernel has no netem"):
+    with pytest.raises(ExperimentError, match=r"asks for emulator netem but this kernel has no "
+                                              r"netem"):
         run_matrix(exp, tmp_path / "results")
     assert not (tmp_path / "results" / "runs.parquet").exists()

@@ -51,14 +51,25 @@ def test_a_host_with_two_links_is_refused():
 
 
 @pytest.mark.net
-def test_delay_without_netem_is_refused_before_anything_is_built():
-    net = Network(pair(delay_ms=5.0))
+def test_netem_asked_for_without_netem_is_refused_before_anything_is_built():
+    net = Network(pair(delay_ms=5.0, emulator="netem"))
     if net.capabilities()["netem"]:
         pytest.skip("this kernel has netem")
-    with pytest.raises(SubstrateError, match="h1–h2 asks for 5.0 ms delay.*no netem"):
+    with pytest.raises(SubstrateError, match="h1–h2 asks for emulator netem.*no netem"):
         net.up()
     with pytest.raises(SubstrateError, match="not up"):
         net.run("dl0000-h1", ["true"])
+
+
+def test_link_emulation_settings_are_checked():
+    with pytest.raises(SubstrateError, match="h1–h2: emulator must be one of"):
+        Network(pair(emulator="tc"))
+    with pytest.raises(SubstrateError, match="h1–h2: loss_pct must be <= 100"):
+        Network(pair(loss_pct=150.0))
+    with pytest.raises(SubstrateError, match="h1–h2: linkem: unknown key.*dealy_us"):
+        Network(pair(linkem={"dealy_us": 5}, emulator="dplab"))
+    with pytest.raises(SubstrateError, match="h1–h2: linkem settings need emulator dplab"):
+        Network(pair(linkem={"duplicate_pct": 1}))
 
 
 @pytest.mark.net
@@ -129,3 +140,5 @@ def test_links_with_delay_or_loss_get_netem_above_tbf():
     assert tbf.startswith("qdisc add dev x parent 1:1 handle 10: tbf rate 10.0mbit")
     assert shaping_lines("x", link(None, delay=2.0)) == [
         "qdisc add dev x root handle 1: netem delay 2.0ms"]
+    jittery = Link(LinkEnd("s1", "s1-eth1"), LinkEnd("s2", "s2-eth1"), None, 2.0, jitter_ms=0.5)
+    assert shaping_lines("x", jittery) == ["qdisc add dev x root handle 1: netem delay 2.0ms 0.5ms"]

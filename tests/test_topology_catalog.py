@@ -114,6 +114,15 @@ def test_link_parameters():
     assert build("single", delay_ms=2).graph.edges["s1", "h1"]["delay_ms"] == 2.0
 
 
+def test_link_classes_get_their_own_delay_jitter_and_loss():
+    topo = build("linear", switches=2, delay_ms=1, edge_delay_ms=5, core_loss_pct=2,
+                 jitter_ms=0.5, emulator="dplab")
+    edge, core = topo.graph.edges["s1", "h1"], topo.graph.edges["s1", "s2"]
+    assert (edge["delay_ms"], edge["loss_pct"], edge["jitter_ms"]) == (5.0, 0.0, 0.5)
+    assert (core["delay_ms"], core["loss_pct"], core["jitter_ms"]) == (1.0, 2.0, 0.5)
+    assert edge["emulator"] == core["emulator"] == "dplab"
+
+
 def test_same_input_same_graph():
     a, b = build("internet"), build("internet")
     assert list(a.graph.edges(data=True)) == list(b.graph.edges(data=True))
@@ -132,6 +141,8 @@ def test_same_input_same_graph():
     ("single", {"core_bw": "fast"}, "core_bw must be a number"),
     ("single", {"loss_pct": 150}, "loss_pct must be between 0.0 and 100.0"),
     ("single", {"delay_ms": -1}, "delay_ms must be >= 0.0"),
+    ("single", {"core_loss_pct": 101}, "core_loss_pct must be between 0.0 and 100.0"),
+    ("single", {"emulator": "tc"}, "emulator must be one of ('netem', 'dplab')"),
     ("fattree", {"k": 100}, "more than 2000 nodes"),
 ])
 def test_bad_input_is_refused_clearly(name, params, message):

@@ -81,6 +81,18 @@ class Pair(Topo):
     assert (edge["bw_mbit"], edge["delay_ms"], edge["loss_pct"]) == (bw, delay_ms, loss)
 
 
+def test_tclink_jitter_maps_to_jitter_ms(tmp_path):
+    path = write(tmp_path, """
+class Pair(Topo):
+    def build(self):
+        a = self.addSwitch('s1')
+        self.addLink(self.addHost('h1'), a, delay='10ms', jitter='2ms', loss=1)
+        self.addLink(self.addHost('h2'), a)
+""")
+    edge = from_mininet.load(path).graph.edges["s1", "h1"]
+    assert (edge["delay_ms"], edge["jitter_ms"], edge["loss_pct"]) == (10.0, 2.0, 1.0)
+
+
 def test_mininets_own_tree_topo_through_the_topos_dict(tmp_path):
     path = write(tmp_path, "from mininet.topolib import TreeTopo\ntopos = {'tree': TreeTopo}\n")
     topo = from_mininet.load(path, "tree", {"depth": 2, "fanout": 3})

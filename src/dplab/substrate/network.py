@@ -7,6 +7,11 @@ in each namespace in turn (``rtnl``): no process per namespace. Only netem shapi
 loss) still runs ``tc -n NS -batch``, one per namespace that has it. Teardown kills what
 runs in our namespaces and deletes them in one ``ip -batch`` (deleting a namespace deletes
 its interfaces).
+
+A link that asks for delay, jitter or loss where the kernel has no netem (or that chooses
+``emulator: dplab``) goes through the link emulator (``linkem``): the link becomes
+a-end ↔ ``ea`` [its own namespace, ``dplab-linkem``] ``eb`` ↔ b-end, and a rate stays TBF on
+the ends.
 """
 
 from __future__ import annotations
@@ -14,17 +19,18 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
-from dplab.substrate import registry
+from dplab.substrate import linkem, registry
 from dplab.substrate.registry import RECORD_DIR, RunRecord, SubstrateError
 from dplab.substrate.rtnl import MAX_TBF_MBIT, NsPlan, configure
 from dplab.substrate.sysctl import set_sysctls
 from dplab.topology.model import HOST, Topology
 
 ADDRESSINGS = ("l2", "l3")
+EMULATORS = (None, "netem", "dplab")
 HOST_IF = "eth0"
 MTU = 1500  # a link's default; a topology edge's ``mtu`` sets both ends of its veth pair
 MIN_MTU, MAX_MTU = 68, 65535  # IPv4's minimum; veth's maximum
@@ -49,6 +55,17 @@ class Link:
     delay_ms: float = 0.0
     loss_pct: float = 0.0
     mtu: int = MTU
+    jitter_ms: float = 0.0
+    # Who emulates delay/jitter/loss: None (netem where the kernel has it, else dplab),
+    # "netem" or "dplab" (the user-space link emulator).
+    emulator: str | None = None
+    # More dplab-linkem settings for both directions (its config's direction keys: loss
+    # models, jitter distribution, rate and queue...); they need emulator dplab.
+    linkem: dict | None = None
+
+    @property
+    def impaired(self) -> bool:
+        return self.delay_ms > 0 or self.loss_pct > 0 or self.jitter_ms > 0 or bool(self.linkem)
 
     @property
     def label(self) -> str:
@@ -71,6 +88,9 @@ class Network:
         self._wanted_prefix = prefix
         self._record: RunRecord | None = None
         self._children: list[subprocess.Popen] = []
+        self._emulators: list[linkem.Emulator] = []
+        # What each link emulator said when down() stopped it (seed, counters per direction).
+        self.emulator_reports: list[dict] = []
         self._ports = topo.port_numbers()
         self._by_port: dict[str, dict[int, str]] = {}  # node -> port -> neighbour
         for (node, nbr), port in self._ports.items():
@@ -152,16 +172,32 @@ class Network:
             self._check_link_attrs(u, v, attrs)
             links.append(Link(LinkEnd(u, self._ifname(u, v)), LinkEnd(v, self._ifname(v, u)),
                               attrs.get("bw_mbit"), attrs.get("delay_ms") or 0.0,
-                              attrs.get("loss_pct") or 0.0, attrs.get("mtu") or MTU))
+                              attrs.get("loss_pct") or 0.0, attrs.get("mtu") or MTU,
+                              jitter_ms=attrs.get("jitter_ms") or 0.0,
+                              emulator=attrs.get("emulator"), linkem=attrs.get("linkem")))
         return links
 
     def _check_link_attrs(self, u: str, v: str, attrs: dict) -> None:
         bw = attrs.get("bw_mbit")
         if bw is not None and not bw > 0:
             raise SubstrateError(f"link {u}–{v}: bw_mbit must be > 0 or None, not {bw!r}")
-        for key in ("delay_ms", "loss_pct"):
+        for key in ("delay_ms", "loss_pct", "jitter_ms"):
             if (attrs.get(key) or 0) < 0:
                 raise SubstrateError(f"link {u}–{v}: {key} must be >= 0, not {attrs[key]!r}")
+        if (attrs.get("loss_pct") or 0) > 100:
+            raise SubstrateError(f"link {u}–{v}: loss_pct must be <= 100, "
+                                 f"not {attrs['loss_pct']!r}")
+        if attrs.get("emulator") not in EMULATORS:
+            raise SubstrateError(f"link {u}–{v}: emulator must be one of {EMULATORS}, "
+                                 f"not {attrs['emulator']!r}")
+        if attrs.get("linkem") is not None:
+            try:
+                linkem.check_settings(attrs["linkem"])
+            except ValueError as exc:
+                raise SubstrateError(f"link {u}–{v}: linkem: {exc}") from None
+            if attrs.get("emulator") != "dplab":
+                raise SubstrateError(f"link {u}–{v}: linkem settings need emulator dplab, "
+                                     f"not {attrs.get('emulator')!r}")
         mtu = attrs.get("mtu")
         if mtu is not None and not (isinstance(mtu, int) and MIN_MTU <= mtu <= MAX_MTU):
             raise SubstrateError(f"link {u}–{v}: mtu must be an integer in {MIN_MTU}..{MAX_MTU} "
@@ -200,15 +236,27 @@ class Network:
 
     def check_supported(self) -> None:
         """Refuse, before anything is built, links this kernel cannot emulate."""
-        asks = [(u, v, a) for u, v, a in sorted(self.topo.graph.edges(data=True))
-                if (a.get("delay_ms") or 0) > 0 or (a.get("loss_pct") or 0) > 0]
-        if not asks or self.capabilities()["netem"]:
+        impaired = [link for link in self.links if link.impaired]
+        if not impaired:
             return
-        u, v, a = asks[0]
-        what = (f"{a['delay_ms']} ms delay" if (a.get("delay_ms") or 0) > 0
-                else f"{a['loss_pct']} % loss")
-        raise SubstrateError(f"link {u}–{v} asks for {what} but this kernel has no netem "
-                             "(sch_netem); remove delay_ms/loss_pct or use a kernel with netem")
+        netem = self.capabilities()["netem"]
+        for link in impaired:
+            if link.emulator == "netem" and not netem:
+                raise SubstrateError(f"link {link.label} asks for emulator netem but this "
+                                     "kernel has no netem (sch_netem); use emulator dplab")
+        if self.emulated_links():
+            linkem.check_binary()
+
+    def emulated_links(self) -> list[Link]:
+        """The links the user-space link emulator carries: those asking for delay, jitter or
+        loss that choose it, or that do not choose and find no netem in this kernel."""
+        impaired = [link for link in self.links if link.impaired]
+        netem = bool(impaired) and self.capabilities()["netem"]
+        return [link for link in impaired
+                if link.emulator == "dplab" or (link.emulator is None and not netem)]
+
+    def emulator_ns(self, link: Link) -> str:
+        return f"{self.prefix}-linkem{self.links.index(link)}"
 
     # ----- bring-up ---------------------------------------------------------------------------
 
@@ -248,37 +296,54 @@ class Network:
     def _build(self) -> None:
         record = self._record
         assert record is not None
-        names = self.namespaces()
+        emulated = self.emulated_links()
+        names = self.namespaces() + [self.emulator_ns(link) for link in emulated]
         record.add_namespaces(names)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         record.add_path(self.run_dir)
         _ip_batch(["ip"], [f"netns add {n}" for n in names])
         set_sysctls({n: NO_IPV6 for n in names})
-        _ip_batch(["ip"], [self._veth_command(link) for link in self.links])
-        plans, tc_jobs = self._per_namespace_plans()
+        _ip_batch(["ip"], [line for link in self.links
+                           for line in self._veth_commands(link, link in emulated)])
+        plans, tc_jobs = self._per_namespace_plans(emulated)
         configure(plans)
         _run_concurrently(tc_jobs)
+        self._emulators = linkem.start(self, emulated)
 
-    def _veth_command(self, link: Link) -> str:
+    def _veth_commands(self, link: Link, emulated: bool) -> list[str]:
         """Create the pair with end ``a`` already up. Bringing both ends up at the same time
         from two namespaces races in veth_open (neither sees the other up, no carrier), so end
-        ``b`` is brought up later, in its namespace's batch, where it finds ``a`` up."""
+        ``b`` is brought up later, in its namespace's batch, where it finds ``a`` up. An
+        emulated link is two pairs: a-end ↔ ``ea`` and ``eb`` ↔ b-end, ``ea``/``eb`` in the
+        emulator's namespace (``eb`` up at once, ``ea`` in that namespace's batch)."""
         a_ns, b_ns = self._netns_of(link.a.node), self._netns_of(link.b.node)
         a_mac, b_mac = self._mac_opt(link.a.node), self._mac_opt(link.b.node)
-        return (f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {link.mtu} "
-                f"type veth peer name {link.b.ifname} netns {b_ns}{b_mac} mtu {link.mtu}")
+        if not emulated:
+            return [f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {link.mtu} "
+                    f"type veth peer name {link.b.ifname} netns {b_ns}{b_mac} mtu {link.mtu}"]
+        e_ns = self.emulator_ns(link)
+        return [f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {link.mtu} "
+                f"type veth peer name {linkem.A_IF} netns {e_ns} mtu {link.mtu}",
+                f"link add name {linkem.B_IF} netns {e_ns} up mtu {link.mtu} "
+                f"type veth peer name {link.b.ifname} netns {b_ns}{b_mac} mtu {link.mtu}"]
 
     def _mac_opt(self, node: str) -> str:
         if self.topo.graph.nodes[node].get("kind") == HOST:
             return f" address {self.host_mac(node)}"
         return ""
 
-    def _per_namespace_plans(self) -> tuple[dict[str, NsPlan], list[tuple[list[str], list[str]]]]:
+    def _per_namespace_plans(self, emulated: list[Link]
+                             ) -> tuple[dict[str, NsPlan], list[tuple[list[str], list[str]]]]:
         """Over rtnetlink from this process: links up, addresses, TBF, routes; ``tc`` jobs
-        only for shaping rtnl does not encode (netem delay/loss, TBF above 32-bit rates)."""
+        only for shaping rtnl does not encode (netem delay/loss, TBF above 32-bit rates).
+        On an emulated link the emulator does delay/jitter/loss; the ends keep the rate."""
         plans = {n: NsPlan(up=["lo"]) for n in self.namespaces()}
+        for link in emulated:
+            plans[self.emulator_ns(link)] = NsPlan(up=["lo", linkem.A_IF])
         tc_lines: dict[str, list[str]] = {}
         for link in self.links:
+            if link in emulated:
+                link = replace(link, delay_ms=0.0, loss_pct=0.0, jitter_ms=0.0, linkem=None)
             for end, other in ((link.a, link.b), (link.b, link.a)):
                 plan = plans[self._netns_of(end.node)]
                 plan.addrs += self._end_addrs(end, other)
@@ -368,6 +433,8 @@ class Network:
         if self._record is None:
             return
         with registry.signals_deferred():
+            self.emulator_reports = linkem.stop(self._emulators)
+            self._emulators = []
             registry.teardown(self._record)
             for child in self._children:
                 with contextlib.suppress(ChildProcessError):
@@ -381,11 +448,12 @@ def _self_identity() -> tuple[int, int | None]:
 
 
 def shaping_lines(ifname: str, link: Link) -> list[str]:
-    """tc batch lines for one end of a link: netem for delay/loss (each direction gets the
-    link's delay and loss, as in Mininet) with TBF below it for the rate, or TBF alone."""
-    if not (link.delay_ms > 0 or link.loss_pct > 0):
+    """tc batch lines for one end of a link: netem for delay/jitter/loss (each direction gets
+    the link's, as in Mininet) with TBF below it for the rate, or TBF alone."""
+    if not link.impaired:
         return [] if link.bw_mbit is None else [_tbf_line(ifname, link.bw_mbit, link.mtu)]
     netem = f"qdisc add dev {ifname} root handle 1: netem delay {link.delay_ms}ms"
+    netem += f" {link.jitter_ms}ms" if link.jitter_ms > 0 else ""
     netem += f" loss {link.loss_pct}%" if link.loss_pct > 0 else ""
     if link.bw_mbit is None:
         return [netem]
@@ -404,8 +472,7 @@ def tbf_burst(bw_mbit: float, mtu: int = MTU) -> int:
 
 
 def _tbf_only(link: Link) -> bool:
-    return (link.bw_mbit is not None and link.bw_mbit <= MAX_TBF_MBIT
-            and not (link.delay_ms > 0 or link.loss_pct > 0))
+    return link.bw_mbit is not None and link.bw_mbit <= MAX_TBF_MBIT and not link.impaired
 
 
 def _ip_batch(cmd: list[str], lines: list[str]) -> None:

@@ -31,13 +31,26 @@ MAX_NODES = 2000
 
 
 @dataclass(frozen=True)
+class Impairment:
+    """Delay, jitter and loss of each direction of a link (netem or dplab-linkem does them)."""
+
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss_pct: float = 0.0
+
+
+@dataclass(frozen=True)
 class LinkAttrs:
     """What every link of one role (core = switch-switch, edge = host-switch) gets."""
 
     core_bw: float | None = CORE_BW_MBIT
     edge_bw: float | None = EDGE_BW_MBIT
-    delay_ms: float = 0.0
-    loss_pct: float = 0.0
+    core: Impairment = Impairment()
+    edge: Impairment = Impairment()
+    # Who emulates delay/jitter/loss (substrate.network.EMULATORS); None: netem if the kernel
+    # has it, else dplab's link emulator.
+    emulator: str | None = None
+    linkem: dict | None = None  # more dplab-linkem settings (substrate.linkem), every link
     mtu: int | None = None  # IP MTU of both ends of every link; None: the substrate's 1500
 
 
@@ -61,18 +74,20 @@ class _Builder:
     def host(self, switch: str) -> str:
         name = f"h{self._next(HOST)}"
         self.graph.add_node(name, kind=HOST)
-        self._link(name, switch, self.links.edge_bw)
+        self._link(name, switch, self.links.edge_bw, self.links.edge)
         return name
 
     def hosts(self, switch: str, count: int) -> list[str]:
         return [self.host(switch) for _ in range(count)]
 
     def core(self, a: str, b: str) -> None:
-        self._link(a, b, self.links.core_bw)
+        self._link(a, b, self.links.core_bw, self.links.core)
 
-    def _link(self, a: str, b: str, bw: float | None) -> None:
-        self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=self.links.delay_ms,
-                            loss_pct=self.links.loss_pct)
+    def _link(self, a: str, b: str, bw: float | None, imp: Impairment) -> None:
+        self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms,
+                            loss_pct=imp.loss_pct, emulator=self.links.emulator)
+        if self.links.linkem is not None:
+            self.graph.edges[a, b]["linkem"] = self.links.linkem
         if self.links.mtu is not None:
             self.graph.edges[a, b]["mtu"] = self.links.mtu
 
@@ -277,7 +292,11 @@ _CATALOG: dict[str, _Shape] = {
 }
 
 NAMES: tuple[str, ...] = tuple(_CATALOG)
-LINK_PARAMS = ("core_bw", "edge_bw", "delay_ms", "loss_pct", "mtu")
+# delay_ms, jitter_ms and loss_pct set both roles; core_*/edge_* set one (and win).
+IMPAIRMENTS = ("delay_ms", "jitter_ms", "loss_pct")
+LINK_PARAMS = ("core_bw", "edge_bw", *IMPAIRMENTS, *(f"{role}_{key}" for role in ("core", "edge")
+                                                      for key in IMPAIRMENTS), "emulator", "linkem",
+               "mtu")
 MTU_RANGE = (68, 65535)  # IPv4's minimum; a veth's maximum
 
 
@@ -288,8 +307,10 @@ def describe(name: str) -> str:
 
 def build(name: str, **params: object) -> Topology:
     """The catalog topology ``name`` with its parameters (see ``describe``) and link parameters
-    ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``loss_pct``, ``mtu``
-    (bytes, every link; None = 1500)."""
+    ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``jitter_ms``,
+    ``loss_pct`` (every link; ``core_``/``edge_`` prefixed: one role's links),
+    ``emulator`` (None, "netem" or "dplab"), ``linkem`` (more dplab-linkem settings),
+    ``mtu`` (bytes, every link; None = 1500)."""
     shape = _shape(name)
     unknown = sorted(set(params) - set(shape.params) - set(LINK_PARAMS))
     if unknown:
@@ -331,10 +352,39 @@ def _link_attrs(name: str, params: dict[str, object]) -> LinkAttrs:
     return LinkAttrs(
         core_bw=_bandwidth(name, "core_bw", params.get("core_bw", defaults.core_bw)),
         edge_bw=_bandwidth(name, "edge_bw", params.get("edge_bw", defaults.edge_bw)),
-        delay_ms=_number(name, "delay_ms", params.get("delay_ms", 0.0), 0.0, None),
-        loss_pct=_number(name, "loss_pct", params.get("loss_pct", 0.0), 0.0, 100.0),
+        core=_impairment(name, "core", params),
+        edge=_impairment(name, "edge", params),
+        emulator=_emulator(name, params.get("emulator")),
+        linkem=_linkem(name, params.get("linkem")),
         mtu=_mtu(name, params.get("mtu")),
     )
+
+
+def _linkem(name: str, value: object) -> dict | None:
+    if value is not None and not isinstance(value, dict):
+        raise TopologyError(f"topology {name!r}: linkem must be a mapping of dplab-linkem "
+                            f"settings, got {value!r}")
+    return value
+
+
+def _impairment(name: str, role: str, params: dict[str, object]) -> Impairment:
+    def value(key: str, high: float | None) -> float:
+        own = f"{role}_{key}"
+        chosen = own if own in params else key
+        return _number(name, chosen, params.get(chosen, 0.0), 0.0, high)
+
+    return Impairment(delay_ms=value("delay_ms", None), jitter_ms=value("jitter_ms", None),
+                      loss_pct=value("loss_pct", 100.0))
+
+
+EMULATORS = ("netem", "dplab")
+
+
+def _emulator(name: str, value: object) -> str | None:
+    if value is not None and value not in EMULATORS:
+        raise TopologyError(f"topology {name!r}: emulator must be one of {EMULATORS} or None, "
+                            f"got {value!r}")
+    return value  # type: ignore[return-value]
 
 
 def _mtu(name: str, value: object) -> int | None:

@@ -5,7 +5,8 @@ runs there in a subprocess, builds the ``Topo`` and prints it as JSON; this modu
 into a ``Topology``. Hosts become ``h1..hN`` and switches ``s1..sM`` in Mininet's natural
 name order, each keeping its Mininet name as ``label``. Link options map ``bw`` (Mbit/s) ->
 ``bw_mbit`` (absent = unshaped, as in Mininet), ``delay`` ("5ms", "250us", "1s"; a bare
-number is microseconds, as for tc) -> ``delay_ms``, ``loss`` (%) -> ``loss_pct``; other
+number is microseconds, as for tc) -> ``delay_ms``, ``jitter`` (same units) -> ``jitter_ms``,
+``loss`` (%) -> ``loss_pct``; other
 options (``max_queue_size``, ``cls``, ...) are not modelled. Mininet's own port numbers are
 kept for reference as ``mininet_ports`` ({node: port}); dplab numbers ports itself. Switches
 get a ``layer`` (hops from the centre of the switch graph) for drawing.
@@ -126,7 +127,8 @@ def _add_link(where: str, graph: nx.Graph, names: dict[str, str], link: dict) ->
                             "link per pair of nodes")
     opts = link["opts"]
     graph.add_edge(a, b, bw_mbit=_bw(what, opts.get("bw")),
-                   delay_ms=_delay_ms(what, opts.get("delay")),
+                   delay_ms=_delay_ms(what, "delay", opts.get("delay")),
+                   jitter_ms=_delay_ms(what, "jitter", opts.get("jitter")),
                    loss_pct=_loss(what, opts.get("loss")),
                    mininet_ports={a: link["port1"], b: link["port2"]})
 
@@ -140,12 +142,12 @@ def _bw(what: str, value: object) -> float | None:
     return bw
 
 
-def _delay_ms(what: str, value: object) -> float:
+def _delay_ms(what: str, key: str, value: object) -> float:
     if value is None:
         return 0.0
     match = DELAY_RE.match(str(value).lower())
     if not match or match.group(2) not in DELAY_UNITS_MS:
-        raise TopologyError(f"{what}: delay must look like '5ms', '250us' or '1s', "
+        raise TopologyError(f"{what}: {key} must look like '5ms', '250us' or '1s', "
                             f"got {value!r}")
     return float(match.group(1)) * DELAY_UNITS_MS[match.group(2)]
 

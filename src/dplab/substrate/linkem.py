@@ -1,0 +1,123 @@
+"""Start and stop the user-space link emulator (``dplab-linkem``, switch/linkem) on the links
+the substrate emulates itself (see network.Network.emulated_links).
+
+Each emulated link has its own namespace holding ``ea`` (the peer of the link's a-end) and
+``eb`` (the peer of its b-end) and one ``dplab-linkem`` process between them, started with a
+JSON configuration in the run directory. Both directions get the link's delay, jitter and
+loss, as netem on both ends would (and as in Mininet). Each process draws from its own
+seed, chosen here and kept in its report; down() stops the processes with SIGTERM and keeps
+their counters in ``Network.emulator_reports`` before teardown removes what is left.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dplab.substrate.registry import SubstrateError
+
+if TYPE_CHECKING:
+    from dplab.substrate.network import Link, Network
+
+ROOT = Path(__file__).resolve().parents[3]
+LINKEM_BIN = ROOT / "switch" / "target" / "release" / "dplab-linkem"
+A_IF, B_IF = "ea", "eb"
+# The keys of one direction in dplab-linkem's configuration (switch/linkem/src/config.rs);
+# their values are checked by the emulator when it starts (it names the file and field).
+DIRECTION_KEYS = ("delay_us", "jitter_us", "jitter", "reorder", "loss", "duplicate_pct",
+                  "corrupt_pct", "rate_bps", "queue_packets", "limit_packets")
+START_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 5.0
+
+
+@dataclass
+class Emulator:
+    link: str
+    namespace: str
+    seed: int
+    proc: subprocess.Popen
+
+
+def check_binary() -> None:
+    if not LINKEM_BIN.exists():
+        raise SubstrateError(f"links with delay/jitter/loss need the link emulator at "
+                             f"{LINKEM_BIN} (cargo build --release in switch/)")
+
+
+def check_settings(settings: object) -> None:
+    """A link's ``linkem`` settings: a mapping of known direction keys (ValueError if not)."""
+    if not isinstance(settings, dict):
+        raise ValueError(f"must be a mapping of {', '.join(DIRECTION_KEYS)}, not {settings!r}")
+    unknown = sorted(set(settings) - set(DIRECTION_KEYS))
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}; valid: {', '.join(DIRECTION_KEYS)}")
+
+
+def direction(link: Link) -> dict:
+    """One direction's settings in dplab-linkem's configuration: the link's delay, jitter and
+    loss, then its ``linkem`` settings over them."""
+    loss = {"model": "random", "pct": link.loss_pct} if link.loss_pct > 0 else {"model": "none"}
+    return {"delay_us": link.delay_ms * 1000.0, "jitter_us": link.jitter_ms * 1000.0,
+            "loss": loss, **(link.linkem or {})}
+
+
+def start(net: Network, links: list[Link]) -> list[Emulator]:
+    """Start one emulator per link, all at once, and wait until each says ``ready``."""
+    emulators = []
+    for link in links:
+        ns = net.emulator_ns(link)
+        seed = random.SystemRandom().getrandbits(63)
+        config = {"link": link.label, "a": A_IF, "b": B_IF, "seed": seed,
+                  "a_to_b": direction(link), "b_to_a": direction(link)}
+        path = net.run_dir / f"{ns}.json"
+        path.write_text(json.dumps(config))
+        proc = net.popen(ns, [str(LINKEM_BIN), "--config", str(path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        emulators.append(Emulator(link.label, ns, seed, proc))
+    deadline = time.monotonic() + START_TIMEOUT_S
+    for emulator in emulators:
+        _wait_ready(emulator, deadline)
+    return emulators
+
+
+def _wait_ready(emulator: Emulator, deadline: float) -> None:
+    out = emulator.proc.stdout
+    assert out is not None
+    ready, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
+    line = out.readline() if ready else ""
+    if line.strip() == "ready":
+        return
+    emulator.proc.kill()
+    _, err = emulator.proc.communicate()
+    what = f"exited: {err.strip()}" if line or err else f"not ready in {START_TIMEOUT_S} s"
+    raise SubstrateError(f"link emulator of {emulator.link} ({emulator.namespace}) {what}")
+
+
+def stop(emulators: list[Emulator]) -> list[dict]:
+    """SIGTERM each emulator and collect its report (None if it did not give one)."""
+    for emulator in emulators:
+        if emulator.proc.poll() is None:
+            emulator.proc.send_signal(signal.SIGTERM)
+    return [{"link": e.link, "namespace": e.namespace, "seed": e.seed, "report": _report(e)}
+            for e in emulators]
+
+
+def _report(emulator: Emulator) -> dict | None:
+    try:
+        out, _ = emulator.proc.communicate(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        emulator.proc.kill()
+        emulator.proc.communicate()
+        return None
+    lines = out.strip().splitlines()
+    try:
+        return json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        return None
