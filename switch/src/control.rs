@@ -439,6 +439,7 @@ impl<'a> Handler<'a> {
             .iter()
             .zip(&s.port_counters)
             .map(|((n, name), c)| {
+                c.count_ring_drops();
                 json!({"port": n, "name": name, "rx_packets": get(&c.rx_packets), "rx_bytes": get(&c.rx_bytes),
                        "tx_packets": get(&c.tx_packets), "tx_bytes": get(&c.tx_bytes), "drops": get(&c.drops),
                        "drop_reasons": c.drop_reasons(), "xdp": c.xdp_stats()})

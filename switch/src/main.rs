@@ -168,7 +168,18 @@ fn main() {
             XdpTx::open(&bpf::holder_name(first), opts.xdp_min_call)
                 .unwrap_or_else(|e| fail(&format!("--tx xdp: {e}")))
         });
-    let shared = Arc::new(shared::Shared::new(opts.ports.clone(), opts.cpu_port));
+    let rx_rings = ports
+        .iter()
+        .map(|p| {
+            p.ring_drops()
+                .unwrap_or_else(|e| fail(&format!("port {}: {e}", p.name)))
+        })
+        .collect();
+    let shared = Arc::new(shared::Shared::new(
+        opts.ports.clone(),
+        rx_rings,
+        opts.cpu_port,
+    ));
     if let Some(path) = &opts.pipeline {
         let text = std::fs::read_to_string(path)
             .unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
