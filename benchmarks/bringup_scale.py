@@ -162,7 +162,8 @@ def render(results: dict, memory_note: str, command: str, load: str,
                     if backlog else " net.core.netdev_max_backlog left at "
                     f"{BACKLOG.read_text().strip()}.")
     return "\n".join([
-        "## Bring-up and teardown at scale (fat-tree, 16 to 1,024 hosts)"
+        "## Bring-up and teardown at scale (fat-tree, 16 to 1,024 hosts): "
+        + ", ".join(dict.fromkeys(kind for kind, _ in results))
         + (f", backlog {backlog}" if backlog else ""),
         "",
         f"{machine_line()} Load average at the start: {load} (other sessions' test suites "

@@ -11,7 +11,8 @@ process to charge and kernel forwarding has none:
 - OVS: ovs-vswitchd's CPU (all its threads, /proc/<pid>/stat), likewise with its kernel work;
 - the XDP router (the xdp plane's l3 program): no process either; port 1's NAPI runs in a
   kernel thread of its own (threaded NAPI) pinned to the measured core, and that thread's
-  CPU is the program's, the redirect's and the sink's receive (raised inside it);
+  CPU is the program's, the redirect's and the sink's receive (raised inside it); through
+  port 2's qdisc (the plane's path to a shaped port) also the skb, tc_qdisc and the qdisc;
 - Linux bridge and router: no process, so RPS on port 1 (`rps_cpus`) moves their receive,
   forwarding, transmit and the sink's receive to the measured core as softirq work, and
   the core's softirq + hardirq time in /proc/stat is what they spent (tick-sampled: the
@@ -45,7 +46,7 @@ from dplab.planes.ovs import (
     interface_type,
     private_env,
 )
-from dplab.planes.xdp import route_entry
+from dplab.planes.xdp import TC_QDISC, route_entry
 from dplab.xdp.netns import interfaces
 from dplab.xdp.programs import XdpProgram
 
@@ -201,27 +202,35 @@ def linux_router(core: int, xdp_sink: bool = False) -> Iterator[KernelForwarder]
 
 class XdpRouter:
     name = "XDP router (xdp plane, l3)"
+    qdisc_name = "XDP router (xdp plane, l3, through port 2's qdisc)"
     cpu_counted = "port 1's NAPI thread"
 
-    def __init__(self, rig: switch_rig.Rig, napi_pid: int) -> None:
+    def __init__(self, rig: switch_rig.Rig, napi_pid: int, qdisc: bool) -> None:
         self.rig, self.napi_pid = rig, napi_pid
+        if qdisc:
+            self.name = self.qdisc_name
 
     def cpu_seconds(self) -> float:
         return process_cpu_seconds(self.napi_pid)
 
 
 @contextmanager
-def xdp_router(core: int, xdp_sink: bool = False) -> Iterator[XdpRouter]:
+def xdp_router(core: int, xdp_sink: bool = False, qdisc: bool = False) -> Iterator[XdpRouter]:
     """The xdp plane's l3 program on port 1 with one static route, 10.0.2.0/24 out of port 2
     to the next hop's MAC; port 1's NAPI, where the program runs, in a kernel thread pinned
     to `core` (on a NIC it would be that queue's softirq; veth would run it on the source's
-    core instead)."""
+    core instead). `qdisc`: port 2 as a shaped port of the plane (xdp/qdisc.h): each frame
+    passed up as an skb and sent by tc_qdisc through port 2's qdisc (veth's default,
+    noqueue: the path's cost, no shaper's)."""
     with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
-        program = XdpProgram("l3_router", "xdp_l3", map_prefix=rig.prefix)
+        program = XdpProgram("l3_router", "xdp_l3", map_prefix=rig.prefix,
+                             tc_program=TC_QDISC if qdisc else None)
         try:
             ports = interfaces(rig.sw_ns)
             port1, port2 = ports[rig.switch_if(1)], ports[rig.switch_if(2)]
             program.set_ports(rig.sw_ns, [port1, port2])
+            if qdisc:
+                program.set_qdisc_ports([port2], [port1, port2])
             program.map("routes").update(*route_entry(
                 ipaddress.ip_network(f"{DST_IP}/24", strict=False), port2,
                 bytes.fromhex(NEXT_HOP_MAC.replace(":", ""))))
@@ -230,7 +239,7 @@ def xdp_router(core: int, xdp_sink: bool = False) -> Iterator[XdpRouter]:
             # turns it on when no XDP sink does.
             switch_rig.set_gro(rig.host_ns, rig.host_if(2), True)
             prepare_ends(rig, xdp_sink)
-            yield XdpRouter(rig, threaded_napi(rig.sw_ns, rig.switch_if(1), core))
+            yield XdpRouter(rig, threaded_napi(rig.sw_ns, rig.switch_if(1), core), qdisc)
         finally:
             program.close()
 

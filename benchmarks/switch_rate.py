@@ -103,7 +103,10 @@ other work; load average at the start {load_start}, at the end {load_end}; core 
   rewrite, TTL decrement, checksum update, devmap redirect) on port 1, one route; port 1's
   NAPI, which runs the program, in a kernel thread of its own (threaded NAPI) pinned to
   core {core} (on a NIC it would run in that queue's softirq; veth would otherwise run it
-  on the source's core).
+  on the source's core). *Through port 2's qdisc*: the plane's path to a shaped port
+  (`xdp/qdisc.h`): the program passes each frame up with its decision as XDP metadata and
+  the tc program `tc_qdisc` (tcx ingress) redirects the skb to port 2's egress, through
+  its qdisc (veth's default, noqueue: the path's cost, not a shaper's).
 - *offered*: frames the source's veth counted as sent, per second.
 - *forwarded*: frames that arrived at the sink, per second.
 - *CPU/pkt*: CPU time on core {core} counted as the *counted* column says, per frame the
@@ -282,6 +285,7 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
                        for ports in PORTS]  # every port I/O of the ovs plane
             others += [
                 forwarders.xdp_router(SWITCH_CORE, xdp_sink=True),
+                forwarders.xdp_router(SWITCH_CORE, xdp_sink=True, qdisc=True),
                 forwarders.linux_bridge(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_router(SWITCH_CORE, xdp_sink=True),
             ]

@@ -10,6 +10,8 @@
  * To the controller means through the CPU port as a packet-in carrying the ingress port.
  * Packets from the controller (packet-out) carry the egress port to send them to. Flooding
  * is the controller's (one packet-out per switch); this program never floods.
+ * Two marker comments show where a complex pipeline's extra lookups go
+ * (dplab.planes.pipeline).
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -127,12 +129,15 @@ control BasicIngress(inout headers_t hdr, inout metadata_t meta,
         support_timeout = true;
     }
 
+    // @extra_lookups declarations
+
     apply {
         if (hdr.packet_out.isValid()) {
             standard_metadata.egress_spec = hdr.packet_out.egress_port;
             hdr.packet_out.setInvalid();
             exit;
         }
+        // @extra_lookups apply
         if (!hdr.ethernet.isValid()) {
             drop();
         } else if (hdr.ethernet.ether_type == TYPE_ARP

@@ -114,7 +114,7 @@ build_xdp_programs() {
   local want; want="$( (echo "${XDP_CFLAGS[*]}"; clang --version; cat "$src"/*.bpf.c "$src"/*.h \
     "$src"/study003/*.bpf.c) | fingerprint)"
   [ -d "$out" ] && done_before xdp "$want" && return 0
-  echo "setup: compiling the XDP programs (clang -target bpf)" >&2
+  echo "setup: compiling the eBPF programs, XDP and tc (clang -target bpf)" >&2
   mkdir -p "$out/study003"
   for f in "$src"/*.bpf.c; do
     clang "${XDP_CFLAGS[@]}" -c "$f" -o "$out/$(basename "$f" .bpf.c).o"

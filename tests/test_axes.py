@@ -136,7 +136,7 @@ def test_validate_and_run_use_one_plan(tmp_path, monkeypatch, capsys):
     class Ran(Exception):
         pass
 
-    def fake_run_plan(plan, results, progress=None):
+    def fake_run_plan(plan, results, progress=None, ray_address=None):
         assert plan.summary() == expected.summary()
         assert [k.run_id for k in plan.runs] == [k.run_id for k in expected.runs]
         progress("bridge-r1: building single")

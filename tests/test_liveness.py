@@ -106,7 +106,8 @@ def test_ovs_daemons_that_die_or_stop_fail_their_run_and_the_next_run_works(
     assert "controller was killed by SIGKILL" in controller
     assert _kept_log(controller, results).name == "controller.log"
     stopped = runs["ovs-r3"]["error"]
-    assert "ovs-vswitchd did not answer ovs-ofctl dump-aggregate within 2 s" in stopped
+    # the first call after the stop meets the deadline (the flows' paths, or stats())
+    assert re.search(r"ovs-vswitchd did not answer ovs-ofctl [a-z-]+ within 2 s", stopped)
     assert (results / "logs" / "ovs-r3" / "ovs" / "ovs-vswitchd.log").is_file()
     assert f"(the run's logs: {results / 'logs' / 'ovs-r3'})" in stopped
     assert _flows_of(flows, "ovs-r3")[0] == (first, True)

@@ -21,6 +21,7 @@ PLANES = {
     "router": {},
     "ovs": {"mode": "proactive"},
     "p4": {"mode": "proactive"},
+    "xdp": {},
     "userspace": {"mode": "router"},
 }
 RATE_BPS = 10e6

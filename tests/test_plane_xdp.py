@@ -1,6 +1,6 @@
 """XDP plane: its programs carry ICMP, TCP and UDP over the looped multipath topology in every
-mode and count what they forwarded; loops are cut in l2; nothing stays attached or loaded
-after a normal end, an exception, Ctrl-C or a crash."""
+mode (through the shaped ports' qdiscs) and count what they forwarded; loops are cut in l2;
+nothing stays attached or loaded after a normal end, an exception, Ctrl-C or a crash."""
 
 from __future__ import annotations
 
@@ -93,6 +93,7 @@ def test_xdp_carries_icmp_tcp_udp_over_multipath(mode: str):
             after = plane.stats()
             udp = iperf_server_report(net, "h3", "h7", ["-u", "-b", "20M"], seconds=1)
             assert xdp_attached(net), "the programs should be attached while running"
+            prefix = net.prefix
         finally:
             plane.stop()
         leftover = xdp_attached(net)
@@ -104,7 +105,10 @@ def test_xdp_carries_icmp_tcp_udp_over_multipath(mode: str):
     passed = after["xdp_pass"] - before["xdp_pass"]
     assert forwarded >= received / 1500
     assert passed <= 10 + forwarded / 100
-    assert leftover == [] and bpf_fds() == []
+    # The catalog shapes every link, so every frame left some switch through a qdisc.
+    assert after["xdp_qdisc"] - before["xdp_qdisc"] >= received / 1500
+    # A program still attached (XDP, or tc_qdisc on tcx) would keep its maps.
+    assert leftover == [] and bpf_fds() == [] and kernel_maps_of(prefix) == []
     if mode in CONTROLLED:
         final = plane.stats()
         # Every packet-in the controller handled came out of a program's ring buffer.

@@ -18,7 +18,7 @@ workloads: [{kind: icmp, pairs: [[h1, h2]], count: 1}]
 """
 
 
-def stop_before_running(plan, results, progress=None):
+def stop_before_running(plan, results, progress=None, ray_address=None):
     """In place of the runner: the run stops (ExperimentError) after --fresh has acted and
     before any network exists, so no matrix runs here."""
     from dplab.runner import ExperimentError

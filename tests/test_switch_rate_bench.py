@@ -95,8 +95,9 @@ def test_kernel_forwarders_carry_frames(start, kind):
     assert_gone(prefix)
 
 
-def test_the_xdp_router_carries_frames_on_its_pinned_napi_thread():
-    with forwarders.xdp_router(0) as fwd:
+@pytest.mark.parametrize("qdisc", [False, True], ids=["redirect", "qdisc"])
+def test_the_xdp_router_carries_frames_on_its_pinned_napi_thread(qdisc: bool):
+    with forwarders.xdp_router(0, qdisc=qdisc) as fwd:
         check_delivery(fwd, L3)
         assert os.sched_getaffinity(fwd.napi_pid) == {0}
         assert os.sched_getscheduler(fwd.napi_pid) == os.SCHED_FIFO

@@ -29,6 +29,8 @@ def test_tcp_metrics_come_from_receiver_and_connect_time_from_sender():
         "retransmits": 2111.0,
         "tcp_loss_pct": pytest.approx(100 * 2111 / (2111 + math.ceil(2041315388 / 1448))),
         "srtt_ms": pytest.approx((0.154 + 0.103) / 2),
+        # no window asked: autotuning sized it, which iperf cannot see
+        "window_asked_bytes": None, "window_used_bytes": None, "window_clamped": None,
     }
     assert [row["bytes"] for row in m.intervals] == [950665276.0, 1090650112.0]
     assert [row["retransmits"] for row in m.intervals] == [1868.0, 243.0]
@@ -125,3 +127,14 @@ def test_bad_parameters_fail_before_anything_starts(kind, params, message):
     flow = Flow("f1", kind, "h1", "h2", params)
     with pytest.raises(ValueError, match=f"flow 'f1'.*{message}"):
         run_flows(object(), [flow])  # the network is never touched
+
+
+def test_window_granted_is_half_the_socket_buffer_iperf_prints():
+    clamped = "TCP window size: 8388608 Byte (WARNING: requested 10000000 Byte)\n"
+    granted = "TCP window size: 1.91 MByte\n"
+    assert iperf.window_metrics(10_000_000, clamped, clamped) == {
+        "window_asked_bytes": 10_000_000.0, "window_used_bytes": 4194304.0,
+        "window_clamped": 1.0}
+    used = iperf.window_metrics(1_000_000, granted, "")
+    assert used["window_used_bytes"] == pytest.approx(1.91 * 1024**2 / 2)
+    assert used["window_clamped"] == 0.0

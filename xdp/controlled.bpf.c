@@ -11,6 +11,7 @@
 
 #include "counters.h"
 #include "ports.h"
+#include "qdisc.h"
 
 #define ETH_P_LLDP 0x88CC
 #define MAX_FRAME 2048 /* a power of two above a whole frame at MTU 1500 (1514 B) */
@@ -96,7 +97,7 @@ int xdp_ctl(struct xdp_md *ctx)
 		return to_controller(ctx, key.in_port);
 	rule->last_hit_ns = bpf_ktime_get_ns();
 	count(C_FWD);
-	return bpf_redirect_map(&ports, rule->out_port, XDP_DROP);
+	return forward(ctx, rule->out_port);
 }
 
 char LICENSE[] SEC("license") = "GPL";

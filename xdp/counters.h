@@ -13,6 +13,7 @@ enum counter {
 	C_LEARN, /* l2: a source MAC learned or moved */
 	C_CONTROLLER, /* reactive: handed to the controller (a packet-in) */
 	C_TX,    /* answered out of its ingress port (XDP_TX: study 003's echo server) */
+	C_QDISC, /* handed to tc_qdisc: out through a shaped port's qdisc (xdp/qdisc.h) */
 	C_MAX,
 };
 

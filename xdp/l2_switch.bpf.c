@@ -9,6 +9,8 @@
 
 #include "counters.h"
 #include "ports.h"
+#include "qdisc.h"
+#include "qdisc.h"
 
 struct mac {
 	__u8 addr[ETH_ALEN];
@@ -61,11 +63,11 @@ int xdp_l2(struct xdp_md *ctx)
 		}
 		if (out) {
 			count(C_FWD);
-			return bpf_redirect_map(&ports, *out, XDP_DROP);
+			return forward(ctx, *out);
 		}
 	}
 	count(C_FLOOD);
-	return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
+	return flood(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -11,6 +11,7 @@
 #include "counters.h"
 #include "ipv4.h"
 #include "ports.h"
+#include "qdisc.h"
 
 #define AF_INET 2
 
@@ -44,10 +45,9 @@ int xdp_fib(struct xdp_md *ctx)
 	ipv4_decrease_ttl(iph);
 	set_macs(eth, fib.smac, fib.dmac);
 	count(C_FWD);
-	return bpf_redirect_map(&ports, fib.ifindex, XDP_DROP);
+	return forward(ctx, fib.ifindex);
 pass:
-	count(C_PASS);
-	return XDP_PASS;
+	return to_stack(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

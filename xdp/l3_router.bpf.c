@@ -12,6 +12,7 @@
 #include "counters.h"
 #include "ipv4.h"
 #include "ports.h"
+#include "qdisc.h"
 
 struct route_key {
 	__u32 prefixlen;
@@ -57,10 +58,9 @@ int xdp_l3(struct xdp_md *ctx)
 	ipv4_decrease_ttl(iph);
 	set_macs(eth, hop->smac, hop->dmac);
 	count(C_FWD);
-	return bpf_redirect_map(&ports, hop->ifindex, XDP_DROP);
+	return forward(ctx, hop->ifindex);
 pass:
-	count(C_PASS);
-	return XDP_PASS;
+	return to_stack(ctx);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -61,9 +61,11 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from dplab.runner import ExperimentError
     from dplab.spec import SpecError
     from dplab.store import StoreError
+    from dplab.study.model import StudyError
     from dplab.topology.catalog import TopologyError
 
-    return (SpecError, ExperimentError, TopologyError, P4Error, StoreError, CalibrationError)
+    return (SpecError, ExperimentError, TopologyError, P4Error, StoreError, CalibrationError,
+            StudyError)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("experiment", type=Path)
     run.add_argument("--results", type=Path, help="results folder (default results/<name>)")
     run.add_argument("--fresh", action="store_true", help="discard stored runs, start over")
+    run.add_argument("--ray", metavar="ADDRESS", default=None,
+                     help="run on the Ray cluster at ADDRESS (host:port, or 'auto'), one run "
+                     "per node offering the resource dplab_slot")
     run.set_defaults(handler=_cmd_run)
 
     check = sub.add_parser("validate", help="check an experiment file without running it")
@@ -119,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     p4c.add_argument("-o", "--output", type=Path, default=Path("build/p4"))
     p4c.set_defaults(handler=_cmd_p4_compile)
 
+    _study_parser(sub)
     study3 = sub.add_parser("study003", help="study 003: P4 vs XDP").add_subparsers(
         required=True, metavar="ACTION")
     feasible = study3.add_parser("matrix", help="run the five use cases in P4 and XDP and "
@@ -130,6 +136,76 @@ def _parser() -> argparse.ArgumentParser:
     clean = sub.add_parser("cleanup", help="remove what crashed or killed runs left behind")
     clean.set_defaults(handler=_cmd_cleanup)
     return parser
+
+
+def _study_parser(sub) -> None:
+    study = sub.add_parser("study", help="the studies the lab reproduces").add_subparsers(
+        required=True, metavar="ACTION")
+    listing = study.add_parser("list", help="each study, its runs and estimated time")
+    listing.set_defaults(handler=_cmd_study_list)
+    run = study.add_parser("run", help="run a study's scenarios and write its report")
+    run.add_argument("number", help="the study's number, e.g. 001")
+    profile = run.add_mutually_exclusive_group()
+    profile.add_argument("--quick", action="store_const", dest="profile", const="quick",
+                         help="every axis point, shorter traffic and fewer repetitions")
+    # Seconds long, one point: what the test suite runs; not a profile to read results from.
+    profile.add_argument("--smoke", action="store_const", dest="profile", const="smoke",
+                         help=argparse.SUPPRESS)
+    run.add_argument("--results", type=Path,
+                     help="results folder (default results/study<NNN>-<profile>)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the plan and its estimated time, run nothing")
+    run.set_defaults(handler=_cmd_study_run, profile="full")
+
+
+def _cmd_study_list(_args: argparse.Namespace) -> int:
+    from dplab.study import catalog, run
+
+    for number in catalog.numbers():
+        study, _published = catalog.find(number)
+        console.print(Text(f"{number}  {study.title}", "bold"))
+        for profile in ("full", "quick"):
+            plans = run.plans(study, profile, Path("results"))
+            runs = sum(len(p.plan.runs) for p in plans)
+            seconds = sum(p.plan.estimate_s() for p in plans)
+            console.print(Text(f"     {profile:5}: {runs} runs in {len(plans)} scenario(s), "
+                               f"estimated {_minutes(seconds)}"))
+    return 0
+
+
+def _minutes(seconds: float) -> str:
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
+
+
+def _cmd_study_run(args: argparse.Namespace) -> int:
+    from dplab.study import catalog, run
+
+    study, published = catalog.find(args.number)
+    results = (args.results or run.default_results(study, args.profile)).resolve()
+    plans = run.plans(study, args.profile, results)
+    console.print(Text.assemble((f"study {study.number}", "bold"), f" ({args.profile}) → "
+                                f"{results}"))
+    for item in plans:
+        console.print(Text(f"{item.scenario.name} ({item.scenario.file}) → {item.results}",
+                           "bold"))
+        _print_plan(item.plan)
+    if args.dry_run:
+        return 0
+    from dplab import report
+    from dplab.study import report as study_report
+
+    with console.status("starting") as status:
+        ok = run.run(plans, progress=lambda msg: _progress(status, msg))
+    for item in plans:
+        console.print(Text(f"report: {report.build(item.results)}"))
+    for table in study_report.tables(study, published, results):
+        console.print(report.tables.to_rich(table.table))
+        for note in table.substitutions:
+            console.print(Text(f"  substitution: {note}", "dim"))
+    path = study_report.write(study, published, results, args.profile)
+    console.print(Text(f"study report: {path}"))
+    return 0 if ok else 1
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -145,7 +221,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     console.print(Text.assemble((exp.name, "bold"), f" → {results}"))
     _print_plan(plan)
     with console.status("starting") as status:
-        store = run_plan(plan, results, progress=lambda msg: _progress(status, msg))
+        store = run_plan(plan, results, progress=lambda msg: _progress(status, msg),
+                         ray_address=args.ray)
     report.print_tables(results)
     path = report.build(results)
     console.print(Text(f"report: {path}"))

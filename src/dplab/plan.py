@@ -29,7 +29,8 @@ from dplab.workloads.flows import Flow
 # per plane kind, in seconds: docs/benchmarks.md "Overhead of one run" measured about 0.5 s
 # (bridge, router) and 1.7 s (ovs, p4) on a quiet machine; these are rounded up for a
 # loaded one. An estimate for planning, never a measurement.
-RUN_OVERHEAD_S = {"bridge": 1.0, "router": 1.0, "ovs": 3.0, "p4": 3.0}
+RUN_OVERHEAD_S = {"bridge": 1.0, "router": 1.0, "ovs": 3.0, "p4": 3.0, "direct": 0.5,
+                  "loopback": 0.5}
 OTHER_PLANE_OVERHEAD_S = 3.0  # a plane kind not measured there: as the controlled ones
 # Per traffic phase: starting servers, waiting for them to listen, collecting reports.
 PHASE_OVERHEAD_S = 1.0
@@ -136,14 +137,18 @@ def _point_plan(point: Point, exp: Experiment, source: str) -> PointPlan:
     except ExperimentError as exc:
         raise ExperimentError(f"{source}: {exc}{at}") from None
     for index, spec in enumerate(exp.planes):
-        check_plane(index, spec, f"{source}: ", at)
+        check_plane(index, spec, f"{source}: ", at, topo)
     return PointPlan(point, exp, run, list(exp.planes))
 
 
-def check_plane(index: int, spec: PlaneSpec, prefix: str = "", suffix: str = "") -> None:
-    """Make the plane once: its constructor checks its options and files."""
+def check_plane(index: int, spec: PlaneSpec, prefix: str = "", suffix: str = "",
+                topo: Topology | None = None) -> None:
+    """Make the plane once: its constructor checks its options and files; with ``topo``,
+    whether it can run on that topology (the baselines need exactly two hosts)."""
     try:
-        planes.create(spec.kind, dict(spec.options))
+        plane = planes.create(spec.kind, dict(spec.options))
+        if topo is not None:
+            plane.network(topo)
     except PlaneError as exc:
         option = re.search(r"option '(\w+)'", str(exc))
         field = f".options.{option.group(1)}" if option else ""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 
 from dplab import cleanup, planes
+from dplab.executor import MeasuredRun, Progress, local
 from dplab.fidelity import FidelityMonitor, FidelityRecord
 from dplab.measure.resources import ResourceSampler
 from dplab.plan import ExperimentError, ExperimentPlan, RunKey, RunPlan, build_plan
@@ -23,16 +23,16 @@ from dplab.workloads.flows import FlowResult, run_flows
 
 READY_TIMEOUT_S = 60.0
 
-Progress = Callable[[str], None]
-
 
 def _capture_points(net: Network, interfaces: list[tuple[str, str]],
                     out_dir: Path) -> list[CapturePoint]:
+    """Where to capture; a switch the plane's network does not have (the direct and loopback
+    baselines have none) has nothing to capture."""
     hosts = set(net.topo.hosts())
     return [
         CapturePoint(net.host_ns(node) if node in hosts else net.switch_ns(node), ifname,
                      out_dir / f"{node}-{ifname}.pcap")
-        for node, ifname in interfaces
+        for node, ifname in interfaces if node in net.topo.graph
     ]
 
 
@@ -42,21 +42,49 @@ def run_matrix(exp: Experiment, results_dir: Path, progress: Progress | None = N
     return run_plan(build_plan(exp, source), results_dir, progress)
 
 
-def run_plan(plan: ExperimentPlan, results_dir: Path,
-             progress: Progress | None = None) -> RunStore:
-    """Every run of the plan not already stored, in the plan's order."""
+def run_plan(plan: ExperimentPlan, results_dir: Path, progress: Progress | None = None,
+             ray_address: str | None = None) -> RunStore:
+    """Every run of the plan not already stored, in the plan's order: here, or on the Ray
+    cluster at ``ray_address`` (or the experiment's ``executor: ray``, ``ray_address``)."""
     say = progress or (lambda _msg: None)
+    if ray_address is not None or plan.experiment.executor == "ray":
+        # imported only here: ray is a large package that local runs never need
+        from dplab.executor import ray as ray_executor
+
+        store, pending = _open_store(plan, results_dir, say)
+        ray_executor.run(plan, pending, measure_run, store, say,
+                         ray_address or plan.experiment.ray_address)
+        return store
     try:  # held from before the first network to after the last teardown
         with cpu_idle.idle_behaviour(plan.experiment.cpu_idle):
-            return _run_pending(plan, results_dir, say)
+            store, pending = _open_store(plan, results_dir, say)
+            cleanup.reclaim()
+            local.run(plan, pending, measure_run, store, say)
+            return store
     except cpu_idle.CpuIdleError as exc:  # raised only on taking the request: nothing ran
         raise ExperimentError(f"{exc}; nothing was run") from None
 
 
+def _open_store(plan: ExperimentPlan, results_dir: Path,
+                say: Progress) -> tuple[RunStore, list[RunKey]]:
+    """The results folder (made, or resumed if it holds this experiment) and the runs of
+    the plan it does not hold yet, in the plan's order."""
+    store = RunStore(results_dir)
+    store.write_experiment(stored_spec(plan.experiment))
+    done = store.completed_runs()
+    for key in plan.runs:
+        if key.run_id in done:
+            say(f"{key.run_id}: already stored, skipped")
+    return store, [key for key in plan.runs if key.run_id not in done]
+
+
 def stored_spec(exp: Experiment) -> dict:
     """The spec as experiment.json keeps it. Fields added with axes are left out while
-    unused, so a results folder made before them still resumes (its spec compares equal)."""
+    unused, so a results folder made before them still resumes (its spec compares equal);
+    where the runs execute is left out always: a folder begun locally resumes on Ray."""
     spec = exp.model_dump(mode="json")
+    for where in ("executor", "ray_address"):
+        del spec[where]
     if not spec["axes"]:
         del spec["axes"]
     if spec["phases"] is None:
@@ -70,20 +98,10 @@ def stored_spec(exp: Experiment) -> dict:
     return spec
 
 
-def _run_pending(plan: ExperimentPlan, results_dir: Path, say: Progress) -> RunStore:
-    store = RunStore(results_dir)
-    store.write_experiment(stored_spec(plan.experiment))
-    done = store.completed_runs()
-    cleanup.reclaim()
-    for key in plan.runs:
-        if key.run_id in done:
-            say(f"{key.run_id}: already stored, skipped")
-            continue
-        _run_one(key, plan.point_plan(key.point).run, store, say)
-    return store
-
-
-def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None:
+def measure_run(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress) -> MeasuredRun:
+    """One run measured, never raising: a failure is the returned run's ``error``. Its
+    pcaps, frames and logs go under ``results_dir``; nothing is stored (the executor's
+    driver stores the returned run)."""
     started = time.time()
     idle = cpu_idle.IdleWatch(plan.cpu_idle)
     clock = StageClock()
@@ -93,8 +111,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
     fidelity: FidelityRecord | None = None
     error: str | None = None
     try:
-        stats, series, fidelity = _execute(key, plan, store.results_dir, say, clock,
-                                           results)
+        stats, series, fidelity = _execute(key, plan, results_dir, say, clock, results)
         failed = [r for r in results if not r.ok]
         if failed and len(failed) == len(results):
             error = f"every flow failed, first: {failed[0].flow.flow_id}: {failed[0].error}"
@@ -106,8 +123,7 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         error = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
     clock.lap("teardown")
-    info = _plane_info(key)
-    store.add_run(
+    return MeasuredRun(
         run_id=key.run_id,
         plane_label=key.plane.column,
         repetition=key.repetition,
@@ -119,12 +135,10 @@ def _run_one(key: RunKey, plan: RunPlan, store: RunStore, say: Progress) -> None
         results=results,
         cpu_idle=idle.finish(),
         plane_series=series,
-        plane_info=info,
+        plane_info=_plane_info(key),
         axes=list(key.point.values),
         fidelity=fidelity,
     )
-    if error:  # after storing: whatever the message holds, the failed run is on disk
-        say(f"{key.run_id}: FAILED: {error}")
 
 
 def _plane_info(key: RunKey) -> dict[str, str]:
@@ -168,15 +182,14 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
     plane.avoid_pairs = frozenset(frozenset((f.src, f.dst)) for phase in plan.phases
                                   for f in phase if f.cold)
     say(f"{key.run_id}: building {topo.name}")
-    with Network(topo, addressing=plane.addressing,
-                 shared_switch_ns=plane.shared_switch_ns) as net:
+    with plane.network(topo) as net:
         clock.lap("network_up")
         say(f"{key.run_id}: network up ({net.prefix}), starting {key.plane.kind}")
         try:
             plane.start(net)
             plane.wait_ready(READY_TIMEOUT_S)
             clock.lap("plane_ready")
-            switch_namespaces = {net.switch_ns(s) for s in topo.switches()}
+            switch_namespaces = {net.switch_ns(s) for s in net.topo.switches()}
             points = _capture_points(net, plan.captures, results_dir / "pcap" / key.run_id)
             with ResourceSampler(switch_namespaces) as resources, \
                     FidelityMonitor(net, plane) as fidelity, \
@@ -187,12 +200,12 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                     say(f"{key.run_id}: traffic phase {number}/{len(plan.phases)} "
                         f"({len(flows)} flows)")
                     measured = run_flows(net, flows)
+                    results.extend(measured)  # kept, whatever the plane says next
+                    liveness.check_daemons(plane, results, len(flows), f"during traffic "
+                                           f"phase {number}/{len(plan.phases)}")
                     paths = plane.flow_paths(flows)  # before idle rules expire
                     for result in measured:
                         result.path = paths.get(result.flow.flow_id)
-                    results.extend(measured)
-                    liveness.check_daemons(plane, results, len(flows), f"during traffic "
-                                           f"phase {number}/{len(plan.phases)}")
             for problem in pcap.problems:
                 say(f"{key.run_id}: WARNING: {problem}")
             clock.lap("traffic")

@@ -130,8 +130,7 @@ class _rig:
     def __init__(self, kind: str) -> None:
         self.plane = planes.create(kind, {})
         topo = catalog.build("single", hosts=2, edge_bw=None)
-        self.net = Network(topo, addressing=self.plane.addressing,
-                           shared_switch_ns=self.plane.shared_switch_ns)
+        self.net = self.plane.network(topo)
 
     def __enter__(self) -> Network:
         self.net.up()

@@ -20,6 +20,8 @@ _OUT_OF_ORDER = re.compile(
     r"^\[\s*\d+\]\s+(?P<start>\d+\.\d+)-\s*(?P<end>\d+\.\d+)\s+sec\s+"
     r"(?P<count>\d+)\s+datagrams received out-of-order"
 )
+_WINDOW = re.compile(r"TCP window size:\s*(?P<n>[\d.]+)\s*(?P<unit>[KMG]?)Byte")
+_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 # Client (sender) TCP columns with -e: Write/Err, Rtry, Cwnd/RTT(var) in µs, NetPwr. RTT is
 # the kernel's smoothed RTT (tcp_info tcpi_rtt) when the row was printed; Rtry counts the
 # segments retransmitted in the row's span (tcpi_total_retrans differences).
@@ -153,6 +155,13 @@ def connect_time_ms(text: str) -> float | None:
     """The TCP connect time iperf -e prints as `(ct=0.52 ms)`; None if absent."""
     match = _CONNECT_TIME.search(text)
     return float(match["ms"]) if match else None
+
+
+def socket_buffer_bytes(text: str) -> float | None:
+    """The socket buffer iperf reports as ``TCP window size: N Byte``: getsockopt's
+    SO_RCVBUF, which Linux reports doubled (socket(7)); None if absent."""
+    match = _WINDOW.search(text)
+    return float(match["n"]) * _UNITS[match["unit"]] if match else None
 
 
 def iperf_complaints(text: str) -> str:

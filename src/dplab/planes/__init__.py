@@ -20,6 +20,8 @@ PLANES = {
     "p4": "dplab.planes.p4:P4Plane",
     "xdp": "dplab.planes.xdp:XdpPlane",
     "userspace": "dplab.planes.userspace:UserspacePlane",
+    "direct": "dplab.planes.baseline:DirectPlane",
+    "loopback": "dplab.planes.baseline:LoopbackPlane",
 }
 
 
@@ -41,8 +43,7 @@ def running(kind: str, options: dict[str, Any] | None, topo: Topology,
     """Plane ``kind`` forwarding on a network built for ``topo``: started, ready within
     ``ready_timeout`` seconds, stopped at the end (then the network goes)."""
     plane = create(kind, options)
-    with Network(topo, addressing=plane.addressing,
-                 shared_switch_ns=plane.shared_switch_ns) as net:
+    with plane.network(topo) as net:
         try:
             plane.start(net)
             plane.wait_ready(ready_timeout)

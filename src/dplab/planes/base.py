@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
 
+from dplab.substrate.network import Network
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from dplab.substrate.network import Network
+    from dplab.topology.model import Topology
     from dplab.workloads.flows import Flow
 
 
@@ -49,6 +51,11 @@ class Plane(ABC):
             raise PlaneError(f"plane {self.kind!r}: unknown option {unknown[0]!r} "
                              f"(known: {sorted(self.OPTIONS) or 'none'})")
         self.options = {**self.OPTIONS, **options}
+
+    def network(self, topo: Topology) -> Network:
+        """The (not yet up) Network this plane runs on for ``topo``. Planes that replace the
+        switches (the baselines) build a different one; PlaneError if ``topo`` does not fit."""
+        return Network(topo, addressing=self.addressing, shared_switch_ns=self.shared_switch_ns)
 
     @abstractmethod
     def start(self, net: Network) -> None:

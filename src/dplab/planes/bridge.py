@@ -14,6 +14,7 @@ from typing import Any
 
 import networkx as nx
 
+from dplab.planes import tagging, tc_vlan
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.substrate.network import Network
 from dplab.substrate.rtnl import NsPlan
@@ -31,7 +32,9 @@ class BridgePlane(Plane):
     shared_switch_ns = False
     # stp: "auto" (a precomputed tree where the switches form a loop), "tree", "kernel"
     # (kernel STP; true means the same), or false (no loop protection at all).
-    OPTIONS: dict[str, Any] = {"stp": "auto"}
+    # vlan: a VLAN id: tc eBPF at the switch ports facing hosts tags and untags
+    # (dplab.planes.tc_vlan); the bridges forward the tagged frames by MAC.
+    OPTIONS: dict[str, Any] = {"stp": "auto", "vlan": None}
     STP_CHOICES = ("auto", "tree", "kernel", True, False)
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
@@ -39,11 +42,21 @@ class BridgePlane(Plane):
         if self.options["stp"] not in self.STP_CHOICES:
             raise PlaneError(f"plane bridge: option 'stp' must be auto, tree, kernel, true or "
                              f"false, not {self.options['stp']!r}")
+        self.vlan = self._vlan_option()
         self.net: Network | None = None
         self.stp = False
         self.cut_links: set[frozenset[str]] = set()
         self._started = 0.0
         self._ready_s: float | None = None
+
+    def _vlan_option(self) -> int | None:
+        if self.options["vlan"] is not None and self._loop_choice_is_kernel():
+            raise PlaneError("plane bridge: option 'vlan' tags along the precomputed tree; "
+                             "the kernel's STP ('stp: kernel') would send its BPDUs tagged")
+        return tagging.vid_option(self.options["vlan"], self.kind)
+
+    def _loop_choice_is_kernel(self) -> bool:
+        return self.options["stp"] is True or self.options["stp"] == "kernel"
 
     def start(self, net: Network) -> None:
         self.net = net
@@ -58,11 +71,13 @@ class BridgePlane(Plane):
         else:
             net.configure({net.switch_ns(s): self._bridge_plan(net, s)
                            for s in net.topo.switches()})
+        if self.vlan is not None:
+            tc_vlan.attach(net, self.vlan, self.cut_links)
 
     def _loop_mode(self, net: Network) -> str:
         """"kernel", "tree" or "none": how this run keeps frames from looping."""
         choice = self.options["stp"]
-        if choice is True or choice == "kernel":
+        if self._loop_choice_is_kernel():
             return "kernel"
         if choice is False:
             return "none"
@@ -113,7 +128,8 @@ class BridgePlane(Plane):
         return True
 
     def info(self) -> dict[str, str]:
-        return {"forwarding": "Linux kernel (bridge)"}
+        return {"forwarding": "Linux kernel (bridge)",
+                **tagging.info(self.vlan, "tc eBPF push/pop at the host ports")}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; blocked_ports: STP-blocked ports now, or

@@ -12,6 +12,9 @@ Options: ``mode`` reactive|proactive (see ``dplab.control.forwarding``), ``contr
 ports, see PORTS; the kernel datapath has one kind of port and takes ``auto`` only) and
 ``qos`` (study 004's static baseline: OpenFlow meters per DSCP class, installed by the
 controller on every switch; ``dplab.qos.openflow_meter``).
+``forwarding: l3`` makes every bridge a router hop instead, with no controller: static
+OpenFlow rules from ``planes.l3_routes`` (IPv4 by destination: set both MACs, dec_ttl,
+output; ARP by target address), installed before ready (the routing workload).
 In proactive mode, wait_ready() makes every host ping one other host once so the
 controller learns all hosts from their ARP and installs every path before traffic starts.
 """
@@ -32,7 +35,9 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
+from dplab.planes import l3_routes, pipeline, tagging
 from dplab.planes.base import PlaneError
+from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
 from dplab.substrate.network import HOST_IF, Network
@@ -49,6 +54,7 @@ RULES_PER_SWITCH = 3  # table-miss, LLDP trap, ARP trap
 _PATH_RULE = re.compile(r"n_packets=(?P<packets>\d+),.*?dl_src=(?P<src>[0-9a-f:]{17}),"
                         r"dl_dst=(?P<dst>[0-9a-f:]{17})")
 DATAPATHS = ("netdev", "system")
+FORWARDING = ("l2", "l3")
 # How the userspace (netdev) datapath does port I/O. AF_PACKET ("netdev") needs the hosts'
 # and ports' TX checksum offload off (so TSO and GSO go too): OVS forwards frames as they
 # come and would never fill in a checksum left to "offload"; every 1500-byte frame is then
@@ -82,7 +88,8 @@ class OvsPlane(ControlledPlane):
     # datapath: "auto" takes the kernel datapath ("system") where the openvswitch module is
     # loaded, else the userspace one ("netdev"), which works on any kernel.
     OPTIONS: dict[str, Any] = {"mode": REACTIVE, "controller": True, "datapath": "auto",
-                               "ports": "auto", "qos": None}
+                               "ports": "auto", "qos": None, "forwarding": "l2",
+                               "vlan": None, "pipeline": "plain"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -96,19 +103,40 @@ class OvsPlane(ControlledPlane):
             raise PlaneError(f"plane ovs: option 'datapath' must be auto, netdev or system, "
                              f"not {self.options['datapath']!r}")
         self.datapath = _pick_datapath(self.options["datapath"])
+        if self.options["forwarding"] not in FORWARDING:
+            raise PlaneError(f"plane ovs: option 'forwarding' must be l2 or l3, "
+                             f"not {self.options['forwarding']!r}")
+        self.l3 = self.options["forwarding"] == "l3"
         self.ports = _pick_ports(self.datapath, self.options["ports"])
         self.meters = self._meters()
+        self.vlan = self._study002_options()
 
     def _meters(self) -> list[openflow_meter.MeterClass]:
         if self.options["qos"] is None:
             return []
-        if not self.options["controller"]:
+        if not self._has_controller():
             raise PlaneError("plane ovs: option 'qos' needs the controller (it installs the "
-                             "meters); leave option 'controller' true")
+                             "meters); leave option 'controller' true and 'forwarding' l2")
         try:
             return openflow_meter.parse(self.options["qos"])
         except openflow_meter.MeterError as exc:
             raise PlaneError(str(exc)) from exc
+
+    def _study002_options(self) -> int | None:
+        """Check options ``vlan`` (a VLAN id for the tagging workload, or None) and
+        ``pipeline``; the plane writes their flows itself from the topology, in place of
+        a controller's (whose rules would bypass them)."""
+        vlan = tagging.vid_option(self.options["vlan"], self.kind)
+        pipeline.check_option(self.options["pipeline"], self.kind)
+        for name, asked in (("vlan", vlan is not None),
+                            ("pipeline", self.options["pipeline"] != "plain")):
+            if asked and self.l3:
+                raise PlaneError(f"plane ovs: option '{name}' cannot be combined with "
+                                 f"'forwarding: l3' (both write the bridges' only flows)")
+            if asked and self.options["controller"]:
+                raise PlaneError(f"plane ovs: option '{name}' needs 'controller: false' (the "
+                                 f"plane writes its flows; a controller's would bypass them)")
+        return vlan
 
     # -- start ---------------------------------------------------------------------------
 
@@ -124,17 +152,41 @@ class OvsPlane(ControlledPlane):
         self._started = time.monotonic()
         self.dir = net.run_dir / "ovs"
         self.dir.mkdir(parents=True, exist_ok=True)
-        if self.options["controller"]:
+        if self._has_controller():
             self._start_controller(net)  # first: its Python start-up overlaps OVS's
         if self.ports in ("netdev", *BYPASS_QDISC):
             self._disable_tx_checksum_offload(net)
         self._start_ovsdb(net)
         self.vsctl("--no-wait", "set", "open_vswitch", ".", *global_config(self.ports))
         self._start_daemon(net, "ovs-vswitchd", [f"unix:{self.db_sock}"])
-        if self.options["controller"]:
+        if self._has_controller():
             # Bridges connect at once when the controller already listens, else after a back-off.
             self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
         self.vsctl(*self._bridge_commands(net))
+        if self.l3:
+            install_l3_rules(self, net)
+        self._add_study002_flows(net)
+
+    def _add_study002_flows(self, net: Network) -> None:
+        """The plane's own flows in every bridge, none by default: the complex pipeline's
+        extra tables (dplab.planes.pipeline), then from the table after them the VLAN
+        tagging's flows (dplab.planes.tagging) or, without tagging, NORMAL forwarding."""
+        complex_ = self.options["pipeline"] == "complex"
+        if self.vlan is None and not complex_:
+            return
+        table = pipeline.EXTRA_LOOKUPS if complex_ else 0
+        switches = net.topo.switches()
+        cut = off_tree_links(net.topo.graph.subgraph(switches), switches)
+        parts = tagging.plan(net.topo, net.host_mac, cut)
+        for switch in switches:
+            forwarding = ([f"table={table},priority=1,actions=NORMAL"] if self.vlan is None
+                          else tagging.openflow(parts[switch], self.vlan, table))
+            flows = self.dir / f"{switch}.flows"
+            flows.write_text("\n".join([*(pipeline.ovs_flows() if complex_ else []),
+                                        *forwarding]) + "\n")
+            run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "add-flows",
+                      f"unix:{self.dir / self.bridge(switch)}.mgmt", str(flows)],
+                     OFCTL_TIMEOUT_S, "ovs-vswitchd")
 
     @property
     def switch_ns(self) -> str:
@@ -193,11 +245,13 @@ class OvsPlane(ControlledPlane):
                      f"datapath_type={self.datapath}",
                      f"other-config:datapath-id={int(switch[1:]):016x}",
                      "other-config:disable-in-band=true", "protocols=OpenFlow13"]
-            if self.options["controller"]:
+            if self._has_controller():
                 # A short reconnect back-off: the controller may still be starting up.
                 cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
                          f"--id=@c{switch}", "create", "Controller",
                          f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
+            elif self.l3 or self.vlan is not None:  # only our static flows forward
+                cmds += ["fail-mode=secure"]
             else:
                 cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
             for port, ifname in net.switch_ports(switch).items():
@@ -213,7 +267,13 @@ class OvsPlane(ControlledPlane):
                         "ovsdb-server and ovs-vswitchd", private_env(self.dir))
 
     def _has_controller(self) -> bool:
-        return self.options["controller"]
+        return self.options["controller"] and not self.l3
+
+    def ofctl(self, switch: str, *args: str) -> str:
+        """ovs-ofctl (OpenFlow 1.3) against ``switch``'s bridge."""
+        mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
+        return run_tool(["ovs-ofctl", "--protocols=OpenFlow13", args[0], f"unix:{mgmt}",
+                         *args[1:]], OFCTL_TIMEOUT_S, "ovs-vswitchd")
 
     def info(self) -> dict[str, str]:
         kernel = self.datapath == "system"
@@ -221,7 +281,9 @@ class OvsPlane(ControlledPlane):
                 "datapath": "kernel (system)" if kernel else "userspace (netdev)",
                 "ports": self.ports,
                 "TSO": "on" if kernel or self.ports == "netdev-tso" else "off",
-                **_meters_info(self.meters)}
+                **_meters_info(self.meters),
+                **tagging.info(self.vlan, "access ports (tag=), NORMAL forwarding"),
+                **pipeline.info(self.options["pipeline"])}
 
     # -- stats and stop ------------------------------------------------------------------
 
@@ -235,7 +297,7 @@ class OvsPlane(ControlledPlane):
         flows = self._ovs_flow_count(self.net)
         out["ovs_flows"] = flows
         out["ovs_path_flows"] = None
-        if flows is not None and self.options["controller"]:
+        if flows is not None and self._has_controller():
             metering = len(self.meters) + 1 if self.meters else 0  # + table 0's go-on rule
             out["ovs_path_flows"] = flows - ((RULES_PER_SWITCH + metering)
                                              * len(self.net.topo.switches()))
@@ -406,3 +468,18 @@ def interface_type(ports: str) -> list[str]:
 def _switches_have_loops(net: Network) -> bool:
     fabric = net.topo.graph.subgraph(net.topo.switches())
     return bool(fabric) and not nx.is_forest(fabric)
+
+
+def install_l3_rules(plane: OvsPlane, net: Network) -> None:
+    """Every bridge a router hop (``forwarding: l3``): one flow file per bridge."""
+    rules: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
+    for hop in l3_routes.hops(net):
+        rules[hop.switch] += [
+            f"priority=100,ip,nw_dst={hop.host_ip} actions=set_field:{hop.own_mac}->eth_src,"
+            f"set_field:{hop.next_mac}->eth_dst,dec_ttl,output:{hop.port}",
+            f"priority=100,arp,arp_tpa={hop.host_ip} actions=output:{hop.port}",
+        ]
+    for switch, lines in rules.items():
+        flows = plane.dir / f"{switch}-l3.flows"
+        flows.write_text("\n".join(lines) + "\n")
+        plane.ofctl(switch, "add-flows", str(flows))

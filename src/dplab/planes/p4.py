@@ -7,10 +7,13 @@ any namespace), compiled program, controller config, counters and logs live in
 ``<run dir>/p4``. Switch sN is P4Runtime device N.
 
 Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
-``p4src/basic_fwd.p4``), ``entries`` (a YAML/JSON file of table entries, see
-``dplab.p4runtime.entries``), ``tx`` xdp|ring (how the switches transmit, default xdp;
-switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer end of a switch port (host ends and
-other switches' ports) gets GRO on: veth takes XDP frames only into a peer that runs NAPI.
+``p4src/basic_fwd.p4``; ``l3``: p4src/study003/l3_forward.p4 as a router hop on every
+switch, its entries derived from the topology by ``planes.l3_routes`` and written to
+``<run dir>/p4/l3_entries.yaml``, no controller: the routing workload), ``entries`` (a
+YAML/JSON file of table entries, see ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how
+the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer
+end of a switch port (host ends and other switches' ports) gets GRO on: veth takes XDP
+frames only into a peer that runs NAPI.
 Without ``entries`` the controller drives the switches; it needs basic_fwd's table
 ``path_rules`` (keys in_port, eth_src, eth_dst), action ``forward`` and controller headers,
 so a program must keep those names, and its rule set (ARP and LLDP to the CPU port,
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import yaml
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
@@ -47,13 +51,19 @@ from dplab.control.forwarding import MODES, REACTIVE
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
+from dplab.planes import l3_routes, pipeline, tagging
 from dplab.planes.base import PlaneError, SeriesPoint
+from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
 from dplab.substrate.network import HOST_IF, Network
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
+# program: l3 — the router hop of study 003 with entries derived from the topology.
+L3 = "l3"
+L3_PROGRAM = ROOT / "p4src" / "study003" / "l3_forward.p4"
+VLAN_PROGRAM = ROOT / "p4src" / "study002" / "vlan.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
@@ -92,17 +102,28 @@ class P4Plane(ControlledPlane):
     addressing = "l2"
     shared_switch_ns = False
     OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None, "entries": None,
-                               "tx": "xdp", "qos": None}
+                               "tx": "xdp", "qos": None, "vlan": None, "pipeline": "plain"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
         if self.options["mode"] not in MODES:
             raise PlaneError(f"plane p4: option 'mode' must be one of {', '.join(MODES)}, "
                              f"not {self.options['mode']!r}")
+        self.vlan = self._vlan_option()
         program = self.options["program"]
-        self.program = Path(program) if program is not None else DEFAULT_PROGRAM
+        self.l3 = program == L3
+        if self.l3 and self.options["entries"] is not None:
+            raise PlaneError("plane p4: option 'entries': program 'l3' derives its entries "
+                             "from the topology; give no entries file")
+        if self.l3 and self.vlan is not None:
+            raise PlaneError("plane p4: option 'vlan' cannot be combined with program 'l3' "
+                             "(each is its own program with entries from the topology)")
+        default = DEFAULT_PROGRAM if self.vlan is None else VLAN_PROGRAM
+        self.program = L3_PROGRAM if self.l3 else (
+            Path(program) if program is not None else default)
         if not self.program.is_file():
             raise PlaneError(f"plane p4: option 'program': no file {self.program}")
+        self._check_pipeline()
         entries = self.options["entries"]
         self.entries_path = Path(entries) if entries is not None else None
         if self.entries_path is not None and not self.entries_path.is_file():
@@ -112,6 +133,22 @@ class P4Plane(ControlledPlane):
                              f"not {self.options['tx']!r}")
         self.qos = self._qos_spec()
         self._entries_written: int | None = None
+
+    def _vlan_option(self) -> int | None:
+        """The VLAN id of the tagging workload (None: no tagging). Its entries come from
+        the topology, so it takes no entries file."""
+        if self.options["vlan"] is not None and self.options["entries"] is not None:
+            raise PlaneError("plane p4: option 'vlan' derives the entries from the topology; "
+                             "leave out option 'entries'")
+        return tagging.vid_option(self.options["vlan"], self.kind)
+
+    def _check_pipeline(self) -> None:
+        pipeline.check_option(self.options["pipeline"], self.kind)
+        if self.options["pipeline"] == "complex":
+            try:
+                pipeline.check_markers(self.program)
+            except pipeline.PipelineError as exc:
+                raise PlaneError(f"plane p4: option 'pipeline': {exc}") from exc
 
     def _qos_spec(self) -> qos_options.QosSpec | None:
         if self.options["qos"] is None:
@@ -125,13 +162,16 @@ class P4Plane(ControlledPlane):
             raise PlaneError(str(exc)) from exc
 
     def _has_controller(self) -> bool:
-        return self.entries_path is None
+        return self.entries_path is None and not self.l3 and self.vlan is None
 
     def info(self) -> dict[str, str]:
         """The switch's transmit mode; XDP frames skip qdiscs, so shaped ports send through
         the ring whatever the mode (switch/PROTOCOL.md)."""
         return {"forwarding": "dplab-switch (user space, AF_PACKET receive)",
-                "transmit": f"{self.options['tx']} (ring on shaped ports)"}
+                "transmit": f"{self.options['tx']} (ring on shaped ports)",
+                **tagging.info(self.vlan, f"program {self.program.name}, entries from the "
+                                          "topology"),
+                **pipeline.info(self.options["pipeline"])}
 
     # -- start ---------------------------------------------------------------------------
 
@@ -143,7 +183,12 @@ class P4Plane(ControlledPlane):
         self._started = time.monotonic()
         self.dir = net.run_dir / "p4"
         self.dir.mkdir(parents=True, exist_ok=True)
-        compiling = Compilation(self.program, self.dir)  # while the daemons start
+        program = self.program
+        if self.options["pipeline"] == "complex":
+            program = pipeline.p4_program(self.program, self.dir)
+        if self.vlan is not None:  # a static plane from here on, its entries from the topology
+            self.entries_path = self._write_vlan_entries(net)
+        compiling = Compilation(program, self.dir)  # while the daemons start
         try:
             servers = self._start_servers(net)  # its interpreter starts while the switches do
             self._set_host_offloads(net)
@@ -155,6 +200,8 @@ class P4Plane(ControlledPlane):
             compiled = compiling.files()
         finally:
             compiling.cancel()
+        if self.l3:
+            self.entries_path = write_l3_entries(net, self.dir / "l3_entries.yaml")
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
             self._start_controller(net, compiled)
@@ -162,6 +209,29 @@ class P4Plane(ControlledPlane):
             self._install_static(net, compiled, entries)
             if self.qos is not None and self.qos.runs_loop:
                 self._start_qos_loop(net, compiled)
+
+    def _write_vlan_entries(self, net: Network) -> Path:
+        """The tagging workload's entries (p4src/study002/vlan.p4's tables) for every
+        switch of the topology, as an entries file in the run directory."""
+        out: list[dict[str, Any]] = []
+        switches = net.topo.switches()
+        cut = off_tree_links(net.topo.graph.subgraph(switches), switches)
+        for switch, part in tagging.plan(net.topo, net.host_mac, cut).items():
+            out.append({"multicast_group": 1, "replicas": list(part.flood),
+                        "switches": [switch]})
+            for port in part.access:
+                out += [{"table": "access_port", "match": {"standard_metadata.ingress_port": port},
+                         "action": "push_tag", "params": {"vid": self.vlan},
+                         "switches": [switch]},
+                        {"table": "access_egress", "match": {"standard_metadata.egress_port": port},
+                         "action": "pop_tag", "switches": [switch]}]
+            out += [{"table": "vlan_fwd", "match": {"hdr.vlan.vid": self.vlan,
+                                                    "hdr.ethernet.dst_addr": mac},
+                     "action": "forward", "params": {"port": port}, "switches": [switch]}
+                    for mac, port in part.routes.items()]
+        path = self.dir / "vlan_entries.json"
+        path.write_text(json.dumps({"entries": out}, indent=1))
+        return path
 
     def _load_entries(self, net: Network,
                       compiled: dict[str, Path]) -> list[entries_file.Entry]:
@@ -430,3 +500,20 @@ class Compilation:
         if self.process.poll() is None:
             self.process.kill()
             self.process.communicate()
+
+
+def write_l3_entries(net: Network, path: Path) -> Path:
+    """l3_forward.p4's entries for ``net`` (``program: l3``), from planes.l3_routes: per
+    switch and host a /32 route (next-hop MAC, own MAC, port) and ARP by target address."""
+    entries = []
+    for hop in l3_routes.hops(net):
+        entries += [
+            {"table": "ipv4_lpm", "match": {"hdr.ipv4.dst_addr": f"{hop.host_ip}/32"},
+             "action": "set_next_hop", "switches": [hop.switch],
+             "params": {"next_hop_mac": hop.next_mac, "own_mac": hop.own_mac,
+                        "port": hop.port}},
+            {"table": "arp_fwd", "match": {"hdr.arp.target_ip": hop.host_ip},
+             "action": "forward", "params": {"port": hop.port}, "switches": [hop.switch]},
+        ]
+    path.write_text(yaml.safe_dump({"entries": entries}, sort_keys=False))
+    return path

@@ -28,9 +28,12 @@ redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why). Hosts
 in software (transmit checksum offload off on ``eth0``): a veth hands TCP and UDP frames
 over with the checksum left to "hardware" (CHECKSUM_PARTIAL), which an XDP redirect does
 not carry along, so the receiver would get them with a wrong checksum and drop them.
-A redirected frame goes straight into the peer veth, past the output port's qdiscs: the
-switch-to-host and switch-to-switch directions of a shaped link are not shaped under this
-plane (the sending host's side still is).
+A redirected frame goes straight into the peer veth, past the output port's qdisc, where a
+link's rate (TBF), delay and loss (netem) live. So on a switch with such ports the program
+sends frames for them up as skbs with its decision in XDP metadata, and tc_qdisc (the same
+object's tc program, xdp/qdisc.h) redirects them to that port's egress, through its qdisc;
+frames to the other ports keep the XDP redirect. ``info()`` names the ports of each path.
+A user's program gets no such path: its redirects skip the qdisc (``info()`` says so).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ CONTROLLED = (REACTIVE, PROACTIVE)
 USER = "program"  # the mode of a plane running the user's own program
 POLL_S = 0.1
 LOCAL = 0  # a next hop's ifindex for the switch's own addresses: to the stack
+TC_QDISC = "tc_qdisc"  # xdp/qdisc.h: sends what the XDP program passed it through a qdisc
 
 
 class XdpPlane(Plane):
@@ -96,6 +100,7 @@ class XdpPlane(Plane):
         self._final_controller: dict[str, float | None] = {}
         self._final: dict[str, dict[str, int]] = {}
         self.cut_links: set[frozenset[str]] = set()
+        self.qdisc_ports: dict[str, list[str]] = {}  # switch -> ports its qdisc must see
         self._started = 0.0
         self._ready_s: float | None = None
         self._build_dir: tempfile.TemporaryDirectory[str] | None = None
@@ -106,6 +111,7 @@ class XdpPlane(Plane):
                              f"addressing={self.addressing!r}, not {net.addressing!r}")
         self.net = net
         self._started = time.monotonic()
+        self.qdisc_ports = {}
         try:
             self._prepare_stacks(net)
             fabric = net.topo.graph.subgraph(net.topo.switches())
@@ -144,14 +150,19 @@ class XdpPlane(Plane):
             self._load_user(self.user, net, switch, ports).attach(ns, switch_ports)
             return
         obj, program_name = MODES[self.options["mode"]]
-        program = XdpProgram(obj, program_name, map_prefix=f"{net.prefix}{switch}")
+        shaped = [own[name] for name in qdisc_ports(net, switch)]
+        program = XdpProgram(obj, program_name, map_prefix=f"{net.prefix}{switch}",
+                             tc_program=TC_QDISC if shaped else None)
         self.switch_programs[switch] = program
         if self.options["mode"] == "l2":
-            program.set_ports(ns, [own[name] for port, name in net.switch_ports(switch).items()
-                                   if frozenset((switch, net.neighbour(switch, port)))
-                                   not in self.cut_links])
+            flood = [own[name] for port, name in net.switch_ports(switch).items()
+                     if frozenset((switch, net.neighbour(switch, port))) not in self.cut_links]
         else:
-            program.set_ports(ns, switch_ports)
+            flood = switch_ports
+        program.set_ports(ns, flood)
+        if shaped:
+            self.qdisc_ports[switch] = [port.name for port in shaped]
+            program.set_qdisc_ports(shaped, flood)
         if self.options["mode"] == "l3":
             routes = program.map("routes")
             for key, value in static_routes(net, switch, ports):
@@ -228,10 +239,19 @@ class XdpPlane(Plane):
         return {s: program.counters() for s, program in self.switch_programs.items()}
 
     def info(self) -> dict[str, str]:
+        if self.user is not None:
+            return {"forwarding": f"the user's XDP program {self.user.source} in the kernel",
+                    "transmit": "as the program says: an XDP redirect or XDP_TX skips the "
+                                "output port's qdisc (a shaped link is not shaped at the "
+                                "switch's side)"}
         obj, program = MODES[self.options["mode"]]
+        shaped = ", ".join(p for ports in self.qdisc_ports.values() for p in ports)
+        transmit = (f"XDP redirect to ports without shaping; through the port's qdisc "
+                    f"(XDP_PASS, then {TC_QDISC} on tcx ingress redirects to its egress) to "
+                    f"ports with a rate, delay or loss: {shaped}" if shaped else
+                    "XDP redirect (no switch port has a rate, delay or loss to keep)")
         return {"forwarding": f"XDP program {program} (xdp/{obj}.bpf.c) in the kernel",
-                "transmit": "XDP redirect, past the output port's qdisc (a shaped link is "
-                            "not shaped at the switch's side)"}
+                "transmit": transmit}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s; xdp_<counter>: summed over switches; <switch>_<counter>: per switch.
@@ -297,6 +317,19 @@ def _user_program(options: dict[str, Any]) -> UserProgram:
                            Path(options["maps"]) if options["maps"] is not None else None)
     except UserProgramError as exc:
         raise PlaneError(f"plane xdp: {exc}") from exc
+
+
+def qdisc_ports(net: Network, switch: str) -> list[str]:
+    """The ports of ``switch`` whose link has a qdisc to keep: a rate (TBF), delay or loss
+    (netem)."""
+    graph = net.topo.graph
+    return [name for port, name in net.switch_ports(switch).items()
+            if _has_qdisc(graph.edges[switch, net.neighbour(switch, port)])]
+
+
+def _has_qdisc(link: dict[str, Any]) -> bool:
+    return (link.get("bw_mbit") is not None or (link.get("delay_ms") or 0) > 0
+            or (link.get("loss_pct") or 0) > 0)
 
 
 def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interface]]

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from dplab.analysis import Analysis, analyse
 from dplab.analysis.points import AxesAnalysis, analyse_points
-from dplab.report import cpu_idle, fidelity, plane_info
+from dplab.report import cpu_idle, fidelity, plane_info, summary
 from dplab.report.axis_plots import axis_curves
 from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
@@ -44,7 +44,17 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
                       _tables(analysis, axes, fidelity.marked_planes(runs)),
                       _plots(store, analysis, axes, plots_dir), raw, runs, plane_series,
                       fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")),
-                      store.rows("flows"), plane_info.describe(store.rows("plane_info")))
+                      store.rows("flows"), plane_info.describe(store.rows("plane_info")),
+                      _summary(analysis, axes, plots_dir))
+
+
+def _summary(analysis: Analysis, axes: AxesAnalysis | None,
+             plots_dir: Path) -> tuple[list[str], Path | None]:
+    found = summary.findings(analysis, axes)
+    baseline = axes.baseline if axes is not None else analysis.baseline if analysis.planes \
+        else ""
+    return (summary.lines(found, baseline),
+            summary.figure(found, baseline, plots_dir / "summary.png"))
 
 
 def _plots(store: RunStore, analysis: Analysis, axes: AxesAnalysis | None,

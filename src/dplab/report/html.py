@@ -9,8 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from dplab.analysis import Analysis
+from dplab.analysis.metrics import metric_sort_key
 from dplab.report import axis_plots, cpu_idle, fidelity, plane_info, plane_series
-from dplab.report.tables import NOTES, TableData, to_html
+from dplab.report import summary as report_summary
+from dplab.report.plots import TIMESERIES_METRICS
+from dplab.report.tables import NOTES, TableData, metric_label, to_html
 from dplab.spec.model import value_label
 
 STYLE = """
@@ -45,19 +48,23 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                runs: list[dict[str, Any]], series_plots: list[Path] | None = None,
                fidelity_figures: dict[str, str] | None = None,
                flows: list[dict[str, Any]] | None = None,
-               how_planes_ran: dict[str, str] | None = None) -> Path:
+               how_planes_ran: dict[str, str] | None = None,
+               summary: tuple[list[str], Path | None] | None = None) -> Path:
     """Write the report; plots are embedded as base64 so the file stands alone, raw data
     files are linked relative to the report. ``runs``: the store's runs table;
     ``series_plots``: the planes' time series (a section only when there are any);
     ``fidelity_figures``: run_id -> its fidelity figures (``report.fidelity``); ``flows``:
     the store's flows table (its recorded paths, a section only when there are any);
-    ``how_planes_ran``: plane label -> its configuration (``report.plane_info``)."""
+    ``how_planes_ran``: plane label -> its configuration (``report.plane_info``);
+    ``summary``: its lines and figure (report.summary), first after the title and any
+    host-bound warning."""
     spec = experiment.get("spec", {})
     title = f"dplab report: {spec.get('name', path.parent.name)}"
     sections = [
         f"<h1>{_esc(title)}</h1>",
         f"<p>{_esc(spec.get('description', ''))}</p>",
         _host_bound(runs),
+        _summary(summary),
         _metadata(experiment, analysis, runs),
         _how_planes_ran(how_planes_ran or {}),
         "<h2>Comparison tables</h2>",
@@ -66,7 +73,7 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
         f'<p class="note">{_esc(fidelity.NOTE)}</p>' if fidelity.marked_planes(runs) else "",
         "<h2>Plots</h2>",
         f'<p class="note">{_esc(_plots_note(plots))}</p>',
-        "".join(_image(p) for p in plots) or "<p>Nothing to plot.</p>",
+        _plots_by_metric(plots, [row.metric for row in analysis.rows]),
         _plane_series(series_plots or []),
         _flow_paths(flows or [], runs),
         _video_frames(path.parent, analysis, runs),
@@ -82,6 +89,44 @@ def write_html(path: Path, experiment: dict[str, Any], analysis: Analysis,
                 f"</title><style>{STYLE}</style></head><body>{''.join(sections)}</body></html>")
     path.write_text(document, encoding="utf-8")
     return path
+
+
+def _summary(summary: tuple[list[str], Path | None] | None) -> str:
+    if summary is None:
+        return ""
+    lines, figure = summary
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return ("<h2>Summary</h2>" + f'<p class="note">{_esc(report_summary.NOTE)}</p>'
+            + (f"<ul>{items}</ul>" if items else "<p>No plane to compare with the baseline."
+                                                 "</p>")
+            + (_image(figure) if figure else ""))
+
+
+def _plots_by_metric(plots: list[Path], metrics: list[str]) -> str:
+    """The plots under a heading per metric (the table's metric order), the rest last."""
+    if not plots:
+        return "<p>Nothing to plot.</p>"
+    groups: dict[str, list[Path]] = {}
+    for plot in plots:
+        groups.setdefault(_plot_metric(plot.stem, metrics), []).append(plot)
+    order = sorted(groups, key=lambda m: (m == OTHER_PLOTS, metric_sort_key(m)))
+    return "".join(f"<h3>{_esc(metric_label(m) if m != OTHER_PLOTS else m)}</h3>"
+                   + "".join(_image(p) for p in groups[m]) for m in order)
+
+
+OTHER_PLOTS = "other"
+
+
+def _plot_metric(stem: str, metrics: list[str]) -> str:
+    """The metric a plot shows, from its file name (box_<m>, cdf_<m>, axis_<axis>_<m>,
+    <first word of m>_timeseries[_<point>])."""
+    for metric in TIMESERIES_METRICS:  # named by the metric's first word only
+        if stem.startswith(f"{metric.split('_')[0]}_timeseries"):
+            return metric
+    for metric in sorted(set(metrics), key=len, reverse=True):
+        if stem.endswith(metric):
+            return metric
+    return OTHER_PLOTS
 
 
 def _plots_note(plots: list[Path]) -> str:

@@ -96,7 +96,7 @@ def axis_tables(axes: AxesAnalysis, marked: frozenset[str] | set[str] = frozense
 def _point_mean(analysis: Analysis, row: Row, plane: str) -> str:
     if plane not in analysis.planes or row not in analysis.rows:
         return "—"
-    return _mean_cell(row, analysis.result(row, plane))
+    return mean_cell(row, analysis.result(row, plane))
 
 
 def _point_change(analysis: Analysis, row: Row, plane: str, baseline: str) -> str:
@@ -123,7 +123,7 @@ def _table(analysis: Analysis, traffic: str, marked: frozenset[str] | set[str]
     rows = [row for row in analysis.rows if row.traffic == traffic]
     body = [
         [metric_label(row.metric),
-         *(_mean_cell(row, analysis.result(row, p)) + _mark(p, marked)
+         *(mean_cell(row, analysis.result(row, p)) + _mark(p, marked)
            for p in analysis.planes),
          *(change_cell(analysis.comparison(row, p)) for p in others)]
         for row in rows
@@ -144,7 +144,7 @@ def display_value(metric: str, value: float) -> float:
     return value * DISPLAY_UNITS.get(metric, (metric, 1.0))[1]
 
 
-def _mean_cell(row: Row, result: PlaneResult) -> str:
+def mean_cell(row: Row, result: PlaneResult) -> str:
     d = result.description
     if d.mean is None:
         text = "—"

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dplab.qos import options as qos_options
 
-PLANE_KINDS = ("bridge", "router", "ovs", "p4", "xdp", "userspace")
+PLANE_KINDS = ("bridge", "router", "ovs", "p4", "xdp", "userspace", "direct", "loopback")
 # How idle CPUs behave during the runs (substrate.cpu_idle): as the machine has it, or
 # polling (a 0 µs PM QoS wake-up latency request held for the whole experiment).
 CpuIdle = Literal["machine", "poll"]
@@ -49,7 +49,7 @@ class TopologySpec(Strict):
 
 
 class PlaneSpec(Strict):
-    kind: Literal["bridge", "router", "ovs", "p4", "xdp", "userspace"]
+    kind: Literal["bridge", "router", "ovs", "p4", "xdp", "userspace", "direct", "loopback"]
     label: str | None = Field(None, description="column name in the tables")
     # A mapping value for options that group keys (p4's ``qos``, checked below).
     options: dict[str, str | int | float | bool | dict[str, Any]] = Field(default_factory=dict)
@@ -192,6 +192,18 @@ class PpsWorkload(WorkloadBase):
         return self
 
 
+class LatencyWorkload(WorkloadBase):
+    """Timestamped frames of one size at a low rate (dplab.workloads.latency): one-way delay
+    and packet delay variation against the frame size."""
+
+    kind: Literal["latency"]
+    pairs: Pairs = "udp"
+    size: Annotated[int, Field(ge=58, le=9018, description="Ethernet frame bytes, FCS "
+                               "included")] = 64
+    interval_ms: Annotated[float, Field(gt=0, le=1000)] = 10.0
+    duration: Annotated[float, Field(gt=0)] = 5.0
+
+
 class TraceWorkload(WorkloadBase):
     """A recorded packet trace replayed between hosts (dplab.workloads.trace)."""
 
@@ -216,7 +228,7 @@ def _require_one_of(duration: float | None, size: int | None) -> None:
 
 Workload = Annotated[
     IcmpWorkload | TcpWorkload | UdpWorkload | VoipWorkload | VideoWorkload | PpsWorkload
-    | TraceWorkload,
+    | LatencyWorkload | TraceWorkload,
     Field(discriminator="kind"),
 ]
 
@@ -280,6 +292,12 @@ class Experiment(Strict):
         "machine", description="machine: idle CPUs as the machine has them; poll: idle CPUs "
         "poll instead of halting while the experiment runs (fast wake-ups on a VM)",
     )
+    executor: Literal["local", "ray"] = Field(
+        "local", description="local: runs one after another here; ray: one Ray task per run, "
+        "at most one run per node (`dplab run --ray ADDRESS` sets it)")
+    ray_address: str | None = Field(
+        None, description="the Ray cluster's address (executor: ray); default: the cluster "
+        "`ray start` made on this machine, or RAY_ADDRESS")
 
     axes: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][\w.]*$")], Axis] = Field(
         default_factory=dict, description="name -> values (a list) or {of: whose, values}; "
@@ -295,6 +313,13 @@ class Experiment(Strict):
         if isinstance(axes, dict):
             return {k: {"values": v} if isinstance(v, list) else v for k, v in axes.items()}
         return axes
+
+    @model_validator(mode="after")
+    def _ray_address_needs_ray(self) -> Experiment:
+        if self.ray_address is not None and self.executor != "ray":
+            raise ValueError("ray_address is given but executor is 'local'; "
+                             "add 'executor: ray'")
+        return self
 
     @model_validator(mode="after")
     def _phases_cover_workloads(self) -> Experiment:

@@ -26,7 +26,8 @@ from dplab.topology.model import HOST, Topology
 
 ADDRESSINGS = ("l2", "l3")
 HOST_IF = "eth0"
-MTU = 1500
+MTU = 1500  # a link's default; a topology edge's ``mtu`` sets both ends of its veth pair
+MIN_MTU, MAX_MTU = 68, 65535  # IPv4's minimum; veth's maximum
 # Queue of TBF, as the time the queue needs to drain at the link rate.
 TBF_LATENCY_MS = 20
 NO_IPV6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
@@ -47,6 +48,7 @@ class Link:
     bw_mbit: float | None
     delay_ms: float = 0.0
     loss_pct: float = 0.0
+    mtu: int = MTU
 
     @property
     def label(self) -> str:
@@ -57,7 +59,7 @@ class Network:
     """A running emulation of ``topo``; see docs/architecture.md (substrate) for the contract."""
 
     def __init__(self, topo: Topology, prefix: str | None = None, addressing: str = "l2",
-                 shared_switch_ns: bool = False) -> None:
+                 shared_switch_ns: bool = False, shared_host_ns: bool = False) -> None:
         if addressing not in ADDRESSINGS:
             raise SubstrateError(f"addressing must be one of {ADDRESSINGS}, not {addressing!r}")
         if prefix is not None and not registry.PREFIX_RE.match(prefix):
@@ -65,6 +67,7 @@ class Network:
         self.topo = topo
         self.addressing = addressing
         self.shared_switch_ns = shared_switch_ns
+        self.shared_host_ns = shared_host_ns
         self._wanted_prefix = prefix
         self._record: RunRecord | None = None
         self._children: list[subprocess.Popen] = []
@@ -88,7 +91,7 @@ class Network:
         return RECORD_DIR / self.prefix
 
     def host_ns(self, host: str) -> str:
-        return f"{self.prefix}-{host}"
+        return f"{self.prefix}-hosts" if self.shared_host_ns else f"{self.prefix}-{host}"
 
     def switch_ns(self, switch: str) -> str:
         return f"{self.prefix}-sw" if self.shared_switch_ns else f"{self.prefix}-{switch}"
@@ -120,7 +123,8 @@ class Network:
 
     def namespaces(self) -> list[str]:
         switch_ns = {self.switch_ns(s) for s in self.topo.switches()}
-        return [self.host_ns(h) for h in self.topo.hosts()] + sorted(switch_ns)
+        host_ns = dict.fromkeys(self.host_ns(h) for h in self.topo.hosts())
+        return list(host_ns) + sorted(switch_ns)
 
     def _index(self, host: str) -> int:
         i = self.topo.host_index(host)
@@ -134,6 +138,11 @@ class Network:
         return f"{node}-eth{self._ports[(node, nbr)]}"
 
     def _plan_links(self) -> list[Link]:
+        if self.shared_host_ns:
+            if self.topo.graph.number_of_edges():
+                raise SubstrateError("hosts sharing one namespace talk over lo; their "
+                                     "topology must have no links")
+            return []
         for host in self.topo.hosts():
             degree = self.topo.graph.degree(host)
             if degree != 1:
@@ -143,7 +152,7 @@ class Network:
             self._check_link_attrs(u, v, attrs)
             links.append(Link(LinkEnd(u, self._ifname(u, v)), LinkEnd(v, self._ifname(v, u)),
                               attrs.get("bw_mbit"), attrs.get("delay_ms") or 0.0,
-                              attrs.get("loss_pct") or 0.0))
+                              attrs.get("loss_pct") or 0.0, attrs.get("mtu") or MTU))
         return links
 
     def _check_link_attrs(self, u: str, v: str, attrs: dict) -> None:
@@ -153,6 +162,10 @@ class Network:
         for key in ("delay_ms", "loss_pct"):
             if (attrs.get(key) or 0) < 0:
                 raise SubstrateError(f"link {u}–{v}: {key} must be >= 0, not {attrs[key]!r}")
+        mtu = attrs.get("mtu")
+        if mtu is not None and not (isinstance(mtu, int) and MIN_MTU <= mtu <= MAX_MTU):
+            raise SubstrateError(f"link {u}–{v}: mtu must be an integer in {MIN_MTU}..{MAX_MTU} "
+                                 f"(bytes of IP packet), not {mtu!r}")
 
     def _netns_of(self, node: str) -> str:
         if self.topo.graph.nodes[node].get("kind") == HOST:
@@ -252,8 +265,8 @@ class Network:
         ``b`` is brought up later, in its namespace's batch, where it finds ``a`` up."""
         a_ns, b_ns = self._netns_of(link.a.node), self._netns_of(link.b.node)
         a_mac, b_mac = self._mac_opt(link.a.node), self._mac_opt(link.b.node)
-        return (f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {MTU} "
-                f"type veth peer name {link.b.ifname} netns {b_ns}{b_mac} mtu {MTU}")
+        return (f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {link.mtu} "
+                f"type veth peer name {link.b.ifname} netns {b_ns}{b_mac} mtu {link.mtu}")
 
     def _mac_opt(self, node: str) -> str:
         if self.topo.graph.nodes[node].get("kind") == HOST:
@@ -270,12 +283,15 @@ class Network:
                 plan = plans[self._netns_of(end.node)]
                 plan.addrs += self._end_addrs(end, other)
                 if _tbf_only(link):
-                    plan.tbf.append((end.ifname, link.bw_mbit, tbf_burst(link.bw_mbit),
-                                     TBF_LATENCY_MS))
+                    plan.tbf.append((end.ifname, link.bw_mbit,
+                                     tbf_burst(link.bw_mbit, link.mtu), TBF_LATENCY_MS))
                 elif lines := shaping_lines(end.ifname, link):
                     tc_lines.setdefault(self._netns_of(end.node), []).extend(lines)
             plans[self._netns_of(link.b.node)].up.append(link.b.ifname)
-        if self.addressing == "l3":
+        if self.shared_host_ns:  # no links: every host's address on the one lo
+            plans[self.host_ns(self.topo.hosts()[0])].addrs += [
+                ("lo", self.host_ip(h), 32) for h in self.topo.hosts()]
+        elif self.addressing == "l3":
             for host in self.topo.hosts():
                 plans[self.host_ns(host)].routes.append(("0.0.0.0", 0, self.host_gateway(host)))
         return plans, [(["tc", "-n", ns, "-batch", "-"], ls) for ns, ls in tc_lines.items()]
@@ -368,22 +384,23 @@ def shaping_lines(ifname: str, link: Link) -> list[str]:
     """tc batch lines for one end of a link: netem for delay/loss (each direction gets the
     link's delay and loss, as in Mininet) with TBF below it for the rate, or TBF alone."""
     if not (link.delay_ms > 0 or link.loss_pct > 0):
-        return [] if link.bw_mbit is None else [_tbf_line(ifname, link.bw_mbit)]
+        return [] if link.bw_mbit is None else [_tbf_line(ifname, link.bw_mbit, link.mtu)]
     netem = f"qdisc add dev {ifname} root handle 1: netem delay {link.delay_ms}ms"
     netem += f" loss {link.loss_pct}%" if link.loss_pct > 0 else ""
     if link.bw_mbit is None:
         return [netem]
-    return [netem, _tbf_line(ifname, link.bw_mbit).replace(" root ", " parent 1:1 handle 10: ")]
+    tbf = _tbf_line(ifname, link.bw_mbit, link.mtu)
+    return [netem, tbf.replace(" root ", " parent 1:1 handle 10: ")]
 
 
-def _tbf_line(ifname: str, bw_mbit: float) -> str:
-    return (f"qdisc add dev {ifname} root tbf rate {bw_mbit}mbit burst {tbf_burst(bw_mbit)} "
-            f"latency {TBF_LATENCY_MS}ms")
+def _tbf_line(ifname: str, bw_mbit: float, mtu: int) -> str:
+    return (f"qdisc add dev {ifname} root tbf rate {bw_mbit}mbit "
+            f"burst {tbf_burst(bw_mbit, mtu)} latency {TBF_LATENCY_MS}ms")
 
 
-def tbf_burst(bw_mbit: float) -> int:
+def tbf_burst(bw_mbit: float, mtu: int = MTU) -> int:
     """TBF burst of ~1 ms at the rate (at least 10 full frames) so TCP reaches the rate."""
-    return max(int(bw_mbit * 1e6 / 8 / 1000), 10 * (MTU + 14))
+    return max(int(bw_mbit * 1e6 / 8 / 1000), 10 * (mtu + 14))
 
 
 def _tbf_only(link: Link) -> bool:

@@ -38,6 +38,7 @@ class LinkAttrs:
     edge_bw: float | None = EDGE_BW_MBIT
     delay_ms: float = 0.0
     loss_pct: float = 0.0
+    mtu: int | None = None  # IP MTU of both ends of every link; None: the substrate's 1500
 
 
 class _TooBig(Exception):
@@ -72,6 +73,8 @@ class _Builder:
     def _link(self, a: str, b: str, bw: float | None) -> None:
         self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=self.links.delay_ms,
                             loss_pct=self.links.loss_pct)
+        if self.links.mtu is not None:
+            self.graph.edges[a, b]["mtu"] = self.links.mtu
 
     def _next(self, kind: str) -> int:
         """The next number for a node of this kind; stops runaway sizes early."""
@@ -274,7 +277,8 @@ _CATALOG: dict[str, _Shape] = {
 }
 
 NAMES: tuple[str, ...] = tuple(_CATALOG)
-LINK_PARAMS = ("core_bw", "edge_bw", "delay_ms", "loss_pct")
+LINK_PARAMS = ("core_bw", "edge_bw", "delay_ms", "loss_pct", "mtu")
+MTU_RANGE = (68, 65535)  # IPv4's minimum; a veth's maximum
 
 
 def describe(name: str) -> str:
@@ -284,7 +288,8 @@ def describe(name: str) -> str:
 
 def build(name: str, **params: object) -> Topology:
     """The catalog topology ``name`` with its parameters (see ``describe``) and link parameters
-    ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``loss_pct``."""
+    ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``loss_pct``, ``mtu``
+    (bytes, every link; None = 1500)."""
     shape = _shape(name)
     unknown = sorted(set(params) - set(shape.params) - set(LINK_PARAMS))
     if unknown:
@@ -328,7 +333,18 @@ def _link_attrs(name: str, params: dict[str, object]) -> LinkAttrs:
         edge_bw=_bandwidth(name, "edge_bw", params.get("edge_bw", defaults.edge_bw)),
         delay_ms=_number(name, "delay_ms", params.get("delay_ms", 0.0), 0.0, None),
         loss_pct=_number(name, "loss_pct", params.get("loss_pct", 0.0), 0.0, 100.0),
+        mtu=_mtu(name, params.get("mtu")),
     )
+
+
+def _mtu(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    low, high = MTU_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise TopologyError(f"topology {name!r}: mtu must be a whole number of bytes in "
+                            f"{low}..{high}, got {value!r}")
+    return value
 
 
 def _bandwidth(name: str, key: str, value: object) -> float | None:

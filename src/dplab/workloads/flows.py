@@ -17,7 +17,7 @@ from dplab.measure.ping_report import PingParseError
 from dplab.measure.syn_delay import Endpoint, syn_delays_ms
 from dplab.substrate import staging
 from dplab.substrate.network import HOST_IF
-from dplab.workloads import iperf, ping, pps, trace, video, voip
+from dplab.workloads import iperf, latency, ping, pps, trace, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
 from dplab.workloads.measured import Measured, missing, read_output
 from dplab.workloads.waiting import bound_ports
@@ -48,6 +48,7 @@ STREAMS: dict[str, Any] = {
     "voip": voip.VoipFlows,
     "video": video.VideoFlows,
     "pps": pps.PpsFlows,
+    "latency": latency.LatencyFlows,
     "trace": trace.TraceFlows,
 }
 KINDS = (*TOOL_KINDS, *STREAMS)

@@ -32,6 +32,7 @@ from dplab.measure.iperf_report import (
     iperf_complaints,
     parse_iperf,
     parse_tcp_sender,
+    socket_buffer_bytes,
 )
 from dplab.measure.stats import mean
 from dplab.spec.model import TcpWorkload, UdpWorkload
@@ -40,6 +41,7 @@ from dplab.workloads.measured import Measured, positive_number, spec_checked
 TCP_METRICS = (
     "throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms", "connect_ms",
     "retransmits", "tcp_loss_pct", "srtt_ms",
+    "window_asked_bytes", "window_used_bytes", "window_clamped",
 )
 UDP_METRICS = (
     "throughput_bps",
@@ -134,10 +136,30 @@ def measure(params: IperfParams, client_out: str, server_out: str, source: str) 
         sender: SenderReport | None = parse_tcp_sender(client_out, f"{source} sender")
     except IperfParseError:  # what arrived is still measured; the sender's view is missing
         sender = None
-    return Measured(
-        {**_tcp_summary(received, connect_time_ms(client_out)), **_sender_summary(sender)},
-        [{**_common(r), **_sender_row(sender, r)} for r in received.intervals],
-    )
+    summary = {**_tcp_summary(received, connect_time_ms(client_out)), **_sender_summary(sender),
+               **window_metrics(params.window, client_out, server_out)}
+    return Measured(summary,
+                    [{**_common(r), **_sender_row(sender, r)} for r in received.intervals])
+
+
+def window_metrics(asked: int | None, client_out: str, server_out: str
+                   ) -> dict[str, float | None]:
+    """The window the kernel granted beside the one asked for (-w on both ends).
+
+    iperf prints each end's socket buffer, which Linux reports doubled (socket(7)), so half
+    of it is what the kernel granted for the request; the smaller end is the flow's window.
+    An explicit window is capped by net.core.rmem_max/wmem_max, which since Linux 6.10 are
+    one value for the whole machine, read-only inside a namespace: a window above them is
+    clamped, and ``window_clamped`` (1.0) says so. Without -w the kernel's autotuning sizes
+    the window as the flow goes, which iperf cannot see: all three are None."""
+    if asked is None:
+        return dict.fromkeys(("window_asked_bytes", "window_used_bytes", "window_clamped"))
+    ends = [socket_buffer_bytes(text) for text in (client_out, server_out)]
+    granted = [b / 2 for b in ends if b is not None]
+    used = min(granted) if granted else None
+    clamped = None if used is None else float(used < asked)
+    return {"window_asked_bytes": float(asked),
+            "window_used_bytes": used, "window_clamped": clamped}
 
 
 def _sender_summary(sender: SenderReport | None) -> dict[str, float | None]:

@@ -5,6 +5,11 @@
     python -m dplab.workloads.rtp_tool send --dst IP --port P --schedule FILE
     python -m dplab.workloads.rtp_tool recv --port P --out FILE --count N --timeout S
 
+Both take ``--bare``: datagrams without the RTP header (the send stamp first, then padding),
+so the smallest one is 12 bytes and a 64-byte Ethernet frame can carry it (the latency
+workload); the sender then also sets don't-fragment, so a datagram larger than the path MTU
+fails to send (EMSGSIZE, counted in send_errors) instead of leaving as fragments.
+
 The sender paces packets on absolute deadlines (start + i * packet_ms, or start + the
 offsets of a --schedule file: one "offset_ns payload tos" line per packet, tos "-" for the
 default; the trace workload's replay), so a late wake-up never shifts the packets after it.
@@ -41,11 +46,18 @@ PCMU = 0
 SILENCE = 0xFF  # PCMU encoding of a zero sample
 SAMPLES_PER_MS = 8  # G.711 samples at 8 kHz
 RECV_POLL_S = 0.2
+RECV_BUFFER = 65536  # the largest UDP datagram
+# Linux's values (in.h); Python's socket module does not name them.
+IP_MTU_DISCOVER = getattr(socket, "IP_MTU_DISCOVER", 10)
+IP_PMTUDISC_DO = 2  # don't fragment; refuse datagrams beyond the path MTU
 # Linux's value (asm-generic, x86 and arm); Python's socket module only names it from 3.14.
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 
 
-def rtp_packet(index: int, seq0: int, ts0: int, ssrc: int, send_ns: int, payload: int) -> bytes:
+def rtp_packet(index: int, seq0: int, ts0: int, ssrc: int, send_ns: int, payload: int,
+               bare: bool = False) -> bytes:
+    if bare:
+        return STAMP.pack(send_ns, index) + bytes([SILENCE]) * (payload - STAMP.size)
     marker = MARKER if index == 0 else 0  # first packet of a talk spurt
     samples = payload  # one byte per G.711 sample
     header = RTP_HEADER.pack(
@@ -96,12 +108,15 @@ def first_send_ns(now_ns: int, period_ns: int, phase_ns: int | None) -> int:
 
 
 def send(dst: str, port: int, slots: list[Slot], period_ns: int = 0,
-         phase_ms: float | None = None) -> dict:
-    """Send ``slots``; with ``phase_ms`` the start waits for the phase of ``period_ns``."""
+         phase_ms: float | None = None, bare: bool = False) -> dict:
+    """Send ``slots``; with ``phase_ms`` the start waits for the phase of ``period_ns``;
+    ``bare``: without RTP header, don't fragment."""
     phase_ns = None if phase_ms is None else round(phase_ms * 1e6)
     seq0, ts0, ssrc = random.getrandbits(16), random.getrandbits(32), random.getrandbits(32)
     sent, errors, late_max_ns, tos = 0, [], 0, None
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        if bare:
+            sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
         now_mono, start_ns = time.monotonic_ns(), time.time_ns()
         start_mono = first_send_ns(now_mono, period_ns, phase_ns)
         start_ns += start_mono - now_mono  # the wall time of the first send
@@ -114,7 +129,7 @@ def send(dst: str, port: int, slots: list[Slot], period_ns: int = 0,
             if ahead > 0:
                 time.sleep(ahead / 1e9)
             late_max_ns = max(late_max_ns, time.monotonic_ns() - deadline)
-            packet = rtp_packet(index, seq0, ts0, ssrc, time.time_ns(), slot.payload)
+            packet = rtp_packet(index, seq0, ts0, ssrc, time.time_ns(), slot.payload, bare)
             try:
                 sock.sendto(packet, (dst, port))
                 sent += 1
@@ -130,7 +145,7 @@ def send(dst: str, port: int, slots: list[Slot], period_ns: int = 0,
     }
 
 
-def receive(port: int, out: TextIO, count: int, timeout_s: float) -> None:
+def receive(port: int, out: TextIO, count: int, timeout_s: float, bare: bool = False) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         sock.bind(("0.0.0.0", port))
@@ -139,10 +154,11 @@ def receive(port: int, out: TextIO, count: int, timeout_s: float) -> None:
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
             try:
-                data, ancillary, _, _ = sock.recvmsg(2048, socket.CMSG_SPACE(TIMESPEC.size))
+                data, ancillary, _, _ = sock.recvmsg(RECV_BUFFER,
+                                                     socket.CMSG_SPACE(TIMESPEC.size))
             except TimeoutError:
                 continue
-            record = _record(data, ancillary)
+            record = _bare_record(data, ancillary) if bare else _record(data, ancillary)
             if record is None:
                 continue  # not one of our packets
             out.write(" ".join(map(str, record)) + "\n")
@@ -157,6 +173,14 @@ def _record(data: bytes, ancillary: list) -> tuple[int, int, int, int] | None:
     _, _, seq, _, _ = RTP_HEADER.unpack_from(data)
     send_ns, index = STAMP.unpack_from(data, RTP_HEADER.size)
     return index, seq, send_ns, recv_ns
+
+
+def _bare_record(data: bytes, ancillary: list) -> tuple[int, int, int, int] | None:
+    if len(data) < STAMP.size:
+        return None
+    recv_ns = _kernel_timestamp(ancillary) or time.time_ns()
+    send_ns, index = STAMP.unpack_from(data)
+    return index, index, send_ns, recv_ns
 
 
 def _kernel_timestamp(ancillary: list) -> int | None:
@@ -190,6 +214,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     sender.add_argument("--count", type=int)
     receiver.add_argument("--count", type=int, required=True)
     for role in (sender, receiver):
+        role.add_argument("--bare", action="store_true", help="no RTP header")
         role.add_argument("--port", type=int, required=True)
     args = parser.parse_args(argv)
     if args.role == "send" and args.payload < STAMP.size:
@@ -207,12 +232,12 @@ def main(argv: list[str]) -> None:
         else:
             slots = periodic(args.count, args.packet_ms, args.payload, args.tos)
             report = send(args.dst, args.port, slots, round(args.packet_ms * 1e6),
-                          args.phase_ms)
+                          args.phase_ms, args.bare)
         print(json.dumps(report), flush=True)
         return
     _stop_on_sigterm()
     with open(args.out, "w") as out:
-        receive(args.port, out, args.count, args.timeout)
+        receive(args.port, out, args.count, args.timeout, args.bare)
 
 
 if __name__ == "__main__":

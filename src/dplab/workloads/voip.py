@@ -142,13 +142,15 @@ class Stream:
 class VoipFlows(StreamWorkload[Any]):
     """The VoIP flows of one run_flows call: listen, send together, wait, measure.
 
-    The trace workload replays its packets with the same tools: it overrides the class
-    attributes, ``sender_argv`` and ``measure_stream``."""
+    The trace and latency workloads send with the same tools: they override the class
+    attributes (``receiver_args``: extra arguments of the receiver), ``sender_argv`` and
+    ``measure_stream``."""
 
     tag = "voip"  # names the tools' files
     first_port = FIRST_PORT
     metrics = METRICS
     check = staticmethod(validate)
+    receiver_args: tuple[str, ...] = ()
 
     def __init__(self, net: FlowNetwork, flows: Sequence[Flow]) -> None:
         super().__init__(net, flows, self.check)
@@ -163,7 +165,7 @@ class VoipFlows(StreamWorkload[Any]):
                 open(f"{name}-recv.txt", "w+"),  # noqa: SIM115 - closed in _read
                 open(f"{name}-send.txt", "w+"),  # noqa: SIM115 - closed in _read
             )  # fmt: skip
-            argv = _receiver_argv(stream)
+            argv = [*_receiver_argv(stream), *self.receiver_args]
             stream.receiver = self._spawn(flow.dst, argv, stream.receiver_out)
             self.streams.append(stream)
         self._wait_ready()

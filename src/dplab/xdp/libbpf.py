@@ -1,6 +1,6 @@
 """A small typed binding of libbpf's C API (``libbpf.so.1``, Debian's libbpf1 1.1) through
 ctypes: open and load a BPF object file, find its programs and maps, read and write maps,
-attach a program to an interface as XDP and detach it again.
+attach a program to an interface as XDP and detach it again, or as a tc filter.
 
 XDP is attached through a BPF link (``bpf_link_create``), not through netlink's
 ``IFLA_XDP``: the kernel detaches a link's program when its last file descriptor closes, so
@@ -26,8 +26,12 @@ OBJ_NAME_LEN = 15
 BPF_ANY = 0
 BPF_XDP = 37  # enum bpf_attach_type
 XDP_FLAGS_DRV_MODE = 1 << 2
+# enum bpf_attach_type, kernel 6.6 on (tcx: tc's BPF hook through a BPF link); Debian's
+# uapi headers and libbpf 1.1 predate it, the kernel takes the number.
+BPF_TCX_INGRESS = 46
 BPF_TC_INGRESS, BPF_TC_EGRESS = 1, 2
-TC_HANDLE = TC_PRIORITY = 1  # our one cls_bpf filter on a port's ingress
+TC_DIRECTIONS = {"ingress": BPF_TC_INGRESS, "egress": BPF_TC_EGRESS}
+TC_HANDLE = TC_PRIORITY = 1  # our one cls_bpf filter on a port's ingress or egress
 PER_CPU_TYPES = {5, 6, 10, 21}  # PERCPU_HASH, PERCPU_ARRAY, LRU_PERCPU_HASH, PERCPU_CGROUP_STORAGE
 
 
@@ -295,9 +299,12 @@ class XdpLink:
     def __init__(self, program_fd: int, ifindex: int, label: str) -> None:
         self.label = label
         opts = _LinkCreateOpts(sz=ctypes.sizeof(_LinkCreateOpts), flags=XDP_FLAGS_DRV_MODE)
-        self._fd: int | None = _checked(
-            _lib.bpf_link_create(program_fd, ifindex, BPF_XDP, ctypes.byref(opts)),
-            f"attaching XDP (driver mode) to {label}")
+        result = _lib.bpf_link_create(program_fd, ifindex, BPF_XDP, ctypes.byref(opts))
+        if result == -errno.ERANGE:  # veth_xdp_set: the MTU's frames would not fit one page
+            raise LibbpfError(f"attaching XDP (driver mode) to {label}: its MTU is too large "
+                              "for XDP (a veth runs XDP only on frames that fit one page, "
+                              "about 3.5 KB); lower the topology's mtu")
+        self._fd: int | None = _checked(result, f"attaching XDP (driver mode) to {label}")
 
     def detach(self) -> None:
         """Idempotent. An interface already gone (its namespace deleted) took its program
@@ -308,26 +315,52 @@ class XdpLink:
             self._fd = None
 
 
-class TcIngress:
-    """``program_fd`` as a cls_bpf filter (direct action) on the tc ingress hook of interface
-    ``ifindex`` of the calling thread's namespace, until ``detach()`` (called from the same
-    namespace). libbpf 1.1 attaches tc through netlink, not a BPF link: the filter outlives
-    this process until ``detach()`` or its interface's end (the run's namespaces go at
-    cleanup). The clsact qdisc is removed again only when this attachment created it."""
+class TcxLink:
+    """``program_fd`` (a tc program) on the tcx ingress hook of interface ``ifindex`` of the
+    calling thread's namespace, through a BPF link: no clsact qdisc, and, like XdpLink,
+    detached when the link's last fd closes, so nothing stays attached after this process
+    ends, even by SIGKILL. Needs kernel 6.6 or later."""
 
     def __init__(self, program_fd: int, ifindex: int, label: str) -> None:
         self.label = label
+        self._fd: int | None = _checked(
+            _lib.bpf_link_create(program_fd, ifindex, BPF_TCX_INGRESS, None),
+            f"attaching a tc program to tcx ingress of {label} (kernel 6.6 or later)")
+
+    def detach(self) -> None:
+        """Idempotent; an interface already gone took its program with it."""
+        if self._fd is not None:
+            _lib.bpf_link_detach(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+class TcFilter:
+    """``program_fd`` as a cls_bpf filter (direct action) on the tc ``direction`` hook
+    ("ingress" or "egress") of interface ``ifindex`` of the calling thread's namespace, until
+    ``detach()`` (called from the same namespace). libbpf 1.1 attaches tc through netlink,
+    not a BPF link: the filter outlives this process until ``detach()`` or its interface's
+    end (the run's namespaces go at cleanup). The clsact qdisc is removed again only when
+    this attachment created it (and with it the filter of the other direction, if one was
+    added after). ``add_qdisc`` False: the caller's filter of the other direction added the
+    qdisc already (asking libbpf again makes it print the kernel's refusal)."""
+
+    def __init__(self, program_fd: int, ifindex: int, label: str,
+                 direction: str = "ingress", add_qdisc: bool = True) -> None:
+        self.label = label
         self._hook = _TcHook(sz=ctypes.sizeof(_TcHook), ifindex=ifindex,
-                             attach_point=BPF_TC_INGRESS)
-        created = _lib.bpf_tc_hook_create(ctypes.byref(self._hook))
-        if created < 0 and created != -errno.EEXIST:
-            _checked(created, f"adding a clsact qdisc to {label}")
-        self._created_qdisc = created == 0
+                             attach_point=TC_DIRECTIONS[direction])
+        self._created_qdisc = False
+        if add_qdisc:
+            created = _lib.bpf_tc_hook_create(ctypes.byref(self._hook))
+            if created < 0 and created != -errno.EEXIST:
+                _checked(created, f"adding a clsact qdisc to {label}")
+            self._created_qdisc = created == 0
         opts = _TcOpts(sz=ctypes.sizeof(_TcOpts), prog_fd=program_fd, handle=TC_HANDLE,
                        priority=TC_PRIORITY)
         try:
             _checked(_lib.bpf_tc_attach(ctypes.byref(self._hook), ctypes.byref(opts)),
-                     f"attaching a tc ingress program to {label}")
+                     f"attaching a tc {direction} program to {label}")
         except LibbpfError:
             self._remove_qdisc()
             raise

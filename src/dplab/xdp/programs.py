@@ -5,17 +5,20 @@ interfaces of one namespace, its counters read back."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcIngress, XdpLink
+from dplab.xdp.libbpf import BpfMap, BpfObject, LibbpfError, TcFilter, TcxLink, XdpLink
 from dplab.xdp.netns import Interface, inside
 
 BUILD_DIR = Path(__file__).resolve().parents[3] / "xdp" / "build"
-# The slots of every program's `counters` map, in xdp/counters.h's enum counter order.
 XDP_SECTIONS = ("xdp", "xdp.frags")
 TC_SECTIONS = ("tc", "classifier")
-COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn", "controller", "tx")
+# xdp/qdisc.h: the key of `shaped` saying a flood port is shaped; slots of `flood_ports`.
+FLOOD_SHAPED = 0
+MAX_FLOOD = 256  # = MAX_PORTS of xdp/ports.h
+# The slots of every program's `counters` map, in xdp/counters.h's enum counter order.
+COUNTERS = ("rx", "fwd", "flood", "pass", "drop", "learn", "controller", "tx", "qdisc")
 
 
 class ProgramMissing(FileNotFoundError):
@@ -35,22 +38,24 @@ class XdpProgram:
     loaded once, attachable to many interfaces; ``close()`` detaches it everywhere and frees
     its maps."""
 
-    def __init__(self, obj: str | Path, program: str | None, map_prefix: str = "") -> None:
+    def __init__(self, obj: str | Path, program: str | None, map_prefix: str = "",
+                 tc_program: str | None = None) -> None:
         """``program`` None: the object's one XDP program, and its one tc program if it has
-        one (attached beside it on tc ingress: the XDP + tc hybrids)."""
+        one (attached beside it as a cls_bpf filter on tc ingress: the users' XDP + tc
+        hybrids). ``tc_program``: a tc program of the object to attach beside a named XDP
+        program, on tcx ingress through a BPF link (the lab's own programs, xdp/qdisc.h)."""
         path = obj if isinstance(obj, Path) else object_path(obj)
         self.obj = BpfObject(path, map_prefix=map_prefix)
         try:
             self._fd = self.obj.program_fd(program if program is not None
                                            else self._only_program(XDP_SECTIONS, "xdp"))
-            tc = program is None and any(self._sections(TC_SECTIONS))
-            self._tc_fd = (self.obj.program_fd(self._only_program(TC_SECTIONS, "tc"))
-                           if tc else None)
+            self._tcx_fd = self.obj.program_fd(tc_program) if tc_program is not None else None
+            self._tc_fd = self._hybrid_tc_fd() if program is None else None
         except BaseException:
             self.obj.close()
             raise
-        self._links: list[XdpLink] = []
-        self._tc_links: list[tuple[str, TcIngress]] = []
+        self._links: list[XdpLink | TcxLink] = []
+        self._tc_links: list[tuple[str, TcFilter]] = []
 
     def map(self, name: str) -> BpfMap:
         return self.obj.map(name)
@@ -63,14 +68,37 @@ class XdpProgram:
                 index = struct.pack("<I", port.ifindex)
                 devmap.update(index, index)
 
+    def set_qdisc_ports(self, shaped: Iterable[Interface], flood: Sequence[Interface]) -> None:
+        """xdp/qdisc.h's maps: frames to the ``shaped`` ports leave through their qdisc, and
+        so do all floods when one of the ``flood`` ports is shaped."""
+        table, flood_table = self.obj.map("shaped"), self.obj.map("flood_ports")
+        one = struct.pack("<I", 1)
+        shaped_indexes = {port.ifindex for port in shaped}
+        for ifindex in shaped_indexes:
+            table.update(struct.pack("<I", ifindex), one)
+        if shaped_indexes & {port.ifindex for port in flood}:
+            table.update(struct.pack("<I", FLOOD_SHAPED), one)
+        if len(flood) > MAX_FLOOD:
+            raise LibbpfError(f"{self.obj.path}: {len(flood)} flood ports, "
+                              f"flood_ports holds {MAX_FLOOD}")
+        for slot, port in enumerate(flood):
+            flood_table.update(struct.pack("<I", slot), struct.pack("<I", port.ifindex))
+
     def attach(self, ns: str, interfaces: Iterable[Interface]) -> None:
         with inside(ns):
             for interface in interfaces:
                 label = f"{interface.name} in {ns}"
                 self._links.append(XdpLink(self._fd, interface.ifindex, label))
+                if self._tcx_fd is not None:
+                    self._links.append(TcxLink(self._tcx_fd, interface.ifindex, label))
                 if self._tc_fd is not None:
-                    self._tc_links.append((ns, TcIngress(self._tc_fd, interface.ifindex,
+                    self._tc_links.append((ns, TcFilter(self._tc_fd, interface.ifindex,
                                                          label)))
+
+    def _hybrid_tc_fd(self) -> int | None:
+        if not self._sections(TC_SECTIONS):
+            return None
+        return self.obj.program_fd(self._only_program(TC_SECTIONS, "tc"))
 
     def _sections(self, kinds: tuple[str, ...]) -> list[str]:
         return [name for name, section in self.obj.programs().items()

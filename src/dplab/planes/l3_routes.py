@@ -1,0 +1,53 @@
+"""Static IPv4 routes for any topology, as the routing workload's OVS and P4 planes install
+them: every switch is a router hop that rewrites the Ethernet addresses (its own MAC as
+source, the next hop's as destination) and decrements the TTL.
+
+Hosts keep the substrate's l2 addressing (one /8), so they resolve each other directly:
+ARP is forwarded hop by hop by its target address, along the same path as IP, and the
+routers answer no ARP. Each destination host's routes form one shortest-path tree rooted
+at it (the router plane's next hops), so consecutive switches always agree, loops or not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dplab.planes.router import next_hops
+
+if TYPE_CHECKING:
+    from dplab.substrate.network import Network
+
+
+@dataclass(frozen=True)
+class Hop:
+    """On ``switch``, IPv4 (and ARP asking for) ``host_ip`` leaves by ``port`` with
+    Ethernet source ``own_mac`` and destination ``next_mac``."""
+
+    switch: str
+    host_ip: str
+    port: int
+    own_mac: str
+    next_mac: str
+
+
+def router_mac(net: Network, switch: str) -> str:
+    """02:00:00:fe:HH:LL from the switch's place in the topology (hosts' MACs are
+    02:00:00:00:HH:LL, so the two never collide)."""
+    n = net.topo.switches().index(switch) + 1
+    return f"02:00:00:fe:{n // 256:02x}:{n % 256:02x}"
+
+
+def hops(net: Network) -> list[Hop]:
+    """One Hop per (switch, host) the switch can reach: the router plane's next hops
+    (``router.next_hops``) towards remote hosts, and the port of each host on its own
+    switch."""
+    ports = net.topo.port_numbers()
+    out = [Hop(switch, net.host_ip(host), ports[(switch, nearer)], router_mac(net, switch),
+               router_mac(net, nearer))
+           for switch, remote in next_hops(net).items() for host, nearer in remote]
+    for host in net.topo.hosts():
+        switch = next(iter(net.topo.graph.neighbors(host)))
+        out.append(Hop(switch, net.host_ip(host), ports[(switch, host)],
+                       router_mac(net, switch), net.host_mac(host)))
+    return out
