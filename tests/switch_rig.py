@@ -4,7 +4,8 @@ The switch namespace `dls<3 hex>-sw` holds the switch ports `dls<hex>-pN`; their
 `dls<hex>-hN` sit in `dls<hex>-h`, where raw AF_PACKET sockets send and capture frames.
 `tx` picks how the switch transmits (`ring` or `xdp`, switch/PROTOCOL.md); with `xdp` the
 peers get GRO on (veth takes XDP frames only into a peer that runs NAPI), unless
-`peer_gro=False`; `xdp_min_call` sets the switch's `--xdp-min-call` (None: its default).
+`peer_gro=False`; `xdp_min_call` sets the switch's `--xdp-min-call` (None: its default);
+`first_port` numbers the ports from 0 or 1 (the default).
 Everything is removed on exit, also when the test fails. Used by tests/test_switch_packets.py
 and benchmarks/switch_rate.py.
 """
@@ -178,6 +179,7 @@ class Rig:
         peer_gro: bool | None = None,
         xdp_min_call: int | None = None,
         switch_bin: Path = SWITCH_BIN,
+        first_port: int = 1,
     ) -> None:
         # A run prefix and record of the lab's own (substrate/registry.py): what a rig of a
         # killed test run leaves behind, the next rig or lab run reclaims.
@@ -187,6 +189,8 @@ class Rig:
         self.sw_ns = f"{self.prefix}-sw"
         self.host_ns = f"{self.prefix}-h"
         self.n_ports = n_ports
+        # The switch's port numbers: 0 too where a program expects BMv2's port 0.
+        self.port_numbers = range(first_port, first_port + n_ports)
         self.cpu_port = cpu_port
         self.core = core
         # Capture sockets see every frame on the host side; benchmarks leave them out
@@ -243,7 +247,7 @@ class Rig:
                 check=True,
             )
         mtu = ["mtu", str(self.mtu)] if self.mtu else []
-        for p in range(1, self.n_ports + 1):
+        for p in self.port_numbers:
             _ip("link", "add", self.switch_if(p), "netns", self.sw_ns, *mtu, "type", "veth",
                 "peer", "name", self.host_if(p), "netns", self.host_ns, *mtu)
             _ip("-n", self.sw_ns, "link", "set", self.switch_if(p), "up")
@@ -255,7 +259,7 @@ class Rig:
         if not self.capture_enabled:
             return
         with in_netns(self.host_ns):
-            for p in range(1, self.n_ports + 1):
+            for p in self.port_numbers:
                 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
                 s.bind((self.host_if(p), 0))
                 # A frame the switch sent through XDP arrives in a socket buffer the size of
@@ -283,7 +287,7 @@ class Rig:
             argv += ["--tx", self.tx]
         if self.xdp_min_call is not None:
             argv += ["--xdp-min-call", str(self.xdp_min_call)]
-        for p in range(1, self.n_ports + 1):
+        for p in self.port_numbers:
             argv += ["--port", f"{p}={self.switch_if(p)}"]
         if self.core is not None:
             argv += ["--core", str(self.core)]

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::meters::{ColourCounts, MeterCell, MeterConfig};
@@ -185,6 +186,95 @@ fn table_error(e: TableError) -> Failure {
     }
 }
 
+/// A request (switch/PROTOCOL.md), decoded by its `cmd`; other keys (its `id`) are left
+/// for the caller. A command with fields carries them as the request object (`Fields`):
+/// decoding them into their typed struct ([`typed`]) apart from the tag keeps the path of a
+/// bad field in the error (an internally tagged enum buffers its content and loses it).
+/// The commands of the pipeline's objects (tables, profiles, counters, meters, registers,
+/// multicast, value sets, clone sessions) have no struct yet: their handlers read `Fields`.
+#[derive(Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+enum Request {
+    Ping,
+    Batch(Fields),
+    Hold,
+    Release,
+    Subscribe,
+    LoadPipeline(Fields),
+    GetPipeline,
+    Stats,
+    PortStatus,
+    PacketOut(Fields),
+    TableAdd(Fields),
+    TableModify(Fields),
+    TableDelete(Fields),
+    TableSetDefault(Fields),
+    TableResetDefault(Fields),
+    TableRead(Fields),
+    TableClear(Fields),
+    TableEntryCounterWrite(Fields),
+    TableEntryMeterSet(Fields),
+    ProfileMemberAdd(Fields),
+    ProfileMemberModify(Fields),
+    ProfileMemberDelete(Fields),
+    ProfileMemberRead(Fields),
+    ProfileGroupAdd(Fields),
+    ProfileGroupModify(Fields),
+    ProfileGroupDelete(Fields),
+    ProfileGroupRead(Fields),
+    CounterRead(Fields),
+    CounterWrite(Fields),
+    MeterSet(Fields),
+    MeterRead(Fields),
+    RegisterRead(Fields),
+    RegisterWrite(Fields),
+    McastGroupSet(Fields),
+    McastGroupDelete(Fields),
+    McastGroupRead(Fields),
+    ValueSetWrite(Fields),
+    ValueSetRead(Fields),
+    CloneSessionSet(Fields),
+    CloneSessionDelete(Fields),
+    CloneSessionRead(Fields),
+    /// Any other `cmd`: answered UNIMPLEMENTED, naming it.
+    #[serde(other)]
+    Unknown,
+}
+
+/// A request's fields, for the handlers that read them from the object.
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Fields(Value);
+
+/// A command's fields decoded into `T`; an error names the command and the field.
+fn typed<T: serde::de::DeserializeOwned>(cmd: &str, fields: &Value) -> Result<T, Failure> {
+    serde_path_to_error::deserialize(fields)
+        .map_err(|e| invalid(format!("{cmd}: {}: {}", e.path(), e.inner())))
+}
+
+/// `batch`: requests without `id`, each run as if sent on its own.
+#[derive(Deserialize)]
+struct Batch {
+    requests: Vec<Value>,
+    #[serde(default)]
+    stop_on_error: bool,
+}
+
+/// `load_pipeline`: the IR itself or a file the switch reads it from.
+#[derive(Deserialize)]
+struct LoadPipeline {
+    ir: Option<Value>,
+    ir_path: Option<String>,
+    tag: Option<String>,
+}
+
+/// `packet_out`: a payload (hex) and, for a program with a packet-out header, its fields.
+#[derive(Deserialize)]
+struct PacketOut {
+    payload: String,
+    metadata: Option<Vec<Value>>,
+}
+
 /// How long a client may hold the runtime without sending its next request: a server that
 /// hangs mid-batch must not stop the data plane for longer.
 const HOLD_LIMIT: Duration = Duration::from_secs(2);
@@ -265,60 +355,81 @@ impl<'a> Handler<'a> {
             .get("cmd")
             .and_then(Value::as_str)
             .ok_or_else(|| invalid("missing \"cmd\""))?;
-        match cmd {
-            "ping" => Ok(json!("pong")),
-            "batch" => self.batch(req, client),
-            "hold" => self.hold(),
-            "release" => self.release(),
-            "subscribe" => {
+        let request = Request::deserialize(req).map_err(|e| invalid(format!("{cmd}: {e}")))?;
+        match request {
+            Request::Ping => Ok(json!("pong")),
+            Request::Batch(Fields(req)) => self.batch(typed(cmd, &req)?, client),
+            Request::Hold => self.hold(),
+            Request::Release => self.release(),
+            Request::Subscribe => {
                 client.subscribed.store(true, Ordering::Relaxed);
                 Ok(Value::Null)
             }
-            "load_pipeline" => self.load_pipeline(req),
-            "get_pipeline" => {
+            Request::LoadPipeline(Fields(req)) => self.load_pipeline(typed(cmd, &req)?),
+            Request::GetPipeline => {
                 self.with_runtime(|rt| Ok(json!({"program": rt.prog.name, "tag": rt.tag})))
             }
-            "stats" => Ok(self.stats()),
-            "port_status" => Ok(self.port_status()),
-            "packet_out" => self.packet_out(req),
-            "table_add" | "table_modify" | "table_delete" => {
-                self.with_runtime(|rt| table_write(rt, req, cmd, self.now()))
+            Request::Stats => Ok(self.stats()),
+            Request::PortStatus => Ok(self.port_status()),
+            Request::PacketOut(Fields(req)) => self.packet_out(typed(cmd, &req)?),
+            Request::TableAdd(Fields(req))
+            | Request::TableModify(Fields(req))
+            | Request::TableDelete(Fields(req)) => {
+                self.with_runtime(|rt| table_write(rt, &req, cmd, self.now()))
             }
-            "table_set_default" | "table_reset_default" => {
-                self.with_runtime(|rt| table_default(rt, req, cmd))
+            Request::TableSetDefault(Fields(req)) | Request::TableResetDefault(Fields(req)) => {
+                self.with_runtime(|rt| table_default(rt, &req, cmd))
             }
-            "table_read" => {
+            Request::TableRead(Fields(req)) => {
                 let counters = &self.shared.counters;
-                self.with_runtime(|rt| table_read(rt, req, self.now(), counters))
+                self.with_runtime(|rt| table_read(rt, &req, self.now(), counters))
             }
-            "profile_member_add" | "profile_member_modify" | "profile_member_delete" => {
-                self.with_runtime(|rt| member_write(rt, req, cmd))
+            Request::ProfileMemberAdd(Fields(req))
+            | Request::ProfileMemberModify(Fields(req))
+            | Request::ProfileMemberDelete(Fields(req)) => {
+                self.with_runtime(|rt| member_write(rt, &req, cmd))
             }
-            "profile_group_add" | "profile_group_modify" | "profile_group_delete" => {
-                self.with_runtime(|rt| group_write(rt, req, cmd, &self.shared.ports))
+            Request::ProfileGroupAdd(Fields(req))
+            | Request::ProfileGroupModify(Fields(req))
+            | Request::ProfileGroupDelete(Fields(req)) => {
+                self.with_runtime(|rt| group_write(rt, &req, cmd, &self.shared.ports))
             }
-            "profile_member_read" | "profile_group_read" => {
-                self.with_runtime(|rt| profile_read(rt, req, cmd))
+            Request::ProfileMemberRead(Fields(req)) | Request::ProfileGroupRead(Fields(req)) => {
+                self.with_runtime(|rt| profile_read(rt, &req, cmd))
             }
-            "table_clear" => self.with_runtime(|rt| table_clear(rt, req)),
-            "table_entry_counter_write" => self.with_runtime(|rt| entry_counter_write(rt, req)),
-            "table_entry_meter_set" => self.with_runtime(|rt| entry_meter_set(rt, req, self.now())),
-            "counter_read" | "counter_write" => self.with_runtime(|rt| counter_op(rt, req, cmd)),
-            "meter_set" | "meter_read" => {
-                self.with_runtime(|rt| meter_op(rt, req, cmd, self.now()))
+            Request::TableClear(Fields(req)) => self.with_runtime(|rt| table_clear(rt, &req)),
+            Request::TableEntryCounterWrite(Fields(req)) => {
+                self.with_runtime(|rt| entry_counter_write(rt, &req))
             }
-            "register_read" | "register_write" => self.with_runtime(|rt| register_op(rt, req, cmd)),
-            "mcast_group_set" | "mcast_group_delete" | "mcast_group_read" => {
-                self.with_runtime(|rt| mcast_op(rt, req, cmd))
+            Request::TableEntryMeterSet(Fields(req)) => {
+                self.with_runtime(|rt| entry_meter_set(rt, &req, self.now()))
             }
-            "value_set_write" => self.with_runtime(|rt| value_set_write(rt, req)),
-            "value_set_read" => self.with_runtime(|rt| value_set_read(rt, req)),
-            "clone_session_set" | "clone_session_delete" | "clone_session_read" => {
-                self.with_runtime(|rt| clone_op(rt, req, cmd))
+            Request::CounterRead(Fields(req)) | Request::CounterWrite(Fields(req)) => {
+                self.with_runtime(|rt| counter_op(rt, &req, cmd))
             }
-            other => Err(Failure {
+            Request::MeterSet(Fields(req)) | Request::MeterRead(Fields(req)) => {
+                self.with_runtime(|rt| meter_op(rt, &req, cmd, self.now()))
+            }
+            Request::RegisterRead(Fields(req)) | Request::RegisterWrite(Fields(req)) => {
+                self.with_runtime(|rt| register_op(rt, &req, cmd))
+            }
+            Request::McastGroupSet(Fields(req))
+            | Request::McastGroupDelete(Fields(req))
+            | Request::McastGroupRead(Fields(req)) => {
+                self.with_runtime(|rt| mcast_op(rt, &req, cmd))
+            }
+            Request::ValueSetWrite(Fields(req)) => {
+                self.with_runtime(|rt| value_set_write(rt, &req))
+            }
+            Request::ValueSetRead(Fields(req)) => self.with_runtime(|rt| value_set_read(rt, &req)),
+            Request::CloneSessionSet(Fields(req))
+            | Request::CloneSessionDelete(Fields(req))
+            | Request::CloneSessionRead(Fields(req)) => {
+                self.with_runtime(|rt| clone_op(rt, &req, cmd))
+            }
+            Request::Unknown => Err(Failure {
                 code: "UNIMPLEMENTED",
-                message: format!("unknown cmd {other:?}"),
+                message: format!("unknown cmd {cmd:?}"),
             }),
         }
     }
@@ -331,35 +442,27 @@ impl<'a> Handler<'a> {
     /// holds the runtime for those after it), and answers them all in one reply: one
     /// answer per request run. With `stop_on_error` the first failure ends the batch (the
     /// rest are not run, so a `release` after it is not either).
-    fn batch(&self, req: &Value, client: &Client) -> Reply {
-        let requests = req
-            .get("requests")
-            .and_then(Value::as_array)
-            .ok_or_else(|| invalid("batch needs \"requests\" (a list of requests)"))?;
-        let stop_on_error = req
-            .get("stop_on_error")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let mut answers = Vec::with_capacity(requests.len());
-        for sub in requests {
+    fn batch(&self, batch: Batch, client: &Client) -> Reply {
+        let mut answers = Vec::with_capacity(batch.requests.len());
+        for sub in &batch.requests {
             let reply = match sub.get("cmd").and_then(Value::as_str) {
                 Some("batch") => Err(invalid("a batch cannot contain a batch")),
                 _ => self.handle(sub, client),
             };
             let failed = reply.is_err();
             answers.push(answer_json(None, reply));
-            if failed && stop_on_error {
+            if failed && batch.stop_on_error {
                 break;
             }
         }
         Ok(Value::Array(answers))
     }
 
-    fn load_pipeline(&self, req: &Value) -> Reply {
-        let ir = match (req.get("ir"), req.get("ir_path").and_then(Value::as_str)) {
-            (Some(ir), _) => ir.clone(),
+    fn load_pipeline(&self, load: LoadPipeline) -> Reply {
+        let ir = match (load.ir, load.ir_path) {
+            (Some(ir), _) => ir,
             (None, Some(path)) => {
-                let text = std::fs::read_to_string(path)
+                let text = std::fs::read_to_string(&path)
                     .map_err(|e| invalid(format!("cannot read IR file {path}: {e}")))?;
                 serde_json::from_str(&text)
                     .map_err(|e| invalid(format!("{path}: not JSON: {e}")))?
@@ -374,20 +477,16 @@ impl<'a> Handler<'a> {
         let name = prog.name.clone();
         let mut rt =
             Runtime::new(Arc::new(prog)).map_err(|e| invalid(format!("IR rejected: {e}")))?;
-        rt.tag = req.get("tag").and_then(Value::as_str).map(str::to_owned);
+        rt.tag = load.tag;
         self.with_guard(|slot| *slot = Some(rt));
         self.shared.generation.fetch_add(1, Ordering::AcqRel);
         signal(self.shared.wake_dataplane);
         Ok(json!({"program": name}))
     }
 
-    fn packet_out(&self, req: &Value) -> Reply {
-        let payload = req
-            .get("payload")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid("missing \"payload\" (hex)"))?;
-        let payload = parse_hex_bytes(payload, "payload")?;
-        let bytes = match req.get("metadata").and_then(Value::as_array) {
+    fn packet_out(&self, out: PacketOut) -> Reply {
+        let payload = parse_hex_bytes(&out.payload, "payload")?;
+        let bytes = match &out.metadata {
             None => payload,
             Some(meta) => {
                 let mut bytes = self.with_guard(|slot| match slot.as_ref() {
@@ -439,6 +538,7 @@ impl<'a> Handler<'a> {
             .iter()
             .zip(&s.port_counters)
             .map(|((n, name), c)| {
+                c.count_ring_drops();
                 json!({"port": n, "name": name, "rx_packets": get(&c.rx_packets), "rx_bytes": get(&c.rx_bytes),
                        "tx_packets": get(&c.tx_packets), "tx_bytes": get(&c.tx_bytes), "drops": get(&c.drops),
                        "drop_reasons": c.drop_reasons(), "xdp": c.xdp_stats()})
@@ -1544,5 +1644,51 @@ pub fn serve(shared: Arc<Shared>, listener: UnixListener, stop: Arc<AtomicBool>)
             .push(client.clone());
         let shared = shared.clone();
         std::thread::spawn(move || serve_client(shared, stream, client));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(req: Value) -> Result<Request, String> {
+        Request::deserialize(&req).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn requests_decode_by_cmd_and_ignore_their_id() {
+        assert!(matches!(
+            decode(json!({"id": 7, "cmd": "ping"})),
+            Ok(Request::Ping)
+        ));
+        assert!(matches!(
+            decode(json!({"cmd": "no_such_thing"})),
+            Ok(Request::Unknown)
+        ));
+        let req = json!({"cmd": "batch", "requests": [{"cmd": "ping"}]});
+        let Ok(Request::Batch(Fields(f))) = decode(req) else {
+            panic!("batch not decoded")
+        };
+        let b: Batch = typed("batch", &f).ok().unwrap();
+        assert_eq!((b.requests.len(), b.stop_on_error), (1, false));
+        let Ok(Request::TableAdd(Fields(f))) = decode(json!({"cmd": "table_add", "table": 1}))
+        else {
+            panic!("table_add not decoded")
+        };
+        assert_eq!(f["table"], 1);
+    }
+
+    #[test]
+    fn a_bad_field_is_named() {
+        let message = |fields: Value| typed::<Batch>("batch", &fields).err().unwrap().message;
+        let e = message(json!({"requests": 3}));
+        assert!(e.starts_with("batch: requests: invalid type"), "{e}");
+        let e = message(json!({"requests": [], "stop_on_error": "yes"}));
+        assert!(e.starts_with("batch: stop_on_error: invalid type"), "{e}");
+        let e = typed::<PacketOut>("packet_out", &json!({}))
+            .err()
+            .unwrap()
+            .message;
+        assert!(e.contains("missing field `payload`"), "{e}");
     }
 }

@@ -79,8 +79,10 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 let num: u32 = num
                     .parse()
                     .map_err(|_| format!("--port {value}: {num:?} is not a port number"))?;
-                if num == 0 || num >= 511 {
-                    return Err(format!("--port {value}: port numbers are 1..510"));
+                // 511 is v1model's drop port; 0 is a data port as in BMv2, where programs
+                // (p4c's tests among them) expect packets on `ingress_port == 0`.
+                if num >= 511 {
+                    return Err(format!("--port {value}: port numbers are 0..510"));
                 }
                 if opts.ports.iter().any(|(n, _)| *n == num) {
                     return Err(format!("--port {value}: port {num} given twice"));
@@ -168,7 +170,18 @@ fn main() {
             XdpTx::open(&bpf::holder_name(first), opts.xdp_min_call)
                 .unwrap_or_else(|e| fail(&format!("--tx xdp: {e}")))
         });
-    let shared = Arc::new(shared::Shared::new(opts.ports.clone(), opts.cpu_port));
+    let rx_rings = ports
+        .iter()
+        .map(|p| {
+            p.ring_drops()
+                .unwrap_or_else(|e| fail(&format!("port {}: {e}", p.name)))
+        })
+        .collect();
+    let shared = Arc::new(shared::Shared::new(
+        opts.ports.clone(),
+        rx_rings,
+        opts.cpu_port,
+    ));
     if let Some(path) = &opts.pipeline {
         let text = std::fs::read_to_string(path)
             .unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));

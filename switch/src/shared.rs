@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use crate::pipeline::{Event, Runtime};
 use crate::program::Program;
-pub use pktio::phy::PortDrop;
+pub use pktio::phy::{PortDrop, RingDrops};
 use pktio::sys;
 
 #[derive(Default)]
@@ -32,6 +32,9 @@ pub struct PortCounters {
     pub drops: AtomicU64,
     /// `drops` by reason, indexed by [`PortDrop`].
     drop_reasons: [AtomicU64; PortDrop::ALL.len()],
+    /// The kernel's count of packets its receive ring had no room for; read (and so reset)
+    /// only by [`PortCounters::count_ring_drops`], which adds it to `drops`.
+    rx_ring: Option<RingDrops>,
 }
 
 impl PortCounters {
@@ -48,6 +51,18 @@ impl PortCounters {
         if n > 0 {
             add(&self.drops, n);
             add(&self.drop_reasons[why as usize], n);
+        }
+    }
+
+    /// Adds the packets the kernel dropped at the port's full receive ring since the last
+    /// call to `drops` (`rx_ring`). Called when `stats` is asked, not by the data plane:
+    /// the count lives in the kernel until read, so reading it costs the data path nothing.
+    pub fn count_ring_drops(&self) {
+        if let Some(ring) = &self.rx_ring {
+            // Unreadable (it never is for a live packet socket): counted at the next read.
+            if let Ok(n) = ring.take() {
+                self.drop(PortDrop::RxRing, n);
+            }
         }
     }
 
@@ -149,8 +164,15 @@ pub fn drain(fd: i32) {
 }
 
 impl Shared {
-    pub fn new(ports: Vec<(u32, String)>, cpu_port: u32) -> Shared {
-        let port_counters = ports.iter().map(|_| PortCounters::default()).collect();
+    /// `rx_rings`: each port's receive-ring drops, in the order of `ports`.
+    pub fn new(ports: Vec<(u32, String)>, rx_rings: Vec<RingDrops>, cpu_port: u32) -> Shared {
+        let port_counters = rx_rings
+            .into_iter()
+            .map(|ring| PortCounters {
+                rx_ring: Some(ring),
+                ..PortCounters::default()
+            })
+            .collect();
         Shared {
             ports,
             cpu_port,

@@ -55,6 +55,30 @@ pub fn setsockopt<T: Copy>(fd: RawFd, level: i32, opt: i32, value: &T) -> io::Re
     }
 }
 
+/// The counts of packet socket `fd` (PACKET_STATISTICS): packets received and dropped
+/// since the last read, which the kernel resets on every read.
+pub fn packet_statistics(fd: RawFd) -> io::Result<libc::tpacket_stats> {
+    // SAFETY: tpacket_stats is two plain integers; all zeroes is a valid value.
+    let mut stats: libc::tpacket_stats = unsafe { zeroed() };
+    let mut len = size_of::<libc::tpacket_stats>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `stats`, a live value of that size,
+    // and stores the length it wrote in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            &mut stats as *mut libc::tpacket_stats as *mut _,
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(stats)
+    } else {
+        Err(last_error())
+    }
+}
+
 /// Binds packet socket `fd` to interface `ifindex`, receiving `protocol` (an ETH_P_*
 /// number; 0: nothing).
 pub fn bind_packet(fd: RawFd, ifindex: i32, protocol: u16) -> io::Result<()> {

@@ -8,4 +8,4 @@ pub mod ring;
 pub mod txring;
 pub mod xdp;
 
-pub use port::{Port, PortDrop};
+pub use port::{Port, PortDrop, RingDrops};

@@ -104,15 +104,20 @@ pub enum PortDrop {
     /// To send, but the kernel did not take it: the device's queue stayed full for the
     /// round, or another send error.
     Refused,
+    /// Never received: the kernel found the receive ring full (the switch's thread did not
+    /// drain it in time) and dropped the packet, counted by the socket's PACKET_STATISTICS
+    /// `tp_drops` ([`RingDrops`]).
+    RxRing,
 }
 
 impl PortDrop {
-    pub const ALL: [PortDrop; 5] = [
+    pub const ALL: [PortDrop; 6] = [
         PortDrop::Truncated,
         PortDrop::BadOffload,
         PortDrop::Unsegmentable,
         PortDrop::TooLong,
         PortDrop::Refused,
+        PortDrop::RxRing,
     ];
 
     /// The reason's key in `stats`.
@@ -123,7 +128,25 @@ impl PortDrop {
             PortDrop::Unsegmentable => "unsegmentable",
             PortDrop::TooLong => "too_long",
             PortDrop::Refused => "refused",
+            PortDrop::RxRing => "rx_ring",
         }
+    }
+}
+
+/// Reads the packets the kernel dropped for a port because its receive ring was full.
+/// It holds a descriptor of its own for the port's receive socket, so a thread other than
+/// the one that owns the [`Port`] (the switch's `stats`) reads it without stopping the data
+/// plane; the socket stays open while either is alive.
+pub struct RingDrops {
+    fd: OwnedFd,
+}
+
+impl RingDrops {
+    /// Packets dropped since the last call (as the kernel handed them: a super-packet
+    /// counts once). PACKET_STATISTICS resets its counts on every read, so the caller
+    /// accumulates, and no other reader may share the socket.
+    pub fn take(&self) -> io::Result<u64> {
+        Ok(sys::packet_statistics(self.fd.as_raw_fd())?.tp_drops.into())
     }
 }
 
@@ -317,6 +340,13 @@ impl Port {
 
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// The reader of this port's receive-ring drops (see [`RingDrops`]).
+    pub fn ring_drops(&self) -> io::Result<RingDrops> {
+        Ok(RingDrops {
+            fd: self.fd.try_clone()?,
+        })
     }
 
     /// Next filled frame of the receive ring, if any.
