@@ -1,10 +1,10 @@
 //! Which core the data-plane thread runs on: away from a task that keeps taking it.
 //!
-//! On these VMs the scheduler wakes a task on the core it last ran on even while that core
+//! The scheduler may wake a task on the core it last ran on even while that core
 //! is busy and the other one idles. A paced sender whose timer fires on the switch's core
 //! therefore runs there just when its packet is due; the switch, spinning for that packet,
 //! gets its core back only when the sender has gone to sleep again, and picks the packet up
-//! about 15 µs late instead of 4 (measured with a traced switch, session 6). The sender's
+//! several times later than otherwise (docs/benchmarks.md). The sender's
 //! wake-ups stay on their core, so the thread moves instead: after two expected packets in a
 //! row found it crowded out, it goes to the next core it is allowed on. It is not pinned
 //! there: its affinity is restored at once, so the kernel's balancing still applies.

@@ -2,9 +2,9 @@
 //!
 //! A packet that comes after an idle spell finds the kernel's transmit path cold on the
 //! switch's core: the packet socket, skb allocation, the device queue and the receive
-//! softirq the send runs in. On these VMs that path took ~9 µs from the switch's `send()`
-//! to the receiver's kernel stamp for a lone packet, against ~5 µs right after another send
-//! (traced per packet, session 7). The pipeline is rehearsed for the same reason
+//! softirq the send runs in. On a virtual machine that path can take about twice as long
+//! from the switch's `send()` to the receiver's kernel stamp for a lone packet as right
+//! after another send (figures: docs/benchmarks.md). The pipeline is rehearsed for the same reason
 //! (`Worker::rehearse`); the kernel's half cannot be rehearsed without sending.
 //!
 //! So when the data-plane thread wakes for an expected packet it sends one throw-away frame
