@@ -4,8 +4,10 @@ fidelity columns (old stores load with them null)."""
 from __future__ import annotations
 
 import pyarrow.parquet as pq
+import pytest
 
 from dplab.fidelity import FidelityRecord, Measure
+from dplab.fidelity.controller import controller_load
 from dplab.fidelity.counters import parse_ss_packet, socket_drop_deltas
 from dplab.fidelity.cpu import CoreTicks, busy_shares, parse_cores
 from dplab.fidelity.verdict import (
@@ -16,6 +18,7 @@ from dplab.fidelity.verdict import (
     link_load,
     udp_sender_rate,
 )
+from dplab.planes.base import SeriesPoint
 from dplab.store import RunStore
 
 PROC_STAT = """cpu  500 0 300 1000 10 0 20 0 0 0
@@ -165,3 +168,15 @@ def test_a_sender_held_back_by_its_own_shaped_link_is_not_host_bound():
     slow = udp_sender_rate("f", {"rate_mbit": 150}, {**summary, "packets_sent": 4_000.0},
                            link_mbit=100.0)
     assert slow.reason() == "f sent 47 of the 97 Mbit/s its link carries (150 requested)"
+
+
+def test_controller_load_counts_the_seconds_at_a_whole_core_during_traffic() -> None:
+    points = [SeriesPoint(t, "cpu_pct:controller", v)
+              for t, v in ((-1.0, 99.0), (0.5, 99.0), (1.5, 40.0), (2.5, 97.0), (3.5, None))]
+    points += [SeriesPoint(t, "packet_ins_per_s:controller", v)
+               for t, v in ((-1.0, 900.0), (0.5, 120.0), (1.5, 300.0))]
+    load = controller_load(points)
+    # the interval ending at 0.5 counts only from t = 0 (traffic), the one at 2.5 whole
+    assert load == {"controller_saturated_s": pytest.approx(1.5),
+                    "controller_cpu_max_pct": 99.0, "packet_ins_max_per_s": 300.0}
+    assert controller_load([SeriesPoint(0.5, "rate_bps:s1:c1", 1.0)]) == {}

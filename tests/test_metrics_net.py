@@ -12,6 +12,7 @@ from scapy.utils import PcapReader, wrpcap
 
 from dplab import planes
 from dplab.fidelity import FidelityMonitor
+from dplab.fidelity.controller import controller_load
 from dplab.substrate.network import HOST_IF, Network
 from dplab.topology import catalog
 from dplab.topology.model import HOST, Topology
@@ -215,3 +216,7 @@ def test_ovs_records_each_flows_shortest_path_and_the_controllers_work_per_secon
     assert installs > 0 and packet_ins > 0  # per second, summed over ~1 s intervals
     cpu = [p.value for p in series if p.series == "cpu_pct:controller"]
     assert cpu and all(0 <= value <= 100 * os.cpu_count() for value in cpu)
+    load = controller_load(series)  # the plane statistics the runner stores from them
+    assert load["controller_cpu_max_pct"] == max(p.value for p in series if p.t >= 0 and
+                                                 p.series == "cpu_pct:controller")
+    assert load["packet_ins_max_per_s"] > 0 and load["controller_saturated_s"] >= 0

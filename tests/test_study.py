@@ -110,3 +110,20 @@ def test_study_run_smoke_writes_our_table_beside_the_published_one(tmp_path):
     report = (results / "report.html").read_text()
     assert report.index("<h2>Summary</h2>") < report.index("<h2>Comparison tables</h2>")
     assert Path(results / "plots" / "summary.png").exists()
+
+
+def test_study_003_puts_its_feasibility_matrix_in_the_study_report(tmp_path):
+    """Study 003's run derives the matrix from its packet tests (dplab.study003.matrix, run
+    for real in tests/test_study003_xdp.py); the report shows each cell as decided."""
+    from dplab.study import report as study_report
+    from dplab.study003.matrix import Cell
+
+    study, published = catalog.find("003")
+    assert study.feasibility_matrix
+    cells = {"echo": {"p4": Cell(True, "every request answered"),
+                      "xdp": Cell(False, "5 requests and 5 InEchos at the target")}}
+    page = study_report.write(study, published, tmp_path, "quick", cells).read_text()
+    assert "Feasibility matrix" in page
+    assert "<td>✓</td>" in page and "✗ 5 requests and 5 InEchos at the target" in page
+    plain = study_report.write(study, published, tmp_path, "quick").read_text()
+    assert "Feasibility matrix" not in plain

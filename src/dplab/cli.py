@@ -203,7 +203,8 @@ def _cmd_study_run(args: argparse.Namespace) -> int:
         console.print(report.tables.to_rich(table.table))
         for note in table.substitutions:
             console.print(Text(f"  substitution: {note}", "dim"))
-    path = study_report.write(study, published, results, args.profile)
+    cells = _feasibility(results / "feasibility") if study.feasibility_matrix else None
+    path = study_report.write(study, published, results, args.profile, cells)
     console.print(Text(f"study report: {path}"))
     return 0 if ok else 1
 
@@ -353,13 +354,20 @@ def _cmd_p4_compile(args: argparse.Namespace) -> int:
 
 
 def _cmd_study003_matrix(args: argparse.Namespace) -> int:
+    _feasibility(args.out)
+    return 0
+
+
+def _feasibility(out: Path):
+    """Study 003's feasibility matrix from observed packets, printed and written to ``out``
+    (matrix.md, matrix.json); its cells."""
     from dplab.study003 import matrix
 
     cells = matrix.matrix(progress=lambda m: console.log(Text(m)))
     console.print(Text(matrix.markdown(cells)))
-    for path in matrix.write(cells, args.out):
+    for path in matrix.write(cells, out):
         console.print(Text(f"wrote {path}"))
-    return 0
+    return cells
 
 
 def _cmd_cleanup(_args: argparse.Namespace) -> int:

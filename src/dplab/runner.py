@@ -9,6 +9,7 @@ from pathlib import Path
 from dplab import cleanup, planes
 from dplab.executor import MeasuredRun, Progress, local
 from dplab.fidelity import FidelityMonitor, FidelityRecord
+from dplab.fidelity.controller import controller_load
 from dplab.measure.resources import ResourceSampler
 from dplab.plan import ExperimentError, ExperimentPlan, RunKey, RunPlan, build_plan
 from dplab.planes import liveness
@@ -212,6 +213,7 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             stats = {**plane.stats(), **resources.stats()}
             # the plane's (its run directory goes with the network) and every link's counters
             series = plane.series(traffic_began) + fidelity.series(traffic_began)
+            stats.update(controller_load(series))
             clock.lap("collect_stats")
             return stats, series, fidelity.record(results)
         except Exception as exc:

@@ -90,6 +90,9 @@ class Study(_Strict):
     substitutions: list[str] = Field(
         default_factory=list, description="what the lab runs instead of the paper's set-up")
     tables: list[TableLayout] = Field(default_factory=list)
+    feasibility_matrix: bool = Field(
+        False, description="the run also derives study 003's feasibility matrix from its own "
+        "packet tests of every use case (dplab.study003.matrix) into the study report")
     folder: Path = Path()  # set by load(): where the study's files are
 
     @model_validator(mode="after")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Any
 
 from dplab.analysis import analyse
 from dplab.analysis.points import analyse_points
@@ -42,8 +43,10 @@ def tables(study: Study, published: Published, results: Path) -> list[StudyTable
     return out
 
 
-def write(study: Study, published: Published, results: Path, profile: str) -> Path:
-    """Write ``study.html`` (the scenarios' own reports are built by dplab.report)."""
+def write(study: Study, published: Published, results: Path, profile: str,
+          feasibility: dict[str, dict[str, Any]] | None = None) -> Path:
+    """Write ``study.html`` (the scenarios' own reports are built by dplab.report);
+    ``feasibility``: study 003's matrix cells (dplab.study003.matrix), a section of its own."""
     path = results / STUDY_REPORT
     built = tables(study, published, results)
     links = "".join(
@@ -62,12 +65,27 @@ def write(study: Study, published: Published, results: Path, profile: str) -> Pa
         f"{_esc(published.note)}</p>",
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(_table(t) for t in built) or "<p>No stored runs yet.</p>",
+        _feasibility(feasibility) if feasibility else "",
     ]
     document = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Study "
                 f"{study.number}</title><style>{STYLE}</style></head><body>"
                 f"{''.join(sections)}</body></html>")
     path.write_text(document, encoding="utf-8")
     return path
+
+
+def _feasibility(cells: dict[str, dict[str, Any]]) -> str:
+    """The matrix as the runs' packets decided it: ✓, or ✗ with what was seen instead."""
+    kinds = list(next(iter(cells.values())))
+    head = "".join(f"<th>{_esc(k.upper())}</th>" for k in kinds)
+    rows = "".join(f"<tr><td>{_esc(case)}</td>"
+                   + "".join(f"<td>{_esc(row[k].text())}</td>" for k in kinds) + "</tr>"
+                   for case, row in cells.items())
+    return ("<h2>Feasibility matrix (from the packets of this run's tests)</h2>"
+            f"<table><tr><th>use case</th>{head}</tr>{rows}</table>"
+            '<p class="note">Every cell is decided by what a real run observed: packets '
+            "received or not, the programs' counters, the target's SNMP counters "
+            "(feasibility/matrix.json has each cell's evidence).</p>")
 
 
 def _table(table: StudyTable) -> str:
