@@ -1,7 +1,7 @@
 """An XDP program that drops every frame, for a sink that counts frames and does nothing
 else: switch_rate.py's sink discards what arrives before any socket buffer is built.
 
-There is no clang on these machines: the program is two instructions, loaded with the
+The program is two instructions, so it needs no compiler: it is loaded with the
 bpf() system call and attached in driver mode with pyroute2. The interface holds the
 program; it goes when the interface is deleted (the rig's namespaces go at its end).
 """
