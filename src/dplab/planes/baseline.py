@@ -86,7 +86,10 @@ class LoopbackPlane(_Baseline):
     kind = "loopback"
 
     def info(self) -> dict[str, str]:
-        return {"forwarding": "none: both hosts in one namespace, over lo"}
+        # lo is no link: a rate, delay or loss the topology sets does not apply, and the
+        # report must say so rather than let a shaped path look unshaped
+        return {"forwarding": "none: both hosts in one namespace, over lo",
+                "links": "none: the topology's rates, delays and losses do not apply"}
 
     def network(self, topo: Topology) -> Network:
         a, b = two_hosts(topo, self.kind)
