@@ -305,11 +305,19 @@ LOC_CASES = {
 
 
 def c_lines(path: Path) -> tuple[int, int]:
-    """(the file's own lines of code, those of the lab headers it includes, once each)."""
-    names = set(re.findall(r'^#include "([^"]+)"', path.read_text(), flags=re.MULTILINE))
-    headers = [next(p for p in (path.parent / name, XDP / name) if p.is_file())
-               for name in sorted(names)]
-    return code_lines(path), sum(code_lines(header) for header in headers)
+    """(the file's own lines of code, those of the lab headers it includes, directly or
+    through another header, once each)."""
+    return code_lines(path), sum(code_lines(header) for header in lab_headers(path))
+
+
+def lab_headers(path: Path, seen: frozenset[Path] = frozenset()) -> set[Path]:
+    """The lab's headers ``path`` includes (``#include "..."``), and theirs."""
+    found: set[Path] = set()
+    for name in re.findall(r'^#include "([^"]+)"', path.read_text(), flags=re.MULTILINE):
+        header = next(p for p in (path.parent / name, XDP / name) if p.is_file())
+        if header not in seen and header not in found:
+            found |= {header} | lab_headers(header, seen | found | {header})
+    return found
 
 
 def loc_table() -> str:

@@ -8,24 +8,7 @@
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
 
-#include "counters.h"
-#include "ports.h"
-
-struct mac_key {
-	__u8 addr[ETH_ALEN];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct mac_key);
-	__type(value, __u32);
-} macs SEC(".maps");
-
-static __always_inline int is_broadcast(const __u8 *mac)
-{
-	return (mac[0] & mac[1] & mac[2] & mac[3] & mac[4] & mac[5]) == 0xff;
-}
+#include "mac_fwd.h"
 
 SEC("xdp")
 int xdp_broadcast(struct xdp_md *ctx)
@@ -33,8 +16,6 @@ int xdp_broadcast(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
-	struct mac_key key;
-	__u32 *out;
 
 	count(C_RX);
 	if ((void *)(eth + 1) > end) {
@@ -45,14 +26,7 @@ int xdp_broadcast(struct xdp_md *ctx)
 		count(C_FLOOD);
 		return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
 	}
-	__builtin_memcpy(key.addr, eth->h_dest, ETH_ALEN);
-	out = bpf_map_lookup_elem(&macs, &key);
-	if (!out) {
-		count(C_DROP);
-		return XDP_DROP;
-	}
-	count(C_FWD);
-	return bpf_redirect_map(&ports, *out, XDP_DROP);
+	return forward_by_mac(eth);
 }
 
 char LICENSE[] SEC("license") = "GPL";

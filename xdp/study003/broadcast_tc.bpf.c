@@ -9,21 +9,9 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 
-#include "counters.h"
-#include "ports.h"
+#include "mac_fwd.h"
 
 #define MAX_FLOOD 16
-
-struct mac_key {
-	__u8 addr[ETH_ALEN];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct mac_key);
-	__type(value, __u32);
-} macs SEC(".maps");
 
 /* Slot i -> an output ifindex; the first 0 ends the list. */
 struct {
@@ -33,19 +21,12 @@ struct {
 	__type(value, __u32);
 } flood SEC(".maps");
 
-static __always_inline int is_broadcast(const __u8 *mac)
-{
-	return (mac[0] & mac[1] & mac[2] & mac[3] & mac[4] & mac[5]) == 0xff;
-}
-
 SEC("xdp")
 int xdp_bcast_tc(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
-	struct mac_key key;
-	__u32 *out;
 
 	count(C_RX);
 	if ((void *)(eth + 1) > end) {
@@ -56,14 +37,7 @@ int xdp_bcast_tc(struct xdp_md *ctx)
 		count(C_PASS);
 		return XDP_PASS;
 	}
-	__builtin_memcpy(key.addr, eth->h_dest, ETH_ALEN);
-	out = bpf_map_lookup_elem(&macs, &key);
-	if (!out) {
-		count(C_DROP);
-		return XDP_DROP;
-	}
-	count(C_FWD);
-	return bpf_redirect_map(&ports, *out, XDP_DROP);
+	return forward_by_mac(eth);
 }
 
 SEC("tc")
