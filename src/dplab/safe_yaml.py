@@ -10,6 +10,7 @@ counts as unbounded. Files are read at most ``max_bytes`` (+1, to tell that ther
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,24 @@ def load(text: str, source: str, max_nodes: int) -> Any:
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def load_entry_list(path: Path, max_bytes: int, max_nodes: int, what: str) -> list:
+    """An entries file: a YAML (or, by its ``.json`` suffix, JSON) list of ``what``, or a
+    mapping ``entries: [...]``; ValueError naming the file otherwise (YamlLimitError for a
+    file over the limits)."""
+    try:
+        text = read(path, max_bytes)
+        data = json.loads(text) if path.suffix == ".json" else load(text, str(path), max_nodes)
+    except YamlLimitError:
+        raise
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read {what}: {exc}") from exc
+    if isinstance(data, dict) and set(data) == {"entries"}:
+        data = data["entries"]
+    if not isinstance(data, list):
+        raise ValueError(f"{path}: expected a list of {what} (or a mapping 'entries: [...]')")
+    return data
 
 
 def _check_expanded_size(root: yaml.Node, source: str, max_nodes: int) -> None:

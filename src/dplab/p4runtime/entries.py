@@ -34,12 +34,10 @@ and the problem (``EntriesError``).
 from __future__ import annotations
 
 import ipaddress
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
@@ -87,17 +85,9 @@ class Entry:
 def load(path: str | Path, info: p4info_pb2.P4Info) -> list[Entry]:
     path = Path(path)
     try:
-        text = safe_yaml.read(path, MAX_FILE_BYTES)
-        data = json.loads(text) if path.suffix == ".json" \
-            else safe_yaml.load(text, str(path), MAX_VALUES)
-    except safe_yaml.YamlLimitError as exc:
+        data = safe_yaml.load_entry_list(path, MAX_FILE_BYTES, MAX_VALUES, "entries")
+    except ValueError as exc:
         raise EntriesError(str(exc)) from None
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise EntriesError(f"{path}: cannot read entries: {exc}") from exc
-    if isinstance(data, dict) and set(data) == {"entries"}:
-        data = data["entries"]
-    if not isinstance(data, list):
-        raise EntriesError(f"{path}: expected a list of entries (or a mapping 'entries: [...]')")
     program = _Program(info)
     out = []
     for i, item in enumerate(data):

@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dplab import safe_yaml
 from dplab.xdp.libbpf import LibbpfError
 from dplab.xdp.netns import Interface
@@ -141,16 +139,9 @@ class MapEntry:
 
 def load_entries(path: Path) -> list[MapEntry]:
     try:
-        data = safe_yaml.load(safe_yaml.read(path, MAX_FILE_BYTES), str(path), MAX_VALUES)
-    except safe_yaml.YamlLimitError as exc:
+        data = safe_yaml.load_entry_list(path, MAX_FILE_BYTES, MAX_VALUES, "map entries")
+    except ValueError as exc:
         raise UserProgramError(str(exc)) from None
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise UserProgramError(f"{path}: cannot read map entries: {exc}") from exc
-    if isinstance(data, dict) and set(data) == {"entries"}:
-        data = data["entries"]
-    if not isinstance(data, list):
-        raise UserProgramError(f"{path}: expected a list of map entries "
-                               "(or a mapping 'entries: [...]')")
     entries = []
     for i, item in enumerate(data):
         try:
