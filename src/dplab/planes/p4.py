@@ -39,7 +39,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import yaml
@@ -48,15 +48,21 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.control.forwarding import MODES, REACTIVE
+from dplab.control.p4runtime_app import Program, rule_key
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes import l3_routes, pipeline, tagging
-from dplab.planes.base import PlaneError, SeriesPoint
+from dplab.planes.base import PlaneError, RulePackets, SeriesPoint, paths_from_rule_packets
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
 from dplab.substrate.network import HOST_IF, Network
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dplab.workloads.flows import Flow
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
@@ -133,6 +139,8 @@ class P4Plane(ControlledPlane):
                              f"not {self.options['tx']!r}")
         self.qos = self._qos_spec()
         self._entries_written: int | None = None
+        # The controller's program, whose path_rules entries tell each flow's path.
+        self._path_program: Program | None = None
 
     def _vlan_option(self) -> int | None:
         """The VLAN id of the tagging workload (None: no tagging). Its entries come from
@@ -356,6 +364,50 @@ class P4Plane(ControlledPlane):
         argv = [sys.executable, "-m", "dplab.control.p4runtime_app", "--config", str(config),
                 "--mode", self.options["mode"], "--stats-file", str(self.stats_file)]
         self._spawn(net, net.switch_ns(net.topo.switches()[0]), "controller", argv)
+        self._path_program = Program(compiled["ir"], compiled["p4info_bin"])
+
+    def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
+        """Under the controller: the switches whose ``path_rules`` entries for the flow's
+        (src MAC, dst MAC) forwarded packets (their direct counter ``path_hits``, read over
+        P4Runtime), ordered by hops from the source host. A static plane's entries are the
+        user's, with no rule per host pair: nothing to tell."""
+        counted = self.path_rule_packets()
+        if self.net is None or counted is None:
+            return {}
+        return paths_from_rule_packets(self.net, flows, counted)
+
+    def path_rule_packets(self) -> RulePackets | None:
+        """Every switch's ``path_rules`` entries, read at once; None without a controller."""
+        if self.net is None or self._path_program is None:
+            return None
+        switches = self.net.topo.switches()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return dict(zip(switches, pool.map(self._path_rule_packets, switches),
+                            strict=True))
+
+    def _path_rule_packets(self, switch: str) -> dict[tuple[str, str], int]:
+        """(src MAC, dst MAC) -> packets ``switch``'s path rules for the pair forwarded."""
+        program = self._path_program
+        assert program is not None
+        request = pb.ReadRequest(device_id=int(switch[1:]))
+        wanted = request.entities.add().table_entry
+        wanted.table_id = program.table_id
+        wanted.counter_data.SetInParent()  # with each entry's direct counter
+        pairs: dict[tuple[str, str], int] = {}
+        with grpc.insecure_channel(self._grpc(switch)) as channel:
+            try:
+                for response in p4runtime_pb2_grpc.P4RuntimeStub(channel).Read(
+                        request, timeout=ANSWER_TIMEOUT_S):
+                    for entity in response.entities:
+                        entry = entity.table_entry
+                        _in_port, src, dst = rule_key(entry, program.match_ids)
+                        pair = (src.hex(":"), dst.hex(":"))
+                        pairs[pair] = pairs.get(pair, 0) + entry.counter_data.packet_count
+            except grpc.RpcError as exc:
+                raise PlaneError(f"p4: reading {switch}'s path rules over P4Runtime: "
+                                 f"{exc.code().name} {exc.details()}; log "
+                                 f"{self.dir / SERVERS}.log") from exc
+        return pairs
 
     @property
     def qos_samples_file(self) -> Path:
