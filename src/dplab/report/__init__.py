@@ -15,6 +15,7 @@ from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
 from dplab.report.plots import (
     TIMESERIES_METRICS,
+    Group,
     box_plots,
     cdf_plots,
     resource_box_plots,
@@ -59,19 +60,31 @@ def _summary(analysis: Analysis, axes: AxesAnalysis | None,
 
 def _plots(store: RunStore, analysis: Analysis, axes: AxesAnalysis | None,
            plots_dir: Path) -> list[Path]:
-    """With axes, each metric against the axes and the time series of each point (pooling
-    points would mix them); else the time series, box plots, CDFs and resource use of the
-    planes."""
+    """The box plots, CDFs and resource use of the planes, a row per axis point (pooling
+    points would mix them); with axes also each metric against the axes and the time series
+    of each point, else the time series of the planes."""
     intervals, flows = store.rows("intervals"), store.rows("flows")
+    groups = _groups(intervals, flows, analysis, axes)
+    resources = resource_box_plots(groups, plots_dir / "resources.png")
+    per_group = box_plots(groups, plots_dir) + cdf_plots(groups, plots_dir) \
+        + ([resources] if resources else [])
     if axes is not None:
         return axis_curves(axes, plots_dir) + _point_timeseries(intervals, flows, axes,
-                                                                plots_dir)
+                                                                plots_dir) + per_group
     series = [timeseries(intervals, flows, analysis, metric,
                          plots_dir / f"{metric.split('_')[0]}_timeseries.png")
               for metric in TIMESERIES_METRICS]
-    resources = resource_box_plots(analysis, plots_dir / "resources.png")
-    return [p for p in series if p] + box_plots(analysis, plots_dir) \
-        + cdf_plots(intervals, flows, analysis, plots_dir) + ([resources] if resources else [])
+    return [p for p in series if p] + per_group
+
+
+def _groups(intervals: list[dict], flows: list[dict], analysis: Analysis,
+            axes: AxesAnalysis | None) -> list[Group]:
+    """The whole experiment as one group, or a group per axis point."""
+    if axes is None:
+        return [Group("", analysis, intervals, flows)]
+    return [Group(p.point.label, p.analysis,
+                  [r for r in intervals if r["run_id"] in p.run_ids],
+                  [f for f in flows if f["run_id"] in p.run_ids]) for p in axes.points]
 
 
 def _point_timeseries(intervals: list[dict], flows: list[dict], axes: AxesAnalysis,
