@@ -43,16 +43,18 @@ class Group:
     ""), or those of one axis point (label e.g. "rate_mbit=10, topology=grid")."""
 
     label: str
+    slug: str  # the label in file names ("" without axes)
     analysis: Analysis
     intervals: list[dict[str, Any]]  # the store's intervals rows of these runs
     flows: list[dict[str, Any]]  # the store's flows rows of these runs
+    series: list[dict[str, Any]]  # the store's plane_series rows of these runs
 
 
-def _titled(label: str, title: str) -> str:
+def titled(label: str, title: str) -> str:
     return f"{label}\n{title}" if label else title
 
 
-def _panel_grid(rows: int, columns: int, width: float, height: float = PANEL_HEIGHT,
+def panel_grid(rows: int, columns: int, width: float, height: float = PANEL_HEIGHT,
                 **shared: Any) -> tuple[Figure, Any]:
     """A figure of ``rows`` x ``columns`` panels (2-D array of Axes), ``width`` x
     ``height`` inches each."""
@@ -97,8 +99,8 @@ def timeseries(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
 
 def box_plots(groups: list[Group], out_dir: Path) -> list[Path]:
     """One PNG per measured metric: per group a row, per traffic class a panel with one box
-    of per-run values per plane (plane statistics are left to the tables); rows share each
-    class's scale."""
+    of per-run values per plane (plane statistics are left to the tables). Each panel has
+    its own scale: a row compares the planes at its point."""
     by_metric: dict[str, dict[str, None]] = defaultdict(dict)  # metric -> traffics, ordered
     for group in groups:
         for row in group.analysis.rows:
@@ -108,7 +110,7 @@ def box_plots(groups: list[Group], out_dir: Path) -> list[Path]:
     for metric, ordered in by_metric.items():
         traffics = list(ordered)
         mine = [g for g in groups if any(_has_values(g.analysis, t, metric) for t in traffics)]
-        fig, axes = _panel_grid(len(mine), len(traffics), 3.2, 3.6, sharey="col")
+        fig, axes = panel_grid(len(mine), len(traffics), 3.2, 3.6)
         for panels, group in zip(axes, mine, strict=True):
             for ax, traffic in zip(panels, traffics, strict=True):
                 if _has_values(group.analysis, traffic, metric):
@@ -133,7 +135,7 @@ def _box(ax: Axes, group: Group, traffic: str, metric: str) -> None:
     ax.boxplot(data, tick_labels=planes)
     for position, values in enumerate(data, start=1):  # show every run, not only the box
         ax.plot([position] * len(values), values, "k.", alpha=0.6)
-    ax.set_title(_titled(group.label, f"{traffic} traffic (per run: mean over flows)"),
+    ax.set_title(titled(group.label, f"{traffic} traffic (per run: mean over flows)"),
                  fontsize="medium")
     ax.set_ylabel(metric_label(metric))
     ax.tick_params(axis="x", labelrotation=20)
@@ -143,7 +145,7 @@ def _box(ax: Axes, group: Group, traffic: str, metric: str) -> None:
 def cdf_plots(groups: list[Group], out_dir: Path) -> list[Path]:
     """One PNG per metric of CDF_METRICS with stored interval values: per group a row, per
     traffic class a panel, per plane the empirical CDF over every interval of every flow
-    of its ok runs; rows share each class's scale."""
+    of its ok runs."""
     # metric -> group index -> traffic -> plane -> values
     samples: dict[str, dict[int, dict[str, dict[str, list[float]]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
@@ -165,7 +167,7 @@ def cdf_plots(groups: list[Group], out_dir: Path) -> list[Path]:
 def _cdf_figure(metric: str, rows: list[tuple[Group, dict[str, dict[str, list[float]]]]],
                 path: Path) -> Path:
     traffics = list(dict.fromkeys(t for _group, by_traffic in rows for t in by_traffic))
-    fig, axes = _panel_grid(len(rows), len(traffics), 3.6, 3.6, sharex="col")
+    fig, axes = panel_grid(len(rows), len(traffics), 3.6, 3.6)
     for panels, (group, by_traffic) in zip(axes, rows, strict=True):
         for ax, traffic in zip(panels, traffics, strict=True):
             if traffic in by_traffic:
@@ -184,7 +186,7 @@ def _cdf(ax: Axes, group: Group, traffic: str, by_plane: dict[str, list[float]],
             fractions = [i / len(values) for i in range(len(values) + 1)]
             ax.step([values[0], *values], fractions, where="post",
                     label=f"{plane} (n={len(values)})")
-    ax.set_title(_titled(group.label, f"{traffic} traffic: per-interval values"),
+    ax.set_title(titled(group.label, f"{traffic} traffic: per-interval values"),
                  fontsize="medium")
     ax.set_xlabel(metric_label(metric))
     ax.set_ylabel("fraction of intervals ≤ x")
@@ -202,7 +204,7 @@ def resource_box_plots(groups: list[Group], path: Path) -> Path | None:
     if not measured:
         return None
     mine = [g for g in groups if any(_has_values(g.analysis, PLANE, s) for s in measured)]
-    fig, axes = _panel_grid(len(mine), len(measured), 2.8, 3.8, sharey="col")
+    fig, axes = panel_grid(len(mine), len(measured), 2.8, 3.8)
     for panels, group in zip(axes, mine, strict=True):
         for ax, stat in zip(panels, measured, strict=True):
             _resource_box(ax, group, stat)
@@ -220,7 +222,7 @@ def _resource_box(ax: Axes, group: Group, stat: str) -> None:
         ax.boxplot(data, tick_labels=planes)
     for position, values in enumerate(data, start=1):
         ax.plot([position] * len(values), values, "k.", alpha=0.6)
-    ax.set_title(_titled(group.label, stat), fontsize="medium")
+    ax.set_title(titled(group.label, stat), fontsize="medium")
     ax.set_ylim(bottom=0)
     ax.tick_params(axis="x", labelrotation=20)
     ax.grid(axis="y", alpha=0.3)
