@@ -32,8 +32,9 @@ NOTE = (
     "controller_series: per axis point (a row), the controller's packet-ins, flow installs "
     "and packet-outs per second and its CPU per sample interval, a line per ok run, a "
     "colour per plane. link_rx: per axis point and plane, the receive rate of the "
-    f"{BUSIEST_LINK_ENDS} busiest link ends (<namespace>/<interface>) per sample interval, "
-    "the mean over ok runs. t = 0 is when the run's traffic began (the grey line)."
+    f"{BUSIEST_LINK_ENDS} busiest link ends (named as in plane_series.csv) per sample "
+    "interval, the mean over ok runs; each panel has its own scale. t = 0 is when the "
+    "run's traffic began (the grey line)."
 )
 
 # run_id -> [(t, value)]
@@ -69,21 +70,19 @@ def _controller_figure(groups: list[Group], planes: list[str], path: Path) -> Pa
     if not rows:
         return None
     metrics = [m for m in CONTROL_METRICS if any(m in series for _g, series in rows)]
-    fig, axes = panel_grid(len(rows), len(metrics), 3.4, 2.8, sharex=True, sharey="col")
+    fig, axes = panel_grid(len(rows), len(metrics), 3.4, 2.8, sharex=True)
     for panels, (group, series) in zip(axes, rows, strict=True):
         for ax, metric in zip(panels, metrics, strict=True):
             for plane, by_run in series.get(metric, {}).items():
                 _runs(ax, by_run, f"C{_colour(planes, plane)}", plane)
-            _finish(ax, titled(group.label, CONTROL_METRICS[metric]), "")
-    # One legend for the figure: the planes are the same in every panel.
+            _finish(ax, titled(group.label, f"{CONTROL_METRICS[metric]} (every ok run)"), "")
+    # One legend, in the first panel: the planes are the same in every panel.
     labels = {}
     for ax in axes.flat:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             labels.setdefault(label, handle)
-    fig.legend(list(labels.values()), list(labels), loc="upper right", fontsize="small",
-               ncols=len(labels))
-    fig.suptitle("the controller's work over time (every ok run drawn)", fontsize="medium",
-                 x=0.02, ha="left")
+    axes[0, 0].legend(list(labels.values()), list(labels), loc="upper right",
+                      fontsize="x-small")
     return _save(fig, axes, path)
 
 
@@ -135,7 +134,7 @@ def _link_figure(groups: list[Group], planes: list[str], path: Path) -> Path | N
         return None
     rows = sorted({i for i, _ in cells})
     columns = [p for p in planes if any((i, p) in cells for i in rows)]
-    fig, axes = panel_grid(len(rows), len(columns), 4.2, 3.0, sharex=True, sharey=True)
+    fig, axes = panel_grid(len(rows), len(columns), 4.2, 3.0, sharex=True)
     for panels, i in zip(axes, rows, strict=True):
         for ax, plane in zip(panels, columns, strict=True):
             rates = cells.get((i, plane))
@@ -148,10 +147,9 @@ def _link_figure(groups: list[Group], planes: list[str], path: Path) -> Path | N
                         marker=".", markersize=3, linewidth=1, label=end)
             shown = min(BUSIEST_LINK_ENDS, len(rates))
             _finish(ax, titled(groups[i].label, f"{plane}: the {shown} busiest of "
-                                                 f"{len(rates)} link ends"), "rx Mbit/s")
+                                                f"{len(rates)} link ends (mean over ok "
+                                                "runs)"), "rx Mbit/s")
             ax.legend(loc="best", fontsize="x-small")
-    fig.suptitle("receive rate of the busiest link ends (mean over ok runs)",
-                 fontsize="medium", x=0.02, ha="left")
     return _save(fig, axes, path)
 
 
