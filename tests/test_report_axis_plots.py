@@ -4,6 +4,8 @@ axis point, and the controller's and the link ends' series are plotted (stored d
 import html
 import struct
 
+import pytest
+
 from dplab import report
 from dplab.analysis import Analysis
 from dplab.planes.base import SeriesPoint
@@ -62,27 +64,29 @@ def png_height(path) -> int:
     return struct.unpack(">II", path.read_bytes()[16:24])[1]
 
 
-def test_box_cdf_and_resource_plots_get_a_row_per_axis_point(tmp_path):
-    store_axis_experiment(tmp_path / "two")
-    store_axis_experiment(tmp_path / "one", sizes=SIZES[:1])
-    page = report.build(tmp_path / "two").read_text()
-    report.build(tmp_path / "one")
-    for name in ("box_rtt_ms.png", "cdf_rtt_ms.png", "resources.png"):
-        two, one = (png_height(tmp_path / n / "plots" / name) for n in ("two", "one"))
-        assert two > 1.7 * one, name  # a second row of panels, for the second point
-        assert f'alt="{name[:-4]}"' in page
-    assert 'alt="axis_size_rtt_ms"' in page  # the curves against the axis stay
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Reports of the experiment at both points ("two") and at its first only ("one"):
+    (folder, the report page) of each."""
+    out = {}
+    for name, sizes in (("two", SIZES), ("one", SIZES[:1])):
+        folder = tmp_path_factory.mktemp(name)
+        store_axis_experiment(folder, sizes)
+        out[name] = (folder, report.build(folder).read_text())
+    return out
 
 
-def test_the_controller_and_link_end_series_are_plotted_per_axis_point(tmp_path):
-    store_axis_experiment(tmp_path / "two")
-    store_axis_experiment(tmp_path / "one", sizes=SIZES[:1])
-    page = report.build(tmp_path / "two").read_text()
-    report.build(tmp_path / "one")
-    for name in ("controller_series.png", "link_rx.png"):
-        two, one = (png_height(tmp_path / n / "plots" / name) for n in ("two", "one"))
-        assert two > 1.7 * one, name
-        assert f'alt="{name[:-4]}"' in page
+@pytest.mark.parametrize("name", ["box_rtt_ms.png", "cdf_rtt_ms.png", "resources.png",
+                                  "controller_series.png", "link_rx.png"])
+def test_per_point_plots_get_a_row_per_axis_point(built, name):
+    two, one = (png_height(built[n][0] / "plots" / name) for n in ("two", "one"))
+    assert two > 1.7 * one  # a second row of panels, for the second point
+    assert f'alt="{name[:-4]}"' in built["two"][1]
+
+
+def test_the_axis_curves_stay_and_the_series_are_explained(built):
+    page = built["two"][1]
+    assert 'alt="axis_size_rtt_ms"' in page
     assert html.escape(counter_series.NOTE) in page and "<h2>Plane time series</h2>" in page
 
 
