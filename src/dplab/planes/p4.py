@@ -78,6 +78,9 @@ START_TIMEOUT_S = 15.0
 COMPILE_TIMEOUT_S = 60.0
 # A switch answers a ping, and the P4Runtime server a Capabilities call, in milliseconds.
 ANSWER_TIMEOUT_S = 5.0
+# A Read of one switch's path rules: one server process answers every switch's Reads, one
+# after another; a busy machine stretches that, and a slow answer is not a failed plane.
+PATH_READ_TIMEOUT_S = 30.0
 SERVERS = "p4runtime"  # the P4Runtime server process: daemon and log name
 TX_MODES = ("xdp", "ring")  # the switch's --tx (switch/PROTOCOL.md)
 # The switch finishes partial checksums and cuts TCP/UDP super-packets into wire-sized
@@ -397,7 +400,7 @@ class P4Plane(ControlledPlane):
         with grpc.insecure_channel(self._grpc(switch)) as channel:
             try:
                 for response in p4runtime_pb2_grpc.P4RuntimeStub(channel).Read(
-                        request, timeout=ANSWER_TIMEOUT_S):
+                        request, timeout=PATH_READ_TIMEOUT_S):
                     for entity in response.entities:
                         entry = entity.table_entry
                         _in_port, src, dst = rule_key(entry, program.match_ids)
