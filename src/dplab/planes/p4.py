@@ -142,7 +142,8 @@ class P4Plane(ControlledPlane):
                              f"not {self.options['tx']!r}")
         self.qos = self._qos_spec()
         self._entries_written: int | None = None
-        # The controller's program, whose path_rules entries tell each flow's path.
+        # The controller's program, when its path_rules entries count their packets (a
+        # direct counter, as basic_fwd's path_hits): they tell each flow's path.
         self._path_program: Program | None = None
 
     def _vlan_option(self) -> int | None:
@@ -367,7 +368,11 @@ class P4Plane(ControlledPlane):
         argv = [sys.executable, "-m", "dplab.control.p4runtime_app", "--config", str(config),
                 "--mode", self.options["mode"], "--stats-file", str(self.stats_file)]
         self._spawn(net, net.switch_ns(net.topo.switches()[0]), "controller", argv)
-        self._path_program = Program(compiled["ir"], compiled["p4info_bin"])
+        program = Program(compiled["ir"], compiled["p4info_bin"])
+        # A user's program without a direct counter on path_rules reads as zero hits
+        # everywhere: its flows' paths are unknown, not empty.
+        if any(c.direct_table_id == program.table_id for c in program.p4info.direct_counters):
+            self._path_program = program
 
     def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
         """Under the controller: the switches whose ``path_rules`` entries for the flow's
@@ -380,7 +385,8 @@ class P4Plane(ControlledPlane):
         return paths_from_rule_packets(self.net, flows, counted)
 
     def path_rule_packets(self) -> RulePackets | None:
-        """Every switch's ``path_rules`` entries, read at once; None without a controller."""
+        """Every switch's ``path_rules`` entries, read at once; None without a controller
+        or without a direct counter on the table."""
         if self.net is None or self._path_program is None:
             return None
         switches = self.net.topo.switches()
