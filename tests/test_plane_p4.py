@@ -13,6 +13,7 @@ from net_checks import check_controlled_plane_on_multipath, leftovers, ping_fail
 
 from dplab.planes import PlaneError, create
 from dplab.planes import p4 as p4_plane
+from dplab.planes.base import batches
 from dplab.substrate.network import Network
 from dplab.topology import catalog
 
@@ -32,12 +33,12 @@ def test_p4_options_are_checked(tmp_path) -> None:
 
 
 def test_switches_are_cut_into_batches_in_their_order() -> None:
-    assert p4_plane.batches(["s1", "s2", "s3", "s4", "s5"], 2) == [["s1", "s2"],
+    assert batches(["s1", "s2", "s3", "s4", "s5"], 2) == [["s1", "s2"],
                                                                     ["s3", "s4"], ["s5"]]
-    assert p4_plane.batches(["s1", "s2"], 32) == [["s1", "s2"]]
-    assert p4_plane.batches([], 4) == []
+    assert batches(["s1", "s2"], 32) == [["s1", "s2"]]
+    assert batches([], 4) == []
     with pytest.raises(ValueError, match="at least 1"):
-        p4_plane.batches(["s1"], 0)
+        batches(["s1"], 0)
 
 
 @pytest.mark.net

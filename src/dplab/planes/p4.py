@@ -52,7 +52,7 @@ from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes import l3_routes, pipeline, tagging
-from dplab.planes.base import PlaneError, SeriesPoint
+from dplab.planes.base import PlaneError, SeriesPoint, batches
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
@@ -536,13 +536,6 @@ def write_l3_entries(net: Network, path: Path) -> Path:
         ]
     path.write_text(yaml.safe_dump({"entries": entries}, sort_keys=False))
     return path
-
-
-def batches(items: list[str], size: int) -> list[list[str]]:
-    """``items`` in order, cut into lists of ``size`` (the last one shorter)."""
-    if size < 1:
-        raise ValueError(f"batch size must be at least 1, not {size}")
-    return [items[i:i + size] for i in range(0, len(items), size)]
 
 
 def _answered(sockets: list[str]) -> bool:
