@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import os
 import platform
@@ -182,7 +183,12 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--scale", action="store_true", help="fat-trees of 16 to 1,024 hosts")
     parser.add_argument("--ks", default="4,8,12,16", help="--scale: fat-tree k values")
-    parser.add_argument("--planes", default="bridge,router,p4,ovs", help="--scale: planes")
+    parser.add_argument("--planes", default="bridge,router,p4,ovs",
+                        help="--scale: planes, each KIND or KIND:OPTION=VALUE[:...]")
+    parser.add_argument("--mininet", action="store_true",
+                        help="--scale: Mininet with Linux bridges on each topology too")
+    parser.add_argument("--topohub", default="",
+                        help="--scale: topohub keys (e.g. backbone/europe) instead of fat-trees")
     parser.add_argument("--backlog", type=int, default=None,
                         help="--scale: raise net.core.netdev_max_backlog (host-wide) to this "
                         "for the runs, put back afterwards")
@@ -192,7 +198,10 @@ def main() -> None:
     if args.scale:
         bringup_scale.main([int(k) for k in args.ks.split(",")], args.planes.split(","),
                            args.backlog, args.write, "sudo .venv/bin/python "
-                           "benchmarks/bringup.py " + " ".join(sys.argv[1:]))
+                           "benchmarks/bringup.py " + " ".join(sys.argv[1:]),
+                           [key for key in args.topohub.split(",") if key],
+                           ("Mininet 2.3 linuxbridge", functools.partial(
+                               time_mininet, "linuxbridge")) if args.mininet else None)
         return
     topo = catalog.build(TOPOLOGY)
     results = {f"dplab {kind}": time_plane(kind, topo, args.repeat)
