@@ -80,7 +80,7 @@ def measure_study(number: str, address: str | None) -> tuple[float, float, None,
 def study_runs(number: str) -> int:
     study, _published = study_catalog.find(number)
     with tempfile.TemporaryDirectory() as tmp:
-        return sum(len(item.plan.points) for item in study_run.plans(study, "quick",
+        return sum(len(item.plan.runs) for item in study_run.plans(study, "quick",
                                                                      Path(tmp)))
 
 
