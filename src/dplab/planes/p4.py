@@ -196,10 +196,13 @@ class P4Plane(ControlledPlane):
             self.entries_path = self._write_vlan_entries(net)
         compiling = Compilation(program, self.dir)  # while the daemons start
         try:
-            servers = self._start_servers(net)  # its interpreter starts while the switches do
             self._set_host_offloads(net)
             if self.options["tx"] == "xdp":
                 self._set_switch_peer_gro(net)
+            # Its interpreter starts while the first switches do; not before the offloads
+            # above, which take seconds at a thousand hosts and would eat into its wait for
+            # the first switch (--switch-wait).
+            servers = self._start_servers(net)
             self._start_switches(net)
             self._wait_for_servers(servers)
             compiled = compiling.files()
