@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import yaml
 from doc_section import machine_line, write_section
 
 from dplab import planes
@@ -80,7 +81,7 @@ def plane_spec(spec: str) -> tuple[str, dict[str, str]]:
         name, sep, value = pair.partition("=")
         if not sep or not name:
             raise SystemExit(f"--planes {spec}: {pair!r} is not OPTION=VALUE")
-        options[name] = value
+        options[name] = yaml.safe_load(value)  # as an experiment file would give it
     return kind, options
 
 

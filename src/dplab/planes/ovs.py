@@ -167,13 +167,26 @@ class OvsPlane(ControlledPlane):
         if self._has_controller():
             # Bridges connect at once when the controller already listens, else after a back-off.
             self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
-        loops = _switches_have_loops(net)
-        for batch in batches(net.topo.switches(), BRIDGE_BATCH):
-            self.vsctl(*[cmd for switch in batch
-                         for cmd in self._bridge_commands(net, switch, loops)])
+        self._add_bridges(net)
         if self.l3:
             install_l3_rules(self, net)
         self._add_study002_flows(net)
+
+    def _add_bridges(self, net: Network) -> None:
+        """Every bridge and port, BRIDGE_BATCH bridges per transaction; a batch that is not
+        configured in time fails naming how far the others got."""
+        loops = _switches_have_loops(net)
+        switches = net.topo.switches()
+        done, began = 0, time.monotonic()
+        for batch in batches(switches, BRIDGE_BATCH):
+            try:
+                self.vsctl(*[cmd for switch in batch
+                             for cmd in self._bridge_commands(net, switch, loops)])
+            except PlaneError as exc:
+                raise PlaneError(f"{exc} (bridges {batch[0]}..{batch[-1]}; {done} of "
+                                 f"{len(switches)} were configured in "
+                                 f"{time.monotonic() - began:.1f} s)") from exc
+            done += len(batch)
 
     def _add_study002_flows(self, net: Network) -> None:
         """The plane's own flows in every bridge, none by default: the complex pipeline's
