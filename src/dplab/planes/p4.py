@@ -502,9 +502,13 @@ class Compilation:
     def files(self) -> dict[str, Path]:
         """The files written, by kind; the compiler's warnings go on to our stderr.
         PlaneError with the compiler's message for bad input, or the time limit."""
+        # A compiler that has exited is read whatever the time: communicate() raises
+        # TimeoutExpired past its deadline even when the output is all there (at a
+        # thousand hosts the switches' start outlasts the compile's deadline).
+        finished = self.process.poll() is not None
         try:
             out, err = self.process.communicate(
-                timeout=max(self.deadline - time.monotonic(), 0.0))
+                timeout=None if finished else max(self.deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
             self.cancel()
             raise PlaneError(f"p4: option 'program': compiling {self.program} took longer "
