@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +36,8 @@ from dplab.topology import catalog, from_topohub
 from dplab.topology.model import Topology
 
 PING_SAMPLE = 32
+# A run is stopped when the machine's MemAvailable falls below this (MemoryGuard).
+MIN_AVAILABLE_MIB = 2500
 READY_TIMEOUT_S = 180
 # The kernel frees a deleted namespace's objects in a work queue after `ip netns del`
 # returns; the next run waits until memory has come back, or this long.
@@ -94,6 +99,7 @@ def measure(spec: str, topo: Topology) -> dict:
     net = Network(topo, addressing=plane.addressing, shared_switch_ns=plane.shared_switch_ns)
     before = used_kib()
     result: dict = {}
+    guard = MemoryGuard(net, before, result)
     try:
         t0 = time.perf_counter()
         net.up()
@@ -104,8 +110,9 @@ def measure(spec: str, topo: Topology) -> dict:
         result["ready_s"] = time.perf_counter() - t0 - result["up_s"]
         result["ping"] = ping_sample(net, PING_SAMPLE)
     except (PlaneError, SubstrateError) as exc:
-        result["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+        result.setdefault("error", f"{type(exc).__name__}: {str(exc)[:200]}")
     finally:
+        guard.stop()
         if "up_s" in result:
             result["mem_kib"] = used_kib() - before
             result["pss_kib"] = pss_kib(registry.pids_in_netns(net.namespaces()))
@@ -115,6 +122,42 @@ def measure(spec: str, topo: Topology) -> dict:
         net.down()
         result["down_s"] = time.perf_counter() - t4
     return result
+
+
+class MemoryGuard:
+    """Stops a run whose processes and kernel objects would take the machine's last memory
+    (it is shared: the OOM killer would pick other work too): below MIN_AVAILABLE_MIB of
+    MemAvailable it records how far the run got and SIGKILLs the run's processes, so the
+    plane fails (a daemon died) and the run is torn down as any failed one."""
+
+    def __init__(self, net: Network, before_kib: int, result: dict) -> None:
+        self._net, self._before, self._result = net, before_kib, result
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(0.5):
+            if available_mib() >= MIN_AVAILABLE_MIB:
+                continue
+            pids = registry.pids_in_netns(self._net.namespaces())
+            self._result["error"] = (
+                f"stopped: MemAvailable below {MIN_AVAILABLE_MIB} MiB with {len(pids)} "
+                f"processes of the run up (PSS {pss_kib(pids) / 1024:.0f} MiB), memory "
+                f"grown by {(used_kib() - self._before) / 1024:.0f} MiB")
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def available_mib() -> int:
+    info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    return int(info["MemAvailable"].split()[0]) // 1024
 
 
 def controller_note(plane: object, topo: Topology) -> str:
