@@ -196,6 +196,9 @@ def per_node_memory(results: dict, k: int) -> str:
     tree = results.get(("bridge", f"k={k}"), {})
     if "mem_kib" not in tree or "error" in tree:
         return "Per host and per switch memory: not measured (no bridge run at this k)."
+    if tree["mem_kib"] <= 0:
+        return (f"Per host and per switch memory: not measured (the k={k} fat-tree's memory "
+                f"growth, {tree['mem_kib'] / 1024:.0f} MiB, is below the noise of other work).")
     hosts, switches = k**3 // 4, 5 * k * k // 4
     star_hosts = min(hosts, STAR_HOSTS)
     star = star_memory_kib(star_hosts)
