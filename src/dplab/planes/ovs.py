@@ -41,6 +41,7 @@ from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
 from dplab.substrate.network import HOST_IF, Network
+from dplab.topology.model import node_index
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -243,7 +244,7 @@ class OvsPlane(ControlledPlane):
             br = self.bridge(switch)
             cmds += ["--", "add-br", br, "--", "set", "bridge", br,
                      f"datapath_type={self.datapath}",
-                     f"other-config:datapath-id={int(switch[1:]):016x}",
+                     f"other-config:datapath-id={node_index(switch):016x}",
                      "other-config:disable-in-band=true", "protocols=OpenFlow13"]
             if self._has_controller():
                 # A short reconnect back-off: the controller may still be starting up.
