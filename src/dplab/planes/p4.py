@@ -330,7 +330,8 @@ class P4Plane(ControlledPlane):
         switch. It waits for the switches' control sockets itself."""
         argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
         for switch in net.topo.switches():
-            argv += ["--serve", str(node_index(switch)), str(self._control(switch)), self._grpc(switch)]
+            argv += ["--serve", str(node_index(switch)), str(self._control(switch)),
+                     self._grpc(switch)]
         return self._spawn(net, net.switch_ns(net.topo.switches()[0]), SERVERS, argv,
                            stdout_pipe=True)
 

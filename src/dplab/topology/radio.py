@@ -65,16 +65,15 @@ def max_range_m() -> float:
 def from_distance(distance_m: float, edge: str) -> RadioLink:
     """Rate and loss at ``distance_m`` metres; RangeError naming ``edge`` when out of range."""
     snr = snr_db(distance_m)
-    for rate, sensitivity in SENSITIVITY_DBM:
-        if snr >= sensitivity - NOISE_FLOOR_DBM:
-            break
-    else:
+    rates = [rate for rate, sensitivity in SENSITIVITY_DBM
+             if snr >= sensitivity - NOISE_FLOOR_DBM]
+    if not rates:
         raise RangeError(f"wireless link {edge}: {distance_m} m is beyond the range of "
                          f"{max_range_m():.1f} m (SNR {snr:.1f} dB, below the "
                          f"{SENSITIVITY_DBM[-1][1] - NOISE_FLOOR_DBM:.0f} dB 6 Mbit/s needs)")
     margin = snr - (SENSITIVITY_DBM[-1][1] - NOISE_FLOOR_DBM)
     loss = 0.0 if margin >= EDGE_MARGIN_DB else EDGE_LOSS_PCT * (1 - margin / EDGE_MARGIN_DB)
-    return RadioLink(rate, round(loss, 3), round(snr, 2))
+    return RadioLink(rates[0], round(loss, 3), round(snr, 2))
 
 
 def link(edge: str, distance_m: float | None, rate_mbit: float | None,
