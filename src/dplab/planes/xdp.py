@@ -52,6 +52,7 @@ from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.router import RouterPlane, next_hops
 from dplab.substrate.network import HOST_IF, Network
+from dplab.substrate.wmedium import AP_IF
 from dplab.xdp.controller import XdpController
 from dplab.xdp.libbpf import LibbpfError
 from dplab.xdp.netns import Interface, interfaces
@@ -136,11 +137,17 @@ class XdpPlane(Plane):
                         for s in net.topo.switches()})
 
     def _attach_host_side(self, net: Network) -> None:
+        """A pass program on every peer of a switch port: a veth takes XDP redirects only
+        when its peer runs XDP. An access point's wlan port's peer is in its medium's
+        namespace."""
         self.host_program = XdpProgram("pass", "xdp_pass")
         for host in net.topo.hosts():
             ns = net.host_ns(host)
             net.run(ns, ["ethtool", "-K", HOST_IF, "tx", "off"])
             self.host_program.attach(ns, [interfaces(ns)[HOST_IF]])
+        for ap in net.topo.access_points():
+            ns = net.medium_ns(ap)
+            self.host_program.attach(ns, [interfaces(ns)[AP_IF]])
 
     def _load_switch(self, net: Network, switch: str,
                      ports: dict[str, dict[str, Interface]]) -> None:
@@ -160,6 +167,8 @@ class XdpPlane(Plane):
         else:
             flood = switch_ports
         program.set_ports(ns, flood)
+        if (wlan := net.wlan_port(switch)) is not None:
+            program.set_hairpin_ports([own[net.switch_ports(switch)[wlan]]])
         if shaped:
             self.qdisc_ports[switch] = [port.name for port in shaped]
             program.set_qdisc_ports(shaped, flood)
