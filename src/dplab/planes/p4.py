@@ -353,7 +353,8 @@ class P4Plane(ControlledPlane):
         config.write_text(json.dumps({
             "ir": str(compiled["ir"]), "p4info": str(compiled["p4info_bin"]),
             "switches": {s: {"address": self._grpc(s), "device_id": node_index(s),
-                             "ports": sorted(net.switch_ports(s))}
+                             "ports": sorted(net.switch_ports(s)),
+                             "hairpin_ports": [p for p in [net.wlan_port(s)] if p is not None]}
                          for s in net.topo.switches()}}))
         argv = [sys.executable, "-m", "dplab.control.p4runtime_app", "--config", str(config),
                 "--mode", self.options["mode"], "--stats-file", str(self.stats_file)]
