@@ -34,6 +34,9 @@ AP_IF = "wap"
 # basic rate every station in range can receive.
 BASIC_RATE_MBIT = 6.0
 QUEUE_FRAMES = 100  # each sender's queue, as a Wi-Fi driver's per-station queue (frames)
+# Each radio's counters in dplab-wmedium's stats file (the wireless contract).
+COUNTERS = ("tx_frames", "tx_bytes", "airtime_ns", "queue_drops", "lost", "rx_frames",
+            "rx_bytes")
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 
@@ -141,3 +144,18 @@ def _stats(one: Running) -> dict | None:
         return json.loads(one.stats_path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
+
+
+def flat_stats(reports: list[dict]) -> dict[str, float | None]:
+    """The media's counters as a run's statistics: ``wmedium_<ap>_<radio>_<counter>``, the
+    radio being ``ap`` or a station; None where a medium gave no counters."""
+    out: dict[str, float | None] = {}
+    for report in reports:
+        names = {AP_IF: "ap", **{s["ifname"]: name for name, s in report["stations"].items()}}
+        nodes = (report["stats"] or {}).get("nodes", {})
+        for ifname, radio in names.items():
+            for counter in COUNTERS:
+                value = nodes.get(ifname, {}).get(counter)
+                out[f"wmedium_{report['ap']}_{radio}_{counter}"] = (
+                    None if value is None else float(value))
+    return out
