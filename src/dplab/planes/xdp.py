@@ -348,10 +348,9 @@ def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interfac
     switch to its own stack."""
     entries = []
     own = ports[switch]
-    for port, name in net.switch_ports(switch).items():
-        host = net.neighbour(switch, port)
-        if host not in net.topo.hosts():
-            continue
+    hosts = set(net.topo.hosts())
+    for host in sorted(hosts.intersection(net.topo.graph.neighbors(switch))):
+        name = net.switch_ports(switch)[net.port_towards(switch, host)]  # the wlan port: shared
         mac = bytes.fromhex(net.host_mac(host).replace(":", ""))
         entries.append(route_entry(_host_subnet(net, host), own[name], mac))
         gateway = ipaddress.ip_network(f"{net.host_gateway(host)}/32")

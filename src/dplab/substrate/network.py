@@ -144,6 +144,14 @@ class Network:
     def switch_ports(self, switch: str) -> dict[int, str]:
         return {port: f"{switch}-eth{port}" for port in sorted(self._by_port.get(switch, {}))}
 
+    def port_towards(self, node: str, neighbour: str) -> int:
+        """The port number of ``node`` facing ``neighbour`` (an AP's wlan port for every one
+        of its stations)."""
+        try:
+            return self._ports[(node, neighbour)]
+        except KeyError:
+            raise SubstrateError(f"{node} has no port towards {neighbour}") from None
+
     def neighbour(self, switch: str, port: int) -> str:
         try:
             return self._by_port[switch][port]
