@@ -16,6 +16,7 @@ from test_cleanup import assert_gone
 
 from dplab import planes
 from dplab.spec.loader import parse
+from dplab.study003 import matrix
 from dplab.study003.frames import exchange
 from dplab.substrate import Network, registry
 from dplab.substrate.wmedium import WMEDIUM_BIN
@@ -176,3 +177,24 @@ def test_two_stations_sending_at_once_each_get_about_half_the_airtime():
     assert mbit > STATION_MBIT * 0.5, f"only {mbit:.1f} Mbit/s of {STATION_MBIT}"
     assert 0.8 < received[0] / received[1] < 1.25, f"bytes received {received}"
     assert 0.8 < airtime[0] / airtime[1] < 1.25, f"airtime ns {airtime}"
+
+
+@pytest.mark.net
+@needs_medium
+def test_the_feasibility_matrix_wireless_half_comes_from_real_runs():
+    """Study 003's XDP-Wireless and P4-Wireless columns, every cell from its run's packets."""
+    cells = matrix.matrix(columns=(f"xdp-{matrix.WIRELESS}", f"p4-{matrix.WIRELESS}"))
+    xdp = {case: row[f"xdp-{matrix.WIRELESS}"] for case, row in cells.items()}
+    p4 = {case: row[f"p4-{matrix.WIRELESS}"] for case, row in cells.items()}
+    assert all(c.feasible for c in xdp.values()), {k: c.reason for k, c in xdp.items()}
+    assert all(c.feasible for k, c in p4.items() if k != "pass"), {
+        k: c.reason for k, c in p4.items()}
+    assert p4["pass"].reason == matrix.P4_NO_PASS
+    for copies in [xdp["broadcast"].evidence["XDP_TX"]["evidence"]["copies"],
+                   p4["broadcast"].evidence["copies"]]:
+        assert sorted(copies) == ["sta1", "sta2", "sta3", "sta4"]
+        for sender, seen in copies.items():
+            assert all(n == 1 for host, n in seen.items() if host != sender), copies
+    # No copy was made: the XDP program sent each broadcast back out (XDP_TX), once.
+    assert xdp["broadcast"].evidence["XDP_TX"]["evidence"]["counters"]["tx"] >= 4
+    assert xdp["echo"].evidence["requests_at_target"] == 0
