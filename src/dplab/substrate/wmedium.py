@@ -34,9 +34,11 @@ AP_IF = "wap"
 # basic rate every station in range can receive.
 BASIC_RATE_MBIT = 6.0
 QUEUE_FRAMES = 100  # each sender's queue, as a Wi-Fi driver's per-station queue (frames)
-# Each radio's counters in dplab-wmedium's stats file (the wireless contract).
+# Each radio's counters in dplab-wmedium's stats file (the wireless contract); the last
+# three count frames the kernel dropped on the way in or out (receive ring full, a port
+# that could not be read, a send not taken).
 COUNTERS = ("tx_frames", "tx_bytes", "airtime_ns", "queue_drops", "lost", "rx_frames",
-            "rx_bytes")
+            "rx_bytes", "ring_drops", "port_drops", "refused")
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 
@@ -148,9 +150,12 @@ def _stats(one: Running) -> dict | None:
 
 def flat_stats(reports: list[dict]) -> dict[str, float | None]:
     """The media's counters as a run's statistics: ``wmedium_<ap>_<radio>_<counter>``, the
-    radio being ``ap`` or a station; None where a medium gave no counters."""
+    radio being ``ap`` or a station, and ``wmedium_<ap>_cpu_s``; None where a medium gave
+    no counters."""
     out: dict[str, float | None] = {}
     for report in reports:
+        cpu = (report["stats"] or {}).get("cpu_s")
+        out[f"wmedium_{report['ap']}_cpu_s"] = None if cpu is None else float(cpu)
         names = {AP_IF: "ap", **{s["ifname"]: name for name, s in report["stations"].items()}}
         nodes = (report["stats"] or {}).get("nodes", {})
         for ifname, radio in names.items():
