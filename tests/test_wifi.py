@@ -198,3 +198,16 @@ def test_the_feasibility_matrix_wireless_half_comes_from_real_runs():
     # No copy was made: the XDP program sent each broadcast back out (XDP_TX), once.
     assert xdp["broadcast"].evidence["XDP_TX"]["evidence"]["counters"]["tx"] >= 4
     assert xdp["echo"].evidence["requests_at_target"] == 0
+
+
+@pytest.mark.net
+@needs_medium
+def test_an_exception_inside_the_run_leaves_no_medium_behind():
+    with pytest.raises(RuntimeError, match="inside the run"), \
+            Network(catalog.build("wifi2")) as net:
+        prefix, procs = net.prefix, medium_processes(net)
+        assert len(procs) == 2  # one medium per access point
+        raise RuntimeError("inside the run")
+    assert_gone(prefix, procs)
+    assert [r["ap"] for r in net.medium_reports] == ["ap1", "ap2"]
+    assert all(r["stats"] is not None for r in net.medium_reports)
