@@ -27,8 +27,8 @@
 //! usage: dplab-wmedium --config PATH (config.rs)
 //!
 //! Prints `ready` once every port is open. On SIGTERM or SIGINT it stops and writes its
-//! counters per interface (model.rs `NodeStats`, plus the frames its ports could not read
-//! or send) as JSON to `stats_path`.
+//! counters per interface (model.rs `NodeStats`, plus the frames its ports dropped at a
+//! full ring, could not read or could not send) as JSON to `stats_path`.
 //!
 //! Timing: the medium runs on the kernel's receive timestamps of the frames, not on when
 //! this process gets to them: each round reads what came in, replays it in arrival order
@@ -50,7 +50,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pktio::offload::segment::Segments;
-use pktio::phy::port::Port;
+use pktio::phy::port::{Port, RingDrops};
 use pktio::sys;
 use serde::Serialize;
 
@@ -77,6 +77,9 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
 /// What a port lost outside the model.
 #[derive(Clone, Default, Serialize)]
 struct PortStats {
+    /// Frames the kernel dropped because the port's receive ring was full (the medium did
+    /// not read fast enough).
+    ring_drops: u64,
     /// Frames the port could not read (truncated, malformed offload metadata).
     port_drops: u64,
     /// Frames the kernel did not take on send.
@@ -109,6 +112,7 @@ impl Outbox {
 struct Wmedium {
     /// Port i is node i's (0: the access point).
     ports: Vec<Port>,
+    ring_drops: Vec<RingDrops>,
     medium: Medium,
     port_stats: Vec<PortStats>,
     segments: Segments,
@@ -204,7 +208,10 @@ impl Wmedium {
         sys::ppoll(&mut pfds, timeout_ns);
     }
 
-    fn write_stats(&self, config: &Config) -> std::io::Result<()> {
+    fn write_stats(&mut self, config: &Config) -> std::io::Result<()> {
+        for (stats, drops) in self.port_stats.iter_mut().zip(&self.ring_drops) {
+            stats.ring_drops += drops.take()?;
+        }
         #[derive(Serialize)]
         struct Node<'a> {
             #[serde(flatten)]
@@ -262,8 +269,16 @@ fn main() {
         })
         .collect();
     let nodes = ports.len();
+    let ring_drops = ports
+        .iter()
+        .map(|p| {
+            p.ring_drops()
+                .unwrap_or_else(|e| fail(&format!("{}: {e}", p.name)))
+        })
+        .collect();
     let mut wm = Wmedium {
         ports,
+        ring_drops,
         medium: Medium::new(&config),
         port_stats: vec![PortStats::default(); nodes],
         segments: Segments::default(),
