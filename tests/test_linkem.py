@@ -250,11 +250,12 @@ def test_every_emulator_process_is_gone_afterwards(how):
         assert child.wait(timeout=20) != 0
     else:
         raises = pytest.raises(ZeroDivisionError) if how == "exception" else nullcontext()
-        with raises, Network(pair(delay_ms=1.0)) as net:
+        with raises, Network(pair(delay_ms=1.0, linkem={"seed": 41})) as net:
             prefix, procs = net.prefix, emulator_pids(net)
             if how == "exception":
                 1 / 0  # noqa: B018
-        assert net.emulator_reports[0]["report"]["seed"] == net.emulator_reports[0]["seed"]
+        # The seed set in the link's linkem settings (plus the link's number, 0) ran it.
+        assert net.emulator_reports[0]["report"]["seed"] == 41
     assert_gone(prefix, procs)
 
 
