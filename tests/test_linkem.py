@@ -18,7 +18,7 @@ from test_cleanup import assert_gone
 
 from dplab.planes import create
 from dplab.substrate import Network, registry
-from dplab.substrate.linkem import LINKEM_BIN
+from dplab.substrate.linkem import LINKEM_BIN, flat_stats
 from dplab.topology import catalog
 from dplab.topology.model import HOST, Topology
 
@@ -103,9 +103,10 @@ def test_one_percent_loss_is_within_its_binomial_ci_over_10000_packets():
     # 99.9 % binomial interval (normal approximation, n p = 100): the seed is random.
     half = 3.29 * math.sqrt(p * (1 - p) / n)
     assert abs(lost - p) <= half, f"lost {lost:.4%} of {n}, want 1 % ± {half:.3%}"
-    # The emulator's own count: the same datagrams, maybe an ARP packet more.
+    # The emulator's own count: the same datagrams, maybe an ARP packet more; a run stores it.
     counted = net.emulator_reports[0]["report"]["a_to_b"]["lost"]
     assert n - received <= counted <= n - received + 3
+    assert flat_stats(net.emulator_reports)["linkem_h1_to_h2_lost"] == counted
 
 
 def test_gilbert_elliott_loses_in_bursts():

@@ -43,9 +43,15 @@ START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 
 
+# dplab-linkem's counters per direction (switch/linkem/src/main.rs `Counters`).
+COUNTERS = ("received", "sent", "lost", "queue_full", "limit", "duplicated", "corrupted",
+            "port_drops", "refused")
+
+
 @dataclass
 class Emulator:
     link: str
+    ends: tuple[str, str]  # the nodes at the link's a and b ends
     namespace: str
     seed: int
     proc: subprocess.Popen
@@ -99,7 +105,7 @@ def start(net: Network, links: list[Link]) -> list[Emulator]:
         path.write_text(json.dumps(config))
         proc = net.popen(ns, [str(LINKEM_BIN), "--config", str(path)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-        emulators.append(Emulator(link.label, ns, link_seed, proc))
+        emulators.append(Emulator(link.label, (link.a.node, link.b.node), ns, link_seed, proc))
     deadline = time.monotonic() + START_TIMEOUT_S
     for emulator in emulators:
         _wait_ready(emulator, deadline)
@@ -124,8 +130,8 @@ def stop(emulators: list[Emulator]) -> list[dict]:
     for emulator in emulators:
         if emulator.proc.poll() is None:
             emulator.proc.send_signal(signal.SIGTERM)
-    return [{"link": e.link, "namespace": e.namespace, "seed": e.seed, "report": _report(e)}
-            for e in emulators]
+    return [{"link": e.link, "ends": e.ends, "namespace": e.namespace, "seed": e.seed,
+             "report": _report(e)} for e in emulators]
 
 
 def _report(emulator: Emulator) -> dict | None:
@@ -140,3 +146,21 @@ def _report(emulator: Emulator) -> dict | None:
         return json.loads(lines[-1]) if lines else None
     except json.JSONDecodeError:
         return None
+
+
+def flat_stats(reports: list[dict]) -> dict[str, float | None]:
+    """The emulators' counters as a run's statistics: ``linkem_<from>_to_<to>_<counter>`` per
+    direction of each emulated link and ``linkem_<a>_<b>_cpu_s``; None where an emulator gave
+    no report (the seed, up to 2**63, is in the report but would not survive a float)."""
+    out: dict[str, float | None] = {}
+    for r in reports:
+        a, b = r["ends"]
+        report = r["report"] or {}
+        for way, (src, dst) in (("a_to_b", (a, b)), ("b_to_a", (b, a))):
+            counters = report.get(way, {})
+            for counter in COUNTERS:
+                value = counters.get(counter)
+                out[f"linkem_{src}_to_{dst}_{counter}"] = None if value is None else float(value)
+        cpu = report.get("cpu_s")
+        out[f"linkem_{a}_{b}_cpu_s"] = None if cpu is None else float(cpu)
+    return out
