@@ -12,7 +12,11 @@ tests/wmedium_rig.py (one access point, stations in namespaces of their own):
   timestamps; outside that window one sender had not started or had stopped) and of the
   airtime over the whole run (the medium's counters, start skew included), and the frame
   bit rate the access point received (first to last timestamp) against the configured
-  rate.
+  rate;
+- latency: ping from station 1 to the access point at 54 Mbit/s (200 echoes, 10 ms apart),
+  RTT p50 and p99 against the model's airtime for the request and the reply (the rest is
+  the hosts' stacks and the medium process's wake-ups: it sleeps until a transmission
+  ends and does not spin).
 
 usage: sudo .venv/bin/python benchmarks/wmedium.py [--repeat 2] [--seconds 3]
 
@@ -25,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import socket
 import struct
 import subprocess
@@ -138,18 +143,35 @@ def share(rig: Rig, rate_mbit: float, seconds: float) -> dict:
             "ring_drops": sum(n["ring_drops"] for n in nodes.values())}
 
 
+def latency(rig: Rig, rate_mbit: float = 54.0, count: int = 200) -> dict:
+    with rig.medium(rig.config(stations=[(rate_mbit, 0.0)])):
+        ping = subprocess.run(["ip", "netns", "exec", rig.node_ns(1), "ping", "-c", str(count),
+                               "-i", "0.01", "-W", "1", rig.ip(AP)], capture_output=True,
+                              text=True, timeout=60)
+    rtts = sorted(float(x) * 1e3 for x in re.findall(r"time=([\d.]+) ms", ping.stdout))
+    if not rtts:
+        return {"rate_mbit": rate_mbit, "failed": ping.stdout[-300:] + ping.stderr[-300:]}
+    frame = 98  # an echo of ping's default 56 bytes: 14 + 20 + 8 + 56
+    airtime_us = 2 * frame * 8 / rate_mbit
+    return {"rate_mbit": rate_mbit, "echoes": len(rtts), "airtime_us": round(airtime_us, 1),
+            "rtt_p50_us": rtts[len(rtts) // 2],
+            "rtt_p99_us": rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args()
     result: dict = {"kernel": platform.release(), "cores": os.cpu_count(),
-                    "load_before": os.getloadavg()[0], "max_rate": [], "share": []}
+                    "load_before": os.getloadavg()[0], "max_rate": [], "share": [],
+                    "latency": []}
     with Rig(stations=2) as rig:
         for _ in range(args.repeat):
             result["max_rate"].append(max_rate(rig, args.seconds))
             for rate in SHARE_RATES_MBIT:
                 result["share"].append(share(rig, rate, args.seconds))
+            result["latency"].append(latency(rig))
     result["load_after"] = os.getloadavg()[0]
     print(json.dumps(result, indent=1))
 

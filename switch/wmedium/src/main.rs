@@ -120,6 +120,8 @@ struct Wmedium {
     /// The bytes of this round's frames, back to back.
     rx_bytes: Vec<u8>,
     outbox: Outbox,
+    /// One per port, for the sleep between rounds.
+    pollfds: Vec<libc::pollfd>,
 }
 
 fn monotonic_ns() -> u64 {
@@ -195,17 +197,8 @@ impl Wmedium {
     }
 
     /// Sleeps until a port has a frame, `timeout_ns` passed, or a signal came.
-    fn wait(&self, timeout_ns: u64) {
-        let mut pfds: Vec<libc::pollfd> = self
-            .ports
-            .iter()
-            .map(|p| libc::pollfd {
-                fd: p.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        sys::ppoll(&mut pfds, timeout_ns);
+    fn wait(&mut self, timeout_ns: u64) {
+        sys::ppoll(&mut self.pollfds, timeout_ns);
     }
 
     fn write_stats(&mut self, config: &Config) -> std::io::Result<()> {
@@ -276,6 +269,14 @@ fn main() {
                 .unwrap_or_else(|e| fail(&format!("{}: {e}", p.name)))
         })
         .collect();
+    let pollfds = ports
+        .iter()
+        .map(|p| libc::pollfd {
+            fd: p.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     let mut wm = Wmedium {
         ports,
         ring_drops,
@@ -288,6 +289,7 @@ fn main() {
             out: vec![Vec::new(); nodes],
             spare: Vec::new(),
         },
+        pollfds,
     };
     sys::set_timer_slack(TIMER_SLACK_NS);
     // Kernels before 6.12 ignore the slice: that costs precision under load, nothing else.
