@@ -27,8 +27,8 @@
 //! usage: dplab-wmedium --config PATH (config.rs)
 //!
 //! Prints `ready` once every port is open. On SIGTERM or SIGINT it stops and writes its
-//! counters per interface (model.rs `NodeStats`, plus the frames its ports could not read
-//! or send) as JSON to `stats_path`.
+//! counters per interface (model.rs `NodeStats`, plus the frames its ports dropped at a
+//! full ring, could not read or could not send) as JSON to `stats_path`.
 //!
 //! Timing: the medium runs on the kernel's receive timestamps of the frames, not on when
 //! this process gets to them: each round reads what came in, replays it in arrival order
@@ -50,7 +50,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pktio::offload::segment::Segments;
-use pktio::phy::port::Port;
+use pktio::phy::port::{Port, RingDrops};
 use pktio::sys;
 use serde::Serialize;
 
@@ -77,6 +77,9 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
 /// What a port lost outside the model.
 #[derive(Clone, Default, Serialize)]
 struct PortStats {
+    /// Frames the kernel dropped because the port's receive ring was full (the medium did
+    /// not read fast enough).
+    ring_drops: u64,
     /// Frames the port could not read (truncated, malformed offload metadata).
     port_drops: u64,
     /// Frames the kernel did not take on send.
@@ -109,6 +112,7 @@ impl Outbox {
 struct Wmedium {
     /// Port i is node i's (0: the access point).
     ports: Vec<Port>,
+    ring_drops: Vec<RingDrops>,
     medium: Medium,
     port_stats: Vec<PortStats>,
     segments: Segments,
@@ -116,6 +120,8 @@ struct Wmedium {
     /// The bytes of this round's frames, back to back.
     rx_bytes: Vec<u8>,
     outbox: Outbox,
+    /// One per port, for the sleep between rounds.
+    pollfds: Vec<libc::pollfd>,
 }
 
 fn monotonic_ns() -> u64 {
@@ -191,20 +197,14 @@ impl Wmedium {
     }
 
     /// Sleeps until a port has a frame, `timeout_ns` passed, or a signal came.
-    fn wait(&self, timeout_ns: u64) {
-        let mut pfds: Vec<libc::pollfd> = self
-            .ports
-            .iter()
-            .map(|p| libc::pollfd {
-                fd: p.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        sys::ppoll(&mut pfds, timeout_ns);
+    fn wait(&mut self, timeout_ns: u64) {
+        sys::ppoll(&mut self.pollfds, timeout_ns);
     }
 
-    fn write_stats(&self, config: &Config) -> std::io::Result<()> {
+    fn write_stats(&mut self, config: &Config) -> std::io::Result<()> {
+        for (stats, drops) in self.port_stats.iter_mut().zip(&self.ring_drops) {
+            stats.ring_drops += drops.take()?;
+        }
         #[derive(Serialize)]
         struct Node<'a> {
             #[serde(flatten)]
@@ -262,8 +262,24 @@ fn main() {
         })
         .collect();
     let nodes = ports.len();
+    let ring_drops = ports
+        .iter()
+        .map(|p| {
+            p.ring_drops()
+                .unwrap_or_else(|e| fail(&format!("{}: {e}", p.name)))
+        })
+        .collect();
+    let pollfds = ports
+        .iter()
+        .map(|p| libc::pollfd {
+            fd: p.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
     let mut wm = Wmedium {
         ports,
+        ring_drops,
         medium: Medium::new(&config),
         port_stats: vec![PortStats::default(); nodes],
         segments: Segments::default(),
@@ -273,6 +289,7 @@ fn main() {
             out: vec![Vec::new(); nodes],
             spare: Vec::new(),
         },
+        pollfds,
     };
     sys::set_timer_slack(TIMER_SLACK_NS);
     // Kernels before 6.12 ignore the slice: that costs precision under load, nothing else.

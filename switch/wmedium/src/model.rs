@@ -189,25 +189,30 @@ impl Medium {
         }
     }
 
-    /// Delivers a frame whose transmission ended to each hearer that does not lose it (a
-    /// draw per hearer, with the loss of the station at the far end).
+    /// Delivers a frame whose transmission ended to each hearer that does not lose it: a
+    /// draw per hearer, with the loss of the station at the far end (the sender when the
+    /// access point hears it).
     fn end(&mut self, air: OnAir, deliver: &mut impl FnMut(usize, &[u8])) {
-        let stations = 1..self.queues.len();
-        let mut hear = |medium: &mut Medium, node: usize, loss_of: usize| {
-            let pct = medium.loss_pct[loss_of];
-            if pct > 0.0 && medium.rng.gen::<f64>() * 100.0 < pct {
-                medium.stats[air.sender].lost += 1;
-                return;
+        let far_ends = match air.hearers {
+            Hearers::Ap => air.sender..air.sender + 1,
+            Hearers::Station(s) => s..s + 1,
+            Hearers::AllStations => 1..self.queues.len(),
+        };
+        for station in far_ends {
+            let pct = self.loss_pct[station];
+            if pct > 0.0 && self.rng.gen::<f64>() * 100.0 < pct {
+                self.stats[air.sender].lost += 1;
+                continue;
             }
-            let stats = &mut medium.stats[node];
+            let node = if air.hearers == Hearers::Ap {
+                AP
+            } else {
+                station
+            };
+            let stats = &mut self.stats[node];
             stats.rx_frames += 1;
             stats.rx_bytes += air.frame.len() as u64;
             deliver(node, &air.frame);
-        };
-        match air.hearers {
-            Hearers::Ap => hear(self, AP, air.sender),
-            Hearers::Station(s) => hear(self, s, s),
-            Hearers::AllStations => stations.for_each(|s| hear(self, s, s)),
         }
         self.spare.push(air.frame);
     }
@@ -345,6 +350,29 @@ mod tests {
         m.enqueue(AP, &frame(mac(2), mac(AP), 100), 4_000_000);
         m.advance(5_000_000, &mut |n, _| heard.push(n));
         assert_eq!(heard, [AP, 2]);
+    }
+
+    #[test]
+    fn each_station_draws_its_own_loss_of_a_broadcast_and_a_loss_costs_its_airtime() {
+        let mut m = medium(&[(6.0, 0.0), (6.0, 100.0)], 10, 1);
+        let mut heard = Vec::new();
+        for _ in 0..3 {
+            m.enqueue(AP, &frame(BROADCAST, mac(AP), 750), 0);
+        }
+        m.advance(10_000_000, &mut |n, _| heard.push(n));
+        assert_eq!(heard, [1, 1, 1]);
+        assert_eq!(m.stats[AP].lost, 3);
+        // The lossy station's own frame is lost on its way up, after 1 ms on the air.
+        m.enqueue(2, &frame(mac(AP), mac(2), 750), 10_000_000);
+        assert_eq!(
+            m.advance(10_000_000, &mut |n, _| heard.push(n)),
+            Some(11_000_000)
+        );
+        m.advance(11_000_000, &mut |n, _| heard.push(n));
+        assert_eq!(
+            (m.stats[2].lost, m.stats[2].airtime_ns, heard.len()),
+            (1, 1_000_000, 3)
+        );
     }
 
     #[test]
