@@ -48,6 +48,7 @@ from typing import Any
 import networkx as nx
 
 from dplab.control.forwarding import PROACTIVE, REACTIVE
+from dplab.control.topology_view import PortRef
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.router import RouterPlane, next_hops
@@ -201,7 +202,9 @@ class XdpPlane(Plane):
                                      {p: ports[s][name] for p, name in
                                       net.switch_ports(s).items()})
                     for s in net.topo.switches()]
-        self.controller = XdpController(XdpSouthbound(switches), self.options["mode"])
+        hairpin = tuple(PortRef(ap, port) for ap in net.topo.access_points()
+                        if (port := net.wlan_port(ap)) is not None)
+        self.controller = XdpController(XdpSouthbound(switches), self.options["mode"], hairpin)
         self.controller.start()
 
     def wait_ready(self, timeout: float) -> None:
