@@ -21,6 +21,7 @@ from dplab.study003.frames import exchange
 from dplab.substrate import Network, registry
 from dplab.substrate.wmedium import WMEDIUM_BIN
 from dplab.topology import catalog, radio
+from dplab.topology.exporters import to_containerlab
 from dplab.topology.model import TopologyError
 
 needs_medium = pytest.mark.skipif(not WMEDIUM_BIN.exists(), reason="dplab-wmedium not built")
@@ -60,6 +61,11 @@ def test_every_station_of_an_ap_is_behind_its_one_wlan_port():
     assert ports["ap1", "sta1"] == ports["ap1", "sta2"] != ports["ap1", "h1"]
     assert len({ports["ap1", n] for n in topo.graph.neighbors("ap1")}) == 3  # h1, ap2, wlan
     assert len({topo.host_index(h) for h in topo.hosts()}) == len(topo.hosts())
+
+
+def test_a_wireless_topology_is_not_exported_to_containerlab():
+    with pytest.raises(TopologyError, match="wireless medium, which a containerlab file"):
+        to_containerlab(catalog.build("wifi"))
 
 
 def test_an_experiment_file_reads_the_wifi_topology():
