@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from scapy.layers.l2 import ARP, Ether
@@ -15,7 +16,8 @@ from scapy.packet import Raw
 from test_cleanup import assert_gone
 
 from dplab import planes
-from dplab.spec.loader import parse
+from dplab.plan import build_plan
+from dplab.spec.loader import load, parse
 from dplab.study003 import matrix
 from dplab.study003.frames import exchange
 from dplab.substrate import Network, registry
@@ -24,6 +26,7 @@ from dplab.topology import catalog, radio
 from dplab.topology.exporters import to_containerlab
 from dplab.topology.model import TopologyError
 
+SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 needs_medium = pytest.mark.skipif(not WMEDIUM_BIN.exists(), reason="dplab-wmedium not built")
 
 
@@ -61,6 +64,13 @@ def test_every_station_of_an_ap_is_behind_its_one_wlan_port():
     assert ports["ap1", "sta1"] == ports["ap1", "sta2"] != ports["ap1", "h1"]
     assert len({ports["ap1", n] for n in topo.graph.neighbors("ap1")}) == 3  # h1, ap2, wlan
     assert len({topo.host_index(h) for h in topo.hosts()}) == len(topo.hosts())
+
+
+def test_the_wireless_scenarios_are_valid():
+    paths = sorted(SCENARIOS.glob("study003_wireless_*.yaml")) + [SCENARIOS / "wifi_airtime.yaml"]
+    assert len(paths) == 5
+    for path in paths:
+        build_plan(load(path), str(path))
 
 
 def test_a_wireless_topology_is_not_exported_to_containerlab():
