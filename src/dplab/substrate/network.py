@@ -279,7 +279,10 @@ class Network:
                 record.path.unlink(missing_ok=True)
 
     def check_supported(self) -> None:
-        """Refuse, before anything is built, links this kernel cannot emulate."""
+        """Refuse, before anything is built, links this kernel cannot emulate (and wireless
+        media without their emulator)."""
+        if self.media:
+            wmedium.check_binary()
         impaired = [link for link in self.links if link.impaired]
         if not impaired:
             return
@@ -290,10 +293,6 @@ class Network:
                                      "kernel has no netem (sch_netem); use emulator dplab")
         if self.emulated_links():
             linkem.check_binary()
-
-    def _check_medium_binary(self) -> None:
-        if self.media:
-            wmedium.check_binary()
 
     def emulated_links(self) -> list[Link]:
         """The links the user-space link emulator carries: those asking for delay, jitter or
@@ -320,7 +319,6 @@ class Network:
         if self._record is not None:
             raise SubstrateError(f"network {self.prefix} is already up")
         self.check_supported()
-        self._check_medium_binary()
         self._record = self._claim_record()
         try:
             self._build()

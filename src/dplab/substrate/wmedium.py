@@ -5,8 +5,8 @@ An access point's medium has its own namespace holding one veth end per radio: `
 peer of the AP's wlan port) and ``w<station>`` (the peer of each station's eth0). One
 ``dplab-wmedium`` process there carries every frame between them with the medium's shared
 airtime, each station's rate and loss, and broadcasts to every station; its configuration
-is a JSON file in the run directory (/work/briefs contract: switch/wmedium's config.rs
-checks it and names the field). down() stops the processes with SIGTERM; each writes its
+is a JSON file in the run directory (switch/wmedium/src/config.rs reads it and names a
+bad field). down() stops the processes with SIGTERM; each writes its
 counters to its ``stats_path``, which ``Network.medium_reports`` keeps.
 """
 
@@ -34,7 +34,7 @@ AP_IF = "wap"
 # basic rate every station in range can receive.
 BASIC_RATE_MBIT = 6.0
 QUEUE_FRAMES = 100  # each sender's queue, as a Wi-Fi driver's per-station queue (frames)
-# Each radio's counters in dplab-wmedium's stats file (the wireless contract); the last
+# Each radio's counters in dplab-wmedium's stats file (switch/wmedium/src/main.rs); the last
 # three count frames the kernel dropped on the way in or out (receive ring full, a port
 # that could not be read, a send not taken).
 COUNTERS = ("tx_frames", "tx_bytes", "airtime_ns", "queue_drops", "lost", "rx_frames",
@@ -85,7 +85,7 @@ def check_binary() -> None:
 
 
 def config(medium: Medium, seed: int, stats_path: Path) -> dict:
-    """dplab-wmedium's configuration (the wireless contract)."""
+    """dplab-wmedium's configuration (switch/wmedium/src/config.rs)."""
     return {"name": medium.ap, "seed": seed, "basic_rate_mbit": BASIC_RATE_MBIT,
             "queue_frames": QUEUE_FRAMES, "overhead_us": 0, "stats_path": str(stats_path),
             "ap": {"ifname": AP_IF},
