@@ -1,5 +1,5 @@
 """Wireless topologies: the distance model, the catalog's wifi shapes, and over a real medium
-(dplab-wmedium) stations talking through the bridge, p4 and xdp planes on the access point,
+(dplab-wmedium) stations talking through the bridge, p4, xdp and ovs planes on the access point,
 broadcasts reaching every station, two stations sharing the airtime, nothing left behind."""
 
 from __future__ import annotations
@@ -103,13 +103,14 @@ def medium_processes(net: Network) -> list[tuple[int, int | None]]:
 
 @pytest.mark.net
 @needs_medium
-@pytest.mark.parametrize("kind", ["bridge", "p4", "xdp"])
+@pytest.mark.parametrize("kind", ["bridge", "p4", "xdp", "ovs"])
 def test_stations_talk_through_the_plane_on_the_ap(kind):
     """Station to station goes back out of the wlan port it came in on; a broadcast ARP
     from one station reaches each other station once (the sender hears its own back from
     the AP, as on a real medium: not counted)."""
     plane = planes.create(kind, {})
-    with Network(catalog.build("wifi", n=3), addressing=plane.addressing) as net:
+    with Network(catalog.build("wifi", n=3), addressing=plane.addressing,
+                 shared_switch_ns=plane.shared_switch_ns) as net:
         prefix = net.prefix
         procs = medium_processes(net)
         try:
