@@ -382,8 +382,7 @@ class ExprChecker:
                 raise P4Error(node.loc, f"'{op}' needs bit<W> or int<W> operands")
             return self._fold_or_build(_COMPARE[op], a, b, BoolType(), op)
         if op in ("|+|", "|-|") and isinstance(a.type, Signed):
-            raise P4Error(node.loc, f"'{op}' on {type_name(a.type)} (signed saturating "
-                          "arithmetic) is not supported")
+            return self.signed_saturating(op, a, b)
         if op in ("/", "%") and isinstance(a.type, Bits) and b.const is not None \
                 and a.const is None and b.const > 0 and b.const & (b.const - 1) == 0:
             return self.power_of_two(op, a, b)
@@ -401,6 +400,12 @@ class ExprChecker:
             return Val({"op": "and", "w": w, "a": a.ir, "b": const(b.const - 1, w).ir}, a.type)
         shift = b.const.bit_length() - 1
         return Val({"op": "shr", "w": w, "a": a.ir, "b": const(shift, w).ir}, a.type)
+
+    def signed_saturating(self, op: str, a: Val, b: Val) -> Val:
+        w = a.type.width
+        if a.const is not None and b.const is not None:
+            return const(signed.fold_saturating(op, a.const, b.const, w), w, a.type)
+        return Val(signed.saturating(op, a.ir, b.ir, w), a.type)
 
     def signed_compare(self, op: str, a: Val, b: Val) -> Val:
         if a.const is not None and b.const is not None:
