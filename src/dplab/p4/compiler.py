@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from dplab.p4 import ids, names, tuples, unions, value_sets, varbit
+from dplab.p4 import header_structs, ids, names, tuples, unions, value_sets, varbit
 from dplab.p4.action_order import action_ranks
 from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
@@ -223,23 +223,30 @@ class Compiler:
         return self.types[node.name]
 
     def struct_type(self, decl: Node) -> StructType:
-        fields = []
+        fields, groups, locs = [], [], []   # locs: each (flattened) field's type's place
         seen = set()
         for f in decl.fields:
             if f.name in seen:
                 raise P4Error(f.loc, f"field '{f.name}' is declared twice")
             seen.add(f.name)
             typ = self.resolve_type(f.type)
+            lists = tuple(t.value for t in f.annos.get("field_list", []) if t.kind == "int")
+            if decl.kind == "header" and isinstance(typ, StructType):
+                groups.append((f.name, typ))
+                flat = header_structs.flat_fields(f.name, typ, f.type.loc)
+                fields.extend((name, ftype, lists) for name, ftype in flat)
+                locs.extend(f.type.loc for _ in flat)
+                continue
             if decl.kind == "header" and width_of(typ) is None and not isinstance(typ, Varbit):
                 raise P4Error(f.type.loc, f"header fields must be bit<W>, not {type_name(typ)}")
-            lists = tuple(t.value for t in f.annos.get("field_list", []) if t.kind == "int")
             fields.append((f.name, typ, lists))
+            locs.append(f.type.loc)
         annos = tuple((k, "".join(t.text for t in v)) for k, v in decl.annos.items())
-        typ = StructType(decl.kind, decl.name, tuple(fields), annos)
+        typ = StructType(decl.kind, decl.name, tuple(fields), annos, tuple(groups))
         if decl.kind == "header_union":
             unions.check_members(typ, [f.type.loc for f in decl.fields])
         if decl.kind == "header":
-            varbit.check_header(typ, [f.type.loc for f in decl.fields])
+            varbit.check_header(typ, locs)
         if decl.kind == "header" and header_width(typ) % 8:
             raise P4Error(decl.loc, f"header {decl.name} is not a whole number of bytes")
         return typ

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dplab.p4 import signed, tuples, unions, varbit
+from dplab.p4 import header_structs, signed, tuples, unions, varbit
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.stack_last import StackLastCheck
@@ -123,6 +123,11 @@ class ExprChecker:
                 if fname == name:
                     w = width_of(ftype)
                     return Val({"op": "field", "w": w, "inst": base.inst, "field": index}, ftype)
+            fields = header_structs.group(
+                base.type, name, lambda flat: self.member(base, Node("member", node.loc,
+                                                                    name=flat)))
+            if fields is not None:
+                return fields
             if name in ("isValid", "setValid", "setInvalid", "minSizeInBits",
                         "minSizeInBytes"):
                 return ("header_method", base, name)

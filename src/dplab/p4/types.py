@@ -63,6 +63,9 @@ class StructType:
     name: str
     fields: tuple[tuple[str, object, tuple[int, ...]], ...]   # name, type, @field_list ids
     annos: tuple[tuple[str, str], ...] = ()
+    # A header's struct-typed fields, flattened into `fields` as "s.f" (dplab/p4/compiler.py
+    # Compiler.struct_type): each one's name and struct type, so `h.s` still denotes it.
+    groups: tuple[tuple[str, "StructType"], ...] = ()
 
 
 @dataclass(frozen=True)
