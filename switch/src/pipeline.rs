@@ -1083,6 +1083,10 @@ impl Worker {
                     }
                 }
             }
+            Expr::Remaining(w) => {
+                let left = packet.map_or(0, |bytes| bytes.len().saturating_sub(self.cursor));
+                (left as u128 * 8).min(crate::values::mask(*w))
+            }
             Expr::Un(op, a, w) => lowered::unary(*op, self.eval(a, params, packet), *w),
             Expr::Bin(op, a, b, w) => self.eval_binary(*op, a, b, *w, params, packet),
             Expr::Cond(c, a, b) => {
