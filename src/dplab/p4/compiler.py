@@ -3,7 +3,16 @@
 import json
 from pathlib import Path
 
-from dplab.p4 import header_structs, ids, names, tuples, unions, value_sets, varbit
+from dplab.p4 import (
+    header_structs,
+    ids,
+    names,
+    sub_controls,
+    tuples,
+    unions,
+    value_sets,
+    varbit,
+)
 from dplab.p4.action_order import action_ranks
 from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
@@ -477,11 +486,14 @@ class Compiler:
         owner = names.block_name(control)
         scope = Scope(params=frozenset(p.name for p in control.params))
         for local in control.locals:
-            init.extend(self.control_local(local, owner, env, scope))
+            init.extend(self.control_local(local, owner, env, scope, control.body.body))
         body = self.stmts.block(control.body.body, env, scope)
         return {"name": control.name, "body": init + body}
 
-    def control_local(self, local: Node, owner: str, env: Env, scope: Scope) -> list[dict]:
+    def control_local(self, local: Node, owner: str, env: Env, scope: Scope,
+                      body: list[Node]) -> list[dict]:
+        """One declaration of a control (`body`: the control's statements, where its
+        sub-control instances are applied)."""
         if local.kind in ("var", "const"):   # checked where statements declare them
             return self.stmts.statement(local, env, scope)
         self.check_shadowing(local, env, scope.params)
@@ -502,6 +514,8 @@ class Compiler:
             return []
         if local.kind == "instance":
             env[local.name] = self.extern_instance(local, owner, env)
+            if isinstance(env[local.name], ControlRef):
+                env[local.name].many = sub_controls.apply_counts(body)[local.name] > 1
             if isinstance(env[local.name], ExternRef):   # a sub-control has no P4Info object
                 self.declared.append((env[local.name].kind, local, env[local.name]))
             return []
@@ -563,22 +577,23 @@ class Compiler:
     def inline_control(self, control: ControlRef, call: Node, env: Env) -> list[dict]:
         """`instance.apply(args)`: the control's body with its parameters bound as an
         action's directional ones (dplab/p4/inlining.py); its `return` ends only it. Its
-        tables, actions and externs are compiled here, with the parameters bound; a
-        second apply would need a second copy of them (p4c's inliner makes none either)."""
+        tables, actions and externs are compiled at its first apply, with the parameters
+        bound; one applied more than once shares them (dplab/p4/sub_controls.py)."""
         decl = control.decl
-        if any(local.kind not in ("var", "const") for local in decl.locals):
-            if control.applied is not None:
-                raise P4Error(call.loc, f"control instance {control.path} is applied a second "
-                              f"time (first at line {control.applied.line}): it holds tables, "
-                              "actions or externs, which each apply would need its own copy of")
-            control.applied = call.loc
         params = [(p, self.resolve_type(p.type)) for p in decl.params]
         args = self.with_defaults(params, call, f"control {decl.name}")
         targets = self.bind_args(params, args, env)
-        inner = dict(self.globals)
         scope = Scope(params=frozenset(p.name for p in decl.params), lower_return=True)
-        return self.inline_body(params, targets, decl.locals + decl.body.body, inner, scope,
-                                call.loc, owner=control.path)
+        shared = control.many and any(local.kind not in ("var", "const")
+                                      for local in decl.locals)
+        if shared and control.shared is not None:
+            return sub_controls.reapply(self, control, targets, scope, call.loc)
+        inner = dict(self.globals)
+        out = self.inline_body(params, targets, decl.locals + decl.body.body, inner, scope,
+                               call.loc, owner=control.path, copies=shared)
+        if shared:
+            control.shared = inner
+        return out
 
     def inline_function(self, func: UserFunction, call: Node,
                         env: Env) -> tuple[list[dict], Val | None]:
@@ -610,12 +625,13 @@ class Compiler:
 
     def inline_body(self, params: list[tuple[Node, object]], targets: list[object],
                     body: list[Node], inner: Env, scope: Scope, loc: Loc,
-                    owner: str | None = None) -> list[dict]:
+                    owner: str | None = None, copies: bool = False) -> list[dict]:
         """Statements running `body` with `params` bound to `targets` (copy-in, the body
-        with its returns made real, copy-out). A control's body (`owner`: its instance
-        path) may declare actions, tables, functions and instances."""
+        with its returns made real, copy-out; every parameter a temporary with `copies`).
+        A control's body (`owner`: its instance path) may declare actions, tables,
+        functions and instances."""
         outs = [t for (p, _), t in zip(params, targets, strict=True) if p.direction != "in"]
-        copies = needs_copies(body, {p.name for p, _ in params}, inner, outs)
+        copies = copies or needs_copies(body, {p.name for p, _ in params}, inner, outs)
         prologue, epilogue = [], []
         for (param, typ), target in zip(params, targets, strict=True):
             inner[param.name], copy_in, copy_out = self.bound_param(param, typ, target, copies)
@@ -623,7 +639,7 @@ class Compiler:
             epilogue.extend(copy_out)
         compiled = []
         for node in body:
-            compiled.extend(self.control_local(node, owner, inner, scope)
+            compiled.extend(self.control_local(node, owner, inner, scope, body)
                             if owner is not None and node.kind in CONTROL_LOCALS
                             else self.stmts.statement(node, inner, scope))
         compiled = lower_returns(compiled, lambda: self.flag(loc))

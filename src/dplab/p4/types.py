@@ -199,11 +199,12 @@ class ActionRef:
 class ControlRef:
     """An instance of a control inside a control: its apply() is inlined at each call. One
     that declares tables, actions or externs has them under its instance path (`path`, as
-    p4c names them: Ingress.inst.table) and may be applied once (`applied`: where)."""
+    p4c names them: Ingress.inst.table), compiled once (dplab/p4/sub_controls.py)."""
 
     decl: object   # the control's declaration (syntax.Node)
     path: str = ""
-    applied: object = None   # the Loc of its apply, once compiled
+    many: bool = False   # its apply may run more than once where it is declared
+    shared: dict | None = None   # after its first apply (when `many`): its compiled scope
 
 
 @dataclass
