@@ -48,7 +48,8 @@ def test_value_sets_in_ir_and_p4info(tmp_path: Path) -> None:
         {"kind": "value_set", "set": index}]
     by_name = {v.preamble.name: v for v in info.value_sets}
     tagged = by_name["P.pairs_of.tagged"]
-    assert tagged.preamble.id >> 24 == 0x03 and tagged.preamble.id == sets["P.pairs_of.tagged"]["id"]
+    assert tagged.preamble.id >> 24 == 0x03
+    assert tagged.preamble.id == sets["P.pairs_of.tagged"]["id"]
     assert tagged.size == 2
     assert [(m.id, m.name, m.bitwidth, m.match_type) for m in tagged.match] == [
         (1, "etype", 16, EXACT), (2, "kind", 8, TERNARY)]
