@@ -825,9 +825,11 @@ class Compiler:
                       f"{self.ir['tables'][table]['name']}")
 
     def digest_index(self, typ: object, data: list[Val], loc: Loc) -> int:
+        if tuples.is_tuple(typ):
+            return self.tuple_digest(typ, data, loc)
         if not isinstance(typ, StructType) or typ.kind != "struct":
-            raise P4Error(loc, f"a digest's type must be a struct (P4Info names the digest "
-                          f"after it), not {type_name(typ)}")
+            raise P4Error(loc, f"a digest's type must be a struct or a tuple, not "
+                          f"{type_name(typ)}")
         if typ.name not in self.digest_types:
             # p4c names a digest after its struct type's control-plane name (its @name,
             # else its own), its fields by theirs (p4RuntimeArchStandard's getDigestCall,
@@ -846,6 +848,22 @@ class Compiler:
         if [f["w"] for f in fields] != [v.ir["w"] for v in data]:
             raise P4Error(loc, f"the digest data does not match the fields of {typ.name}")
         return index
+
+    def tuple_digest(self, typ: StructType, data: list[Val], loc: Loc) -> int:
+        """A digest of a tuple type has no name to take: as p4c (getDigestCall), each such
+        call is a digest of its own, `digest_<n>` in call order, with a warning."""
+        widths = [width_of(t) if not isinstance(t, StructType) else None
+                  for _, t, _ in typ.fields]
+        if None in widths:
+            raise P4Error(loc, "digest tuples may hold only bit<W> elements")
+        if widths != [v.ir["w"] for v in data]:
+            raise P4Error(loc, f"the digest data does not match {type_name(typ)}")
+        name = f"digest_{sum(1 for d in self.ir['digests'] if d.get('tuple'))}"
+        self.warn(loc, f"Cannot find a good name for this digest call, using auto-generated "
+                  f"name '{name}'")
+        self.ir["digests"].append({"name": name, "tuple": True, "fields": [
+            {"name": str(i), "w": w} for i, w in enumerate(widths)]})
+        return len(self.ir["digests"]) - 1
 
     # --- deparser ------------------------------------------------------------------
     def compile_deparser(self, control: Node, roots: dict) -> dict:

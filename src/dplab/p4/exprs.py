@@ -3,7 +3,8 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dplab.p4 import header_structs, signed, tuples, unions, varbit
+from dplab.p4 import equality, header_structs, signed, tuples, unions, varbit
+from dplab.p4.equality import COMPOUND, is_plain_path
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.stack_last import StackLastCheck
@@ -365,6 +366,10 @@ class ExprChecker:
         if op in ("&&", "||"):
             a, b = self.condition(node.a, env), self.condition(node.b, env)
             return self._fold_or_build({"&&": "land", "||": "lor"}[op], a, b, BoolType(), op)
+        if op in ("==", "!=") and is_plain_path(node.a) and is_plain_path(node.b):
+            left, right = self.denote(node.a, env), self.denote(node.b, env)
+            if isinstance(left, COMPOUND) or isinstance(right, COMPOUND):
+                return Val(equality.compare(op, left, right, node.loc), BoolType())
         a, b = self.value(node.a, env), self.value(node.b, env)
         if op in ("<<", ">>"):
             return self.shift(a, b, node)
