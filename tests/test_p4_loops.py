@@ -97,3 +97,15 @@ def test_bad_loops_give_exact_locations(tmp_path: Path, old: str, new: str, at: 
     col = text.splitlines()[line - 1].index(old) + new.index(at) + 1
     error = compile_error(text.replace(old, new, 1), tmp_path)
     assert (error.line, error.col, error.reason) == (line, col, reason)
+
+
+def test_nested_loops_are_bounded_as_a_whole(tmp_path: Path) -> None:
+    # 1000 * 10 copies of an empty body: each loop is within its own bound
+    old = "bit<8> before = 0;"
+    text = PROGRAM.read_text().replace(
+        old, "for (bit<16> k in 0 .. 999) for (bit<8> l in 0 .. 9) { } " + old, 1)
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if old in s)
+    error = compile_error(text, tmp_path)
+    assert (error.line, error.reason) == (line, "the program's loops make more than 4096 "
+                                          "copies of loop bodies when unrolled at compile "
+                                          "time")

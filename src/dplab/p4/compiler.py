@@ -94,6 +94,7 @@ class Compiler:
         self.exprs.new_local = self.new_local
         self.exprs.inline_function = self.inline_function
         self.inlining: list[str] = []   # the functions being inlined (recursion is refused)
+        self.unrolled = 0   # loop bodies copied so far (dplab/p4/loops.py bounds them)
         self.stmts = StatementCompiler(self.exprs, self)
         self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}

@@ -27,7 +27,7 @@ from dplab.p4 import signed
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.exprs import Env, const
 from dplab.p4.inlining import lower_returns
-from dplab.p4.limits import MAX_UNROLLED
+from dplab.p4.limits import MAX_UNROLLED, MAX_UNROLLED_COPIES
 from dplab.p4.local_vars import compound_local, copy_compound
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
@@ -78,6 +78,11 @@ class LoopUnroller:
 
     def iteration(self, body: Node, env: Env, loop_vars: frozenset[str]) -> list[dict]:
         """One copy of the body, its `continue`s made real."""
+        self.stmts.program.unrolled += 1
+        if self.stmts.program.unrolled > MAX_UNROLLED_COPIES:
+            raise P4Error(body.loc, f"the program's loops make more than "
+                          f"{MAX_UNROLLED_COPIES} copies of loop bodies when unrolled at "
+                          "compile time")
         scope = replace(self.scope, loop_vars=loop_vars | (self.scope.loop_vars or set()))
         out = self.stmts.statement(body, env, scope)
         return lower_returns(out, lambda: self.flag(CONTINUE, body.loc), CONTINUE)
