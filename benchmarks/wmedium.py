@@ -140,6 +140,9 @@ def share(rig: Rig, rate_mbit: float, seconds: float) -> dict:
             "received_mbit": round(received_mbit, 3),
             "rate_error_pct": round(100 * (received_mbit / rate_mbit - 1), 2),
             "queue_drops": [nodes[f"ws{s}"]["queue_drops"] for s in (1, 2)],
+            "medium_delivered": nodes["wap"]["rx_frames"] - nodes["wap"]["refused"],
+            "refused": nodes["wap"]["refused"], "ap_received": frames,
+            "air_busy_s": round(sum(air) / 1e9, 3),
             "ring_drops": sum(n["ring_drops"] for n in nodes.values())}
 
 
@@ -154,8 +157,8 @@ def latency(rig: Rig, rate_mbit: float = 54.0, count: int = 200) -> dict:
     frame = 98  # an echo of ping's default 56 bytes: 14 + 20 + 8 + 56
     airtime_us = 2 * frame * 8 / rate_mbit
     return {"rate_mbit": rate_mbit, "echoes": len(rtts), "airtime_us": round(airtime_us, 1),
-            "rtt_p50_us": rtts[len(rtts) // 2],
-            "rtt_p99_us": rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))]}
+            "rtt_p50_us": round(rtts[len(rtts) // 2], 1),
+            "rtt_p99_us": round(rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))], 1)}
 
 
 def main() -> None:
