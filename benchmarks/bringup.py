@@ -3,6 +3,8 @@ with ``--scale``, of fat-trees from 16 to 1,024 hosts per plane.
 
     sudo .venv/bin/python benchmarks/bringup.py [--repeat 5] [--no-mininet] [--write]
     sudo .venv/bin/python benchmarks/bringup.py --scale [--ks 4,8,12,16] [--planes ...] [--write]
+    sudo .venv/bin/python benchmarks/bringup.py --scale --topohub backbone/europe [--planes ...]
+    sudo .venv/bin/python benchmarks/bringup.py --scale --ks 4,8 --planes bridge --mininet
 
 For each dplab plane: ``up`` = Network.up() + plane.start() (the namespaces, links, shaping
 and switch configuration exist), ``ready`` = plane.wait_ready() (forwarding proven by a
