@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 DRIVER = Path(__file__).resolve().parent / "mininet_driver.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
+MININET_DEB = "2.3.0-1"  # Debian's package, the version measured in docs/benchmarks.md
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 TOPOLOGY = "internet"
 READY_TIMEOUT_S = 60
@@ -94,6 +95,9 @@ def time_mininet(switch: str, topo: Topology, repeat: int) -> dict:
         done = subprocess.run([SYSTEM_PYTHON, str(DRIVER)], input=json.dumps(spec), env=env,
                               capture_output=True, text=True, timeout=600, check=False)
     lines = done.stdout.strip().splitlines()
+    if "No module named 'mininet'" in done.stderr:
+        return {"error": f"Mininet is not installed for {SYSTEM_PYTHON}: `apt-get install "
+                         f"mininet={MININET_DEB}` (scripts/setup.sh installs it)"}
     if not lines:
         return {"error": f"driver printed nothing; stderr: {done.stderr.strip()[-300:]}"}
     return json.loads(lines[-1])
