@@ -211,19 +211,20 @@ def _line(ax: Axes, points: list[dict[str, Any]], metric: str, label: str,
           color: str) -> bool:
     """One setup's metric against the offered load with both CIs as error bars (a setup
     keeps its ``color`` in every panel); False when no point measured it."""
-    xs, ys, xerr, yerr = [], [], [], []
+    drawn = []
     for point in points:
         x, y = _offered(point), point.get(metric)
-        if x is None or y is None or y.mean is None:
-            continue
-        xs.append(x.mean)
-        ys.append(y.mean)
-        xerr.append(x.ci95 or 0.0)  # no CI (one repetition): no bar, not a zero-width claim
-        yerr.append(y.ci95 or 0.0)
-    if not xs:
+        if x is not None and y is not None and y.mean is not None:
+            drawn.append((x, y))
+    if not drawn:
         return False
-    ax.errorbar(xs, ys, xerr=xerr, yerr=yerr, marker="o", capsize=3, label=label,
-                color=color)
+    # In the order of the load actually offered: a sender that fell short of a higher set
+    # rate must not draw the line back over itself.
+    drawn.sort(key=lambda xy: xy[0].mean)
+    ax.errorbar([x.mean for x, _ in drawn], [y.mean for _, y in drawn],
+                # no CI (one repetition): no bar, which is not a claim of zero spread
+                xerr=[x.ci95 or 0.0 for x, _ in drawn], yerr=[y.ci95 or 0.0 for _, y in drawn],
+                marker="o", capsize=3, label=label, color=color)
     return True
 
 
