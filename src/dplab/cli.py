@@ -170,7 +170,17 @@ def _cmd_study_list(_args: argparse.Namespace) -> int:
             seconds = sum(p.plan.estimate_s() for p in plans)
             console.print(Text(f"     {profile:5}: {runs} runs in {len(plans)} scenario(s), "
                                f"estimated {_minutes(seconds)}"))
+            curves = study.performance.get(profile)
+            if curves is not None:
+                console.print(Text(f"            + performance curves: {_curves_size(curves)} "
+                                   "(not in the estimate)"))
     return 0
+
+
+def _curves_size(profile) -> str:
+    """A study.model.CurvesProfile in words."""
+    return (f"{len(profile.rates_kpps)} rates × {profile.repetitions} repetition(s) × "
+            f"{profile.seconds:g} s on each echo and forwarding set-up")
 
 
 def _minutes(seconds: float) -> str:
@@ -195,9 +205,7 @@ def _cmd_study_run(args: argparse.Namespace) -> int:
         from dplab.study.report import PERFORMANCE_DIR
 
         console.print(Text(f"performance curves → {results / PERFORMANCE_DIR}", "bold"))
-        console.print(Text(f"  {len(performance.rates_kpps)} rates × "
-                           f"{performance.repetitions} repetition(s) × "
-                           f"{performance.seconds:g} s on each echo and forwarding set-up"))
+        console.print(Text(f"  {_curves_size(performance)}"))
     if args.dry_run:
         return 0
     from dplab import report
