@@ -158,3 +158,18 @@ def test_study_003s_report_draws_its_stored_curves(tmp_path):
     assert (tmp_path / study_report.PERFORMANCE_DIR / "fig5_echo_latency.png").exists()
     plain = study_report.write(study, published, tmp_path, "quick").read_text()
     assert "Performance: P4 and XDP" not in plain
+
+
+def test_a_resumed_study_run_reads_curves_measured_with_the_same_settings(tmp_path, monkeypatch):
+    folder = tmp_path / "performance"
+    curves.write(copy.deepcopy(STORED), folder)
+
+    def measured(rates, seconds, repetitions, progress):
+        return {**copy.deepcopy(STORED), "settings": {
+            "rates_kpps": rates, "seconds": seconds, "repetitions": repetitions}}
+
+    monkeypatch.setattr(curves, "measure", measured)
+    data, fresh = curves.stored_or_measured(folder, [0.0, 50.0], 2.0, 2)
+    assert not fresh and data == curves.load(folder)
+    data, fresh = curves.stored_or_measured(folder, [0.0, 50.0], 2.0, 3)  # more repetitions
+    assert fresh and curves.load(folder)["settings"]["repetitions"] == 3
