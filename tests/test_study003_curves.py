@@ -34,8 +34,8 @@ def _echo_run(rtt, offered=None, answered=None, memory=11_000.0):
     return run
 
 
-def _forward_run(offered=None, switch_cpu=None, memory=None):
-    run = {"switch_cpu_pct": switch_cpu, "memory_kib": memory,
+def _forward_run(offered=None, switch_cpu=None, memory=None, program_cpu=None):
+    run = {"switch_cpu_pct": switch_cpu, "program_cpu_pct": program_cpu, "memory_kib": memory,
            **{f"cpu{c}_{f}": 10.0 * (c + 1) for c in (0, 1)
               for f in ("user", "system", "softirq")}}
     if offered is not None:
@@ -63,8 +63,8 @@ STORED = {
         "p4 l3_forward.p4": {"kind": "p4", "error": "PlaneError: s1 never came up",
                              "points": [_point(0.0, []), _point(50.0, [])]},
         "xdp l3 (static LPM map)": {"kind": "xdp", "error": None, "points": [
-            _point(0.0, [_forward_run(memory=7.0)]),
-            _point(50.0, [_forward_run(50.0, memory=7.0)])]},
+            _point(0.0, [_forward_run(memory=7.0, program_cpu=0.0)]),
+            _point(50.0, [_forward_run(50.0, memory=7.0, program_cpu=1.5)])]},
     },
     "loc": [{"case": "I drop", "p4_program": "drop.p4", "p4_lines": 44,
              "xdp_program": "study003/drop.bpf.c", "xdp_lines": 11, "xdp_header_lines": 27},
@@ -108,10 +108,13 @@ def test_repetitions_give_a_mean_and_its_interval_and_failed_ones_are_left_out()
 
 def test_a_value_not_measured_is_shown_as_missing_not_zero():
     columns = curve_report.forward_columns(STORED)
-    assert [key for key, _ in columns][4:7] == ["cpu0_user", "cpu0_system", "cpu0_softirq"]
+    assert [key for key, _ in columns][5:8] == ["cpu0_user", "cpu0_system", "cpu0_softirq"]
     rows = curve_report.table_rows(curve_report.described(STORED["forward"]), columns)
     router_idle = dict(zip(["plane", *(k for k, _ in columns)], rows[0], strict=True))
     assert router_idle["switch_cpu_pct"] == "-" and router_idle["memory_kib"] == "-"
+    assert router_idle["program_cpu_pct"] == "-"  # no program: not measured, not 0
+    xdp_loaded = dict(zip(["plane", *(k for k, _ in columns)], rows[-1], strict=True))
+    assert xdp_loaded["program_cpu_pct"] == "1.5"
     assert router_idle["offered_kpps"] == "-" and router_idle["cpu1_softirq"] == "20"
     p4 = [row for row in rows if row[0] == "p4 l3_forward.p4"]
     assert all(c == "-" for row in p4 for c in row[2:])  # never came up: nothing, not zeros

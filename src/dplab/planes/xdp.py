@@ -309,6 +309,15 @@ class XdpPlane(Plane):
         return {switch: dict(zip(("programs", "maps"), program.obj.memory(), strict=True))
                 for switch, program in self.switch_programs.items()}
 
+    def run_time_ns(self) -> int | None:
+        """Nanoseconds the kernel spent in the switches' programs (XDP and tc) while
+        run-time statistics were on (``libbpf.run_time_stats``); None when stopped or not
+        accounted. The hosts' pass program is left out."""
+        times = [program.obj.run_time_ns() for program in self.switch_programs.values()]
+        if not times or None in times:
+            return None
+        return sum(t for t in times if t is not None)
+
     def failures(self) -> list[str]:
         """The controller thread, once an error stopped it (the programs forward on with
         the rules they hold, but nothing answers a packet-in any more)."""

@@ -12,7 +12,9 @@ For each offered rate (kpps of 64 B frames, `pps` workload: dplab-pktblast from 
 - CPU (4.2.3, Fig. 7) and memory (4.2.2, Fig. 6): two routers in a line forward UDP frames
   h1 -> h2 at the rate: p4src/study003/l3_forward.p4, and XDP from its static LPM map (mode
   l3) and through bpf_fib_lookup (mode l3-fib). CPU of the two dplab-switch processes
-  (utime + stime, % of one core, both summed; XDP has no process), and each core's user,
+  (utime + stime, % of one core, both summed; XDP has no process), the time the kernel
+  spent in the XDP switches' programs (its BPF run-time statistics, % of one core: the
+  programs alone, not the redirect and transmit they ask for), and each core's user,
   system and softirq (/proc/stat, % of that core; everything else on the machine included),
   frames forwarded per second (counted at h2). Memory per switch: the P4 switch's RSS
   against the kernel's own accounting of the switch's BPF programs and maps (their memlock,
@@ -34,7 +36,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,7 @@ from dplab.substrate.registry import SubstrateError
 from dplab.topology import catalog
 from dplab.workloads.flows import Flow, run_flows
 from dplab.workloads.pps import PpsFlows
+from dplab.xdp.libbpf import run_time_stats
 
 CURVES_FILE = "curves.json"
 SIZE = 64
@@ -99,10 +102,13 @@ FORWARD = (
 
 @contextmanager
 def plane_network(setup: Setup) -> Iterator[tuple[Network, ProcReader, Plane]]:
-    """The setup's plane up and ready; a reader of its switch namespaces' processes."""
+    """The setup's plane up and ready; a reader of its switch namespaces' processes. An XDP
+    setup runs with the kernel's BPF run-time statistics on (only then: they time every BPF
+    program on the machine)."""
     plane = planes.create(setup.kind, setup.options)
     topo = catalog.build(setup.topology, **setup.params)
-    with Network(topo, addressing=plane.addressing) as net:
+    stats = run_time_stats() if isinstance(plane, XdpPlane) else nullcontext()
+    with stats, Network(topo, addressing=plane.addressing) as net:
         plane.start(net)
         try:
             plane.wait_ready(timeout=60)
@@ -139,36 +145,49 @@ def forward_point(net: Network, reader: ProcReader, plane: Plane, kpps: float,
                   seconds: float) -> dict:
     """CPU over the sender's lifetime: snapshots right before it starts and after it ends."""
     if not kpps:
-        before, cores = reader.snapshot(), core_ticks()
+        before, cores, programs = reader.snapshot(), core_ticks(), _run_time(plane)
         time.sleep(seconds)  # the idle baseline: nothing to wait for but the time itself
-        return usage(plane, before, reader.snapshot(), cores)
+        return usage(plane, before, reader.snapshot(), cores, programs)
     flows = PpsFlows(net, [load_flow(kpps, seconds, "udp")])
     with tempfile.TemporaryDirectory(prefix="dplab-curves-") as tmp:
         try:
             flows.listen(Path(tmp))
-            before, cores = reader.snapshot(), core_ticks()
+            before, cores, programs = reader.snapshot(), core_ticks(), _run_time(plane)
             flows.send()
             flows.wait_senders()
             after = reader.snapshot()
+            measured = usage(plane, before, after, cores, programs)
             flows.stop_counting()
         finally:
             flows.kill()
         [load] = flows.results()
     s = load.summary
     forwarded = None if s["frames_received"] is None else s["frames_received"] / s["send_s"]
-    return {**usage(plane, before, after, cores), "offered_kpps": _kilo(s["offered_pps"]),
+    return {**measured, "offered_kpps": _kilo(s["offered_pps"]),
             "forwarded_kpps": _kilo(forwarded)}
 
 
 def usage(plane: Plane, before: Snapshot, after: Snapshot,
-          cores_before: dict[str, dict[str, int]]) -> dict:
+          cores_before: dict[str, dict[str, int]], programs_before: int | None) -> dict:
+    """``switch_cpu_pct``: the switch processes' CPU (P4); ``program_cpu_pct``: the time
+    the kernel spent in the XDP switches' programs (bpf_stats), both in % of one core, both
+    switches summed; None where the plane has no such thing."""
     elapsed_ticks = (after.time_s - before.time_s) * TICKS
     switches = [pid for pid in after.procs if pid in before.procs and _comm(pid) == SWITCH_COMM]
     busy = sum(after.procs[p].utime + after.procs[p].stime
                - before.procs[p].utime - before.procs[p].stime for p in switches)
+    programs_after = _run_time(plane)
+    program_ns = (None if programs_before is None or programs_after is None
+                  else programs_after - programs_before)
+    elapsed_ns = (after.time_s - before.time_s) * 1e9
     return {"switch_cpu_pct": 100.0 * busy / elapsed_ticks if switches else None,
+            "program_cpu_pct": None if program_ns is None else 100.0 * program_ns / elapsed_ns,
             **core_usage(cores_before, core_ticks()),
             "memory_kib": memory_kib(plane, after)}
+
+
+def _run_time(plane: Plane) -> int | None:
+    return plane.run_time_ns() if isinstance(plane, XdpPlane) else None
 
 
 CORE_FIELDS = {"user": 1, "system": 3, "softirq": 7}  # columns of a /proc/stat cpuN line
