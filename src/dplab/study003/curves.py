@@ -337,15 +337,15 @@ def stored_or_measured(folder: Path, rates: list[float], seconds: float, repetit
                        progress: Callable[[str], None] = lambda _m: None
                        ) -> tuple[dict[str, Any], bool]:
     """The curves stored in ``folder`` when they were measured with these settings (a
-    resumed study run measures them once), else measured now and stored; and whether they
-    were measured now."""
+    resumed study run measures them once), else measured now and stored; read back from
+    the file either way, so the report draws what is stored. And whether they were
+    measured now."""
     stored = load(folder)
     settings = {"rates_kpps": rates, "seconds": seconds, "repetitions": repetitions}
     if stored is not None and all(stored["settings"].get(k) == v for k, v in settings.items()):
         return stored, False
-    data = measure(rates, seconds, repetitions, progress)
-    write(data, folder)
-    return data, True
+    write(measure(rates, seconds, repetitions, progress), folder)
+    return json.loads((folder / CURVES_FILE).read_text(encoding="utf-8")), True
 
 
 def write(data: dict[str, Any], folder: Path) -> Path:
