@@ -2,7 +2,9 @@
 the tables (markdown for docs, HTML for the study report) and the study's figures as PNGs:
 
 - Fig. 5: echo RTT min, p50, p99 and max of the pings (and the share of the load answered)
-  against the offered 64 B load, a line per technology, the 95 % CI as error bars;
+  against the offered 64 B load (its mean), a line per technology, the metric's 95 % CI as
+  error bars (the offered load's own CI is in the tables); axes fit the means, long bars
+  run out of the panel;
 - Fig. 6: memory per switch, the P4 switch process's RSS against the kernel's accounting of
   the XDP switch's BPF programs and maps;
 - Fig. 7: each core's user, system and softirq time against the offered load while
@@ -59,6 +61,7 @@ CELLS_NOTE = (
     "measured (a kernel plane has no switch process nor memory of its own). Memory per "
     "switch: the P4 switch process's RSS, the XDP switch's BPF programs and maps as the "
     "kernel accounts them (memlock).")
+MEANS = "means"  # the gid of a curve's line through its means (not its error bars)
 FIGURES = ("fig5_echo_latency.png", "fig6_memory.png", "fig7_cpu.png", "fig10_loc.png")
 
 # setup label -> one dict per rate: "kpps" (the set rate), "failed" (repetitions that
@@ -213,8 +216,9 @@ def _offered(point: dict[str, Any]) -> Description | None:
 
 def _line(ax: Axes, points: list[dict[str, Any]], metric: str, label: str,
           color: str) -> bool:
-    """One setup's metric against the offered load with both CIs as error bars (a setup
-    keeps its ``color`` in every panel); False when no point measured it."""
+    """One setup's metric against the offered load (its mean), the metric's 95 % CI as
+    error bars (a setup keeps its ``color`` in every panel); False when no point measured
+    it."""
     drawn = []
     for point in points:
         x, y = _offered(point), point.get(metric)
@@ -225,10 +229,12 @@ def _line(ax: Axes, points: list[dict[str, Any]], metric: str, label: str,
     # In the order of the load actually offered: a sender that fell short of a higher set
     # rate must not draw the line back over itself.
     drawn.sort(key=lambda xy: xy[0].mean)
-    ax.errorbar([x.mean for x, _ in drawn], [y.mean for _, y in drawn],
-                # no CI (one repetition): no bar, which is not a claim of zero spread
-                xerr=[x.ci95 or 0.0 for x, _ in drawn], yerr=[y.ci95 or 0.0 for _, y in drawn],
-                marker="o", capsize=3, label=label, color=color)
+    # The offered load's own CI is in the tables: as bars too, a sender's wide spread would
+    # cross every curve. No CI (one repetition): no bar, not a claim of zero spread.
+    bars = ax.errorbar([x.mean for x, _ in drawn], [y.mean for _, y in drawn],
+                       yerr=[y.ci95 or 0.0 for _, y in drawn], marker="o", capsize=3,
+                       label=label, color=color)
+    bars.lines[0].set_gid(MEANS)
     return True
 
 
@@ -258,8 +264,8 @@ def cpu_figure(forward: Described, columns: Columns, path: Path) -> Path:
             ax = axes[row, col]
             for i, (label, points) in enumerate(forward.items()):
                 _line(ax, points, f"{core}_{name}", label, f"C{i}")
-            ax.set_ylim(0, 100)
-            _decorate(ax, f"{core} {name} (% of the core)", "offered load (kpps of 64 B)")
+            _decorate(ax, f"{core} {name} (% of the core)", "offered load (kpps of 64 B)",
+                      ytop=100)
     last = axes[len(cores)]
     for i, (label, points) in enumerate(forward.items()):
         _line(last[0], points, "switch_cpu_pct", label, f"C{i}")
@@ -323,11 +329,24 @@ def loc_figure(loc: list[dict[str, Any]], path: Path) -> Path:
     return save_png(fig, path)
 
 
-def _decorate(ax: Axes, title: str, xlabel: str) -> None:
+def _decorate(ax: Axes, title: str, xlabel: str, ytop: float | None = None) -> None:
+    """Title, labels, legend, and limits that fit the means: with few repetitions a 95 % CI
+    can be many times the mean, and axes fitted to the bars would squash every curve
+    (the bars run on out of the panel instead). ``ytop``: a fixed top (100 for a core)."""
     ax.set_title(title, fontsize="medium")
     ax.set_xlabel(xlabel)
     ax.grid(alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize="x-small")
-    else:
+    if not ax.get_legend_handles_labels()[0]:
         ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", color="0.4")
+        return
+    ax.legend(fontsize="x-small")
+    means = [line for line in ax.lines if line.get_gid() == MEANS]
+    xs = [float(x) for line in means for x in line.get_xdata()]
+    ys = [float(y) for line in means for y in line.get_ydata()]
+    ax.set_xlim(0, max(xs) * 1.1 or 1.0)  # the offered load: never below 0
+    if ax.get_yscale() == "log":
+        positive = [y for y in ys if y > 0]
+        if positive:
+            ax.set_ylim(min(positive) / 2, max(positive) * 2)
+    else:
+        ax.set_ylim(min(0.0, *ys), ytop if ytop is not None else max(ys) * 1.2 or 1.0)
