@@ -127,20 +127,6 @@ def test_the_markdown_names_what_failed_and_no_p4_program_is_not_zero_lines():
     assert "p4 echo.p4 at 50 kpps: PlaneError: gone" in text
 
 
-def test_the_figures_and_the_report_section_come_from_the_stored_file_alone(tmp_path):
-    stored = curves.write(copy.deepcopy(STORED), tmp_path / "performance")
-    data = curves.load(stored.parent)
-    assert data == json.loads(json.dumps(STORED))
-    page = curve_report.html_section(data, tmp_path / "figures")
-    for name in curve_report.FIGURES:
-        png = tmp_path / "figures" / name
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
-        assert f'alt="{png.stem}"' in page
-    assert "<td>xdp echo.bpf.c</td><td>50</td><td>50 ± 0</td><td>100 ± 0</td>" in page
-    assert "Failed (left out of every cell and figure)" in page
-    assert curves.load(tmp_path / "nothing-here") is None
-
-
 def test_the_idle_point_is_drawn_at_no_load_and_a_point_without_offered_load_is_not():
     idle, loaded = curve_report.described(STORED["echo"])["xdp echo.bpf.c"]
     assert curve_report._offered(idle).mean == 0.0
@@ -148,17 +134,26 @@ def test_the_idle_point_is_drawn_at_no_load_and_a_point_without_offered_load_is_
     assert curve_report._offered({"kpps": 10.0, "offered_kpps": None}) is None
 
 
-def test_study_003s_report_draws_its_stored_curves(tmp_path):
-    """`dplab study run 003` measures the curves at its profile (studies/003/study.yaml);
-    the study report draws them from the stored data into a section of their own."""
+def test_study_003s_report_draws_its_stored_curves_from_the_file_alone(tmp_path):
+    """`dplab study run 003` measures the curves at its profile (studies/003/study.yaml),
+    stores them, and its report draws the figures and tables from what the file holds."""
     from dplab.study import catalog
     from dplab.study import report as study_report
 
     study, published = catalog.find("003")
     assert set(study.performance) == {"full", "quick"}  # smoke (the test suite's) has none
-    page = study_report.write(study, published, tmp_path, "quick", None, STORED).read_text()
+    stored = curves.write(copy.deepcopy(STORED), tmp_path / "stored")
+    data = curves.load(stored.parent)
+    assert data == json.loads(json.dumps(STORED))
+    page = study_report.write(study, published, tmp_path, "quick", None, data).read_text()
     assert "Performance: P4 and XDP side by side" in page
-    assert (tmp_path / study_report.PERFORMANCE_DIR / "fig5_echo_latency.png").exists()
+    for name in curve_report.FIGURES:
+        png = tmp_path / study_report.PERFORMANCE_DIR / name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+        assert f'alt="{png.stem}"' in page
+    assert "<td>xdp echo.bpf.c</td><td>50</td><td>50 ± 0</td><td>100 ± 0</td>" in page
+    assert "Failed (left out of every cell and figure)" in page
+    assert curves.load(tmp_path / "nothing-here") is None
     plain = study_report.write(study, published, tmp_path, "quick").read_text()
     assert "Performance: P4 and XDP" not in plain
 
