@@ -16,7 +16,7 @@ from dplab.planes import liveness
 from dplab.planes.base import SeriesPoint
 from dplab.spec.model import Experiment
 from dplab.store.runstore import RunStore
-from dplab.substrate import cpu_idle, linkem
+from dplab.substrate import cpu_idle, linkem, wmedium
 from dplab.substrate.network import Network
 from dplab.workloads import video
 from dplab.workloads.capture import CapturePoint, Captures
@@ -222,6 +222,8 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
                 from exc
         finally:
             plane.stop()
-    # The link emulators give their counters when the network stops them.
+    # The link emulators and the wireless media give their counters when the network
+    # stops them.
     stats.update(linkem.flat_stats(net.emulator_reports))
+    stats.update(wmedium.flat_stats(net.medium_reports))
     return stats, series, record
