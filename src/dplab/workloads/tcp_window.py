@@ -34,7 +34,8 @@ from dplab.substrate.network import SubstrateError
 CORE_MAX = (Path("/proc/sys/net/core/rmem_max"), Path("/proc/sys/net/core/wmem_max"))
 BUFFER_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
 MIN_BUFFER = 4096  # the kernel's own tcp_rmem/tcp_wmem minimum (one page)
-SAMPLE_S = 0.05  # between ss readings; the window settles within the first round trips
+SAMPLE_S = 0.2  # between ss rounds: the offered window only grows, and few rounds keep
+# the sampling light beside the flows it measures (one ss per namespace per round)
 SS_TIMEOUT_S = 5.0
 _SND_WND = re.compile(r"\bsnd_wnd:(\d+)")
 _RCV_SSTHRESH = re.compile(r"\brcv_ssthresh:(\d+)")
