@@ -1,6 +1,6 @@
 """Forwarding rate of the P4 switch (switch/) beside the XDP router (the xdp plane's l3
-program), the Linux bridge, the Linux router and OVS, one core each, measured in the same run
-with the same source and sink.
+program), the Linux bridge, the Linux router, OVS and the user-space forwarder (dplab-fwd,
+router and bridge), one core each, measured in the same run with the same source and sink.
 
 Each forwarder joins port 1 to port 2 of a two-port rig (benchmarks/forwarders.py) and works
 on one core; `dplab-pktblast --method xdp` (switch/src/bin) offers frames from the other
@@ -17,7 +17,8 @@ usage: sudo .venv/bin/python benchmarks/switch_rate.py [--seconds 3] [--reps 3] 
 GRO on, which veth needs to take XDP frames); `both` (the default) measures the P4 rows in
 each mode, in the same run; `--switch-bin` runs another build of the
 switch (an A/B against an older build: it must know `--tx` unless that is `ring`);
-`--p4-only` leaves OVS and the kernel forwarders out (a quicker A/B; not with --write).
+`--p4-only` leaves OVS, the kernel forwarders and the user-space forwarder out (a quicker
+A/B; not with --write).
 """
 
 from __future__ import annotations
@@ -288,6 +289,8 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
                 forwarders.xdp_router(SWITCH_CORE, xdp_sink=True, qdisc=True),
                 forwarders.linux_bridge(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_router(SWITCH_CORE, xdp_sink=True),
+                *(forwarders.userspace(SWITCH_CORE, xdp_sink=True, mode=mode)
+                  for mode in ("router", "bridge")),
             ]
         for other in others:
             with other as fwd:
