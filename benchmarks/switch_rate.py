@@ -100,6 +100,10 @@ other work; load average at the start {load_start}, at the end {load_end}; core 
   rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set
   both MACs, `dec_ttl`, output). *Linux bridge*: a static FDB entry for the frame's
   destination on port 2. *Linux router*: `ip_forward`, a permanent neighbour entry for the next hop.
+  *User-space forwarder*: `dplab-fwd` (the userspace plane, switch/fwd) pinned to core {core},
+  `router`: one route, the L3 program's work (lookup, TTL, checksum, MACs); `bridge`: its
+  learning bridge, the frame's destination never seen as a source, so flooded (to port 2
+  alone); AF_PACKET rings as the P4 switch's, transmit ring only.
   *XDP router*: the xdp plane's l3 program (`xdp/l3_router.bpf.c`: LPM-trie lookup, MAC
   rewrite, TTL decrement, checksum update, devmap redirect) on port 1, one route; port 1's
   NAPI, which runs the program, in a kernel thread of its own (threaded NAPI) pinned to
@@ -117,7 +121,8 @@ other work; load average at the start {load_start}, at the end {load_end}; core 
   own would sustain (derived, neither offered nor forwarded).
   *switch thread, busy rounds*: the switch's data-plane thread in rounds that moved
   packets (it polls; idle rounds are left out).
-  *ovs-vswitchd*: the process's user + system time, all threads. *port 1's NAPI thread*:
+  *ovs-vswitchd*, *process, all its time* (dplab-fwd, which sleeps in poll when idle):
+  the process's user + system time, all threads. *port 1's NAPI thread*:
   that kernel thread's time (tick-sampled), which includes the sink's XDP drop (raised
   inside it). Both include the kernel
   work done in their system calls: the transmit (packet socket or XDP) and the sink's
