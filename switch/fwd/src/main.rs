@@ -7,10 +7,11 @@
 //!
 //! The configuration (config.rs) names the ports and, for a router, the routes. Once every
 //! port is open the forwarder prints `ready` on stdout; on SIGUSR1 it prints its counters
-//! as one JSON line, and on SIGTERM or SIGINT it stops and prints them a last time. Each round takes up to `BURST` frames from every
-//! port (the ports hand over wire packets: segments of the hosts' super-packets, checksums
-//! finished), decides each packet's way, and sends every port's share in one batch (joined
-//! again into super-packets where the port takes them).
+//! as one JSON line, and on SIGTERM or SIGINT it stops and prints them a last time. Each
+//! round takes up to `BURST` frames from every port (the ports hand over wire packets:
+//! segments of the hosts' super-packets, checksums finished), decides each packet's way,
+//! and sends every port's share in one batch (joined again into super-packets where the
+//! port takes them).
 
 #![forbid(unsafe_code)]
 
