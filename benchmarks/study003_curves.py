@@ -301,6 +301,8 @@ LOC_CASES = {
     "IV L3 forwarding (FIB lookup)": (None, "l3_fib.bpf.c"),
     "V broadcast": ("broadcast.p4", "study003/broadcast.bpf.c"),
     "V broadcast (XDP + tc clone)": (None, "study003/broadcast_tc.bpf.c"),
+    # On a wireless access point: the same P4 program (its shared_medium table), XDP_TX.
+    "V broadcast, wireless": ("broadcast.p4", "study003/broadcast_wireless.bpf.c"),
 }
 
 

@@ -22,6 +22,7 @@ controller learns all hosts from their ARP and installs every path before traffi
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import signal
@@ -41,6 +42,7 @@ from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
 from dplab.substrate.network import HOST_IF, Network
+from dplab.topology.model import node_index
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -143,9 +145,10 @@ class OvsPlane(ControlledPlane):
     def start(self, net: Network) -> None:
         if not net.shared_switch_ns:
             raise PlaneError("ovs: the network must be built with shared_switch_ns=True")
-        misnamed = [s for s in net.topo.switches() if not s[1:].isdigit()]
+        misnamed = [s for s in net.topo.switches() if not s[-1:].isdigit()]
         if misnamed:  # the datapath id (and the controller's name for it) is the number
-            raise PlaneError(f"ovs: switch {misnamed[0]!r} is not named s<number>")
+            raise PlaneError(f"ovs: switch {misnamed[0]!r} is not named s<number> or "
+                             "ap<number>")
         if self.ports in BYPASS_QDISC:
             _refuse_shaped_links(net, self.ports)
         self.net = net
@@ -233,6 +236,10 @@ class OvsPlane(ControlledPlane):
                 "--stats-file", str(self.stats_file)]
         if self.meters:
             argv += ["--meters", openflow_meter.to_json(self.meters)]
+        hairpin = [[ap, port] for ap in net.topo.access_points()
+                   if (port := net.wlan_port(ap)) is not None]
+        if hairpin:
+            argv += ["--hairpin", json.dumps(hairpin)]
         self._spawn(net, self.switch_ns, "controller", argv)
 
     def _bridge_commands(self, net: Network) -> list[str]:
@@ -243,7 +250,7 @@ class OvsPlane(ControlledPlane):
             br = self.bridge(switch)
             cmds += ["--", "add-br", br, "--", "set", "bridge", br,
                      f"datapath_type={self.datapath}",
-                     f"other-config:datapath-id={int(switch[1:]):016x}",
+                     f"other-config:datapath-id={node_index(switch):016x}",
                      "other-config:disable-in-band=true", "protocols=OpenFlow13"]
             if self._has_controller():
                 # A short reconnect back-off: the controller may still be starting up.

@@ -4,7 +4,7 @@ all driven by the P4Runtime controller app (the same forwarding logic as the OVS
 Every switch runs in its own namespace ``<prefix>-<switch>`` with its P4Runtime server;
 switch control sockets, gRPC sockets (unix sockets, so the controller reaches them from
 any namespace), compiled program, controller config, counters and logs live in
-``<run dir>/p4``. Switch sN is P4Runtime device N.
+``<run dir>/p4``. Switch sN is P4Runtime device N (apN: model.AP_BASE + N).
 
 Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 ``p4src/basic_fwd.p4``; ``l3``: p4src/study003/l3_forward.p4 as a router hop on every
@@ -57,6 +57,7 @@ from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
 from dplab.substrate.network import HOST_IF, Network
+from dplab.topology.model import node_index
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
@@ -176,9 +177,9 @@ class P4Plane(ControlledPlane):
     # -- start ---------------------------------------------------------------------------
 
     def start(self, net: Network) -> None:
-        misnamed = [s for s in net.topo.switches() if not s[1:].isdigit()]
-        if misnamed:  # the device id is the number
-            raise PlaneError(f"p4: switch {misnamed[0]!r} is not named s<number>")
+        misnamed = [s for s in net.topo.switches() if not s[-1:].isdigit()]
+        if misnamed:  # the device id comes from the number (model.node_index)
+            raise PlaneError(f"p4: switch {misnamed[0]!r} is not named s<number> or ap<number>")
         self.net = net
         self._started = time.monotonic()
         self.dir = net.run_dir / "p4"
@@ -257,7 +258,7 @@ class P4Plane(ControlledPlane):
 
         def one(switch: str) -> int:
             mine = [e for e in entries if e.switches is None or switch in e.switches]
-            install(self._grpc(switch), int(switch[1:]), config, mine, str(self.entries_path))
+            install(self._grpc(switch), node_index(switch), config, mine, str(self.entries_path))
             return len(mine)
 
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -329,7 +330,8 @@ class P4Plane(ControlledPlane):
         switch. It waits for the switches' control sockets itself."""
         argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
         for switch in net.topo.switches():
-            argv += ["--serve", switch[1:], str(self._control(switch)), self._grpc(switch)]
+            argv += ["--serve", str(node_index(switch)), str(self._control(switch)),
+                     self._grpc(switch)]
         return self._spawn(net, net.switch_ns(net.topo.switches()[0]), SERVERS, argv,
                            stdout_pipe=True)
 
@@ -350,8 +352,9 @@ class P4Plane(ControlledPlane):
         config = self.dir / "controller-config.json"
         config.write_text(json.dumps({
             "ir": str(compiled["ir"]), "p4info": str(compiled["p4info_bin"]),
-            "switches": {s: {"address": self._grpc(s), "device_id": int(s[1:]),
-                             "ports": sorted(net.switch_ports(s))}
+            "switches": {s: {"address": self._grpc(s), "device_id": node_index(s),
+                             "ports": sorted(net.switch_ports(s)),
+                             "hairpin_ports": [p for p in [net.wlan_port(s)] if p is not None]}
                          for s in net.topo.switches()}}))
         argv = [sys.executable, "-m", "dplab.control.p4runtime_app", "--config", str(config),
                 "--mode", self.options["mode"], "--stats-file", str(self.stats_file)]
@@ -368,7 +371,7 @@ class P4Plane(ControlledPlane):
         config.write_text(json.dumps({
             "p4info": str(compiled["p4info_bin"]), "qos": self.options["qos"],
             "samples": str(self.qos_samples_file),
-            "switches": {s: {"address": self._grpc(s), "device_id": int(s[1:])}
+            "switches": {s: {"address": self._grpc(s), "device_id": node_index(s)}
                          for s in net.topo.switches()}}))
         argv = [sys.executable, "-m", "dplab.qos.dmbrl_loop", "--config", str(config)]
         loop = self._spawn(net, net.switch_ns(net.topo.switches()[0]), QOS_LOOP, argv,

@@ -48,10 +48,12 @@ from typing import Any
 import networkx as nx
 
 from dplab.control.forwarding import PROACTIVE, REACTIVE
+from dplab.control.topology_view import PortRef
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.router import RouterPlane, next_hops
 from dplab.substrate.network import HOST_IF, Network
+from dplab.substrate.wmedium import AP_IF
 from dplab.xdp.controller import XdpController
 from dplab.xdp.libbpf import LibbpfError
 from dplab.xdp.netns import Interface, interfaces
@@ -136,11 +138,17 @@ class XdpPlane(Plane):
                         for s in net.topo.switches()})
 
     def _attach_host_side(self, net: Network) -> None:
+        """A pass program on every peer of a switch port: a veth takes XDP redirects only
+        when its peer runs XDP. An access point's wlan port's peer is in its medium's
+        namespace."""
         self.host_program = XdpProgram("pass", "xdp_pass")
         for host in net.topo.hosts():
             ns = net.host_ns(host)
             net.run(ns, ["ethtool", "-K", HOST_IF, "tx", "off"])
             self.host_program.attach(ns, [interfaces(ns)[HOST_IF]])
+        for ap in net.topo.access_points():
+            ns = net.medium_ns(ap)
+            self.host_program.attach(ns, [interfaces(ns)[AP_IF]])
 
     def _load_switch(self, net: Network, switch: str,
                      ports: dict[str, dict[str, Interface]]) -> None:
@@ -160,6 +168,8 @@ class XdpPlane(Plane):
         else:
             flood = switch_ports
         program.set_ports(ns, flood)
+        if (wlan := net.wlan_port(switch)) is not None:
+            program.set_hairpin_ports([own[net.switch_ports(switch)[wlan]]])
         if shaped:
             self.qdisc_ports[switch] = [port.name for port in shaped]
             program.set_qdisc_ports(shaped, flood)
@@ -192,7 +202,9 @@ class XdpPlane(Plane):
                                      {p: ports[s][name] for p, name in
                                       net.switch_ports(s).items()})
                     for s in net.topo.switches()]
-        self.controller = XdpController(XdpSouthbound(switches), self.options["mode"])
+        hairpin = tuple(PortRef(ap, port) for ap in net.topo.access_points()
+                        if (port := net.wlan_port(ap)) is not None)
+        self.controller = XdpController(XdpSouthbound(switches), self.options["mode"], hairpin)
         self.controller.start()
 
     def wait_ready(self, timeout: float) -> None:
@@ -339,10 +351,9 @@ def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interfac
     switch to its own stack."""
     entries = []
     own = ports[switch]
-    for port, name in net.switch_ports(switch).items():
-        host = net.neighbour(switch, port)
-        if host not in net.topo.hosts():
-            continue
+    hosts = set(net.topo.hosts())
+    for host in sorted(hosts.intersection(net.topo.graph.neighbors(switch))):
+        name = net.switch_ports(switch)[net.port_towards(switch, host)]  # the wlan port: shared
         mac = bytes.fromhex(net.host_mac(host).replace(":", ""))
         entries.append(route_entry(_host_subnet(net, host), own[name], mac))
         gateway = ipaddress.ip_network(f"{net.host_gateway(host)}/32")

@@ -33,7 +33,7 @@ use pktio::phy::port::Port;
 use pktio::sys;
 
 use config::Config;
-use model::{Fate, Model};
+use model::{Copy, Fate, Model};
 
 /// Frames taken from one port per round, so one busy direction cannot starve the other.
 const BURST: usize = 64;
@@ -64,6 +64,8 @@ struct Counters {
     lost: u64,
     queue_full: u64,
     limit: u64,
+    /// Copies made; a copy dropped on its own way counts in `lost`, `queue_full` or `limit`
+    /// too.
     duplicated: u64,
     corrupted: u64,
     /// Frames the port could not read (truncated, malformed offload metadata).
@@ -152,17 +154,16 @@ impl Emulator {
     fn admit(&mut self, way: usize, k: usize, arrival: u64) {
         let w = &mut self.ways[way];
         let packet = self.segments.get(k);
-        let (due_ns, duplicate, corrupt_bit) =
-            match w.model.admit(arrival, packet.len(), w.held.len()) {
-                Fate::Lost => return w.counters.lost += 1,
-                Fate::QueueFull => return w.counters.queue_full += 1,
-                Fate::OverLimit => return w.counters.limit += 1,
-                Fate::Deliver {
-                    due_ns,
-                    duplicate,
-                    corrupt_bit,
-                } => (due_ns, duplicate, corrupt_bit),
-            };
+        let (due_ns, copy, corrupt_bit) = match w.model.admit(arrival, packet.len(), w.held.len()) {
+            Fate::Lost => return w.counters.lost += 1,
+            Fate::QueueFull => return w.counters.queue_full += 1,
+            Fate::OverLimit => return w.counters.limit += 1,
+            Fate::Deliver {
+                due_ns,
+                copy,
+                corrupt_bit,
+            } => (due_ns, copy, corrupt_bit),
+        };
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(packet);
@@ -170,24 +171,31 @@ impl Emulator {
             buf[14 + bit / 8] ^= 1 << (bit % 8);
             w.counters.corrupted += 1;
         }
-        if duplicate {
-            w.counters.duplicated += 1;
-            let mut copy = self.spare.pop().unwrap_or_default();
-            copy.clear();
-            copy.extend_from_slice(&buf);
-            self.seq += 1;
-            w.held.push(Reverse(Pending {
-                due_ns,
-                seq: self.seq,
-                packet: copy,
-            }));
-        }
         self.seq += 1;
         w.held.push(Reverse(Pending {
             due_ns,
             seq: self.seq,
             packet: buf,
         }));
+        if let Some(copy) = copy {
+            w.counters.duplicated += 1;
+            match copy {
+                Copy::Lost => w.counters.lost += 1,
+                Copy::QueueFull => w.counters.queue_full += 1,
+                Copy::OverLimit => w.counters.limit += 1,
+                Copy::Due(due_ns) => {
+                    let mut buf = self.spare.pop().unwrap_or_default();
+                    buf.clear();
+                    buf.extend_from_slice(packet);
+                    self.seq += 1;
+                    w.held.push(Reverse(Pending {
+                        due_ns,
+                        seq: self.seq,
+                        packet: buf,
+                    }));
+                }
+            }
+        }
     }
 
     /// Sends every packet that is due; the time until the next one is (None: none held).
