@@ -117,6 +117,9 @@ def running(kind: str, options: dict[str, Any], topology: str, ready: bool,
             **params: object) -> Iterator[tuple[Network, Plane]]:
     """Plane ``kind`` on catalog topology ``topology``; ``ready``: after its readiness ping."""
     plane = planes.create(kind, options)
+    # The study's veths have no rate: unshaped links (a user's XDP program refuses shaped
+    # switch ports, whose qdiscs its redirects would skip), the same for both technologies.
+    params = {"edge_bw": None, "core_bw": None, **params}
     with Network(catalog.build(topology, **params), addressing=plane.addressing,
                  shared_switch_ns=plane.shared_switch_ns) as net:
         try:

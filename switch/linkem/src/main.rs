@@ -113,6 +113,8 @@ struct Emulator {
     segments: Segments,
     spare: Vec<Vec<u8>>,
     seq: u64,
+    /// Ports whose interface went away (see `take_port_errors`).
+    gone: [bool; 2],
 }
 
 fn monotonic_ns() -> u64 {
@@ -224,13 +226,41 @@ impl Emulator {
     }
 
     /// Sleeps until a port has a frame, `timeout_ns` passed, or a signal came.
-    fn wait(&self, timeout_ns: u64) {
+    fn wait(&mut self, timeout_ns: u64) {
+        let gone = self.gone;
         let mut pfds = self.ports.each_ref().map(|p| libc::pollfd {
             fd: p.fd(),
             events: libc::POLLIN,
             revents: 0,
         });
-        sys::ppoll(&mut pfds, timeout_ns);
+        for (pfd, gone) in pfds.iter_mut().zip(gone) {
+            if gone {
+                pfd.fd = -1;
+            }
+        }
+        if sys::ppoll(&mut pfds, timeout_ns) > 0 {
+            self.take_port_errors(&pfds);
+        }
+    }
+
+    /// Takes the error of each port that polled one (its interface went down or away),
+    /// which would otherwise wake every ppoll at once; a port whose interface is gone (its
+    /// namespace's other end deleted under a running emulator) is polled no more.
+    fn take_port_errors(&mut self, pfds: &[libc::pollfd; 2]) {
+        for (i, pfd) in pfds.iter().enumerate() {
+            if pfd.revents & (libc::POLLERR | libc::POLLNVAL) == 0 {
+                continue;
+            }
+            let _ = sys::take_socket_error(pfd.fd);
+            let port = &self.ports[i];
+            if sys::if_nametoindex(&port.name) != Some(port.ifindex as u32) {
+                eprintln!(
+                    "dplab-linkem: {}: interface gone, no longer polled",
+                    port.name
+                );
+                self.gone[i] = true;
+            }
+        }
     }
 
     fn report(&self, config: &Config) -> serde_json::Value {
@@ -279,6 +309,7 @@ fn main() {
         segments: Segments::default(),
         spare: Vec::new(),
         seq: 0,
+        gone: [false; 2],
     };
     sys::set_timer_slack(TIMER_SLACK_NS);
     // Kernels before 6.12 ignore the slice: that costs precision under load, nothing else.

@@ -198,7 +198,29 @@ impl Wmedium {
 
     /// Sleeps until a port has a frame, `timeout_ns` passed, or a signal came.
     fn wait(&mut self, timeout_ns: u64) {
-        sys::ppoll(&mut self.pollfds, timeout_ns);
+        if sys::ppoll(&mut self.pollfds, timeout_ns) > 0 {
+            self.take_port_errors();
+        }
+    }
+
+    /// Takes the error of each port that polled one (its interface went down or away),
+    /// which would otherwise wake every ppoll at once; a port whose interface is gone is
+    /// polled no more (a negative fd), so a station's namespace deleted under a running
+    /// medium leaves the others served and this process asleep between frames.
+    fn take_port_errors(&mut self) {
+        for (pfd, port) in self.pollfds.iter_mut().zip(&self.ports) {
+            if pfd.revents & (libc::POLLERR | libc::POLLNVAL) == 0 {
+                continue;
+            }
+            let _ = sys::take_socket_error(pfd.fd);
+            if sys::if_nametoindex(&port.name) != Some(port.ifindex as u32) {
+                eprintln!(
+                    "dplab-wmedium: {}: interface gone, no longer polled",
+                    port.name
+                );
+                pfd.fd = -1;
+            }
+        }
     }
 
     fn write_stats(&mut self, config: &Config) -> std::io::Result<()> {
