@@ -52,7 +52,7 @@ from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes import l3_routes, pipeline, tagging
-from dplab.planes.base import PlaneError, SeriesPoint
+from dplab.planes.base import PlaneError, SeriesPoint, batches
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
@@ -68,6 +68,12 @@ VLAN_PROGRAM = ROOT / "p4src" / "study002" / "vlan.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
+# Switches start in batches of this many, each batch once the one before answers on its
+# control sockets: at most this many switch processes compete for the cores while they
+# start, so START_TIMEOUT_S bounds one batch whatever the topology's size, and the whole
+# start-up's deadline grows with the number of batches. All at once, 180 switches on 2
+# loaded cores left the last ones without a control socket past any fixed deadline.
+START_BATCH = 32
 # The compiler's bounds (dplab.p4.limits) keep real programs far below this; a program
 # that still takes longer is stopped rather than holding up the matrix.
 COMPILE_TIMEOUT_S = 60.0
@@ -191,12 +197,14 @@ class P4Plane(ControlledPlane):
             self.entries_path = self._write_vlan_entries(net)
         compiling = Compilation(program, self.dir)  # while the daemons start
         try:
-            servers = self._start_servers(net)  # its interpreter starts while the switches do
             self._set_host_offloads(net)
             if self.options["tx"] == "xdp":
                 self._set_switch_peer_gro(net)
-            for switch in net.topo.switches():
-                self._start_switch(net, switch)
+            # Its interpreter starts while the first switches do; not before the offloads
+            # above, which take seconds at a thousand hosts and would eat into its wait for
+            # the first switch (--switch-wait).
+            servers = self._start_servers(net)
+            self._start_switches(net)
             self._wait_for_servers(servers)
             compiled = compiling.files()
         finally:
@@ -314,6 +322,18 @@ class P4Plane(ControlledPlane):
                          for ns, ifs in jobs if ifs]:
                 done.result()
 
+    def _start_switches(self, net: Network) -> None:
+        """Every switch, START_BATCH at a time: a batch starts once every switch of the
+        one before answers a ping on its control socket (the socket opens once the switch
+        is ready for requests)."""
+        for batch in batches(net.topo.switches(), START_BATCH):
+            for switch in batch:
+                self._start_switch(net, switch)
+            waiting = [str(self._control(switch)) for switch in batch]
+            self._wait_for(lambda waiting=waiting: _answered(waiting), START_TIMEOUT_S,
+                           f"switches {batch[0]}..{batch[-1]} did not answer on their "
+                           f"control sockets within {START_TIMEOUT_S} s (logs in {self.dir})")
+
     def _start_switch(self, net: Network, switch: str) -> None:
         # Each switch has a namespace of its own, made by this run: its loopback may carry
         # the switch's warm-up frames (switch/src/dataplane/warmup.rs).
@@ -327,7 +347,9 @@ class P4Plane(ControlledPlane):
     def _start_servers(self, net: Network) -> subprocess.Popen:
         """One process serves every switch, each on its own gRPC socket with its own state
         (``python -m dplab.p4runtime --serve``): one interpreter start per run, not per
-        switch. It waits for the switches' control sockets itself."""
+        switch. It connects to the switches in their start order and waits for each
+        control socket itself: at most one batch's start-up (START_TIMEOUT_S) after the
+        one before it."""
         argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
         for switch in net.topo.switches():
             argv += ["--serve", str(node_index(switch)), str(self._control(switch)),
@@ -483,9 +505,13 @@ class Compilation:
     def files(self) -> dict[str, Path]:
         """The files written, by kind; the compiler's warnings go on to our stderr.
         PlaneError with the compiler's message for bad input, or the time limit."""
+        # A compiler that has exited is read whatever the time: communicate() raises
+        # TimeoutExpired past its deadline even when the output is all there (at a
+        # thousand hosts the switches' start outlasts the compile's deadline).
+        finished = self.process.poll() is not None
         try:
             out, err = self.process.communicate(
-                timeout=max(self.deadline - time.monotonic(), 0.0))
+                timeout=None if finished else max(self.deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
             self.cancel()
             raise PlaneError(f"p4: option 'program': compiling {self.program} took longer "
@@ -520,3 +546,15 @@ def write_l3_entries(net: Network, path: Path) -> Path:
         ]
     path.write_text(yaml.safe_dump({"entries": entries}, sort_keys=False))
     return path
+
+
+def _answered(sockets: list[str]) -> bool:
+    """Whether every switch control socket of ``sockets`` answers a ping; those that did
+    are dropped from the list, so each is asked until it answers once."""
+    for path in list(sockets):
+        try:
+            switch_link.ping(path, ANSWER_TIMEOUT_S)
+        except switch_link.SwitchError:
+            return False
+        sockets.remove(path)
+    return True
