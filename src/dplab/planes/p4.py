@@ -9,7 +9,7 @@ any namespace), compiled program, controller config, counters and logs live in
 Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 ``p4src/basic_fwd.p4``; ``l3``: p4src/study003/l3_forward.p4 as a router hop on every
 switch, its entries derived from the topology by ``planes.l3_routes`` and written to
-``<run dir>/p4/l3_entries.yaml``, no controller: the routing workload), ``entries`` (a
+``<run dir>/p4/l3_entries.json``, no controller: the routing workload), ``entries`` (a
 YAML/JSON file of table entries, see ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how
 the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer
 end of a switch port (host ends and other switches' ports) gets GRO on: veth takes XDP
@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import yaml
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
@@ -135,6 +134,9 @@ class P4Plane(ControlledPlane):
         self.entries_path = Path(entries) if entries is not None else None
         if self.entries_path is not None and not self.entries_path.is_file():
             raise PlaneError(f"plane p4: option 'entries': no file {self.entries_path}")
+        # Entries the plane derives from the topology (vlan, program l3), written to
+        # entries_path as a record and installed from memory.
+        self.generated: list[dict[str, Any]] | None = None
         if self.options["tx"] not in TX_MODES:
             raise PlaneError(f"plane p4: option 'tx' must be one of {', '.join(TX_MODES)}, "
                              f"not {self.options['tx']!r}")
@@ -194,7 +196,7 @@ class P4Plane(ControlledPlane):
         if self.options["pipeline"] == "complex":
             program = pipeline.p4_program(self.program, self.dir)
         if self.vlan is not None:  # a static plane from here on, its entries from the topology
-            self.entries_path = self._write_vlan_entries(net)
+            self.entries_path, self.generated = self._write_vlan_entries(net)
         compiling = Compilation(program, self.dir)  # while the daemons start
         try:
             self._set_host_offloads(net)
@@ -210,7 +212,7 @@ class P4Plane(ControlledPlane):
         finally:
             compiling.cancel()
         if self.l3:
-            self.entries_path = write_l3_entries(net, self.dir / "l3_entries.yaml")
+            self.entries_path, self.generated = write_l3_entries(net, self.dir / "l3_entries.json")
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
             self._start_controller(net, compiled)
@@ -219,7 +221,7 @@ class P4Plane(ControlledPlane):
             if self.qos is not None and self.qos.runs_loop:
                 self._start_qos_loop(net, compiled)
 
-    def _write_vlan_entries(self, net: Network) -> Path:
+    def _write_vlan_entries(self, net: Network) -> tuple[Path, list[dict[str, Any]]]:
         """The tagging workload's entries (p4src/study002/vlan.p4's tables) for every
         switch of the topology, as an entries file in the run directory."""
         out: list[dict[str, Any]] = []
@@ -240,13 +242,14 @@ class P4Plane(ControlledPlane):
                     for mac, port in part.routes.items()]
         path = self.dir / "vlan_entries.json"
         path.write_text(json.dumps({"entries": out}, indent=1))
-        return path
+        return path, out
 
     def _load_entries(self, net: Network,
                       compiled: dict[str, Path]) -> list[entries_file.Entry]:
         info = p4info_pb2.P4Info.FromString(compiled["p4info_bin"].read_bytes())
         try:
-            entries = entries_file.load(self.entries_path, info)
+            entries = (entries_file.load(self.entries_path, info) if self.generated is None
+                       else entries_file.parse(self.generated, info, str(self.entries_path)))
         except entries_file.EntriesError as exc:
             raise PlaneError(f"p4: option 'entries': {exc}") from exc
         switches = set(net.topo.switches())
@@ -531,7 +534,7 @@ class Compilation:
             self.process.communicate()
 
 
-def write_l3_entries(net: Network, path: Path) -> Path:
+def write_l3_entries(net: Network, path: Path) -> tuple[Path, list[dict[str, Any]]]:
     """l3_forward.p4's entries for ``net`` (``program: l3``), from planes.l3_routes: per
     switch and host a /32 route (next-hop MAC, own MAC, port) and ARP by target address."""
     entries = []
@@ -544,8 +547,8 @@ def write_l3_entries(net: Network, path: Path) -> Path:
             {"table": "arp_fwd", "match": {"hdr.arp.target_ip": hop.host_ip},
              "action": "forward", "params": {"port": hop.port}, "switches": [hop.switch]},
         ]
-    path.write_text(yaml.safe_dump({"entries": entries}, sort_keys=False))
-    return path
+    path.write_text(json.dumps({"entries": entries}))
+    return path, entries
 
 
 def _answered(sockets: list[str]) -> bool:
