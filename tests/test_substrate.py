@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 from net_checks import tcp_received
 
-from dplab.substrate import Network, SubstrateError
+from dplab.substrate import Network, SubstrateError, linkem
 from dplab.topology import catalog
 from dplab.topology.model import HOST, SWITCH, Topology
 
@@ -70,6 +70,18 @@ def test_link_emulation_settings_are_checked():
         Network(pair(linkem={"dealy_us": 5}, emulator="dplab"))
     with pytest.raises(SubstrateError, match="h1–h2: linkem settings need emulator dplab"):
         Network(pair(linkem={"duplicate_pct": 1}))
+    with pytest.raises(SubstrateError, match=r"h1–h2: linkem: seed must be an integer.*'7'"):
+        Network(pair(linkem={"seed": "7"}, emulator="dplab"))
+
+
+def test_a_linkem_seed_seeds_each_link_from_it_and_none_draws_a_random_one():
+    topo = catalog.build("linear", switches=2, hosts_per_switch=1, emulator="dplab",
+                         delay_ms=1.0, linkem={"seed": 7})
+    net = Network(topo)
+    assert [linkem.seed(link, i) for i, link in enumerate(net.links)] == [7, 8, 9]
+    assert all("seed" not in linkem.direction(link) for link in net.links)
+    unseeded = Network(pair(delay_ms=1.0, emulator="dplab")).links[0]
+    assert linkem.seed(unseeded, 0) != linkem.seed(unseeded, 0)
 
 
 @pytest.mark.net

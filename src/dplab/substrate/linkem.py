@@ -5,8 +5,11 @@ Each emulated link has its own namespace holding ``ea`` (the peer of the link's 
 ``eb`` (the peer of its b-end) and one ``dplab-linkem`` process between them, started with a
 JSON configuration in the run directory. Both directions get the link's delay, jitter and
 loss, as netem on both ends would (and as in Mininet). Each process draws from its own
-seed, chosen here and kept in its report; down() stops the processes with SIGTERM and keeps
-their counters in ``Network.emulator_reports`` before teardown removes what is left.
+seed, kept in its report: the link's ``linkem`` ``seed`` plus the link's number (so one
+``linkem`` mapping for every link of a topology still gives each link its own draws, and a
+run with that seed repeats them), or else a random one chosen here. down() stops the
+processes with SIGTERM and keeps their counters in ``Network.emulator_reports`` before
+teardown removes what is left.
 """
 
 from __future__ import annotations
@@ -33,13 +36,22 @@ A_IF, B_IF = "ea", "eb"
 # their values are checked by the emulator when it starts (it names the file and field).
 DIRECTION_KEYS = ("delay_us", "jitter_us", "jitter", "reorder", "loss", "duplicate_pct",
                   "corrupt_pct", "rate_bps", "queue_packets", "limit_packets")
+# A link's ``linkem`` settings: the direction keys, and the seed of its random draws.
+SETTING_KEYS = (*DIRECTION_KEYS, "seed")
+SEED_LIMIT = 2**63  # dplab-linkem's seed is a u64; below this it also fits an i64 anywhere
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
+
+
+# dplab-linkem's counters per direction (switch/linkem/src/main.rs `Counters`).
+COUNTERS = ("received", "sent", "lost", "queue_full", "limit", "duplicated", "corrupted",
+            "port_drops", "refused")
 
 
 @dataclass
 class Emulator:
     link: str
+    ends: tuple[str, str]  # the nodes at the link's a and b ends
     namespace: str
     seed: int
     proc: subprocess.Popen
@@ -52,20 +64,33 @@ def check_binary() -> None:
 
 
 def check_settings(settings: object) -> None:
-    """A link's ``linkem`` settings: a mapping of known direction keys (ValueError if not)."""
+    """A link's ``linkem`` settings: a mapping of known keys, the seed an integer in
+    0..2**63-1 (ValueError if not; the direction keys' values dplab-linkem checks)."""
     if not isinstance(settings, dict):
-        raise ValueError(f"must be a mapping of {', '.join(DIRECTION_KEYS)}, not {settings!r}")
-    unknown = sorted(set(settings) - set(DIRECTION_KEYS))
+        raise ValueError(f"must be a mapping of {', '.join(SETTING_KEYS)}, not {settings!r}")
+    unknown = sorted(set(settings) - set(SETTING_KEYS))
     if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(unknown)}; valid: {', '.join(DIRECTION_KEYS)}")
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}; valid: {', '.join(SETTING_KEYS)}")
+    seed = settings.get("seed")
+    if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
+        raise ValueError(f"seed must be an integer in 0..2**63-1, not {seed!r}")
 
 
 def direction(link: Link) -> dict:
     """One direction's settings in dplab-linkem's configuration: the link's delay, jitter and
-    loss, then its ``linkem`` settings over them."""
+    loss, then its ``linkem`` direction settings over them."""
     loss = {"model": "random", "pct": link.loss_pct} if link.loss_pct > 0 else {"model": "none"}
+    own = {k: v for k, v in (link.linkem or {}).items() if k in DIRECTION_KEYS}
     return {"delay_us": link.delay_ms * 1000.0, "jitter_us": link.jitter_ms * 1000.0,
-            "loss": loss, **(link.linkem or {})}
+            "loss": loss, **own}
+
+
+def seed(link: Link, number: int) -> int:
+    """The seed of link number ``number``'s emulator (see the module's docstring)."""
+    chosen = (link.linkem or {}).get("seed")
+    if chosen is None:
+        return random.SystemRandom().getrandbits(63)
+    return (chosen + number) % SEED_LIMIT
 
 
 def start(net: Network, links: list[Link]) -> list[Emulator]:
@@ -73,14 +98,14 @@ def start(net: Network, links: list[Link]) -> list[Emulator]:
     emulators = []
     for link in links:
         ns = net.emulator_ns(link)
-        seed = random.SystemRandom().getrandbits(63)
-        config = {"link": link.label, "a": A_IF, "b": B_IF, "seed": seed,
+        link_seed = seed(link, net.links.index(link))
+        config = {"link": link.label, "a": A_IF, "b": B_IF, "seed": link_seed,
                   "a_to_b": direction(link), "b_to_a": direction(link)}
         path = net.run_dir / f"{ns}.json"
         path.write_text(json.dumps(config))
         proc = net.popen(ns, [str(LINKEM_BIN), "--config", str(path)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-        emulators.append(Emulator(link.label, ns, seed, proc))
+        emulators.append(Emulator(link.label, (link.a.node, link.b.node), ns, link_seed, proc))
     deadline = time.monotonic() + START_TIMEOUT_S
     for emulator in emulators:
         _wait_ready(emulator, deadline)
@@ -105,8 +130,8 @@ def stop(emulators: list[Emulator]) -> list[dict]:
     for emulator in emulators:
         if emulator.proc.poll() is None:
             emulator.proc.send_signal(signal.SIGTERM)
-    return [{"link": e.link, "namespace": e.namespace, "seed": e.seed, "report": _report(e)}
-            for e in emulators]
+    return [{"link": e.link, "ends": e.ends, "namespace": e.namespace, "seed": e.seed,
+             "report": _report(e)} for e in emulators]
 
 
 def _report(emulator: Emulator) -> dict | None:
@@ -121,3 +146,21 @@ def _report(emulator: Emulator) -> dict | None:
         return json.loads(lines[-1]) if lines else None
     except json.JSONDecodeError:
         return None
+
+
+def flat_stats(reports: list[dict]) -> dict[str, float | None]:
+    """The emulators' counters as a run's statistics: ``linkem_<from>_to_<to>_<counter>`` per
+    direction of each emulated link and ``linkem_<a>_<b>_cpu_s``; None where an emulator gave
+    no report (the seed, up to 2**63, is in the report but would not survive a float)."""
+    out: dict[str, float | None] = {}
+    for r in reports:
+        a, b = r["ends"]
+        report = r["report"] or {}
+        for way, (src, dst) in (("a_to_b", (a, b)), ("b_to_a", (b, a))):
+            counters = report.get(way, {})
+            for counter in COUNTERS:
+                value = counters.get(counter)
+                out[f"linkem_{src}_to_{dst}_{counter}"] = None if value is None else float(value)
+        cpu = report.get("cpu_s")
+        out[f"linkem_{a}_{b}_cpu_s"] = None if cpu is None else float(cpu)
+    return out

@@ -12,6 +12,10 @@ A link that asks for delay, jitter or loss where the kernel has no netem (or tha
 ``emulator: dplab``) goes through the link emulator (``linkem``): the link becomes
 a-end ↔ ``ea`` [its own namespace, ``dplab-linkem``] ``eb`` ↔ b-end, and a rate stays TBF on
 the ends.
+
+A wireless access point (docs/wireless.md) has one wlan port for all its stations: its veth
+and each station's eth0 end in the medium's namespace, where ``dplab-wmedium`` (``wmedium``)
+shares the airtime between them.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
-from dplab.substrate import linkem, registry
+from dplab.substrate import linkem, registry, wmedium
 from dplab.substrate.registry import RECORD_DIR, RunRecord, SubstrateError
 from dplab.substrate.rtnl import MAX_TBF_MBIT, NsPlan, configure
 from dplab.substrate.sysctl import set_sysctls
@@ -91,11 +95,16 @@ class Network:
         self._emulators: list[linkem.Emulator] = []
         # What each link emulator said when down() stopped it (seed, counters per direction).
         self.emulator_reports: list[dict] = []
+        self._media: list[wmedium.Running] = []
+        # What each medium emulator counted (per radio), kept by down() when it stopped it.
+        self.medium_reports: list[dict] = []
         self._ports = topo.port_numbers()
-        self._by_port: dict[str, dict[int, str]] = {}  # node -> port -> neighbour
+        # node -> port -> neighbour; an AP's wlan port: its first station
+        self._by_port: dict[str, dict[int, str]] = {}
         for (node, nbr), port in self._ports.items():
-            self._by_port.setdefault(node, {})[port] = nbr
+            self._by_port.setdefault(node, {}).setdefault(port, nbr)
         self.links = self._plan_links()
+        self.media = self._plan_media()
 
     # ----- names and addresses -------------------------------------------------------------
 
@@ -135,11 +144,27 @@ class Network:
     def switch_ports(self, switch: str) -> dict[int, str]:
         return {port: f"{switch}-eth{port}" for port in sorted(self._by_port.get(switch, {}))}
 
+    def port_towards(self, node: str, neighbour: str) -> int:
+        """The port number of ``node`` facing ``neighbour`` (an AP's wlan port for every one
+        of its stations)."""
+        try:
+            return self._ports[(node, neighbour)]
+        except KeyError:
+            raise SubstrateError(f"{node} has no port towards {neighbour}") from None
+
     def neighbour(self, switch: str, port: int) -> str:
         try:
             return self._by_port[switch][port]
         except KeyError:
             raise SubstrateError(f"switch {switch} has no port {port}") from None
+
+    def medium_ns(self, ap: str) -> str:
+        return f"{self.prefix}-m{ap}"
+
+    def wlan_port(self, ap: str) -> int | None:
+        """The port number of access point ``ap``'s wlan port (None: not an AP)."""
+        stations = self.topo.stations(ap)
+        return self._ports[(ap, stations[0])] if stations else None
 
     def namespaces(self) -> list[str]:
         switch_ns = {self.switch_ns(s) for s in self.topo.switches()}
@@ -169,6 +194,8 @@ class Network:
                 raise SubstrateError(f"host {host} has {degree} links; a host needs exactly one")
         links = []
         for u, v, attrs in sorted(self.topo.graph.edges(data=True)):
+            if attrs.get("wireless"):
+                continue  # on the medium: _plan_media
             self._check_link_attrs(u, v, attrs)
             links.append(Link(LinkEnd(u, self._ifname(u, v)), LinkEnd(v, self._ifname(v, u)),
                               attrs.get("bw_mbit"), attrs.get("delay_ms") or 0.0,
@@ -176,6 +203,23 @@ class Network:
                               jitter_ms=attrs.get("jitter_ms") or 0.0,
                               emulator=attrs.get("emulator"), linkem=attrs.get("linkem")))
         return links
+
+    def _plan_media(self) -> list[wmedium.Medium]:
+        media = []
+        for ap in self.topo.access_points():
+            radios = []
+            for station in self.topo.stations(ap):
+                attrs = self.topo.graph.edges[ap, station]
+                if self.topo.graph.nodes[station].get("kind") != HOST:
+                    raise SubstrateError(f"wireless link {station}–{ap}: {station} is not a host")
+                rate, loss = attrs.get("rate_mbit"), attrs.get("loss_pct") or 0.0
+                if not (isinstance(rate, int | float) and rate > 0 and 0 <= loss <= 100):
+                    raise SubstrateError(f"wireless link {station}–{ap}: rate_mbit must be > 0 "
+                                         f"and loss_pct in 0..100, not {rate!r}, {loss!r}")
+                radios.append(wmedium.Radio(station, wmedium.station_ifname(station),
+                                            float(rate), float(loss)))
+            media.append(wmedium.Medium(ap, self._ifname(ap, radios[0].station), tuple(radios)))
+        return media
 
     def _check_link_attrs(self, u: str, v: str, attrs: dict) -> None:
         bw = attrs.get("bw_mbit")
@@ -235,7 +279,10 @@ class Network:
                 record.path.unlink(missing_ok=True)
 
     def check_supported(self) -> None:
-        """Refuse, before anything is built, links this kernel cannot emulate."""
+        """Refuse, before anything is built, links this kernel cannot emulate (and wireless
+        media without their emulator)."""
+        if self.media:
+            wmedium.check_binary()
         impaired = [link for link in self.links if link.impaired]
         if not impaired:
             return
@@ -297,18 +344,33 @@ class Network:
         record = self._record
         assert record is not None
         emulated = self.emulated_links()
-        names = self.namespaces() + [self.emulator_ns(link) for link in emulated]
+        names = (self.namespaces() + [self.emulator_ns(link) for link in emulated]
+                 + [self.medium_ns(m.ap) for m in self.media])
         record.add_namespaces(names)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         record.add_path(self.run_dir)
         _ip_batch(["ip"], [f"netns add {n}" for n in names])
         set_sysctls({n: NO_IPV6 for n in names})
         _ip_batch(["ip"], [line for link in self.links
-                           for line in self._veth_commands(link, link in emulated)])
+                           for line in self._veth_commands(link, link in emulated)]
+                  + [line for medium in self.media for line in self._medium_veths(medium)])
         plans, tc_jobs = self._per_namespace_plans(emulated)
         configure(plans)
         _run_concurrently(tc_jobs)
         self._emulators = linkem.start(self, emulated)
+        self._media = wmedium.start(self, self.media)
+
+    def _medium_veths(self, medium: wmedium.Medium) -> list[str]:
+        """The AP's wlan port and each station's eth0, up at once; their peers in the
+        medium's namespace come up in its batch (see _veth_commands on the race)."""
+        m_ns = self.medium_ns(medium.ap)
+        lines = [f"link add name {medium.ap_port} netns {self.switch_ns(medium.ap)} up mtu {MTU} "
+                 f"type veth peer name {wmedium.AP_IF} netns {m_ns} mtu {MTU}"]
+        for radio in medium.radios:
+            lines.append(f"link add name {HOST_IF} netns {self.host_ns(radio.station)} up"
+                         f"{self._mac_opt(radio.station)} mtu {MTU} type veth peer name "
+                         f"{radio.ifname} netns {m_ns} mtu {MTU}")
+        return lines
 
     def _veth_commands(self, link: Link, emulated: bool) -> list[str]:
         """Create the pair with end ``a`` already up. Bringing both ends up at the same time
@@ -340,6 +402,13 @@ class Network:
         plans = {n: NsPlan(up=["lo"]) for n in self.namespaces()}
         for link in emulated:
             plans[self.emulator_ns(link)] = NsPlan(up=["lo", linkem.A_IF])
+        for medium in self.media:
+            plans[self.medium_ns(medium.ap)] = NsPlan(up=["lo", *medium.ifnames()])
+            ap_end = LinkEnd(medium.ap, medium.ap_port)
+            for radio in medium.radios:
+                sta_end = LinkEnd(radio.station, HOST_IF)
+                plans[self.host_ns(radio.station)].addrs += self._end_addrs(sta_end, ap_end)
+                plans[self.switch_ns(medium.ap)].addrs += self._end_addrs(ap_end, sta_end)
         tc_lines: dict[str, list[str]] = {}
         for link in self.links:
             if link in emulated:
@@ -435,6 +504,8 @@ class Network:
         with registry.signals_deferred():
             self.emulator_reports = linkem.stop(self._emulators)
             self._emulators = []
+            self.medium_reports = wmedium.stop(self._media)
+            self._media = []
             registry.teardown(self._record)
             for child in self._children:
                 with contextlib.suppress(ChildProcessError):
