@@ -5,6 +5,7 @@ broadcasts reaching every station, two stations sharing the airtime, nothing lef
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -228,6 +229,8 @@ def test_an_exception_inside_the_run_leaves_no_medium_behind():
             Network(catalog.build("wifi2")) as net:
         prefix, procs = net.prefix, medium_processes(net)
         assert len(procs) == 2  # one medium per access point
+        # each at real-time priority (substrate.realtime)
+        assert [os.sched_getscheduler(pid) for pid, _ in procs] == [os.SCHED_FIFO] * 2
         raise RuntimeError("inside the run")
     assert_gone(prefix, procs)
     assert [r["ap"] for r in net.medium_reports] == ["ap1", "ap2"]
