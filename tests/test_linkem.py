@@ -292,3 +292,4 @@ def test_link_classes_of_a_catalog_topology_add_up_across_a_plane():
     assert duplicated == {"s1–s2": duplicated["s1–s2"], "h1–s1": 0, "h2–s2": 0}, duplicated
     assert duplicated["s1–s2"] >= 80, duplicated
     assert sorted(r["seed"] for r in net.emulator_reports) == [11, 12, 13]
+    assert flat_stats(net.emulator_reports)["linkem_s1_s2_realtime"] == 1.0

@@ -22,7 +22,7 @@ from dplab.spec.loader import load, parse
 from dplab.study003 import matrix
 from dplab.study003.frames import listening, received, send
 from dplab.substrate import Network, registry
-from dplab.substrate.wmedium import WMEDIUM_BIN
+from dplab.substrate.wmedium import WMEDIUM_BIN, flat_stats
 from dplab.topology import catalog, radio
 from dplab.topology.exporters import to_containerlab
 from dplab.topology.model import TopologyError
@@ -235,3 +235,4 @@ def test_an_exception_inside_the_run_leaves_no_medium_behind():
     assert_gone(prefix, procs)
     assert [r["ap"] for r in net.medium_reports] == ["ap1", "ap2"]
     assert all(r["stats"] is not None for r in net.medium_reports)
+    assert flat_stats(net.medium_reports)["wmedium_ap2_realtime"] == 1.0

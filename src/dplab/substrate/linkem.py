@@ -137,8 +137,9 @@ def _report(emulator: Emulator) -> dict | None:
 
 def flat_stats(reports: list[dict]) -> dict[str, float | None]:
     """The emulators' counters as a run's statistics: ``linkem_<from>_to_<to>_<counter>`` per
-    direction of each emulated link and ``linkem_<a>_<b>_cpu_s``; None where an emulator gave
-    no report (the seed, up to 2**63, is in the report but would not survive a float)."""
+    direction of each emulated link, ``linkem_<a>_<b>_cpu_s`` and ``linkem_<a>_<b>_realtime``
+    (1.0 if it ran under SCHED_FIFO, else 0.0); None where an emulator gave no report (the
+    seed, up to 2**63, is in the report but would not survive a float)."""
     out: dict[str, float | None] = {}
     for r in reports:
         a, b = r["ends"]
@@ -150,4 +151,5 @@ def flat_stats(reports: list[dict]) -> dict[str, float | None]:
                 out[f"linkem_{src}_to_{dst}_{counter}"] = None if value is None else float(value)
         cpu = report.get("cpu_s")
         out[f"linkem_{a}_{b}_cpu_s"] = None if cpu is None else float(cpu)
+        out[f"linkem_{a}_{b}_realtime"] = float(r["realtime"])
     return out

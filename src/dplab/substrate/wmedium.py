@@ -155,12 +155,13 @@ def _stats(one: Running) -> dict | None:
 
 def flat_stats(reports: list[dict]) -> dict[str, float | None]:
     """The media's counters as a run's statistics: ``wmedium_<ap>_<radio>_<counter>``, the
-    radio being ``ap`` or a station, and ``wmedium_<ap>_cpu_s``; None where a medium gave
-    no counters."""
+    radio being ``ap`` or a station, ``wmedium_<ap>_cpu_s`` and ``wmedium_<ap>_realtime``
+    (1.0 if it ran under SCHED_FIFO, else 0.0); None where a medium gave no counters."""
     out: dict[str, float | None] = {}
     for report in reports:
         cpu = (report["stats"] or {}).get("cpu_s")
         out[f"wmedium_{report['ap']}_cpu_s"] = None if cpu is None else float(cpu)
+        out[f"wmedium_{report['ap']}_realtime"] = float(report["realtime"])
         names = {AP_IF: "ap", **{s["ifname"]: name for name, s in report["stations"].items()}}
         nodes = (report["stats"] or {}).get("nodes", {})
         for ifname, radio in names.items():
