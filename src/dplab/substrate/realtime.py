@@ -6,9 +6,10 @@ and that wait is added to the frame's delay: milliseconds at p99 when the cores 
 Under SCHED_FIFO the wake-up preempts every normal task at once.
 
 Why this cannot starve the machine: an emulator only runs while it has frames to move (its
-CPU is the work of the frames offered to it, about 1 µs each, plus a 50 µs poll before each
-due time) and sleeps otherwise; the priority is modest (below the kernel's own real-time
-threads, which run at 50 and up); and the kernel's real-time throttling
+CPU is the work of the frames offered to it, 1 to 2 µs each, plus a 50 µs poll before each
+due time) and sleeps otherwise; the priority is modest (below the kernel's threaded
+interrupt handlers at 50 and its per-CPU stop and migration threads at 99, so those still
+preempt it); and the kernel's real-time throttling
 (kernel.sched_rt_runtime_us, 95 % of each second by default, left as it is) keeps the
 rest of every second for normal tasks even if an emulator were flooded.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-PRIORITY = 10  # of 1..99; kernel threads that need real time (irq threads) run at 50
+PRIORITY = 10  # of 1..99 (see above)
 
 
 def promote(pid: int) -> bool:
