@@ -6,8 +6,8 @@ from dplab.p4 import loops, stack_index, unions, varbit
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env, ExprChecker, const, lookahead_field
 from dplab.p4.inlining import RETURN
-from dplab.p4.stack_index import DynamicIndex
 from dplab.p4.local_vars import compound_local, copy_compound
+from dplab.p4.stack_index import DynamicIndex
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
     ActionRef,
