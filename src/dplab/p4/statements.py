@@ -26,6 +26,7 @@ from dplab.p4.types import (
     TableRef,
     UserFunction,
     Val,
+    Varbit,
     type_name,
     width_of,
 )
@@ -217,6 +218,8 @@ class StatementCompiler:
         width = width_of(typ)
         if isinstance(typ, StructType):
             return self.compound_variable(node, typ, env, scope)
+        if isinstance(typ, Varbit):
+            return self.varbit_variable(node, typ, env)
         if width is None:
             raise P4Error(node.loc, f"local variables of type {type_name(typ)} are not supported")
         val = self.program.new_local(node.name, typ, node.loc)
@@ -230,6 +233,16 @@ class StatementCompiler:
             raise P4Error(node.init.loc, f"cannot initialise {type_name(typ)} with "
                           f"{type_name(init.type)}")
         return [{"kind": "assign", "dst": dst, "src": init.ir}]
+
+    def varbit_variable(self, node: Node, typ: Varbit, env: Env) -> list[dict]:
+        """`varbit<W> v [= h.f];` (dplab/p4/varbit.py): empty, or a copy of a varbit field
+        of its width, compiled before the name is in scope."""
+        label = f"$local.{node.name}${len(self.program.ir['instances'])}"
+        val, init = varbit.local(self.program, label, node.name, typ, node.type.loc)
+        if node.init is not None:
+            init = varbit.assign(val, self.exprs.named(node.init, env), node.init.loc)
+        env[node.name] = val
+        return init
 
     def compound_variable(self, node: Node, typ: StructType, env: Env,
                           scope: Scope) -> list[dict]:
