@@ -9,6 +9,7 @@ process to charge and kernel forwarding has none:
   counter), kernel work done in its system calls included: transmit, and the sink's
   receive, which veth runs inside the send;
 - OVS: ovs-vswitchd's CPU (all its threads, /proc/<pid>/stat), likewise with its kernel work;
+- the user-space forwarder (dplab-fwd, the userspace plane), likewise: its process's CPU;
 - the XDP router (the xdp plane's l3 program): no process either; port 1's NAPI runs in a
   kernel thread of its own (threaded NAPI) pinned to the measured core, and that thread's
   CPU is the program's, the redirect's and the sink's receive (raised inside it); through
@@ -26,6 +27,7 @@ runs on the measured core after RPS. Their counts differ by that much.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import subprocess
 import time
@@ -46,6 +48,7 @@ from dplab.planes.ovs import (
     interface_type,
     private_env,
 )
+from dplab.planes.userspace import FWD_BIN
 from dplab.planes.xdp import TC_QDISC, route_entry
 from dplab.xdp.netns import interfaces
 from dplab.xdp.programs import XdpProgram
@@ -260,6 +263,52 @@ def threaded_napi(ns: str, ifname: str, core: int) -> int:
         except OSError:
             continue  # the process ended while we looked
     raise RuntimeError(f"no NAPI thread for {ifname} in {ns}")
+
+
+# -- the user-space forwarder (dplab-fwd, the userspace plane) -------------------------------
+
+
+class UserspaceForwarder:
+    cpu_counted = "process, all its time"
+
+    def __init__(self, rig: switch_rig.Rig, proc: subprocess.Popen, name: str) -> None:
+        self.rig, self.proc, self.name = rig, proc, name
+
+    def cpu_seconds(self) -> float:
+        return process_cpu_seconds(self.proc.pid)
+
+
+@contextmanager
+def userspace(core: int, xdp_sink: bool = False, mode: str = "router"
+              ) -> Iterator[UserspaceForwarder]:
+    """dplab-fwd over ports 1 and 2, pinned to `core`. `router`: port 1 owns the frame's
+    destination MAC, one route sends 10.0.2.0/24 out of port 2 to the next hop's MAC (the
+    L3 forwarders' work: lookup, TTL, checksum, MACs). `bridge`: the learning bridge; the
+    frame's destination never sends, so every frame is flooded, to port 2 alone."""
+    with switch_rig.Rig(n_ports=2, capture=False, run_switch=False) as rig:
+        p1, p2 = rig.switch_if(1), rig.switch_if(2)
+        run_in(rig.sw_ns, "ip", "link", "set", p1, "address", FRAME_DST)
+        macs = {port: json.loads(run_in(rig.sw_ns, "ip", "-j", "link", "show", ifname))[0]
+                ["address"] for port, ifname in ((1, p1), (2, p2))}
+        config = {"switch": "rig", "mode": mode,
+                  "ports": [{"number": port, "iface": rig.switch_if(port), "mac": mac}
+                            for port, mac in macs.items()]}
+        if mode == "router":
+            config["routes"] = [{"prefix": "10.0.2.0/24", "port": 2,
+                                 "next_hop_mac": NEXT_HOP_MAC}]
+        path = Path(rig.tmp.name) / "fwd.json"
+        path.write_text(json.dumps(config))
+        prepare_ends(rig, xdp_sink)
+        proc = subprocess.Popen(["ip", "netns", "exec", rig.sw_ns, "taskset", "-c", str(core),
+                                 str(FWD_BIN), "--config", str(path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"dplab-fwd did not start: {proc.communicate()[1].strip()}")
+            yield UserspaceForwarder(rig, proc, f"user-space forwarder (dplab-fwd, {mode})")
+        finally:
+            _stop(proc)
 
 
 # -- Open vSwitch, userspace datapath -------------------------------------------------------------

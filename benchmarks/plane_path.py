@@ -1,4 +1,5 @@
-"""Latency added per hop and single-flow TCP throughput: p4 vs OVS vs Linux bridge (and router).
+"""Latency added per hop and single-flow TCP throughput: p4 vs OVS vs Linux bridge (and router)
+vs the user-space forwarder (dplab-fwd).
 
     sudo .venv/bin/python benchmarks/plane_path.py [--repeat 3] [--hops 4] [--no-tcp]
                                                    [--tx xdp|ring]
@@ -76,6 +77,8 @@ PLANES: dict[str, tuple[str, dict]] = {
     "ovs-afxdp-sleep": ("ovs", {"mode": "proactive", "ports": "afxdp-sleep"}),
     "p4-proactive": ("p4", {"mode": "proactive"}),
     "router": ("router", {}),
+    "userspace-bridge": ("userspace", {}),  # dplab-fwd, a learning bridge per switch
+    "userspace-router": ("userspace", {"mode": "router"}),
 }
 READY_TIMEOUT_S = 60.0
 OWD_BUDGET_US = 20.0

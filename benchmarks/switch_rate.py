@@ -1,6 +1,6 @@
 """Forwarding rate of the P4 switch (switch/) beside the XDP router (the xdp plane's l3
-program), the Linux bridge, the Linux router and OVS, one core each, measured in the same run
-with the same source and sink.
+program), the Linux bridge, the Linux router, OVS and the user-space forwarder (dplab-fwd,
+router and bridge), one core each, measured in the same run with the same source and sink.
 
 Each forwarder joins port 1 to port 2 of a two-port rig (benchmarks/forwarders.py) and works
 on one core; `dplab-pktblast --method xdp` (switch/src/bin) offers frames from the other
@@ -17,7 +17,8 @@ usage: sudo .venv/bin/python benchmarks/switch_rate.py [--seconds 3] [--reps 3] 
 GRO on, which veth needs to take XDP frames); `both` (the default) measures the P4 rows in
 each mode, in the same run; `--switch-bin` runs another build of the
 switch (an A/B against an older build: it must know `--tx` unless that is `ring`);
-`--p4-only` leaves OVS and the kernel forwarders out (a quicker A/B; not with --write).
+`--p4-only` leaves OVS, the kernel forwarders and the user-space forwarder out (a quicker
+A/B; not with --write).
 """
 
 from __future__ import annotations
@@ -99,6 +100,10 @@ other work; load average at the start {load_start}, at the end {load_end}; core 
   rules doing the L3 program's work (match IPv4 to 10.0.2.0/24: set
   both MACs, `dec_ttl`, output). *Linux bridge*: a static FDB entry for the frame's
   destination on port 2. *Linux router*: `ip_forward`, a permanent neighbour entry for the next hop.
+  *User-space forwarder*: `dplab-fwd` (the userspace plane, switch/fwd) pinned to core {core},
+  `router`: one route, the L3 program's work (lookup, TTL, checksum, MACs); `bridge`: its
+  learning bridge, the frame's destination never seen as a source, so flooded (to port 2
+  alone); AF_PACKET rings as the P4 switch's, transmit ring only.
   *XDP router*: the xdp plane's l3 program (`xdp/l3_router.bpf.c`: LPM-trie lookup, MAC
   rewrite, TTL decrement, checksum update, devmap redirect) on port 1, one route; port 1's
   NAPI, which runs the program, in a kernel thread of its own (threaded NAPI) pinned to
@@ -116,7 +121,8 @@ other work; load average at the start {load_start}, at the end {load_end}; core 
   own would sustain (derived, neither offered nor forwarded).
   *switch thread, busy rounds*: the switch's data-plane thread in rounds that moved
   packets (it polls; idle rounds are left out).
-  *ovs-vswitchd*: the process's user + system time, all threads. *port 1's NAPI thread*:
+  *ovs-vswitchd*, *process, all its time* (dplab-fwd, which sleeps in poll when idle):
+  the process's user + system time, all threads. *port 1's NAPI thread*:
   that kernel thread's time (tick-sampled), which includes the sink's XDP drop (raised
   inside it). Both include the kernel
   work done in their system calls: the transmit (packet socket or XDP) and the sink's
@@ -288,6 +294,8 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
                 forwarders.xdp_router(SWITCH_CORE, xdp_sink=True, qdisc=True),
                 forwarders.linux_bridge(SWITCH_CORE, xdp_sink=True),
                 forwarders.linux_router(SWITCH_CORE, xdp_sink=True),
+                *(forwarders.userspace(SWITCH_CORE, xdp_sink=True, mode=mode)
+                  for mode in ("router", "bridge")),
             ]
         for other in others:
             with other as fwd:

@@ -40,15 +40,16 @@ def test_value_sets_in_ir_and_p4info(tmp_path: Path) -> None:
     assert sets["P.allowed_types"]["size"] == 4
     assert sets["P.allowed_types"]["fields"] == [{"id": 1, "name": "", "w": 16,
                                                   "match": "exact"}]
-    assert [(f["name"], f["w"], f["match"]) for f in sets["P.tagged"]["fields"]] == [
+    assert [(f["name"], f["w"], f["match"]) for f in sets["P.pairs_of.tagged"]["fields"]] == [
         ("etype", 16, "exact"), ("kind", 8, "ternary")]
     states = {s["name"]: s for s in ir["parser"]["states"]}
-    index = [v["name"] for v in ir["value_sets"]].index("P.tagged")
-    assert states["pairs"]["transition"]["cases"][0]["sets"] == [
+    index = [v["name"] for v in ir["value_sets"]].index("P.pairs_of.tagged")
+    assert states["P.pairs_of.start"]["transition"]["cases"][0]["sets"] == [
         {"kind": "value_set", "set": index}]
     by_name = {v.preamble.name: v for v in info.value_sets}
-    tagged = by_name["P.tagged"]
-    assert tagged.preamble.id >> 24 == 0x03 and tagged.preamble.id == sets["P.tagged"]["id"]
+    tagged = by_name["P.pairs_of.tagged"]
+    assert tagged.preamble.id >> 24 == 0x03
+    assert tagged.preamble.id == sets["P.pairs_of.tagged"]["id"]
     assert tagged.size == 2
     assert [(m.id, m.name, m.bitwidth, m.match_type) for m in tagged.match] == [
         (1, "etype", 16, EXACT), (2, "kind", 8, TERNARY)]
@@ -131,3 +132,14 @@ def test_bad_uses_give_exact_locations(tmp_path: Path, old: str, new: str, marke
     assert reason in error.reason
     assert (error.line, error.col) == locate(text, marker)
     assert error.file == str(tmp_path / "bad.p4")
+
+
+def test_a_sub_parser_applied_twice_has_one_value_set(tmp_path: Path) -> None:
+    call = "        pairs_of.apply(pkt, hdr.eth.etype, hdr.tag.kind, meta);\n"
+    ir, info = compiled(PROGRAM.read_text().replace(call, call * 2), tmp_path)
+    assert [v["name"] for v in ir["value_sets"]] == ["P.allowed_types", "P.pairs_of.tagged"]
+    selects = [s["transition"]["cases"][0]["sets"] for s in ir["parser"]["states"]
+               if s["name"] in ("P.pairs_of.start", "P.pairs_of$2.start")]
+    assert selects == [[{"kind": "value_set", "set": 1}]] * 2
+    assert [v.preamble.name for v in info.value_sets] == ["P.allowed_types",
+                                                          "P.pairs_of.tagged"]

@@ -4,6 +4,7 @@ end to end across it, and its processes gone however the run ends."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import signal
 import statistics
@@ -18,7 +19,7 @@ from test_cleanup import assert_gone
 
 from dplab.planes import create
 from dplab.substrate import Network, registry
-from dplab.substrate.linkem import LINKEM_BIN
+from dplab.substrate.linkem import LINKEM_BIN, flat_stats
 from dplab.topology import catalog
 from dplab.topology.model import HOST, Topology
 
@@ -50,7 +51,9 @@ def test_rtt_across_a_10_ms_link_is_20_ms():
     rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", ping.stdout)]
     assert len(rtts) >= 110, ping.stdout[-300:]
     p50 = statistics.median(rtts[10:])  # the first ones wait for ARP
-    assert abs(p50 - 20.0) <= 0.3, f"p50 RTT {p50:.3f} ms across 2 x 10 ms"
+    # ping prints these RTTs to 0.1 ms; rounded, so 20.3 is within 0.3 of 20.0 (a float's
+    # 20.3 - 20.0 is 0.3000000000000007).
+    assert round(abs(p50 - 20.0), 6) <= 0.3, f"p50 RTT {p50:.3f} ms across 2 x 10 ms"
 
 
 # Sends N numbered UDP datagrams at about 20,000 a second (below what the emulator and the
@@ -103,9 +106,10 @@ def test_one_percent_loss_is_within_its_binomial_ci_over_10000_packets():
     # 99.9 % binomial interval (normal approximation, n p = 100): the seed is random.
     half = 3.29 * math.sqrt(p * (1 - p) / n)
     assert abs(lost - p) <= half, f"lost {lost:.4%} of {n}, want 1 % ± {half:.3%}"
-    # The emulator's own count: the same datagrams, maybe an ARP packet more.
+    # The emulator's own count: the same datagrams, maybe an ARP packet more; a run stores it.
     counted = net.emulator_reports[0]["report"]["a_to_b"]["lost"]
     assert n - received <= counted <= n - received + 3
+    assert flat_stats(net.emulator_reports)["linkem_h1_to_h2_lost"] == counted
 
 
 def test_gilbert_elliott_loses_in_bursts():
@@ -250,21 +254,27 @@ def test_every_emulator_process_is_gone_afterwards(how):
         assert child.wait(timeout=20) != 0
     else:
         raises = pytest.raises(ZeroDivisionError) if how == "exception" else nullcontext()
-        with raises, Network(pair(delay_ms=1.0)) as net:
+        with raises, Network(pair(delay_ms=1.0, linkem={"seed": 41})) as net:
             prefix, procs = net.prefix, emulator_pids(net)
             if how == "exception":
                 1 / 0  # noqa: B018
-        assert net.emulator_reports[0]["report"]["seed"] == net.emulator_reports[0]["seed"]
+        # The seed set in the link's linkem settings (plus the link's number, 0) ran it.
+        assert net.emulator_reports[0]["report"]["seed"] == 41
     assert_gone(prefix, procs)
 
 
 def test_link_classes_of_a_catalog_topology_add_up_across_a_plane():
-    """Edge and core links get their own delay; a bridge plane forwards through them."""
+    """Edge and core links get their own delay and linkem settings; a bridge plane forwards
+    through them; every emulator runs at real-time priority."""
     topo = catalog.build("linear", switches=2, hosts_per_switch=1, edge_bw=None, core_bw=None,
-                         edge_delay_ms=2.0, core_delay_ms=5.0, emulator="dplab")
+                         edge_delay_ms=2.0, core_delay_ms=5.0, emulator="dplab",
+                         linkem={"seed": 11}, core_linkem={"duplicate_pct": 100})
     plane = create("bridge", {})
     with Network(topo, addressing=plane.addressing) as net:
         assert len(net.emulated_links()) == 3
+        policies = {pid: os.sched_getscheduler(pid)
+                    for link in net.emulated_links()
+                    for pid in registry.pids_in_netns([net.emulator_ns(link)])}
         try:
             plane.start(net)
             plane.wait_ready(40)
@@ -272,6 +282,14 @@ def test_link_classes_of_a_catalog_topology_add_up_across_a_plane():
                                                net.host_ip("h2")], timeout=30)
         finally:
             plane.stop()
+    assert len(policies) == 3 and set(policies.values()) == {os.SCHED_FIFO}, policies
     rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", ping.stdout)]
     p50 = statistics.median(rtts[5:])
     assert abs(p50 - 18.0) <= 0.5, f"p50 RTT {p50:.3f} ms, want 2 x (2 + 5 + 2) ms"
+    # Only the core link (s1–s2) duplicates; each link draws from linkem's seed + its number.
+    duplicated = {"–".join(sorted(r["ends"])): r["report"]["a_to_b"]["duplicated"]
+                  + r["report"]["b_to_a"]["duplicated"] for r in net.emulator_reports}
+    assert duplicated == {"s1–s2": duplicated["s1–s2"], "h1–s1": 0, "h2–s2": 0}, duplicated
+    assert duplicated["s1–s2"] >= 80, duplicated
+    assert sorted(r["seed"] for r in net.emulator_reports) == [11, 12, 13]
+    assert flat_stats(net.emulator_reports)["linkem_s1_s2_realtime"] == 1.0

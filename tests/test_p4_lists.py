@@ -44,8 +44,8 @@ BAD = [
      "scalar field(s), the list 3"),
     ("set_pair({hdr.tag.e, hdr.tag.d})", "set_pair({hdr.tag.e, hdr.tag.c})", ".c}",
      "pair_t field y is bit<8>, the item is bit<16>"),
-    ("t[0] = t[0] + 1;", "digest<tuple<bit<8>>>(1, {hdr.tag.a});", "<tuple", "a digest's "
-     "type must be a struct (P4Info names the digest after it), not tuple<bit<8>>"),
+    ("t[0] = t[0] + 1;", "digest<tuple<bit<8>>>(1, {hdr.tag.a, hdr.tag.b});", "<tuple",
+     "the digest data does not match tuple<bit<8>>"),
 ]
 
 

@@ -13,19 +13,25 @@ from dplab.p4.signed import as_signed
 ROOT = Path(__file__).resolve().parents[1]
 SIGNED = ROOT / "tests" / "p4" / "signed_ints.p4"
 ETH = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + b"\x88\xb6"
-NUMS = "!BBBBBBBBBHBBH"   # a, b, sh, then the results (nums_t)
+NUMS = "!BBBBBBBBBHBBHBB"   # a, b, sh, then the results (nums_t)
 REST = bytes(range(30))
 # (a, b, sh): both signs, the extremes, shifts by 0, within and past the width
 INPUTS = [(5, 0xFD, 1), (0x80, 0x7F, 3), (0xFF, 0x01, 9), (0x10, 0x10, 0), (0x7F, 0x80, 7),
-          (0xF0, 0xFE, 2)]
+          (0xF0, 0xFE, 2), (0x64, 0x64, 0), (0x9C, 0x9C, 0), (0x9C, 0x64, 0)]
 
 
 def expected(a: int, b: int, sh: int) -> bytes:
     x, y = as_signed(a, 8), as_signed(b, 8)
     flags = (x < -1) << 4 | (x < y) << 3 | (x <= y) << 2 | (x > y) << 1 | (x >= y)
     results = [(x + y) & 0xFF, (x - y) & 0xFF, (x * y) & 0xFF, flags, (x >> sh) & 0xFF,
-               (x >> 2) & 0xFF, x & 0xFFFF, -x & 0xFF, (x * -3) & 0xFF, (x - 300) & 0xFFFF]
+               (x >> 2) & 0xFF, x & 0xFFFF, -x & 0xFF, (x * -3) & 0xFF, (x - 300) & 0xFFFF,
+               clamp8(x + y), clamp8(x - y)]
     return ETH + struct.pack(NUMS, a, b, sh, *results) + REST
+
+
+def clamp8(value: int) -> int:
+    """int<8> saturating arithmetic's result (P4_16 8.9.2) as its pattern."""
+    return min(max(value, -128), 127) & 0xFF
 
 
 def test_signed_ops_lower_to_unsigned_ir(tmp_path: Path) -> None:
@@ -65,8 +71,8 @@ BAD = [
      "sign in two casts (P4_16 8.11.1)"),
     ("int<8> z = 200;", 20, "value 200 does not fit in int<8>"),
     ("int<8> z = 8s200;", 20, "value 200 does not fit in int<8>"),
-    ("int<8> z = x |+| y;", 22, "'|+|' on int<8> (signed saturating arithmetic) is not "
-     "supported"),
+    ("int<8> z = x |+| hdr.n.a;", 22, "'|+|' needs operands of one type, found int<8> "
+     "and bit<8> (cast one of them)"),
     ("int<8> z = x >> y;", 25, "a shift amount must be bit<W> or a non-negative constant, "
      "not int<8>"),
     ("bool z = (bool)x;", 18, "cannot cast int<8> to bool: change the width and the sign in "
@@ -90,7 +96,7 @@ def ir_dir(tmp_path_factory):
 
 @pytest.mark.net
 def test_signed_arithmetic_packets(ir_dir: Path) -> None:
-    frames = {(a, b, sh): ETH + struct.pack(NUMS, a, b, sh, *[0] * 10) + REST
+    frames = {(a, b, sh): ETH + struct.pack(NUMS, a, b, sh, *[0] * 12) + REST
               for a, b, sh in INPUTS}
     got = outputs(SIGNED, ir_dir, 2, frames)
     assert got == {key: {2: [expected(*key)]} for key in INPUTS}

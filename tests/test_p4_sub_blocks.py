@@ -1,7 +1,9 @@
 """Controls and parsers instantiated inside controls and parsers (dplab/p4/sub_parsers.py,
-Compiler.inline_control) through the real switch: a control holding a table, actions and
-a register instantiated twice (tests/p4/sub_controls.p4: each instance its own objects,
-named under its instance path as p4c names them) and a parser applied from two states
+Compiler.inline_control, dplab/p4/sub_controls.py) through the real switch: a control
+holding a table, actions and a register instantiated twice (tests/p4/sub_controls.p4: each
+instance its own objects, named under its instance path as p4c names them), one instance
+of it applied four times (tests/p4/reapply.p4: one set of objects) and a parser applied
+from two states
 (tests/p4/sub_parsers.p4: its accept goes on in the caller, its reject rejects); bad
 programs refused with their place."""
 
@@ -14,6 +16,7 @@ from test_p4_compiler import compile_error, compiled
 ROOT = Path(__file__).resolve().parents[1]
 CONTROLS = ROOT / "tests" / "p4" / "sub_controls.p4"
 PARSERS = ROOT / "tests" / "p4" / "sub_parsers.p4"
+REAPPLY = ROOT / "tests" / "p4" / "reapply.p4"
 ETH = mac("02:00:00:00:02:02") + mac("02:00:00:00:01:01") + b"\x88\xb5"
 REST = bytes(range(100, 142))
 
@@ -32,6 +35,14 @@ def test_sub_control_objects_are_named_by_instance_path(tmp_path: Path) -> None:
                                                     "Ingress.second.last"]
 
 
+def test_an_instance_applied_again_shares_its_objects(tmp_path: Path) -> None:
+    ir, _ = compiled(REAPPLY, tmp_path)
+    assert [t["name"] for t in ir["tables"]] == ["ReIngress.counter.t"]
+    assert [r["name"] for r in ir["registers"]] == ["ReIngress.counter.calls"]
+    body = ir["controls"]["ingress"]["body"]
+    assert [s["table"] for s in body if s["kind"] == "apply"] == [0, 0, 0, 0]
+
+
 @pytest.mark.net
 def test_sub_controls_and_sub_parsers_through_the_switch(ir_dir: Path) -> None:
     # tag a, b in; c, d: each instance's table result for its key (0xee: a miss); e, f:
@@ -41,6 +52,15 @@ def test_sub_controls_and_sub_parsers_through_the_switch(ir_dir: Path) -> None:
     got = outputs(CONTROLS, ir_dir, 2, {n: ETH + tag + REST for n, tag in controls.items()})
     assert got == {"keys 1, 2": {2: [ETH + bytes([1, 2, 0x11, 0x22, 0, 0]) + REST]},
                    "keys 2, 9, after": {2: [ETH + bytes([2, 9, 0x22, 0xEE, 0x11, 0x22]) + REST]}}
+    # a and b: a hit adds the entry's value and step, 1 again at each apply (2 + 0x20 + 1,
+    # not + 2 after a's hit); c, d, f: the
+    # one register, counting the applies of both packets (f: the fourth, then the eighth);
+    # e: the loop's two applies, the second a miss on the value the first made
+    reapplied = {"hits": ([1, 2, 0, 0, 1, 0], [0x12, 0x23, 0, 1, 0x12, 3]),
+                 "after": ([2, 9, 0, 0, 2, 0], [0x23, 9, 4, 5, 0x23, 7])}
+    got = outputs(REAPPLY, ir_dir, 2, {n: ETH + bytes(tag) + REST
+                                       for n, (tag, _) in reapplied.items()})
+    assert got == {n: {2: [ETH + bytes(out) + REST]} for n, (_, out) in reapplied.items()}
     # items (kind, value): kind 0 ends the list, 0xff makes the sub-parser reject
     parsers = {"one item": (b"\x00\x41", b"\x00\x41\x01"),
                "two items": (b"\x01\x41\x00\x42", b"\x01\x41\x00\x42\x02"),
@@ -53,10 +73,6 @@ def test_sub_controls_and_sub_parsers_through_the_switch(ir_dir: Path) -> None:
 
 # (program, text, its replacement, where in the replacement the error points, the reason)
 BAD = [
-    (CONTROLS, "second.apply(hdr.tag.b, hdr.tag.d, hdr.tag.f);",
-     "first.apply(hdr.tag.b, hdr.tag.d, hdr.tag.f);", ".apply", "control instance Ingress.first "
-     "is applied a second time (first at line 78): it holds tables, actions or externs, "
-     "which each apply would need its own copy of"),
     (CONTROLS, "Classify() second;", "Classify(3) second;", "Classify", "control "
      "'Classify' takes no constructor arguments"),
     (PARSERS, "items.apply(packet, hdr.second, meta.items);", "items.apply(packet, "

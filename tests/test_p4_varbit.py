@@ -56,9 +56,10 @@ CASES = {
     # (4 - 5) * 32 wraps to 0xffe0 bits: checked before anything of hdr.opts is read
     "ihl 4: size over 320 bits -> HeaderTooShort": (
         ipv4_frame(b"", ihl=4), 3, error_frame(ipv4_frame(b"", ihl=4), 4, 34)),
-    # the options' bytes present were read (the cursor is at the frame's end)
+    # nothing of hdr.opts was read: invalid, and its bytes are the payload (BMv2's
+    # extract_VL checks the whole header is there first)
     "ihl 15, the frame ends in the options -> PacketTooShort": (
-        SHORT, 3, error_frame(SHORT, 1, len(SHORT))),
+        SHORT, 3, error_frame(SHORT, 1, 34)),
 }
 
 
@@ -72,10 +73,13 @@ def test_varbit_lowers_to_one_byte_header_instances(tmp_path: Path) -> None:
     assert ir["deparser"]["emit"] == [names["hdr.eth"], names["hdr.ipv4"], names["hdr.opts"],
                                       *chunks]
     body = next(s for s in ir["parser"]["states"] if s["name"] == "ipv4")["body"]
-    assert [s["kind"] for s in body] == ["extract", "assign", "verify", "verify", "extract",
-                                         *["if"] * 40]
-    assert [s["error"] for s in body[2:4]] == [ir["errors"].index("HeaderTooShort"),
-                                               ir["errors"].index("ParserInvalidArgument")]
+    assert [s["kind"] for s in body] == ["extract", "assign", "verify", "verify", "verify",
+                                         "extract", *["if"] * 40]
+    assert [s["error"] for s in body[2:5]] == [ir["errors"].index("HeaderTooShort"),
+                                               ir["errors"].index("ParserInvalidArgument"),
+                                               ir["errors"].index("PacketTooShort")]
+    # the options' fixed fields (none) and the size must fit in what is left
+    assert body[4]["cond"]["a"] == {"op": "remaining", "w": 32}
     assert body[-1]["then"] == [{"kind": "extract", "inst": chunks[-1]}]
     update = ir["controls"]["compute_checksum"]["body"][0]
     assert len(update["data"]) == 11 + 40 and update["algo"] == "csum16"

@@ -89,14 +89,14 @@ def test_value_set_members_steer_the_parser(ctl, program):
 
 def test_struct_value_set_with_a_ternary_field(ctl, program):
     rig, client, _ = ctl
-    client.write(members_entity(program, "P.tagged",
+    client.write(members_entity(program, "P.pairs_of.tagged",
                                 [exact(1, 0x9000), ternary(2, 0x20, 0xF0)],
                                 [exact(1, 0x9001)]),   # kind left out: don't care
                  op=MODIFY)
     sent = [frame(0x9000, 0x2A), frame(0x9000, 0x30), frame(0x9001, 0x77),
             frame(0x9002, 0x20)]
     assert [out_port(rig, f) for f in sent] == [IN_SET, NOT_IN_SET, IN_SET, NOT_IN_SET]
-    assert read_members(client, program, "P.tagged") == [
+    assert read_members(client, program, "P.pairs_of.tagged") == [
         [exact(1, 0x9000), ternary(2, 0x20, 0xF0)], [exact(1, 0x9001)]]
     every = client.read(pb.Entity(value_set_entry=pb.ValueSetEntry()))  # id 0: all sets
     assert sorted(e.value_set_entry.value_set_id for e in every) == sorted(
@@ -120,7 +120,7 @@ def test_wrong_value_set_writes_get_the_spec_codes(ctl, program):
         "no such field": update_code_of(lambda: client.write(members_entity(
             program, "P.allowed_types", [exact(2, 1)]), op=MODIFY)),
         "exact left out": update_code_of(lambda: client.write(members_entity(
-            program, "P.tagged", [ternary(2, 1, 1)]), op=MODIFY)),
+            program, "P.pairs_of.tagged", [ternary(2, 1, 1)]), op=MODIFY)),
     }
     unknown = pb.Entity(value_set_entry=pb.ValueSetEntry(value_set_id=0x03FFFFFF))
     codes["unknown id"] = update_code_of(lambda: client.write(unknown, op=MODIFY))
@@ -146,7 +146,7 @@ def test_rolled_back_batch_restores_the_members(ctl, program):
                           atomicity=pb.WriteRequest.ROLLBACK_ON_ERROR)
     req.updates.add(type=MODIFY, entity=members_entity(
         program, "P.allowed_types", [exact(1, 0x88B6)]))
-    req.updates.add(type=INSERT, entity=members_entity(program, "P.tagged"))  # refused
+    req.updates.add(type=INSERT, entity=members_entity(program, "P.pairs_of.tagged"))  # refused
     with pytest.raises(grpc.RpcError) as failed:
         client.stub.Write(req)
     assert update_codes(failed.value) == [grpc.StatusCode.ABORTED.value[0],

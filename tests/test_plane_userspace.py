@@ -21,8 +21,12 @@ SRC, DST = "h1", "h8"  # across the spines: three switches apart
 def test_userspace_options_are_checked():
     with pytest.raises(PlaneError, match="'mode' must be bridge or router, not 'hub'"):
         planes.create("userspace", {"mode": "hub"})
-    with pytest.raises(PlaneError, match="'vlan'"):
-        planes.create("userspace", {"vlan": 10})
+    with pytest.raises(PlaneError, match="'vlan' must be a VLAN id 1..4094, not 0"):
+        planes.create("userspace", {"vlan": 0})
+    with pytest.raises(PlaneError, match="'vlan' tags frames a bridge forwards"):
+        planes.create("userspace", {"mode": "router", "vlan": 10})
+    with pytest.raises(PlaneError, match="'pipeline' must be one of plain, complex"):
+        planes.create("userspace", {"pipeline": "fancy"})
     assert planes.create("userspace", {"mode": "router"}).addressing == "l3"
     assert planes.create("userspace", {}).addressing == "l2"
 

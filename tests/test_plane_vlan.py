@@ -3,7 +3,7 @@
 forwards tagged frames, the far edge pops it. Frames are captured on both ends of the
 s1-s2 link (tagged) and at the hosts (untagged); ping and TCP cross. The complex
 pipeline's extra tables are each looked up once per packet, read from the plane's own
-counters (P4Runtime counter cells; OVS's n_packets)."""
+counters (P4Runtime counter cells; OVS's n_packets; the user-space forwarder's report)."""
 
 from __future__ import annotations
 
@@ -122,10 +122,19 @@ def ovs_table_packets(plane: Plane, switch: str) -> list[int]:
     return [packets[i] for i in range(EXTRA_LOOKUPS)]
 
 
+def userspace_table_hits(plane: Plane, switch: str) -> list[int]:
+    """Each extra table's hits in ``switch``'s running forwarder."""
+    return plane.live_counters(switch)["extra_lookups"]
+
+
 @pytest.mark.net
-def test_ovs_vlan_openflow_push_pop_and_the_complex_pipeline(tmp_path):
-    run_tagged("ovs", {"controller": False, "vlan": VID, "pipeline": "complex"}, tmp_path,
-               lambda net, plane: lookups_per_packet(net, lambda: ovs_table_packets(plane, "s2")))
+@pytest.mark.parametrize(("kind", "options", "read"), [
+    ("ovs", {"controller": False}, ovs_table_packets),
+    ("userspace", {}, userspace_table_hits)])
+def test_vlan_push_pop_and_the_complex_pipeline(kind, options, read, tmp_path):
+    """OVS (OpenFlow push_vlan / pop_vlan, goto_table) and the user-space forwarder."""
+    run_tagged(kind, {**options, "vlan": VID, "pipeline": "complex"}, tmp_path,
+               lambda net, plane: lookups_per_packet(net, lambda: read(plane, "s2")))
 
 
 @pytest.mark.net
@@ -153,7 +162,7 @@ def test_p4_complex_pipeline_under_the_controller():
 @pytest.mark.net
 @pytest.mark.parametrize(("kind", "options"), [
     ("bridge", {"vlan": VID}), ("p4", {"vlan": VID}),
-    ("ovs", {"controller": False, "vlan": VID})])
+    ("ovs", {"controller": False, "vlan": VID}), ("userspace", {"vlan": VID})])
 def test_vlan_tagging_over_a_looped_fabric_joins_every_pair(kind, options):
     """multipath (6 switches, 10 links): tagged floods stay on the spanning tree the plan
     keeps, so every host pair pings."""

@@ -19,9 +19,12 @@ from pyroute2 import IPRoute
 
 from dplab import planes
 from dplab.control.forwarding import REACTIVE_IDLE_TIMEOUT_S
+from dplab.plan import ExperimentError, check_plane
 from dplab.planes import PlaneError
+from dplab.spec import PlaneSpec
 from dplab.substrate import Network, reclaim_stale, registry
 from dplab.topology import catalog
+from dplab.xdp import libbpf
 from dplab.xdp.netns import inside
 from dplab.xdp.southbound import RULE, PathRule
 
@@ -78,6 +81,33 @@ def test_bad_options_fail_with_plane_error():
         planes.create("xdp", {"mode": "l3"}).start(Network(catalog.build("linear")))
 
 
+def test_a_users_program_is_refused_on_shaped_switch_ports_unless_the_experiment_accepts():
+    """Its redirects skip the ports' qdiscs, so a link's rate would silently not apply: the
+    plan names the option, the links and the way out, before anything runs."""
+    program = {"program": "xdp/study003/echo.bpf.c", "maps": "xdp/study003/echo_maps.yaml"}
+    shaped = catalog.build("linear", switches=2, hosts_per_switch=1, edge_bw=10,
+                           core_bw=None, delay_ms=2)
+    with pytest.raises(ExperimentError, match=(
+            r"planes\.0\.options\.program: .*echo\.bpf\.c.* skip the switch ports' "
+            r"qdiscs, so the rate, delay or loss of s1-s2 \(2 ms delay\), "
+            r"s1-h1 \(10 Mbit/s, 2 ms delay\), s2-h2 \(10 Mbit/s, 2 ms delay\) would not "
+            r"apply.*'unshaped_ports: true'")):
+        check_plane(0, PlaneSpec(kind="xdp", options=program), topo=shaped)
+    accepted = planes.create("xdp", {**program, "unshaped_ports": True})
+    accepted.network(shaped)
+    assert "not shaped on the switch's side: s1-s2 (2 ms delay)" in accepted.info()["transmit"]
+    unshaped = catalog.build("linear", switches=2, hosts_per_switch=1, edge_bw=None,
+                             core_bw=None)
+    planes.create("xdp", program).network(unshaped)  # nothing to skip: runs
+    planes.create("xdp", {"mode": "l3"}).network(shaped)  # the lab's own: through tc_qdisc
+    lossy_air = catalog.build("wifi", n=2, wifi_loss_pct=5)  # the medium's loss, not a qdisc
+    planes.create("xdp", program).network(lossy_air)
+    with pytest.raises(PlaneError, match="'unshaped_ports' must be true or false"):
+        planes.create("xdp", {**program, "unshaped_ports": "yes"})
+    with pytest.raises(PlaneError, match="'unshaped_ports' goes with 'program'"):
+        planes.create("xdp", {"mode": "l2", "unshaped_ports": True})
+
+
 @pytest.mark.net
 @pytest.mark.parametrize("mode", MODES)
 def test_xdp_carries_icmp_tcp_udp_over_multipath(mode: str):
@@ -115,6 +145,21 @@ def test_xdp_carries_icmp_tcp_udp_over_multipath(mode: str):
         assert 0 < final["packet_ins"] <= final["xdp_controller"]
         assert final["packet_ins_lldp"] > 0 and final["lldp_links"] == 10
         assert final["flow_installs"] > 0 and final["xdp_rules"] > 0
+
+
+@pytest.mark.net
+def test_the_kernel_times_the_programs_while_run_time_statistics_are_on():
+    """The study's per-program CPU (dplab.study003.curves): bpf_stats through libbpf."""
+    topo = catalog.build("linear", switches=2, hosts_per_switch=1)
+    with planes.running("xdp", {"mode": "l3"}, topo, 20) as (net, plane):
+        with libbpf.run_time_stats():
+            before = plane.run_time_ns()
+            net.run(net.host_ns("h1"), ["ping", "-c5", "-i0.01", "-W1", net.host_ip("h2")])
+            during = plane.run_time_ns()
+        # Whether they stop again is not asserted: another process measuring at the same
+        # time may hold them on, and no interface shows who does.
+        assert during > before  # every ping and its answer ran both switches' programs
+    assert plane.run_time_ns() is None  # stopped: nothing to ask
 
 
 @pytest.mark.net

@@ -16,6 +16,7 @@ from dplab.spec import parse
 from dplab.store import RunStore
 from dplab.substrate import Network, registry
 from dplab.topology import catalog
+from dplab.topology.model import TopologyError
 
 EXPERIMENT = """
 name: e2e
@@ -133,6 +134,18 @@ def test_ctrl_c_during_a_run_leaves_nothing_and_keeps_finished_runs(tmp_path: Pa
 
 
 @pytest.mark.net
+def test_linkem_settings_of_the_experiment_file_are_checked_before_any_run(tmp_path: Path):
+    from dplab.runner import run_matrix
+
+    exp = parse(EXPERIMENT.format(tcp_s=1, reps=1, tier=1).replace(
+        "hosts_per_switch: 1}",
+        "hosts_per_switch: 1, delay_ms: 1, emulator: dplab, linkem: {seed: -1}}"))
+    assert exp.topology.params["linkem"] == {"seed": -1}
+    with pytest.raises(TopologyError, match=r"'linear': linkem: seed: .*equal to 0, not -1"):
+        run_matrix(exp, tmp_path / "results")
+    assert not (tmp_path / "results" / "runs.parquet").exists()
+
+
 def test_netem_asked_for_without_netem_is_refused_before_any_run(tmp_path: Path):
     from dplab.runner import run_matrix
 

@@ -28,7 +28,11 @@ TABLES = {
                               {"L3Ingress.forward", "L3Ingress.drop"}),
     },
     "broadcast": {"BcastIngress.mac_fwd": ({"hdr.ethernet.dst_addr": MatchType.EXACT},
-                                           {"BcastIngress.forward", "BcastIngress.drop"})},
+                                           {"BcastIngress.forward", "BcastIngress.drop"}),
+                  # a wireless AP's wlan port, whose own copy is kept (docs/wireless.md)
+                  "BcastIngress.shared_medium": (
+                      {"standard_metadata.ingress_port": MatchType.EXACT},
+                      {"BcastIngress.keep_own_copy"})},
 }
 # counter -> (size, unit)
 COUNTERS = {
@@ -61,6 +65,16 @@ def test_program_has_the_tables_and_counters_it_is_written_for(infos, name):
 @pytest.mark.parametrize("name", sorted(ENTRY_COUNTS))
 def test_entries_file_loads_against_its_program(infos, name):
     assert len(load(entries_of(name), infos[name])) == ENTRY_COUNTS[name]
+
+
+# The wireless access point's entries (docs/wireless.md): one port, the wlan port, per AP.
+WIRELESS_ENTRY_COUNTS = {"echo": 1, "l3_forward": 8, "broadcast": 6}
+
+
+@pytest.mark.parametrize("name", sorted(WIRELESS_ENTRY_COUNTS))
+def test_wireless_entries_file_loads_against_its_program(infos, name):
+    entries = load(entries_of(f"{name}_wireless"), infos[name])
+    assert len(entries) == WIRELESS_ENTRY_COUNTS[name]
 
 
 def test_broadcast_entries_give_group_1_every_port(infos):

@@ -31,6 +31,12 @@ ECHO = ROOT / "xdp" / "study003" / "echo.bpf.c"
 ECHO_MAPS = ROOT / "xdp" / "study003" / "echo_maps.yaml"
 
 
+def unshaped(hosts: int):
+    """The study's one switch: a user's program runs only where no switch port has a qdisc
+    to skip (its redirects pass them by), so the links have no rate."""
+    return catalog.build("single", hosts=hosts, edge_bw=None)
+
+
 @pytest.mark.parametrize(("text", "error"), [
     ("entries: {map: fwd}", "expected a list"),
     ("- {map: fwd, key: [{u32: 1}]}", "entry 0: needs 'map', 'key' and 'value'"),
@@ -69,7 +75,7 @@ def test_a_broken_program_is_refused_with_the_compilers_located_error(tmp_path):
     source.write_text(ECHO.read_text().replace("count(C_TX);", "count(C_TX)\n"))
     line = ECHO.read_text()[:ECHO.read_text().index("count(C_TX);")].count("\n") + 1
     plane = planes.create("xdp", {"program": str(source), "maps": str(ECHO_MAPS)})
-    with Network(catalog.build("single", hosts=2)) as net, \
+    with Network(unshaped(2)) as net, \
             pytest.raises(PlaneError, match=rf"broken\.bpf\.c:{line}:\d+: error: expected ';'"):
         plane.start(net)
     assert bpf_fds() == []
@@ -151,7 +157,7 @@ def test_echo_scenario_through_the_runner(tmp_path, monkeypatch):
 def test_an_exception_detaches_a_users_program_and_frees_its_maps():
     options = {"program": str(ECHO), "maps": str(ECHO_MAPS)}
     with pytest.raises(ZeroDivisionError), \
-            planes.running("xdp", options, catalog.build("single", hosts=2), 10) as (net, p):
+            planes.running("xdp", options, unshaped(2), 10) as (net, p):
         prefix, build = net.prefix, Path(p._build_dir.name)
         assert xdp_attached(net) and (build / "echo.o").is_file()
         1 / 0  # noqa: B018
@@ -171,7 +177,7 @@ def tc_state(net: Network, ns: str, port: str) -> tuple[list[str], list[dict]]:
 def test_the_hybrids_tc_filters_go_with_the_plane():
     plane = planes.create("xdp", {"program": str(ROOT / "xdp/study003/broadcast_tc.bpf.c"),
                                   "maps": str(ROOT / "xdp/study003/broadcast_tc_maps.yaml")})
-    with Network(catalog.build("single", hosts=4)) as net:
+    with Network(unshaped(4)) as net:
         ns, port = net.switch_ns("s1"), net.switch_ports("s1")[1]
         try:
             plane.start(net)
@@ -190,7 +196,8 @@ CHILD = textwrap.dedent("""
     from dplab.topology import catalog
     cleanup_on_signals()
     options = {"program": sys.argv[1], "maps": sys.argv[2]}
-    with planes.running("xdp", options, catalog.build("single", hosts=2), 10) as (net, p):
+    topo = catalog.build("single", hosts=2, edge_bw=None)
+    with planes.running("xdp", options, topo, 10) as (net, p):
         print(net.prefix, p._build_dir.name, flush=True)
         time.sleep(60)
 """)

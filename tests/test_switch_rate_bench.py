@@ -134,5 +134,16 @@ def test_ovs_carries_frames_and_stops():
     assert not Path(f"/proc/{pid}").exists()
 
 
+@pytest.mark.parametrize(("mode", "kind"), [("router", L3), ("bridge", L2)])
+def test_the_user_space_forwarder_carries_frames_pinned_and_stops(mode, kind):
+    with forwarders.userspace(0, mode=mode) as fwd:
+        check_delivery(fwd, kind)
+        assert os.sched_getaffinity(fwd.proc.pid) == {0}
+        assert fwd.cpu_seconds() >= 0  # tick-sampled: a second at 2 kpps may be no tick
+        prefix, pid = fwd.rig.prefix, fwd.proc.pid
+    assert_gone(prefix)
+    assert not Path(f"/proc/{pid}").exists()
+
+
 def assert_gone(prefix: str) -> None:
     assert not [ns for ns in os.listdir("/run/netns") if ns.startswith(prefix)]

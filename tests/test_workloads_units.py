@@ -8,6 +8,7 @@ import pytest
 from dplab.measure.iperf_report import IperfParseError
 from dplab.workloads import iperf, ping
 from dplab.workloads.flows import Flow, run_flows
+from dplab.workloads.tcp_window import Seen, connections, namespace_windows
 
 DATA = Path(__file__).parent / "data"
 
@@ -29,8 +30,10 @@ def test_tcp_metrics_come_from_receiver_and_connect_time_from_sender():
         "retransmits": 2111.0,
         "tcp_loss_pct": pytest.approx(100 * 2111 / (2111 + math.ceil(2041315388 / 1448))),
         "srtt_ms": pytest.approx((0.154 + 0.103) / 2),
-        # no window asked: autotuning sized it, which iperf cannot see
-        "window_asked_bytes": None, "window_used_bytes": None, "window_clamped": None,
+        # no window asked: autotuning sized it; no flow ran, so no window was sampled
+        "window_asked_bytes": None, "window_granted_bytes": None, "window_clamped": None,
+        "window_by_sysctl": None, "window_used_bytes": None,
+        "window_advertised_max_bytes": None,
     }
     assert [row["bytes"] for row in m.intervals] == [950665276.0, 1090650112.0]
     assert [row["retransmits"] for row in m.intervals] == [1868.0, 243.0]
@@ -132,9 +135,29 @@ def test_bad_parameters_fail_before_anything_starts(kind, params, message):
 def test_window_granted_is_half_the_socket_buffer_iperf_prints():
     clamped = "TCP window size: 8388608 Byte (WARNING: requested 10000000 Byte)\n"
     granted = "TCP window size: 1.91 MByte\n"
-    assert iperf.window_metrics(10_000_000, clamped, clamped) == {
-        "window_asked_bytes": 10_000_000.0, "window_used_bytes": 4194304.0,
-        "window_clamped": 1.0}
-    used = iperf.window_metrics(1_000_000, granted, "")
-    assert used["window_used_bytes"] == pytest.approx(1.91 * 1024**2 / 2)
+    assert iperf.window_metrics(10_000_000, clamped, clamped, Seen(offered=6_000_000)) == {
+        "window_asked_bytes": 10_000_000.0, "window_granted_bytes": 4194304.0,
+        "window_clamped": 1.0, "window_by_sysctl": 0.0, "window_used_bytes": 6_000_000.0,
+        "window_advertised_max_bytes": None}
+    used = iperf.window_metrics(1_000_000, granted, "", Seen())
+    assert used["window_granted_bytes"] == pytest.approx(1.91 * 1024**2 / 2)
     assert used["window_clamped"] == 0.0
+    by_sysctl = iperf.window_metrics(10_000_000, granted, granted,
+                                     Seen(granted=10_000_000, offered=15_000_000,
+                                          advertised=900_000))
+    assert by_sysctl == {"window_asked_bytes": 10_000_000.0,
+                         "window_granted_bytes": 10_000_000.0, "window_clamped": 0.0,
+                         "window_by_sysctl": 1.0, "window_used_bytes": 15_000_000.0,
+                         "window_advertised_max_bytes": 900_000.0}
+
+
+def test_ss_connections_and_one_namespace_per_window():
+    out = ("28      3994463 10.0.0.1:50626 10.0.0.2:5001 \n"
+           "\t bbr wscale:10,10 cwnd:16 rcv_ssthresh:64076 snd_wnd:1385472\n"
+           "0 0 [::1]:5002 [::1]:41000\n\t cubic rcv_ssthresh:15414151 snd_wnd:65536\n")
+    found = list(connections(out))
+    assert [(local, peer) for local, peer, _ in found] == [(50626, 5001), (5002, 41000)]
+    assert "snd_wnd:1385472" in found[0][2]
+    assert namespace_windows([("a", 10), ("b", 10), ("a", 10)]) == {"a": 10, "b": 10}
+    with pytest.raises(ValueError, match="windows 10 and 20 .* share namespace a"):
+        namespace_windows([("a", 10), ("a", 20)])

@@ -2,14 +2,14 @@
 /* Learning switch: source MACs learned into a hash map, known unicast redirected to its port,
  * everything else flooded through the devmap (broadcast, never back out of the ingress port).
  * Ports off the spanning tree are left out of `ports`: what arrives there is dropped and
- * nothing is flooded to them, so loops cannot storm. */
+ * nothing is flooded to them, so loops cannot storm. A hairpin port (an access point's wlan
+ * port, xdp/qdisc.h) sends frames between its own stations back out of itself. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_helpers.h>
 
 #include "counters.h"
 #include "ports.h"
-#include "qdisc.h"
 #include "qdisc.h"
 
 struct mac {
@@ -57,7 +57,7 @@ int xdp_l2(struct xdp_md *ctx)
 	if (!(eth->h_dest[0] & 1)) {
 		__builtin_memcpy(dst.addr, eth->h_dest, ETH_ALEN);
 		out = bpf_map_lookup_elem(&macs, &dst);
-		if (out && *out == in) {
+		if (out && *out == in && !is_hairpin(in)) {
 			count(C_DROP);
 			return XDP_DROP;
 		}

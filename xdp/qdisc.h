@@ -7,7 +7,10 @@
  * BPF_F_INGRESS = dev_queue_xmit, through the qdisc). The decision is made once, by the XDP
  * program, so the two paths cannot disagree; ports not in `shaped` keep the XDP redirect.
  * Floods (l2): key FLOOD_SHAPED in `shaped` says a flood port is shaped; then every flood
- * takes this path and tc_qdisc clones the frame to each port of `flood_ports`. */
+ * takes this path and tc_qdisc clones the frame to each port of `flood_ports`.
+ * Hairpin ports (`hairpin`: a wireless access point's wlan port, whose stations all sit behind
+ * it) are the exception to "never back out of the ingress port": a flood that came in on one
+ * goes back out of it too, on both paths. */
 #pragma once
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -39,6 +42,19 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32); /* ifindex of a flood port; 0 ends the list */
 } flood_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC); /* empty (no memory) on wired switches */
+	__type(key, __u32);   /* ifindex of a hairpin port */
+	__type(value, __u32); /* unused (1) */
+} hairpin SEC(".maps");
+
+static __always_inline int is_hairpin(__u32 ifindex)
+{
+	return bpf_map_lookup_elem(&hairpin, &ifindex) != 0;
+}
 
 /* Pass the frame up with ``meta`` in front of it. */
 static __always_inline int pass_with(struct xdp_md *ctx, struct qdisc_meta meta)
@@ -79,19 +95,22 @@ static __always_inline int forward(struct xdp_md *ctx, __u32 out)
 	return bpf_redirect_map(&ports, out, XDP_DROP);
 }
 
-/* Out of every flood port but the ingress one. */
+/* Out of every flood port but the ingress one (unless that is a hairpin port). */
 static __always_inline int flood(struct xdp_md *ctx)
 {
 	__u32 key = FLOOD_SHAPED;
 
 	if (bpf_map_lookup_elem(&shaped, &key))
 		return via_qdisc(ctx, FLOOD_OUT);
+	if (is_hairpin(ctx->ingress_ifindex))
+		return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST);
 	return bpf_redirect_map(&ports, 0, BPF_F_BROADCAST | BPF_F_EXCLUDE_INGRESS);
 }
 
 static __always_inline int flood_skb(struct __sk_buff *skb)
 {
 	__u32 i, key, *port;
+	int back_out = is_hairpin(skb->ingress_ifindex);
 
 	/* The lookup takes its key's address: a copy, so the counter stays in a register where
 	 * the verifier can follow it (on the stack it could not prove the loop ends). */
@@ -100,7 +119,7 @@ static __always_inline int flood_skb(struct __sk_buff *skb)
 		port = bpf_map_lookup_elem(&flood_ports, &key);
 		if (!port || !*port)
 			break;
-		if (*port != skb->ingress_ifindex)
+		if (back_out || *port != skb->ingress_ifindex)
 			bpf_clone_redirect(skb, *port, 0);
 	}
 	return TC_ACT_SHOT;

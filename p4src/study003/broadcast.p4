@@ -6,6 +6,10 @@
  * (that port travels from ingress in the metadata), so no host hears its own broadcast and
  * no frame returns into the link it came from. Unicast frames go by table `mac_fwd`
  * (destination MAC -> port); an unknown destination is dropped.
+ *
+ * A wireless access point's wlan port is a shared medium: every station behind it hears
+ * what goes out of it, so a broadcast that came in there must go back out there. Table
+ * `shared_medium` names such ports (the wireless entries file); their copy is kept.
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -25,6 +29,7 @@ struct headers_t {
 
 struct metadata_t {
     bit<9> ingress_port;  // where the frame came in, for the egress prune of its copies
+    bit<1> shared;        // it came in on a shared medium: its own port gets a copy too
 }
 
 parser BcastParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
@@ -49,6 +54,22 @@ control BcastIngress(inout headers_t hdr, inout metadata_t meta,
         mark_to_drop(standard_metadata);
     }
 
+    action keep_own_copy() {
+        meta.shared = 1;
+    }
+
+    table shared_medium {
+        key = {
+            standard_metadata.ingress_port: exact;
+        }
+        actions = {
+            keep_own_copy;
+            NoAction;
+        }
+        default_action = NoAction();
+        size = 64;
+    }
+
     table mac_fwd {
         key = {
             hdr.ethernet.dst_addr: exact;
@@ -65,6 +86,7 @@ control BcastIngress(inout headers_t hdr, inout metadata_t meta,
         meta.ingress_port = standard_metadata.ingress_port;
         if (hdr.ethernet.dst_addr == BROADCAST_MAC) {
             standard_metadata.mcast_grp = BROADCAST_GROUP;
+            shared_medium.apply();
         } else {
             mac_fwd.apply();
         }
@@ -74,7 +96,7 @@ control BcastIngress(inout headers_t hdr, inout metadata_t meta,
 control BcastEgress(inout headers_t hdr, inout metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
     apply {
-        if (standard_metadata.mcast_grp == BROADCAST_GROUP
+        if (standard_metadata.mcast_grp == BROADCAST_GROUP && meta.shared == 0
                 && standard_metadata.egress_port == meta.ingress_port) {
             mark_to_drop(standard_metadata);
         }

@@ -170,7 +170,17 @@ def _cmd_study_list(_args: argparse.Namespace) -> int:
             seconds = sum(p.plan.estimate_s() for p in plans)
             console.print(Text(f"     {profile:5}: {runs} runs in {len(plans)} scenario(s), "
                                f"estimated {_minutes(seconds)}"))
+            curves = study.performance.get(profile)
+            if curves is not None:
+                console.print(Text(f"            + performance curves: {_curves_size(curves)} "
+                                   "(not in the estimate)"))
     return 0
+
+
+def _curves_size(profile) -> str:
+    """A study.model.CurvesProfile in words."""
+    return (f"{len(profile.rates_kpps)} rates × {profile.repetitions} repetition(s) × "
+            f"{profile.seconds:g} s on each echo and forwarding set-up")
 
 
 def _minutes(seconds: float) -> str:
@@ -190,6 +200,12 @@ def _cmd_study_run(args: argparse.Namespace) -> int:
         console.print(Text(f"{item.scenario.name} ({item.scenario.file}) → {item.results}",
                            "bold"))
         _print_plan(item.plan)
+    performance = study.performance.get(args.profile)
+    if performance is not None:
+        from dplab.study.report import PERFORMANCE_DIR
+
+        console.print(Text(f"performance curves → {results / PERFORMANCE_DIR}", "bold"))
+        console.print(Text(f"  {_curves_size(performance)}"))
     if args.dry_run:
         return 0
     from dplab import report
@@ -204,9 +220,30 @@ def _cmd_study_run(args: argparse.Namespace) -> int:
         for note in table.substitutions:
             console.print(Text(f"  substitution: {note}", "dim"))
     cells = _feasibility(results / "feasibility") if study.feasibility_matrix else None
-    path = study_report.write(study, published, results, args.profile, cells)
+    curves = _performance(performance, results / study_report.PERFORMANCE_DIR)
+    path = study_report.write(study, published, results, args.profile, cells, curves)
     console.print(Text(f"study report: {path}"))
     return 0 if ok else 1
+
+
+def _performance(profile, out: Path):
+    """Study 003's performance curves at ``profile`` (a study.model.CurvesProfile; None: the
+    profile has none), measured into ``out`` or, resuming, read back from it."""
+    if profile is None:
+        return None
+    from dplab.study003 import curves
+
+    with console.status("performance curves") as status:
+        data, measured = curves.stored_or_measured(
+            out, profile.rates_kpps, profile.seconds, profile.repetitions,
+            progress=lambda msg: _progress(status, msg))
+    console.print(Text(f"performance curves {'stored in' if measured else 'resumed from'} "
+                       f"{out / curves.CURVES_FILE}"))
+    from dplab.study003.curve_report import failures
+
+    for line in failures(data):
+        console.print(Text(f"  failed (left out): {line}", "red"))
+    return data
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from dplab.planes import liveness
 from dplab.planes.base import SeriesPoint
 from dplab.spec.model import Experiment
 from dplab.store.runstore import RunStore
-from dplab.substrate import cpu_idle
+from dplab.substrate import cpu_idle, linkem, wmedium
 from dplab.substrate.network import Network
 from dplab.workloads import video
 from dplab.workloads.capture import CapturePoint, Captures
@@ -215,10 +215,15 @@ def _execute(key: RunKey, plan: RunPlan, results_dir: Path, say: Progress,
             series = plane.series(traffic_began) + fidelity.series(traffic_began)
             stats.update(controller_load(series))
             clock.lap("collect_stats")
-            return stats, series, fidelity.record(results)
+            record = fidelity.record(results)
         except Exception as exc:
             plane.stop()  # first: the daemons' last words go to their logs
             raise liveness.failed_run(exc, net.run_dir, results_dir / "logs" / key.run_id) \
                 from exc
         finally:
             plane.stop()
+    # The link emulators and the wireless media give their counters when the network
+    # stops them.
+    stats.update(linkem.flat_stats(net.emulator_reports))
+    stats.update(wmedium.flat_stats(net.medium_reports))
+    return stats, series, record

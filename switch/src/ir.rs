@@ -112,6 +112,7 @@ pub enum ExprNode {
     Valid { inst: i64 },
     Param { index: i64 },
     Lookahead,
+    Remaining,
     Not { a: Operand },
     LNot { a: Operand },
     Neg { a: Operand },

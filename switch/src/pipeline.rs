@@ -1083,6 +1083,10 @@ impl Worker {
                     }
                 }
             }
+            Expr::Remaining(w) => {
+                let left = packet.map_or(0, |bytes| bytes.len().saturating_sub(self.cursor));
+                (left as u128 * 8).min(crate::values::mask(*w))
+            }
             Expr::Un(op, a, w) => lowered::unary(*op, self.eval(a, params, packet), *w),
             Expr::Bin(op, a, b, w) => self.eval_binary(*op, a, b, *w, params, packet),
             Expr::Cond(c, a, b) => {
@@ -1432,6 +1436,39 @@ mod tests {
         assert!(worker.phv.valid[1] && !worker.phv.valid[4]);
         // The deparser writes the Ethernet header and the unparsed rest back unchanged.
         assert_eq!(out, vec![(2, packet)]);
+    }
+
+    /// `remaining` (the bits after the parser's cursor) lets a parser check that a whole
+    /// header is there before it reads any of it (the compiler's varbit extract): too few
+    /// bytes leave the header invalid and its bytes in the payload.
+    #[test]
+    fn remaining_bits_let_the_parser_check_a_header_before_reading_it() {
+        let mut ir = fuzz_ir();
+        let check = json!({"kind": "verify", "error": 1, "cond": {"op": "ge", "w": 1,
+            "a": {"op": "remaining", "w": 32}, "b": c("0xa0", 32)}});
+        ir["parser"]["states"][2]["body"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, check);
+        let mut rt = Runtime::new(Arc::new(crate::program::load(&ir).unwrap())).unwrap();
+        let mut worker = Worker::new(&rt.prog);
+        let (mut out, mut events) = (Vec::new(), Vec::new());
+        let mut short = vec![0u8; 14 + 19];
+        short[12] = 0x08;
+        short[14] = 0x45;
+        worker.process(&mut rt, 1, &short, 0, &mut out, &mut events);
+        assert_eq!(
+            worker.phv.fields[sm::PARSER_ERROR],
+            ERROR_PACKET_TOO_SHORT as u128
+        );
+        assert!(!worker.phv.valid[4]);
+        assert_eq!(out, vec![(2, short)]);
+        let mut whole = vec![0u8; 14 + 20];
+        whole[12] = 0x08;
+        whole[14] = 0x45;
+        worker.process(&mut rt, 1, &whole, 1, &mut out, &mut events);
+        assert_eq!(worker.phv.fields[sm::PARSER_ERROR], 0);
+        assert!(worker.phv.valid[4]);
     }
 
     #[test]

@@ -126,6 +126,8 @@ pub enum Expr {
     Valid(usize),
     Param(usize),
     Lookahead(u32),
+    /// Bits from the parser's cursor to the packet's end (w bits, saturating).
+    Remaining(u32),
     Un(UnOp, Box<Expr>, u32),
     Bin(BinOp, Box<Expr>, Box<Expr>, u32),
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
@@ -553,6 +555,7 @@ impl Loader<'_> {
             ExprNode::Valid { inst } => Expr::Valid(self.header(*inst, "inst", at)?),
             ExprNode::Param { index } => Expr::Param((*index).max(0) as usize),
             ExprNode::Lookahead => Expr::Lookahead(w),
+            ExprNode::Remaining => Expr::Remaining(w),
             ExprNode::Not { a } => un(UnOp::Not, a)?,
             ExprNode::LNot { a } => un(UnOp::LNot, a)?,
             ExprNode::Neg { a } => un(UnOp::Neg, a)?,

@@ -37,6 +37,8 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
             if (sm.parser_error == error.PacketTooShort) { hdr.eth.type = 1; }
             if (sm.parser_error == error.HeaderTooShort) { hdr.eth.type = 4; }
             if (sm.parser_error == error.ParserInvalidArgument) { hdr.eth.type = 6; }
+            // a failed extract leaves its header invalid, as BMv2
+            if (hdr.opts.isValid()) { hdr.eth.type = hdr.eth.type + 0x10; }
             hdr.ipv4.setInvalid();
             hdr.opts.setInvalid();
             sm.egress_spec = 3;

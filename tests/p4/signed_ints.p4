@@ -8,6 +8,7 @@ header nums_t {
     bit<8> a; bit<8> b; bit<8> sh;
     bit<8> sum; bit<8> diff; bit<8> prod; bit<8> flags;
     bit<8> shr; bit<8> shr2; bit<16> ext; bit<8> neg; bit<8> lit; bit<16> acc;
+    bit<8> ssum; bit<8> sdiff;
 }
 struct headers_t { eth_t eth; nums_t n; }
 struct meta_t { int<16> acc; }
@@ -42,6 +43,9 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         meta.acc = (int<16>)x;
         meta.acc = meta.acc - 16s300;
         hdr.n.acc = (bit<16>)meta.acc;
+        hdr.n.ssum = (bit<8>)(x |+| y);
+        // the constants fold to 127 |-| 127 = 0 (a fold without the clamp would not)
+        hdr.n.sdiff = (bit<8>)((x |-| y) |+| (8s100 |+| 8s100 |-| 8s127));
     }
 }
 

@@ -24,6 +24,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--stats-file", help="JSON file the counters are written to")
     parser.add_argument("--meters", help="meters and their rules as JSON "
                                          "(dplab.qos.openflow_meter.to_json)")
+    parser.add_argument("--hairpin", help="ports floods go back out of, as JSON "
+                                          "[[switch, port], ...] (access points' wlan ports)")
     return parser.parse_args(argv)
 
 
@@ -34,6 +36,7 @@ def configure(args: argparse.Namespace) -> None:
     cfg.CONF.set_override("dplab_mode", args.mode)
     cfg.CONF.set_override("dplab_stats_file", args.stats_file)
     cfg.CONF.set_override("dplab_meters", args.meters)
+    cfg.CONF.set_override("dplab_hairpin", args.hairpin)
 
 
 def stop_on_sigterm() -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 from dplab.control import packets
@@ -77,13 +77,16 @@ class Forwarding:
 
     def __init__(
         self, southbound: Southbound, mode: str = REACTIVE,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic, hairpin: Collection[PortRef] = (),
     ) -> None:
+        """``hairpin``: ports a flood goes back out of when it came in there (a wireless
+        access point's wlan port: the other stations are behind it too)."""
         if mode not in MODES:
             raise ValueError(f"forwarding mode {mode!r} is not one of {', '.join(MODES)}")
         self.southbound = southbound
         self.mode = mode
         self.clock = clock
+        self.hairpin = frozenset(hairpin)
         self.topology = TopologyView()
         self.hosts = HostTable()
         self._next_lldp_round = 0.0
@@ -281,10 +284,12 @@ class Forwarding:
             self._install_all_pairs()
 
     def _flood_edges(self, data: bytes, came_from: PortRef) -> None:
-        """Send to every host-facing port except the one the frame came in on; never into
-        links, so a looped topology cannot make a broadcast storm."""
+        """Send to every host-facing port except the one the frame came in on (unless it is
+        a hairpin port); never into links, so a looped topology cannot make a broadcast
+        storm."""
         for switch in self.topology.switches():
-            ports = [p for p in self.topology.edge_ports(switch) if PortRef(switch, p) != came_from]
+            ports = [p for p in self.topology.edge_ports(switch)
+                     if PortRef(switch, p) != came_from or came_from in self.hairpin]
             if ports:
                 self._packet_out(switch, ports, data)
 

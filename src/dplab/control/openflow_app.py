@@ -1,7 +1,8 @@
 """The os-ken OpenFlow 1.3 adapter: turns switch events into calls on ``Forwarding`` and
 implements its ``Southbound`` with flow-mods and packet-outs.
 
-Switch ``sN`` is the datapath with id N (the OVS plane sets the datapath ids). Every switch
+Switch ``sN`` is the datapath with id N, access point ``apN`` the one with id
+``model.AP_BASE`` + N (the OVS plane sets the datapath ids). Every switch
 gets the rule set's fixed part on connect (forwarding.Southbound): table misses to the
 controller at MISS_PRIORITY (whole packet, no buffering) and a trap per TRAPPED_ETHERTYPES
 (LLDP, ARP) at TRAP_PRIORITY; path rules are flow-mods at PATH_RULE_PRIORITY.
@@ -21,6 +22,7 @@ table 1, which holds the rules above.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Sequence
@@ -49,12 +51,17 @@ from dplab.control.forwarding import (
     TRAPPED_ETHERTYPES,
     Forwarding,
 )
+from dplab.control.topology_view import PortRef
 from dplab.qos import openflow_meter
+from dplab.topology.model import AP_BASE, AP_PREFIX
 
 cfg.CONF.register_opts([
     cfg.StrOpt("dplab_mode", default=REACTIVE, help="reactive or proactive forwarding"),
     cfg.StrOpt("dplab_stats_file", default=None, help="where counters are written as JSON"),
     cfg.StrOpt("dplab_meters", default=None, help="meters as JSON (qos.openflow_meter)"),
+    cfg.StrOpt("dplab_hairpin", default=None,
+               help="ports floods go back out of, as JSON [[switch, port], ...] (an access "
+                    "point's wlan port)"),
 ])
 
 METER_RULE_PRIORITY = 10  # table 0, beside the go-on rule at 0
@@ -68,7 +75,7 @@ BARRIER_WAIT_S = 0.25
 
 
 def switch_name(dpid: int) -> str:
-    return f"s{dpid}"
+    return f"{AP_PREFIX}{dpid - AP_BASE}" if dpid > AP_BASE else f"s{dpid}"
 
 
 class OpenFlowSouthbound(app_manager.OSKenApp):
@@ -80,7 +87,9 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
         self._lock = threading.Lock()
         self._datapaths: dict[str, Datapath] = {}
         self._unconfirmed: set[str] = set()  # switches with flow-mods since their barrier
-        self.logic = Forwarding(self, mode=self.CONF.dplab_mode)
+        hairpin = json.loads(self.CONF.dplab_hairpin or "[]")
+        self.logic = Forwarding(self, mode=self.CONF.dplab_mode,
+                                hairpin=[PortRef(switch, port) for switch, port in hairpin])
         self.stats_file: str | None = self.CONF.dplab_stats_file
         meters = self.CONF.dplab_meters
         self.meters = openflow_meter.from_json(meters) if meters else []
@@ -98,7 +107,10 @@ class OpenFlowSouthbound(app_manager.OSKenApp):
             return  # switch went away meanwhile
         parser = dp.ofproto_parser
         match = parser.OFPMatch(in_port=in_port, eth_src=eth_src, eth_dst=eth_dst)
-        self._add_flow(dp, PATH_RULE_PRIORITY, match, [parser.OFPActionOutput(out_port)],
+        # OpenFlow never outputs to the port a packet came in on unless told IN_PORT (two
+        # stations behind an access point's wlan port).
+        out = dp.ofproto.OFPP_IN_PORT if out_port == in_port else out_port
+        self._add_flow(dp, PATH_RULE_PRIORITY, match, [parser.OFPActionOutput(out)],
                        idle_timeout)
         self._unconfirmed.add(switch)
 

@@ -51,6 +51,7 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.control.counters_file import write_counters
 from dplab.control.forwarding import MODES, REACTIVE, Forwarding
+from dplab.control.topology_view import PortRef
 from dplab.p4runtime.errors import update_code, update_codes
 from dplab.p4runtime.primary import PIPELINE_TIMEOUT_S, RPC_TIMEOUT_S
 
@@ -227,7 +228,9 @@ class P4RuntimeSouthbound:
         self.program = program
         self.stats_file = stats_file
         self._lock = threading.Lock()
-        self.logic = Forwarding(self, mode=mode)
+        self.logic = Forwarding(self, mode=mode, hairpin=[
+            PortRef(name, port) for name, s in switches.items()
+            for port in s.get("hairpin_ports", [])])
         self.sessions = {name: SwitchSession(self, name, s["address"], s["device_id"],
                                              s["ports"]) for name, s in switches.items()}
 

@@ -3,7 +3,16 @@
 import json
 from pathlib import Path
 
-from dplab.p4 import ids, names, tuples, unions, value_sets, varbit
+from dplab.p4 import (
+    header_structs,
+    ids,
+    names,
+    sub_controls,
+    tuples,
+    unions,
+    value_sets,
+    varbit,
+)
 from dplab.p4.action_order import action_ranks
 from dplab.p4.annotations import p4info_annotations, pkg_info
 from dplab.p4.errors import Loc, P4Error, P4Warning
@@ -85,6 +94,7 @@ class Compiler:
         self.exprs.new_local = self.new_local
         self.exprs.inline_function = self.inline_function
         self.inlining: list[str] = []   # the functions being inlined (recursion is refused)
+        self.unrolled = 0   # loop bodies copied so far (dplab/p4/loops.py bounds them)
         self.stmts = StatementCompiler(self.exprs, self)
         self.profiles = ProfileCompiler(self)
         self.annotations: dict[str, dict] = {}
@@ -223,23 +233,30 @@ class Compiler:
         return self.types[node.name]
 
     def struct_type(self, decl: Node) -> StructType:
-        fields = []
+        fields, groups, locs = [], [], []   # locs: each (flattened) field's type's place
         seen = set()
         for f in decl.fields:
             if f.name in seen:
                 raise P4Error(f.loc, f"field '{f.name}' is declared twice")
             seen.add(f.name)
             typ = self.resolve_type(f.type)
+            lists = tuple(t.value for t in f.annos.get("field_list", []) if t.kind == "int")
+            if decl.kind == "header" and isinstance(typ, StructType):
+                groups.append((f.name, typ))
+                flat = header_structs.flat_fields(f.name, typ, f.type.loc)
+                fields.extend((name, ftype, lists) for name, ftype in flat)
+                locs.extend(f.type.loc for _ in flat)
+                continue
             if decl.kind == "header" and width_of(typ) is None and not isinstance(typ, Varbit):
                 raise P4Error(f.type.loc, f"header fields must be bit<W>, not {type_name(typ)}")
-            lists = tuple(t.value for t in f.annos.get("field_list", []) if t.kind == "int")
             fields.append((f.name, typ, lists))
+            locs.append(f.type.loc)
         annos = tuple((k, "".join(t.text for t in v)) for k, v in decl.annos.items())
-        typ = StructType(decl.kind, decl.name, tuple(fields), annos)
+        typ = StructType(decl.kind, decl.name, tuple(fields), annos, tuple(groups))
         if decl.kind == "header_union":
             unions.check_members(typ, [f.type.loc for f in decl.fields])
         if decl.kind == "header":
-            varbit.check_header(typ, [f.type.loc for f in decl.fields])
+            varbit.check_header(typ, locs)
         if decl.kind == "header" and header_width(typ) % 8:
             raise P4Error(decl.loc, f"header {decl.name} is not a whole number of bytes")
         return typ
@@ -470,11 +487,14 @@ class Compiler:
         owner = names.block_name(control)
         scope = Scope(params=frozenset(p.name for p in control.params))
         for local in control.locals:
-            init.extend(self.control_local(local, owner, env, scope))
+            init.extend(self.control_local(local, owner, env, scope, control.body.body))
         body = self.stmts.block(control.body.body, env, scope)
         return {"name": control.name, "body": init + body}
 
-    def control_local(self, local: Node, owner: str, env: Env, scope: Scope) -> list[dict]:
+    def control_local(self, local: Node, owner: str, env: Env, scope: Scope,
+                      body: list[Node]) -> list[dict]:
+        """One declaration of a control (`body`: the control's statements, where its
+        sub-control instances are applied)."""
         if local.kind in ("var", "const"):   # checked where statements declare them
             return self.stmts.statement(local, env, scope)
         self.check_shadowing(local, env, scope.params)
@@ -495,6 +515,8 @@ class Compiler:
             return []
         if local.kind == "instance":
             env[local.name] = self.extern_instance(local, owner, env)
+            if isinstance(env[local.name], ControlRef):
+                env[local.name].many = sub_controls.apply_counts(body)[local.name] > 1
             if isinstance(env[local.name], ExternRef):   # a sub-control has no P4Info object
                 self.declared.append((env[local.name].kind, local, env[local.name]))
             return []
@@ -556,22 +578,23 @@ class Compiler:
     def inline_control(self, control: ControlRef, call: Node, env: Env) -> list[dict]:
         """`instance.apply(args)`: the control's body with its parameters bound as an
         action's directional ones (dplab/p4/inlining.py); its `return` ends only it. Its
-        tables, actions and externs are compiled here, with the parameters bound; a
-        second apply would need a second copy of them (p4c's inliner makes none either)."""
+        tables, actions and externs are compiled at its first apply, with the parameters
+        bound; one applied more than once shares them (dplab/p4/sub_controls.py)."""
         decl = control.decl
-        if any(local.kind not in ("var", "const") for local in decl.locals):
-            if control.applied is not None:
-                raise P4Error(call.loc, f"control instance {control.path} is applied a second "
-                              f"time (first at line {control.applied.line}): it holds tables, "
-                              "actions or externs, which each apply would need its own copy of")
-            control.applied = call.loc
         params = [(p, self.resolve_type(p.type)) for p in decl.params]
         args = self.with_defaults(params, call, f"control {decl.name}")
         targets = self.bind_args(params, args, env)
-        inner = dict(self.globals)
         scope = Scope(params=frozenset(p.name for p in decl.params), lower_return=True)
-        return self.inline_body(params, targets, decl.locals + decl.body.body, inner, scope,
-                                call.loc, owner=control.path)
+        shared = control.many and any(local.kind not in ("var", "const")
+                                      for local in decl.locals)
+        if shared and control.shared is not None:
+            return sub_controls.reapply(self, control, targets, scope, call.loc)
+        inner = dict(self.globals)
+        out = self.inline_body(params, targets, decl.locals + decl.body.body, inner, scope,
+                               call.loc, owner=control.path, copies=shared)
+        if shared:
+            control.shared = inner
+        return out
 
     def inline_function(self, func: UserFunction, call: Node,
                         env: Env) -> tuple[list[dict], Val | None]:
@@ -603,12 +626,13 @@ class Compiler:
 
     def inline_body(self, params: list[tuple[Node, object]], targets: list[object],
                     body: list[Node], inner: Env, scope: Scope, loc: Loc,
-                    owner: str | None = None) -> list[dict]:
+                    owner: str | None = None, copies: bool = False) -> list[dict]:
         """Statements running `body` with `params` bound to `targets` (copy-in, the body
-        with its returns made real, copy-out). A control's body (`owner`: its instance
-        path) may declare actions, tables, functions and instances."""
+        with its returns made real, copy-out; every parameter a temporary with `copies`).
+        A control's body (`owner`: its instance path) may declare actions, tables,
+        functions and instances."""
         outs = [t for (p, _), t in zip(params, targets, strict=True) if p.direction != "in"]
-        copies = needs_copies(body, {p.name for p, _ in params}, inner, outs)
+        copies = copies or needs_copies(body, {p.name for p, _ in params}, inner, outs)
         prologue, epilogue = [], []
         for (param, typ), target in zip(params, targets, strict=True):
             inner[param.name], copy_in, copy_out = self.bound_param(param, typ, target, copies)
@@ -616,7 +640,7 @@ class Compiler:
             epilogue.extend(copy_out)
         compiled = []
         for node in body:
-            compiled.extend(self.control_local(node, owner, inner, scope)
+            compiled.extend(self.control_local(node, owner, inner, scope, body)
                             if owner is not None and node.kind in CONTROL_LOCALS
                             else self.stmts.statement(node, inner, scope))
         compiled = lower_returns(compiled, lambda: self.flag(loc))
@@ -802,9 +826,11 @@ class Compiler:
                       f"{self.ir['tables'][table]['name']}")
 
     def digest_index(self, typ: object, data: list[Val], loc: Loc) -> int:
+        if tuples.is_tuple(typ):
+            return self.tuple_digest(typ, data, loc)
         if not isinstance(typ, StructType) or typ.kind != "struct":
-            raise P4Error(loc, f"a digest's type must be a struct (P4Info names the digest "
-                          f"after it), not {type_name(typ)}")
+            raise P4Error(loc, f"a digest's type must be a struct or a tuple, not "
+                          f"{type_name(typ)}")
         if typ.name not in self.digest_types:
             # p4c names a digest after its struct type's control-plane name (its @name,
             # else its own), its fields by theirs (p4RuntimeArchStandard's getDigestCall,
@@ -823,6 +849,22 @@ class Compiler:
         if [f["w"] for f in fields] != [v.ir["w"] for v in data]:
             raise P4Error(loc, f"the digest data does not match the fields of {typ.name}")
         return index
+
+    def tuple_digest(self, typ: StructType, data: list[Val], loc: Loc) -> int:
+        """A digest of a tuple type has no name to take: as p4c (getDigestCall), each such
+        call is a digest of its own, `digest_<n>` in call order, with a warning."""
+        widths = [width_of(t) if not isinstance(t, StructType) else None
+                  for _, t, _ in typ.fields]
+        if None in widths:
+            raise P4Error(loc, "digest tuples may hold only bit<W> elements")
+        if widths != [v.ir["w"] for v in data]:
+            raise P4Error(loc, f"the digest data does not match {type_name(typ)}")
+        name = f"digest_{sum(1 for d in self.ir['digests'] if d.get('tuple'))}"
+        self.warn(loc, f"Cannot find a good name for this digest call, using auto-generated "
+                  f"name '{name}'")
+        self.ir["digests"].append({"name": name, "tuple": True, "fields": [
+            {"name": str(i), "w": w} for i, w in enumerate(widths)]})
+        return len(self.ir["digests"]) - 1
 
     # --- deparser ------------------------------------------------------------------
     def compile_deparser(self, control: Node, roots: dict) -> dict:

@@ -3,7 +3,8 @@
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dplab.p4 import signed, tuples, unions, varbit
+from dplab.p4 import equality, header_structs, signed, tuples, unions, varbit
+from dplab.p4.equality import COMPOUND, is_plain_path
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
 from dplab.p4.stack_last import StackLastCheck
@@ -123,6 +124,11 @@ class ExprChecker:
                 if fname == name:
                     w = width_of(ftype)
                     return Val({"op": "field", "w": w, "inst": base.inst, "field": index}, ftype)
+            fields = header_structs.group(
+                base.type, name, lambda flat: self.member(base, Node("member", node.loc,
+                                                                    name=flat)))
+            if fields is not None:
+                return fields
             if name in ("isValid", "setValid", "setInvalid", "minSizeInBits",
                         "minSizeInBytes"):
                 return ("header_method", base, name)
@@ -360,6 +366,10 @@ class ExprChecker:
         if op in ("&&", "||"):
             a, b = self.condition(node.a, env), self.condition(node.b, env)
             return self._fold_or_build({"&&": "land", "||": "lor"}[op], a, b, BoolType(), op)
+        if op in ("==", "!=") and is_plain_path(node.a) and is_plain_path(node.b):
+            left, right = self.denote(node.a, env), self.denote(node.b, env)
+            if isinstance(left, COMPOUND) or isinstance(right, COMPOUND):
+                return Val(equality.compare(op, left, right, node.loc), BoolType())
         a, b = self.value(node.a, env), self.value(node.b, env)
         if op in ("<<", ">>"):
             return self.shift(a, b, node)
@@ -382,8 +392,7 @@ class ExprChecker:
                 raise P4Error(node.loc, f"'{op}' needs bit<W> or int<W> operands")
             return self._fold_or_build(_COMPARE[op], a, b, BoolType(), op)
         if op in ("|+|", "|-|") and isinstance(a.type, Signed):
-            raise P4Error(node.loc, f"'{op}' on {type_name(a.type)} (signed saturating "
-                          "arithmetic) is not supported")
+            return self.signed_saturating(op, a, b)
         if op in ("/", "%") and isinstance(a.type, Bits) and b.const is not None \
                 and a.const is None and b.const > 0 and b.const & (b.const - 1) == 0:
             return self.power_of_two(op, a, b)
@@ -401,6 +410,12 @@ class ExprChecker:
             return Val({"op": "and", "w": w, "a": a.ir, "b": const(b.const - 1, w).ir}, a.type)
         shift = b.const.bit_length() - 1
         return Val({"op": "shr", "w": w, "a": a.ir, "b": const(shift, w).ir}, a.type)
+
+    def signed_saturating(self, op: str, a: Val, b: Val) -> Val:
+        w = a.type.width
+        if a.const is not None and b.const is not None:
+            return const(signed.fold_saturating(op, a.const, b.const, w), w, a.type)
+        return Val(signed.saturating(op, a.ir, b.ir, w), a.type)
 
     def signed_compare(self, op: str, a: Val, b: Val) -> Val:
         if a.const is not None and b.const is not None:

@@ -82,9 +82,11 @@ def _reaches_outside(node: object, own: set[str], env: dict) -> bool:
                if key not in ("loc", "annos", "depth"))
 
 
-def lower_returns(stmts: list[dict], new_flag: Callable[[], dict]) -> list[dict]:
-    """`stmts` with every RETURN marker made real: the rest of the body is skipped. A flag
-    (`new_flag()`: a destination, made at most once) is used only when a return is nested."""
+def lower_returns(stmts: list[dict], new_flag: Callable[[], dict],
+                  marker: str = RETURN) -> list[dict]:
+    """`stmts` with every `marker` statement (RETURN; a loop's break and continue,
+    dplab/p4/loops.py) made real: the rest of `stmts` is skipped. A flag (`new_flag()`: a
+    destination, made at most once) is used only when a marker is nested."""
     flag: list[dict] = []
 
     def get_flag() -> dict:
@@ -92,25 +94,25 @@ def lower_returns(stmts: list[dict], new_flag: Callable[[], dict]) -> list[dict]
             flag.append(new_flag())
         return flag[0]
 
-    out = _lower(stmts, None, get_flag)
+    out = _lower(stmts, None, get_flag, marker)
     if flag:   # the body may run more than once per packet: clear the flag first
         out.insert(0, _set(flag[0], 0))
     return out
 
 
 def _lower(stmts: list[dict], flag: Callable[[], dict] | None,
-           get_flag: Callable[[], dict]) -> list[dict]:
+           get_flag: Callable[[], dict], marker: str) -> list[dict]:
     out: list[dict] = []
     for i, stmt in enumerate(stmts):
-        if stmt["kind"] == RETURN:
+        if stmt["kind"] == marker:
             if flag is not None:
                 out.append(_set(flag(), 1))
             return out
-        if not _contains_return(stmt):
+        if not _contains(stmt, marker):
             out.append(stmt)
             continue
-        out.append(_lower_nested(stmt, get_flag))
-        rest = _lower(stmts[i + 1:], flag, get_flag)
+        out.append(_lower_nested(stmt, get_flag, marker))
+        rest = _lower(stmts[i + 1:], flag, get_flag, marker)
         if rest:
             dst = get_flag()
             out.append({"kind": "if", "cond": {"op": "lnot", "w": 1, "a": _read(dst)},
@@ -119,29 +121,30 @@ def _lower(stmts: list[dict], flag: Callable[[], dict] | None,
     return out
 
 
-def _lower_nested(stmt: dict, get_flag: Callable[[], dict]) -> dict:
+def _lower_nested(stmt: dict, get_flag: Callable[[], dict], marker: str) -> dict:
     stmt = dict(stmt)
     for key in _NESTED:
         if key in stmt:
-            stmt[key] = _lower(stmt[key], get_flag, get_flag)
+            stmt[key] = _lower(stmt[key], get_flag, get_flag, marker)
     if stmt.get("switch"):
         switch = dict(stmt["switch"])
-        switch["cases"] = [{**case, "body": _lower(case["body"], get_flag, get_flag)}
+        switch["cases"] = [{**case, "body": _lower(case["body"], get_flag, get_flag, marker)}
                            for case in switch["cases"]]
         if switch.get("default") is not None:
-            switch["default"] = _lower(switch["default"], get_flag, get_flag)
+            switch["default"] = _lower(switch["default"], get_flag, get_flag, marker)
         stmt["switch"] = switch
     return stmt
 
 
-def _contains_return(stmt: dict) -> bool:
-    if stmt["kind"] == RETURN:
+def _contains(stmt: dict, marker: str) -> bool:
+    """Whether `stmt` is or holds a `marker` statement."""
+    if stmt["kind"] == marker:
         return True
     lists = [stmt.get(key, []) for key in _NESTED]
     if stmt.get("switch"):
         lists += [c["body"] for c in stmt["switch"]["cases"]]
         lists.append(stmt["switch"].get("default") or [])
-    return any(_contains_return(s) for body in lists for s in body)
+    return any(_contains(s, marker) for body in lists for s in body)
 
 
 def copy_out_before_exits(stmts: list[dict], copy_out: list[dict]) -> list[dict]:

@@ -15,6 +15,11 @@ MAX_SIZE = 1 << 24
 MAX_STACK = 1024
 # Bits an arbitrary-precision integer constant may have (`1 << n` with a huge n).
 MAX_INT_BITS = 4096
+# Iterations of one `for` loop: the compiler unrolls it (dplab/p4/loops.py), one copy of
+# the body per iteration; and copies of loop bodies in a whole program (nested loops
+# multiply).
+MAX_UNROLLED = 1024
+MAX_UNROLLED_COPIES = 1 << 12
 # Tokens the preprocessor's macro expansions may make in one program, arguments substituted
 # included: a chain of #define macros that each use the one before twice doubles per level
 # (40 lines reach 2^40 tokens), and the preprocessor must stop long before memory does.

@@ -66,6 +66,17 @@ def compound_local(owner: LocalsOwner, name: str, typ: StructType,
     return ref, init
 
 
+def uninitialised(ref: object) -> list[dict]:
+    """Statements giving an existing local (scalar, header or struct) the state its
+    declaration gives it: headers invalid, scalars 0."""
+    if isinstance(ref, Val):
+        return [{"kind": "assign", "dst": {"inst": ref.ir["inst"], "field": ref.ir["field"]},
+                 "src": const(0, ref.ir["w"]).ir}]
+    if isinstance(ref, HeaderRef):
+        return [{"kind": "set_invalid", "inst": inst} for inst in ref.parts]
+    return [stmt for member in ref.members.values() for stmt in uninitialised(member)]
+
+
 def copy_compound(target: object, source: object, loc: Loc) -> list[dict]:
     """`target = source` for two headers or structs of one type: a header copies its
     validity and fields (copy_header), a struct each member in turn."""

@@ -197,6 +197,10 @@ def _action_profile(msg: p4info_pb2.ActionProfile, profile: dict, ir: dict) -> N
 def _digest(info: p4info_pb2.P4Info, digest: dict) -> None:
     msg = info.digests.add()
     _preamble(msg, digest)
+    if digest.get("tuple"):   # p4c's TypeSpecConverter: a tuple's members, no type_info
+        for f in digest["fields"]:
+            msg.type_spec.tuple.members.add().bitstring.bit.bitwidth = f["w"]
+        return
     msg.type_spec.struct.name = digest["name"]
     struct = info.type_info.structs[digest["name"]]
     for f in digest["fields"]:

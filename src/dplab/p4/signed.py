@@ -9,7 +9,11 @@ becomes a few unsigned ones (the operand trees are pure, so repeating one is saf
   0..2^W-1, so the unsigned comparison of the flipped operands is the signed one;
 * `>>` (arithmetic): with s the sign mask (all ones for a negative value), `a >> n` is
   `((a ^ s) >> n) ^ s`; a shift of W or more gives s, as P4 wants;
-* a cast to a wider int<X> (sign extension): `(zext(a) ^ m) - m` with m = 2^(W-1).
+* a cast to a wider int<X> (sign extension): `(zext(a) ^ m) - m` with m = 2^(W-1);
+* `|+|` `|-|` (saturating): the wrapped sum or difference r overflowed when the sign bit of
+  `(a ^ r) & (b ^ r)` (sum) or `(a ^ b) & (a ^ r)` (difference) is set, and then the
+  result is the bound on a's side (P4_16 8.9.2: int<W>'s minimum for a negative a, else
+  its maximum).
 """
 
 from dplab.p4.types import Signed
@@ -58,6 +62,33 @@ def extend(a: dict, width: int, to: int) -> dict:
     m = _const(1 << (width - 1), to)
     widened = {"op": "cast", "w": to, "a": a}
     return {"op": "sub", "w": to, "a": {"op": "xor", "w": to, "a": widened, "b": m}, "b": m}
+
+
+def _msb(ir: dict, width: int) -> dict:
+    return {"op": "slice", "w": 1, "a": ir, "hi": width - 1, "lo": width - 1}
+
+
+def saturating(op: str, a: dict, b: dict, width: int) -> dict:
+    """`a |+| b` or `a |-| b` of two int<W> trees."""
+    wrapped = {"op": "add" if op == "|+|" else "sub", "w": width, "a": a, "b": b}
+
+    def xor(x: dict, y: dict) -> dict:
+        return {"op": "xor", "w": width, "a": x, "b": y}
+
+    first = xor(a, wrapped) if op == "|+|" else xor(a, b)
+    second = xor(b, wrapped) if op == "|+|" else xor(a, wrapped)
+    overflow = _msb({"op": "and", "w": width, "a": first, "b": second}, width)
+    bound = {"op": "cond", "w": width, "c": _msb(a, width),
+             "a": _const(1 << (width - 1), width), "b": _const((1 << (width - 1)) - 1, width)}
+    return {"op": "cond", "w": width, "c": overflow, "a": bound, "b": wrapped}
+
+
+def fold_saturating(op: str, a: int, b: int, width: int) -> int:
+    """The pattern of `a |+| b` / `a |-| b` for two constant int<W> patterns."""
+    x, y = as_signed(a, width), as_signed(b, width)
+    exact = x + y if op == "|+|" else x - y
+    low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return min(max(exact, low), high) & ((1 << width) - 1)
 
 
 def fold_compare(op: str, a: int, b: int, typ: Signed) -> bool:

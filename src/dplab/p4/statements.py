@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from dplab.p4 import unions, varbit
+from dplab.p4 import loops, unions, varbit
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env, ExprChecker, const, lookahead_field
 from dplab.p4.inlining import RETURN
@@ -46,6 +46,9 @@ class Scope:
     lower_return: bool = False
     function: str | None = None    # the enclosing function's name
     result: tuple[dict, object] | None = None   # where its return value goes, and its type
+    # Inside a for loop's body: the names of the loops' compile-time variables (None
+    # outside any loop, where break and continue are refused).
+    loop_vars: frozenset[str] | None = None
 
 
 class StatementCompiler:
@@ -74,6 +77,7 @@ class StatementCompiler:
         if kind == "block":
             return self.block(node.body, env, scope)
         if kind == "assign":
+            loops.check_loop_assignment(node, env, scope)
             return self.assign(node, env)
         if kind == "if":
             if scope.in_parser:
@@ -100,6 +104,10 @@ class StatementCompiler:
             return []
         if kind == "switch":
             return self.switch(node, env, scope)
+        if kind in ("for", "for_in"):
+            return loops.unroll(self, node, env, scope)
+        if kind in ("break", "continue"):
+            return loops.jump(node, scope)
         if kind == "call_stmt":
             return self.call(node.call, env, scope)
         raise P4Error(node.loc, f"'{kind}' is not allowed here")

@@ -37,28 +37,33 @@ class ParserBuilder:
     c: object                                     # dplab.p4.compiler.Compiler
     states: list[dict] = field(default_factory=list)
     copies: dict[str, int] = field(default_factory=dict)   # instance path -> calls so far
+    # a sub-parser instance's value sets, by qualified name: one per instance, whichever
+    # of its applies' state copies selects on it
+    value_sets: dict[str, object] = field(default_factory=dict)
 
     def top(self, parser: Node, env: dict) -> dict:
         """The IR `parser` of the program's parser block."""
         scope = Scope(in_parser=True, params=frozenset(p.name for p in parser.params))
-        init = self.locals(parser, env, scope, names.block_name(parser), top=True)
+        init = self.locals(parser, env, scope, names.block_name(parser))
         start = self.add(parser, env, scope, "", names.block_name(parser), init, ACCEPT)
         index = {s["name"]: i for i, s in enumerate(self.states)}
         for state in self.states:
             _resolve(state["transition"], index)
         return {"start": index[start], "states": self.states}
 
-    def locals(self, parser: Node, env: dict, scope: Scope, owner: str,
-               top: bool) -> list[dict]:
-        """The parser's local declarations: value sets (top level only), sub-parser
-        instances, and the variables' initialisation (run on entering its start state)."""
+    def locals(self, parser: Node, env: dict, scope: Scope, owner: str) -> list[dict]:
+        """The parser's local declarations: value sets (named under the instance path in a
+        sub-parser, as p4c names them), sub-parser instances, and the variables'
+        initialisation (run on entering its start state)."""
         init: list[dict] = []
         for local in parser.locals:
             if value_sets.is_value_set(local):
-                if not top:
-                    raise P4Error(local.loc, f"a value_set in parser {parser.name}, which is "
-                                  "instantiated in a parser, is not supported")
+                path = names.qualified(local, owner)
+                if path in self.value_sets:   # a second apply of the same instance
+                    env[local.name] = self.value_sets[path]
+                    continue
                 value_sets.declare(self.c, local, owner, env)
+                self.value_sets[path] = env[local.name]
                 self.c.declared.append(("value_set", local, env[local.name]))
             elif local.kind == "instance" and self.sub_parser_decl(local) is not None:
                 self.c.check_shadowing(local, env, scope.params)
@@ -129,7 +134,7 @@ class ParserBuilder:
         scope = Scope(in_parser=True, params=frozenset(p.name for p in decl.params))
         self.c.inlining.append(decl.name)
         try:
-            init = self.locals(decl, inner, scope, ref.path, top=False)
+            init = self.locals(decl, inner, scope, ref.path)
             return self.add(decl, inner, scope, prefix, ref.path, init, back_to)
         finally:
             self.c.inlining.pop()

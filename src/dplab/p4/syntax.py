@@ -596,6 +596,12 @@ class Parser:
             return Node("if", loc, cond=cond, then=then, other=other)
         if self.accept("switch"):
             return self.switch(loc)
+        if self.accept("for"):
+            return self.for_loop(loc)
+        if self.at("break", "continue") and self.peek().text == ";":
+            word = self.advance().text
+            self.advance()
+            return Node(word, loc)
         if self.at("exit", "return"):
             word = self.advance().text
             value = self.expression() if word == "return" and not self.at(";") else None
@@ -605,24 +611,65 @@ class Parser:
             return self.declaration()
         if self.is_declaration_start():
             return self.instantiation_or_var()
+        stmt = self.assignment_or_call(loc)
+        self.expect(";")
+        return stmt
+
+    def assignment_or_call(self, loc: Loc) -> Node:
+        """`lvalue = e`, `lvalue op= e` or a call, without its ';'."""
         target = self.expression()
         if self.accept("="):
-            value = self.expression()
-            self.expect(";")
-            return Node("assign", loc, target=target, value=value)
+            return Node("assign", loc, target=target, value=self.expression())
         compound = self.compound_op()
         if compound is not None:
             op, op_loc = compound
             value = self.expression()
-            self.expect(";")
             # `a op= b` is `a = a op b` (the l-value has no side effects to run twice)
             return Node("assign", loc, target=target,
                         value=Node("binary", op_loc, op=op, a=target, b=value))
-        self.expect(";")
         if target.kind != "call":
+            self.expect(";")   # `x y`: the missing ';' is the likelier mistake
             raise P4Error(loc, "an expression is not a statement "
                           "(expected an assignment or a call)")
         return Node("call_stmt", loc, call=target)
+
+    def for_loop(self, loc: Loc) -> Node:
+        """`for (init; cond; update) body` or `for (T x in collection) body`, the
+        collection an expression or a range `lo .. hi` (P4_16 1.2.4, 12.x)."""
+        self.expect("(")
+        if self.is_declaration_start():
+            start = self.pos
+            typ = self.type_ref()
+            name = self.ident()
+            if self.accept("in"):
+                items = self.expression()
+                hi = self.expression() if self.accept("..") else None
+                self.expect(")")
+                return Node("for_in", loc, type=typ, name=name.text, name_loc=name.loc,
+                            items=items, hi=hi, body=self.statement())
+            self.pos = start
+        init = self.for_clauses(";", declarations=True)
+        cond = None if self.at(";") else self.expression()
+        self.expect(";")
+        update = self.for_clauses(")", declarations=False)
+        return Node("for", loc, init=init, cond=cond, update=update, body=self.statement())
+
+    def for_clauses(self, closing: str, declarations: bool) -> list[Node]:
+        """A for loop's initialisation (declarations too) or update: statements separated
+        by ',' up to `closing` (consumed)."""
+        clauses: list[Node] = []
+        while not self.accept(closing):
+            loc = self.tok.loc
+            if declarations and self.is_declaration_start():
+                typ = self.type_ref()
+                name = self.ident()
+                init = self.expression() if self.accept("=") else None
+                clauses.append(Node("var", name.loc, type=typ, name=name.text, init=init))
+            else:
+                clauses.append(self.assignment_or_call(loc))
+            if not self.at(closing):
+                self.expect(",")
+        return clauses
 
     def compound_op(self) -> tuple[str, Loc] | None:
         """The operator of a compound assignment at the cursor (consumed), else None."""

@@ -63,6 +63,9 @@ class StructType:
     name: str
     fields: tuple[tuple[str, object, tuple[int, ...]], ...]   # name, type, @field_list ids
     annos: tuple[tuple[str, str], ...] = ()
+    # A header's struct-typed fields, flattened into `fields` as "s.f" (dplab/p4/compiler.py
+    # Compiler.struct_type): each one's name and struct type, so `h.s` still denotes it.
+    groups: tuple[tuple[str, "StructType"], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -196,11 +199,12 @@ class ActionRef:
 class ControlRef:
     """An instance of a control inside a control: its apply() is inlined at each call. One
     that declares tables, actions or externs has them under its instance path (`path`, as
-    p4c names them: Ingress.inst.table) and may be applied once (`applied`: where)."""
+    p4c names them: Ingress.inst.table), compiled once (dplab/p4/sub_controls.py)."""
 
     decl: object   # the control's declaration (syntax.Node)
     path: str = ""
-    applied: object = None   # the Loc of its apply, once compiled
+    many: bool = False   # its apply may run more than once where it is declared
+    shared: dict | None = None   # after its first apply (when `many`): its compiled scope
 
 
 @dataclass

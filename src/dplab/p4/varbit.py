@@ -5,7 +5,9 @@ varbit, possibly none; its validity is the header's), W/8 one-byte header instan
 `<header>.<field>[i]` holding the varbit's bytes, and `<header>.<field>$tail` for the
 fields after it. The varbit's current bytes are exactly its valid chunks, always a prefix,
 so the deparser's rule "emit the valid instances in order" writes the right bytes and
-`copy_header` of each chunk assigns one varbit to another. No switch support is needed.
+`copy_header` of each chunk assigns one varbit to another. The one switch support needed
+is the IR's `remaining` (bits left after the parser's cursor): an extract checks that the
+whole header is there before it reads any of it, as BMv2 does.
 """
 
 from typing import Protocol
@@ -27,6 +29,7 @@ from dplab.p4.types import (
 MAX_VARBIT = 2048   # bits: each byte is an instance the switch resets per packet
 HEADER_TOO_SHORT = STANDARD_ERRORS.index("HeaderTooShort")
 PARSER_INVALID_ARGUMENT = STANDARD_ERRORS.index("ParserInvalidArgument")
+PACKET_TOO_SHORT = STANDARD_ERRORS.index("PacketTooShort")
 
 
 class LayoutOwner(Protocol):
@@ -96,7 +99,9 @@ def extract(ref: HeaderRef, size: Val, tmp: Val, loc: Loc) -> list[dict]:
     """`packet.extract(h, size)`: the fixed fields before, `size` bits of varbit, the
     fields after. `size` is taken once, before anything is extracted (it may read fields
     the extract overwrites). Over W → HeaderTooShort; not whole bytes →
-    ParserInvalidArgument (p4c's P4Constants: 'a value not supported')."""
+    ParserInvalidArgument (p4c's P4Constants: 'a value not supported'); fewer bits left in
+    the packet than the fixed fields and `size` → PacketTooShort with nothing extracted
+    (BMv2's extract_VL: the header stays invalid, its bytes stay in the payload)."""
     parts = ref.varbit
     if parts is None:
         raise P4Error(loc, f"extract with a size needs a header with a varbit field; "
@@ -108,6 +113,10 @@ def extract(ref: HeaderRef, size: Val, tmp: Val, loc: Loc) -> list[dict]:
         {"kind": "verify", "cond": _compare("eq", {"op": "and", "w": 32, "a": n,
                                                    "b": _const(7)}, 0),
          "error": PARSER_INVALID_ARGUMENT},
+        {"kind": "verify", "cond": {"op": "ge", "w": 1, "a": {"op": "remaining", "w": 32},
+                                    "b": {"op": "add", "w": 32, "a": n,
+                                          "b": _const(fixed_bits(ref.type))}},
+         "error": PACKET_TOO_SHORT},
         {"kind": "extract", "inst": ref.inst}]
     for i, chunk in enumerate(parts.chunks):
         out.append({"kind": "if", "cond": _compare("gt", n, 8 * i),
@@ -116,6 +125,11 @@ def extract(ref: HeaderRef, size: Val, tmp: Val, loc: Loc) -> list[dict]:
     if parts.tail is not None:
         out.append({"kind": "extract", "inst": parts.tail})
     return out
+
+
+def fixed_bits(typ: StructType) -> int:
+    """The bits of a header's fields other than its varbit."""
+    return sum(width_of(t) for _, t, _ in typ.fields if not isinstance(t, Varbit))
 
 
 def _const(v: int) -> dict:

@@ -32,6 +32,7 @@ class Digests:
         self._send = send
         self._lock = threading.Lock()
         self._configs: dict[int, pb.DigestEntry.Config] = {}
+        self._tuples: set[int] = set()   # digests of a tuple type: their data is a P4 tuple
         self._pending: dict[int, _Pending] = {}
         # list id -> (digest id, its data, monotonic ns after which it may be sent again)
         self._unacked: dict[int, tuple[int, set[Data], float]] = {}
@@ -56,6 +57,8 @@ class Digests:
             if not entry.HasField("config"):
                 raise invalid(f"digest {entry.digest_id}: a DigestEntry needs its config")
             self._configs[entry.digest_id] = entry.config
+            if known[entry.digest_id].type_spec.HasField("tuple"):
+                self._tuples.add(entry.digest_id)
 
     def read(self, want: pb.DigestEntry) -> Iterator[pb.DigestEntry]:
         with self._lock:
@@ -71,6 +74,7 @@ class Digests:
                 if pending.timer is not None:
                     pending.timer.cancel()
             self._configs.clear()
+            self._tuples.clear()
             self._pending.clear()
             self._unacked.clear()
 
@@ -128,7 +132,8 @@ class Digests:
         msg.digest.list_id = self._last_list_id
         msg.digest.timestamp = time.time_ns()
         for data in pending.items:
-            members = msg.digest.data.add().struct.members
+            item = msg.digest.data.add()
+            members = item.tuple.members if digest_id in self._tuples else item.struct.members
             for value in data:
                 members.add(bitstring=value)
         if self._send(msg):

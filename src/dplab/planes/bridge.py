@@ -71,8 +71,18 @@ class BridgePlane(Plane):
         else:
             net.configure({net.switch_ns(s): self._bridge_plan(net, s)
                            for s in net.topo.switches()})
+        self._hairpin_wlan_ports(net)
         if self.vlan is not None:
             tc_vlan.attach(net, self.vlan, self.cut_links)
+
+    def _hairpin_wlan_ports(self, net: Network) -> None:
+        """An access point's stations all sit behind its one wlan port: a frame from one
+        station to another must go back out of the port it came in on, which a bridge port
+        does only in hairpin mode (as a Linux AP's bridge under hostapd)."""
+        net.ip_batch({net.switch_ns(ap): [f"link set dev {net.switch_ports(ap)[port]} type "
+                                          "bridge_slave hairpin on"]
+                      for ap in net.topo.access_points()
+                      if (port := net.wlan_port(ap)) is not None})
 
     def _loop_mode(self, net: Network) -> str:
         """"kernel", "tree" or "none": how this run keeps frames from looping."""

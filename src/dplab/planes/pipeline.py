@@ -9,6 +9,8 @@ as an ACL or counter table does when no rule denies.
 - OVS: ``ovs_flows`` gives tables 0..39 a catch-all rule that goes to the next table; the
   plane's forwarding starts at table EXTRA_LOOKUPS. Each rule's n_packets counts its
   lookups.
+- userspace: the forwarder's own tables (switch/fwd/src/pipeline.rs), EXTRA_LOOKUPS of them
+  in its configuration, each counting its hits.
 """
 
 from __future__ import annotations

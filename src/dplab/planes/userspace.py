@@ -7,12 +7,20 @@ over the routes the router plane computes (``router.next_hops``): longest-prefix
 source and destination MACs rewritten, TTL lowered, checksum updated. The kernel of each
 switch namespace keeps only what is addressed to the switch itself (ARP and ping of the
 hosts' gateways); its IP forwarding stays off, so every forwarded packet is the
-forwarder's. Configurations and logs live in ``<run dir>/userspace``."""
+forwarder's. Configurations and logs live in ``<run dir>/userspace``.
+
+Study 002's workloads: ``vlan: <id>`` (a bridge only) makes the forwarders tag at the edges
+as the other planes' ``vlan`` does, over the ports ``tagging.plan`` gives: a frame from a
+host gets the 802.1Q tag pushed at its switch, crosses the switch links tagged and is popped
+at the port towards the destination host. ``pipeline: complex`` puts every packet through
+``pipeline.EXTRA_LOOKUPS`` match-all tables before it is forwarded; ``counters(switch)``
+reads each table's hits from the running forwarder."""
 
 from __future__ import annotations
 
 import json
 import select
+import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +29,7 @@ from typing import Any
 
 import networkx as nx
 
+from dplab.planes import pipeline, tagging
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import _ending, _tail
@@ -37,7 +46,7 @@ MODES = {"bridge": "l2", "router": "l3"}
 class UserspacePlane(Plane):
     kind = "userspace"
     shared_switch_ns = False
-    OPTIONS: dict[str, Any] = {"mode": "bridge"}
+    OPTIONS: dict[str, Any] = {"mode": "bridge", "vlan": None, "pipeline": "plain"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -47,6 +56,11 @@ class UserspacePlane(Plane):
                              f"not {mode!r}")
         self.mode: str = mode
         self.addressing = MODES[mode]
+        self.vlan = tagging.vid_option(self.options["vlan"], self.kind)
+        if self.vlan is not None and mode != "bridge":
+            raise PlaneError("plane userspace: option 'vlan' tags frames a bridge forwards; "
+                             "it needs mode bridge")
+        pipeline.check_option(self.options["pipeline"], self.kind)
         self.net: Network | None = None
         self.procs: dict[str, subprocess.Popen] = {}
         self.cut_links: set[frozenset[str]] = set()
@@ -75,8 +89,12 @@ class UserspacePlane(Plane):
         run_dir = net.run_dir / "userspace"
         run_dir.mkdir(parents=True, exist_ok=True)
         hops = next_hops(net) if self.mode == "router" else {}
+        plan = (tagging.plan(net.topo, net.host_mac, self.cut_links)
+                if self.vlan is not None else {})
         for switch in switches:
             config = self._config(net, switch, macs, dict(hops.get(switch, [])))
+            if self.vlan is not None:
+                config["vlan"] = {"vid": self.vlan, "access": list(plan[switch].access)}
             path = run_dir / f"{switch}.json"
             path.write_text(json.dumps(config, indent=1))
             log = (run_dir / f"{switch}.log").open("w")
@@ -93,7 +111,9 @@ class UserspacePlane(Plane):
         ports = [{"number": port, "iface": ifname, "mac": macs[ifname]}
                  for port, ifname in sorted(net.switch_ports(switch).items())
                  if frozenset((switch, net.neighbour(switch, port))) not in self.cut_links]
-        config: dict[str, Any] = {"switch": switch, "mode": self.mode, "ports": ports}
+        extra = pipeline.EXTRA_LOOKUPS if self.options["pipeline"] == "complex" else 0
+        config: dict[str, Any] = {"switch": switch, "mode": self.mode, "ports": ports,
+                                  "extra_lookups": extra}
         if self.mode == "router":
             config["routes"] = self._routes(net, switch, macs, hops)
             config["local"] = [net.host_gateway(h) for h in net.topo.hosts()
@@ -128,6 +148,24 @@ class UserspacePlane(Plane):
         if not ping_until(self.net, src, dst, time.monotonic() + timeout):
             raise PlaneError(f"userspace: {src} cannot ping {dst} within {timeout} s")
         self._ready_s = time.monotonic() - self._started
+
+    def info(self) -> dict[str, str]:
+        return {"forwarding": f"user space (dplab-fwd over AF_PACKET), {self.mode}",
+                **tagging.info(self.vlan, "pushed and popped by the forwarder at the host "
+                                          "ports"),
+                **pipeline.info(self.options["pipeline"])}
+
+    def live_counters(self, switch: str) -> dict[str, Any]:
+        """The running forwarder of ``switch``'s counters (main.rs ``report``: packets,
+        drops by reason, ``extra_lookups``: each extra table's hits), asked for with
+        SIGUSR1; PlaneError if it does not answer within STOP_TIMEOUT_S."""
+        proc = self.procs[switch]
+        assert proc.stdout is not None
+        proc.send_signal(signal.SIGUSR1)
+        if not select.select([proc.stdout], [], [], STOP_TIMEOUT_S)[0]:
+            raise PlaneError(f"userspace: the forwarder of {switch} did not report its "
+                             f"counters within {STOP_TIMEOUT_S} s")
+        return json.loads(proc.stdout.readline())
 
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; processes: forwarders running now;

@@ -33,7 +33,11 @@ link's rate (TBF), delay and loss (netem) live. So on a switch with such ports t
 sends frames for them up as skbs with its decision in XDP metadata, and tc_qdisc (the same
 object's tc program, xdp/qdisc.h) redirects them to that port's egress, through its qdisc;
 frames to the other ports keep the XDP redirect. ``info()`` names the ports of each path.
-A user's program gets no such path: its redirects skip the qdisc (``info()`` says so).
+A user's program gets no such path: its redirects (and XDP_TX) skip the qdisc. So a user's
+program on a topology whose switch ports have a rate, delay or loss is refused when the
+plane is checked against the topology (``network()``: at plan time, before anything runs),
+naming the links, unless option ``unshaped_ports: true`` accepts that those links are not
+shaped at the switch's side (the host's side keeps its qdisc); ``info()`` then names them.
 """
 
 from __future__ import annotations
@@ -48,10 +52,13 @@ from typing import Any
 import networkx as nx
 
 from dplab.control.forwarding import PROACTIVE, REACTIVE
+from dplab.control.topology_view import PortRef
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.router import RouterPlane, next_hops
 from dplab.substrate.network import HOST_IF, Network
+from dplab.substrate.wmedium import AP_IF
+from dplab.topology.model import Topology
 from dplab.xdp.controller import XdpController
 from dplab.xdp.libbpf import LibbpfError
 from dplab.xdp.netns import Interface, interfaces
@@ -74,7 +81,7 @@ class XdpPlane(Plane):
     kind = "xdp"
     shared_switch_ns = False
     OPTIONS: dict[str, Any] = {"mode": None, "program": None, "maps": None,
-                               "addressing": "l2"}
+                               "addressing": "l2", "unshaped_ports": False}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -88,7 +95,7 @@ class XdpPlane(Plane):
             if not isinstance(mode, str) or mode not in MODES:
                 raise PlaneError(f"plane xdp: option 'mode' must be one of "
                                  f"{', '.join(MODES)}, not {mode!r}")
-            for option in ("maps", "addressing"):
+            for option in ("maps", "addressing", "unshaped_ports"):
                 if self.options[option] != self.OPTIONS[option]:
                     raise PlaneError(f"plane xdp: option {option!r} goes with 'program'")
             self.addressing = "l3" if mode.startswith("l3") else "l2"
@@ -104,6 +111,25 @@ class XdpPlane(Plane):
         self._started = 0.0
         self._ready_s: float | None = None
         self._build_dir: tempfile.TemporaryDirectory[str] | None = None
+        self.unshaped_links: list[str] = []  # the user's program: links it leaves unshaped
+
+    def network(self, topo: Topology) -> Network:
+        """Refuses the user's program on shaped switch ports unless the experiment accepts
+        them unshaped (module docstring)."""
+        self._check_shaping(topo)
+        return super().network(topo)
+
+    def _check_shaping(self, topo: Topology) -> None:
+        if self.user is None:
+            return
+        self.unshaped_links = shaped_switch_links(topo)
+        if self.unshaped_links and not self.options["unshaped_ports"]:
+            raise PlaneError(
+                f"plane xdp: option 'program': {self.user.source}'s XDP redirects and XDP_TX "
+                f"skip the switch ports' qdiscs, so the rate, delay or loss of "
+                f"{', '.join(self.unshaped_links)} would not apply on the switch's side; give "
+                f"those links none (e.g. topology params edge_bw: null), or set option "
+                f"'unshaped_ports: true' to run with them unshaped there")
 
     def start(self, net: Network) -> None:
         if net.addressing != self.addressing:
@@ -112,6 +138,7 @@ class XdpPlane(Plane):
         self.net = net
         self._started = time.monotonic()
         self.qdisc_ports = {}
+        self._check_shaping(net.topo)
         try:
             self._prepare_stacks(net)
             fabric = net.topo.graph.subgraph(net.topo.switches())
@@ -136,11 +163,17 @@ class XdpPlane(Plane):
                         for s in net.topo.switches()})
 
     def _attach_host_side(self, net: Network) -> None:
+        """A pass program on every peer of a switch port: a veth takes XDP redirects only
+        when its peer runs XDP. An access point's wlan port's peer is in its medium's
+        namespace."""
         self.host_program = XdpProgram("pass", "xdp_pass")
         for host in net.topo.hosts():
             ns = net.host_ns(host)
             net.run(ns, ["ethtool", "-K", HOST_IF, "tx", "off"])
             self.host_program.attach(ns, [interfaces(ns)[HOST_IF]])
+        for ap in net.topo.access_points():
+            ns = net.medium_ns(ap)
+            self.host_program.attach(ns, [interfaces(ns)[AP_IF]])
 
     def _load_switch(self, net: Network, switch: str,
                      ports: dict[str, dict[str, Interface]]) -> None:
@@ -160,6 +193,8 @@ class XdpPlane(Plane):
         else:
             flood = switch_ports
         program.set_ports(ns, flood)
+        if (wlan := net.wlan_port(switch)) is not None:
+            program.set_hairpin_ports([own[net.switch_ports(switch)[wlan]]])
         if shaped:
             self.qdisc_ports[switch] = [port.name for port in shaped]
             program.set_qdisc_ports(shaped, flood)
@@ -192,7 +227,9 @@ class XdpPlane(Plane):
                                      {p: ports[s][name] for p, name in
                                       net.switch_ports(s).items()})
                     for s in net.topo.switches()]
-        self.controller = XdpController(XdpSouthbound(switches), self.options["mode"])
+        hairpin = tuple(PortRef(ap, port) for ap in net.topo.access_points()
+                        if (port := net.wlan_port(ap)) is not None)
+        self.controller = XdpController(XdpSouthbound(switches), self.options["mode"], hairpin)
         self.controller.start()
 
     def wait_ready(self, timeout: float) -> None:
@@ -240,10 +277,13 @@ class XdpPlane(Plane):
 
     def info(self) -> dict[str, str]:
         if self.user is not None:
+            unshaped = (f"; accepted (option unshaped_ports), these links are not shaped "
+                        f"on the switch's side: {', '.join(self.unshaped_links)}"
+                        if self.unshaped_links else "; no switch port has a rate, delay or "
+                        "loss to keep")
             return {"forwarding": f"the user's XDP program {self.user.source} in the kernel",
                     "transmit": "as the program says: an XDP redirect or XDP_TX skips the "
-                                "output port's qdisc (a shaped link is not shaped at the "
-                                "switch's side)"}
+                                f"output port's qdisc{unshaped}"}
         obj, program = MODES[self.options["mode"]]
         shaped = ", ".join(p for ports in self.qdisc_ports.values() for p in ports)
         transmit = (f"XDP redirect to ports without shaping; through the port's qdisc "
@@ -281,6 +321,15 @@ class XdpPlane(Plane):
         return {switch: dict(zip(("programs", "maps"), program.obj.memory(), strict=True))
                 for switch, program in self.switch_programs.items()}
 
+    def run_time_ns(self) -> int | None:
+        """Nanoseconds the kernel spent in the switches' programs (XDP and tc) while
+        run-time statistics were on (``libbpf.run_time_stats``); None when stopped or not
+        accounted. The hosts' pass program is left out."""
+        times = [program.obj.run_time_ns() for program in self.switch_programs.values()]
+        if not times or None in times:
+            return None
+        return sum(t for t in times if t is not None)
+
     def failures(self) -> list[str]:
         """The controller thread, once an error stopped it (the programs forward on with
         the rules they hold, but nothing answers a packet-in any more)."""
@@ -309,6 +358,9 @@ class XdpPlane(Plane):
 def _user_program(options: dict[str, Any]) -> UserProgram:
     if options["mode"] is not None:
         raise PlaneError("plane xdp: options 'mode' and 'program' exclude each other")
+    if not isinstance(options["unshaped_ports"], bool):
+        raise PlaneError(f"plane xdp: option 'unshaped_ports' must be true or false, not "
+                         f"{options['unshaped_ports']!r}")
     if options["addressing"] not in ("l2", "l3"):
         raise PlaneError(f"plane xdp: option 'addressing' must be l2 or l3, not "
                          f"{options['addressing']!r}")
@@ -327,9 +379,27 @@ def qdisc_ports(net: Network, switch: str) -> list[str]:
             if _has_qdisc(graph.edges[switch, net.neighbour(switch, port)])]
 
 
+def shaped_switch_links(topo: Topology) -> list[str]:
+    """``s1-h1 (100 Mbit/s)``: every link at a switch port with a qdisc to keep. A wireless
+    link's rate and loss are the medium emulator's (between the AP's wlan port and the
+    station), which XDP on the AP does not skip."""
+    switches = set(topo.switches())
+    return [f"{a}-{b} ({_shaping(link)})" for a, b, link in topo.graph.edges(data=True)
+            if (a in switches or b in switches) and not link.get("wireless")
+            and _has_qdisc(link)]
+
+
+def _shaping(link: dict[str, Any]) -> str:
+    parts = [f"{link['bw_mbit']:g} Mbit/s" if link.get("bw_mbit") is not None else "",
+             *(f"{link[key]:g} {unit}" if (link.get(key) or 0) > 0 else ""
+               for key, unit in (("delay_ms", "ms delay"), ("jitter_ms", "ms jitter"),
+                                 ("loss_pct", "% loss")))]
+    return ", ".join(p for p in parts if p)
+
+
 def _has_qdisc(link: dict[str, Any]) -> bool:
     return (link.get("bw_mbit") is not None or (link.get("delay_ms") or 0) > 0
-            or (link.get("loss_pct") or 0) > 0)
+            or (link.get("jitter_ms") or 0) > 0 or (link.get("loss_pct") or 0) > 0)
 
 
 def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interface]]
@@ -339,10 +409,9 @@ def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interfac
     switch to its own stack."""
     entries = []
     own = ports[switch]
-    for port, name in net.switch_ports(switch).items():
-        host = net.neighbour(switch, port)
-        if host not in net.topo.hosts():
-            continue
+    hosts = set(net.topo.hosts())
+    for host in sorted(hosts.intersection(net.topo.graph.neighbors(switch))):
+        name = net.switch_ports(switch)[net.port_towards(switch, host)]  # the wlan port: shared
         mac = bytes.fromhex(net.host_mac(host).replace(":", ""))
         entries.append(route_entry(_host_subnet(net, host), own[name], mac))
         gateway = ipaddress.ip_network(f"{net.host_gateway(host)}/32")

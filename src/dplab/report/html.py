@@ -99,7 +99,7 @@ def _summary(summary: tuple[list[str], Path | None] | None) -> str:
     return ("<h2>Summary</h2>" + f'<p class="note">{_esc(report_summary.NOTE)}</p>'
             + (f"<ul>{items}</ul>" if items else "<p>No plane to compare with the baseline."
                                                  "</p>")
-            + (_image(figure) if figure else ""))
+            + (embedded_image(figure) if figure else ""))
 
 
 def _plots_by_metric(plots: list[Path], metrics: list[str]) -> str:
@@ -111,7 +111,7 @@ def _plots_by_metric(plots: list[Path], metrics: list[str]) -> str:
         groups.setdefault(_plot_metric(plot.stem, metrics), []).append(plot)
     order = sorted(groups, key=lambda m: (m == OTHER_PLOTS, metric_sort_key(m)))
     return "".join(f"<h3>{_esc(metric_label(m) if m != OTHER_PLOTS else m)}</h3>"
-                   + "".join(_image(p) for p in groups[m]) for m in order)
+                   + "".join(embedded_image(p) for p in groups[m]) for m in order)
 
 
 OTHER_PLOTS = "other"
@@ -165,7 +165,8 @@ def _how_planes_ran(described: dict[str, str]) -> str:
             f"<dl>{rows}</dl>")
 
 
-def _image(path: Path) -> str:
+def embedded_image(path: Path) -> str:
+    """A PNG as an <img> inside the page (base64), so the report stands alone."""
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return f'<figure><img alt="{_esc(path.stem)}" src="data:image/png;base64,{data}">' \
            f"<figcaption>{_esc(path.name)}</figcaption></figure>"
@@ -175,7 +176,7 @@ def _plane_series(plots: list[Path]) -> str:
     if not plots:
         return ""
     return ("<h2>Plane time series</h2>" + f'<p class="note">{_esc(plane_series.NOTE)}</p>'
-            + "".join(_image(p) for p in plots))
+            + "".join(embedded_image(p) for p in plots))
 
 
 FRAMES_NOTE = (

@@ -32,7 +32,11 @@ class TopologySpec(Strict):
     file: str | None = Field(None, description="a GraphML/GML file to import")
     topohub: str | None = Field(None, description="a topohub graph, e.g. topozoo/Abilene")
     mininet: str | None = Field(None, description="a Mininet custom-topology file (.py)")
-    params: dict[str, int | float | str | None] = Field(default_factory=dict)
+    params: dict[str, int | float | str | None | list[int | float | None] | dict[str, Any]] = (
+        Field(default_factory=dict, description="the topology's parameters; a list gives one "
+              "value per station (wireless topologies' distance_m, rate_mbit, wifi_loss_pct), "
+              "a mapping more dplab-linkem settings for every link (linkem: {seed: 7, "
+              "duplicate_pct: 1}) or one link class (core_linkem, edge_linkem)"))
     args: list[int | float | str] = Field(
         default_factory=list, description="'mininet': positional arguments of the topology"
     )

@@ -80,6 +80,16 @@ class Scenario(_Strict):
     smoke: Profile = Field(default_factory=Profile, description="seconds long: for tests")
 
 
+class CurvesProfile(_Strict):
+    """Study 003's performance part at one profile (dplab.study003.curves): the offered
+    rates of 64 B frames, the load time of each point and the repetitions of each."""
+
+    rates_kpps: Annotated[list[Annotated[float, Field(ge=0, le=10_000)]],
+                          Field(min_length=1)]
+    seconds: Annotated[float, Field(gt=0, le=60)]
+    repetitions: Annotated[int, Field(ge=1, le=30)]
+
+
 class Study(_Strict):
     number: Annotated[str, Field(pattern=r"^\d{3}$")]
     title: str
@@ -93,6 +103,10 @@ class Study(_Strict):
     feasibility_matrix: bool = Field(
         False, description="the run also derives study 003's feasibility matrix from its own "
         "packet tests of every use case (dplab.study003.matrix) into the study report")
+    performance: dict[Literal["full", "quick", "smoke"], CurvesProfile] = Field(
+        default_factory=dict, description="profile -> study 003's performance curves "
+        "(echo latency, CPU, memory against the offered load) at that profile, into the "
+        "study report; a profile not named runs none")
     folder: Path = Path()  # set by load(): where the study's files are
 
     @model_validator(mode="after")

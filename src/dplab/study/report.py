@@ -18,8 +18,10 @@ from dplab.store import RunStore
 from dplab.study.model import Published, Scenario, Study
 from dplab.study.run import scenario_results
 from dplab.study.tables import StudyTable, study_tables
+from dplab.study003 import curve_report
 
 STUDY_REPORT = "study.html"
+PERFORMANCE_DIR = "performance"  # study 003's curves.json and figures, in the results
 
 PUBLISHED_NOTE = (
     "Columns headed 'published (paper, ...)' are the paper's own figures as printed, "
@@ -44,9 +46,12 @@ def tables(study: Study, published: Published, results: Path) -> list[StudyTable
 
 
 def write(study: Study, published: Published, results: Path, profile: str,
-          feasibility: dict[str, dict[str, Any]] | None = None) -> Path:
+          feasibility: dict[str, dict[str, Any]] | None = None,
+          curves: dict[str, Any] | None = None) -> Path:
     """Write ``study.html`` (the scenarios' own reports are built by dplab.report);
-    ``feasibility``: study 003's matrix cells (dplab.study003.matrix), a section of its own."""
+    ``feasibility``: study 003's matrix cells (dplab.study003.matrix), a section of its own;
+    ``curves``: study 003's stored performance curves (dplab.study003.curves), drawn into
+    a section of their own (figures in ``performance/`` beside the report)."""
     path = results / STUDY_REPORT
     built = tables(study, published, results)
     links = "".join(
@@ -66,6 +71,7 @@ def write(study: Study, published: Published, results: Path, profile: str,
         f'<p class="note">{_esc(NOTES)}</p>',
         "".join(_table(t) for t in built) or "<p>No stored runs yet.</p>",
         _feasibility(feasibility) if feasibility else "",
+        curve_report.html_section(curves, results / PERFORMANCE_DIR) if curves else "",
     ]
     document = (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Study "
                 f"{study.number}</title><style>{STYLE}</style></head><body>"

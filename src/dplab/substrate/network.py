@@ -12,6 +12,10 @@ A link that asks for delay, jitter or loss where the kernel has no netem (or tha
 ``emulator: dplab``) goes through the link emulator (``linkem``): the link becomes
 a-end ↔ ``ea`` [its own namespace, ``dplab-linkem``] ``eb`` ↔ b-end, and a rate stays TBF on
 the ends.
+
+A wireless access point (docs/wireless.md) has one wlan port for all its stations: its veth
+and each station's eth0 end in the medium's namespace, where ``dplab-wmedium`` (``wmedium``)
+shares the airtime between them.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
-from dplab.substrate import linkem, registry
+from dplab.substrate import linkem, registry, wmedium
 from dplab.substrate.registry import RECORD_DIR, RunRecord, SubstrateError
 from dplab.substrate.rtnl import MAX_TBF_MBIT, NsPlan, configure
 from dplab.substrate.sysctl import set_sysctls
+from dplab.topology import linkem_settings
 from dplab.topology.model import HOST, Topology
 
 ADDRESSINGS = ("l2", "l3")
@@ -91,11 +96,17 @@ class Network:
         self._emulators: list[linkem.Emulator] = []
         # What each link emulator said when down() stopped it (seed, counters per direction).
         self.emulator_reports: list[dict] = []
+        self._media: list[wmedium.Running] = []
+        # What each medium emulator counted (per radio), kept by down() when it stopped it.
+        self.medium_reports: list[dict] = []
         self._ports = topo.port_numbers()
-        self._by_port: dict[str, dict[int, str]] = {}  # node -> port -> neighbour
+        # node -> port -> neighbour; an AP's wlan port: its first station
+        self._by_port: dict[str, dict[int, str]] = {}
         for (node, nbr), port in self._ports.items():
-            self._by_port.setdefault(node, {})[port] = nbr
+            self._by_port.setdefault(node, {}).setdefault(port, nbr)
         self.links = self._plan_links()
+        self.media = self._plan_media()
+        self._check_emulator_names()
 
     # ----- names and addresses -------------------------------------------------------------
 
@@ -135,11 +146,27 @@ class Network:
     def switch_ports(self, switch: str) -> dict[int, str]:
         return {port: f"{switch}-eth{port}" for port in sorted(self._by_port.get(switch, {}))}
 
+    def port_towards(self, node: str, neighbour: str) -> int:
+        """The port number of ``node`` facing ``neighbour`` (an AP's wlan port for every one
+        of its stations)."""
+        try:
+            return self._ports[(node, neighbour)]
+        except KeyError:
+            raise SubstrateError(f"{node} has no port towards {neighbour}") from None
+
     def neighbour(self, switch: str, port: int) -> str:
         try:
             return self._by_port[switch][port]
         except KeyError:
             raise SubstrateError(f"switch {switch} has no port {port}") from None
+
+    def medium_ns(self, ap: str) -> str:
+        return f"{self.prefix}-{_medium_name(ap)}"
+
+    def wlan_port(self, ap: str) -> int | None:
+        """The port number of access point ``ap``'s wlan port (None: not an AP)."""
+        stations = self.topo.stations(ap)
+        return self._ports[(ap, stations[0])] if stations else None
 
     def namespaces(self) -> list[str]:
         switch_ns = {self.switch_ns(s) for s in self.topo.switches()}
@@ -169,6 +196,8 @@ class Network:
                 raise SubstrateError(f"host {host} has {degree} links; a host needs exactly one")
         links = []
         for u, v, attrs in sorted(self.topo.graph.edges(data=True)):
+            if attrs.get("wireless"):
+                continue  # on the medium: _plan_media
             self._check_link_attrs(u, v, attrs)
             links.append(Link(LinkEnd(u, self._ifname(u, v)), LinkEnd(v, self._ifname(v, u)),
                               attrs.get("bw_mbit"), attrs.get("delay_ms") or 0.0,
@@ -176,6 +205,23 @@ class Network:
                               jitter_ms=attrs.get("jitter_ms") or 0.0,
                               emulator=attrs.get("emulator"), linkem=attrs.get("linkem")))
         return links
+
+    def _plan_media(self) -> list[wmedium.Medium]:
+        media = []
+        for ap in self.topo.access_points():
+            radios = []
+            for station in self.topo.stations(ap):
+                attrs = self.topo.graph.edges[ap, station]
+                if self.topo.graph.nodes[station].get("kind") != HOST:
+                    raise SubstrateError(f"wireless link {station}–{ap}: {station} is not a host")
+                rate, loss = attrs.get("rate_mbit"), attrs.get("loss_pct") or 0.0
+                if not (isinstance(rate, int | float) and rate > 0 and 0 <= loss <= 100):
+                    raise SubstrateError(f"wireless link {station}–{ap}: rate_mbit must be > 0 "
+                                         f"and loss_pct in 0..100, not {rate!r}, {loss!r}")
+                radios.append(wmedium.Radio(station, wmedium.station_ifname(station),
+                                            float(rate), float(loss)))
+            media.append(wmedium.Medium(ap, self._ifname(ap, radios[0].station), tuple(radios)))
+        return media
 
     def _check_link_attrs(self, u: str, v: str, attrs: dict) -> None:
         bw = attrs.get("bw_mbit")
@@ -192,7 +238,7 @@ class Network:
                                  f"not {attrs['emulator']!r}")
         if attrs.get("linkem") is not None:
             try:
-                linkem.check_settings(attrs["linkem"])
+                linkem_settings.check(attrs["linkem"])
             except ValueError as exc:
                 raise SubstrateError(f"link {u}–{v}: linkem: {exc}") from None
             if attrs.get("emulator") != "dplab":
@@ -235,7 +281,10 @@ class Network:
                 record.path.unlink(missing_ok=True)
 
     def check_supported(self) -> None:
-        """Refuse, before anything is built, links this kernel cannot emulate."""
+        """Refuse, before anything is built, links this kernel cannot emulate (and wireless
+        media without their emulator)."""
+        if self.media:
+            wmedium.check_binary()
         impaired = [link for link in self.links if link.impaired]
         if not impaired:
             return
@@ -256,7 +305,20 @@ class Network:
                 if link.emulator == "dplab" or (link.emulator is None and not netem)]
 
     def emulator_ns(self, link: Link) -> str:
-        return f"{self.prefix}-linkem{self.links.index(link)}"
+        return f"{self.prefix}-{_emulator_name(self.links.index(link))}"
+
+    def _check_emulator_names(self) -> None:
+        """A node's namespace is <prefix>-<node>: a node named like an emulator's namespace
+        (linkem0, map1) would share it, and the emulator's interfaces would land beside the
+        node's. Every link is counted, emulated or not, so the answer does not depend on
+        whether this kernel has netem."""
+        taken = {_emulator_name(i): f"the link emulator of {link.label}"
+                 for i, link in enumerate(self.links)}
+        taken |= {_medium_name(m.ap): f"the wireless medium of {m.ap}" for m in self.media}
+        for node in self.topo.graph.nodes:
+            if node in taken:
+                raise SubstrateError(f"node {node}: its namespace (<prefix>-{node}) is the one of "
+                                     f"{taken[node]}; give the node another name")
 
     # ----- bring-up ---------------------------------------------------------------------------
 
@@ -297,18 +359,33 @@ class Network:
         record = self._record
         assert record is not None
         emulated = self.emulated_links()
-        names = self.namespaces() + [self.emulator_ns(link) for link in emulated]
+        names = (self.namespaces() + [self.emulator_ns(link) for link in emulated]
+                 + [self.medium_ns(m.ap) for m in self.media])
         record.add_namespaces(names)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         record.add_path(self.run_dir)
         _ip_batch(["ip"], [f"netns add {n}" for n in names])
         set_sysctls({n: NO_IPV6 for n in names})
         _ip_batch(["ip"], [line for link in self.links
-                           for line in self._veth_commands(link, link in emulated)])
+                           for line in self._veth_commands(link, link in emulated)]
+                  + [line for medium in self.media for line in self._medium_veths(medium)])
         plans, tc_jobs = self._per_namespace_plans(emulated)
         configure(plans)
         _run_concurrently(tc_jobs)
         self._emulators = linkem.start(self, emulated)
+        self._media = wmedium.start(self, self.media)
+
+    def _medium_veths(self, medium: wmedium.Medium) -> list[str]:
+        """The AP's wlan port and each station's eth0, up at once; their peers in the
+        medium's namespace come up in its batch (see _veth_commands on the race)."""
+        m_ns = self.medium_ns(medium.ap)
+        lines = [f"link add name {medium.ap_port} netns {self.switch_ns(medium.ap)} up mtu {MTU} "
+                 f"type veth peer name {wmedium.AP_IF} netns {m_ns} mtu {MTU}"]
+        for radio in medium.radios:
+            lines.append(f"link add name {HOST_IF} netns {self.host_ns(radio.station)} up"
+                         f"{self._mac_opt(radio.station)} mtu {MTU} type veth peer name "
+                         f"{radio.ifname} netns {m_ns} mtu {MTU}")
+        return lines
 
     def _veth_commands(self, link: Link, emulated: bool) -> list[str]:
         """Create the pair with end ``a`` already up. Bringing both ends up at the same time
@@ -340,6 +417,13 @@ class Network:
         plans = {n: NsPlan(up=["lo"]) for n in self.namespaces()}
         for link in emulated:
             plans[self.emulator_ns(link)] = NsPlan(up=["lo", linkem.A_IF])
+        for medium in self.media:
+            plans[self.medium_ns(medium.ap)] = NsPlan(up=["lo", *medium.ifnames()])
+            ap_end = LinkEnd(medium.ap, medium.ap_port)
+            for radio in medium.radios:
+                sta_end = LinkEnd(radio.station, HOST_IF)
+                plans[self.host_ns(radio.station)].addrs += self._end_addrs(sta_end, ap_end)
+                plans[self.switch_ns(medium.ap)].addrs += self._end_addrs(ap_end, sta_end)
         tc_lines: dict[str, list[str]] = {}
         for link in self.links:
             if link in emulated:
@@ -435,6 +519,8 @@ class Network:
         with registry.signals_deferred():
             self.emulator_reports = linkem.stop(self._emulators)
             self._emulators = []
+            self.medium_reports = wmedium.stop(self._media)
+            self._media = []
             registry.teardown(self._record)
             for child in self._children:
                 with contextlib.suppress(ChildProcessError):
@@ -499,3 +585,13 @@ def _run_concurrently(jobs: list[tuple[list[str], list[str]]]) -> None:
             errors.append(f"`{' '.join(argv)}` failed: {err.strip()} (batch: {lines[:3]}...)")
     if errors:
         raise SubstrateError("; ".join(errors))
+
+
+def _emulator_name(number: int) -> str:
+    """The namespace of link number ``number``'s emulator, after the run's prefix."""
+    return f"linkem{number}"
+
+
+def _medium_name(ap: str) -> str:
+    """The namespace of access point ``ap``'s medium, after the run's prefix."""
+    return f"m{ap}"

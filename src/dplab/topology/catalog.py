@@ -13,10 +13,13 @@ from numbers import Real
 
 import networkx as nx
 
+from dplab.topology import linkem_settings, radio
 from dplab.topology.model import (
+    AP_PREFIX,
     CORE_BW_MBIT,
     EDGE_BW_MBIT,
     HOST,
+    STATION_PREFIX,
     SWITCH,
     Topology,
     TopologyError,
@@ -32,11 +35,13 @@ MAX_NODES = 2000
 
 @dataclass(frozen=True)
 class Impairment:
-    """Delay, jitter and loss of each direction of a link (netem or dplab-linkem does them)."""
+    """Delay, jitter and loss of each direction of a link (netem or dplab-linkem does them),
+    and more dplab-linkem settings (topology.linkem_settings)."""
 
     delay_ms: float = 0.0
     jitter_ms: float = 0.0
     loss_pct: float = 0.0
+    linkem: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,21 @@ class LinkAttrs:
     # Who emulates delay/jitter/loss (substrate.network.EMULATORS); None: netem if the kernel
     # has it, else dplab's link emulator.
     emulator: str | None = None
-    linkem: dict | None = None  # more dplab-linkem settings (substrate.linkem), every link
     mtu: int | None = None  # IP MTU of both ends of every link; None: the substrate's 1500
+
+
+@dataclass(frozen=True)
+class RadioAttrs:
+    """Stations' links (dplab.topology.radio): one value for all, or a list with one per
+    station in order; rate_mbit and loss_pct (None: from the distance) override the model."""
+
+    distance_m: tuple[float | None, ...] | float | None = 10.0
+    rate_mbit: tuple[float | None, ...] | float | None = None
+    loss_pct: tuple[float | None, ...] | float | None = None
+
+    def of(self, index: int) -> tuple[float | None, float | None, float | None]:
+        return tuple(v[index] if isinstance(v, tuple) else v  # type: ignore[return-value]
+                     for v in (self.distance_m, self.rate_mbit, self.loss_pct))
 
 
 class _TooBig(Exception):
@@ -61,10 +79,11 @@ class _TooBig(Exception):
 class _Builder:
     """Adds numbered switches, hosts and links to a graph."""
 
-    def __init__(self, links: LinkAttrs) -> None:
+    def __init__(self, links: LinkAttrs, radios: RadioAttrs | None = None) -> None:
         self.graph = nx.Graph()
         self.links = links
-        self.counts = {SWITCH: 0, HOST: 0}
+        self.radios = radios or RadioAttrs()
+        self.counts = {SWITCH: 0, HOST: 0, STATION_PREFIX: 0, AP_PREFIX: 0}
 
     def switch(self, role: str, layer: int) -> str:
         name = f"s{self._next(SWITCH)}"
@@ -80,14 +99,33 @@ class _Builder:
     def hosts(self, switch: str, count: int) -> list[str]:
         return [self.host(switch) for _ in range(count)]
 
+    def access_point(self, layer: int) -> str:
+        name = f"{AP_PREFIX}{self._next(AP_PREFIX)}"
+        self.graph.add_node(name, kind=SWITCH, role="access-point", layer=layer)
+        return name
+
+    def station(self, ap: str) -> str:
+        """A station on ``ap``'s medium, its rate and loss from RadioAttrs (model: radio)."""
+        index = self._next(STATION_PREFIX)
+        name = f"{STATION_PREFIX}{index}"
+        self.graph.add_node(name, kind=HOST)
+        distance, rate, loss = self.radios.of(index - 1)
+        try:
+            link = radio.link(f"{name}–{ap}", distance, rate, loss)
+        except radio.RangeError as exc:
+            raise TopologyError(str(exc)) from None
+        self.graph.add_edge(name, ap, wireless=True, bw_mbit=None, rate_mbit=link.rate_mbit,
+                            loss_pct=link.loss_pct, snr_db=link.snr_db, distance_m=distance)
+        return name
+
     def core(self, a: str, b: str) -> None:
         self._link(a, b, self.links.core_bw, self.links.core)
 
     def _link(self, a: str, b: str, bw: float | None, imp: Impairment) -> None:
         self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms,
                             loss_pct=imp.loss_pct, emulator=self.links.emulator)
-        if self.links.linkem is not None:
-            self.graph.edges[a, b]["linkem"] = self.links.linkem
+        if imp.linkem is not None:
+            self.graph.edges[a, b]["linkem"] = imp.linkem
         if self.links.mtu is not None:
             self.graph.edges[a, b]["mtu"] = self.links.mtu
 
@@ -97,6 +135,9 @@ class _Builder:
         if sum(self.counts.values()) > MAX_NODES:
             raise _TooBig
         return self.counts[kind]
+
+    def host_count(self) -> int:
+        return self.counts[HOST] + self.counts[STATION_PREFIX]
 
 
 # ---------------------------------------------------------------- host pairs
@@ -252,6 +293,20 @@ def _tree(b: _Builder, depth: int, fanout: int) -> Pairs:
     return across_pairs(hosts)
 
 
+def _wifi(b: _Builder, n: int, hosts: int) -> Pairs:
+    ap = b.access_point(0)
+    stations = [b.station(ap) for _ in range(n)]
+    return across_pairs(stations + b.hosts(ap, hosts))
+
+
+def _wifi2(b: _Builder, n: int, hosts: int) -> Pairs:
+    aps = [b.access_point(0) for _ in range(2)]
+    b.core(*aps)
+    first = (n + 1) // 2
+    stations = [b.station(aps[0] if i < first else aps[1]) for i in range(n)]
+    return across_pairs(stations + b.hosts(aps[0], hosts))
+
+
 # ---------------------------------------------------------------- the catalog
 
 
@@ -260,6 +315,7 @@ class _Shape:
     make: Callable[..., Pairs]
     params: dict[str, tuple[int, int]]  # name -> (default, minimum)
     description: str
+    wireless: bool = False  # takes RADIO_PARAMS
 
 
 _CATALOG: dict[str, _Shape] = {
@@ -289,15 +345,25 @@ _CATALOG: dict[str, _Shape] = {
     "tree": _Shape(_tree, {"depth": (2, 1), "fanout": (2, 1)}, (
         "A tree of switches depth levels deep, fanout children per switch, fanout hosts on "
         "each bottom switch (Mininet TreeTopo).")),
+    "wifi": _Shape(_wifi, {"n": (2, 1), "hosts": (0, 0)}, (
+        "One access point ap1 with n wireless stations sta1..sta<n> on its shared medium "
+        "(default 2: study 003's wireless case, sta1 - ap1 - sta2) and `hosts` wired hosts "
+        "h1.. on it; stations' distance_m / rate_mbit / wifi_loss_pct as in docs/wireless.md."),
+        wireless=True),
+    "wifi2": _Shape(_wifi2, {"n": (4, 2), "hosts": (0, 0)}, (
+        "Two access points ap1 - ap2 joined by a wired link; the first half of the n "
+        "stations on ap1, the rest on ap2; `hosts` wired hosts on ap1."), wireless=True),
 }
 
 NAMES: tuple[str, ...] = tuple(_CATALOG)
-# delay_ms, jitter_ms and loss_pct set both roles; core_*/edge_* set one (and win).
-IMPAIRMENTS = ("delay_ms", "jitter_ms", "loss_pct")
+# delay_ms, jitter_ms, loss_pct and linkem set both roles; core_*/edge_* set one (and win; a
+# role's linkem keys win over linkem's, key by key).
+IMPAIRMENTS = ("delay_ms", "jitter_ms", "loss_pct", "linkem")
 LINK_PARAMS = ("core_bw", "edge_bw", *IMPAIRMENTS, *(f"{role}_{key}" for role in ("core", "edge")
-                                                      for key in IMPAIRMENTS), "emulator", "linkem",
-               "mtu")
+                                                      for key in IMPAIRMENTS), "emulator", "mtu")
 MTU_RANGE = (68, 65535)  # IPv4's minimum; a veth's maximum
+# Wireless shapes only: each a number (every station) or a list (one per station).
+RADIO_PARAMS = ("distance_m", "rate_mbit", "wifi_loss_pct")
 
 
 def describe(name: str) -> str:
@@ -309,23 +375,26 @@ def build(name: str, **params: object) -> Topology:
     """The catalog topology ``name`` with its parameters (see ``describe``) and link parameters
     ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``jitter_ms``,
     ``loss_pct`` (every link; ``core_``/``edge_`` prefixed: one role's links),
-    ``emulator`` (None, "netem" or "dplab"), ``linkem`` (more dplab-linkem settings),
+    ``linkem`` (more dplab-linkem settings, a mapping; ``core_linkem``/``edge_linkem`` add to
+    it for one role), ``emulator`` (None, "netem" or "dplab"),
     ``mtu`` (bytes, every link; None = 1500)."""
     shape = _shape(name)
-    unknown = sorted(set(params) - set(shape.params) - set(LINK_PARAMS))
+    radio_params = RADIO_PARAMS if shape.wireless else ()
+    unknown = sorted(set(params) - set(shape.params) - set(LINK_PARAMS) - set(radio_params))
     if unknown:
-        valid = ", ".join([*shape.params, *LINK_PARAMS])
+        valid = ", ".join([*shape.params, *LINK_PARAMS, *radio_params])
         raise TopologyError(f"topology {name!r}: unknown parameter(s) {', '.join(unknown)}; "
                             f"valid: {valid}")
     sizes = {key: _int_param(name, key, params.get(key, default), minimum)
              for key, (default, minimum) in shape.params.items()}
-    builder = _Builder(_link_attrs(name, params))
+    radios = _radio_attrs(name, params, sizes.get("n", 0)) if shape.wireless else None
+    builder = _Builder(_link_attrs(name, params), radios)
     try:
         pairs = shape.make(builder, **sizes)
     except _TooBig:
         raise TopologyError(f"topology {name!r} with {sizes} has more than {MAX_NODES} "
                             "nodes") from None
-    if builder.counts[HOST] < 2:
+    if builder.host_count() < 2:
         raise TopologyError(f"topology {name!r} with {sizes} has fewer than 2 hosts: "
                             "no traffic could flow")
     return Topology(name, builder.graph, pairs)
@@ -355,16 +424,31 @@ def _link_attrs(name: str, params: dict[str, object]) -> LinkAttrs:
         core=_impairment(name, "core", params),
         edge=_impairment(name, "edge", params),
         emulator=_emulator(name, params.get("emulator")),
-        linkem=_linkem(name, params.get("linkem")),
         mtu=_mtu(name, params.get("mtu")),
     )
 
 
-def _linkem(name: str, value: object) -> dict | None:
-    if value is not None and not isinstance(value, dict):
-        raise TopologyError(f"topology {name!r}: linkem must be a mapping of dplab-linkem "
-                            f"settings, got {value!r}")
-    return value
+def _radio_attrs(name: str, params: dict[str, object], stations: int) -> RadioAttrs:
+    defaults = RadioAttrs()
+    bounds = {"distance_m": (0.0, None), "rate_mbit": (0.0, None), "wifi_loss_pct": (0.0, 100.0)}
+
+    def value(key: str, default: object) -> tuple[float | None, ...] | float | None:
+        raw = params.get(key, default)
+        if isinstance(raw, list | tuple):
+            if len(raw) != stations:
+                raise TopologyError(f"topology {name!r}: {key} lists {len(raw)} values for "
+                                    f"{stations} stations")
+            return tuple(None if v is None else _number(name, key, v, *bounds[key])
+                         for v in raw)
+        return None if raw is None else _number(name, key, raw, *bounds[key])
+
+    attrs = RadioAttrs(value("distance_m", defaults.distance_m),
+                       value("rate_mbit", defaults.rate_mbit),
+                       value("wifi_loss_pct", defaults.loss_pct))
+    rates = attrs.rate_mbit if isinstance(attrs.rate_mbit, tuple) else (attrs.rate_mbit,)
+    if any(rate == 0 for rate in rates):
+        raise TopologyError(f"topology {name!r}: rate_mbit must be > 0")
+    return attrs
 
 
 def _impairment(name: str, role: str, params: dict[str, object]) -> Impairment:
@@ -374,7 +458,22 @@ def _impairment(name: str, role: str, params: dict[str, object]) -> Impairment:
         return _number(name, chosen, params.get(chosen, 0.0), 0.0, high)
 
     return Impairment(delay_ms=value("delay_ms", None), jitter_ms=value("jitter_ms", None),
-                      loss_pct=value("loss_pct", 100.0))
+                      loss_pct=value("loss_pct", 100.0), linkem=_linkem(name, role, params))
+
+
+def _linkem(name: str, role: str, params: dict[str, object]) -> dict | None:
+    """``linkem`` with ``<role>_linkem``'s keys over it (None if neither is set)."""
+    merged = None
+    for key in ("linkem", f"{role}_linkem"):
+        value = params.get(key)
+        if value is None:
+            continue
+        try:
+            linkem_settings.check(value)
+        except ValueError as exc:
+            raise TopologyError(f"topology {name!r}: {key}: {exc}") from None
+        merged = {**(merged or {}), **value}  # type: ignore[dict-item]
+    return merged
 
 
 EMULATORS = ("netem", "dplab")

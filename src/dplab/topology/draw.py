@@ -24,6 +24,7 @@ Pos = dict[str, tuple[float, float]]
 FORMATS = (".png", ".svg")
 LINK_COLOURS = ("tab:red", "black", "tab:blue", "tab:green", "tab:purple", "tab:brown")
 UNSHAPED_COLOUR = "tab:gray"
+WIRELESS_COLOUR = "tab:cyan"
 SWITCH_COLOUR = "#9ecae1"
 HOST_COLOUR = "#fdd49e"
 SEED = 7  # fixed, so the same topology is always drawn the same way
@@ -109,7 +110,8 @@ def _bandwidth_colours(topo: Topology) -> dict[float | None, str]:
 
 def _draw_links(ax, topo: Topology, pos: Pos) -> None:
     colours = _bandwidth_colours(topo)
-    edges = list(topo.graph.edges(data="bw_mbit"))
+    edges = [(a, b, bw) for a, b, bw in topo.graph.edges(data="bw_mbit")
+             if not topo.is_wireless(a, b)]
     straight = [(a, b, bw) for a, b, bw in edges if not _hidden(a, b, pos)]
     ax.add_collection(LineCollection([(pos[a], pos[b]) for a, b, _ in straight],
                                      colors=[colours[bw] for *_, bw in straight],
@@ -123,8 +125,27 @@ def _draw_links(ax, topo: Topology, pos: Pos) -> None:
     used = {bw for *_, bw in edges}
     handles = [Line2D([], [], color=colours[bw], label=_bw_label(bw))
                for bw in colours if bw in used]
+    if _draw_wireless(ax, topo, pos):
+        handles.append(Line2D([], [], color=WIRELESS_COLOUR, linestyle="--",
+                              label="wireless (station's Mbit/s, loss)"))
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0),
               ncol=len(handles), fontsize=8, frameon=False)
+
+
+def _draw_wireless(ax, topo: Topology, pos: Pos) -> bool:
+    """Station-AP links dashed, each with its rate (and loss) at its middle; True if any."""
+    drawn = False
+    for a, b, attrs in topo.graph.edges(data=True):
+        if not attrs.get("wireless"):
+            continue
+        drawn = True
+        ax.plot(*zip(pos[a], pos[b], strict=True), color=WIRELESS_COLOUR, linestyle="--",
+                linewidth=1.2, zorder=1)
+        loss = f" {attrs['loss_pct']:.2g}%" if attrs.get("loss_pct") else ""
+        ax.text((pos[a][0] + pos[b][0]) / 2, (pos[a][1] + pos[b][1]) / 2,
+                f"{attrs['rate_mbit']:g}M{loss}", ha="center", va="center", fontsize=6,
+                color=WIRELESS_COLOUR, backgroundcolor="white", zorder=1)
+    return drawn
 
 
 def _hidden(a: str, b: str, pos: Pos) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import yaml
 
-from dplab.topology.model import Topology
+from dplab.topology.model import Topology, TopologyError
 
 HOST_IMAGE = "alpine:3.20"
 SWITCH_IMAGE = "alpine:3.20"
@@ -18,6 +18,10 @@ SWITCH_IMAGE = "alpine:3.20"
 def to_containerlab(topo: Topology, host_image: str = HOST_IMAGE,
                     switch_image: str = SWITCH_IMAGE) -> str:
     """YAML text of a containerlab topology file (nodes of kind linux, veth links)."""
+    if topo.access_points():
+        raise TopologyError(f"topology {topo.name!r}: its stations share an access point's "
+                            "wireless medium, which a containerlab file (point-to-point veth "
+                            "links) cannot describe")
     ports = topo.port_numbers()
     nodes = {n: {"kind": "linux", "image": switch_image, "labels": {"dplab-role": "switch"}}
              for n in topo.switches()}

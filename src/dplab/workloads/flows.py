@@ -1,7 +1,10 @@
 """Run traffic flows between hosts of a Network at once and collect their results.
 
 Every iperf flow gets its own server on its own port (5001, 5002, ...) so flows stay
-apart; servers start first, clients start together once every server listens.
+apart; servers start first, clients start together once every server listens. A TCP
+window above what -w can get is set in the flow's hosts' namespaces before the servers
+start and put back at the end; every TCP flow's window is sampled at both ends while the
+clients run (workloads.tcp_window).
 """
 
 import subprocess
@@ -17,7 +20,7 @@ from dplab.measure.ping_report import PingParseError
 from dplab.measure.syn_delay import Endpoint, syn_delays_ms
 from dplab.substrate import staging
 from dplab.substrate.network import HOST_IF
-from dplab.workloads import iperf, latency, ping, pps, trace, video, voip
+from dplab.workloads import iperf, latency, ping, pps, tcp_window, trace, video, voip
 from dplab.workloads.capture import SYN_FILTER, CapturePoint, Captures
 from dplab.workloads.measured import Measured, missing, read_output
 from dplab.workloads.waiting import bound_ports
@@ -101,6 +104,9 @@ class _Job:
     client_deadline: float = 0.0
     client_ended: float | None = None
     problems: list[str] = field(default_factory=list)
+    window_granted: int | None = None  # by the hosts' tcp_rmem (tcp_window.raised_buffers)
+    window_offered: int | None = None  # the receiver's largest rcv_ssthresh
+    window_advertised: int | None = None  # the largest snd_wnd the sender saw
 
 
 def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
@@ -116,23 +122,31 @@ def run_flows(net: FlowNetwork, flows: Sequence[Flow]) -> list[FlowResult]:
     }
     tool_flows = [flow for flow in flows if flow.kind not in STREAMS]
     params = [_validate(flow) for flow in tool_flows]
+    windows = tcp_window.namespace_windows(
+        [(net.host_ns(host), p.window) for flow, p in zip(tool_flows, params, strict=True)
+         if isinstance(p, iperf.IperfParams) and p.window_by_sysctl and p.window
+         for host in (flow.src, flow.dst)])
     _cool(net, flows)
     with tempfile.TemporaryDirectory(prefix=f"{STAGING_MARKER}{staging.owner_tag()}-") as tmp:
         pairs = enumerate(zip(tool_flows, params, strict=True))
         jobs = [_job(flow, flow_params, index, Path(tmp)) for index, (flow, flow_params) in pairs]
         try:
-            for stream in streams.values():
-                stream.listen(Path(tmp))
-            _start_servers(net, jobs)
-            _wait_listening(net, jobs)
-            with Captures(net, _syn_capture_points(net, jobs, Path(tmp)), SYN_FILTER) as syn:
+            with tcp_window.raised_buffers(net, windows) as granted:
                 for stream in streams.values():
-                    stream.send()
-                _start_clients(net, jobs)
-                _wait_clients(jobs)
-                _wait_servers(jobs)
-            for stream in streams.values():
-                stream.wait()
+                    stream.listen(Path(tmp))
+                _start_servers(net, jobs)
+                _wait_listening(net, jobs)
+                with (Captures(net, _syn_capture_points(net, jobs, Path(tmp)),
+                               SYN_FILTER) as syn,
+                      tcp_window.WindowSampler(net, _tcp_ends(net, jobs)) as sampled):
+                    for stream in streams.values():
+                        stream.send()
+                    _start_clients(net, jobs)
+                    _wait_clients(jobs)
+                    _wait_servers(jobs)
+                for stream in streams.values():
+                    stream.wait()
+            _note_windows(net, jobs, granted, sampled)
         finally:
             _kill_all(jobs)
             for stream in streams.values():
@@ -262,6 +276,26 @@ def _kill_all(jobs: list[_Job]) -> None:
                 _stop(process)
 
 
+def _tcp_ends(net: FlowNetwork, jobs: list[_Job]) -> list[tuple[str, str, int]]:
+    """(sender namespace, receiver namespace, server port) of every TCP flow."""
+    return [(net.host_ns(job.flow.src), net.host_ns(job.flow.dst), job.port) for job in jobs
+            if _is_tcp(job) and job.port is not None]
+
+
+def _note_windows(net: FlowNetwork, jobs: list[_Job], granted: dict[str, int],
+                  sampled: tcp_window.WindowSampler) -> None:
+    """Each TCP job's window as its hosts' tcp_rmem granted it (the smaller end; only the
+    jobs whose window goes by sysctl) and as sampled at its two ends."""
+    for job in jobs:
+        if not _is_tcp(job) or job.port is None:
+            continue
+        if job.params.window_by_sysctl:
+            job.window_granted = min(granted[net.host_ns(host)]
+                                     for host in (job.flow.src, job.flow.dst))
+        job.window_offered = sampled.offered.get(job.port)
+        job.window_advertised = sampled.advertised.get(job.port)
+
+
 def _syn_capture_points(net: FlowNetwork, jobs: list[_Job], tmp: Path) -> list[CapturePoint]:
     """One SYN capture on the interface of every host that opens a TCP flow."""
     clients = sorted({job.flow.src for job in jobs if _is_tcp(job)})
@@ -306,6 +340,8 @@ def _measure(job: _Job) -> Measured:
     try:
         if isinstance(job.params, ping.PingParams):
             return ping.measure(job.params, client_text, source)
-        return iperf.measure(job.params, client_text, read_output(job.server_out), source)
+        return iperf.measure(job.params, client_text, read_output(job.server_out), source,
+                             tcp_window.Seen(job.window_granted, job.window_offered,
+                                             job.window_advertised))
     except (IperfParseError, PingParseError) as exc:
         return missing(metrics, str(exc))

@@ -1,7 +1,8 @@
 """TCP and UDP flows with iperf 2.1.8: one server per flow (its own port), one client.
 
 Params: duration in s (-t, default 10) or bytes (-n); rate_mbit (-b: UDP offered rate,
-iperf's default 1 Mbit/s when absent; TCP a cap); window in bytes (-w, set on both ends);
+iperf's default 1 Mbit/s when absent; TCP a cap); window in bytes (-w, set on both ends, or
+above what -w can get through the hosts' tcp_rmem/tcp_wmem: workloads.tcp_window);
 size = UDP datagram bytes (-l); tos = the IPv4 ToS byte of the client's packets (-S, 0..255,
 e.g. 0xb8 = DSCP EF; the server's replies keep the default); timeout_s (default: expected
 time + 10 % + 5 s).
@@ -36,12 +37,14 @@ from dplab.measure.iperf_report import (
 )
 from dplab.measure.stats import mean
 from dplab.spec.model import TcpWorkload, UdpWorkload
+from dplab.workloads import tcp_window
 from dplab.workloads.measured import Measured, positive_number, spec_checked
 
 TCP_METRICS = (
     "throughput_bps", "bytes", "transmission_time_s", "syn_delay_ms", "connect_ms",
     "retransmits", "tcp_loss_pct", "srtt_ms",
-    "window_asked_bytes", "window_used_bytes", "window_clamped",
+    "window_asked_bytes", "window_granted_bytes", "window_clamped", "window_by_sysctl",
+    "window_used_bytes", "window_advertised_max_bytes",
 )
 UDP_METRICS = (
     "throughput_bps",
@@ -73,6 +76,9 @@ class IperfParams:
     size: int | None
     timeout_s: float
     tos: int | None = None
+    # The window is above what -w can get (tcp_window.setsockopt_limit): the hosts'
+    # tcp_rmem/tcp_wmem set it, and iperf runs without -w.
+    window_by_sysctl: bool = False
 
 
 def validate(kind: str, params: dict, where: str) -> IperfParams:
@@ -93,6 +99,8 @@ def validate(kind: str, params: dict, where: str) -> IperfParams:
         size=spec.size if udp else None,
         timeout_s=positive_number(params, "timeout_s", where, default_timeout),
         tos=spec.tos,
+        window_by_sysctl=(not udp and spec.window is not None
+                          and spec.window > tcp_window.setsockopt_limit()),
     )
 
 
@@ -103,8 +111,7 @@ def server_argv(params: IperfParams, port: int) -> list[str]:
         argv.append("-u")
         if params.size:
             argv += ["-l", str(params.size)]  # read buffer must hold a whole datagram
-    if params.window:
-        argv += ["-w", str(params.window)]
+    argv += _window_args(params)
     return argv
 
 
@@ -113,8 +120,7 @@ def client_argv(params: IperfParams, dst_ip: str, port: int) -> list[str]:
     argv += ["-n", str(params.bytes)] if params.bytes else ["-t", f"{params.duration_s:g}"]
     if params.rate_mbit:
         argv += ["-b", str(round(params.rate_mbit * 1e6))]
-    if params.window:
-        argv += ["-w", str(params.window)]
+    argv += _window_args(params)
     if params.tos is not None:
         argv += ["-S", str(params.tos)]
     if params.udp:
@@ -124,8 +130,16 @@ def client_argv(params: IperfParams, dst_ip: str, port: int) -> list[str]:
     return argv
 
 
-def measure(params: IperfParams, client_out: str, server_out: str, source: str) -> Measured:
-    """Metrics of one flow; raises IperfParseError naming both ends' complaints."""
+def _window_args(params: IperfParams) -> list[str]:
+    if params.window is None or params.window_by_sysctl:
+        return []
+    return ["-w", str(params.window)]
+
+
+def measure(params: IperfParams, client_out: str, server_out: str, source: str,
+            window: tcp_window.Seen | None = None) -> Measured:
+    """Metrics of one flow; raises IperfParseError naming both ends' complaints. ``window``:
+    the window as the run set and sampled it (window_metrics)."""
     try:
         received = parse_iperf(server_out, f"{source} receiver")
     except IperfParseError as exc:
@@ -137,29 +151,44 @@ def measure(params: IperfParams, client_out: str, server_out: str, source: str) 
     except IperfParseError:  # what arrived is still measured; the sender's view is missing
         sender = None
     summary = {**_tcp_summary(received, connect_time_ms(client_out)), **_sender_summary(sender),
-               **window_metrics(params.window, client_out, server_out)}
+               **window_metrics(params.window, client_out, server_out,
+                                window or tcp_window.Seen())}
     return Measured(summary,
                     [{**_common(r), **_sender_row(sender, r)} for r in received.intervals])
 
 
-def window_metrics(asked: int | None, client_out: str, server_out: str
-                   ) -> dict[str, float | None]:
-    """The window the kernel granted beside the one asked for (-w on both ends).
+def window_metrics(asked: int | None, client_out: str, server_out: str,
+                   seen: tcp_window.Seen) -> dict[str, float | None]:
+    """The window asked for, the one the kernel granted, and the one the flow used.
 
-    iperf prints each end's socket buffer, which Linux reports doubled (socket(7)), so half
-    of it is what the kernel granted for the request; the smaller end is the flow's window.
-    An explicit window is capped by net.core.rmem_max/wmem_max, which since Linux 6.10 are
-    one value for the whole machine, read-only inside a namespace: a window above them is
-    clamped, and ``window_clamped`` (1.0) says so. Without -w the kernel's autotuning sizes
-    the window as the flow goes, which iperf cannot see: all three are None."""
+    ``window_granted_bytes``: with -w, half the smaller of the two ends' socket buffers
+    iperf prints (getsockopt reports SO_RCVBUF doubled, socket(7)); a window above
+    net.core.rmem_max/wmem_max (machine-wide, read-only in a namespace) is granted as that
+    cap, and ``window_clamped`` (1.0) says so. Above the cap the hosts' tcp_rmem/tcp_wmem
+    set it instead (``window_by_sysctl`` 1.0): ``seen.granted``, half the default receive
+    buffer the kernel took. Measured with or without a window asked (tcp_window):
+    ``window_used_bytes``, the receiver's largest rcv_ssthresh (the window it offered), and
+    ``window_advertised_max_bytes``, the largest window the sender saw advertised (lower
+    while the receiving application lags); None when no sample caught the flow. Without a
+    window the other four are None (autotuning sizes it)."""
     if asked is None:
-        return dict.fromkeys(("window_asked_bytes", "window_used_bytes", "window_clamped"))
-    ends = [socket_buffer_bytes(text) for text in (client_out, server_out)]
-    granted = [b / 2 for b in ends if b is not None]
-    used = min(granted) if granted else None
-    clamped = None if used is None else float(used < asked)
-    return {"window_asked_bytes": float(asked),
-            "window_used_bytes": used, "window_clamped": clamped}
+        granted = None
+    elif seen.granted is not None:
+        granted = float(seen.granted)
+    else:
+        ends = [socket_buffer_bytes(text) for text in (client_out, server_out)]
+        found = [b / 2 for b in ends if b is not None]
+        granted = min(found) if found else None
+    return {"window_asked_bytes": None if asked is None else float(asked),
+            "window_granted_bytes": granted,
+            "window_clamped": None if granted is None else float(granted < asked),
+            "window_by_sysctl": None if asked is None else float(seen.granted is not None),
+            "window_used_bytes": _float(seen.offered),
+            "window_advertised_max_bytes": _float(seen.advertised)}
+
+
+def _float(value: int | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def _sender_summary(sender: SenderReport | None) -> dict[str, float | None]:

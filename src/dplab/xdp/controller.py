@@ -8,6 +8,7 @@ import threading
 import time
 
 from dplab.control.forwarding import Forwarding
+from dplab.control.topology_view import PortRef
 from dplab.xdp.libbpf import RingBuffers
 from dplab.xdp.southbound import XdpSouthbound
 
@@ -17,9 +18,11 @@ JOIN_S = 5.0
 
 
 class XdpController:
-    def __init__(self, southbound: XdpSouthbound, mode: str) -> None:
+    def __init__(self, southbound: XdpSouthbound, mode: str,
+                 hairpin: tuple[PortRef, ...] = ()) -> None:
+        """``hairpin``: ports floods go back out of (an access point's wlan port)."""
         self.southbound = southbound
-        self.forwarding = Forwarding(southbound, mode)
+        self.forwarding = Forwarding(southbound, mode, hairpin=hairpin)
         self.rings = RingBuffers()
         for switch in southbound.switches.values():
             self.rings.add(switch.program.map("packet_ins"), switch.name)

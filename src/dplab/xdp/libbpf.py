@@ -19,6 +19,7 @@ import ctypes
 import errno
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,7 @@ def _load_library() -> ctypes.CDLL:
         "bpf_link_create": (cint, [cint, cint, cint, ctypes.POINTER(_LinkCreateOpts)]),
         "bpf_link_detach": (cint, [cint]),
         "libbpf_num_possible_cpus": (cint, []),
+        "bpf_enable_stats": (cint, [cint]),
         "ring_buffer__new": (ptr, [cint, _SAMPLE_FN, ptr, ptr]),
         "ring_buffer__add": (cint, [ptr, cint, _SAMPLE_FN, ptr]),
         "ring_buffer__poll": (cint, [ptr, cint]),
@@ -191,10 +193,40 @@ def memlock_bytes(fd: int) -> int:
     """The kernel's own accounting of a BPF program's or map's memory (what it charges
     against memlock: instructions and JIT image, or the map's allocation), from the fd's
     ``/proc/self/fdinfo`` entry."""
+    value = _fdinfo(fd, "memlock")
+    if value is None:
+        raise LibbpfError(f"fd {fd} is no BPF program or map (its fdinfo has no memlock)")
+    return value
+
+
+def run_time_ns(fd: int) -> int | None:
+    """The time the kernel spent running the BPF program ``fd`` while run-time statistics
+    were on (``run_time_ns`` of its fdinfo: every run timed around the program itself, not
+    the redirect or transmit it asks for); None when this kernel does not account it."""
+    return _fdinfo(fd, "run_time_ns")
+
+
+def _fdinfo(fd: int, field: str) -> int | None:
     for line in Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines():
-        if line.startswith("memlock:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
-    raise LibbpfError(f"fd {fd} is no BPF program or map (its fdinfo has no memlock)")
+    return None
+
+
+BPF_STATS_RUN_TIME = 0  # enum bpf_stats_type
+
+
+@contextmanager
+def run_time_stats() -> Iterator[None]:
+    """The kernel times every BPF program run while this is open (``BPF_ENABLE_STATS``:
+    on while any holder keeps its fd, off again when the last closes, also if this process
+    dies, unlike the ``kernel.bpf_stats_enabled`` sysctl). It costs every BPF program on the
+    machine two clock reads a run, so hold it only while measuring."""
+    fd = _checked(_lib.bpf_enable_stats(BPF_STATS_RUN_TIME), "bpf_enable_stats(RUN_TIME)")
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 class BpfObject:
@@ -262,12 +294,22 @@ class BpfObject:
 
     def memory(self) -> tuple[int, int]:
         """(programs, maps): bytes the kernel accounts to this object's programs and maps."""
-        programs = 0
+        return (sum(memlock_bytes(fd) for fd in self._program_fds()),
+                sum(memlock_bytes(_lib.bpf_map__fd(h)) for h in self._maps.values()))
+
+    def run_time_ns(self) -> int | None:
+        """The time the kernel spent running this object's programs while run-time
+        statistics were on (``run_time_stats``); None when it does not account it."""
+        times = [run_time_ns(fd) for fd in self._program_fds()]
+        return None if None in times else sum(t for t in times if t is not None)
+
+    def _program_fds(self) -> list[int]:
+        fds = []
         current = _lib.bpf_object__next_program(self._require(), None)
         while current:
-            programs += memlock_bytes(_lib.bpf_program__fd(current))
+            fds.append(_lib.bpf_program__fd(current))
             current = _lib.bpf_object__next_program(self._require(), current)
-        return programs, sum(memlock_bytes(_lib.bpf_map__fd(h)) for h in self._maps.values())
+        return fds
 
     def map_names(self) -> list[str]:
         """The maps' names in the object file."""

@@ -68,6 +68,13 @@ class XdpProgram:
                 index = struct.pack("<I", port.ifindex)
                 devmap.update(index, index)
 
+    def set_hairpin_ports(self, ports: Iterable[Interface]) -> None:
+        """xdp/qdisc.h's `hairpin`: ports whose frames may go back out of themselves (an
+        access point's wlan port)."""
+        table, one = self.obj.map("hairpin"), struct.pack("<I", 1)
+        for port in ports:
+            table.update(struct.pack("<I", port.ifindex), one)
+
     def set_qdisc_ports(self, shaped: Iterable[Interface], flood: Sequence[Interface]) -> None:
         """xdp/qdisc.h's maps: frames to the ``shaped`` ports leave through their qdisc, and
         so do all floods when one of the ``flood`` ports is shaped."""

@@ -8,6 +8,10 @@
 //!  "routes": [{"prefix": "10.0.1.0/24", "port": 1, "next_hop_mac": "02:00:00:00:00:01"}],
 //!  "local": ["10.0.1.254"]}
 //! ```
+//!
+//! A bridge may also take `"vlan": {"vid": 100, "access": [1]}` (802.1Q tagging: the
+//! listed ports face hosts, the others are trunks) and either mode `"extra_lookups": 40`
+//! (the complex pipeline's tables every packet is looked up in).
 
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
@@ -39,7 +43,27 @@ pub struct Config {
     /// and ping of the gateway), not forwarded.
     #[serde(default)]
     pub local: Vec<Ipv4Addr>,
+    /// 802.1Q tagging at the edges (a bridge only).
+    #[serde(default)]
+    pub vlan: Option<Vlan>,
+    /// Match-action tables each packet goes through before it is forwarded.
+    #[serde(default)]
+    pub extra_lookups: usize,
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vlan {
+    /// The VLAN id frames cross the trunks with.
+    pub vid: u16,
+    /// The ports facing hosts: frames come in there untagged and leave untagged.
+    pub access: Vec<u32>,
+}
+
+/// 802.1Q's usable VLAN ids (0 means none, 4095 is reserved).
+const VIDS: std::ops::RangeInclusive<u16> = 1..=4094;
+/// More tables than any pipeline study asks for: a typo, not a workload.
+const MAX_EXTRA_LOOKUPS: usize = 4096;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -134,7 +158,29 @@ impl Config {
                 return Err(format!("routes[{i}].port: no port {}", r.port));
             }
         }
-        Ok(())
+        if self.extra_lookups > MAX_EXTRA_LOOKUPS {
+            return Err(format!(
+                "extra_lookups: {} is more than {MAX_EXTRA_LOOKUPS}",
+                self.extra_lookups
+            ));
+        }
+        match &self.vlan {
+            Some(vlan) => check_vlan(vlan, self.mode, &numbers),
+            None => Ok(()),
+        }
+    }
+}
+
+fn check_vlan(vlan: &Vlan, mode: Mode, numbers: &HashSet<u32>) -> Result<(), String> {
+    if mode != Mode::Bridge {
+        return Err("vlan: tagging is a bridge's (mode is \"router\")".into());
+    }
+    if !VIDS.contains(&vlan.vid) {
+        return Err(format!("vlan.vid: {} is not a VLAN id 1..4094", vlan.vid));
+    }
+    match vlan.access.iter().find(|p| !numbers.contains(p)) {
+        Some(p) => Err(format!("vlan.access: no port {p}")),
+        None => Ok(()),
     }
 }
 
@@ -199,5 +245,34 @@ mod tests {
             PORT.replace("02:00", "2:000")
         );
         assert!(decode(&bad_mac).unwrap_err().contains("bad MAC address"));
+    }
+
+    #[test]
+    fn reads_and_checks_tagging_and_lookups() {
+        let bridge = |extra: &str| {
+            format!(r#"{{"switch": "s1", "mode": "bridge", "ports": [{PORT}], {extra}}}"#)
+        };
+        let config = decode(&bridge(
+            r#""vlan": {"vid": 100, "access": [1]}, "extra_lookups": 40"#,
+        ))
+        .unwrap();
+        assert_eq!(config.vlan.map(|v| (v.vid, v.access)), Some((100, vec![1])));
+        assert_eq!(config.extra_lookups, 40);
+        let cases = [
+            (r#""vlan": {"vid": 4095, "access": []}"#, "vlan.vid: 4095"),
+            (
+                r#""vlan": {"vid": 1, "access": [2]}"#,
+                "vlan.access: no port 2",
+            ),
+            (r#""extra_lookups": 5000"#, "extra_lookups: 5000"),
+        ];
+        for (extra, message) in cases {
+            let e = decode(&bridge(extra)).unwrap_err();
+            assert!(e.contains(message), "{e}");
+        }
+        let router = bridge(r#""vlan": {"vid": 1, "access": []}"#).replace("bridge", "router");
+        assert!(decode(&router)
+            .unwrap_err()
+            .contains("tagging is a bridge's"));
     }
 }

@@ -1,20 +1,25 @@
 //! dplab-fwd: a user-space forwarder on dplab's packet I/O library, one process per switch:
-//! a learning bridge (bridge.rs) or an IPv4 router (router.rs) over AF_PACKET ports.
+//! a learning bridge (bridge.rs), optionally tagging at its edges (vlan.rs), or an IPv4
+//! router (router.rs) over AF_PACKET ports, either behind extra match-action tables
+//! (pipeline.rs).
 //!
 //! usage: dplab-fwd --config PATH
 //!
 //! The configuration (config.rs) names the ports and, for a router, the routes. Once every
-//! port is open the forwarder prints `ready` on stdout; on SIGTERM or SIGINT it stops and
-//! prints its counters as one JSON line. Each round takes up to `BURST` frames from every
-//! port (the ports hand over wire packets: segments of the hosts' super-packets, checksums
-//! finished), decides each packet's way, and sends every port's share in one batch (joined
-//! again into super-packets where the port takes them).
+//! port is open the forwarder prints `ready` on stdout; on SIGUSR1 it prints its counters
+//! as one JSON line, and on SIGTERM or SIGINT it stops and prints them a last time. Each
+//! round takes up to `BURST` frames from every port (the ports hand over wire packets:
+//! segments of the hosts' super-packets, checksums finished), decides each packet's way,
+//! and sends every port's share in one batch (joined again into super-packets where the
+//! port takes them).
 
 #![forbid(unsafe_code)]
 
 mod bridge;
 mod config;
+mod pipeline;
 mod router;
+mod vlan;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -28,7 +33,9 @@ use pktio::sys;
 
 use bridge::Bridge;
 use config::{Config, Mode};
+use pipeline::Lookups;
 use router::Router;
+use vlan::Tagging;
 
 /// Frames taken from one port per round, so one busy port cannot starve the others.
 const BURST: usize = 64;
@@ -60,14 +67,21 @@ struct Counters {
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
+static REPORT: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
+extern "C" fn on_report_signal(_: libc::c_int) {
+    REPORT.store(true, Ordering::Relaxed);
+}
+
 struct Forwarder {
     ports: Vec<Port>,
     logic: Logic,
+    tagging: Option<Tagging>,
+    lookups: Lookups,
     /// Packets to send, per port index, this round.
     out: Vec<Vec<Vec<u8>>>,
     /// Spare packet buffers, so a warm forwarder allocates little.
@@ -108,18 +122,32 @@ impl Forwarder {
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(self.segments.get(k));
-        let verdict = match &mut self.logic {
-            Logic::Bridge(b) => b.decide(in_port, &buf, now),
-            Logic::Router(r) => r.route(in_port, &mut buf),
+        self.lookups.apply(&buf);
+        let admitted = match &self.tagging {
+            Some(tagging) => tagging.ingress(in_port, &mut buf),
+            None => Ok(()),
+        };
+        let verdict = match (admitted, &mut self.logic) {
+            (Err(why), _) => Verdict::Drop(why),
+            (Ok(()), Logic::Bridge(b)) => b.decide(in_port, &buf, now),
+            (Ok(()), Logic::Router(r)) => r.route(in_port, &mut buf),
         };
         match verdict {
-            Verdict::Out(port) => self.out[port].push(buf),
+            Verdict::Out(port) => {
+                if let Some(tagging) = &self.tagging {
+                    tagging.egress(port, &mut buf);
+                }
+                self.out[port].push(buf);
+            }
             Verdict::Flood => {
                 self.counters.flooded += 1;
                 for port in (0..self.ports.len()).filter(|&p| p != in_port) {
                     let mut copy = self.spare.pop().unwrap_or_default();
                     copy.clear();
                     copy.extend_from_slice(&buf);
+                    if let Some(tagging) = &self.tagging {
+                        tagging.egress(port, &mut copy);
+                    }
                     self.out[port].push(copy);
                 }
                 self.spare.push(buf);
@@ -155,7 +183,7 @@ impl Forwarder {
         };
         serde_json::json!({
             "rx_packets": c.rx_packets, "tx_packets": c.tx_packets, "flooded": c.flooded,
-            "drops": c.drops, "learned": learned,
+            "drops": c.drops, "learned": learned, "extra_lookups": self.lookups.hits(),
         })
     }
 }
@@ -195,9 +223,15 @@ fn main() {
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| fail(&format!("{}: {e}", config.switch)));
     sys::on_signals(&[libc::SIGINT, libc::SIGTERM], on_stop_signal);
+    sys::on_signals(&[libc::SIGUSR1], on_report_signal);
     let fds: Vec<i32> = ports.iter().map(Port::fd).collect();
     let mut fwd = Forwarder {
         out: ports.iter().map(|_| Vec::new()).collect(),
+        tagging: config.vlan.as_ref().map(|vlan| {
+            let access = config.ports.iter().map(|p| vlan.access.contains(&p.number));
+            Tagging::new(vlan.vid, access.collect())
+        }),
+        lookups: Lookups::new(config.extra_lookups),
         ports,
         logic,
         spare: Vec::new(),
@@ -209,6 +243,10 @@ fn main() {
     while !STOP.load(Ordering::Relaxed) {
         if fwd.round() == 0 {
             wait_readable(&fds, IDLE_WAIT_MS);
+        }
+        if REPORT.swap(false, Ordering::Relaxed) {
+            println!("{}", fwd.report());
+            let _ = std::io::stdout().flush();
         }
     }
     println!("{}", fwd.report());

@@ -33,7 +33,7 @@ use pktio::phy::port::Port;
 use pktio::sys;
 
 use config::Config;
-use model::{Fate, Model};
+use model::{Copy, Fate, Model};
 
 /// Frames taken from one port per round, so one busy direction cannot starve the other.
 const BURST: usize = 64;
@@ -48,7 +48,9 @@ const TIMER_SLACK_NS: u64 = 1_000;
 /// Under EEVDF (Linux 6.12+) a task with a shorter slice gets an earlier deadline, so when a
 /// due time or a packet wakes the emulator it preempts the host or switch running on that
 /// core instead of waiting for its slice to end (as the switch does, switch/src/dataplane.rs);
-/// its CPU share stays that of any task, unlike under a real-time policy.
+/// dplab's substrate then raises the process to SCHED_FIFO once it printed `ready`
+/// (src/dplab/substrate/realtime.py), which supersedes the slice; the slice still counts
+/// where the kernel refuses a real-time policy.
 const SLICE_NS: u64 = 100_000;
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -64,6 +66,8 @@ struct Counters {
     lost: u64,
     queue_full: u64,
     limit: u64,
+    /// Copies made; a copy dropped on its own way counts in `lost`, `queue_full` or `limit`
+    /// too.
     duplicated: u64,
     corrupted: u64,
     /// Frames the port could not read (truncated, malformed offload metadata).
@@ -111,6 +115,8 @@ struct Emulator {
     segments: Segments,
     spare: Vec<Vec<u8>>,
     seq: u64,
+    /// Ports whose interface went away (see `take_port_errors`).
+    gone: [bool; 2],
 }
 
 fn monotonic_ns() -> u64 {
@@ -152,17 +158,16 @@ impl Emulator {
     fn admit(&mut self, way: usize, k: usize, arrival: u64) {
         let w = &mut self.ways[way];
         let packet = self.segments.get(k);
-        let (due_ns, duplicate, corrupt_bit) =
-            match w.model.admit(arrival, packet.len(), w.held.len()) {
-                Fate::Lost => return w.counters.lost += 1,
-                Fate::QueueFull => return w.counters.queue_full += 1,
-                Fate::OverLimit => return w.counters.limit += 1,
-                Fate::Deliver {
-                    due_ns,
-                    duplicate,
-                    corrupt_bit,
-                } => (due_ns, duplicate, corrupt_bit),
-            };
+        let (due_ns, copy, corrupt_bit) = match w.model.admit(arrival, packet.len(), w.held.len()) {
+            Fate::Lost => return w.counters.lost += 1,
+            Fate::QueueFull => return w.counters.queue_full += 1,
+            Fate::OverLimit => return w.counters.limit += 1,
+            Fate::Deliver {
+                due_ns,
+                copy,
+                corrupt_bit,
+            } => (due_ns, copy, corrupt_bit),
+        };
         let mut buf = self.spare.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(packet);
@@ -170,24 +175,31 @@ impl Emulator {
             buf[14 + bit / 8] ^= 1 << (bit % 8);
             w.counters.corrupted += 1;
         }
-        if duplicate {
-            w.counters.duplicated += 1;
-            let mut copy = self.spare.pop().unwrap_or_default();
-            copy.clear();
-            copy.extend_from_slice(&buf);
-            self.seq += 1;
-            w.held.push(Reverse(Pending {
-                due_ns,
-                seq: self.seq,
-                packet: copy,
-            }));
-        }
         self.seq += 1;
         w.held.push(Reverse(Pending {
             due_ns,
             seq: self.seq,
             packet: buf,
         }));
+        if let Some(copy) = copy {
+            w.counters.duplicated += 1;
+            match copy {
+                Copy::Lost => w.counters.lost += 1,
+                Copy::QueueFull => w.counters.queue_full += 1,
+                Copy::OverLimit => w.counters.limit += 1,
+                Copy::Due(due_ns) => {
+                    let mut buf = self.spare.pop().unwrap_or_default();
+                    buf.clear();
+                    buf.extend_from_slice(packet);
+                    self.seq += 1;
+                    w.held.push(Reverse(Pending {
+                        due_ns,
+                        seq: self.seq,
+                        packet: buf,
+                    }));
+                }
+            }
+        }
     }
 
     /// Sends every packet that is due; the time until the next one is (None: none held).
@@ -216,13 +228,41 @@ impl Emulator {
     }
 
     /// Sleeps until a port has a frame, `timeout_ns` passed, or a signal came.
-    fn wait(&self, timeout_ns: u64) {
+    fn wait(&mut self, timeout_ns: u64) {
+        let gone = self.gone;
         let mut pfds = self.ports.each_ref().map(|p| libc::pollfd {
             fd: p.fd(),
             events: libc::POLLIN,
             revents: 0,
         });
-        sys::ppoll(&mut pfds, timeout_ns);
+        for (pfd, gone) in pfds.iter_mut().zip(gone) {
+            if gone {
+                pfd.fd = -1;
+            }
+        }
+        if sys::ppoll(&mut pfds, timeout_ns) > 0 {
+            self.take_port_errors(&pfds);
+        }
+    }
+
+    /// Takes the error of each port that polled one (its interface went down or away),
+    /// which would otherwise wake every ppoll at once; a port whose interface is gone (its
+    /// namespace's other end deleted under a running emulator) is polled no more.
+    fn take_port_errors(&mut self, pfds: &[libc::pollfd; 2]) {
+        for (i, pfd) in pfds.iter().enumerate() {
+            if pfd.revents & (libc::POLLERR | libc::POLLNVAL) == 0 {
+                continue;
+            }
+            let _ = sys::take_socket_error(pfd.fd);
+            let port = &self.ports[i];
+            if sys::if_nametoindex(&port.name) != Some(port.ifindex as u32) {
+                eprintln!(
+                    "dplab-linkem: {}: interface gone, no longer polled",
+                    port.name
+                );
+                self.gone[i] = true;
+            }
+        }
     }
 
     fn report(&self, config: &Config) -> serde_json::Value {
@@ -271,6 +311,7 @@ fn main() {
         segments: Segments::default(),
         spare: Vec::new(),
         seq: 0,
+        gone: [false; 2],
     };
     sys::set_timer_slack(TIMER_SLACK_NS);
     // Kernels before 6.12 ignore the slice: that costs precision under load, nothing else.

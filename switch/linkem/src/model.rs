@@ -1,6 +1,7 @@
 //! What one direction of a link does to each packet, decided when the packet comes in: lost,
 //! dropped at a full queue, or delivered at a due time (maybe twice, maybe with a bit
-//! flipped). Pure arithmetic over the packet's arrival time and length and a seeded random
+//! flipped). A duplicate goes through the loss, the rate's queue and the delay on its own,
+//! as netem enqueues its copy again: it takes its own time at the rate. Pure arithmetic over the packet's arrival time and length and a seeded random
 //! generator, so it is tested without interfaces.
 
 use std::collections::VecDeque;
@@ -23,11 +24,21 @@ pub enum Fate {
     Deliver {
         /// When it leaves, on CLOCK_MONOTONIC in ns.
         due_ns: u64,
-        /// Sent twice.
-        duplicate: bool,
-        /// The bit to flip, counted from the end of the Ethernet header.
+        /// Duplicated: what became of the copy (counter `duplicated`, and its drop's).
+        copy: Option<Copy>,
+        /// The bit to flip, counted from the end of the Ethernet header (in the packet
+        /// only: as netem, the copy is taken before the corruption).
         corrupt_bit: Option<usize>,
     },
+}
+
+/// The fate of a duplicate: delivered at its own due time, or dropped as a packet can be.
+#[derive(Debug, PartialEq)]
+pub enum Copy {
+    Due(u64),
+    Lost,
+    QueueFull,
+    OverLimit,
 }
 
 const ETH_HLEN: usize = 14;
@@ -61,28 +72,45 @@ impl Model {
     /// Decides the fate of a packet of `len` bytes that came in at `arrival_ns` while the
     /// direction holds `held` packets.
     pub fn admit(&mut self, arrival_ns: u64, len: usize, held: usize) -> Fate {
+        let due_ns = match self.pass(arrival_ns, len, held) {
+            Ok(due_ns) => due_ns,
+            Err(fate) => return fate,
+        };
+        let copy = self.chance(self.cfg.duplicate_pct).then(|| {
+            match self.pass(arrival_ns, len, held + 1) {
+                Ok(due_ns) => Copy::Due(due_ns),
+                Err(Fate::Lost) => Copy::Lost,
+                Err(Fate::QueueFull) => Copy::QueueFull,
+                Err(_) => Copy::OverLimit,
+            }
+        });
+        let corrupt_bit = (self.chance(self.cfg.corrupt_pct) && len > ETH_HLEN)
+            .then(|| self.rng.gen_range(0..(len - ETH_HLEN) * 8));
+        Fate::Deliver {
+            due_ns,
+            copy,
+            corrupt_bit,
+        }
+    }
+
+    /// A packet's way through the loss, the limit, the rate's queue and the delay: its due
+    /// time, or the fate that stopped it.
+    fn pass(&mut self, arrival_ns: u64, len: usize, held: usize) -> Result<u64, Fate> {
         if self.lose() {
-            return Fate::Lost;
+            return Err(Fate::Lost);
         }
         if held >= self.cfg.limit_packets {
-            return Fate::OverLimit;
+            return Err(Fate::OverLimit);
         }
         let Some(sent_ns) = self.serialise(arrival_ns, len) else {
-            return Fate::QueueFull;
+            return Err(Fate::QueueFull);
         };
         let mut due_ns = sent_ns + self.delay_ns();
         if !self.cfg.reorder {
             due_ns = due_ns.max(self.last_due_ns);
         }
         self.last_due_ns = self.last_due_ns.max(due_ns);
-        let duplicate = self.chance(self.cfg.duplicate_pct);
-        let corrupt_bit = (self.chance(self.cfg.corrupt_pct) && len > ETH_HLEN)
-            .then(|| self.rng.gen_range(0..(len - ETH_HLEN) * 8));
-        Fate::Deliver {
-            due_ns,
-            duplicate,
-            corrupt_bit,
-        }
+        Ok(due_ns)
     }
 
     fn chance(&mut self, pct: f64) -> bool {
@@ -228,6 +256,36 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_duplicate_takes_its_own_time_at_the_rate_and_its_own_place_in_the_queue() {
+        // 1500 bytes at 12 Mbit/s: 1 ms each; every packet duplicated; 3 queued at most.
+        let mut m = Model::new(
+            dir(|d| {
+                d.rate_bps = Some(12e6);
+                d.queue_packets = 3;
+                d.duplicate_pct = 100.0;
+            }),
+            1,
+        );
+        assert_eq!(
+            m.admit(0, 1500, 0),
+            Fate::Deliver {
+                due_ns: 1_000_000,
+                copy: Some(Copy::Due(2_000_000)),
+                corrupt_bit: None
+            }
+        );
+        // The third slot is the next packet's; its copy finds the queue full.
+        assert_eq!(
+            m.admit(0, 1500, 2),
+            Fate::Deliver {
+                due_ns: 3_000_000,
+                copy: Some(Copy::QueueFull),
+                corrupt_bit: None
+            }
+        );
     }
 
     #[test]

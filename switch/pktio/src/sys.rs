@@ -79,6 +79,29 @@ pub fn packet_statistics(fd: RawFd) -> io::Result<libc::tpacket_stats> {
     }
 }
 
+/// Takes socket `fd`'s pending error (SO_ERROR, which clears it; 0: none). A packet socket
+/// gets ENETDOWN when its interface goes down or away, and polls POLLERR until it is taken.
+pub fn take_socket_error(fd: RawFd) -> io::Result<i32> {
+    let mut error: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `error`, a live c_int of that size,
+    // and stores the length it wrote in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            &mut error as *mut libc::c_int as *mut _,
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(error)
+    } else {
+        Err(last_error())
+    }
+}
+
 /// Binds packet socket `fd` to interface `ifindex`, receiving `protocol` (an ETH_P_*
 /// number; 0: nothing).
 pub fn bind_packet(fd: RawFd, ifindex: i32, protocol: u16) -> io::Result<()> {

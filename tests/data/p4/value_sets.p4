@@ -1,6 +1,7 @@
 /* Parser value sets and explicit entry priorities (P4_16 1.2.4, P4Runtime ValueSetEntry).
  * An Ethernet frame goes on to port 2 only if its EtherType is in `allowed_types`, or if
- * its (EtherType, tag byte) pair is in `tagged`; anything else goes to port 3. Frames
+ * its (EtherType, tag byte) pair is in `tagged` (a value set of a sub-parser instance,
+ * named P.pairs_of.tagged as p4c names it); anything else goes to port 3. Frames
  * with tag 1 go where table `classify` says: explicit priorities on overlapping keys. */
 #include <core.p4>
 #include <v1model.p4>
@@ -11,10 +12,24 @@ struct headers_t { ethernet_t eth; tag_t tag; }
 struct meta_t { bit<1> allowed; }
 struct pair_t { bit<16> etype; @match(ternary) bit<8> kind; }
 
+parser Pairs(packet_in pkt, in bit<16> etype, in bit<8> kind, inout meta_t meta) {
+    value_set<pair_t>(2) tagged;
+    state start {
+        transition select(etype, kind) {
+            tagged: mark;
+            default: accept;
+        }
+    }
+    state mark {
+        meta.allowed = 1;
+        transition accept;
+    }
+}
+
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
          inout standard_metadata_t sm) {
     value_set<bit<16>>(4) allowed_types;
-    value_set<pair_t>(2) tagged;
+    Pairs() pairs_of;
     state start {
         pkt.extract(hdr.eth);
         pkt.extract(hdr.tag);
@@ -24,10 +39,8 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta,
         }
     }
     state pairs {
-        transition select(hdr.eth.etype, hdr.tag.kind) {
-            tagged: mark;
-            default: accept;
-        }
+        pairs_of.apply(pkt, hdr.eth.etype, hdr.tag.kind, meta);
+        transition accept;
     }
     state mark {
         meta.allowed = 1;

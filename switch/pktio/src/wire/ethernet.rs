@@ -1,6 +1,6 @@
 //! Ethernet II frames (IEEE 802.3) and 802.1Q / 802.1ad tags.
 
-use super::{get16, need, put16, Result};
+use super::{get16, need, put16, Error, Result};
 
 pub const HEADER_LEN: usize = 14;
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
@@ -107,6 +107,53 @@ impl<T: AsRef<[u8]>> VlanTag<T> {
     pub fn ethertype(&self) -> u16 {
         get16(self.buffer.as_ref(), 2)
     }
+
+    /// The VLAN id: the tag control's low 12 bits.
+    pub fn vid(&self) -> u16 {
+        self.tci() & VID_MASK
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> VlanTag<T> {
+    pub fn set_tci(&mut self, tci: u16) {
+        put16(self.buffer.as_mut(), 0, tci);
+    }
+
+    pub fn set_ethertype(&mut self, ethertype: u16) {
+        put16(self.buffer.as_mut(), 2, ethertype);
+    }
+}
+
+/// The VLAN id's bits in a tag's control information.
+pub const VID_MASK: u16 = 0x0fff;
+
+/// Makes the frame in `buf` an 802.1Q-tagged one: the tag (control information `tci`, then
+/// the frame's own EtherType) goes in after the addresses, the EtherType becomes 0x8100.
+pub fn push_vlan(buf: &mut Vec<u8>, tci: u16) -> Result<()> {
+    let inner = EthernetFrame::new_checked(&buf[..])?.ethertype();
+    // Room for the tag where the EtherType stood; the EtherType moves behind it.
+    let at = field::ETHERTYPE;
+    buf.splice(at..at, [0; VlanTag::<&[u8]>::LEN]);
+    let mut frame = EthernetFrame::new_checked(&mut buf[..])?;
+    frame.set_ethertype(ETHERTYPE_VLAN);
+    let mut tag = VlanTag::new_checked(frame.payload_mut())?;
+    tag.set_tci(tci);
+    tag.set_ethertype(inner);
+    Ok(())
+}
+
+/// Takes the outer 802.1Q tag out of the frame in `buf` (its EtherType becomes the one the
+/// tag carried) and gives the tag's control information; Malformed if it has no such tag.
+pub fn pop_vlan(buf: &mut Vec<u8>) -> Result<u16> {
+    let frame = EthernetFrame::new_checked(&buf[..])?;
+    if frame.ethertype() != ETHERTYPE_VLAN {
+        return Err(Error::Malformed("no 802.1Q tag"));
+    }
+    let tci = VlanTag::new_checked(frame.payload())?.tci();
+    // The tag's EtherType slides into the frame's EtherType field.
+    let at = field::ETHERTYPE;
+    buf.drain(at..at + VlanTag::<&[u8]>::LEN);
+    Ok(tci)
 }
 
 #[cfg(test)]
@@ -126,5 +173,28 @@ mod tests {
             .unwrap()
             .inner_ethertype()
             .is_err());
+    }
+
+    #[test]
+    fn pushes_and_pops_a_tag() {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+        f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        f[14] = 0x45;
+        let untagged = f.clone();
+        push_vlan(&mut f, 0x2000 | 100).unwrap();
+        assert_eq!(f.len(), 64);
+        let frame = EthernetFrame::new_checked(&f[..]).unwrap();
+        assert_eq!(frame.ethertype(), ETHERTYPE_VLAN);
+        assert_eq!(frame.src_addr(), [2, 0, 0, 0, 0, 1]);
+        let tag = VlanTag::new_checked(frame.payload()).unwrap();
+        assert_eq!((tag.vid(), tag.ethertype()), (100, ETHERTYPE_IPV4));
+        assert_eq!(frame.inner_ethertype(), Ok((ETHERTYPE_IPV4, 18)));
+        assert_eq!(f[18], 0x45);
+        assert_eq!(pop_vlan(&mut f), Ok(0x2000 | 100));
+        assert_eq!(f, untagged);
+        assert_eq!(pop_vlan(&mut f), Err(Error::Malformed("no 802.1Q tag")));
+        assert_eq!(push_vlan(&mut vec![0u8; 13], 1), Err(Error::Truncated));
     }
 }
