@@ -5,7 +5,8 @@
  * them by priority (docs/architecture.md, "one rule set"):
  *   ARP and LLDP always go to the controller (OpenFlow: trap rules at priority 40000);
  *   then the path table, exact on in_port, eth_src and eth_dst, each entry forwarding to
- *   one port with an idle timeout (OpenFlow: path rules at priority 10);
+ *   one port with an idle timeout and counting the packets it forwarded (OpenFlow: path
+ *   rules at priority 10, with their n_packets), from which the lab tells each flow's path;
  *   a miss goes to the controller (OpenFlow: the table-miss rule at priority 0).
  * To the controller means through the CPU port as a packet-in carrying the ingress port.
  * Packets from the controller (packet-out) carry the egress port to send them to. Flooding
@@ -114,6 +115,8 @@ control BasicIngress(inout headers_t hdr, inout metadata_t meta,
         standard_metadata.egress_spec = CPU_PORT;
     }
 
+    direct_counter(CounterType.packets) path_hits;
+
     table path_rules {
         key = {
             standard_metadata.ingress_port: exact @name("in_port");
@@ -125,6 +128,7 @@ control BasicIngress(inout headers_t hdr, inout metadata_t meta,
             send_to_cpu;
         }
         default_action = send_to_cpu();
+        counters = path_hits;
         size = 4096;
         support_timeout = true;
     }

@@ -187,29 +187,37 @@ def test_interface_counters_per_interval_carry_the_flow_at_its_rate(net):
     assert idle and max(idle) < 1e4  # the other link stayed quiet
 
 
-def test_ovs_records_each_flows_shortest_path_and_the_controllers_work_per_second():
-    """Reactive OVS on the looped multipath fabric: h2 (leaf 0) to h6 (leaf 2) is not the
-    readiness ping's pair, so its rules are set up by this traffic."""
+@pytest.mark.parametrize("kind", ["ovs", "p4", "xdp"])
+def test_a_flows_recorded_path_is_the_shortest_path_the_controller_chose(kind):
+    """Reactive planes under our controller on the looped multipath fabric: h2 (leaf 0) to
+    h6 (leaf 2) is not the readiness ping's pair, so its rules are set up by this traffic,
+    on the switches of the one path (of several equally short) the controller chose."""
     topo = catalog.build("multipath")
-    with planes.running("ovs", {"mode": "reactive"}, topo, ready_timeout=30) as (net, plane):
+    with planes.running(kind, {"mode": "reactive"}, topo, ready_timeout=30) as (net, plane):
         began = time.monotonic()
         flows = [Flow("icmp-h2-h6", "icmp", "h2", "h6", {"count": 10, "interval": 0.1},
                       cold=True)]
         [result] = run_flows(net, flows)
         assert result.ok, result.error
         paths, ended = plane.flow_paths(flows), time.monotonic() - began
+        pair = (net.host_mac("h2").lower(), net.host_mac("h6").lower())
+        chosen = {s for s, rules in plane.path_rule_packets().items() if pair in rules}
+        series = plane.series(began) if kind != "xdp" else []
         deadline = time.monotonic() + 5  # the controller adds a series line once a second
-        series = plane.series(began)
-        while not any(p.t > ended for p in series):
+        while kind != "xdp" and not any(p.t > ended for p in series):
             assert time.monotonic() < deadline, "no controller series line after the traffic"
             time.sleep(0.1)
             series = plane.series(began)
     graph = topo.graph
     path = paths["icmp-h2-h6"]
-    # a shortest path of the fabric: edge switch of h2, one spine, edge switch of h6
+    # the switches holding the controller's rules for the pair, each crossed once, in order:
+    # edge switch of h2, one spine, edge switch of h6
+    assert set(path) == chosen and len(path) == len(chosen)
     assert len(path) == nx.shortest_path_length(graph, "h2", "h6") - 1 == 3
     assert graph.has_edge("h2", path[0]) and graph.has_edge(path[-1], "h6")
     assert all(graph.has_edge(a, b) for a, b in zip(path, path[1:], strict=False))
+    if kind == "xdp":
+        return  # the controller runs in this process: no series file of its own
     after = [p for p in series if p.t > 0]
     installs = sum(p.value for p in after if p.series == "flow_installs_per_s:controller")
     packet_ins = sum(p.value for p in after if p.series == "packet_ins_per_s:controller")

@@ -175,8 +175,9 @@ def test_reactive_rules_follow_the_path_record_hits_and_expire_when_idle():
         net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W1", net.host_ip("h4")])
         hit = RULE.unpack(rules.lookup(key))
         assert hit[2] > installed[2], "the program should write the rule's hit time"
+        assert hit[3] >= installed[3] + 2, "the program should count the rule's hits"
         # Ten idle seconds have passed as far as the rule can tell: the next tick expires it.
-        rules.update(key, RULE.pack(hit[0], 0, time.monotonic_ns() - 11_000_000_000))
+        rules.update(key, RULE.pack(hit[0], 0, time.monotonic_ns() - 11_000_000_000, hit[3]))
         deadline = time.monotonic() + 5
         while rules.lookup(key) is not None and time.monotonic() < deadline:
             time.sleep(0.1)

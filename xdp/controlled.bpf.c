@@ -3,7 +3,8 @@
  * go to the controller; path rules match in_port, eth_src and eth_dst exactly and forward to
  * one port; a miss goes to the controller. A frame for the controller travels whole through
  * a ring buffer (the packet-in) and is dropped here: the controller sends it on itself. Each
- * rule keeps the time of its last hit, from which the controller expires idle rules. */
+ * rule keeps the time of its last hit, from which the controller expires idle rules, and
+ * the packets it forwarded, from which the lab tells the path each flow took. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <bpf/bpf_endian.h>
@@ -26,6 +27,7 @@ struct rule {
 	__u32 out_port; /* ifindex */
 	__u32 pad;
 	__u64 last_hit_ns; /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u64 packets;     /* hits; several CPUs may hit one rule at once: atomic adds */
 };
 
 struct packet_in {
@@ -96,6 +98,7 @@ int xdp_ctl(struct xdp_md *ctx)
 	if (!rule)
 		return to_controller(ctx, key.in_port);
 	rule->last_hit_ns = bpf_ktime_get_ns();
+	__sync_fetch_and_add(&rule->packets, 1);
 	count(C_FWD);
 	return forward(ctx, rule->out_port);
 }

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from dplab.workloads.flows import Flow
 
 
+# switch -> (src MAC, dst MAC, lower case) -> packets the switch's path rules for the pair
+# forwarded
+RulePackets = dict[str, dict[tuple[str, str], int]]
 # Option ``ready`` of the planes that list it: "ping" (ready once the farthest hosts ping
 # each other) or "started" (ready once start() returned: its programs attached, its entries
 # written; for a program that forwards nothing, such as a drop program, through which no
@@ -100,6 +103,12 @@ class Plane(ABC):
         tell are left out (most planes keep no per-flow state)."""
         return {}
 
+    def path_rule_packets(self) -> RulePackets | None:
+        """Under a controller: switch -> (src MAC, dst MAC) -> packets the switch's path
+        rules for the pair forwarded so far, every rule the switch holds (0 when unhit);
+        flow_paths is told by it. None: the plane keeps no rule per host pair."""
+        return None
+
     def failures(self) -> list[str]:
         """Why the plane is no longer the plane as configured: one line per daemon of it
         that has exited (which, how, where its log is). Empty while all of them run, and
@@ -133,6 +142,20 @@ def farthest_hosts(net: Network,
             if lengths.get(dst, -1) > best[2]:
                 best = (src, dst, lengths[dst])
     return best[0], best[1]
+
+
+def paths_from_rule_packets(net: Network, flows: Sequence[Flow],
+                            counted: RulePackets) -> dict[str, list[str]]:
+    """flow_id -> the switches whose path rules for the flow's (src MAC, dst MAC) forwarded
+    packets, ordered by hops from the source host; flows no rule counted are left out."""
+    paths = {}
+    for flow in flows:
+        pair = (net.host_mac(flow.src).lower(), net.host_mac(flow.dst).lower())
+        crossed = [s for s, rules in counted.items() if rules.get(pair, 0) > 0]
+        if crossed:
+            hops = nx.single_source_shortest_path_length(net.topo.graph, flow.src)
+            paths[flow.flow_id] = sorted(crossed, key=lambda s: hops.get(s, len(hops)))
+    return paths
 
 
 def ping_until(net: Network, src: str, dst: str, deadline: float) -> bool:

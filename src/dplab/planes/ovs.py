@@ -37,7 +37,7 @@ import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
 from dplab.planes import l3_routes, pipeline, tagging
-from dplab.planes.base import PlaneError, batches
+from dplab.planes.base import PlaneError, RulePackets, batches, paths_from_rule_packets
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
@@ -334,22 +334,18 @@ class OvsPlane(ControlledPlane):
         """The switches whose path rule for the flow's (src MAC, dst MAC) counted packets,
         ordered by hops from the source host. Without a controller OVS forwards by its own
         learning (NORMAL), with no rule per pair: nothing to tell."""
-        if self.net is None or not self.options["controller"]:
+        counted = self.path_rule_packets()
+        if self.net is None or counted is None:
             return {}
-        net = self.net
-        counted = self._path_rule_packets(net)
-        paths = {}
-        for flow in flows:
-            pair = (net.host_mac(flow.src).lower(), net.host_mac(flow.dst).lower())
-            crossed = [s for s, rules in counted.items() if rules.get(pair, 0) > 0]
-            if crossed:
-                hops = nx.single_source_shortest_path_length(net.topo.graph, flow.src)
-                paths[flow.flow_id] = sorted(crossed, key=lambda s: hops.get(s, len(hops)))
-        return paths
+        return paths_from_rule_packets(self.net, flows, counted)
 
-    def _path_rule_packets(self, net: Network) -> dict[str, dict[tuple[str, str], int]]:
-        """switch -> (src MAC, dst MAC) -> packets its path rules for the pair matched."""
-        counted: dict[str, dict[tuple[str, str], int]] = {}
+    def path_rule_packets(self) -> RulePackets | None:
+        """From every bridge's path rules (``ovs-ofctl dump-flows``: n_packets); None
+        without a controller."""
+        if self.net is None or not self.options["controller"]:
+            return None
+        net = self.net
+        counted: RulePackets = {}
         for switch in net.topo.switches():
             mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
             out = run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "dump-flows",

@@ -41,7 +41,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from p4.config.v1 import p4info_pb2
@@ -49,16 +49,28 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
 from dplab.control.forwarding import MODES, REACTIVE
+from dplab.control.p4runtime_app import Program, rule_key
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes import l3_routes, pipeline, tagging
-from dplab.planes.base import PlaneError, SeriesPoint, batches
+from dplab.planes.base import (
+    PlaneError,
+    RulePackets,
+    SeriesPoint,
+    batches,
+    paths_from_rule_packets,
+)
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
 from dplab.substrate.network import HOST_IF, Network
 from dplab.topology.model import node_index
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dplab.workloads.flows import Flow
 
 ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_PROGRAM = ROOT / "p4src" / "basic_fwd.p4"
@@ -80,6 +92,9 @@ START_BATCH = 32
 COMPILE_TIMEOUT_S = 60.0
 # A switch answers a ping, and the P4Runtime server a Capabilities call, in milliseconds.
 ANSWER_TIMEOUT_S = 5.0
+# A Read of one switch's path rules: one server process answers every switch's Reads, one
+# after another; a busy machine stretches that, and a slow answer is not a failed plane.
+PATH_READ_TIMEOUT_S = 30.0
 SERVERS = "p4runtime"  # the P4Runtime server process: daemon and log name
 TX_MODES = ("xdp", "ring")  # the switch's --tx (switch/PROTOCOL.md)
 # The switch finishes partial checksums and cuts TCP/UDP super-packets into wire-sized
@@ -145,6 +160,9 @@ class P4Plane(ControlledPlane):
                              f"not {self.options['tx']!r}")
         self.qos = self._qos_spec()
         self._entries_written: int | None = None
+        # The controller's program, when its path_rules entries count their packets (a
+        # direct counter, as basic_fwd's path_hits): they tell each flow's path.
+        self._path_program: Program | None = None
 
     def _vlan_option(self) -> int | None:
         """The VLAN id of the tagging workload (None: no tagging). Its entries come from
@@ -387,6 +405,55 @@ class P4Plane(ControlledPlane):
         argv = [sys.executable, "-m", "dplab.control.p4runtime_app", "--config", str(config),
                 "--mode", self.options["mode"], "--stats-file", str(self.stats_file)]
         self._spawn(net, net.switch_ns(net.topo.switches()[0]), "controller", argv)
+        program = Program(compiled["ir"], compiled["p4info_bin"])
+        # A user's program without a direct counter on path_rules reads as zero hits
+        # everywhere: its flows' paths are unknown, not empty.
+        if any(c.direct_table_id == program.table_id for c in program.p4info.direct_counters):
+            self._path_program = program
+
+    def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
+        """Under the controller: the switches whose ``path_rules`` entries for the flow's
+        (src MAC, dst MAC) forwarded packets (their direct counter ``path_hits``, read over
+        P4Runtime), ordered by hops from the source host. A static plane's entries are the
+        user's, with no rule per host pair: nothing to tell."""
+        counted = self.path_rule_packets()
+        if self.net is None or counted is None:
+            return {}
+        return paths_from_rule_packets(self.net, flows, counted)
+
+    def path_rule_packets(self) -> RulePackets | None:
+        """Every switch's ``path_rules`` entries, read at once; None without a controller
+        or without a direct counter on the table."""
+        if self.net is None or self._path_program is None:
+            return None
+        switches = self.net.topo.switches()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return dict(zip(switches, pool.map(self._path_rule_packets, switches),
+                            strict=True))
+
+    def _path_rule_packets(self, switch: str) -> dict[tuple[str, str], int]:
+        """(src MAC, dst MAC) -> packets ``switch``'s path rules for the pair forwarded."""
+        program = self._path_program
+        assert program is not None
+        request = pb.ReadRequest(device_id=node_index(switch))
+        wanted = request.entities.add().table_entry
+        wanted.table_id = program.table_id
+        wanted.counter_data.SetInParent()  # with each entry's direct counter
+        pairs: dict[tuple[str, str], int] = {}
+        with grpc.insecure_channel(self._grpc(switch)) as channel:
+            try:
+                for response in p4runtime_pb2_grpc.P4RuntimeStub(channel).Read(
+                        request, timeout=PATH_READ_TIMEOUT_S):
+                    for entity in response.entities:
+                        entry = entity.table_entry
+                        _in_port, src, dst = rule_key(entry, program.match_ids)
+                        pair = (src.hex(":"), dst.hex(":"))
+                        pairs[pair] = pairs.get(pair, 0) + entry.counter_data.packet_count
+            except grpc.RpcError as exc:
+                raise PlaneError(f"p4: reading {switch}'s path rules over P4Runtime: "
+                                 f"{exc.code().name} {exc.details()}; log "
+                                 f"{self.dir / SERVERS}.log") from exc
+        return pairs
 
     @property
     def qos_samples_file(self) -> Path:

@@ -49,13 +49,20 @@ import struct
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
 from dplab.control.forwarding import PROACTIVE, REACTIVE
 from dplab.control.topology_view import PortRef
-from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.planes.base import (
+    Plane,
+    PlaneError,
+    RulePackets,
+    farthest_hosts,
+    paths_from_rule_packets,
+    ping_until,
+)
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.router import RouterPlane, next_hops
 from dplab.substrate.network import HOST_IF, Network
@@ -67,6 +74,11 @@ from dplab.xdp.netns import Interface, interfaces
 from dplab.xdp.programs import COUNTERS, ProgramMissing, XdpProgram
 from dplab.xdp.southbound import ControlledSwitch, XdpSouthbound
 from dplab.xdp.user import UserProgram, UserProgramError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from dplab.workloads.flows import Flow
 
 # mode -> (object in xdp/build, program in it)
 MODES = {"l2": ("l2_switch", "xdp_l2"), "l3": ("l3_router", "xdp_l3"),
@@ -316,6 +328,19 @@ class XdpPlane(Plane):
         except RuntimeError as exc:
             raise PlaneError(f"xdp: {exc}") from exc
         return {**counters, "xdp_rules": float(len(self.controller.southbound.path_rules()))}
+
+    def flow_paths(self, flows: Sequence[Flow]) -> dict[str, list[str]]:
+        """Under a controller: the switches whose path rule for the flow's (src MAC,
+        dst MAC) forwarded packets (the program counts each rule's hits), ordered by hops
+        from the source host. The other modes keep no rule per host pair: nothing to tell."""
+        counted = self.path_rule_packets()
+        if self.net is None or counted is None:
+            return {}
+        return paths_from_rule_packets(self.net, flows, counted)
+
+    def path_rule_packets(self) -> RulePackets | None:
+        """From every switch's ``rules`` map; None without a controller."""
+        return None if self.controller is None else self.controller.rule_packets()
 
     def memory(self) -> dict[str, dict[str, int]]:
         """switch -> bytes the kernel accounts to its object's ``programs`` and ``maps``

@@ -11,10 +11,12 @@ from dplab.analysis import Analysis, analyse
 from dplab.analysis.points import AxesAnalysis, analyse_points
 from dplab.report import cpu_idle, fidelity, plane_info, summary
 from dplab.report.axis_plots import axis_curves
+from dplab.report.counter_series import counter_series_plots
 from dplab.report.html import write_html
 from dplab.report.plane_series import plane_series_plots
 from dplab.report.plots import (
     TIMESERIES_METRICS,
+    Group,
     box_plots,
     cdf_plots,
     resource_box_plots,
@@ -37,14 +39,17 @@ def build(results_dir: Path, baseline: str | None = None) -> Path:
     analysis = analyse(store, baseline)
     axes = analyse_points(store, baseline)
     plots_dir = results_dir / PLOTS_DIR
-    plane_series = plane_series_plots(store.rows("plane_series"), analysis, plots_dir)
+    series, flows = store.rows("plane_series"), store.rows("flows")
+    groups = _groups(store.rows("intervals"), flows, series, analysis, axes)
+    plane_series = plane_series_plots(series, analysis, plots_dir) + counter_series_plots(
+        groups, axes.planes if axes is not None else analysis.planes, plots_dir)
     raw = sorted(results_dir.glob("*.parquet")) + store.export_csv(results_dir / CSV_DIR)
     runs = store.rows("runs")
     return write_html(results_dir / REPORT_FILE, store.experiment, analysis,
                       _tables(analysis, axes, fidelity.marked_planes(runs)),
-                      _plots(store, analysis, axes, plots_dir), raw, runs, plane_series,
+                      _plots(groups, analysis, axes, plots_dir), raw, runs, plane_series,
                       fidelity.run_figures(store.rows("fidelity"), store.rows("plane_stats")),
-                      store.rows("flows"), plane_info.describe(store.rows("plane_info")),
+                      flows, plane_info.describe(store.rows("plane_info")),
                       _summary(analysis, axes, plots_dir))
 
 
@@ -57,34 +62,45 @@ def _summary(analysis: Analysis, axes: AxesAnalysis | None,
             summary.figure(found, baseline, plots_dir / "summary.png"))
 
 
-def _plots(store: RunStore, analysis: Analysis, axes: AxesAnalysis | None,
+def _plots(groups: list[Group], analysis: Analysis, axes: AxesAnalysis | None,
            plots_dir: Path) -> list[Path]:
-    """With axes, each metric against the axes and the time series of each point (pooling
-    points would mix them); else the time series, box plots, CDFs and resource use of the
-    planes."""
-    intervals, flows = store.rows("intervals"), store.rows("flows")
+    """The box plots, CDFs and resource use of the planes, a row per group (axis point:
+    pooling points would mix them); with axes also each metric against the axes and the
+    time series of each point, else the time series of the planes."""
+    resources = resource_box_plots(groups, plots_dir / "resources.png")
+    per_group = box_plots(groups, plots_dir) + cdf_plots(groups, plots_dir) \
+        + ([resources] if resources else [])
     if axes is not None:
-        return axis_curves(axes, plots_dir) + _point_timeseries(intervals, flows, axes,
-                                                                plots_dir)
-    series = [timeseries(intervals, flows, analysis, metric,
+        return axis_curves(axes, plots_dir) + _point_timeseries(groups, plots_dir) \
+            + per_group
+    [whole] = groups
+    series = [timeseries(whole.intervals, whole.flows, analysis, metric,
                          plots_dir / f"{metric.split('_')[0]}_timeseries.png")
               for metric in TIMESERIES_METRICS]
-    resources = resource_box_plots(analysis, plots_dir / "resources.png")
-    return [p for p in series if p] + box_plots(analysis, plots_dir) \
-        + cdf_plots(intervals, flows, analysis, plots_dir) + ([resources] if resources else [])
+    return [p for p in series if p] + per_group
 
 
-def _point_timeseries(intervals: list[dict], flows: list[dict], axes: AxesAnalysis,
-                      plots_dir: Path) -> list[Path]:
+def _groups(intervals: list[dict], flows: list[dict], series: list[dict],
+            analysis: Analysis, axes: AxesAnalysis | None) -> list[Group]:
+    """The whole experiment as one group, or a group per axis point."""
+    if axes is None:
+        return [Group("", "", analysis, intervals, flows, series)]
+
+    def mine(rows: list[dict], run_ids: frozenset[str]) -> list[dict]:
+        return [r for r in rows if r["run_id"] in run_ids]
+
+    return [Group(p.point.label, p.point.slug, p.analysis, mine(intervals, p.run_ids),
+                  mine(flows, p.run_ids), mine(series, p.run_ids)) for p in axes.points]
+
+
+def _point_timeseries(groups: list[Group], plots_dir: Path) -> list[Path]:
     """Per axis point the time series drawn without axes, from that point's runs only."""
     paths = []
-    for p in axes.points:
-        mine = [r for r in intervals if r["run_id"] in p.run_ids]
-        its_flows = [f for f in flows if f["run_id"] in p.run_ids]
+    for group in groups:
         for metric in TIMESERIES_METRICS:
-            path = timeseries(mine, its_flows, p.analysis, metric, plots_dir
-                              / f"{metric.split('_')[0]}_timeseries_{p.point.slug}.png",
-                              heading=p.point.label)
+            path = timeseries(group.intervals, group.flows, group.analysis, metric, plots_dir
+                              / f"{metric.split('_')[0]}_timeseries_{group.slug}.png",
+                              heading=group.label)
             paths += [path] if path else []
     return paths
 

@@ -18,8 +18,8 @@ from dplab.report.tables import display_value, metric_label
 NOTE = (
     "axis_*: each metric against an axis' value, a line per plane (per value of any other "
     "axis too): the mean over repetitions, the band its 95 % CI (Student t; none with one "
-    "repetition). *_timeseries_<point>: the runs of one axis point over time. Failed runs "
-    "are left out."
+    "repetition). *_timeseries_<point>: the runs of one axis point over time. box_*, cdf_* "
+    "and resources: a row of panels per axis point. Failed runs are left out."
 )
 
 

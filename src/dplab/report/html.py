@@ -10,7 +10,14 @@ from typing import Any
 
 from dplab.analysis import Analysis
 from dplab.analysis.metrics import metric_sort_key
-from dplab.report import axis_plots, cpu_idle, fidelity, plane_info, plane_series
+from dplab.report import (
+    axis_plots,
+    counter_series,
+    cpu_idle,
+    fidelity,
+    plane_info,
+    plane_series,
+)
 from dplab.report import summary as report_summary
 from dplab.report.plots import TIMESERIES_METRICS
 from dplab.report.tables import NOTES, TableData, metric_label, to_html
@@ -130,7 +137,9 @@ def _plot_metric(stem: str, metrics: list[str]) -> str:
 
 
 def _plots_note(plots: list[Path]) -> str:
-    return axis_plots.NOTE if any(p.name.startswith("axis_") for p in plots) else PLOTS_NOTE
+    """With axes, what the axis plots are, then what every report's plots are."""
+    axes = any(p.name.startswith("axis_") for p in plots)
+    return f"{axis_plots.NOTE} {PLOTS_NOTE}" if axes else PLOTS_NOTE
 
 
 def _metadata(experiment: dict[str, Any], analysis: Analysis,
@@ -172,11 +181,21 @@ def embedded_image(path: Path) -> str:
            f"<figcaption>{_esc(path.name)}</figcaption></figure>"
 
 
+COUNTER_PLOTS = ("controller_series", "link_rx")  # report.counter_series' file names
+
+
 def _plane_series(plots: list[Path]) -> str:
+    """The planes' own series (plane_series_*) and the counters sampled through the runs
+    (report.counter_series), each note when its plots are there."""
     if not plots:
         return ""
-    return ("<h2>Plane time series</h2>" + f'<p class="note">{_esc(plane_series.NOTE)}</p>'
+    notes = [note for prefix, note in (("plane_series_", plane_series.NOTE),
+                                       (COUNTER_PLOTS, counter_series.NOTE))
+             if any(p.name.startswith(prefix) for p in plots)]
+    return ("<h2>Plane time series</h2>"
+            + "".join(f'<p class="note">{_esc(note)}</p>' for note in notes)
             + "".join(embedded_image(p) for p in plots))
+
 
 
 FRAMES_NOTE = (

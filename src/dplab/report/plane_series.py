@@ -37,7 +37,8 @@ NOTE = (
     "(used_bps, from the class's byte counter, one point per turn); every ok repetition "
     "drawn; t = 0 is when the run's traffic began (the grey line). All series, interval_s "
     "too, are in plane_series.csv, with every link end's rx/tx bit and frame rates per "
-    "second and the controller's packet-ins, flow installs, packet-outs and CPU per second."
+    "second and the controller's packet-ins, flow installs, packet-outs and CPU per second "
+    "(plotted as controller_series and link_rx)."
 )
 
 # subject -> metric -> run_id -> [(t, value)]

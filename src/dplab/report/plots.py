@@ -1,5 +1,7 @@
 """PNG plots from stored data: throughput and jitter over time, per-metric box plots, CDFs of
-per-interval values and box plots of the planes' resource use.
+per-interval values and box plots of the planes' resource use. Box plots, CDFs and resource
+use draw a row of panels per ``Group``: the whole experiment, or each axis point of one
+(pooling the points would mix them).
 
 Figures are made with ``matplotlib.figure.Figure`` directly (no pyplot): they render to
 PNG with the Agg backend, need no display and leave no global figure state behind.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,32 @@ RESOURCE_STATS = ("cpu_user_pct", "cpu_sys_pct", "mem_rss_mb", "host_user_pct",
 
 # (traffic, plane) -> interval index -> one value per run
 Series = dict[tuple[str, str], dict[int, list[float]]]
+PANEL_HEIGHT = 3.2  # inches per row of panels
+
+
+@dataclass(frozen=True)
+class Group:
+    """The runs one row of panels shows: every run of an experiment without axes (label
+    ""), or those of one axis point (label e.g. "rate_mbit=10, topology=grid")."""
+
+    label: str
+    slug: str  # the label in file names ("" without axes)
+    analysis: Analysis
+    intervals: list[dict[str, Any]]  # the store's intervals rows of these runs
+    flows: list[dict[str, Any]]  # the store's flows rows of these runs
+    series: list[dict[str, Any]]  # the store's plane_series rows of these runs
+
+
+def titled(label: str, title: str) -> str:
+    return f"{label}\n{title}" if label else title
+
+
+def panel_grid(rows: int, columns: int, width: float, height: float = PANEL_HEIGHT,
+                **shared: Any) -> tuple[Figure, Any]:
+    """A figure of ``rows`` x ``columns`` panels (2-D array of Axes), ``width`` x
+    ``height`` inches each."""
+    fig = Figure(figsize=(1.2 + width * columns, 0.4 + height * rows))
+    return fig, fig.subplots(rows, columns, squeeze=False, **shared)
 
 
 def timeseries(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
@@ -68,105 +97,135 @@ def timeseries(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
     return save_png(fig, path)
 
 
-def box_plots(analysis: Analysis, out_dir: Path) -> list[Path]:
-    """One PNG per measured metric: per traffic class a subplot with one box of per-run
-    values per plane (plane statistics are left to the tables)."""
-    by_metric: dict[str, list[str]] = defaultdict(list)
-    for row in analysis.rows:
-        measured = any(analysis.result(row, p).run_values for p in analysis.planes)
-        if row.traffic != PLANE and measured:
-            by_metric[row.metric].append(row.traffic)
+def box_plots(groups: list[Group], out_dir: Path) -> list[Path]:
+    """One PNG per measured metric: per group a row, per traffic class a panel with one box
+    of per-run values per plane (plane statistics are left to the tables). Each panel has
+    its own scale: a row compares the planes at its point."""
+    by_metric: dict[str, dict[str, None]] = defaultdict(dict)  # metric -> traffics, ordered
+    for group in groups:
+        for row in group.analysis.rows:
+            if row.traffic != PLANE and _has_values(group.analysis, row.traffic, row.metric):
+                by_metric[row.metric][row.traffic] = None
     paths = []
-    for metric, traffics in by_metric.items():
-        fig = Figure(figsize=(1.2 + 3.2 * len(traffics), 3.6))
-        axes = fig.subplots(1, len(traffics), squeeze=False)
-        for ax, traffic in zip(axes[0], traffics, strict=True):
-            _box(ax, analysis, traffic, metric)
+    for metric, ordered in by_metric.items():
+        traffics = list(ordered)
+        mine = [g for g in groups if any(_has_values(g.analysis, t, metric) for t in traffics)]
+        fig, axes = panel_grid(len(mine), len(traffics), 3.2, 3.6)
+        for panels, group in zip(axes, mine, strict=True):
+            for ax, traffic in zip(panels, traffics, strict=True):
+                if _has_values(group.analysis, traffic, metric):
+                    _box(ax, group, traffic, metric)
+                else:
+                    ax.set_visible(False)
         paths.append(save_png(fig, Path(out_dir) / f"box_{metric}.png"))
     return paths
 
 
-def _box(ax: Axes, analysis: Analysis, traffic: str, metric: str) -> None:
+def _has_values(analysis: Analysis, traffic: str, metric: str) -> bool:
+    return any((r := analysis.results.get((traffic, metric, plane))) is not None
+               and r.run_values for plane in analysis.planes)
+
+
+def _box(ax: Axes, group: Group, traffic: str, metric: str) -> None:
+    analysis = group.analysis
+    planes = [p for p in analysis.planes if (traffic, metric, p) in analysis.results]
     data = [[display_value(metric, v)
              for v in analysis.results[(traffic, metric, plane)].run_values]
-            for plane in analysis.planes]
-    ax.boxplot(data, tick_labels=analysis.planes)
+            for plane in planes]
+    ax.boxplot(data, tick_labels=planes)
     for position, values in enumerate(data, start=1):  # show every run, not only the box
         ax.plot([position] * len(values), values, "k.", alpha=0.6)
-    ax.set_title(f"{traffic} traffic (per run: mean over flows)", fontsize="medium")
+    ax.set_title(titled(group.label, f"{traffic} traffic (per run: mean over flows)"),
+                 fontsize="medium")
     ax.set_ylabel(metric_label(metric))
     ax.tick_params(axis="x", labelrotation=20)
     ax.grid(axis="y", alpha=0.3)
 
 
-def cdf_plots(intervals: list[dict[str, Any]], flows: list[dict[str, Any]],
-              analysis: Analysis, out_dir: Path) -> list[Path]:
-    """One PNG per metric of CDF_METRICS with stored interval values: per traffic class a
-    subplot, per plane the empirical CDF over every interval of every flow of its ok runs."""
-    failed = {r["run_id"] for r in analysis.failed_runs}
-    labels = traffic_labels(flows)
-    samples: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list)))  # metric -> traffic -> plane -> values
-    for r in intervals:
-        if r["metric"] in CDF_METRICS and r["value"] is not None and r["run_id"] not in failed:
-            traffic = labels.get((r["run_id"], r["flow_id"]), r["kind"])
-            samples[r["metric"]][traffic][r["plane"]].append(display_value(r["metric"],
-                                                                           r["value"]))
-    paths = []
-    for metric in CDF_METRICS:
-        if samples.get(metric):
-            paths.append(_cdf_figure(metric, samples[metric], analysis.planes,
-                                     Path(out_dir) / f"cdf_{metric}.png"))
-    return paths
+def cdf_plots(groups: list[Group], out_dir: Path) -> list[Path]:
+    """One PNG per metric of CDF_METRICS with stored interval values: per group a row, per
+    traffic class a panel, per plane the empirical CDF over every interval of every flow
+    of its ok runs."""
+    # metric -> group index -> traffic -> plane -> values
+    samples: dict[str, dict[int, dict[str, dict[str, list[float]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(list))))
+    for index, group in enumerate(groups):
+        failed = {r["run_id"] for r in group.analysis.failed_runs}
+        labels = traffic_labels(group.flows)
+        for r in group.intervals:
+            if (r["metric"] in CDF_METRICS and r["value"] is not None
+                    and r["run_id"] not in failed):
+                traffic = labels.get((r["run_id"], r["flow_id"]), r["kind"])
+                samples[r["metric"]][index][traffic][r["plane"]].append(
+                    display_value(r["metric"], r["value"]))
+    return [_cdf_figure(metric, [(groups[i], by_traffic)
+                                 for i, by_traffic in sorted(samples[metric].items())],
+                        Path(out_dir) / f"cdf_{metric}.png")
+            for metric in CDF_METRICS if samples.get(metric)]
 
 
-def _cdf_figure(metric: str, by_traffic: dict[str, dict[str, list[float]]],
-                planes: list[str], path: Path) -> Path:
-    fig = Figure(figsize=(1.2 + 3.6 * len(by_traffic), 3.6))
-    axes = fig.subplots(1, len(by_traffic), squeeze=False)
-    for ax, (traffic, by_plane) in zip(axes[0], by_traffic.items(), strict=True):
-        for plane in planes:
-            values = sorted(by_plane.get(plane, []))
-            if values:
-                # from 0 at the smallest value, so even one sample draws a visible step
-                fractions = [i / len(values) for i in range(len(values) + 1)]
-                ax.step([values[0], *values], fractions, where="post",
-                        label=f"{plane} (n={len(values)})")
-        ax.set_title(f"{traffic} traffic: per-interval values", fontsize="medium")
-        ax.set_xlabel(metric_label(metric))
-        ax.set_ylabel("fraction of intervals ≤ x")
-        ax.set_ylim(0, 1.02)
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize="small")
+def _cdf_figure(metric: str, rows: list[tuple[Group, dict[str, dict[str, list[float]]]]],
+                path: Path) -> Path:
+    traffics = list(dict.fromkeys(t for _group, by_traffic in rows for t in by_traffic))
+    fig, axes = panel_grid(len(rows), len(traffics), 3.6, 3.6)
+    for panels, (group, by_traffic) in zip(axes, rows, strict=True):
+        for ax, traffic in zip(panels, traffics, strict=True):
+            if traffic in by_traffic:
+                _cdf(ax, group, traffic, by_traffic[traffic], metric)
+            else:
+                ax.set_visible(False)
     return save_png(fig, path)
 
 
-def resource_box_plots(analysis: Analysis, path: Path) -> Path | None:
-    """One PNG, a subplot per resource statistic with any value: a box of per-run values
-    per plane. Planes without a value (e.g. no user-space processes) get no box. None when
-    no resource use was stored."""
+def _cdf(ax: Axes, group: Group, traffic: str, by_plane: dict[str, list[float]],
+         metric: str) -> None:
+    for plane in group.analysis.planes:
+        values = sorted(by_plane.get(plane, []))
+        if values:
+            # from 0 at the smallest value, so even one sample draws a visible step
+            fractions = [i / len(values) for i in range(len(values) + 1)]
+            ax.step([values[0], *values], fractions, where="post",
+                    label=f"{plane} (n={len(values)})")
+    ax.set_title(titled(group.label, f"{traffic} traffic: per-interval values"),
+                 fontsize="medium")
+    ax.set_xlabel(metric_label(metric))
+    ax.set_ylabel("fraction of intervals ≤ x")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize="small")
+
+
+def resource_box_plots(groups: list[Group], path: Path) -> Path | None:
+    """One PNG: per group a row, per resource statistic with any value a panel with a box
+    of per-run values per plane. Planes without a value (e.g. no user-space processes) get
+    no box. None when no resource use was stored."""
     measured = [stat for stat in RESOURCE_STATS
-                if any(r.run_values for (t, s, _p), r in analysis.results.items()
-                       if t == PLANE and s == stat)]
+                if any(_has_values(g.analysis, PLANE, stat) for g in groups)]
     if not measured:
         return None
-    fig = Figure(figsize=(1.2 + 2.8 * len(measured), 3.8))
-    axes = fig.subplots(1, len(measured), squeeze=False)
-    for ax, stat in zip(axes[0], measured, strict=True):
-        results = {p: analysis.results.get((PLANE, stat, p)) for p in analysis.planes}
-        planes = [p for p, r in results.items() if r is not None and r.run_values]
-        data = [list(results[p].run_values) for p in planes]
-        ax.boxplot(data, tick_labels=planes)
-        for position, values in enumerate(data, start=1):
-            ax.plot([position] * len(values), values, "k.", alpha=0.6)
-        ax.set_title(stat, fontsize="medium")
-        ax.set_ylim(bottom=0)
-        ax.tick_params(axis="x", labelrotation=20)
-        ax.grid(axis="y", alpha=0.3)
+    mine = [g for g in groups if any(_has_values(g.analysis, PLANE, s) for s in measured)]
+    fig, axes = panel_grid(len(mine), len(measured), 2.8, 3.8)
+    for panels, group in zip(axes, mine, strict=True):
+        for ax, stat in zip(panels, measured, strict=True):
+            _resource_box(ax, group, stat)
     fig.suptitle("resource use during traffic (per run): plane processes "
                  "(cpu_* % of one core, RSS MiB) and whole machine (host_* % of all cores)",
                  fontsize="small")
     return save_png(fig, path)
+
+
+def _resource_box(ax: Axes, group: Group, stat: str) -> None:
+    results = {p: group.analysis.results.get((PLANE, stat, p)) for p in group.analysis.planes}
+    planes = [p for p, r in results.items() if r is not None and r.run_values]
+    data = [list(results[p].run_values) for p in planes]
+    if data:
+        ax.boxplot(data, tick_labels=planes)
+    for position, values in enumerate(data, start=1):
+        ax.plot([position] * len(values), values, "k.", alpha=0.6)
+    ax.set_title(titled(group.label, stat), fontsize="medium")
+    ax.set_ylim(bottom=0)
+    ax.tick_params(axis="x", labelrotation=20)
+    ax.grid(axis="y", alpha=0.3)
 
 
 def metric_per_interval(intervals: list[dict[str, Any]],

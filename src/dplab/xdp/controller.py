@@ -67,6 +67,12 @@ class XdpController:
         with self._lock:
             return self.forwarding.pair_packet_ins()
 
+    def rule_packets(self) -> dict[str, dict[tuple[str, str], int]]:
+        """XdpSouthbound.rule_packets, between the thread's turns: no rule expires while
+        the maps are walked (a key deleted under a walk restarts it, counting some twice)."""
+        with self._lock:
+            return self.southbound.rule_packets()
+
     def stop(self) -> None:
         """Idempotent."""
         self._stopping.set()

@@ -1,7 +1,8 @@
 """control.forwarding's Southbound on BPF maps: a path rule is an entry of the switch's
 `rules` map (xdp/controlled.bpf.c), written from here; a packet-out leaves through a packet
 socket on the switch's port. Idle timeouts are kept here and enforced by ``expire()`` from
-the hit times the program writes into each rule."""
+the hit times the program writes into each rule; the packets it counts into each rule tell
+which switches a flow crossed (``rule_packets()``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from dplab.xdp.programs import XdpProgram
 
 ETH_P_ALL = 0x0003
 RULE_KEY = struct.Struct("<I6s6s")  # struct rule_key: in_port (ifindex), eth_src, eth_dst
-RULE = struct.Struct("<IIQ")  # struct rule: out_port (ifindex), pad, last_hit_ns
+RULE = struct.Struct("<IIQQ")  # struct rule: out_port (ifindex), pad, last_hit_ns, packets
 PACKET_IN = struct.Struct("<II")  # struct packet_in's head: in_port (ifindex), len
 
 
@@ -61,9 +62,15 @@ class XdpSouthbound:
                           out_port: int, idle_timeout: int) -> None:
         sw = self.switches[switch]
         key = RULE_KEY.pack(sw.ports[in_port].ifindex, mac_bytes(eth_src), mac_bytes(eth_dst))
+        rules = sw.program.map("rules")
+        # A rule installed again keeps its packets (as OpenFlow 1.3's add over the same
+        # match and P4Runtime's modify keep its counters); those the program counts
+        # between this read and the write are lost.
+        old = rules.lookup(key)
+        packets = RULE.unpack(old)[3] if old is not None else 0
         # A new rule counts as just hit, so its idle time starts now.
-        sw.program.map("rules").update(key, RULE.pack(sw.ports[out_port].ifindex, 0,
-                                                      time.monotonic_ns()))
+        rules.update(key, RULE.pack(sw.ports[out_port].ifindex, 0, time.monotonic_ns(),
+                                    packets))
         if idle_timeout:
             self._timeouts[(switch, key)] = idle_timeout
         else:
@@ -107,6 +114,21 @@ class XdpSouthbound:
                                       mac_text(dst), self._port_of[name][RULE.unpack(value)[0]],
                                       self._timeouts.get((name, key), 0)))
         return found
+
+    def rule_packets(self) -> dict[str, dict[tuple[str, str], int]]:
+        """switch -> (src MAC, dst MAC) -> packets its rules for the pair forwarded."""
+        counted: dict[str, dict[tuple[str, str], int]] = {}
+        for name, switch in self.switches.items():
+            rules = switch.program.map("rules")
+            pairs = counted.setdefault(name, {})
+            for key in rules.iter_keys():
+                value = rules.lookup(key)
+                if value is None:
+                    continue  # expired meanwhile
+                _in_index, src, dst = RULE_KEY.unpack(key)
+                pair = (mac_text(src), mac_text(dst))
+                pairs[pair] = pairs.get(pair, 0) + RULE.unpack(value)[3]
+        return counted
 
     def close(self) -> None:
         for sockets in self._sockets.values():
