@@ -1660,8 +1660,7 @@ mod tests {
             [FieldMatch::Ternary(1, 0xff), FieldMatch::Any]
         ));
         let e = parse_matches(&[json!({"kind": "lpm", "v": "0x1"})], "t: const entry 0")
-            .err()
-            .expect("plen missing");
+            .expect_err("plen missing");
         assert!(e.starts_with("t: const entry 0: match[0]"), "{e}");
         assert!(e.contains("plen"), "{e}");
     }
