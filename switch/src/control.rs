@@ -38,6 +38,8 @@ pub struct Failure {
     message: String,
 }
 
+/// A request's result. It stays JSON: each command's result has its own shape
+/// (switch/PROTOCOL.md), built with `json!` beside the handler that fills it.
 type Reply = Result<Value, Failure>;
 
 fn invalid(message: impl Into<String>) -> Failure {
@@ -308,6 +310,8 @@ impl<'a> Handler<'a> {
         self.held.borrow().is_some()
     }
 
+    /// Answers one request. It arrives as JSON: its `id` is echoed whatever JSON it is, and
+    /// a request in a `batch` stays JSON until it runs; `Request` decodes the rest here.
     fn handle(&self, req: &Value, client: &Client) -> Reply {
         let cmd = req
             .get("cmd")
