@@ -3,6 +3,8 @@ with ``--scale``, of fat-trees from 16 to 1,024 hosts per plane.
 
     sudo .venv/bin/python benchmarks/bringup.py [--repeat 5] [--no-mininet] [--write]
     sudo .venv/bin/python benchmarks/bringup.py --scale [--ks 4,8,12,16] [--planes ...] [--write]
+    sudo .venv/bin/python benchmarks/bringup.py --scale --topohub backbone/europe [--planes ...]
+    sudo .venv/bin/python benchmarks/bringup.py --scale --ks 4,8 --planes bridge --mininet
 
 For each dplab plane: ``up`` = Network.up() + plane.start() (the namespaces, links, shaping
 and switch configuration exist), ``ready`` = plane.wait_ready() (forwarding proven by a
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
 import json
 import os
 import platform
@@ -40,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 DRIVER = Path(__file__).resolve().parent / "mininet_driver.py"
 SYSTEM_PYTHON = "/usr/bin/python3"
+MININET_DEB = "2.3.0-1"  # Debian's package, the version measured in docs/benchmarks.md
 OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
 TOPOLOGY = "internet"
 READY_TIMEOUT_S = 60
@@ -91,6 +95,9 @@ def time_mininet(switch: str, topo: Topology, repeat: int) -> dict:
         done = subprocess.run([SYSTEM_PYTHON, str(DRIVER)], input=json.dumps(spec), env=env,
                               capture_output=True, text=True, timeout=600, check=False)
     lines = done.stdout.strip().splitlines()
+    if "No module named 'mininet'" in done.stderr:
+        return {"error": f"Mininet is not installed for {SYSTEM_PYTHON}: `apt-get install "
+                         f"mininet={MININET_DEB}` (scripts/setup.sh installs it)"}
     if not lines:
         return {"error": f"driver printed nothing; stderr: {done.stderr.strip()[-300:]}"}
     return json.loads(lines[-1])
@@ -182,7 +189,12 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     parser.add_argument("--scale", action="store_true", help="fat-trees of 16 to 1,024 hosts")
     parser.add_argument("--ks", default="4,8,12,16", help="--scale: fat-tree k values")
-    parser.add_argument("--planes", default="bridge,router,p4,ovs", help="--scale: planes")
+    parser.add_argument("--planes", default="bridge,router,p4,ovs",
+                        help="--scale: planes, each KIND or KIND:OPTION=VALUE[:...]")
+    parser.add_argument("--mininet", action="store_true",
+                        help="--scale: Mininet with Linux bridges on each topology too")
+    parser.add_argument("--topohub", default="",
+                        help="--scale: topohub keys (e.g. backbone/europe) instead of fat-trees")
     parser.add_argument("--backlog", type=int, default=None,
                         help="--scale: raise net.core.netdev_max_backlog (host-wide) to this "
                         "for the runs, put back afterwards")
@@ -192,7 +204,10 @@ def main() -> None:
     if args.scale:
         bringup_scale.main([int(k) for k in args.ks.split(",")], args.planes.split(","),
                            args.backlog, args.write, "sudo .venv/bin/python "
-                           "benchmarks/bringup.py " + " ".join(sys.argv[1:]))
+                           "benchmarks/bringup.py " + " ".join(sys.argv[1:]),
+                           [key for key in args.topohub.split(",") if key],
+                           ("Mininet 2.3 linuxbridge", functools.partial(
+                               time_mininet, "linuxbridge")) if args.mininet else None)
         return
     topo = catalog.build(TOPOLOGY)
     results = {f"dplab {kind}": time_plane(kind, topo, args.repeat)

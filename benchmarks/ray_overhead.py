@@ -9,7 +9,13 @@ run is (wall − Σ duration_s) / runs, i.e. what the executor adds around the m
 scan). The Ray cluster's start is timed apart. Nodes on one machine share its cores, so the
 1/2/4-node wall times show scheduling, not the speed-up of separate machines.
 
+With ``--study NNN`` the matrix is that study's quick profile instead (every scenario's
+runs, real traffic, as ``dplab study run NNN --quick`` plans them; scenarios one after
+the other), run locally and on the same 1/2/4-node clusters: its speed-up shows what
+several nodes give a real matrix when they share this machine's two cores.
+
 Reproduce: sudo .venv/bin/python benchmarks/ray_overhead.py [--repeat 8] [--nodes 1,2,4] [--write]
+           sudo .venv/bin/python benchmarks/ray_overhead.py --study 004 [--nodes 1,2,4] [--write]
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from dplab.executor.ray import SLOT
 from dplab.plan import build_plan
 from dplab.runner import run_plan
 from dplab.spec import parse
+from dplab.study import catalog as study_catalog
+from dplab.study import run as study_run
 
 
 def experiment(repeat: int) -> str:
@@ -53,8 +61,31 @@ def measure(repeat: int, address: str | None) -> tuple[float, float, float | Non
             statistics.median(gaps) if gaps else None, sum(r["status"] == "ok" for r in runs))
 
 
-def on_cluster(nodes: int,
-               repeat: int) -> tuple[float, tuple[float, float, float | None, int]]:
+def measure_study(number: str, address: str | None) -> tuple[float, float, None, int]:
+    """(wall s, Σ stored duration_s, no gap, runs ok) of study ``number``'s quick profile,
+    every scenario in turn, from the repository's root as `dplab study run` does."""
+    study, _published = study_catalog.find(number)
+    with tempfile.TemporaryDirectory() as tmp:
+        items = study_run.plans(study, "quick", Path(tmp))
+        began = time.monotonic()
+        with study_run.in_directory(study_catalog.repository_root()):
+            stores = [run_plan(item.plan, item.results, ray_address=address)
+                      for item in items]
+        wall = time.monotonic() - began
+        runs = [r for store in stores for r in store.rows("runs")]
+    return (wall, sum(r["duration_s"] for r in runs), None,
+            sum(r["status"] == "ok" for r in runs))
+
+
+def study_runs(number: str) -> int:
+    study, _published = study_catalog.find(number)
+    with tempfile.TemporaryDirectory() as tmp:
+        return sum(len(item.plan.runs) for item in study_run.plans(study, "quick",
+                                                                     Path(tmp)))
+
+
+def on_cluster(nodes: int, repeat: int,
+               study: str | None = None) -> tuple[float, tuple[float, float, float | None, int]]:
     began = time.monotonic()
     cluster = Cluster()
     cluster.add_node(num_cpus=0)
@@ -64,7 +95,8 @@ def on_cluster(nodes: int,
     ray.init(address=cluster.address)
     start = time.monotonic() - began
     try:
-        return start, measure(repeat, cluster.address)
+        return start, (measure(repeat, cluster.address) if study is None
+                       else measure_study(study, cluster.address))
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -88,7 +120,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=8)
     parser.add_argument("--nodes", default="1,2,4")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--study", default=None, metavar="NNN",
+                        help="the matrix: this study's quick profile")
     args = parser.parse_args()
+    if args.study is not None:
+        study_main(args.study, args.nodes, args.write)
+        return
     lines = ["| executor | cluster start s | matrix wall s | Σ run duration_s | "
              "overhead per run s | gap between runs s (median) | speed-up vs 1 node | "
              "runs ok |", "|---|---|---|---|---|---|---|---|"]
@@ -121,6 +158,41 @@ def main() -> None:
     print(body)
     if args.write:
         write_section("ray-overhead", body)
+
+
+def study_main(number: str, nodes_arg: str, write: bool) -> None:
+    runs = study_runs(number)
+    lines = ["| executor | cluster start s | matrix wall s | Σ run duration_s | "
+             "speed-up vs local | speed-up vs 1 node | runs ok |",
+             "|---|---|---|---|---|---|---|"]
+    local = measure_study(number, None)
+    lines.append(f"| local | – | {local[0]:.0f} | {local[1]:.0f} | – | – | {local[3]}/{runs} |")
+    print(lines[-1], flush=True)
+    one_node_wall = None
+    for nodes in (int(n) for n in nodes_arg.split(",")):
+        start, (wall, busy, _gap, ok) = on_cluster(nodes, 0, number)
+        one_node_wall = one_node_wall or (wall if nodes == 1 else None)
+        vs_one = f"{one_node_wall / wall:.2f}" if one_node_wall and nodes > 1 else "–"
+        lines.append(f"| ray, {nodes} node{'s' * (nodes > 1)} | {start:.1f} | {wall:.0f} | "
+                     f"{busy:.0f} | {local[0] / wall:.2f} | {vs_one} | {ok}/{runs} |")
+        print(lines[-1], flush=True)
+    load = Path("/proc/loadavg").read_text().split()[0]
+    body = "\n".join([
+        f"## Ray executor: study {number}'s quick profile on 1, 2, 4 nodes", "",
+        f"{machine_line()} Load average at the end: {load}.", "",
+        f"The matrix is study {number}'s quick profile ({runs} runs with real traffic, as "
+        f"`dplab study run {number} --quick` plans them; without its reports), run locally "
+        "and on Ray clusters started on this machine (`ray.cluster_utils.Cluster`: a head "
+        "that runs nothing and N nodes offering one `dplab_slot` each). The nodes are "
+        "raylets on this one 2-core machine: they share its cores, so runs in parallel "
+        "slow each other down (their stored durations grow) and the speed-up is what "
+        "sharing two cores gives, not what separate machines would. Matrix wall excludes "
+        "the cluster's start (its own column).", "", *lines, "",
+        f"Reproduce: `sudo .venv/bin/python benchmarks/ray_overhead.py --study {number} "
+        f"--nodes {nodes_arg} --write`"])
+    print(body)
+    if write:
+        write_section(f"ray-study{number}", body)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ end to end across it, and its processes gone however the run ends."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import signal
 import statistics
@@ -263,12 +264,17 @@ def test_every_emulator_process_is_gone_afterwards(how):
 
 
 def test_link_classes_of_a_catalog_topology_add_up_across_a_plane():
-    """Edge and core links get their own delay; a bridge plane forwards through them."""
+    """Edge and core links get their own delay and linkem settings; a bridge plane forwards
+    through them; every emulator runs at real-time priority."""
     topo = catalog.build("linear", switches=2, hosts_per_switch=1, edge_bw=None, core_bw=None,
-                         edge_delay_ms=2.0, core_delay_ms=5.0, emulator="dplab")
+                         edge_delay_ms=2.0, core_delay_ms=5.0, emulator="dplab",
+                         linkem={"seed": 11}, core_linkem={"duplicate_pct": 100})
     plane = create("bridge", {})
     with Network(topo, addressing=plane.addressing) as net:
         assert len(net.emulated_links()) == 3
+        policies = {pid: os.sched_getscheduler(pid)
+                    for link in net.emulated_links()
+                    for pid in registry.pids_in_netns([net.emulator_ns(link)])}
         try:
             plane.start(net)
             plane.wait_ready(40)
@@ -276,6 +282,14 @@ def test_link_classes_of_a_catalog_topology_add_up_across_a_plane():
                                                net.host_ip("h2")], timeout=30)
         finally:
             plane.stop()
+    assert len(policies) == 3 and set(policies.values()) == {os.SCHED_FIFO}, policies
     rtts = [float(x) for x in re.findall(r"time=([\d.]+) ms", ping.stdout)]
     p50 = statistics.median(rtts[5:])
     assert abs(p50 - 18.0) <= 0.5, f"p50 RTT {p50:.3f} ms, want 2 x (2 + 5 + 2) ms"
+    # Only the core link (s1–s2) duplicates; each link draws from linkem's seed + its number.
+    duplicated = {"–".join(sorted(r["ends"])): r["report"]["a_to_b"]["duplicated"]
+                  + r["report"]["b_to_a"]["duplicated"] for r in net.emulator_reports}
+    assert duplicated == {"s1–s2": duplicated["s1–s2"], "h1–s1": 0, "h2–s2": 0}, duplicated
+    assert duplicated["s1–s2"] >= 80, duplicated
+    assert sorted(r["seed"] for r in net.emulator_reports) == [11, 12, 13]
+    assert flat_stats(net.emulator_reports)["linkem_s1_s2_realtime"] == 1.0

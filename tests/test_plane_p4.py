@@ -12,6 +12,8 @@ import pytest
 from net_checks import check_controlled_plane_on_multipath, leftovers, ping_failures
 
 from dplab.planes import PlaneError, create
+from dplab.planes import p4 as p4_plane
+from dplab.planes.base import batches
 from dplab.substrate.network import Network
 from dplab.topology import catalog
 
@@ -30,11 +32,44 @@ def test_p4_options_are_checked(tmp_path) -> None:
         create("p4", {"program": str(tmp_path / "nowhere.p4")})
 
 
+def test_switches_are_cut_into_batches_in_their_order() -> None:
+    assert batches(["s1", "s2", "s3", "s4", "s5"], 2) == [["s1", "s2"],
+                                                                    ["s3", "s4"], ["s5"]]
+    assert batches(["s1", "s2"], 32) == [["s1", "s2"]]
+    assert batches([], 4) == []
+    with pytest.raises(ValueError, match="at least 1"):
+        batches(["s1"], 0)
+
+
 @pytest.mark.net
-def test_a_p4runtime_server_killed_mid_run_fails_the_run_and_leaves_nothing_behind() -> None:
+def test_a_switch_that_exits_fails_the_start_before_the_next_batch_starts(monkeypatch) -> None:
+    """Batches of one switch whose binary exits at once: the start fails naming that
+    switch without waiting out the batch's deadline, the second switch never started."""
+    monkeypatch.setattr(p4_plane, "START_BATCH", 1)
+    monkeypatch.setattr(p4_plane, "SWITCH_BIN", Path("/bin/false"))
+    plane = create("p4", {"mode": "proactive"})
+    with Network(catalog.build("linear", switches=2, hosts_per_switch=1), addressing="l2",
+                 shared_switch_ns=plane.shared_switch_ns) as net:
+        prefix, run_dir = net.prefix, net.run_dir
+        began = time.monotonic()
+        try:
+            with pytest.raises(PlaneError, match="switch-s1 exited"):
+                plane.start(net)
+            assert time.monotonic() - began < p4_plane.START_TIMEOUT_S
+            assert not (run_dir / "p4" / "switch-s2.log").exists()
+        finally:
+            plane.stop()
+    assert leftovers(prefix, run_dir) == []
+
+
+@pytest.mark.net
+def test_a_p4runtime_server_killed_mid_run_fails_the_run_and_leaves_nothing_behind(
+        monkeypatch) -> None:
     """kill -9 of the one P4Runtime server process after the plane is ready: the switches
     keep forwarding what they had, but failures() (which the runner asks after every
-    traffic phase) names the server, and stop() still removes everything."""
+    traffic phase) names the server, and stop() still removes everything. The switches
+    start one per batch here, so a start in several batches is covered too."""
+    monkeypatch.setattr(p4_plane, "START_BATCH", 1)
     plane = create("p4", {"mode": "proactive"})
     with Network(catalog.build("linear", switches=2, hosts_per_switch=1), addressing="l2",
                  shared_switch_ns=plane.shared_switch_ns) as net:
@@ -77,3 +112,13 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_a_finished_compile_is_read_after_its_deadline(tmp_path) -> None:
+    """The switches' start may outlast the compile's deadline; a compiler that finished
+    in time is read then, not reported as too slow."""
+    compiling = p4_plane.Compilation(p4_plane.DEFAULT_PROGRAM, tmp_path)
+    compiling.process.wait(p4_plane.COMPILE_TIMEOUT_S)
+    compiling.deadline = time.monotonic() - 1
+    files = compiling.files()
+    assert files["ir"].is_file() and files["p4info_bin"].is_file()

@@ -16,6 +16,7 @@ from dplab.spec import parse
 from dplab.store import RunStore
 from dplab.substrate import Network, registry
 from dplab.topology import catalog
+from dplab.topology.model import TopologyError
 
 EXPERIMENT = """
 name: e2e
@@ -138,7 +139,7 @@ def test_linkem_settings_of_the_experiment_file_are_checked_before_any_run(tmp_p
         "hosts_per_switch: 1}",
         "hosts_per_switch: 1, delay_ms: 1, emulator: dplab, linkem: {seed: -1}}"))
     assert exp.topology.params["linkem"] == {"seed": -1}
-    with pytest.raises(ExperimentError, match=r"linkem: seed must be an integer in "):
+    with pytest.raises(TopologyError, match=r"'linear': linkem: seed: .*equal to 0, not -1"):
         run_matrix(exp, tmp_path / "results")
     assert not (tmp_path / "results" / "runs.parquet").exists()
 

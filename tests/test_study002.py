@@ -133,10 +133,13 @@ def test_runner_stores_baseline_rows(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("kind", "options"), [("ovs", {"forwarding": "l3"}),
                                                ("p4", {"program": "l3"})])
-def test_routing_rewrites_macs_and_decrements_ttl(kind: str, options: dict,
-                                                   tmp_path: Path) -> None:
+def test_routing_rewrites_macs_and_decrements_ttl(kind: str, options: dict, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Two router hops: at the far host an echo request arrives with TTL 64 - 2, from the
-    last router's MAC to the host's own, and TCP gets through."""
+    last router's MAC to the host's own, and TCP gets through. The p4 plane's routes from
+    the topology go in from memory, past the size limit of a user's entries file (a
+    fat-tree's outgrow it): a limit of 100 bytes here stops nothing."""
+    monkeypatch.setattr("dplab.p4runtime.entries.MAX_FILE_BYTES", 100)
     pcap = tmp_path / "h2.pcap"
     with planes.running(kind, options, _two_switches(), READY_S) as (net, _):
         with Captures(net, [CapturePoint(net.host_ns("h2"), "eth0", pcap)], "icmp"):

@@ -66,11 +66,11 @@ def test_link_emulation_settings_are_checked():
         Network(pair(emulator="tc"))
     with pytest.raises(SubstrateError, match="h1–h2: loss_pct must be <= 100"):
         Network(pair(loss_pct=150.0))
-    with pytest.raises(SubstrateError, match="h1–h2: linkem: unknown key.*dealy_us"):
+    with pytest.raises(SubstrateError, match="h1–h2: linkem: dealy_us: unknown key"):
         Network(pair(linkem={"dealy_us": 5}, emulator="dplab"))
     with pytest.raises(SubstrateError, match="h1–h2: linkem settings need emulator dplab"):
         Network(pair(linkem={"duplicate_pct": 1}))
-    with pytest.raises(SubstrateError, match=r"h1–h2: linkem: seed must be an integer.*'7'"):
+    with pytest.raises(SubstrateError, match=r"h1–h2: linkem: seed: .*integer, not '7'"):
         Network(pair(linkem={"seed": "7"}, emulator="dplab"))
 
 
@@ -82,6 +82,23 @@ def test_a_linkem_seed_seeds_each_link_from_it_and_none_draws_a_random_one():
     assert all("seed" not in linkem.direction(link) for link in net.links)
     unseeded = Network(pair(delay_ms=1.0, emulator="dplab")).links[0]
     assert linkem.seed(unseeded, 0) != linkem.seed(unseeded, 0)
+
+
+@pytest.mark.parametrize("node, owner", [("linkem0", "the link emulator of h1–linkem0"),
+                                         ("map1", "the wireless medium of ap1")])
+def test_a_node_named_like_an_emulators_namespace_is_refused(node, owner):
+    g = nx.Graph()
+    g.add_node("h1", kind=HOST)
+    g.add_node(node, kind=SWITCH)
+    g.add_edge("h1", node, bw_mbit=None)
+    if node == "map1":
+        g.add_node("ap1", kind=SWITCH)
+        g.add_node("sta1", kind=HOST)
+        g.add_edge(node, "ap1", bw_mbit=None)
+        g.add_edge("sta1", "ap1", wireless=True, rate_mbit=54.0, loss_pct=0.0)
+    with pytest.raises(SubstrateError, match=f"node {node}: its namespace .* is the one of "
+                                             f"{owner}; give the node another name"):
+        Network(Topology("t", g))
 
 
 @pytest.mark.net

@@ -124,6 +124,19 @@ def test_link_classes_get_their_own_delay_jitter_and_loss():
     assert edge["emulator"] == core["emulator"] == "dplab"
 
 
+def test_link_classes_get_their_own_linkem_settings_over_the_shared_ones():
+    ge = {"model": "gilbert_elliott", "p_pct": 1, "r_pct": 30}
+    topo = build("linear", switches=2, delay_ms=1, emulator="dplab",
+                 linkem={"seed": 7, "jitter": "normal"}, core_linkem={"loss": ge},
+                 edge_linkem={"rate_bps": 1e6, "jitter": "uniform"})
+    edge, core = topo.graph.edges["s1", "h1"], topo.graph.edges["s1", "s2"]
+    assert core["linkem"] == {"seed": 7, "jitter": "normal", "loss": ge}
+    assert edge["linkem"] == {"seed": 7, "jitter": "uniform", "rate_bps": 1e6}
+    only_core = build("linear", switches=2, emulator="dplab", core_linkem={"reorder": True})
+    assert "linkem" not in only_core.graph.edges["s1", "h1"]
+    assert only_core.graph.edges["s1", "s2"]["linkem"] == {"reorder": True}
+
+
 def test_same_input_same_graph():
     a, b = build("internet"), build("internet")
     assert list(a.graph.edges(data=True)) == list(b.graph.edges(data=True))
@@ -145,6 +158,16 @@ def test_same_input_same_graph():
     ("single", {"core_loss_pct": 101}, "core_loss_pct must be between 0.0 and 100.0"),
     ("single", {"emulator": "tc"}, "emulator must be one of ('netem', 'dplab')"),
     ("fattree", {"k": 100}, "more than 2000 nodes"),
+    ("single", {"linkem": 5}, "linkem: must be a mapping of delay_us"),
+    ("single", {"core_linkem": {"dealy_us": 5}}, "core_linkem: dealy_us: unknown key"),
+    ("single", {"edge_linkem": {"loss": {"model": "random", "pct": 120}}},
+     "edge_linkem: loss.pct: Input should be less than or equal to 100, not 120"),
+    ("single", {"linkem": {"loss": {"model": "gilbert_elliott", "p_pct": 1}}},
+     "linkem: loss.r_pct: Field required"),
+    ("single", {"edge_linkem": {"jitter": "pareto"}}, "edge_linkem: jitter: Input should be"),
+    ("single", {"core_linkem": {"queue_packets": 0}}, "core_linkem: queue_packets: Input"),
+    ("single", {"linkem": {"rate_bps": True}}, "linkem: rate_bps: Input should be a valid"),
+    ("single", {"linkem": {"seed": 2**63}}, "linkem: seed: Input should be less than"),
 ])
 def test_bad_input_is_refused_clearly(name, params, message):
     with pytest.raises(TopologyError) as err:

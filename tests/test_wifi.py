@@ -5,6 +5,7 @@ broadcasts reaching every station, two stations sharing the airtime, nothing lef
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -21,7 +22,7 @@ from dplab.spec.loader import load, parse
 from dplab.study003 import matrix
 from dplab.study003.frames import listening, received, send
 from dplab.substrate import Network, registry
-from dplab.substrate.wmedium import WMEDIUM_BIN
+from dplab.substrate.wmedium import WMEDIUM_BIN, flat_stats
 from dplab.topology import catalog, radio
 from dplab.topology.exporters import to_containerlab
 from dplab.topology.model import TopologyError
@@ -228,7 +229,10 @@ def test_an_exception_inside_the_run_leaves_no_medium_behind():
             Network(catalog.build("wifi2")) as net:
         prefix, procs = net.prefix, medium_processes(net)
         assert len(procs) == 2  # one medium per access point
+        # each at real-time priority (substrate.realtime)
+        assert [os.sched_getscheduler(pid) for pid, _ in procs] == [os.SCHED_FIFO] * 2
         raise RuntimeError("inside the run")
     assert_gone(prefix, procs)
     assert [r["ap"] for r in net.medium_reports] == ["ap1", "ap2"]
     assert all(r["stats"] is not None for r in net.medium_reports)
+    assert flat_stats(net.medium_reports)["wmedium_ap2_realtime"] == 1.0

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dplab.substrate import registry
+from dplab.substrate import realtime, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 WMEDIUM_BIN = ROOT / "switch" / "target" / "release" / "dplab-wmedium"
@@ -122,6 +122,7 @@ class Rig:
         medium = Medium(proc, Path(config["stats_path"]))
         try:
             medium.wait_ready()
+            realtime.promote(proc.pid)  # as the substrate runs it (substrate.wmedium.start)
             yield medium
         finally:
             medium.stop()

@@ -83,18 +83,26 @@ class Entry:
 
 
 def load(path: str | Path, info: p4info_pb2.P4Info) -> list[Entry]:
+    """A user's entries file, read within the size limits of a file from outside."""
     path = Path(path)
     try:
         data = safe_yaml.load_entry_list(path, MAX_FILE_BYTES, MAX_VALUES, "entries")
     except ValueError as exc:
         raise EntriesError(str(exc)) from None
+    return parse(data, info, str(path))
+
+
+def parse(items: list, info: p4info_pb2.P4Info, source: str) -> list[Entry]:
+    """Entries from a list of entries-file items (``source`` names them in errors); the lab's
+    own generated entries come here directly, past the file limits (a fat-tree's routes
+    outgrow them)."""
     program = _Program(info)
     out = []
-    for i, item in enumerate(data):
+    for i, item in enumerate(items):
         try:
             out.append(program.entry(i, item))
         except (EntriesError, ValueError) as exc:
-            raise EntriesError(f"{path}: entry {i}: {exc}") from exc
+            raise EntriesError(f"{source}: entry {i}: {exc}") from exc
     return out
 
 

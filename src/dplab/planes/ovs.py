@@ -37,7 +37,7 @@ import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
 from dplab.planes import l3_routes, pipeline, tagging
-from dplab.planes.base import PlaneError
+from dplab.planes.base import PlaneError, batches
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
@@ -79,6 +79,11 @@ PMD_MAXSLEEP_US = 1000
 # more, in case the tool itself hangs. Bridge set-up waits for ovs-vswitchd to configure
 # every port of the topology, a query for one answer.
 VSCTL_TIMEOUT_S = 30
+# Bridges are added this many per ovs-vsctl transaction, each waited for until
+# ovs-vswitchd has configured it: one transaction for a whole large topology (180 bridges,
+# 2,160 ports with their HTB QoS at fat-tree k=12) was not configured within
+# VSCTL_TIMEOUT_S, which then bounds one batch's configuration instead of the topology's.
+BRIDGE_BATCH = 16
 OFCTL_TIMEOUT_S = 5
 TOOL_GRACE_S = 5
 
@@ -165,10 +170,26 @@ class OvsPlane(ControlledPlane):
         if self._has_controller():
             # Bridges connect at once when the controller already listens, else after a back-off.
             self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
-        self.vsctl(*self._bridge_commands(net))
+        self._add_bridges(net)
         if self.l3:
             install_l3_rules(self, net)
         self._add_study002_flows(net)
+
+    def _add_bridges(self, net: Network) -> None:
+        """Every bridge and port, BRIDGE_BATCH bridges per transaction; a batch that is not
+        configured in time fails naming how far the others got."""
+        loops = _switches_have_loops(net)
+        switches = net.topo.switches()
+        done, began = 0, time.monotonic()
+        for batch in batches(switches, BRIDGE_BATCH):
+            try:
+                self.vsctl(*[cmd for switch in batch
+                             for cmd in self._bridge_commands(net, switch, loops)])
+            except PlaneError as exc:
+                raise PlaneError(f"{exc} (bridges {batch[0]}..{batch[-1]}; {done} of "
+                                 f"{len(switches)} were configured in "
+                                 f"{time.monotonic() - began:.1f} s)") from exc
+            done += len(batch)
 
     def _add_study002_flows(self, net: Network) -> None:
         """The plane's own flows in every bridge, none by default: the complex pipeline's
@@ -242,30 +263,28 @@ class OvsPlane(ControlledPlane):
             argv += ["--hairpin", json.dumps(hairpin)]
         self._spawn(net, self.switch_ns, "controller", argv)
 
-    def _bridge_commands(self, net: Network) -> list[str]:
-        """One ovs-vsctl transaction for all bridges and ports: a single database commit."""
-        cmds: list[str] = []
-        loops = _switches_have_loops(net)
-        for switch in net.topo.switches():
-            br = self.bridge(switch)
-            cmds += ["--", "add-br", br, "--", "set", "bridge", br,
-                     f"datapath_type={self.datapath}",
-                     f"other-config:datapath-id={node_index(switch):016x}",
-                     "other-config:disable-in-band=true", "protocols=OpenFlow13"]
-            if self._has_controller():
-                # A short reconnect back-off: the controller may still be starting up.
-                cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
-                         f"--id=@c{switch}", "create", "Controller",
-                         f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
-            elif self.l3 or self.vlan is not None:  # only our static flows forward
-                cmds += ["fail-mode=secure"]
-            else:
-                cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
-            for port, ifname in net.switch_ports(switch).items():
-                cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
-                         f"ofport_request={port}", *interface_type(self.ports)]
-                link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
-                cmds += _shaping_qos(ifname, link.get("bw_mbit"))
+    def _bridge_commands(self, net: Network, switch: str, loops: bool) -> list[str]:
+        """ovs-vsctl commands adding ``switch``'s bridge and ports (``loops``: whether the
+        switches form loops, which standalone bridges then break with RSTP)."""
+        br = self.bridge(switch)
+        cmds = ["--", "add-br", br, "--", "set", "bridge", br,
+                f"datapath_type={self.datapath}",
+                f"other-config:datapath-id={node_index(switch):016x}",
+                "other-config:disable-in-band=true", "protocols=OpenFlow13"]
+        if self._has_controller():
+            # A short reconnect back-off: the controller may still be starting up.
+            cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
+                     f"--id=@c{switch}", "create", "Controller",
+                     f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
+        elif self.l3 or self.vlan is not None:  # only our static flows forward
+            cmds += ["fail-mode=secure"]
+        else:
+            cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
+        for port, ifname in net.switch_ports(switch).items():
+            cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
+                     f"ofport_request={port}", *interface_type(self.ports)]
+            link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
+            cmds += _shaping_qos(ifname, link.get("bw_mbit"))
         return cmds
 
     def vsctl(self, *args: str) -> str:

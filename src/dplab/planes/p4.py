@@ -9,7 +9,7 @@ any namespace), compiled program, controller config, counters and logs live in
 Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 ``p4src/basic_fwd.p4``; ``l3``: p4src/study003/l3_forward.p4 as a router hop on every
 switch, its entries derived from the topology by ``planes.l3_routes`` and written to
-``<run dir>/p4/l3_entries.yaml``, no controller: the routing workload), ``entries`` (a
+``<run dir>/p4/l3_entries.json``, no controller: the routing workload), ``entries`` (a
 YAML/JSON file of table entries, see ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how
 the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer
 end of a switch port (host ends and other switches' ports) gets GRO on: veth takes XDP
@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import yaml
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
@@ -52,7 +51,7 @@ from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
 from dplab.planes import l3_routes, pipeline, tagging
-from dplab.planes.base import PlaneError, SeriesPoint
+from dplab.planes.base import PlaneError, SeriesPoint, batches
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
@@ -68,6 +67,12 @@ VLAN_PROGRAM = ROOT / "p4src" / "study002" / "vlan.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
+# Switches start in batches of this many, each batch once the one before answers on its
+# control sockets: at most this many switch processes compete for the cores while they
+# start, so START_TIMEOUT_S bounds one batch whatever the topology's size, and the whole
+# start-up's deadline grows with the number of batches. All at once, 180 switches on 2
+# loaded cores left the last ones without a control socket past any fixed deadline.
+START_BATCH = 32
 # The compiler's bounds (dplab.p4.limits) keep real programs far below this; a program
 # that still takes longer is stopped rather than holding up the matrix.
 COMPILE_TIMEOUT_S = 60.0
@@ -129,6 +134,9 @@ class P4Plane(ControlledPlane):
         self.entries_path = Path(entries) if entries is not None else None
         if self.entries_path is not None and not self.entries_path.is_file():
             raise PlaneError(f"plane p4: option 'entries': no file {self.entries_path}")
+        # Entries the plane derives from the topology (vlan, program l3), written to
+        # entries_path as a record and installed from memory.
+        self.generated: list[dict[str, Any]] | None = None
         if self.options["tx"] not in TX_MODES:
             raise PlaneError(f"plane p4: option 'tx' must be one of {', '.join(TX_MODES)}, "
                              f"not {self.options['tx']!r}")
@@ -188,21 +196,23 @@ class P4Plane(ControlledPlane):
         if self.options["pipeline"] == "complex":
             program = pipeline.p4_program(self.program, self.dir)
         if self.vlan is not None:  # a static plane from here on, its entries from the topology
-            self.entries_path = self._write_vlan_entries(net)
+            self.entries_path, self.generated = self._write_vlan_entries(net)
         compiling = Compilation(program, self.dir)  # while the daemons start
         try:
-            servers = self._start_servers(net)  # its interpreter starts while the switches do
             self._set_host_offloads(net)
             if self.options["tx"] == "xdp":
                 self._set_switch_peer_gro(net)
-            for switch in net.topo.switches():
-                self._start_switch(net, switch)
+            # Its interpreter starts while the first switches do; not before the offloads
+            # above, which take seconds at a thousand hosts and would eat into its wait for
+            # the first switch (--switch-wait).
+            servers = self._start_servers(net)
+            self._start_switches(net)
             self._wait_for_servers(servers)
             compiled = compiling.files()
         finally:
             compiling.cancel()
         if self.l3:
-            self.entries_path = write_l3_entries(net, self.dir / "l3_entries.yaml")
+            self.entries_path, self.generated = write_l3_entries(net, self.dir / "l3_entries.json")
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
             self._start_controller(net, compiled)
@@ -211,7 +221,7 @@ class P4Plane(ControlledPlane):
             if self.qos is not None and self.qos.runs_loop:
                 self._start_qos_loop(net, compiled)
 
-    def _write_vlan_entries(self, net: Network) -> Path:
+    def _write_vlan_entries(self, net: Network) -> tuple[Path, list[dict[str, Any]]]:
         """The tagging workload's entries (p4src/study002/vlan.p4's tables) for every
         switch of the topology, as an entries file in the run directory."""
         out: list[dict[str, Any]] = []
@@ -232,13 +242,14 @@ class P4Plane(ControlledPlane):
                     for mac, port in part.routes.items()]
         path = self.dir / "vlan_entries.json"
         path.write_text(json.dumps({"entries": out}, indent=1))
-        return path
+        return path, out
 
     def _load_entries(self, net: Network,
                       compiled: dict[str, Path]) -> list[entries_file.Entry]:
         info = p4info_pb2.P4Info.FromString(compiled["p4info_bin"].read_bytes())
         try:
-            entries = entries_file.load(self.entries_path, info)
+            entries = (entries_file.load(self.entries_path, info) if self.generated is None
+                       else entries_file.parse(self.generated, info, str(self.entries_path)))
         except entries_file.EntriesError as exc:
             raise PlaneError(f"p4: option 'entries': {exc}") from exc
         switches = set(net.topo.switches())
@@ -314,6 +325,18 @@ class P4Plane(ControlledPlane):
                          for ns, ifs in jobs if ifs]:
                 done.result()
 
+    def _start_switches(self, net: Network) -> None:
+        """Every switch, START_BATCH at a time: a batch starts once every switch of the
+        one before answers a ping on its control socket (the socket opens once the switch
+        is ready for requests)."""
+        for batch in batches(net.topo.switches(), START_BATCH):
+            for switch in batch:
+                self._start_switch(net, switch)
+            waiting = [str(self._control(switch)) for switch in batch]
+            self._wait_for(lambda waiting=waiting: _answered(waiting), START_TIMEOUT_S,
+                           f"switches {batch[0]}..{batch[-1]} did not answer on their "
+                           f"control sockets within {START_TIMEOUT_S} s (logs in {self.dir})")
+
     def _start_switch(self, net: Network, switch: str) -> None:
         # Each switch has a namespace of its own, made by this run: its loopback may carry
         # the switch's warm-up frames (switch/src/dataplane/warmup.rs).
@@ -327,7 +350,9 @@ class P4Plane(ControlledPlane):
     def _start_servers(self, net: Network) -> subprocess.Popen:
         """One process serves every switch, each on its own gRPC socket with its own state
         (``python -m dplab.p4runtime --serve``): one interpreter start per run, not per
-        switch. It waits for the switches' control sockets itself."""
+        switch. It connects to the switches in their start order and waits for each
+        control socket itself: at most one batch's start-up (START_TIMEOUT_S) after the
+        one before it."""
         argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
         for switch in net.topo.switches():
             argv += ["--serve", str(node_index(switch)), str(self._control(switch)),
@@ -483,9 +508,13 @@ class Compilation:
     def files(self) -> dict[str, Path]:
         """The files written, by kind; the compiler's warnings go on to our stderr.
         PlaneError with the compiler's message for bad input, or the time limit."""
+        # A compiler that has exited is read whatever the time: communicate() raises
+        # TimeoutExpired past its deadline even when the output is all there (at a
+        # thousand hosts the switches' start outlasts the compile's deadline).
+        finished = self.process.poll() is not None
         try:
             out, err = self.process.communicate(
-                timeout=max(self.deadline - time.monotonic(), 0.0))
+                timeout=None if finished else max(self.deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
             self.cancel()
             raise PlaneError(f"p4: option 'program': compiling {self.program} took longer "
@@ -505,7 +534,7 @@ class Compilation:
             self.process.communicate()
 
 
-def write_l3_entries(net: Network, path: Path) -> Path:
+def write_l3_entries(net: Network, path: Path) -> tuple[Path, list[dict[str, Any]]]:
     """l3_forward.p4's entries for ``net`` (``program: l3``), from planes.l3_routes: per
     switch and host a /32 route (next-hop MAC, own MAC, port) and ARP by target address."""
     entries = []
@@ -518,5 +547,17 @@ def write_l3_entries(net: Network, path: Path) -> Path:
             {"table": "arp_fwd", "match": {"hdr.arp.target_ip": hop.host_ip},
              "action": "forward", "params": {"port": hop.port}, "switches": [hop.switch]},
         ]
-    path.write_text(yaml.safe_dump({"entries": entries}, sort_keys=False))
-    return path
+    path.write_text(json.dumps({"entries": entries}))
+    return path, entries
+
+
+def _answered(sockets: list[str]) -> bool:
+    """Whether every switch control socket of ``sockets`` answers a ping; those that did
+    are dropped from the list, so each is asked until it answers once."""
+    for path in list(sockets):
+        try:
+            switch_link.ping(path, ANSWER_TIMEOUT_S)
+        except switch_link.SwitchError:
+            return False
+        sockets.remove(path)
+    return True

@@ -36,7 +36,7 @@ class TopologySpec(Strict):
         Field(default_factory=dict, description="the topology's parameters; a list gives one "
               "value per station (wireless topologies' distance_m, rate_mbit, wifi_loss_pct), "
               "a mapping more dplab-linkem settings for every link (linkem: {seed: 7, "
-              "duplicate_pct: 1})"))
+              "duplicate_pct: 1}) or one link class (core_linkem, edge_linkem)"))
     args: list[int | float | str] = Field(
         default_factory=list, description="'mininet': positional arguments of the topology"
     )

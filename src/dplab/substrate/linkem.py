@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dplab.substrate import realtime
 from dplab.substrate.registry import SubstrateError
+from dplab.topology import linkem_settings
 
 if TYPE_CHECKING:
     from dplab.substrate.network import Link, Network
@@ -32,13 +34,8 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[3]
 LINKEM_BIN = ROOT / "switch" / "target" / "release" / "dplab-linkem"
 A_IF, B_IF = "ea", "eb"
-# The keys of one direction in dplab-linkem's configuration (switch/linkem/src/config.rs);
-# their values are checked by the emulator when it starts (it names the file and field).
-DIRECTION_KEYS = ("delay_us", "jitter_us", "jitter", "reorder", "loss", "duplicate_pct",
-                  "corrupt_pct", "rate_bps", "queue_packets", "limit_packets")
-# A link's ``linkem`` settings: the direction keys, and the seed of its random draws.
-SETTING_KEYS = (*DIRECTION_KEYS, "seed")
-SEED_LIMIT = 2**63  # dplab-linkem's seed is a u64; below this it also fits an i64 anywhere
+# The keys of one direction in dplab-linkem's configuration (switch/linkem/src/config.rs).
+DIRECTION_KEYS = tuple(k for k in linkem_settings.KEYS if k != "seed")
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 
@@ -55,25 +52,13 @@ class Emulator:
     namespace: str
     seed: int
     proc: subprocess.Popen
+    realtime: bool = False  # whether it runs under SCHED_FIFO (substrate.realtime)
 
 
 def check_binary() -> None:
     if not LINKEM_BIN.exists():
         raise SubstrateError(f"links with delay/jitter/loss need the link emulator at "
                              f"{LINKEM_BIN} (cargo build --release in switch/)")
-
-
-def check_settings(settings: object) -> None:
-    """A link's ``linkem`` settings: a mapping of known keys, the seed an integer in
-    0..2**63-1 (ValueError if not; the direction keys' values dplab-linkem checks)."""
-    if not isinstance(settings, dict):
-        raise ValueError(f"must be a mapping of {', '.join(SETTING_KEYS)}, not {settings!r}")
-    unknown = sorted(set(settings) - set(SETTING_KEYS))
-    if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(unknown)}; valid: {', '.join(SETTING_KEYS)}")
-    seed = settings.get("seed")
-    if seed is not None and (type(seed) is not int or not 0 <= seed < SEED_LIMIT):
-        raise ValueError(f"seed must be an integer in 0..2**63-1, not {seed!r}")
 
 
 def direction(link: Link) -> dict:
@@ -90,11 +75,12 @@ def seed(link: Link, number: int) -> int:
     chosen = (link.linkem or {}).get("seed")
     if chosen is None:
         return random.SystemRandom().getrandbits(63)
-    return (chosen + number) % SEED_LIMIT
+    return (chosen + number) % linkem_settings.SEED_LIMIT
 
 
 def start(net: Network, links: list[Link]) -> list[Emulator]:
-    """Start one emulator per link, all at once, and wait until each says ``ready``."""
+    """Start one emulator per link, all at once, wait until each says ``ready``, then raise
+    it to real-time priority (substrate.realtime)."""
     emulators = []
     for link in links:
         ns = net.emulator_ns(link)
@@ -109,6 +95,7 @@ def start(net: Network, links: list[Link]) -> list[Emulator]:
     deadline = time.monotonic() + START_TIMEOUT_S
     for emulator in emulators:
         _wait_ready(emulator, deadline)
+        emulator.realtime = realtime.promote(emulator.proc.pid)
     return emulators
 
 
@@ -131,7 +118,7 @@ def stop(emulators: list[Emulator]) -> list[dict]:
         if emulator.proc.poll() is None:
             emulator.proc.send_signal(signal.SIGTERM)
     return [{"link": e.link, "ends": e.ends, "namespace": e.namespace, "seed": e.seed,
-             "report": _report(e)} for e in emulators]
+             "realtime": e.realtime, "report": _report(e)} for e in emulators]
 
 
 def _report(emulator: Emulator) -> dict | None:
@@ -150,8 +137,9 @@ def _report(emulator: Emulator) -> dict | None:
 
 def flat_stats(reports: list[dict]) -> dict[str, float | None]:
     """The emulators' counters as a run's statistics: ``linkem_<from>_to_<to>_<counter>`` per
-    direction of each emulated link and ``linkem_<a>_<b>_cpu_s``; None where an emulator gave
-    no report (the seed, up to 2**63, is in the report but would not survive a float)."""
+    direction of each emulated link, ``linkem_<a>_<b>_cpu_s`` and ``linkem_<a>_<b>_realtime``
+    (1.0 if it ran under SCHED_FIFO, else 0.0); None where an emulator gave no report (the
+    seed, up to 2**63, is in the report but would not survive a float)."""
     out: dict[str, float | None] = {}
     for r in reports:
         a, b = r["ends"]
@@ -163,4 +151,5 @@ def flat_stats(reports: list[dict]) -> dict[str, float | None]:
                 out[f"linkem_{src}_to_{dst}_{counter}"] = None if value is None else float(value)
         cpu = report.get("cpu_s")
         out[f"linkem_{a}_{b}_cpu_s"] = None if cpu is None else float(cpu)
+        out[f"linkem_{a}_{b}_realtime"] = float(r["realtime"])
     return out

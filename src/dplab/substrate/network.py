@@ -31,6 +31,7 @@ from dplab.substrate import linkem, registry, wmedium
 from dplab.substrate.registry import RECORD_DIR, RunRecord, SubstrateError
 from dplab.substrate.rtnl import MAX_TBF_MBIT, NsPlan, configure
 from dplab.substrate.sysctl import set_sysctls
+from dplab.topology import linkem_settings
 from dplab.topology.model import HOST, Topology
 
 ADDRESSINGS = ("l2", "l3")
@@ -105,6 +106,7 @@ class Network:
             self._by_port.setdefault(node, {}).setdefault(port, nbr)
         self.links = self._plan_links()
         self.media = self._plan_media()
+        self._check_emulator_names()
 
     # ----- names and addresses -------------------------------------------------------------
 
@@ -159,7 +161,7 @@ class Network:
             raise SubstrateError(f"switch {switch} has no port {port}") from None
 
     def medium_ns(self, ap: str) -> str:
-        return f"{self.prefix}-m{ap}"
+        return f"{self.prefix}-{_medium_name(ap)}"
 
     def wlan_port(self, ap: str) -> int | None:
         """The port number of access point ``ap``'s wlan port (None: not an AP)."""
@@ -236,7 +238,7 @@ class Network:
                                  f"not {attrs['emulator']!r}")
         if attrs.get("linkem") is not None:
             try:
-                linkem.check_settings(attrs["linkem"])
+                linkem_settings.check(attrs["linkem"])
             except ValueError as exc:
                 raise SubstrateError(f"link {u}–{v}: linkem: {exc}") from None
             if attrs.get("emulator") != "dplab":
@@ -303,7 +305,20 @@ class Network:
                 if link.emulator == "dplab" or (link.emulator is None and not netem)]
 
     def emulator_ns(self, link: Link) -> str:
-        return f"{self.prefix}-linkem{self.links.index(link)}"
+        return f"{self.prefix}-{_emulator_name(self.links.index(link))}"
+
+    def _check_emulator_names(self) -> None:
+        """A node's namespace is <prefix>-<node>: a node named like an emulator's namespace
+        (linkem0, map1) would share it, and the emulator's interfaces would land beside the
+        node's. Every link is counted, emulated or not, so the answer does not depend on
+        whether this kernel has netem."""
+        taken = {_emulator_name(i): f"the link emulator of {link.label}"
+                 for i, link in enumerate(self.links)}
+        taken |= {_medium_name(m.ap): f"the wireless medium of {m.ap}" for m in self.media}
+        for node in self.topo.graph.nodes:
+            if node in taken:
+                raise SubstrateError(f"node {node}: its namespace (<prefix>-{node}) is the one of "
+                                     f"{taken[node]}; give the node another name")
 
     # ----- bring-up ---------------------------------------------------------------------------
 
@@ -570,3 +585,13 @@ def _run_concurrently(jobs: list[tuple[list[str], list[str]]]) -> None:
             errors.append(f"`{' '.join(argv)}` failed: {err.strip()} (batch: {lines[:3]}...)")
     if errors:
         raise SubstrateError("; ".join(errors))
+
+
+def _emulator_name(number: int) -> str:
+    """The namespace of link number ``number``'s emulator, after the run's prefix."""
+    return f"linkem{number}"
+
+
+def _medium_name(ap: str) -> str:
+    """The namespace of access point ``ap``'s medium, after the run's prefix."""
+    return f"m{ap}"

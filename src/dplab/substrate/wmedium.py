@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dplab.substrate import realtime
 from dplab.substrate.registry import SubstrateError
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class Running:
     seed: int
     stats_path: Path
     proc: subprocess.Popen
+    realtime: bool = False  # whether it runs under SCHED_FIFO (substrate.realtime)
 
 
 def station_ifname(station: str) -> str:
@@ -94,7 +96,8 @@ def config(medium: Medium, seed: int, stats_path: Path) -> dict:
 
 
 def start(net: Network, media: list[Medium]) -> list[Running]:
-    """One process per medium, all started at once, each waited for until it says ready."""
+    """One process per medium, all started at once, each waited for until it says ready and
+    then raised to real-time priority (substrate.realtime)."""
     running = []
     for medium in media:
         ns = net.medium_ns(medium.ap)
@@ -108,6 +111,7 @@ def start(net: Network, media: list[Medium]) -> list[Running]:
     deadline = time.monotonic() + START_TIMEOUT_S
     for one in running:
         _wait_ready(one, deadline)
+        one.realtime = realtime.promote(one.proc.pid)
     return running
 
 
@@ -130,6 +134,7 @@ def stop(running: list[Running]) -> list[dict]:
         if one.proc.poll() is None:
             one.proc.send_signal(signal.SIGTERM)
     return [{"ap": one.medium.ap, "namespace": one.namespace, "seed": one.seed,
+             "realtime": one.realtime,
              "stations": {r.station: {"ifname": r.ifname, "rate_mbit": r.rate_mbit,
                                       "loss_pct": r.loss_pct} for r in one.medium.radios},
              "stats": _stats(one)} for one in running]
@@ -150,12 +155,13 @@ def _stats(one: Running) -> dict | None:
 
 def flat_stats(reports: list[dict]) -> dict[str, float | None]:
     """The media's counters as a run's statistics: ``wmedium_<ap>_<radio>_<counter>``, the
-    radio being ``ap`` or a station, and ``wmedium_<ap>_cpu_s``; None where a medium gave
-    no counters."""
+    radio being ``ap`` or a station, ``wmedium_<ap>_cpu_s`` and ``wmedium_<ap>_realtime``
+    (1.0 if it ran under SCHED_FIFO, else 0.0); None where a medium gave no counters."""
     out: dict[str, float | None] = {}
     for report in reports:
         cpu = (report["stats"] or {}).get("cpu_s")
         out[f"wmedium_{report['ap']}_cpu_s"] = None if cpu is None else float(cpu)
+        out[f"wmedium_{report['ap']}_realtime"] = float(report["realtime"])
         names = {AP_IF: "ap", **{s["ifname"]: name for name, s in report["stations"].items()}}
         nodes = (report["stats"] or {}).get("nodes", {})
         for ifname, radio in names.items():

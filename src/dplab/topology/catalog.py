@@ -13,7 +13,7 @@ from numbers import Real
 
 import networkx as nx
 
-from dplab.topology import radio
+from dplab.topology import linkem_settings, radio
 from dplab.topology.model import (
     AP_PREFIX,
     CORE_BW_MBIT,
@@ -35,11 +35,13 @@ MAX_NODES = 2000
 
 @dataclass(frozen=True)
 class Impairment:
-    """Delay, jitter and loss of each direction of a link (netem or dplab-linkem does them)."""
+    """Delay, jitter and loss of each direction of a link (netem or dplab-linkem does them),
+    and more dplab-linkem settings (topology.linkem_settings)."""
 
     delay_ms: float = 0.0
     jitter_ms: float = 0.0
     loss_pct: float = 0.0
+    linkem: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,6 @@ class LinkAttrs:
     # Who emulates delay/jitter/loss (substrate.network.EMULATORS); None: netem if the kernel
     # has it, else dplab's link emulator.
     emulator: str | None = None
-    linkem: dict | None = None  # more dplab-linkem settings (substrate.linkem), every link
     mtu: int | None = None  # IP MTU of both ends of every link; None: the substrate's 1500
 
 
@@ -123,8 +124,8 @@ class _Builder:
     def _link(self, a: str, b: str, bw: float | None, imp: Impairment) -> None:
         self.graph.add_edge(a, b, bw_mbit=bw, delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms,
                             loss_pct=imp.loss_pct, emulator=self.links.emulator)
-        if self.links.linkem is not None:
-            self.graph.edges[a, b]["linkem"] = self.links.linkem
+        if imp.linkem is not None:
+            self.graph.edges[a, b]["linkem"] = imp.linkem
         if self.links.mtu is not None:
             self.graph.edges[a, b]["mtu"] = self.links.mtu
 
@@ -355,11 +356,11 @@ _CATALOG: dict[str, _Shape] = {
 }
 
 NAMES: tuple[str, ...] = tuple(_CATALOG)
-# delay_ms, jitter_ms and loss_pct set both roles; core_*/edge_* set one (and win).
-IMPAIRMENTS = ("delay_ms", "jitter_ms", "loss_pct")
+# delay_ms, jitter_ms, loss_pct and linkem set both roles; core_*/edge_* set one (and win; a
+# role's linkem keys win over linkem's, key by key).
+IMPAIRMENTS = ("delay_ms", "jitter_ms", "loss_pct", "linkem")
 LINK_PARAMS = ("core_bw", "edge_bw", *IMPAIRMENTS, *(f"{role}_{key}" for role in ("core", "edge")
-                                                      for key in IMPAIRMENTS), "emulator", "linkem",
-               "mtu")
+                                                      for key in IMPAIRMENTS), "emulator", "mtu")
 MTU_RANGE = (68, 65535)  # IPv4's minimum; a veth's maximum
 # Wireless shapes only: each a number (every station) or a list (one per station).
 RADIO_PARAMS = ("distance_m", "rate_mbit", "wifi_loss_pct")
@@ -374,7 +375,8 @@ def build(name: str, **params: object) -> Topology:
     """The catalog topology ``name`` with its parameters (see ``describe``) and link parameters
     ``core_bw``/``edge_bw`` (Mbit/s, None = unshaped), ``delay_ms``, ``jitter_ms``,
     ``loss_pct`` (every link; ``core_``/``edge_`` prefixed: one role's links),
-    ``emulator`` (None, "netem" or "dplab"), ``linkem`` (more dplab-linkem settings),
+    ``linkem`` (more dplab-linkem settings, a mapping; ``core_linkem``/``edge_linkem`` add to
+    it for one role), ``emulator`` (None, "netem" or "dplab"),
     ``mtu`` (bytes, every link; None = 1500)."""
     shape = _shape(name)
     radio_params = RADIO_PARAMS if shape.wireless else ()
@@ -422,7 +424,6 @@ def _link_attrs(name: str, params: dict[str, object]) -> LinkAttrs:
         core=_impairment(name, "core", params),
         edge=_impairment(name, "edge", params),
         emulator=_emulator(name, params.get("emulator")),
-        linkem=_linkem(name, params.get("linkem")),
         mtu=_mtu(name, params.get("mtu")),
     )
 
@@ -450,13 +451,6 @@ def _radio_attrs(name: str, params: dict[str, object], stations: int) -> RadioAt
     return attrs
 
 
-def _linkem(name: str, value: object) -> dict | None:
-    if value is not None and not isinstance(value, dict):
-        raise TopologyError(f"topology {name!r}: linkem must be a mapping of dplab-linkem "
-                            f"settings, got {value!r}")
-    return value
-
-
 def _impairment(name: str, role: str, params: dict[str, object]) -> Impairment:
     def value(key: str, high: float | None) -> float:
         own = f"{role}_{key}"
@@ -464,7 +458,22 @@ def _impairment(name: str, role: str, params: dict[str, object]) -> Impairment:
         return _number(name, chosen, params.get(chosen, 0.0), 0.0, high)
 
     return Impairment(delay_ms=value("delay_ms", None), jitter_ms=value("jitter_ms", None),
-                      loss_pct=value("loss_pct", 100.0))
+                      loss_pct=value("loss_pct", 100.0), linkem=_linkem(name, role, params))
+
+
+def _linkem(name: str, role: str, params: dict[str, object]) -> dict | None:
+    """``linkem`` with ``<role>_linkem``'s keys over it (None if neither is set)."""
+    merged = None
+    for key in ("linkem", f"{role}_linkem"):
+        value = params.get(key)
+        if value is None:
+            continue
+        try:
+            linkem_settings.check(value)
+        except ValueError as exc:
+            raise TopologyError(f"topology {name!r}: {key}: {exc}") from None
+        merged = {**(merged or {}), **value}  # type: ignore[dict-item]
+    return merged
 
 
 EMULATORS = ("netem", "dplab")

@@ -48,7 +48,9 @@ const TIMER_SLACK_NS: u64 = 1_000;
 /// Under EEVDF (Linux 6.12+) a task with a shorter slice gets an earlier deadline, so when a
 /// due time or a packet wakes the emulator it preempts the host or switch running on that
 /// core instead of waiting for its slice to end (as the switch does, switch/src/dataplane.rs);
-/// its CPU share stays that of any task, unlike under a real-time policy.
+/// dplab's substrate then raises the process to SCHED_FIFO once it printed `ready`
+/// (src/dplab/substrate/realtime.py), which supersedes the slice; the slice still counts
+/// where the kernel refuses a real-time policy.
 const SLICE_NS: u64 = 100_000;
 
 static STOP: AtomicBool = AtomicBool::new(false);

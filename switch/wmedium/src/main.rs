@@ -65,7 +65,9 @@ const IDLE_WAIT_NS: u64 = 100_000_000;
 const TIMER_SLACK_NS: u64 = 1_000;
 /// A short scheduler slice (EEVDF, Linux 6.12+): woken by a frame or a transmission's end,
 /// the medium preempts the host running on its core instead of waiting for that host's
-/// slice to end (as switch/linkem does).
+/// slice to end (as switch/linkem does). dplab's substrate then raises the process to
+/// SCHED_FIFO once it printed `ready` (src/dplab/substrate/realtime.py), which supersedes
+/// the slice where the kernel allows it.
 const SLICE_NS: u64 = 100_000;
 
 static STOP: AtomicBool = AtomicBool::new(false);
