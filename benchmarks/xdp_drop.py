@@ -2,8 +2,12 @@
 else: switch_rate.py's sink discards what arrives before any socket buffer is built.
 
 The program is two instructions, so it needs no compiler: it is loaded with the
-bpf() system call and attached in driver mode with pyroute2. The interface holds the
-program; it goes when the interface is deleted (the rig's namespaces go at its end).
+bpf() system call and attached in driver mode with pyroute2, from this thread moved into
+the namespace (dplab.xdp.netns.inside): pyroute2's own ``netns=`` forks a child, and a child
+that a signal reaches before it exits unwinds into the caller's stack and runs on as a
+second copy of the caller (under pytest: the rest of the tests, twice). The interface
+holds the program; it goes when the interface is deleted (the rig's namespaces go at its
+end).
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import os
 import struct
 
 from pyroute2 import IPRoute
+
+from dplab.xdp.netns import inside
 
 SYS_BPF = 321  # x86_64
 BPF_PROG_LOAD = 5
@@ -44,7 +50,7 @@ def attach(netns: str, ifname: str) -> None:
     """Every frame arriving on `ifname` (in namespace `netns`) is dropped by XDP."""
     fd = load()
     try:
-        with IPRoute(netns=netns) as ipr:
+        with inside(netns), IPRoute() as ipr:
             index = ipr.link_lookup(ifname=ifname)
             if not index:
                 raise RuntimeError(f"no interface {ifname} in {netns}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import json
 import os
 import socket
@@ -43,8 +44,11 @@ VETH_MIN_FRAME = 60
 TAG_TYPE = b"\x88\xb5"  # the tag header of tests/data/switch_features.p4
 
 
+@functools.cache
 def build_switch() -> None:
-    """Builds the release binaries (a no-op when they are up to date)."""
+    """Builds the release binaries (a no-op when they are up to date), once per process:
+    cargo's own up-to-date check costs a fraction of a second, and some thirty test modules
+    ask for the switch."""
     cargo = os.environ.get("CARGO") or str(Path.home() / ".cargo" / "bin" / "cargo")
     subprocess.run([cargo, "build", "--release", "-q"], cwd=ROOT / "switch", check=True)
 

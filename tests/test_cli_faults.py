@@ -79,3 +79,23 @@ def test_a_signal_storm_during_teardown_leaves_nothing(tmp_path, signum):
     assert registry.netns_with_prefix(prefix) == []
     assert not (registry.RECORD_DIR / f"{prefix}.json").exists()
     assert "terminated: everything this run made has been removed" in rest
+
+
+def test_main_called_in_a_process_puts_its_signal_handlers_back(tmp_path):
+    """In a longer-lived process (pytest, a notebook) cli.main turns SIGTERM into SystemExit
+    only while it runs: a child forked afterwards and sent SIGTERM must not raise there."""
+    import signal
+
+    from dplab import cli
+
+    def mine(*_):
+        return None
+
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        assert cli.main(["topo", "export", "single", "-o", str(tmp_path / "lab.yml")]) == 0
+        assert signal.getsignal(signal.SIGTERM) is mine
+        assert cli.main(["topo", "export", "nosuch", "-o", str(tmp_path / "x.yml")]) == 2
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -71,8 +71,7 @@ BAD = [
      "only in a function that returns one"),
     ("return x;", "return;", "return", "function clamp must return a bit<8>"),
     ("return Kind.High;", "return 8w1;", "8w1", "function kind_of returns Kind, not bit<8>"),
-    ("hdr.tag.f % 16", "hdr.tag.f % 10", "%", "'%' on a run-time value is supported only "
-     "on bit<W> by a constant power of two (the IR has no division)"),
+    ("hdr.tag.f % 16", "hdr.tag.f % 0", "0", "division by zero"),
     ("Kind.Mid:", "Kind.Low:", "Kind", "this label is already listed"),
     ("Kind.Mid:", "hdr.tag.a:", "hdr", "a switch label must be a compile-time Kind"),
     ("switch (kind_of(hdr.tag.h))", "switch (hdr.tag.h == 1)", "switch", "switch needs "

@@ -70,7 +70,7 @@ def test_argumentless_mark_to_drop_drops_as_the_other(tmp_path: Path) -> None:
      "resubmit with fields to keep is not supported: mark them @field_list(N) and call "
      "resubmit_preserving_field_list(..., N)"),
     (program(meta="h_t[2] stack;"), 5, 36,
-     "metadata field stack of meta_t must be bit<W>, bool or a struct of them"),
+     "metadata field stack of meta_t must be bit<W>, bool, a header or a struct of them"),
     ("#include <core.p4>\n#include <psa.p4>\n", 2, 1,
      "architecture psa.p4 is not supported: dplab compiles v1model programs only"),
 ])

@@ -135,8 +135,8 @@ HEADER = "header ipv4_opts_t { varbit<320> options; }"
 EXTRACT = "pkt.extract(hdr.opts, (bit<32>)(((bit<16>)hdr.ipv4.ihl - 5) * 32));"
 BAD = [
     ("struct meta_t { }", "struct meta_t { varbit<8> m; }", 26,
-     "metadata field m of meta_t must be bit<W>, bool or a struct of them: varbit<8> in "
-     "metadata is not supported"),
+     "metadata field m of meta_t must be bit<W>, bool, a header or a struct of them: "
+     "varbit<8> in metadata is not supported"),
     (HEADER, "header ipv4_opts_t { varbit<320> options; varbit<8> more; }", 42,
      "header ipv4_opts_t has a second varbit field 'more': a header may hold at most one"),
     (EXTRACT, "pkt.extract(hdr.opts);", 3, "header ipv4_opts_t has a varbit field: extract "

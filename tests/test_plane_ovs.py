@@ -85,11 +85,11 @@ def test_ovs_without_controller_learns_and_blocks_loops_with_rstp(monkeypatch) -
         try:
             plane.start(net)
             plane.wait_ready(30)
-            tcp = iperf_server_report(net, "h1", "h8", [])
+            tcp = iperf_server_report(net, "h1", "h8", [], 1)
             stats = plane.stats()
         finally:
             plane.stop()
-    assert int(tcp[7]) > 5_000_000
+    assert int(tcp[7]) > 2_500_000  # 1 s over 100 Mbit/s edges carries ~11.5 MB
     assert stats["packet_ins"] is None and stats["ovs_path_flows"] is None
     assert stats["ovs_flows"] == 6  # OVS's own "normal" flow on each of the 6 bridges
 

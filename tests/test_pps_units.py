@@ -62,6 +62,7 @@ def test_a_bad_size_is_refused_naming_the_field(size):
         ({"pps": 10, "count": 2.5}, "'count' must be an integer > 0"),
         ({"pps": 10, "count": 5, "protocol": "tcp"}, "'protocol' must be one of"),
         ({"pps": 10, "count": 5, "rate": 3}, r"unknown parameter\(s\) \['rate'\]"),
+        ({"pps": 10, "count": 5, "dst_mac": "gateway"}, "'dst_mac' must be one of"),
     ],
 )
 def test_bad_parameters_are_refused_naming_the_field(params, message):
@@ -101,6 +102,7 @@ def test_the_spec_takes_a_pps_workload():
         ("count: 5", "workloads.0.pps.pps", "missing"),
         ("pps: 10", "workloads.0.pps", "exactly one of 'duration'"),
         ("pps: 10, count: 5, protocol: tcp", "workloads.0.pps.protocol", "'udp' or 'icmp'"),
+        ("pps: 10, count: 5, dst_mac: mine", "workloads.0.pps.dst_mac", "'resolved' or 'host'"),
     ],
 )
 def test_bad_spec_values_name_the_field(workload, field, expected):

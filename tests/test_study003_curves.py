@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 import json
 
+from matplotlib.figure import Figure
+
 from dplab.study003 import curve_report, curves
 
 PROGRAM = """\
@@ -108,7 +110,7 @@ def test_repetitions_give_a_mean_and_its_interval_and_failed_ones_are_left_out()
 
 def test_a_value_not_measured_is_shown_as_missing_not_zero():
     columns = curve_report.forward_columns(STORED)
-    assert [key for key, _ in columns][5:8] == ["cpu0_user", "cpu0_system", "cpu0_softirq"]
+    assert [key for key, _ in columns][6:9] == ["cpu0_user", "cpu0_system", "cpu0_softirq"]
     rows = curve_report.table_rows(curve_report.described(STORED["forward"]), columns)
     router_idle = dict(zip(["plane", *(k for k, _ in columns)], rows[0], strict=True))
     assert router_idle["switch_cpu_pct"] == "-" and router_idle["memory_kib"] == "-"
@@ -125,6 +127,30 @@ def test_the_markdown_names_what_failed_and_no_p4_program_is_not_zero_lines():
     assert "| II pass | - (no P4 program) | - | study003/pass.bpf.c | 11 (+27) |" in text
     assert "p4 l3_forward.p4: PlaneError: s1 never came up" in text
     assert "p4 echo.p4 at 50 kpps: PlaneError: gone" in text
+
+
+def test_a_point_whose_sender_fell_short_of_the_set_rate_is_marked_host_limited():
+    """Fig. 5's sender shares the cores with the switches: where it offered less than the
+    set rate by more than the margin, the host, not the plane, limited the point."""
+    assert curves.host_limited(400.0, 250.0) is True
+    assert curves.host_limited(50.0, 48.0) is False  # within the margin
+    assert curves.host_limited(0.0, None) is None  # the idle point asks for no load
+    assert curves.host_limited(50.0, None) is None  # not measured: no verdict
+    stored = {"xdp echo.bpf.c": {"kind": "xdp", "error": None, "points": [
+        _point(0.0, [_echo_run(0.02)]),
+        _point(50.0, [_echo_run(0.03, 49.0, 100.0)]),
+        # one repetition short of the rate is enough; a failed one tells nothing
+        _point(400.0, [_echo_run(0.04, 390.0, 100.0), _echo_run(0.06, 250.0, 100.0),
+                       {"error": "PlaneError: gone"}])]}}
+    rows = curve_report.described(stored)
+    assert [p["host_limited"] for p in rows["xdp echo.bpf.c"]] == [None, False, True]
+    table = curve_report.table_rows(rows, curve_report.ECHO_COLUMNS)
+    assert [row[3] for row in table] == ["-", "no", "yes"]
+    ax = Figure().subplots()
+    curve_report._line(ax, rows["xdp echo.bpf.c"], "rtt_p50_ms", "xdp", "C0")
+    [ring] = ax.collections[-1:]
+    assert ring.get_offsets().tolist() == [[320.0, 0.05]]  # the mean offered, the mean RTT
+    assert curve_report.HOST_RING in ax.get_legend_handles_labels()[1]
 
 
 def test_the_idle_point_is_drawn_at_no_load_and_a_point_without_offered_load_is_not():
@@ -151,7 +177,8 @@ def test_study_003s_report_draws_its_stored_curves_from_the_file_alone(tmp_path)
         png = tmp_path / study_report.PERFORMANCE_DIR / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
         assert f'alt="{png.stem}"' in page
-    assert "<td>xdp echo.bpf.c</td><td>50</td><td>50 ± 0</td><td>100 ± 0</td>" in page
+    assert "<td>xdp echo.bpf.c</td><td>50</td><td>50 ± 0</td><td>no</td><td>100 ± 0</td>" \
+        in page
     assert "Failed (left out of every cell and figure)" in page
     assert curves.load(tmp_path / "nothing-here") is None
     plain = study_report.write(study, published, tmp_path, "quick").read_text()

@@ -3,7 +3,9 @@
 h2 never receives an echo request: its namespace's `Icmp: InEchos` stays 0 and its capture
 holds none; the switch answered. (The plane's readiness ping goes h1 -> h2 too, so it is
 answered by the switch as well and h2's counter covers the whole run.) h1 resolved h2's
-MAC by ARP through the node, so the node forwards what it does not answer."""
+MAC by ARP through the node, so the node forwards what it does not answer.
+Also the L3 and broadcast scenarios, and the drop scenarios in both technologies: nothing
+delivered, every frame counted by the program, the run ok."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from scapy.layers.inet import ICMP
 from scapy.utils import rdpcap
 from study003_rig import ROOT
 
-from dplab import runner
+from dplab import planes, runner
+from dplab.planes import PlaneError
 from dplab.spec import load
 from dplab.substrate.network import Network
 from dplab.workloads.flows import Flow, FlowResult
@@ -78,3 +81,38 @@ def test_l3_and_broadcast_scenarios_deliver_every_ping(tmp_path, monkeypatch, na
             assert values[(flow_id, "loss_pct")] == 0, flow_id
         else:
             assert values[(flow_id, "bytes")] > 1_000_000, flow_id
+
+
+def test_option_ready_is_checked_and_only_the_p4_and_xdp_planes_take_it():
+    for kind in ("p4", "xdp"):
+        assert planes.create(kind, {}).pings_when_ready()
+        assert not planes.create(kind, {"ready": "started"}).pings_when_ready()
+        with pytest.raises(PlaneError, match="option 'ready' must be one of ping, started"):
+            planes.create(kind, {"ready": "soon"})
+    with pytest.raises(PlaneError, match="unknown option 'ready'"):
+        planes.create("bridge", {"ready": "started"})
+
+
+# scenario -> the plane's stat that counts the program's drops
+DROP_COUNTERS = {"drop": "pipeline_drops", "xdp_drop": "xdp_drop"}
+
+
+@pytest.mark.net
+@pytest.mark.parametrize("name", sorted(DROP_COUNTERS))
+def test_drop_scenarios_deliver_nothing_and_count_every_frame(tmp_path, monkeypatch, name):
+    """A switch that drops everything, run by the runner: ready without the readiness
+    ping (ready: started), frames to h2's own MAC (no ARP gets through); the run and its
+    flow are ok, nothing reached h2, and the program counted at least every frame offered."""
+    monkeypatch.chdir(ROOT)
+    store = runner.run_matrix(load(ROOT / "scenarios" / f"study003_{name}.yaml"),
+                              tmp_path / "results")
+    (run,) = store.rows("runs")
+    assert (run["status"], run["error"]) == ("ok", None)
+    (flow,) = store.rows("flows")
+    assert flow["ok"], flow
+    summary = {row["metric"]: row["value"] for row in store.rows("summaries")}
+    assert summary["frames_offered"] > 0 and summary["frames_received"] == 0
+    assert summary["loss_pct"] == 100
+    stats = {row["stat"]: row["value"] for row in store.rows("plane_stats")}
+    assert stats[DROP_COUNTERS[name]] >= summary["frames_offered"]
+

@@ -21,9 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from dplab.substrate.registry import cleanup_on_signals
 
-    cleanup_on_signals()
+    previous = cleanup_on_signals()
     try:
-        return args.handler(args)
+        result = args.handler(args)
     except KeyboardInterrupt:
         _finish_interrupted("interrupted")
         return 130
@@ -32,8 +32,21 @@ def main(argv: list[str] | None = None) -> int:
             _finish_interrupted("terminated")
         raise
     except _user_errors() as exc:
+        _restore(previous)
         console.print(Text.assemble(("error:", "red"), f" {exc}"))
         return 2
+    # Called in a longer-lived process (a test, a notebook), main leaves that process's own
+    # handlers in place: a SIGTERM to a child it forks later must not raise SystemExit there.
+    _restore(previous)
+    return result
+
+
+def _restore(handlers: dict) -> None:
+    import signal
+
+    for signum, handler in handlers.items():
+        if handler is not None:  # None: installed outside Python, cannot be put back
+            signal.signal(signum, handler)
 
 
 def _finish_interrupted(how: str) -> None:

@@ -119,6 +119,8 @@ pub enum ExprNode {
     Add { a: Operand, b: Operand },
     Sub { a: Operand, b: Operand },
     Mul { a: Operand, b: Operand },
+    Div { a: Operand, b: Operand },
+    Mod { a: Operand, b: Operand },
     AddSat { a: Operand, b: Operand },
     SubSat { a: Operand, b: Operand },
     And { a: Operand, b: Operand },

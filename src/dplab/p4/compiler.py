@@ -370,33 +370,53 @@ class Compiler:
 
     def metadata_instance(self, name: str, typ: StructType) -> StructRef:
         flat: list = []
+        headers: list[tuple[StructRef, str, str, StructType]] = []
         inst = len(self.ir["instances"])
-        ref = self._flatten_struct(typ, "", flat, inst)
+        ref = self._flatten_struct(typ, "", flat, inst, headers)
         self.add_instance(name, "metadata", typ, flat)
+        # headers in the struct: header instances after it, invalid at packet start like
+        # a header-typed local, and (unless the program emits one) never on the wire
+        for owner, member, path, htype in headers:
+            owner.members[member] = HeaderRef(
+                self.add_instance(f"{name}.{path}", "header", htype, list(htype.fields)), htype)
         for fname, _, lists in flat:
             for number in lists:
                 self.ir["field_lists"].setdefault(str(number), []).append(
                     {"inst": inst, "field": [f[0] for f in flat].index(fname)})
         return ref
 
-    def _flatten_struct(self, typ: StructType, prefix: str, flat: list, inst: int) -> StructRef:
+    def _flatten_struct(self, typ: StructType, prefix: str, flat: list, inst: int,
+                        headers: list) -> StructRef:
+        """The struct's scalars appended to ``flat``; its headers to ``headers``, as
+        (owning struct, member, dotted path, type), for metadata_instance to place."""
         ref = StructRef(typ)
         for name, ftype, lists in typ.fields:
             if isinstance(ftype, StructType) and ftype.kind == "struct":
-                ref.members[name] = self._flatten_struct(ftype, f"{prefix}{name}.", flat, inst)
+                ref.members[name] = self._flatten_struct(ftype, f"{prefix}{name}.", flat, inst,
+                                                         headers)
+                continue
+            if isinstance(ftype, StructType) and ftype.kind == "header":
+                if lists:
+                    raise P4Error(self._field_loc(typ, name), f"metadata field {name} of "
+                                  f"{typ.name}: a header in a @field_list is not supported")
+                varbit.refuse(f"metadata field {prefix}{name}", ftype,
+                              self._field_loc(typ, name))
+                headers.append((ref, name, prefix + name, ftype))
                 continue
             w = width_of(ftype)
             if w is None:
-                decl = self.struct_decls.get(typ.name)
-                where = next((f.loc for f in decl.fields if f.name == name), None) \
-                    if decl else None
-                raise P4Error(where or Loc(str(self.path), 1, 1), f"metadata field {name} of "
-                              f"{typ.name} must be bit<W>, bool or a struct of them: "
-                              f"{type_name(ftype)} in metadata is not supported")
+                raise P4Error(self._field_loc(typ, name), f"metadata field {name} of "
+                              f"{typ.name} must be bit<W>, bool, a header or a struct of "
+                              f"them: {type_name(ftype)} in metadata is not supported")
             ref.members[name] = Val({"op": "field", "w": w, "inst": inst, "field": len(flat)},
                                     ftype)
             flat.append((prefix + name, ftype, lists))
         return ref
+
+    def _field_loc(self, typ: StructType, name: str) -> Loc:
+        decl = self.struct_decls.get(typ.name)
+        where = next((f.loc for f in decl.fields if f.name == name), None) if decl else None
+        return where or Loc(str(self.path), 1, 1)
 
     def new_local(self, name: str, typ: object, loc: Loc) -> Val:
         if self.locals_inst is None:

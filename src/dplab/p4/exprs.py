@@ -7,6 +7,7 @@ from dplab.p4 import equality, header_structs, signed, tuples, unions, varbit
 from dplab.p4.equality import COMPOUND, is_plain_path
 from dplab.p4.errors import Loc, P4Error
 from dplab.p4.limits import MAX_INT_BITS
+from dplab.p4.stack_index import DynamicIndex
 from dplab.p4.stack_last import StackLastCheck
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
@@ -39,6 +40,8 @@ from dplab.p4.types import (
 
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "|+|": "addsat", "|-|": "subsat",
           "&": "and", "|": "or", "^": "xor"}
+# unsigned; a zero divisor at run time gives 0 in the switch (docs/p4-ir.md, 4)
+_DIVIDE = {"/": "div", "%": "mod"}
 _COMPARE = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _FOLD: dict[str, Callable[[int, int], int]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
@@ -82,6 +85,9 @@ class ExprChecker:
         # What an expression runs before the statement it is in (a table apply for
         # `t.apply().hit`, an inlined function's body); None where no statement encloses it.
         self.pending: list[dict] | None = None
+        # index expressions (ids of their `index` nodes) that stack_index.expand has fixed
+        # to one element while it compiles a statement once per element
+        self.fixed_indices: dict[int, int] = {}
         self.new_local: Callable[[str, object, Loc], Val] | None = None
         self.inline_function: Callable[[UserFunction, Node, Env], tuple] | None = None
 
@@ -184,9 +190,12 @@ class ExprChecker:
             return unions.stack_element(base, self.value(node.index, env), node.index.loc)
         if not isinstance(base, StackRef):
             raise P4Error(node.loc, "only header stacks can be indexed")
+        fixed = self.fixed_indices.get(id(node))
+        if fixed is not None:   # one branch of stack_index.expand
+            return HeaderRef(base.instances[fixed], base.type.base)
         index = self.value(node.index, env)
         if index.const is None:
-            raise P4Error(node.index.loc, "a header stack index must be a compile-time constant")
+            raise DynamicIndex(node, base.type.size)
         if not 0 <= index.const < base.type.size:
             raise P4Error(node.index.loc, f"index {index.const} is outside the stack "
                           f"(size {base.type.size})")
@@ -396,10 +405,14 @@ class ExprChecker:
         if op in ("/", "%") and isinstance(a.type, Bits) and b.const is not None \
                 and a.const is None and b.const > 0 and b.const & (b.const - 1) == 0:
             return self.power_of_two(op, a, b)
+        if op in ("/", "%") and isinstance(a.type, Bits):
+            if b.const == 0:
+                raise P4Error(node.b.loc, "division by zero")
+            return self._fold_or_build(_DIVIDE[op], a, b, a.type, op)
         if op not in _ARITH or not isinstance(a.type, Bits | Signed):
             if op in ("/", "%"):
-                raise P4Error(node.loc, f"'{op}' on a run-time value is supported only on "
-                              "bit<W> by a constant power of two (the IR has no division)")
+                raise P4Error(node.loc, f"'{op}' is defined only on bit<W> and on integers "
+                              f"without width, not on {type_name(a.type)}")
             raise P4Error(node.loc, f"'{op}' is not defined on {type_name(a.type)}")
         return self._fold_or_build(_ARITH[op], a, b, a.type, op)
 

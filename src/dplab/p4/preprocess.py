@@ -6,7 +6,9 @@ it came from (a macro's tokens take the location of the macro's use). A function
 macro's call must fit on one (logical) line; `#` and `##` in a macro body are not supported.
 """
 
+import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +24,11 @@ OTHER_ARCHITECTURES = {"psa.p4", "pna.p4", "ebpf_model.p4", "ubpf_model.p4", "tn
                        "t2na.p4", "xdp_model.p4", "dpdk/psa.p4"}
 
 
+# Every program includes the same core.p4 and v1model.p4, whose comment blanking and
+# tokenizing are half of a small program's compile: a process that compiles many programs
+# (the fuzz and compiler tests, a study's planes) does them once. Tokens are frozen, so the
+# lines' tuples are shared safely; a P4Error is raised again, never cached.
+@functools.lru_cache(maxsize=16)
 def blank_comments(text: str, file: str) -> str:
     """Replace comments by spaces (newlines kept) so that line and column numbers stay right."""
     out = []
@@ -72,6 +79,12 @@ class _Macro:
     params: list[str] | None = None  # None: an object-like macro (a constant)
 
 
+@functools.lru_cache(maxsize=8192)
+def _line_tokens(text: str, file: str, line: int) -> tuple[Token, ...]:
+    """tokenize_line's tokens of one source line, kept as blank_comments' results are."""
+    return tuple(tokenize_line(text, file, line))
+
+
 @dataclass
 class Preprocessor:
     defines: dict[str, _Macro] = field(default_factory=dict)
@@ -108,7 +121,7 @@ class Preprocessor:
                 self._directive(directive.group(1), directive.group(2).strip(), loc, path,
                                 conditions, active)
             elif active:
-                self._append(tokenize_line(line, str(path), start), set())
+                self._append(_line_tokens(line, str(path), start), set())
         if conditions:
             raise P4Error(conditions[-1].loc, "#if/#ifdef without a matching #endif")
 
@@ -197,7 +210,7 @@ class Preprocessor:
         self._append(tokens, set(hiding), out)
         return out
 
-    def _append(self, tokens: list[Token], hiding: set[str],
+    def _append(self, tokens: Sequence[Token], hiding: set[str],
                 out: list[Token] | None = None) -> None:
         target = self.tokens if out is None else out
         i = 0
@@ -255,7 +268,7 @@ class Preprocessor:
         return [t for piece in pieces for t in piece]
 
 
-def _call_arguments(tokens: list[Token], i: int, name: Token) -> tuple[list[list[Token]], int]:
+def _call_arguments(tokens: Sequence[Token], i: int, name: Token) -> tuple[list[list[Token]], int]:
     """The arguments of a macro call whose "(" is tokens[i], split at top-level commas, and
     the index after its ")"."""
     args: list[list[Token]] = [[]]

@@ -2,11 +2,12 @@
 
 from dataclasses import dataclass, field
 
-from dplab.p4 import loops, unions, varbit
+from dplab.p4 import loops, stack_index, unions, varbit
 from dplab.p4.errors import P4Error
 from dplab.p4.exprs import Env, ExprChecker, const, lookahead_field
 from dplab.p4.inlining import RETURN
 from dplab.p4.local_vars import compound_local, copy_compound
+from dplab.p4.stack_index import DynamicIndex
 from dplab.p4.syntax import Node
 from dplab.p4.types import (
     ActionRef,
@@ -25,6 +26,7 @@ from dplab.p4.types import (
     TableRef,
     UserFunction,
     Val,
+    Varbit,
     type_name,
     width_of,
 )
@@ -67,7 +69,11 @@ class StatementCompiler:
         """One statement, after what its expressions run first (exprs.pending)."""
         outer, self.exprs.pending = self.exprs.pending, []
         try:
-            out = self._statement(node, env, scope)
+            try:
+                out = self._statement(node, env, scope)
+            except DynamicIndex as dyn:
+                self.exprs.pending = []
+                out = stack_index.expand(self, node, env, scope, dyn)
             return self.exprs.pending + out
         finally:
             self.exprs.pending = outer
@@ -97,7 +103,7 @@ class StatementCompiler:
             return [{"kind": kind}]
         if kind == "var":
             self.program.check_shadowing(node, env, scope.params)
-            return self.variable(node, env)
+            return self.variable(node, env, scope)
         if kind == "const":
             self.program.check_shadowing(node, env, scope.params)
             env[node.name] = self.program.constant(node, env)
@@ -132,7 +138,11 @@ class StatementCompiler:
         return out + [{"kind": RETURN if scope.lower_return else "return"}]
 
     def assign(self, node: Node, env: Env) -> list[dict]:
-        dst, typ = self.exprs.destination(node.target, env)
+        try:
+            dst, typ = self.exprs.destination(node.target, env)
+        except DynamicIndex as dyn:
+            dyn.in_target = True
+            raise
         if "compound" in dst:
             return self.assign_compound(dst["compound"], node, env)
         if "varbit" in dst:
@@ -203,31 +213,59 @@ class StatementCompiler:
                         "src": field.ir})
         return out
 
-    def variable(self, node: Node, env: Env) -> list[dict]:
+    def variable(self, node: Node, env: Env, scope: Scope) -> list[dict]:
         typ = self.program.resolve_type(node.type)
         width = width_of(typ)
         if isinstance(typ, StructType):
-            return self.compound_variable(node, typ, env)
+            return self.compound_variable(node, typ, env, scope)
+        if isinstance(typ, Varbit):
+            return self.varbit_variable(node, typ, env)
         if width is None:
             raise P4Error(node.loc, f"local variables of type {type_name(typ)} are not supported")
         val = self.program.new_local(node.name, typ, node.loc)
         env[node.name] = val
         dst = {"inst": val.ir["inst"], "field": val.ir["field"]}
-        init = self.exprs.typed(node.init, env, typ) if node.init else const(0, width)
+        try:
+            init = self.exprs.typed(node.init, env, typ) if node.init else const(0, width)
+        except DynamicIndex:
+            return self.initialise_per_element(node, env, scope)
         if node.init and init.type != typ and not isinstance(typ, BoolType):
             raise P4Error(node.init.loc, f"cannot initialise {type_name(typ)} with "
                           f"{type_name(init.type)}")
         return [{"kind": "assign", "dst": dst, "src": init.ir}]
 
-    def compound_variable(self, node: Node, typ: StructType, env: Env) -> list[dict]:
+    def varbit_variable(self, node: Node, typ: Varbit, env: Env) -> list[dict]:
+        """`varbit<W> v [= h.f];` (dplab/p4/varbit.py): empty, or a copy of a varbit field
+        of its width, compiled before the name is in scope."""
+        label = f"$local.{node.name}${len(self.program.ir['instances'])}"
+        val, init = varbit.local(self.program, label, node.name, typ, node.type.loc)
+        if node.init is not None:
+            init = varbit.assign(val, self.exprs.named(node.init, env), node.init.loc)
+        env[node.name] = val
+        return init
+
+    def compound_variable(self, node: Node, typ: StructType, env: Env,
+                          scope: Scope) -> list[dict]:
         """A header or struct local (dplab/p4/local_vars.py); its initialiser is compiled
         as an assignment, before the name is in scope."""
         ref, init = compound_local(self.program, node.name, typ, node.type.loc)
         if node.init is not None:
-            init = self.assign_compound(ref, Node("assign", node.init.loc, target=None,
-                                                  value=node.init), env)
+            try:
+                init = self.assign_compound(ref, Node("assign", node.init.loc, target=None,
+                                                      value=node.init), env)
+            except DynamicIndex:
+                env[node.name] = ref
+                return self.initialise_per_element(node, env, scope)
         env[node.name] = ref
         return init
+
+    def initialise_per_element(self, node: Node, env: Env, scope: Scope) -> list[dict]:
+        """`T x = ...s[e]...;` with a run-time e, x already declared: the initialiser as an
+        assignment, expanded by stack_index (what its first try ran first is dropped)."""
+        self.exprs.pending = []
+        name = Node("name", node.loc, name=node.name)
+        return self.statement(Node("assign", node.init.loc, target=name, value=node.init),
+                              env, scope)
 
     def switch(self, node: Node, env: Env, scope: Scope) -> list[dict]:
         subject = node.subject

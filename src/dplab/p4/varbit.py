@@ -77,6 +77,20 @@ def layout(owner: LayoutOwner, path: str, typ: StructType) -> HeaderRef:
     return HeaderRef(inst, typ, VarbitParts(pos, vtype.width, chunks, tail))
 
 
+def local(owner: LayoutOwner, label: str, name: str, typ: Varbit,
+          loc: Loc) -> tuple[VarbitVal, list[dict]]:
+    """`varbit<W> v;`: laid out as the varbit field of a header with no other field (an
+    empty instance that is never valid, then the W/8 byte chunks), so assignments to and
+    from header varbits copy chunks as between headers; it starts empty (no valid chunk)."""
+    if typ.width % 8 or not 8 <= typ.width <= MAX_VARBIT:
+        raise P4Error(loc, f"varbit<{typ.width}>: the maximum width must be a multiple of 8 "
+                      f"in 8..{MAX_VARBIT}")
+    ref = layout(owner, label, StructType("header", f"varbit<{typ.width}>",
+                                          ((name, typ, ()),)))
+    assert ref.varbit is not None
+    return VarbitVal(ref, name), [{"kind": "set_invalid", "inst": i} for i in ref.varbit.chunks]
+
+
 def field(ref: HeaderRef, index: int) -> Val | VarbitVal:
     """Field `index` of the header type: the varbit itself, or a scalar in its instance."""
     parts = ref.varbit

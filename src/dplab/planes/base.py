@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from dplab.workloads.flows import Flow
 
 
+# Option ``ready`` of the planes that list it: "ping" (ready once the farthest hosts ping
+# each other) or "started" (ready once start() returned: its programs attached, its entries
+# written; for a program that forwards nothing, such as a drop program, through which no
+# ping could ever pass).
+READY_WAYS = ("ping", "started")
+
+
 class PlaneError(RuntimeError):
     """A plane was misconfigured or did not become ready; the message says which and why."""
 
@@ -51,6 +58,13 @@ class Plane(ABC):
             raise PlaneError(f"plane {self.kind!r}: unknown option {unknown[0]!r} "
                              f"(known: {sorted(self.OPTIONS) or 'none'})")
         self.options = {**self.OPTIONS, **options}
+        if self.options.get("ready", "ping") not in READY_WAYS:
+            raise PlaneError(f"plane {self.kind!r}: option 'ready' must be one of "
+                             f"{', '.join(READY_WAYS)}, not {self.options['ready']!r}")
+
+    def pings_when_ready(self) -> bool:
+        """Whether wait_ready() ends with the readiness ping (option ``ready``, READY_WAYS)."""
+        return self.options.get("ready", "ping") == "ping"
 
     def network(self, topo: Topology) -> Network:
         """The (not yet up) Network this plane runs on for ``topo``. Planes that replace the

@@ -27,7 +27,9 @@ rewrites the class meters every sampling interval and its samples are in
 ``<run dir>/p4/qos_samples.jsonl``; ``series()`` hands them on as the run's time series
 (the store's plane_series). Ready = every switch up and every link found by LLDP
 (proactive: all host-pair paths installed; static: skipped), then a ping between the
-farthest hosts.
+farthest hosts; with option ``ready`` "started" no ping (planes.base.READY_WAYS: a program
+that drops everything). ``stats()`` has ``pipeline_drops``: the packets the switches'
+programs dropped (switch/PROTOCOL.md ``stats``), summed over switches.
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ class P4Plane(ControlledPlane):
     addressing = "l2"
     shared_switch_ns = False
     OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None, "entries": None,
-                               "tx": "xdp", "qos": None, "vlan": None, "pipeline": "plain"}
+                               "tx": "xdp", "qos": None, "vlan": None, "pipeline": "plain",
+                               "ready": "ping"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -460,9 +463,24 @@ class P4Plane(ControlledPlane):
         static = ({} if self.entries_path is None
                   else {"entries_written": self._entries_written, **self._qos_stats()})
         if self.net is None:
-            return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s")), **static}
+            return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s", "pipeline_drops")),
+                    **static}
         self._check_answering(self.net)
-        return {**self._fresh_controller_counters(), "ready_s": self._ready_s, **static}
+        return {**self._fresh_controller_counters(), "ready_s": self._ready_s,
+                "pipeline_drops": self._pipeline_drops(self.net), **static}
+
+    def _pipeline_drops(self, net: Network) -> float:
+        """The packets every switch's program dropped so far (mark_to_drop and the like;
+        switch/PROTOCOL.md ``stats``: ``pipeline.drops``), summed."""
+        total = 0
+        for switch in net.topo.switches():
+            try:
+                stats = switch_link.request(str(self._control(switch)), "stats",
+                                            ANSWER_TIMEOUT_S)
+            except switch_link.SwitchError as exc:
+                raise PlaneError(f"p4: switch-{switch}: stats: {exc}") from exc
+            total += int(stats["pipeline"]["drops"])
+        return float(total)
 
     def _check_answering(self, net: Network) -> None:
         """PlaneError naming the first switch, or the P4Runtime servers' process, that does

@@ -22,6 +22,8 @@ compiled with clang at start, loaded on every switch with its `ports` devmap fil
 its map entries file written, attached to every switch port, and a tc program in the same
 object attached beside it on tc ingress. ``addressing: l3`` gives the switches the router
 plane's addresses, routes and ip_forward, for a program that passes frames to the stack.
+Ready once the farthest hosts ping each other; option ``ready: started`` skips that ping
+(planes.base.READY_WAYS), for a program through which no ping passes (a drop program).
 
 Every host's ``eth0`` runs an XDP_PASS program: a veth takes frames its peer's XDP program
 redirects into it only while it runs XDP itself (xdp/pass.bpf.c says why). Hosts checksum
@@ -81,7 +83,7 @@ class XdpPlane(Plane):
     kind = "xdp"
     shared_switch_ns = False
     OPTIONS: dict[str, Any] = {"mode": None, "program": None, "maps": None,
-                               "addressing": "l2", "unshaped_ports": False}
+                               "addressing": "l2", "unshaped_ports": False, "ready": "ping"}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -239,7 +241,7 @@ class XdpPlane(Plane):
         if self.controller is not None:
             self._wait_for_discovery(self.net, self.controller, deadline)
         src, dst = farthest_hosts(self.net, self.avoid_pairs)
-        if not ping_until(self.net, src, dst, deadline):
+        if self.pings_when_ready() and not ping_until(self.net, src, dst, deadline):
             raise PlaneError(f"xdp ({self.options['mode']}): {src} cannot ping {dst} "
                              f"within {timeout} s")
         self._ready_s = time.monotonic() - self._started

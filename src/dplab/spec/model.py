@@ -188,6 +188,10 @@ class PpsWorkload(WorkloadBase):
     duration: Annotated[float, Field(gt=0)] | None = None
     count: Annotated[int, Field(gt=0, description="frames")] | None = None
     protocol: Literal["udp", "icmp"] = "udp"
+    dst_mac: Literal["resolved", "host"] = Field(
+        "resolved", description="the frames' destination MAC: resolved (what the sender's "
+        "kernel resolved for its next hop, after one ping) or host (the destination host's "
+        "own, no ARP: for a plane that forwards nothing, such as a drop program)")
 
     @model_validator(mode="after")
     def _count_or_time(self) -> PpsWorkload:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dplab.analysis.compare import PLANE
 from dplab.analysis.traffic import traffic_labels
 from dplab.plan import ExperimentPlan, build_plan
 from dplab.spec import Experiment
@@ -60,7 +61,8 @@ def check_layout(study: Study, plans_: list[ScenarioPlan]) -> None:
         item = by_name.get(layout.scenario or study.scenarios[0].name)
         if item is None:
             raise StudyError(f"{where}.scenario: no scenario {layout.scenario!r}")
-        classes = traffic_classes(item.plan)
+        # PLANE: the plane's own statistics, which every run has
+        classes = traffic_classes(item.plan) | {PLANE}
         if layout.traffic not in classes:
             raise StudyError(f"{where}.traffic: {item.scenario.file} makes no traffic class "
                              f"{layout.traffic!r} (it makes: {', '.join(sorted(classes))})")

@@ -14,7 +14,10 @@ the tables (markdown for docs, HTML for the study report) and the study's figure
 
 A cell is the mean of the repetitions that measured it ± its 95 % CI half-width (Student t);
 failed repetitions and unmeasured values are left out, never counted as zero. The idle point
-(rate 0) offers no load, so it is drawn at 0 kpps offered.
+(rate 0) offers no load, so it is drawn at 0 kpps offered. A point where the sender fell
+short of the set rate (curves.host_limited, from the stored set and offered rates) is
+limited by the host, not the plane: the tables say so in a column of its own and the
+figures ring it.
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ from matplotlib.figure import Figure
 from dplab.analysis.stats import Description, describe
 from dplab.report.html import embedded_image
 from dplab.report.plots import save_png
+from dplab.study003.curves import HOST_LIMIT_MARGIN, host_limited
 
 Columns = tuple[tuple[str, str], ...]
 MEMORY = ("memory_kib", "memory KiB per switch")
+HOST_LIMITED = ("host_limited", "host-limited")
 ECHO_COLUMNS: Columns = (
-    ("kpps", "set kpps"), ("offered_kpps", "offered kpps"),
+    ("kpps", "set kpps"), ("offered_kpps", "offered kpps"), HOST_LIMITED,
     ("answered_pct", "load answered %"), ("rtt_min_ms", "RTT min ms"),
     ("rtt_p50_ms", "RTT p50 ms"), ("rtt_p99_ms", "RTT p99 ms"), ("rtt_max_ms", "RTT max ms"),
     ("ping_loss_pct", "ping loss %"), MEMORY)
@@ -60,12 +65,17 @@ CELLS_NOTE = (
     "Cells: the mean over the repetitions ± its 95 % CI half-width (Student t); '-' = not "
     "measured (a kernel plane has no switch process nor memory of its own). Memory per "
     "switch: the P4 switch process's RSS, the XDP switch's BPF programs and maps as the "
-    "kernel accounts them (memlock).")
+    "kernel accounts them (memlock). Host-limited: yes when the sender offered less than "
+    f"{100 * (1 - HOST_LIMIT_MARGIN):.0f} % of the set rate in a repetition: the sender "
+    "shares the cores with the switches, so the host, not the plane, set that point's load "
+    "(ringed in the figures); '-' at the idle point.")
 MEANS = "means"  # the gid of a curve's line through its means (not its error bars)
+HOST_RING = "host-limited (sender short of the set rate)"  # legend entry of the rings
 FIGURES = ("fig5_echo_latency.png", "fig6_memory.png", "fig7_cpu.png", "fig10_loc.png")
 
 # setup label -> one dict per rate: "kpps" (the set rate), "failed" (repetitions that
-# failed) and every metric as a Description over the repetitions that measured it
+# failed), "host_limited" (point_host_limited) and every metric as a Description over the
+# repetitions that measured it
 Described = dict[str, list[dict[str, Any]]]
 
 
@@ -75,12 +85,22 @@ def described(curve: dict[str, dict[str, Any]]) -> Described:
         rows = []
         for point in setup["points"]:
             ok = [run for run in point["runs"] if "error" not in run]
-            names = dict.fromkeys(name for run in ok for name in run)
+            names = dict.fromkeys(name for run in ok for name in run if name != HOST_LIMITED[0])
             rows.append({"kpps": point["kpps"], "failed": len(point["runs"]) - len(ok),
+                         HOST_LIMITED[0]: point_host_limited(point["kpps"], ok),
                          **{name: describe([r[name] for r in ok if r.get(name) is not None])
                             for name in names}})
         out[label] = rows
     return out
+
+
+def point_host_limited(kpps: float, runs: list[dict[str, Any]]) -> bool | None:
+    """Whether any repetition's sender fell short of the set rate (curves.host_limited),
+    judged from the stored set and offered rates; None when no repetition tells (the idle
+    point, no offered rate measured)."""
+    verdicts = [v for run in runs if (v := host_limited(kpps, run.get("offered_kpps")))
+                is not None]
+    return any(verdicts) if verdicts else None
 
 
 def forward_columns(data: dict[str, Any]) -> Columns:
@@ -89,7 +109,7 @@ def forward_columns(data: dict[str, Any]) -> Columns:
             for run in point["runs"] for key in run}
     cores = sorted({m.group(1) for key in keys if (m := re.fullmatch(r"(cpu\d+)_user", key))},
                    key=lambda core: int(core[3:]))
-    return (("kpps", "set kpps"), ("offered_kpps", "offered kpps"),
+    return (("kpps", "set kpps"), ("offered_kpps", "offered kpps"), HOST_LIMITED,
             ("forwarded_kpps", "forwarded kpps"),
             ("switch_cpu_pct", "switch process CPU % (2 switches)"),
             ("program_cpu_pct", "XDP programs' CPU % (2 switches)"),
@@ -102,9 +122,11 @@ def table_rows(rows: Described, columns: Columns) -> list[list[str]]:
             for label, points in rows.items() for point in points]
 
 
-def cell(value: float | Description | None) -> str:
-    """A number, or a mean with its 95 % CI half-width when repetitions give one; '-' when
-    nothing was measured."""
+def cell(value: float | bool | Description | None) -> str:
+    """A number, or a mean with its 95 % CI half-width when repetitions give one; yes or no
+    for a verdict (host-limited); '-' when nothing was measured."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, Description):
         if value.mean is None:
             return "-"
@@ -223,7 +245,7 @@ def _line(ax: Axes, points: list[dict[str, Any]], metric: str, label: str,
     for point in points:
         x, y = _offered(point), point.get(metric)
         if x is not None and y is not None and y.mean is not None:
-            drawn.append((x, y))
+            drawn.append((x, y, bool(point.get(HOST_LIMITED[0]))))
     if not drawn:
         return False
     # In the order of the load actually offered: a sender that fell short of a higher set
@@ -231,11 +253,22 @@ def _line(ax: Axes, points: list[dict[str, Any]], metric: str, label: str,
     drawn.sort(key=lambda xy: xy[0].mean)
     # The offered load's own CI is in the tables: as bars too, a sender's wide spread would
     # cross every curve. No CI (one repetition): no bar, not a claim of zero spread.
-    bars = ax.errorbar([x.mean for x, _ in drawn], [y.mean for _, y in drawn],
-                       yerr=[y.ci95 or 0.0 for _, y in drawn], marker="o", capsize=3,
+    bars = ax.errorbar([x.mean for x, _, _ in drawn], [y.mean for _, y, _ in drawn],
+                       yerr=[y.ci95 or 0.0 for _, y, _ in drawn], marker="o", capsize=3,
                        label=label, color=color)
     bars.lines[0].set_gid(MEANS)
+    _ring_host_limited(ax, [(x, y) for x, y, limited in drawn if limited])
     return True
+
+
+def _ring_host_limited(ax: Axes, points: list[tuple[Description, Description]]) -> None:
+    """A ring around each point the host limited, one legend entry per panel."""
+    if not points:
+        return
+    labelled = HOST_RING in ax.get_legend_handles_labels()[1]
+    ax.scatter([x.mean for x, _ in points], [y.mean for _, y in points], s=160,
+               facecolors="none", edgecolors="red", linewidths=1.5, zorder=3,
+               label=None if labelled else HOST_RING)
 
 
 def latency_figure(echo: Described, path: Path) -> Path:

@@ -23,7 +23,10 @@ For each offered rate (kpps of 64 B frames, `pps` workload: dplab-pktblast from 
   non-comment; the lab's own headers a C program includes counted beside it).
 
 A point that fails (the plane does not come up, a sender dies) is stored with its error and
-left out of every figure, never counted as zero.
+left out of every figure, never counted as zero. A repetition whose sender offered less
+than the set rate by more than HOST_LIMIT_MARGIN is stored with ``host_limited: true``: the
+sender shares the machine's cores with the switches, so there the host, not the plane,
+set the load (``host_limited()``).
 """
 
 from __future__ import annotations
@@ -71,6 +74,10 @@ XDP = ROOT / "xdp"
 # that fails, a host that resolves no next hop); anything else is a bug and is raised.
 POINT_ERRORS = (PlaneError, SubstrateError, OSError, RuntimeError, ValueError,
                 subprocess.SubprocessError)
+# How far below the set rate the sender's offered rate may fall before the point counts as
+# limited by the host rather than the plane: pktblast paces to within a few per cent when
+# it has a core to itself.
+HOST_LIMIT_MARGIN = 0.10
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,15 @@ def plane_network(setup: Setup) -> Iterator[tuple[Network, ProcReader, Plane]]:
             plane.stop()
 
 
+def host_limited(kpps: float, offered_kpps: float | None) -> bool | None:
+    """Whether the sender offered less than ``kpps`` (the set rate) by more than
+    HOST_LIMIT_MARGIN: the host could not load the plane as asked. None when there is
+    nothing to tell: the idle point (no load asked) or no offered rate measured."""
+    if not kpps or offered_kpps is None:
+        return None
+    return offered_kpps < kpps * (1 - HOST_LIMIT_MARGIN)
+
+
 def load_flow(kpps: float, seconds: float, protocol: str) -> Flow:
     params = {"size": SIZE, "pps": kpps * 1000, "duration": seconds, "protocol": protocol}
     return Flow(f"load-{protocol}", "pps", "h1", "h2", params)
@@ -136,7 +152,8 @@ def echo_point(net: Network, reader: ProcReader, plane: Plane, kpps: float,
            "memory_kib": memory_kib(plane, reader.snapshot())}
     if kpps:
         load = results[1].summary
-        row.update(offered_kpps=_kilo(load["offered_pps"]),
+        offered = _kilo(load["offered_pps"])
+        row.update(offered_kpps=offered, host_limited=host_limited(kpps, offered),
                    answered_pct=_share(load["replies_received"], load["frames_offered"]))
     return row
 
@@ -163,7 +180,8 @@ def forward_point(net: Network, reader: ProcReader, plane: Plane, kpps: float,
         [load] = flows.results()
     s = load.summary
     forwarded = None if s["frames_received"] is None else s["frames_received"] / s["send_s"]
-    return {**measured, "offered_kpps": _kilo(s["offered_pps"]),
+    offered = _kilo(s["offered_pps"])
+    return {**measured, "offered_kpps": offered, "host_limited": host_limited(kpps, offered),
             "forwarded_kpps": _kilo(forwarded)}
 
 

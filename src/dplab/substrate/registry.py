@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 RECORD_DIR = Path("/run/dplab")
 NETNS_DIR = Path("/run/netns")
@@ -228,8 +229,9 @@ def reclaim_stale() -> list[str]:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def cleanup_on_signals() -> None:
-    """Turn SIGTERM and SIGHUP into SystemExit and keep SIGINT as KeyboardInterrupt.
+def cleanup_on_signals() -> dict[int, Any]:
+    """Turn SIGTERM and SIGHUP into SystemExit and keep SIGINT as KeyboardInterrupt; the
+    handlers they replace (for a caller in a longer-lived process to put back).
 
     Call once in the main thread of a runner: the exception unwinds every ``with Network``
     block, whose ``__exit__`` tears the run down. Only the first SIGTERM/SIGHUP raises: a
@@ -245,9 +247,9 @@ def cleanup_on_signals() -> None:
         exiting.append(signum)
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, exit_on)
-    signal.signal(signal.SIGHUP, exit_on)
+    return {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+            signal.SIGTERM: signal.signal(signal.SIGTERM, exit_on),
+            signal.SIGHUP: signal.signal(signal.SIGHUP, exit_on)}
 
 
 @contextlib.contextmanager

@@ -3,12 +3,14 @@
 Params: size (Ethernet frame bytes, FCS included, 64..1500; default 64), pps (frames per
 second, required), duration (s) or count (frames), protocol "udp" (default) or "icmp"
 (echo requests: an echo server on the way, e.g. p4src/study003/echo.p4, answers them),
-timeout_s (default: the send time + 10 s).
+timeout_s (default: the send time + 10 s), dst_mac "resolved" (default) or "host".
 
 The frame is built from the hosts' real addresses: A's MAC and IP (as the substrate
 set them), B's IP, and as
 destination MAC the one A's kernel resolved for the next hop towards B (`ip route get`,
-then A's neighbour table), after one ordinary ping A -> B made it resolve it.
+then A's neighbour table), after one ordinary ping A -> B made it resolve it; with dst_mac
+"host", B's own MAC as the lab set it, no ARP: a plane that forwards nothing (a drop
+program) lets no ARP reply through, so nothing could be resolved.
 dplab-pktblast (switch/src/bin/pktblast, AF_PACKET transmit ring) sends it from A's eth0 at
 the rate and reports what it really sent.
 
@@ -64,6 +66,7 @@ METRICS = (
     "replies_received",
 )
 PROTOCOLS = ("udp", "icmp")
+DST_MACS = ("resolved", "host")
 PKTBLAST = Path(__file__).resolve().parents[3] / "switch" / "target" / "release" / "dplab-pktblast"
 COUNTER = [sys.executable, "-m", "dplab.workloads.frame_count"]
 FIRST_PORT = 40000  # UDP ports (source and destination) and ICMP ids: FIRST_PORT + flow index
@@ -82,6 +85,7 @@ class PpsParams:
     count: int | None
     protocol: str
     timeout_s: float
+    dst_mac: str = "resolved"
 
     @property
     def send_s(self) -> float:
@@ -94,7 +98,8 @@ class PpsParams:
 def validate(params: dict, where: str) -> PpsParams:
     if not isinstance(params, dict):
         raise ValueError(f"{where}: params must be a mapping, got {type(params).__name__}")
-    check_keys(params, {"size", "pps", "duration", "count", "protocol", "timeout_s"}, where)
+    check_keys(params, {"size", "pps", "duration", "count", "protocol", "timeout_s",
+                         "dst_mac"}, where)
     size = frames.check_size(params.get("size", 64), where)
     if "pps" not in params:
         raise ValueError(f"{where}: parameter 'pps' (frames per second) is required")
@@ -110,9 +115,13 @@ def validate(params: dict, where: str) -> PpsParams:
     if protocol not in PROTOCOLS:
         raise ValueError(f"{where}: parameter 'protocol' must be one of {list(PROTOCOLS)}, "
                          f"got {protocol!r}")
+    dst_mac = params.get("dst_mac", "resolved")
+    if dst_mac not in DST_MACS:
+        raise ValueError(f"{where}: parameter 'dst_mac' must be one of {list(DST_MACS)}, "
+                         f"got {dst_mac!r}")
     plan = PpsParams(size, pps, duration, count, protocol, 0.0)
     timeout = positive_number(params, "timeout_s", where, plan.send_s + 10)
-    return PpsParams(size, pps, duration, count, protocol, timeout)
+    return PpsParams(size, pps, duration, count, protocol, timeout, dst_mac)
 
 
 @dataclass
@@ -221,7 +230,8 @@ class PpsFlows(StreamWorkload[PpsParams]):
     def _frame(self, stream: _Stream) -> bytes:
         flow, p = stream.flow, stream.params
         src_ip, dst_ip = self.net.host_ip(flow.src), self.net.host_ip(flow.dst)
-        dst_mac = self.resolved_mac(flow.src, dst_ip)
+        dst_mac = (self.net.host_mac(flow.dst) if p.dst_mac == "host"
+                   else self.resolved_mac(flow.src, dst_ip))
         src_mac = self.net.host_mac(flow.src)
         if p.protocol == "udp":
             return frames.udp_frame(p.size, src_mac, dst_mac, src_ip, dst_ip, stream.ident,

@@ -312,6 +312,10 @@ pub fn binary(op: BinOp, x: u128, y: u128, w: u32) -> u128 {
         BinOp::Add => x.wrapping_add(y) & m,
         BinOp::Sub => x.wrapping_sub(y) & m,
         BinOp::Mul => x.wrapping_mul(y) & m,
+        // BMv2 divides with boost's cpp_int, which throws on a zero divisor and ends
+        // simple_switch; here a zero divisor gives 0 (docs/p4-ir.md, 4), never a crash.
+        BinOp::Div => x.checked_div(y).unwrap_or(0),
+        BinOp::Mod => x.checked_rem(y).unwrap_or(0),
         BinOp::AddSat => x.checked_add(y).filter(|v| *v <= m).unwrap_or(m),
         BinOp::SubSat => x.saturating_sub(y),
         BinOp::And => x & y,
@@ -378,6 +382,16 @@ mod tests {
         };
         // 0 - 1 wraps to 255 in 8 bits, as the subtraction would.
         assert_eq!(0u128.wrapping_add(addend) & mask, 255);
+    }
+
+    #[test]
+    fn division_and_modulo_are_unsigned_and_zero_divisors_give_zero() {
+        assert_eq!(binary(BinOp::Div, 200, 7, 8), 28);
+        assert_eq!(binary(BinOp::Mod, 200, 7, 8), 4);
+        assert_eq!(binary(BinOp::Div, 5, 0, 8), 0);
+        assert_eq!(binary(BinOp::Mod, 5, 0, 8), 0);
+        let e = Expr::Bin(BinOp::Mod, k(u64::MAX as u128), k(10), 64);
+        assert!(matches!(fold(&e), Expr::Const(5)));
     }
 
     #[test]
