@@ -18,10 +18,19 @@ use crate::meters::{ColourCounts, MeterCell, MeterConfig};
 use crate::pipeline::{Event, Runtime};
 use crate::pre::{CloneSession, Replica};
 use crate::profiles::{GroupMember, ProfileError};
-use crate::program::{self, parse_hex, Program, Scope, Unit};
+use crate::program::{self, Program, Scope, Unit};
 use crate::shared::{add, get, signal, Client, Shared, SwitchCounters, PACKET_OUT_QUEUE_LIMIT};
 use crate::tables::{ActionCall, Direct, EntryAction, FieldMatch, TableError};
 use crate::values::{mask, read_bits, write_bits};
+
+mod requests;
+use requests::{
+    field_matches, ActionSpec, Batch, CloneSessionKey, CloneSessionSet, CounterRead, CounterWrite,
+    EntryCounterWrite, EntryMeterSet, GroupMemberSpec, GroupWrite, Hex, LoadPipeline, MatchItem,
+    McastGroupKey, McastGroupSet, MemberWrite, MeterRead, MeterSet, ObjectRef, PacketOut,
+    PacketOutField, ProfileRead, RegisterRead, RegisterWrite, ReplicaSpec, TableClear,
+    TableDefault, TableRead, TableWrite, ValueSetRead, ValueSetWrite,
+};
 
 /// A request error with the P4Runtime-style code the client should report.
 pub struct Failure {
@@ -29,6 +38,8 @@ pub struct Failure {
     message: String,
 }
 
+/// A request's result. It stays JSON: each command's result has its own shape
+/// (switch/PROTOCOL.md), built with `json!` beside the handler that fills it.
 type Reply = Result<Value, Failure>;
 
 fn invalid(message: impl Into<String>) -> Failure {
@@ -64,13 +75,10 @@ fn hex_bytes(bytes: &[u8]) -> String {
 const META_LIMIT: usize = 1 << 20;
 
 /// A request's `meta` (hex digits, opaque bytes for the control plane): `None` if absent.
-fn optional_meta(req: &Value) -> Result<Option<Box<[u8]>>, Failure> {
-    let Some(value) = req.get("meta") else {
+fn optional_meta(meta: Option<&str>) -> Result<Option<Box<[u8]>>, Failure> {
+    let Some(text) = meta else {
         return Ok(None);
     };
-    let text = value
-        .as_str()
-        .ok_or_else(|| invalid("meta: expected a string of hex digits"))?;
     let bytes = parse_hex_bytes(text, "meta")?;
     if bytes.len() > META_LIMIT {
         return Err(invalid(format!(
@@ -95,52 +103,21 @@ fn parse_hex_bytes(text: &str, at: &str) -> Result<Vec<u8>, Failure> {
         .collect()
 }
 
-fn value_arg(req: &Value, key: &str) -> Result<u128, Failure> {
-    let v = req
-        .get(key)
-        .ok_or_else(|| invalid(format!("missing {key:?}")))?;
-    match v {
-        Value::Number(n) => n
-            .as_u64()
-            .map(|n| n as u128)
-            .ok_or_else(|| invalid(format!("{key}: not a count"))),
-        _ => parse_hex(v, key).map_err(invalid),
-    }
-}
-
-fn u64_arg(req: &Value, key: &str) -> Result<u64, Failure> {
-    req.get(key)
-        .and_then(Value::as_u64)
-        .ok_or_else(|| invalid(format!("missing or bad number {key:?}")))
-}
-
-/// Parses an entry's match list (one item per key, as in the IR's const entries).
+/// Parses the IR's const entries' match lists (JSON in the IR: program.rs keeps them so)
+/// with the protocol's match items.
 pub fn parse_matches(items: &[Value], at: &str) -> Result<Vec<FieldMatch>, String> {
-    let mut out = Vec::with_capacity(items.len());
-    for (i, m) in items.iter().enumerate() {
-        let mat = format!("{at}: match[{i}]");
-        let get =
-            |key: &str| parse_hex(m.get(key).unwrap_or(&Value::Null), &format!("{mat}.{key}"));
-        let kind = m
-            .get("kind")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("{mat}: missing \"kind\""))?;
-        out.push(match kind {
-            "exact" | "optional" => FieldMatch::Exact(get("v")?),
-            "lpm" => {
-                let plen = m
-                    .get("plen")
-                    .and_then(Value::as_u64)
-                    .ok_or_else(|| format!("{mat}: missing \"plen\""))?;
-                FieldMatch::Lpm(get("v")?, plen.min(128) as u32)
-            }
-            "ternary" => FieldMatch::Ternary(get("v")?, get("m")?),
-            "range" => FieldMatch::Range(get("lo")?, get("hi")?),
-            "any" => FieldMatch::Any,
-            other => return Err(format!("{mat}: unknown match kind {other:?}")),
-        });
-    }
-    Ok(out)
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            serde_path_to_error::deserialize::<_, MatchItem>(m)
+                .map(|item| FieldMatch::from(&item))
+                .map_err(|e| match e.path().to_string().as_str() {
+                    "." => format!("{at}: match[{i}]: {}", e.inner()),
+                    path => format!("{at}: match[{i}].{path}: {}", e.inner()),
+                })
+        })
+        .collect()
 }
 
 fn match_json(m: &FieldMatch) -> Value {
@@ -153,24 +130,22 @@ fn match_json(m: &FieldMatch) -> Value {
     }
 }
 
-/// Finds an object by P4Info id (number) or name (string) in a list.
+/// Finds the object a request names (`key`: its field) by P4Info id or name in a list.
 fn resolve<T>(
     items: &[T],
-    req: &Value,
+    wanted: &ObjectRef,
     key: &str,
     id_name: impl Fn(&T) -> (u32, &str),
 ) -> Result<usize, Failure> {
-    let r = req
-        .get(key)
-        .ok_or_else(|| invalid(format!("missing {key:?}")))?;
-    let found = match r {
-        Value::Number(n) => items
-            .iter()
-            .position(|t| Some(id_name(t).0 as u64) == n.as_u64()),
-        Value::String(s) => items.iter().position(|t| id_name(t).1 == s),
-        _ => None,
+    let found = match wanted {
+        ObjectRef::Id(n) => items.iter().position(|t| id_name(t).0 as u64 == *n),
+        ObjectRef::Name(s) => items.iter().position(|t| id_name(t).1 == s),
     };
-    found.ok_or_else(|| not_found(format!("{key} {r} does not exist in the loaded program")))
+    found.ok_or_else(|| {
+        not_found(format!(
+            "{key} {wanted} does not exist in the loaded program"
+        ))
+    })
 }
 
 fn table_error(e: TableError) -> Failure {
@@ -186,93 +161,78 @@ fn table_error(e: TableError) -> Failure {
     }
 }
 
-/// A request (switch/PROTOCOL.md), decoded by its `cmd`; other keys (its `id`) are left
-/// for the caller. A command with fields carries them as the request object (`Fields`):
-/// decoding them into their typed struct ([`typed`]) apart from the tag keeps the path of a
-/// bad field in the error (an internally tagged enum buffers its content and loses it).
-/// The commands of the pipeline's objects (tables, profiles, counters, meters, registers,
-/// multicast, value sets, clone sessions) have no struct yet: their handlers read `Fields`.
+/// A request (switch/PROTOCOL.md), decoded by its `cmd` into the typed fields of that
+/// command (control/requests.rs); its `id` is the connection's business, not the command's.
+/// Commands without fields ignore any.
 #[derive(Deserialize)]
 #[serde(tag = "cmd", rename_all = "snake_case")]
 enum Request {
     Ping,
-    Batch(Fields),
+    Batch(Typed<Batch>),
     Hold,
     Release,
     Subscribe,
-    LoadPipeline(Fields),
+    LoadPipeline(Typed<LoadPipeline>),
     GetPipeline,
     Stats,
     PortStatus,
-    PacketOut(Fields),
-    TableAdd(Fields),
-    TableModify(Fields),
-    TableDelete(Fields),
-    TableSetDefault(Fields),
-    TableResetDefault(Fields),
-    TableRead(Fields),
-    TableClear(Fields),
-    TableEntryCounterWrite(Fields),
-    TableEntryMeterSet(Fields),
-    ProfileMemberAdd(Fields),
-    ProfileMemberModify(Fields),
-    ProfileMemberDelete(Fields),
-    ProfileMemberRead(Fields),
-    ProfileGroupAdd(Fields),
-    ProfileGroupModify(Fields),
-    ProfileGroupDelete(Fields),
-    ProfileGroupRead(Fields),
-    CounterRead(Fields),
-    CounterWrite(Fields),
-    MeterSet(Fields),
-    MeterRead(Fields),
-    RegisterRead(Fields),
-    RegisterWrite(Fields),
-    McastGroupSet(Fields),
-    McastGroupDelete(Fields),
-    McastGroupRead(Fields),
-    ValueSetWrite(Fields),
-    ValueSetRead(Fields),
-    CloneSessionSet(Fields),
-    CloneSessionDelete(Fields),
-    CloneSessionRead(Fields),
+    PacketOut(Typed<PacketOut>),
+    TableAdd(Typed<TableWrite>),
+    TableModify(Typed<TableWrite>),
+    TableDelete(Typed<TableWrite>),
+    TableSetDefault(Typed<TableDefault>),
+    TableResetDefault(Typed<TableDefault>),
+    TableRead(Typed<TableRead>),
+    TableClear(Typed<TableClear>),
+    TableEntryCounterWrite(Typed<EntryCounterWrite>),
+    TableEntryMeterSet(Typed<EntryMeterSet>),
+    ProfileMemberAdd(Typed<MemberWrite>),
+    ProfileMemberModify(Typed<MemberWrite>),
+    ProfileMemberDelete(Typed<MemberWrite>),
+    ProfileMemberRead(Typed<ProfileRead>),
+    ProfileGroupAdd(Typed<GroupWrite>),
+    ProfileGroupModify(Typed<GroupWrite>),
+    ProfileGroupDelete(Typed<GroupWrite>),
+    ProfileGroupRead(Typed<ProfileRead>),
+    CounterRead(Typed<CounterRead>),
+    CounterWrite(Typed<CounterWrite>),
+    MeterSet(Typed<MeterSet>),
+    MeterRead(Typed<MeterRead>),
+    RegisterRead(Typed<RegisterRead>),
+    RegisterWrite(Typed<RegisterWrite>),
+    McastGroupSet(Typed<McastGroupSet>),
+    McastGroupDelete(Typed<McastGroupKey>),
+    McastGroupRead(Typed<McastGroupKey>),
+    ValueSetWrite(Typed<ValueSetWrite>),
+    ValueSetRead(Typed<ValueSetRead>),
+    CloneSessionSet(Typed<CloneSessionSet>),
+    CloneSessionDelete(Typed<CloneSessionKey>),
+    CloneSessionRead(Typed<CloneSessionKey>),
     /// Any other `cmd`: answered UNIMPLEMENTED, naming it.
     #[serde(other)]
     Unknown,
 }
 
-/// A request's fields, for the handlers that read them from the object.
-#[derive(Deserialize)]
-#[serde(transparent)]
-struct Fields(Value);
+/// A command's fields decoded into `T`, the request's `id` left out. An internally tagged
+/// enum hands its variants buffered content, whose errors lose the path of a bad field:
+/// decoding the fields through `serde_path_to_error` keeps it in the message
+/// (`requests: invalid type: ...`).
+struct Typed<T>(T);
 
-/// A command's fields decoded into `T`; an error names the command and the field.
-fn typed<T: serde::de::DeserializeOwned>(cmd: &str, fields: &Value) -> Result<T, Failure> {
-    serde_path_to_error::deserialize(fields)
-        .map_err(|e| invalid(format!("{cmd}: {}: {}", e.path(), e.inner())))
-}
-
-/// `batch`: requests without `id`, each run as if sent on its own.
-#[derive(Deserialize)]
-struct Batch {
-    requests: Vec<Value>,
-    #[serde(default)]
-    stop_on_error: bool,
-}
-
-/// `load_pipeline`: the IR itself or a file the switch reads it from.
-#[derive(Deserialize)]
-struct LoadPipeline {
-    ir: Option<Value>,
-    ir_path: Option<String>,
-    tag: Option<String>,
-}
-
-/// `packet_out`: a payload (hex) and, for a program with a packet-out header, its fields.
-#[derive(Deserialize)]
-struct PacketOut {
-    payload: String,
-    metadata: Option<Vec<Value>>,
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Typed<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // The fields are read as JSON first only to be decoded again with their path.
+        let mut fields = Value::deserialize(d)?;
+        if let Some(object) = fields.as_object_mut() {
+            object.remove("id");
+        }
+        serde_path_to_error::deserialize(fields)
+            .map(Typed)
+            .map_err(|e| match e.path().to_string().as_str() {
+                "." => serde::de::Error::custom(e.inner()),
+                path => serde::de::Error::custom(format_args!("{path}: {}", e.inner())),
+            })
+    }
 }
 
 /// How long a client may hold the runtime without sending its next request: a server that
@@ -350,6 +310,8 @@ impl<'a> Handler<'a> {
         self.held.borrow().is_some()
     }
 
+    /// Answers one request. It arrives as JSON: its `id` is echoed whatever JSON it is, and
+    /// a request in a `batch` stays JSON until it runs; `Request` decodes the rest here.
     fn handle(&self, req: &Value, client: &Client) -> Reply {
         let cmd = req
             .get("cmd")
@@ -358,74 +320,73 @@ impl<'a> Handler<'a> {
         let request = Request::deserialize(req).map_err(|e| invalid(format!("{cmd}: {e}")))?;
         match request {
             Request::Ping => Ok(json!("pong")),
-            Request::Batch(Fields(req)) => self.batch(typed(cmd, &req)?, client),
+            Request::Batch(Typed(batch)) => self.batch(batch, client),
             Request::Hold => self.hold(),
             Request::Release => self.release(),
             Request::Subscribe => {
                 client.subscribed.store(true, Ordering::Relaxed);
                 Ok(Value::Null)
             }
-            Request::LoadPipeline(Fields(req)) => self.load_pipeline(typed(cmd, &req)?),
+            Request::LoadPipeline(Typed(load)) => self.load_pipeline(load),
             Request::GetPipeline => {
                 self.with_runtime(|rt| Ok(json!({"program": rt.prog.name, "tag": rt.tag})))
             }
             Request::Stats => Ok(self.stats()),
             Request::PortStatus => Ok(self.port_status()),
-            Request::PacketOut(Fields(req)) => self.packet_out(typed(cmd, &req)?),
-            Request::TableAdd(Fields(req))
-            | Request::TableModify(Fields(req))
-            | Request::TableDelete(Fields(req)) => {
-                self.with_runtime(|rt| table_write(rt, &req, cmd, self.now()))
+            Request::PacketOut(Typed(out)) => self.packet_out(out),
+            Request::TableAdd(Typed(w))
+            | Request::TableModify(Typed(w))
+            | Request::TableDelete(Typed(w)) => {
+                self.with_runtime(|rt| table_write(rt, &w, cmd, self.now()))
             }
-            Request::TableSetDefault(Fields(req)) | Request::TableResetDefault(Fields(req)) => {
-                self.with_runtime(|rt| table_default(rt, &req, cmd))
+            Request::TableSetDefault(Typed(d)) | Request::TableResetDefault(Typed(d)) => {
+                self.with_runtime(|rt| table_default(rt, &d, cmd))
             }
-            Request::TableRead(Fields(req)) => {
+            Request::TableRead(Typed(r)) => {
                 let counters = &self.shared.counters;
-                self.with_runtime(|rt| table_read(rt, &req, self.now(), counters))
+                self.with_runtime(|rt| table_read(rt, &r, self.now(), counters))
             }
-            Request::ProfileMemberAdd(Fields(req))
-            | Request::ProfileMemberModify(Fields(req))
-            | Request::ProfileMemberDelete(Fields(req)) => {
-                self.with_runtime(|rt| member_write(rt, &req, cmd))
+            Request::ProfileMemberAdd(Typed(w))
+            | Request::ProfileMemberModify(Typed(w))
+            | Request::ProfileMemberDelete(Typed(w)) => {
+                self.with_runtime(|rt| member_write(rt, &w, cmd))
             }
-            Request::ProfileGroupAdd(Fields(req))
-            | Request::ProfileGroupModify(Fields(req))
-            | Request::ProfileGroupDelete(Fields(req)) => {
-                self.with_runtime(|rt| group_write(rt, &req, cmd, &self.shared.ports))
+            Request::ProfileGroupAdd(Typed(w))
+            | Request::ProfileGroupModify(Typed(w))
+            | Request::ProfileGroupDelete(Typed(w)) => {
+                self.with_runtime(|rt| group_write(rt, &w, cmd, &self.shared.ports))
             }
-            Request::ProfileMemberRead(Fields(req)) | Request::ProfileGroupRead(Fields(req)) => {
-                self.with_runtime(|rt| profile_read(rt, &req, cmd))
+            Request::ProfileMemberRead(Typed(r)) | Request::ProfileGroupRead(Typed(r)) => {
+                self.with_runtime(|rt| profile_read(rt, &r, cmd))
             }
-            Request::TableClear(Fields(req)) => self.with_runtime(|rt| table_clear(rt, &req)),
-            Request::TableEntryCounterWrite(Fields(req)) => {
-                self.with_runtime(|rt| entry_counter_write(rt, &req))
+            Request::TableClear(Typed(c)) => self.with_runtime(|rt| table_clear(rt, &c)),
+            Request::TableEntryCounterWrite(Typed(w)) => {
+                self.with_runtime(|rt| entry_counter_write(rt, &w))
             }
-            Request::TableEntryMeterSet(Fields(req)) => {
-                self.with_runtime(|rt| entry_meter_set(rt, &req, self.now()))
+            Request::TableEntryMeterSet(Typed(w)) => {
+                self.with_runtime(|rt| entry_meter_set(rt, &w, self.now()))
             }
-            Request::CounterRead(Fields(req)) | Request::CounterWrite(Fields(req)) => {
-                self.with_runtime(|rt| counter_op(rt, &req, cmd))
+            Request::CounterRead(Typed(r)) => self.with_runtime(|rt| counter_read(rt, &r)),
+            Request::CounterWrite(Typed(w)) => self.with_runtime(|rt| counter_write(rt, &w)),
+            Request::MeterSet(Typed(w)) => self.with_runtime(|rt| meter_set(rt, &w, self.now())),
+            Request::MeterRead(Typed(r)) => self.with_runtime(|rt| meter_read(rt, &r)),
+            Request::RegisterRead(Typed(r)) => self.with_runtime(|rt| register_read(rt, &r)),
+            Request::RegisterWrite(Typed(w)) => self.with_runtime(|rt| register_write(rt, &w)),
+            Request::McastGroupSet(Typed(w)) => self.with_runtime(|rt| mcast_group_set(rt, &w)),
+            Request::McastGroupDelete(Typed(k)) => {
+                self.with_runtime(|rt| mcast_group_delete(rt, k.group))
             }
-            Request::MeterSet(Fields(req)) | Request::MeterRead(Fields(req)) => {
-                self.with_runtime(|rt| meter_op(rt, &req, cmd, self.now()))
+            Request::McastGroupRead(Typed(k)) => {
+                self.with_runtime(|rt| mcast_group_read(rt, k.group))
             }
-            Request::RegisterRead(Fields(req)) | Request::RegisterWrite(Fields(req)) => {
-                self.with_runtime(|rt| register_op(rt, &req, cmd))
+            Request::ValueSetWrite(Typed(w)) => self.with_runtime(|rt| value_set_write(rt, &w)),
+            Request::ValueSetRead(Typed(r)) => self.with_runtime(|rt| value_set_read(rt, &r)),
+            Request::CloneSessionSet(Typed(w)) => self.with_runtime(|rt| clone_session_set(rt, &w)),
+            Request::CloneSessionDelete(Typed(k)) => {
+                self.with_runtime(|rt| clone_session_delete(rt, k.session))
             }
-            Request::McastGroupSet(Fields(req))
-            | Request::McastGroupDelete(Fields(req))
-            | Request::McastGroupRead(Fields(req)) => {
-                self.with_runtime(|rt| mcast_op(rt, &req, cmd))
-            }
-            Request::ValueSetWrite(Fields(req)) => {
-                self.with_runtime(|rt| value_set_write(rt, &req))
-            }
-            Request::ValueSetRead(Fields(req)) => self.with_runtime(|rt| value_set_read(rt, &req)),
-            Request::CloneSessionSet(Fields(req))
-            | Request::CloneSessionDelete(Fields(req))
-            | Request::CloneSessionRead(Fields(req)) => {
-                self.with_runtime(|rt| clone_op(rt, &req, cmd))
+            Request::CloneSessionRead(Typed(k)) => {
+                self.with_runtime(|rt| clone_session_read(rt, k.session))
             }
             Request::Unknown => Err(Failure {
                 code: "UNIMPLEMENTED",
@@ -565,7 +526,7 @@ impl<'a> Handler<'a> {
     }
 }
 
-fn packet_out_header(prog: &Program, meta: &[Value]) -> Result<Vec<u8>, Failure> {
+fn packet_out_header(prog: &Program, meta: &[PacketOutField]) -> Result<Vec<u8>, Failure> {
     let Some(h) = &prog.packet_out else {
         return Err(invalid(
             "the program has no @controller_header(\"packet_out\") header",
@@ -573,20 +534,12 @@ fn packet_out_header(prog: &Program, meta: &[Value]) -> Result<Vec<u8>, Failure>
     };
     let mut values = vec![0u128; h.fields.len()];
     for m in meta {
-        let id = m
-            .get("id")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| invalid("packet_out metadata needs \"id\""))?;
         let pos = h
             .fields
             .iter()
-            .position(|f| f.0 as u64 == id)
-            .ok_or_else(|| not_found(format!("packet_out metadata id {id}")))?;
-        let v = parse_hex(
-            m.get("value").unwrap_or(&Value::Null),
-            "packet_out metadata value",
-        )
-        .map_err(invalid)?;
+            .position(|f| f.0 as u64 == m.id)
+            .ok_or_else(|| not_found(format!("packet_out metadata id {}", m.id)))?;
+        let Hex(v) = m.value;
         if v > mask(h.fields[pos].2) {
             return Err(invalid(format!(
                 "packet_out metadata {} does not fit {} bits",
@@ -607,11 +560,14 @@ fn packet_out_header(prog: &Program, meta: &[Value]) -> Result<Vec<u8>, Failure>
 fn action_call(
     rt: &Runtime,
     table: usize,
-    spec: &Value,
+    spec: Option<&ActionSpec>,
     default: bool,
 ) -> Result<ActionCall, Failure> {
     let prog = &rt.prog;
-    let named = resolve(&prog.actions, spec, "action", |a| (a.id, &a.name))?;
+    let wanted = spec
+        .and_then(|s| s.action.as_ref())
+        .ok_or_else(|| invalid("missing \"action\""))?;
+    let named = resolve(&prog.actions, wanted, "action", |a| (a.id, &a.name))?;
     let def = &prog.tables[table];
     // One P4 action may be several IR actions (one per binding of its directional
     // parameters, all with its id): the table's own list says which binding it runs.
@@ -634,11 +590,7 @@ fn action_call(
         }
         _ => {}
     }
-    let args: Vec<Value> = spec
-        .get("args")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let args = spec.map_or(&[][..], |s| &s.args);
     let params = &prog.actions[action].params;
     if args.len() != params.len() {
         return Err(invalid(format!(
@@ -648,14 +600,13 @@ fn action_call(
         )));
     }
     let mut values = Vec::with_capacity(args.len());
-    for (i, (a, (_, w))) in args.iter().zip(params).enumerate() {
-        let v = parse_hex(a, &format!("{name} argument {i}")).map_err(invalid)?;
-        if v > mask(*w) {
+    for (i, (Hex(v), (_, w))) in args.iter().zip(params).enumerate() {
+        if *v > mask(*w) {
             return Err(invalid(format!(
                 "{name} argument {i} ({v:#x}) does not fit {w} bits"
             )));
         }
-        values.push(v);
+        values.push(*v);
     }
     Ok(ActionCall {
         action,
@@ -665,11 +616,21 @@ fn action_call(
 
 /// What an entry runs: `{"action", "args"}` for an action of its own, `{"member": id}` or
 /// `{"group": id}` in a table with an action profile or selector.
-fn entry_action(rt: &Runtime, table: usize, spec: &Value) -> Result<EntryAction, Failure> {
+fn entry_action(
+    rt: &Runtime,
+    table: usize,
+    spec: Option<&ActionSpec>,
+) -> Result<EntryAction, Failure> {
     let def = &rt.prog.tables[table];
     // Checked like the member/group commands' ids: 2^32 must not wrap to 0.
-    let member = optional_id(spec, "member")?;
-    let group = optional_id(spec, "group")?;
+    let member = spec
+        .and_then(|s| s.member)
+        .map(|id| check_id(id, "member"))
+        .transpose()?;
+    let group = spec
+        .and_then(|s| s.group)
+        .map(|id| check_id(id, "group"))
+        .transpose()?;
     let Some(p) = def.implementation else {
         if member.is_some() || group.is_some() {
             return Err(invalid(format!(
@@ -680,18 +641,24 @@ fn entry_action(rt: &Runtime, table: usize, spec: &Value) -> Result<EntryAction,
         return Ok(EntryAction::Direct(action_call(rt, table, spec, false)?));
     };
     let profile = &rt.prog.profiles[p];
-    let found = match (member, group) {
-        (Some(id), None) => rt.profiles[p].member(id).map(|_| EntryAction::Member(id)),
+    let (found, what) = match (member, group) {
+        (Some(id), None) => (
+            rt.profiles[p].member(id).map(|_| EntryAction::Member(id)),
+            format!("member {id}"),
+        ),
         (None, Some(_)) if profile.selector.is_none() => {
             return Err(invalid(format!(
                 "{} is an action profile without a selector: it has no groups",
                 profile.name
             )))
         }
-        (None, Some(id)) => rt.profiles[p]
-            .groups
-            .contains_key(&id)
-            .then_some(EntryAction::Group(id)),
+        (None, Some(id)) => (
+            rt.profiles[p]
+                .groups
+                .contains_key(&id)
+                .then_some(EntryAction::Group(id)),
+            format!("group {id}"),
+        ),
         _ => {
             return Err(invalid(format!(
                 "table {} is implemented by {}: an entry names one member or one group",
@@ -699,7 +666,7 @@ fn entry_action(rt: &Runtime, table: usize, spec: &Value) -> Result<EntryAction,
             )))
         }
     };
-    found.ok_or_else(|| not_found(format!("{}: no such member or group: {spec}", profile.name)))
+    found.ok_or_else(|| not_found(format!("{}: no such {what}", profile.name)))
 }
 
 fn entry_action_json(rt: &Runtime, action: &EntryAction) -> Value {
@@ -724,20 +691,16 @@ fn profile_failure(e: ProfileError) -> Failure {
     }
 }
 
-fn profile_index(rt: &Runtime, req: &Value) -> Result<usize, Failure> {
-    resolve(&rt.prog.profiles, req, "profile", |p| (p.id, &p.name))
+fn profile_index(rt: &Runtime, profile: &ObjectRef) -> Result<usize, Failure> {
+    resolve(&rt.prog.profiles, profile, "profile", |p| (p.id, &p.name))
 }
 
-fn id_arg(req: &Value, key: &str) -> Result<u32, Failure> {
-    match req.get(key).and_then(Value::as_u64) {
-        Some(id) if id > 0 && id <= u32::MAX as u64 => Ok(id as u32),
+/// A member or group id (`key` names it): 1..2^32-1, chosen by the client.
+fn check_id(id: u64, key: &str) -> Result<u32, Failure> {
+    match u32::try_from(id) {
+        Ok(id) if id > 0 => Ok(id),
         _ => Err(invalid(format!("{key} must be an id in 1..2^32-1"))),
     }
-}
-
-/// An id field that may be absent (None); present, it must be an id in 1..2^32-1.
-fn optional_id(req: &Value, key: &str) -> Result<Option<u32>, Failure> {
-    req.get(key).map(|_| id_arg(req, key)).transpose()
 }
 
 /// Whether an entry of a table the profile implements runs `action` (a member or group).
@@ -748,9 +711,9 @@ fn entries_use(rt: &Runtime, profile: usize, action: &EntryAction) -> bool {
         .any(|t| rt.tables[*t].entries().any(|(_, e)| e.action == *action))
 }
 
-fn member_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
-    let p = profile_index(rt, req)?;
-    let id = id_arg(req, "member")?;
+fn member_write(rt: &mut Runtime, req: &MemberWrite, cmd: &str) -> Reply {
+    let p = profile_index(rt, &req.profile)?;
+    let id = check_id(req.member, "member")?;
     if cmd == "profile_member_delete" {
         let used = entries_use(rt, p, &EntryAction::Member(id));
         rt.profiles[p]
@@ -764,7 +727,7 @@ fn member_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
     let Some(&table) = def.tables.first() else {
         return Err(invalid(format!("{} implements no table", def.name)));
     };
-    let call = action_call(rt, table, req.get("action").unwrap_or(&Value::Null), false)?;
+    let call = action_call(rt, table, req.action.as_ref(), false)?;
     let size = def.size;
     let profile = &mut rt.profiles[p];
     if cmd == "profile_member_add" {
@@ -777,12 +740,14 @@ fn member_write(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
 }
 
 /// A group member item: `{"member", "weight", "watch_port"?}` (or the deprecated `watch`).
-fn group_member(item: &Value, ports: &[(u32, String)]) -> Result<GroupMember, Failure> {
-    let weight = item.get("weight").and_then(Value::as_u64).unwrap_or(1);
-    let mut member = GroupMember::new(id_arg(item, "member")?, weight.min(u32::MAX as u64) as u32);
-    for (key, deprecated) in [("watch_port", false), ("watch", true)] {
-        let Some(port) = item.get(key) else { continue };
-        let port = port.as_u64().unwrap_or(u64::MAX);
+fn group_member(item: &GroupMemberSpec, ports: &[(u32, String)]) -> Result<GroupMember, Failure> {
+    let weight = item.weight.min(u32::MAX as u64) as u32;
+    let mut member = GroupMember::new(check_id(item.member, "member")?, weight);
+    for (key, port, deprecated) in [
+        ("watch_port", item.watch_port, false),
+        ("watch", item.watch, true),
+    ] {
+        let Some(port) = port else { continue };
         if !ports.iter().any(|(n, _)| *n as u64 == port) {
             return Err(invalid(format!(
                 "member {}: {key} {port} is not a port of this switch",
@@ -794,8 +759,8 @@ fn group_member(item: &Value, ports: &[(u32, String)]) -> Result<GroupMember, Fa
     Ok(member)
 }
 
-fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]) -> Reply {
-    let p = profile_index(rt, req)?;
+fn group_write(rt: &mut Runtime, req: &GroupWrite, cmd: &str, ports: &[(u32, String)]) -> Reply {
+    let p = profile_index(rt, &req.profile)?;
     let def = &rt.prog.profiles[p];
     if def.selector.is_none() {
         return Err(invalid(format!(
@@ -803,7 +768,7 @@ fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]
             def.name
         )));
     }
-    let id = id_arg(req, "group")?;
+    let id = check_id(req.group, "group")?;
     if cmd == "profile_group_delete" {
         let used = entries_use(rt, p, &EntryAction::Group(id));
         rt.profiles[p]
@@ -811,7 +776,7 @@ fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]
             .map_err(profile_failure)?;
         return Ok(Value::Null);
     }
-    let max_size = req.get("max_size").and_then(Value::as_u64).unwrap_or(0);
+    let max_size = req.max_size;
     // max_size 0: "the static max_group_size value will be used" (p4runtime.proto,
     // ActionProfileGroup.max_size), or the profile's size without one.
     if def.max_group_size > 0 && max_size > def.max_group_size as u64 {
@@ -827,14 +792,11 @@ fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]
         ))));
     }
     let members = req
-        .get("members")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+        .members
         .iter()
         .map(|m| group_member(m, ports))
         .collect::<Result<Vec<_>, _>>()?;
-    let one_shot = req.get("one_shot").and_then(Value::as_bool);
+    let one_shot = req.one_shot;
     let insert = cmd == "profile_group_add";
     if let (false, Some(mark), Some(old)) = (insert, one_shot, rt.profiles[p].groups.get(&id)) {
         if old.one_shot != mark {
@@ -858,10 +820,10 @@ fn group_write(rt: &mut Runtime, req: &Value, cmd: &str, ports: &[(u32, String)]
 
 /// Members (`{"profile", "member", "action"}`) or groups (`{"profile", "group",
 /// "members": [{"member", "weight"}], "max_size", "one_shot"}`) of one profile, or of all.
-fn profile_read(rt: &Runtime, req: &Value, cmd: &str) -> Reply {
-    let wanted = match req.get("profile") {
-        None | Some(Value::Null) => (0..rt.profiles.len()).collect(),
-        Some(_) => vec![profile_index(rt, req)?],
+fn profile_read(rt: &Runtime, req: &ProfileRead, cmd: &str) -> Reply {
+    let wanted = match &req.profile {
+        None => (0..rt.profiles.len()).collect(),
+        Some(profile) => vec![profile_index(rt, profile)?],
     };
     let mut out = Vec::new();
     for p in wanted {
@@ -900,15 +862,6 @@ fn action_json(rt: &Runtime, call: &ActionCall) -> Value {
     json!({"action": a.id, "name": a.name, "args": call.params.iter().map(|p| hex(*p)).collect::<Vec<_>>()})
 }
 
-fn meter_config(req: &Value) -> Result<MeterConfig, Failure> {
-    Ok(MeterConfig {
-        cir: u64_arg(req, "cir")?,
-        cburst: u64_arg(req, "cburst")?,
-        pir: u64_arg(req, "pir")?,
-        pburst: u64_arg(req, "pburst")?,
-    })
-}
-
 /// A meter cell's config, or null when it is unconfigured.
 fn meter_json(cell: &MeterCell) -> Value {
     match cell.config() {
@@ -917,14 +870,13 @@ fn meter_json(cell: &MeterCell) -> Value {
     }
 }
 
-fn entry_key(rt: &Runtime, table: usize, req: &Value) -> Result<(Vec<FieldMatch>, i32), Failure> {
-    let items = req
-        .get("match")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let matches = parse_matches(&items, "match").map_err(invalid)?;
-    let priority = req.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32;
+/// An entry's key as the table takes it; `priority` checked against the table's keys.
+fn entry_key(
+    rt: &Runtime,
+    table: usize,
+    items: &[MatchItem],
+    priority: i32,
+) -> Result<(Vec<FieldMatch>, i32), Failure> {
     let def = &rt.prog.tables[table];
     let needs_priority = def.keys.iter().any(|k| {
         matches!(
@@ -946,15 +898,15 @@ fn entry_key(rt: &Runtime, table: usize, req: &Value) -> Result<(Vec<FieldMatch>
             def.name
         )));
     }
-    Ok((matches, priority))
+    Ok((field_matches(items), priority))
 }
 
-fn table_index(rt: &Runtime, req: &Value) -> Result<usize, Failure> {
-    resolve(&rt.prog.tables, req, "table", |t| (t.id, &t.name))
+fn table_index(rt: &Runtime, table: &ObjectRef) -> Result<usize, Failure> {
+    resolve(&rt.prog.tables, table, "table", |t| (t.id, &t.name))
 }
 
-fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
-    let t = table_index(rt, req)?;
+fn table_write(rt: &mut Runtime, req: &TableWrite, cmd: &str, now: u64) -> Reply {
+    let t = table_index(rt, &req.table)?;
     let def = &rt.prog.tables[t];
     if def.is_const {
         return Err(invalid(format!(
@@ -962,15 +914,14 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
             def.name
         )));
     }
-    let (matches, priority) = entry_key(rt, t, req)?;
+    let (matches, priority) = entry_key(rt, t, &req.matches, req.priority)?;
     // Checked before the table changes: a refused request must leave no entry behind.
-    if req.get("meter").is_some_and(|m| !m.is_null()) && def.direct_meter.is_none() {
+    if matches!(req.meter, Some(Some(_))) && def.direct_meter.is_none() {
         return Err(invalid("this table has no direct meter"));
     }
-    let meter = optional_meter_config(req.get("meter"))?;
-    let meta = optional_meta(req)?;
+    let meta = optional_meta(req.meta.as_deref())?;
     let slot = if cmd == "table_add" {
-        let call = entry_action(rt, t, req.get("action").unwrap_or(&Value::Null))?;
+        let call = entry_action(rt, t, req.action.as_ref())?;
         rt.tables[t]
             .insert(&matches, priority, call)
             .map_err(table_error)?
@@ -988,20 +939,20 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
                 .map_err(table_error)?;
             return Ok(Value::Null);
         }
-        let call = entry_action(rt, t, req.get("action").unwrap_or(&Value::Null))?;
+        let call = entry_action(rt, t, req.action.as_ref())?;
         rt.tables[t]
             .modify(&matches, priority, call)
             .map_err(table_error)?;
         slot
     };
     if let Some(e) = rt.tables[t].entry_mut(slot) {
-        if let Some(ns) = req.get("idle_timeout_ns").and_then(Value::as_u64) {
+        if let Some(ns) = req.idle_timeout_ns {
             e.idle_timeout_ns = ns;
         }
         if cmd == "table_add" {
             e.last_hit_ns = now;
         }
-        if let Some(config) = meter {
+        if let Some(config) = req.meter {
             e.direct.meter.configure(config, now);
         }
         if let Some(meta) = meta {
@@ -1011,8 +962,8 @@ fn table_write(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
     Ok(Value::Null)
 }
 
-fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
-    let t = table_index(rt, req)?;
+fn table_default(rt: &mut Runtime, req: &TableDefault, cmd: &str) -> Reply {
+    let t = table_index(rt, &req.table)?;
     let def = &rt.prog.tables[t];
     if def.default_const {
         return Err(invalid(format!(
@@ -1020,7 +971,7 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
             def.name
         )));
     }
-    let meta = optional_meta(req)?;
+    let meta = optional_meta(req.meta.as_deref())?;
     let call = if cmd == "table_reset_default" {
         // The program's default entry, its direct meter unconfigured and its meta gone
         // (P4Runtime 9.1.3).
@@ -1031,7 +982,7 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
             params: def.default_args.clone(),
         }
     } else {
-        action_call(rt, t, req.get("action").unwrap_or(&Value::Null), true)?
+        action_call(rt, t, req.action.as_ref(), true)?
     };
     rt.tables[t].default_action = call;
     if let Some(meta) = meta {
@@ -1042,19 +993,17 @@ fn table_default(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
 
 /// `table_read`: every entry, or with `match` (and `priority`) only the entry with that key
 /// (none if there is none), so that reading one entry does not cost the whole table.
-fn table_read(rt: &Runtime, req: &Value, now: u64, counters: &SwitchCounters) -> Reply {
-    let t = table_index(rt, req)?;
+fn table_read(rt: &Runtime, req: &TableRead, now: u64, counters: &SwitchCounters) -> Reply {
+    let t = table_index(rt, &req.table)?;
     let table = &rt.tables[t];
-    let slots: Vec<usize> = match req.get("match").and_then(Value::as_array) {
+    let slots: Vec<usize> = match &req.matches {
         None => {
             add(&counters.whole_table_reads, 1);
             table.entries().map(|(slot, _)| slot).collect()
         }
         Some(items) => {
             add(&counters.key_reads, 1);
-            let matches = parse_matches(items, "match").map_err(invalid)?;
-            let priority = req.get("priority").and_then(Value::as_i64).unwrap_or(0) as i32;
-            match table.find(&matches, priority) {
+            match table.find(&field_matches(items), req.priority) {
                 Ok(slot) => vec![slot],
                 Err(TableError::NotFound) => Vec::new(),
                 Err(e) => return Err(table_error(e)),
@@ -1091,8 +1040,8 @@ fn table_read(rt: &Runtime, req: &Value, now: u64, counters: &SwitchCounters) ->
     }))
 }
 
-fn table_clear(rt: &mut Runtime, req: &Value) -> Reply {
-    let t = table_index(rt, req)?;
+fn table_clear(rt: &mut Runtime, req: &TableClear) -> Reply {
+    let t = table_index(rt, &req.table)?;
     if rt.prog.tables[t].is_const {
         return Err(invalid("table has const entries"));
     }
@@ -1105,12 +1054,12 @@ fn table_clear(rt: &mut Runtime, req: &Value) -> Reply {
 fn direct_resources<'a>(
     rt: &'a mut Runtime,
     t: usize,
-    req: &Value,
+    (items, priority, default): (&[MatchItem], i32, bool),
 ) -> Result<&'a mut Direct, Failure> {
-    if req.get("default").and_then(Value::as_bool).unwrap_or(false) {
+    if default {
         return Ok(&mut rt.tables[t].default_direct);
     }
-    let (matches, priority) = entry_key(rt, t, req)?;
+    let (matches, priority) = entry_key(rt, t, items, priority)?;
     let table = &mut rt.tables[t];
     let slot = table.find(&matches, priority).map_err(table_error)?;
     let e = table
@@ -1119,45 +1068,26 @@ fn direct_resources<'a>(
     Ok(&mut e.direct)
 }
 
-fn entry_counter_write(rt: &mut Runtime, req: &Value) -> Reply {
-    let t = table_index(rt, req)?;
-    let (packets, bytes) = (
-        u64_arg(req, "packets").unwrap_or(0),
-        u64_arg(req, "bytes").unwrap_or(0),
-    );
-    let target = direct_resources(rt, t, req)?;
-    target.packets = packets;
-    target.bytes = bytes;
+fn entry_counter_write(rt: &mut Runtime, req: &EntryCounterWrite) -> Reply {
+    let t = table_index(rt, &req.table)?;
+    let target = direct_resources(rt, t, (&req.matches, req.priority, req.default))?;
+    target.packets = req.packets;
+    target.bytes = req.bytes;
     Ok(Value::Null)
 }
 
 /// Sets one entry's direct meter (`meter`: a config, `null` unconfigures it, absent keeps
 /// it) and/or its colour counts (`counts`), nothing else: allowed on const entries too,
 /// whose direct resources stay writable (P4Runtime spec 9.1.4).
-fn entry_meter_set(rt: &mut Runtime, req: &Value, now: u64) -> Reply {
-    let t = table_index(rt, req)?;
+fn entry_meter_set(rt: &mut Runtime, req: &EntryMeterSet, now: u64) -> Reply {
+    let t = table_index(rt, &req.table)?;
     if rt.prog.tables[t].direct_meter.is_none() {
         return Err(invalid("this table has no direct meter"));
     }
-    let config = optional_meter_config(req.get("meter"))?;
-    let counts = optional_counts(req.get("counts"))?;
-    let target = direct_resources(rt, t, req)?;
-    set_meter_cell(&mut target.meter, config, counts, now);
+    let counts = req.counts.as_ref().map(ColourCounts::from);
+    let target = direct_resources(rt, t, (&req.matches, req.priority, req.default))?;
+    set_meter_cell(&mut target.meter, req.meter, counts, now);
     Ok(Value::Null)
-}
-
-/// A request's meter config: absent (None: leave it), `null` (Some(None): unconfigure) or
-/// a config.
-fn optional_meter_config(v: Option<&Value>) -> Result<Option<Option<MeterConfig>>, Failure> {
-    match v {
-        None => Ok(None),
-        Some(Value::Null) => Ok(Some(None)),
-        Some(c) => Ok(Some(Some(meter_config(c)?))),
-    }
-}
-
-fn optional_counts(v: Option<&Value>) -> Result<Option<ColourCounts>, Failure> {
-    v.map(counts_from_json).transpose()
 }
 
 fn set_meter_cell(
@@ -1187,50 +1117,37 @@ fn counts_json(c: &ColourCounts) -> Value {
     Value::Object(m)
 }
 
-/// `{"green": {"packets", "bytes"}, "yellow": .., "red": ..}`; a colour or count left out
-/// is 0.
-fn counts_from_json(v: &Value) -> Result<ColourCounts, Failure> {
-    if !v.is_object() {
-        return Err(invalid("counts must be an object of colours"));
-    }
-    let mut counts = ColourCounts::default();
-    for (i, colour) in COLOURS.iter().enumerate() {
-        let Some(c) = v.get(*colour) else { continue };
-        counts.packets[i] = c.get("packets").map_or(Ok(0), |_| u64_arg(c, "packets"))?;
-        counts.bytes[i] = c.get("bytes").map_or(Ok(0), |_| u64_arg(c, "bytes"))?;
-    }
-    Ok(counts)
-}
-
-fn cell_range(req: &Value, size: usize, name: &str) -> Result<std::ops::Range<usize>, Failure> {
-    match req.get("index") {
-        None | Some(Value::Null) => Ok(0..size),
-        Some(v) => {
-            let i = v
-                .as_u64()
-                .ok_or_else(|| invalid("index must be a number"))? as usize;
-            if i >= size {
-                return Err(invalid(format!("index {i} outside {name} (size {size})")));
-            }
-            Ok(i..i + 1)
-        }
+/// The cells a request covers: the one at `index`, or every cell without it.
+fn cell_range(
+    index: Option<u64>,
+    size: usize,
+    name: &str,
+) -> Result<std::ops::Range<usize>, Failure> {
+    match index {
+        None => Ok(0..size),
+        Some(i) if i < size as u64 => Ok(i as usize..i as usize + 1),
+        Some(i) => Err(invalid(format!("index {i} outside {name} (size {size})"))),
     }
 }
 
-fn counter_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
-    let c = resolve(&rt.prog.counters, req, "counter", |c| (c.id, &c.name))?;
+fn counter_index(rt: &Runtime, counter: &ObjectRef) -> Result<usize, Failure> {
+    resolve(&rt.prog.counters, counter, "counter", |c| (c.id, &c.name))
+}
+
+fn counter_write(rt: &mut Runtime, req: &CounterWrite) -> Reply {
+    let c = counter_index(rt, &req.counter)?;
     let def = &rt.prog.counters[c];
-    let range = cell_range(req, def.size, &def.name)?;
-    if cmd == "counter_write" {
-        let (packets, bytes) = (
-            u64_arg(req, "packets").unwrap_or(0),
-            u64_arg(req, "bytes").unwrap_or(0),
-        );
-        for cell in &mut rt.counters[c][range] {
-            *cell = (packets, bytes);
-        }
-        return Ok(Value::Null);
+    let range = cell_range(req.index, def.size, &def.name)?;
+    for cell in &mut rt.counters[c][range] {
+        *cell = (req.packets, req.bytes);
     }
+    Ok(Value::Null)
+}
+
+fn counter_read(rt: &Runtime, req: &CounterRead) -> Reply {
+    let c = counter_index(rt, &req.counter)?;
+    let def = &rt.prog.counters[c];
+    let range = cell_range(req.index, def.size, &def.name)?;
     let unit = def.unit;
     let cells: Vec<Value> = range
         .map(|i| {
@@ -1249,18 +1166,25 @@ fn counter_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
     Ok(json!({"cells": cells}))
 }
 
-fn meter_op(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
-    let m = resolve(&rt.prog.meters, req, "meter", |m| (m.id, &m.name))?;
+fn meter_index(rt: &Runtime, meter: &ObjectRef) -> Result<usize, Failure> {
+    resolve(&rt.prog.meters, meter, "meter", |m| (m.id, &m.name))
+}
+
+fn meter_set(rt: &mut Runtime, req: &MeterSet, now: u64) -> Reply {
+    let m = meter_index(rt, &req.meter)?;
     let def = &rt.prog.meters[m];
-    let range = cell_range(req, def.size, &def.name)?;
-    if cmd == "meter_set" {
-        let config = optional_meter_config(req.get("config"))?;
-        let counts = optional_counts(req.get("counts"))?;
-        for cell in &mut rt.meters[m][range] {
-            set_meter_cell(cell, config, counts, now);
-        }
-        return Ok(Value::Null);
+    let range = cell_range(req.index, def.size, &def.name)?;
+    let counts = req.counts.as_ref().map(ColourCounts::from);
+    for cell in &mut rt.meters[m][range] {
+        set_meter_cell(cell, req.config, counts, now);
     }
+    Ok(Value::Null)
+}
+
+fn meter_read(rt: &Runtime, req: &MeterRead) -> Reply {
+    let m = meter_index(rt, &req.meter)?;
+    let def = &rt.prog.meters[m];
+    let range = cell_range(req.index, def.size, &def.name)?;
     let cells: Vec<Value> = range
         .map(|i| {
             let cell = &rt.meters[m][i];
@@ -1270,44 +1194,51 @@ fn meter_op(rt: &mut Runtime, req: &Value, cmd: &str, now: u64) -> Reply {
     Ok(json!({"cells": cells}))
 }
 
-fn register_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
-    let r = resolve(&rt.prog.registers, req, "register", |r| (r.id, &r.name))?;
+fn register_index(rt: &Runtime, register: &ObjectRef) -> Result<usize, Failure> {
+    resolve(&rt.prog.registers, register, "register", |r| {
+        (r.id, &r.name)
+    })
+}
+
+fn register_write(rt: &mut Runtime, req: &RegisterWrite) -> Reply {
+    let r = register_index(rt, &req.register)?;
     let def = &rt.prog.registers[r];
-    let range = cell_range(req, def.size, &def.name)?;
-    if cmd == "register_write" {
-        let v = value_arg(req, "value")?;
-        if v > mask(def.width) {
-            return Err(invalid(format!(
-                "value {v:#x} does not fit the {}-bit register",
-                def.width
-            )));
-        }
-        for cell in &mut rt.registers[r][range] {
-            *cell = v;
-        }
-        return Ok(Value::Null);
+    let range = cell_range(req.index, def.size, &def.name)?;
+    let v = req.value.value();
+    if v > mask(def.width) {
+        return Err(invalid(format!(
+            "value {v:#x} does not fit the {}-bit register",
+            def.width
+        )));
     }
+    for cell in &mut rt.registers[r][range] {
+        *cell = v;
+    }
+    Ok(Value::Null)
+}
+
+fn register_read(rt: &Runtime, req: &RegisterRead) -> Reply {
+    let r = register_index(rt, &req.register)?;
+    let def = &rt.prog.registers[r];
+    let range = cell_range(req.index, def.size, &def.name)?;
     let cells: Vec<Value> = range
         .map(|i| json!({"index": i, "value": hex(rt.registers[r][i])}))
         .collect();
     Ok(json!({"cells": cells}))
 }
 
-fn replicas(req: &Value) -> Result<Vec<Replica>, Failure> {
-    let items = req
-        .get("replicas")
-        .and_then(Value::as_array)
-        .ok_or_else(|| invalid("missing \"replicas\" list"))?;
-    items
-        .iter()
+fn replicas(list: &[ReplicaSpec]) -> Result<Vec<Replica>, Failure> {
+    list.iter()
         .map(|r| {
-            let port = u64_arg(r, "port")?;
-            if port > 511 {
-                return Err(invalid(format!("replica port {port} is not a 9-bit port")));
+            if r.port > 511 {
+                return Err(invalid(format!(
+                    "replica port {} is not a 9-bit port",
+                    r.port
+                )));
             }
             Ok(Replica {
-                port: port as u32,
-                rid: r.get("rid").and_then(Value::as_u64).unwrap_or(0) as u32,
+                port: r.port as u32,
+                rid: r.rid,
             })
         })
         .collect()
@@ -1319,85 +1250,85 @@ fn replicas_json(list: &[Replica]) -> Value {
         .collect()
 }
 
-fn mcast_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
-    let group = u64_arg(req, "group").ok();
-    match (cmd, group) {
-        ("mcast_group_set", Some(g)) if g > 0 && g <= 0xffff => {
-            rt.pre.groups.insert(g as u32, replicas(req)?);
-            Ok(Value::Null)
-        }
-        ("mcast_group_delete", Some(g)) => match rt.pre.groups.remove(&(g as u32)) {
-            Some(_) => Ok(Value::Null),
-            None => Err(not_found(format!("multicast group {g}"))),
-        },
-        ("mcast_group_read", _) => {
-            let groups: Vec<Value> = rt
-                .pre
-                .groups
-                .iter()
-                .filter(|(id, _)| group.is_none_or(|g| g as u32 == **id))
-                .map(|(id, r)| json!({"group": id, "replicas": replicas_json(r)}))
-                .collect();
-            Ok(json!({"groups": groups}))
-        }
-        _ => Err(invalid("\"group\" must be a number in 1..65535")),
+const BAD_GROUP: &str = "\"group\" must be a number in 1..65535";
+
+fn mcast_group_set(rt: &mut Runtime, req: &McastGroupSet) -> Reply {
+    if !(1..=0xffff).contains(&req.group) {
+        return Err(invalid(BAD_GROUP));
+    }
+    rt.pre
+        .groups
+        .insert(req.group as u32, replicas(&req.replicas)?);
+    Ok(Value::Null)
+}
+
+fn mcast_group_delete(rt: &mut Runtime, group: Option<u64>) -> Reply {
+    let g = group.ok_or_else(|| invalid(BAD_GROUP))?;
+    match rt.pre.groups.remove(&(g as u32)) {
+        Some(_) => Ok(Value::Null),
+        None => Err(not_found(format!("multicast group {g}"))),
     }
 }
 
-fn clone_op(rt: &mut Runtime, req: &Value, cmd: &str) -> Reply {
-    let session = u64_arg(req, "session").ok();
-    match (cmd, session) {
-        ("clone_session_set", Some(s)) if s > 0 => {
-            let cs = CloneSession {
-                replicas: replicas(req)?,
-                class_of_service: req
-                    .get("class_of_service")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0) as u32,
-                packet_length_bytes: req
-                    .get("packet_length_bytes")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0) as u32,
-            };
-            rt.pre.clone_sessions.insert(s as u32, cs);
-            Ok(Value::Null)
-        }
-        ("clone_session_delete", Some(s)) => match rt.pre.clone_sessions.remove(&(s as u32)) {
-            Some(_) => Ok(Value::Null),
-            None => Err(not_found(format!("clone session {s}"))),
-        },
-        ("clone_session_read", _) => {
-            let sessions: Vec<Value> = rt
-                .pre
-                .clone_sessions
-                .iter()
-                .filter(|(id, _)| session.is_none_or(|s| s as u32 == **id))
-                .map(|(id, c)| {
-                    json!({"session": id, "replicas": replicas_json(&c.replicas),
-                           "class_of_service": c.class_of_service, "packet_length_bytes": c.packet_length_bytes})
-                })
-                .collect();
-            Ok(json!({"sessions": sessions}))
-        }
-        _ => Err(invalid("\"session\" must be a number > 0")),
+fn mcast_group_read(rt: &Runtime, group: Option<u64>) -> Reply {
+    let groups: Vec<Value> = rt
+        .pre
+        .groups
+        .iter()
+        .filter(|(id, _)| group.is_none_or(|g| g as u32 == **id))
+        .map(|(id, r)| json!({"group": id, "replicas": replicas_json(r)}))
+        .collect();
+    Ok(json!({ "groups": groups }))
+}
+
+const BAD_SESSION: &str = "\"session\" must be a number > 0";
+
+fn clone_session_set(rt: &mut Runtime, req: &CloneSessionSet) -> Reply {
+    if req.session == 0 {
+        return Err(invalid(BAD_SESSION));
     }
+    let cs = CloneSession {
+        replicas: replicas(&req.replicas)?,
+        class_of_service: req.class_of_service,
+        packet_length_bytes: req.packet_length_bytes,
+    };
+    rt.pre.clone_sessions.insert(req.session as u32, cs);
+    Ok(Value::Null)
+}
+
+fn clone_session_delete(rt: &mut Runtime, session: Option<u64>) -> Reply {
+    let s = session.ok_or_else(|| invalid(BAD_SESSION))?;
+    match rt.pre.clone_sessions.remove(&(s as u32)) {
+        Some(_) => Ok(Value::Null),
+        None => Err(not_found(format!("clone session {s}"))),
+    }
+}
+
+fn clone_session_read(rt: &Runtime, session: Option<u64>) -> Reply {
+    let sessions: Vec<Value> = rt
+        .pre
+        .clone_sessions
+        .iter()
+        .filter(|(id, _)| session.is_none_or(|s| s as u32 == **id))
+        .map(|(id, c)| {
+            json!({"session": id, "replicas": replicas_json(&c.replicas),
+                   "class_of_service": c.class_of_service, "packet_length_bytes": c.packet_length_bytes})
+        })
+        .collect();
+    Ok(json!({ "sessions": sessions }))
+}
+
+fn value_set_index(rt: &Runtime, value_set: &ObjectRef) -> Result<usize, Failure> {
+    resolve(&rt.prog.value_sets, value_set, "value_set", |d| {
+        (d.id, &d.name)
+    })
 }
 
 /// Replaces a parser value set's members (all of them; `[]` empties the set).
-fn value_set_write(rt: &mut Runtime, req: &Value) -> Reply {
+fn value_set_write(rt: &mut Runtime, req: &ValueSetWrite) -> Reply {
     let prog = rt.prog.clone();
-    let vs = resolve(&prog.value_sets, req, "value_set", |d| (d.id, &d.name))?;
-    let items = req
-        .get("members")
-        .and_then(Value::as_array)
-        .ok_or_else(|| invalid("\"members\" must be a list of match lists"))?;
-    let mut members = Vec::with_capacity(items.len());
-    for (i, m) in items.iter().enumerate() {
-        let fields = m
-            .as_array()
-            .ok_or_else(|| invalid(format!("members[{i}] must be a list of matches")))?;
-        members.push(parse_matches(fields, &format!("members[{i}]")).map_err(invalid)?);
-    }
+    let vs = value_set_index(rt, &req.value_set)?;
+    let members = req.members.iter().map(|m| field_matches(m)).collect();
     rt.value_sets[vs]
         .replace(&prog.value_sets[vs], members)
         .map_err(|e| Failure {
@@ -1408,13 +1339,11 @@ fn value_set_write(rt: &mut Runtime, req: &Value) -> Reply {
 }
 
 /// One value set's members (`value_set` given) or every set's.
-fn value_set_read(rt: &Runtime, req: &Value) -> Reply {
+fn value_set_read(rt: &Runtime, req: &ValueSetRead) -> Reply {
     let prog = &rt.prog;
-    let chosen = match req.get("value_set") {
-        None | Some(Value::Null) => (0..prog.value_sets.len()).collect(),
-        Some(_) => vec![resolve(&prog.value_sets, req, "value_set", |d| {
-            (d.id, &d.name)
-        })?],
+    let chosen = match &req.value_set {
+        None => (0..prog.value_sets.len()).collect(),
+        Some(value_set) => vec![value_set_index(rt, value_set)?],
     };
     let sets: Vec<Value> = chosen
         .into_iter()
@@ -1655,6 +1584,15 @@ mod tests {
         Request::deserialize(&req).map_err(|e| e.to_string())
     }
 
+    /// The error message a request gets, as `handle` words it (`cmd: field: what`).
+    fn refusal(req: Value) -> String {
+        let cmd = req["cmd"].as_str().unwrap_or_default().to_owned();
+        match decode(req) {
+            Ok(_) => panic!("{cmd}: decoded"),
+            Err(e) => format!("{cmd}: {e}"),
+        }
+    }
+
     #[test]
     fn requests_decode_by_cmd_and_ignore_their_id() {
         assert!(matches!(
@@ -1665,30 +1603,69 @@ mod tests {
             decode(json!({"cmd": "no_such_thing"})),
             Ok(Request::Unknown)
         ));
-        let req = json!({"cmd": "batch", "requests": [{"cmd": "ping"}]});
-        let Ok(Request::Batch(Fields(f))) = decode(req) else {
+        let req = json!({"id": 3, "cmd": "batch", "requests": [{"cmd": "ping"}]});
+        let Ok(Request::Batch(Typed(b))) = decode(req) else {
             panic!("batch not decoded")
         };
-        let b: Batch = typed("batch", &f).ok().unwrap();
         assert_eq!((b.requests.len(), b.stop_on_error), (1, false));
-        let Ok(Request::TableAdd(Fields(f))) = decode(json!({"cmd": "table_add", "table": 1}))
-        else {
+        let req = json!({"id": "x", "cmd": "table_add", "table": "MyIngress.t",
+                         "match": [{"kind": "lpm", "v": "0x0a000000", "plen": 8}],
+                         "action": {"action": 5, "args": ["0x1"]}, "meter": null});
+        let Ok(Request::TableAdd(Typed(w))) = decode(req) else {
             panic!("table_add not decoded")
         };
-        assert_eq!(f["table"], 1);
+        assert!(matches!(w.table, ObjectRef::Name(ref n) if n == "MyIngress.t"));
+        assert!(matches!(
+            field_matches(&w.matches)[..],
+            [FieldMatch::Lpm(0x0a00_0000, 8)]
+        ));
+        assert!(matches!(w.meter, Some(None)), "null unconfigures the meter");
+        let args = &w.action.expect("an action").args;
+        assert!(matches!(args[..], [Hex(1)]));
     }
 
     #[test]
     fn a_bad_field_is_named() {
-        let message = |fields: Value| typed::<Batch>("batch", &fields).err().unwrap().message;
-        let e = message(json!({"requests": 3}));
+        let e = refusal(json!({"cmd": "batch", "requests": 3}));
         assert!(e.starts_with("batch: requests: invalid type"), "{e}");
-        let e = message(json!({"requests": [], "stop_on_error": "yes"}));
+        let e = refusal(json!({"cmd": "batch", "requests": [], "stop_on_error": "yes"}));
         assert!(e.starts_with("batch: stop_on_error: invalid type"), "{e}");
-        let e = typed::<PacketOut>("packet_out", &json!({}))
-            .err()
-            .unwrap()
-            .message;
+        let e = refusal(json!({"cmd": "packet_out"}));
         assert!(e.contains("missing field `payload`"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_match_value_names_the_item_and_key() {
+        let e = refusal(json!({"cmd": "table_delete", "table": 1,
+                               "match": [{"kind": "exact", "v": "0x1"},
+                                         {"kind": "exact", "v": "10"}]}));
+        assert!(e.starts_with("table_delete: match[1]"), "{e}");
+        assert!(e.contains("lacks the 0x prefix"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_field_is_refused_by_name() {
+        // A misspelt optional field must not be silently ignored.
+        let e = refusal(json!({"cmd": "counter_write", "counter": "c", "pakets": 3}));
+        assert!(e.starts_with("counter_write: pakets: unknown field"), "{e}");
+        let e = refusal(json!({"cmd": "register_write", "register": 1, "value": true}));
+        assert!(e.starts_with("register_write: value: "), "{e}");
+    }
+
+    #[test]
+    fn ir_const_entry_matches_are_read_with_the_same_items() {
+        let items = [
+            json!({"kind": "ternary", "v": "0x1", "m": "0xff"}),
+            json!({"kind": "any"}),
+        ];
+        let got = parse_matches(&items, "t: const entry 0").expect("valid");
+        assert!(matches!(
+            got[..],
+            [FieldMatch::Ternary(1, 0xff), FieldMatch::Any]
+        ));
+        let e = parse_matches(&[json!({"kind": "lpm", "v": "0x1"})], "t: const entry 0")
+            .expect_err("plen missing");
+        assert!(e.starts_with("t: const entry 0: match[0]"), "{e}");
+        assert!(e.contains("plen"), "{e}");
     }
 }

@@ -9,7 +9,9 @@ pub enum Color {
     Red = 2,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Also a request's meter config (switch/PROTOCOL.md): `{"cir", "cburst", "pir", "pburst"}`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MeterConfig {
     /// Committed and peak rates in units (packets or bytes) per second.
     pub cir: u64,

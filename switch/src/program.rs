@@ -394,15 +394,18 @@ pub fn parse_hex(v: &Value, at: &str) -> LoadResult<u128> {
     let text = v
         .as_str()
         .ok_or_else(|| format!("{at}: expected a hex string like \"0x1f\", got {v}"))?;
+    hex_value(text).map_err(|e| format!("{at}: {e}"))
+}
+
+/// A bit string written as hex with `0x` (docs/p4-ir.md), at most 128 bits.
+pub fn hex_value(text: &str) -> LoadResult<u128> {
     let digits = text
         .strip_prefix("0x")
-        .ok_or_else(|| format!("{at}: {text:?} lacks the 0x prefix"))?;
+        .ok_or_else(|| format!("{text:?} lacks the 0x prefix"))?;
     if digits.is_empty() || digits.len() > 32 {
-        return Err(format!(
-            "{at}: {text:?} is not a hex value of at most 128 bits"
-        ));
+        return Err(format!("{text:?} is not a hex value of at most 128 bits"));
     }
-    u128::from_str_radix(digits, 16).map_err(|_| format!("{at}: {text:?} is not hex"))
+    u128::from_str_radix(digits, 16).map_err(|_| format!("{text:?} is not hex"))
 }
 
 /// `n` as an index into a list of `len` `what`s; `key` names it in the error.
