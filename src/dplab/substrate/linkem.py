@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import select
 import signal
 import subprocess
 import time
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dplab.substrate import realtime
+from dplab.substrate import emulator_process
 from dplab.substrate.registry import SubstrateError
 from dplab.topology import linkem_settings
 
@@ -36,7 +35,6 @@ LINKEM_BIN = ROOT / "switch" / "target" / "release" / "dplab-linkem"
 A_IF, B_IF = "ea", "eb"
 # The keys of one direction in dplab-linkem's configuration (switch/linkem/src/config.rs).
 DIRECTION_KEYS = tuple(k for k in linkem_settings.KEYS if k != "seed")
-START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 
 
@@ -87,29 +85,13 @@ def start(net: Network, links: list[Link]) -> list[Emulator]:
         link_seed = seed(link, net.links.index(link))
         config = {"link": link.label, "a": A_IF, "b": B_IF, "seed": link_seed,
                   "a_to_b": direction(link), "b_to_a": direction(link)}
-        path = net.run_dir / f"{ns}.json"
-        path.write_text(json.dumps(config))
-        proc = net.popen(ns, [str(LINKEM_BIN), "--config", str(path)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        proc = emulator_process.launch(net, ns, LINKEM_BIN, config)
         emulators.append(Emulator(link.label, (link.a.node, link.b.node), ns, link_seed, proc))
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + emulator_process.START_TIMEOUT_S
     for emulator in emulators:
-        _wait_ready(emulator, deadline)
-        emulator.realtime = realtime.promote(emulator.proc.pid)
+        emulator.realtime = emulator_process.wait_ready(
+            emulator.proc, deadline, f"link emulator of {emulator.link} ({emulator.namespace})")
     return emulators
-
-
-def _wait_ready(emulator: Emulator, deadline: float) -> None:
-    out = emulator.proc.stdout
-    assert out is not None
-    ready, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
-    line = out.readline() if ready else ""
-    if line.strip() == "ready":
-        return
-    emulator.proc.kill()
-    _, err = emulator.proc.communicate()
-    what = f"exited: {err.strip()}" if line or err else f"not ready in {START_TIMEOUT_S} s"
-    raise SubstrateError(f"link emulator of {emulator.link} ({emulator.namespace}) {what}")
 
 
 def stop(emulators: list[Emulator]) -> list[dict]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-import select
 import signal
 import subprocess
 import time
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dplab.substrate import realtime
+from dplab.substrate import emulator_process
 from dplab.substrate.registry import SubstrateError
 
 if TYPE_CHECKING:
@@ -40,7 +39,6 @@ QUEUE_FRAMES = 100  # each sender's queue, as a Wi-Fi driver's per-station queue
 # that could not be read, a send not taken).
 COUNTERS = ("tx_frames", "tx_bytes", "airtime_ns", "queue_drops", "lost", "rx_frames",
             "rx_bytes", "ring_drops", "port_drops", "refused")
-START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 
 
@@ -103,29 +101,13 @@ def start(net: Network, media: list[Medium]) -> list[Running]:
         ns = net.medium_ns(medium.ap)
         seed = random.SystemRandom().getrandbits(63)
         stats_path = net.run_dir / f"wmedium-{medium.ap}.json"
-        path = net.run_dir / f"{ns}.json"
-        path.write_text(json.dumps(config(medium, seed, stats_path)))
-        proc = net.popen(ns, [str(WMEDIUM_BIN), "--config", str(path)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        proc = emulator_process.launch(net, ns, WMEDIUM_BIN, config(medium, seed, stats_path))
         running.append(Running(medium, ns, seed, stats_path, proc))
-    deadline = time.monotonic() + START_TIMEOUT_S
+    deadline = time.monotonic() + emulator_process.START_TIMEOUT_S
     for one in running:
-        _wait_ready(one, deadline)
-        one.realtime = realtime.promote(one.proc.pid)
+        one.realtime = emulator_process.wait_ready(
+            one.proc, deadline, f"medium emulator of {one.medium.ap} ({one.namespace})")
     return running
-
-
-def _wait_ready(one: Running, deadline: float) -> None:
-    out = one.proc.stdout
-    assert out is not None
-    ready, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
-    line = out.readline() if ready else ""
-    if line.strip() == "ready":
-        return
-    one.proc.kill()
-    _, err = one.proc.communicate()
-    what = f"exited: {err.strip()}" if line or err else f"not ready in {START_TIMEOUT_S} s"
-    raise SubstrateError(f"medium emulator of {one.medium.ap} ({one.namespace}) {what}")
 
 
 def stop(running: list[Running]) -> list[dict]:
