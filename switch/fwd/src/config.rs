@@ -15,7 +15,6 @@
 
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
-use std::path::Path;
 
 use pktio::wire::ethernet::MacAddr;
 use serde::{Deserialize, Deserializer};
@@ -130,16 +129,7 @@ pub fn mask(len: u8) -> Option<u32> {
     }
 }
 
-impl Config {
-    /// Reads and checks the file at `path`; the error names the file and what is wrong.
-    pub fn load(path: &Path) -> Result<Config, String> {
-        let at = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {e}"))?;
-        let config: Config = serde_json::from_str(&text).map_err(|e| format!("{at}: {e}"))?;
-        config.check().map_err(|e| format!("{at}: {e}"))?;
-        Ok(config)
-    }
-
+impl dplab_tool::Config for Config {
     fn check(&self) -> Result<(), String> {
         if self.ports.is_empty() {
             return Err("ports: none given".into());
@@ -189,8 +179,7 @@ mod tests {
     use super::*;
 
     fn decode(text: &str) -> Result<Config, String> {
-        let config: Config = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        config.check().map(|_| config)
+        dplab_tool::parse(text)
     }
 
     const PORT: &str = r#"{"number": 1, "iface": "s1-eth1", "mac": "02:00:00:00:00:01"}"#;

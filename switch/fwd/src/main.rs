@@ -23,7 +23,6 @@ mod vlan;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -188,23 +187,14 @@ impl Forwarder {
     }
 }
 
-fn fail(message: &str) -> ! {
-    eprintln!("dplab-fwd: {message}");
-    std::process::exit(2);
-}
+const PROGRAM: &str = "dplab-fwd";
 
-fn config_path() -> Result<PathBuf, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match &args[..] {
-        [flag, path] if flag == "--config" => Ok(PathBuf::from(path)),
-        _ => Err("usage: dplab-fwd --config PATH".into()),
-    }
+fn fail(message: &str) -> ! {
+    dplab_tool::fail(PROGRAM, message)
 }
 
 fn main() {
-    let config = config_path()
-        .and_then(|path| Config::load(&path))
-        .unwrap_or_else(|e| fail(&e));
+    let config: Config = dplab_tool::config_from_args(PROGRAM);
     let index = |number: u32| {
         config
             .ports

@@ -10,8 +10,6 @@
 //!  "b_to_a": {"delay_us": 10000}}
 //! ```
 
-use std::path::Path;
-
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -107,16 +105,7 @@ impl Default for Direction {
     }
 }
 
-impl Config {
-    /// Reads and checks the file at `path`; the error names the file and what is wrong.
-    pub fn load(path: &Path) -> Result<Config, String> {
-        let at = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {e}"))?;
-        let config: Config = serde_json::from_str(&text).map_err(|e| format!("{at}: {e}"))?;
-        config.check().map_err(|e| format!("{at}: {e}"))?;
-        Ok(config)
-    }
-
+impl dplab_tool::Config for Config {
     fn check(&self) -> Result<(), String> {
         if self.a == self.b {
             return Err(format!("a and b are the same interface {:?}", self.a));
@@ -176,9 +165,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Config, String> {
-        let c: Config = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        c.check()?;
-        Ok(c)
+        dplab_tool::parse(text)
     }
 
     #[test]

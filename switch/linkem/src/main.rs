@@ -25,7 +25,6 @@ mod model;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pktio::offload::segment::Segments;
@@ -274,23 +273,14 @@ impl Emulator {
     }
 }
 
-fn fail(message: &str) -> ! {
-    eprintln!("dplab-linkem: {message}");
-    std::process::exit(2);
-}
+const PROGRAM: &str = "dplab-linkem";
 
-fn config_path() -> Result<PathBuf, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match &args[..] {
-        [flag, path] if flag == "--config" => Ok(PathBuf::from(path)),
-        _ => Err("usage: dplab-linkem --config PATH".into()),
-    }
+fn fail(message: &str) -> ! {
+    dplab_tool::fail(PROGRAM, message)
 }
 
 fn main() {
-    let config = config_path()
-        .and_then(|path| Config::load(&path))
-        .unwrap_or_else(|e| fail(&e));
+    let config: Config = dplab_tool::config_from_args(PROGRAM);
     let open = |number, name: &str| {
         Port::open(number, name, false).unwrap_or_else(|e| fail(&format!("{}: {e}", config.link)))
     };

@@ -11,7 +11,7 @@
 //! ```
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -62,16 +62,14 @@ pub struct Station {
 }
 
 impl Config {
-    /// Reads and checks the file at `path`; the error names the file and the field.
-    pub fn load(path: &Path) -> Result<Config, String> {
-        let at = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {e}"))?;
-        let config = parse(&text).map_err(|e| format!("{at}: {e}"))?;
-        match config.stats_path.parent() {
-            Some(dir) if dir.as_os_str().is_empty() || dir.is_dir() => Ok(config),
+    /// Whether the folder of `stats_path` exists (checked at start, not when decoding: the
+    /// file is written only at the end).
+    pub fn check_stats_folder(&self) -> Result<(), String> {
+        match self.stats_path.parent() {
+            Some(dir) if dir.as_os_str().is_empty() || dir.is_dir() => Ok(()),
             _ => Err(format!(
-                "{at}: stats_path: no folder for {}",
-                config.stats_path.display()
+                "stats_path: no folder for {}",
+                self.stats_path.display()
             )),
         }
     }
@@ -83,7 +81,9 @@ impl Config {
             .chain(self.stations.iter().map(|s| s.ifname.as_str()))
             .collect()
     }
+}
 
+impl dplab_tool::Config for Config {
     fn check(&self) -> Result<(), String> {
         positive("basic_rate_mbit", self.basic_rate_mbit)?;
         if self.queue_frames == 0 {
@@ -122,20 +122,13 @@ fn positive(field: &str, v: f64) -> Result<(), String> {
     }
 }
 
-/// Decodes and checks a configuration; the error starts with the path of the field.
-pub fn parse(text: &str) -> Result<Config, String> {
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        format!("{path}: {}", e.into_inner())
-    })?;
-    config.check()?;
-    Ok(config)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        dplab_tool::parse(text)
+    }
 
     const GOOD: &str = r#"{"name": "ap1", "seed": 1, "basic_rate_mbit": 6,
         "stats_path": "/tmp/s.json", "ap": {"ifname": "wap"},

@@ -46,7 +46,6 @@ mod model;
 
 use std::io::Write;
 use std::ops::Range;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pktio::offload::segment::Segments;
@@ -259,23 +258,17 @@ impl Wmedium {
     }
 }
 
-fn fail(message: &str) -> ! {
-    eprintln!("dplab-wmedium: {message}");
-    std::process::exit(2);
-}
+const PROGRAM: &str = "dplab-wmedium";
 
-fn config_path() -> Result<PathBuf, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match &args[..] {
-        [flag, path] if flag == "--config" => Ok(PathBuf::from(path)),
-        _ => Err("usage: dplab-wmedium --config PATH".into()),
-    }
+fn fail(message: &str) -> ! {
+    dplab_tool::fail(PROGRAM, message)
 }
 
 fn main() {
-    let config = config_path()
-        .and_then(|path| Config::load(&path))
-        .unwrap_or_else(|e| fail(&e));
+    let config: Config = dplab_tool::config_from_args(PROGRAM);
+    config
+        .check_stats_folder()
+        .unwrap_or_else(|e| fail(&format!("{}: {e}", config.name)));
     let ports: Vec<Port> = config
         .ifnames()
         .into_iter()
