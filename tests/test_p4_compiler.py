@@ -36,6 +36,17 @@ def compile_error(text: str, tmp_path: Path) -> P4Error:
     return info.value
 
 
+def assert_edit_fails_at(text: str, old: str, new: str, at: str, reason: str,
+                         tmp_path: Path) -> None:
+    """``text`` with its first ``old`` replaced by ``new`` fails to compile with ``reason``,
+    located where ``at`` (a part of ``new``) lands: line and column."""
+    edited = text.replace(old, new, 1)
+    start = text.index(old) + new.index(at)
+    line, col = edited.count("\n", 0, start) + 1, start - edited.rfind("\n", 0, start)
+    error = compile_error(edited, tmp_path)
+    assert (error.line, error.col, error.reason) == (line, col, reason)
+
+
 def test_dst_mac_fwd_ir_and_p4info(tmp_path: Path) -> None:
     ir, info = compiled(BASIC, tmp_path)
     assert ir["instances"][0]["name"] == "standard_metadata"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from switch_rig import ir_folder, mac, outputs
-from test_p4_compiler import compile_error, compiled
+from test_p4_compiler import assert_edit_fails_at, compiled
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "p4" / "lang_features.p4"
@@ -90,8 +90,4 @@ BAD = [
 @pytest.mark.parametrize(("old", "new", "at", "reason"), BAD)
 def test_bad_programs_give_exact_locations(tmp_path: Path, old: str, new: str, at: str,
                                            reason: str) -> None:
-    text = PROGRAM.read_text()
-    line = next(i for i, s in enumerate(text.splitlines(), 1) if old in s)
-    col = text.splitlines()[line - 1].index(old) + new.index(at) + 1
-    error = compile_error(text.replace(old, new, 1), tmp_path)
-    assert (error.line, error.col, error.reason) == (line, col, reason)
+    assert_edit_fails_at(PROGRAM.read_text(), old, new, at, reason, tmp_path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from switch_rig import ir_folder, mac, outputs
-from test_p4_compiler import compile_error, compiled
+from test_p4_compiler import assert_edit_fails_at, compile_error, compiled
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "p4" / "loops.p4"
@@ -92,11 +92,7 @@ BAD = [
 @pytest.mark.parametrize(("old", "new", "at", "reason"), BAD)
 def test_bad_loops_give_exact_locations(tmp_path: Path, old: str, new: str, at: str,
                                         reason: str) -> None:
-    text = PROGRAM.read_text()
-    line = next(i for i, s in enumerate(text.splitlines(), 1) if old in s)
-    col = text.splitlines()[line - 1].index(old) + new.index(at) + 1
-    error = compile_error(text.replace(old, new, 1), tmp_path)
-    assert (error.line, error.col, error.reason) == (line, col, reason)
+    assert_edit_fails_at(PROGRAM.read_text(), old, new, at, reason, tmp_path)
 
 
 def test_nested_loops_are_bounded_as_a_whole(tmp_path: Path) -> None:
