@@ -65,12 +65,7 @@ struct Counters {
     drops: BTreeMap<&'static str, u64>,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
 static REPORT: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
 
 extern "C" fn on_report_signal(_: libc::c_int) {
     REPORT.store(true, Ordering::Relaxed);
@@ -212,7 +207,7 @@ fn main() {
         .map(|p| Port::open(p.number, &p.iface, false))
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| fail(&format!("{}: {e}", config.switch)));
-    sys::on_signals(&[libc::SIGINT, libc::SIGTERM], on_stop_signal);
+    dplab_tool::stop_on_signals();
     sys::on_signals(&[libc::SIGUSR1], on_report_signal);
     let fds: Vec<i32> = ports.iter().map(Port::fd).collect();
     let mut fwd = Forwarder {
@@ -230,7 +225,7 @@ fn main() {
     };
     println!("ready");
     let _ = std::io::stdout().flush();
-    while !STOP.load(Ordering::Relaxed) {
+    while !dplab_tool::stopping() {
         if fwd.round() == 0 {
             wait_readable(&fds, IDLE_WAIT_MS);
         }

@@ -25,7 +25,6 @@ mod model;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use pktio::offload::segment::Segments;
 use pktio::phy::port::Port;
@@ -51,12 +50,6 @@ const TIMER_SLACK_NS: u64 = 1_000;
 /// (src/dplab/substrate/realtime.py), which supersedes the slice; the slice still counts
 /// where the kernel refuses a real-time policy.
 const SLICE_NS: u64 = 100_000;
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
 
 #[derive(Default, serde::Serialize)]
 struct Counters {
@@ -252,9 +245,8 @@ impl Emulator {
             if pfd.revents & (libc::POLLERR | libc::POLLNVAL) == 0 {
                 continue;
             }
-            let _ = sys::take_socket_error(pfd.fd);
             let port = &self.ports[i];
-            if sys::if_nametoindex(&port.name) != Some(port.ifindex as u32) {
+            if port.take_error_is_gone() {
                 eprintln!(
                     "dplab-linkem: {}: interface gone, no longer polled",
                     port.name
@@ -306,10 +298,10 @@ fn main() {
     sys::set_timer_slack(TIMER_SLACK_NS);
     // Kernels before 6.12 ignore the slice: that costs precision under load, nothing else.
     sys::request_slice(SLICE_NS);
-    sys::on_signals(&[libc::SIGINT, libc::SIGTERM], on_stop_signal);
+    dplab_tool::stop_on_signals();
     println!("ready");
     let _ = std::io::stdout().flush();
-    while !STOP.load(Ordering::Relaxed) {
+    while !dplab_tool::stopping() {
         let got = emu.receive();
         let next = emu.release_due();
         match next {

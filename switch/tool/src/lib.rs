@@ -1,9 +1,28 @@
 //! What the workspace's small programs (dplab-fwd, dplab-linkem, dplab-wmedium) share on
 //! their command line: `PROGRAM --config PATH`, a JSON file decoded into the program's typed
-//! configuration (errors name the file and the field), and one way to stop on an error.
+//! configuration (errors name the file and the field), one way to stop on an error, and
+//! SIGINT/SIGTERM as a request to stop.
 
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// From now on SIGINT and SIGTERM only ask the program to stop (`stopping()`), so its main
+/// loop ends and it writes its counters before it exits.
+pub fn stop_on_signals() {
+    pktio::sys::on_signals(&[libc::SIGINT, libc::SIGTERM], on_stop_signal);
+}
+
+/// Whether SIGINT or SIGTERM came since `stop_on_signals`.
+pub fn stopping() -> bool {
+    STOP.load(Ordering::Relaxed)
+}
 
 /// A program's configuration: decoded by serde, then checked for what its types cannot say.
 pub trait Config: DeserializeOwned {

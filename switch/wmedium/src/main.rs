@@ -46,7 +46,6 @@ mod model;
 
 use std::io::Write;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use pktio::offload::segment::Segments;
 use pktio::phy::port::{Port, RingDrops};
@@ -68,12 +67,6 @@ const TIMER_SLACK_NS: u64 = 1_000;
 /// SCHED_FIFO once it printed `ready` (src/dplab/substrate/realtime.py), which supersedes
 /// the slice where the kernel allows it.
 const SLICE_NS: u64 = 100_000;
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
 
 /// What a port lost outside the model.
 #[derive(Clone, Default, Serialize)]
@@ -213,8 +206,7 @@ impl Wmedium {
             if pfd.revents & (libc::POLLERR | libc::POLLNVAL) == 0 {
                 continue;
             }
-            let _ = sys::take_socket_error(pfd.fd);
-            if sys::if_nametoindex(&port.name) != Some(port.ifindex as u32) {
+            if port.take_error_is_gone() {
                 eprintln!(
                     "dplab-wmedium: {}: interface gone, no longer polled",
                     port.name
@@ -311,10 +303,10 @@ fn main() {
     sys::set_timer_slack(TIMER_SLACK_NS);
     // Kernels before 6.12 ignore the slice: that costs precision under load, nothing else.
     sys::request_slice(SLICE_NS);
-    sys::on_signals(&[libc::SIGINT, libc::SIGTERM], on_stop_signal);
+    dplab_tool::stop_on_signals();
     println!("ready");
     let _ = std::io::stdout().flush();
-    while !STOP.load(Ordering::Relaxed) {
+    while !dplab_tool::stopping() {
         match wm.round() {
             (got, _) if got > 0 => {}
             (_, Some(end)) => wm.wait(end.saturating_sub(monotonic_ns()).min(IDLE_WAIT_NS)),

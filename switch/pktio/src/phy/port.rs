@@ -342,6 +342,14 @@ impl Port {
         self.fd.as_raw_fd()
     }
 
+    /// After a poll reported an error on this port's socket (its interface went down or
+    /// away): takes the error, which would otherwise wake every later poll at once, and
+    /// says whether the interface itself is gone (its namespace's other end deleted).
+    pub fn take_error_is_gone(&self) -> bool {
+        let _ = sys::take_socket_error(self.fd());
+        sys::if_nametoindex(&self.name) != Some(self.ifindex as u32)
+    }
+
     /// The reader of this port's receive-ring drops (see [`RingDrops`]).
     pub fn ring_drops(&self) -> io::Result<RingDrops> {
         Ok(RingDrops {
