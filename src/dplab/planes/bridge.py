@@ -61,7 +61,7 @@ class BridgePlane(Plane):
         self.net: Network | None = None
         self.stp = False
         self.cut_links: set[frozenset[str]] = set()
-        self.rx: str | None = None  # the receive path start() chose, and why
+        self.napi: bool | None = None  # whether start() put the veth ends on NAPI
         self._started = 0.0
         self._ready_s: float | None = None
 
@@ -81,8 +81,8 @@ class BridgePlane(Plane):
         self.cut_links = off_tree_links(net.topo.graph.subgraph(net.topo.switches()),
                                         net.topo.switches()) if mode == "tree" else set()
         self._started = time.monotonic()
-        napi = self._napi_wanted(net)
-        plans = {ns: NsPlan(napi=ends) for ns, ends in _veth_ends(net).items()} if napi else {}
+        self.napi = self._napi_wanted(net)
+        plans = {ns: NsPlan(napi=ends) for ns, ends in _veth_ends(net).items()} if self.napi else {}
         if self.stp:  # kernel STP's options go through ip(8)
             net.ip_batch({net.switch_ns(s): self._bridge_lines(net, s, i)
                           for i, s in enumerate(net.topo.switches(), start=1)})
@@ -97,17 +97,11 @@ class BridgePlane(Plane):
             tc_vlan.attach(net, self.vlan, self.cut_links)
 
     def _napi_wanted(self, net: Network) -> bool:
-        """Whether the veth ends take the NAPI path; self.rx says which and why (info())."""
-        choice = self.options["rx"]
-        if choice != "auto":
-            self.rx = f"{choice} (option rx)"
-            return choice == "napi"
-        flood = len(net.links) - len(self.cut_links)  # frames one broadcast queues
-        backlog = int(BACKLOG.read_text())
-        napi = flood >= backlog
-        self.rx = (f"{'napi' if napi else 'backlog'} (a broadcast crosses {flood} links, "
-                   f"net.core.netdev_max_backlog is {backlog})")
-        return napi
+        """Whether the veth ends take the NAPI path: with rx auto, when one broadcast, which
+        crosses every bridged link once, queues as many frames as the backlog holds."""
+        if self.options["rx"] != "auto":
+            return self.options["rx"] == "napi"
+        return len(net.links) - len(self.cut_links) >= _backlog()
 
     def _hairpin_wlan_ports(self, net: Network) -> None:
         """An access point's stations all sit behind its one wlan port: a frame from one
@@ -172,20 +166,25 @@ class BridgePlane(Plane):
         return True
 
     def info(self) -> dict[str, str]:
+        rx = self.options["rx"]
         return {"forwarding": "Linux kernel (bridge)",
-                **({"veth_rx": self.rx} if self.rx else {}),
+                "veth_rx": (f"auto: napi when a broadcast crosses at least "
+                            f"net.core.netdev_max_backlog ({_backlog()}) links, else backlog"
+                            if rx == "auto" else f"{rx} (option rx)"),
                 **tagging.info(self.vlan, "tc eBPF push/pop at the host ports")}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; blocked_ports: STP-blocked ports now, or
-        with a precomputed tree the links left out (STP blocks one port per such link)."""
+        with a precomputed tree the links left out (STP blocks one port per such link);
+        veth_napi: 1 when the veth ends received through NAPI (option rx), else 0."""
         if self.net is None:
-            return {"ready_s": None, "blocked_ports": None}
+            return {"ready_s": None, "blocked_ports": None, "veth_napi": None}
         blocked = len(self.cut_links)
         for switch in self.net.topo.switches():
             out = self.net.run(self.net.switch_ns(switch), ["bridge", "-j", "link", "show"]).stdout
             blocked += sum(port.get("state") == "blocking" for port in json.loads(out or "[]"))
-        return {"ready_s": self._ready_s, "blocked_ports": float(blocked)}
+        return {"ready_s": self._ready_s, "blocked_ports": float(blocked),
+                "veth_napi": None if self.napi is None else float(self.napi)}
 
     def stop(self) -> None:
         self.net = None
@@ -194,6 +193,10 @@ class BridgePlane(Plane):
         if self.net is None:
             raise PlaneError("bridge: wait_ready() before start()")
         return self.net
+
+
+def _backlog() -> int:
+    return int(BACKLOG.read_text())
 
 
 def _veth_ends(net: Network) -> dict[str, list[str]]:
