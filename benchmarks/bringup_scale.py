@@ -117,6 +117,7 @@ def measure(spec: str, topo: Topology) -> dict:
             result["mem_kib"] = used_kib() - before
             result["pss_kib"] = pss_kib(registry.pids_in_netns(net.namespaces()))
             result["controller"] = controller_note(plane, topo)
+            result["rx"] = receive_note(plane)
         t4 = time.perf_counter()
         plane.stop()
         net.down()
@@ -178,6 +179,13 @@ def controller_note(plane: object, topo: Topology) -> str:
             + (f", flow set-up p50 {setup:.0f} ms" if setup else ""))
 
 
+def receive_note(plane: object) -> str:
+    """The bridge plane's veth receive path (its option rx; auto decides at start());
+    empty for other planes. Read from the plane, not stats(): that lists every bridge."""
+    napi = getattr(plane, "napi", None)
+    return "" if napi is None else f"veth rx: {'napi' if napi else 'backlog'}"
+
+
 def settle() -> None:
     """Wait for the memory of earlier runs' namespaces to be freed (or SETTLE_TIMEOUT_S)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
@@ -234,7 +242,7 @@ def row(spec: str, label: str, r: dict) -> str:
             f"{cell(r.get('up_s'))} | {cell(r.get('ready_s'))} | {ping} | "
             f"{cell(r.get('down_s'))} | {'—' if mem is None else f'{mem / 1024:.0f}'} | "
             f"{'—' if pss is None else f'{pss / 1024:.0f} ({pss / 1024 / switches:.1f})'} | "
-            f"{'; '.join(x for x in (r.get('error'), r.get('controller')) if x)} |")
+            f"{'; '.join(x for x in (r.get('error'), r.get('controller'), r.get('rx')) if x)} |")
 
 
 def render(results: dict, memory_note: str, command: str, load: str,
