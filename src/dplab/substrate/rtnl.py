@@ -89,7 +89,8 @@ def _apply_all(plans: dict[str, NsPlan], errors: list[str]) -> None:
                                 for name in plan.bridges])
             if not failed:  # the other requests name the bridges by index
                 failed = _send_all(_requests(plan))
-            failed += _napi_receive(plan.napi)
+            if plan.napi:
+                failed += _napi_receive(plan.napi)
         except Exception as exc:  # noqa: BLE001 - relayed to configure(): a thread's
             # exception would otherwise vanish and the plan look applied
             errors.append(f"namespace {ns}: {type(exc).__name__}: {exc}")
