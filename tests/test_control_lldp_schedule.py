@@ -6,12 +6,12 @@ import random
 from collections import Counter
 
 import networkx as nx
+from test_control_forwarding import FakeClock, FakeFabric
 
 from dplab.control import lldp_schedule
 from dplab.control.forwarding import REACTIVE, Forwarding
 from dplab.control.lldp_schedule import PROBES_PER_S, ProbeSchedule
 from dplab.control.topology_view import PortRef, TopologyView
-from test_control_forwarding import FakeClock, FakeFabric
 
 
 def probe_times(ports: list[PortRef], seconds: float,
