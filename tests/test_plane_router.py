@@ -10,6 +10,7 @@ from net_checks import tcp_received
 
 from dplab import planes
 from dplab.planes import PlaneError
+from dplab.planes.router import next_hops, routes_via
 from dplab.substrate import Network
 from dplab.topology import catalog
 from dplab.topology.model import HOST, SWITCH, Topology
@@ -29,7 +30,7 @@ def test_ties_go_to_the_first_neighbour_in_switch_order():
     net = Network(square(), addressing="l3")
     router = planes.create("router", {})
     addresses = router._link_addresses(net)
-    routes = router._routes(net, addresses)
+    routes = routes_via(net, addresses, next_hops(net))
     via_s2 = addresses[("s2", "s1")][1]
     assert routes["s1"] == [("10.0.3.0", 24, via_s2)]
 
