@@ -8,6 +8,7 @@ from ipaddress import IPv4Network
 
 import pytest
 
+from dplab.planes import l3_routes
 from dplab.planes.aggregate import aggregate
 from dplab.planes.router import next_hops, routes_via
 from dplab.substrate import Network
@@ -82,3 +83,17 @@ def test_router_routes_on_a_fat_tree_reach_every_host_by_the_same_next_hop():
             assert lookup(table, address) == f"{nearer}>{switch}"
         for host in set(net.topo.hosts()) - {h for h, _ in remote}:  # its own: connected
             assert lookup(table, int(ipaddress.ip_address(net.host_ip(host)))) is None
+
+
+def test_lpm_routes_send_every_host_address_where_its_hop_does():
+    net = Network(catalog.build("fattree", k=4), addressing="l2")
+    hops = l3_routes.hops(net)
+    routes = l3_routes.lpm_routes(hops)
+    assert len(routes) < len(hops) / 1.5
+    tables: dict[str, list[tuple[IPv4Network, tuple]]] = {}
+    for route in routes:
+        tables.setdefault(route.switch, []).append(
+            (route.prefix, (route.port, route.own_mac, route.next_mac)))
+    for hop in hops:
+        address = int(ipaddress.ip_address(hop.host_ip))
+        assert lookup(tables[hop.switch], address) == (hop.port, hop.own_mac, hop.next_mac)

@@ -55,6 +55,7 @@ import networkx as nx
 
 from dplab.control.forwarding import PROACTIVE, REACTIVE
 from dplab.control.topology_view import PortRef
+from dplab.planes.aggregate import aggregate
 from dplab.planes.base import (
     Plane,
     PlaneError,
@@ -432,8 +433,8 @@ def _has_qdisc(link: dict[str, Any]) -> bool:
 def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interface]]
                   ) -> list[tuple[bytes, bytes]]:
     """The l3 program's LPM-trie entries for ``switch``: each host's /24 to the port towards
-    it with the output port's MAC and the next node's, and the gateway addresses on this
-    switch to its own stack."""
+    it with the output port's MAC and the next node's (remote hosts' aggregated exactly,
+    ``planes.aggregate``), and the gateway addresses on this switch to its own stack."""
     entries = []
     own = ports[switch]
     hosts = set(net.topo.hosts())
@@ -443,10 +444,12 @@ def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interfac
         entries.append(route_entry(_host_subnet(net, host), own[name], mac))
         gateway = ipaddress.ip_network(f"{net.host_gateway(host)}/32")
         entries.append((_route_key(gateway), struct.pack("<I6s6s", LOCAL, b"", b"")))
+    remote = []
     for host, nearer in next_hops(net)[switch]:
         out = own[_port_towards(net, switch, nearer)]
         peer = ports[nearer][_port_towards(net, nearer, switch)]
-        entries.append(route_entry(_host_subnet(net, host), out, peer.mac))
+        remote.append((_host_subnet(net, host), (out, peer.mac)))
+    entries += [route_entry(subnet, out, mac) for subnet, (out, mac) in aggregate(remote)]
     return entries
 
 
