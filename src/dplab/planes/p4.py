@@ -54,7 +54,7 @@ from dplab.control.p4runtime_app import Program, rule_key
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
-from dplab.planes import l3_routes, pipeline, tagging
+from dplab.planes import host_ttl, l3_routes, pipeline, tagging
 from dplab.planes.base import (
     PlaneError,
     RulePackets,
@@ -137,6 +137,7 @@ class P4Plane(ControlledPlane):
         self.vlan = self._vlan_option()
         program = self.options["program"]
         self.l3 = program == L3
+        self.deep: int | None = None  # planes.host_ttl: routers on the longest path
         if self.l3 and self.options["entries"] is not None:
             raise PlaneError("plane p4: option 'entries': program 'l3' derives its entries "
                              "from the topology; give no entries file")
@@ -202,7 +203,7 @@ class P4Plane(ControlledPlane):
                 "transmit": f"{self.options['tx']} (ring on shaped ports)",
                 **tagging.info(self.vlan, f"program {self.program.name}, entries from the "
                                           "topology"),
-                **pipeline.info(self.options["pipeline"])}
+                **pipeline.info(self.options["pipeline"]), **host_ttl.info(self.deep)}
 
     # -- start ---------------------------------------------------------------------------
 
@@ -234,6 +235,7 @@ class P4Plane(ControlledPlane):
         finally:
             compiling.cancel()
         if self.l3:
+            self.deep = host_ttl.fit(net, self.kind)
             self.entries_path, self.generated = write_l3_entries(net, self.dir / "l3_entries.json")
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import networkx as nx
 
+from dplab.planes import host_ttl
 from dplab.planes.aggregate import aggregate
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.substrate.network import Network
@@ -35,12 +36,14 @@ class RouterPlane(Plane):
         self._ready_s: float | None = None
         self.routes = 0  # installed, after aggregation
         self.routes_unaggregated = 0  # one per (switch, remote host)
+        self.deep: int | None = None  # routers on the longest path, when TTL 64 is too few
 
     def start(self, net: Network) -> None:
         if net.addressing != "l3":
             raise PlaneError("router: the network must be built with addressing='l3'")
         self.net = net
         self._started = time.monotonic()
+        self.deep = host_ttl.fit(net, self.kind)
         net.sysctl({net.switch_ns(s): self._forwarding_sysctls(net, s)
                     for s in net.topo.switches()})
         link_addr = self._link_addresses(net)
@@ -87,7 +90,7 @@ class RouterPlane(Plane):
         self._ready_s = time.monotonic() - self._started
 
     def info(self) -> dict[str, str]:
-        return {"forwarding": "Linux kernel (IP routing)"}
+        return {"forwarding": "Linux kernel (IP routing)", **host_ttl.info(self.deep)}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; static_routes: routes installed (after

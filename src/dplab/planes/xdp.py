@@ -55,6 +55,7 @@ import networkx as nx
 
 from dplab.control.forwarding import PROACTIVE, REACTIVE
 from dplab.control.topology_view import PortRef
+from dplab.planes import host_ttl
 from dplab.planes.aggregate import aggregate
 from dplab.planes.base import (
     Plane,
@@ -123,6 +124,7 @@ class XdpPlane(Plane):
         self._final: dict[str, dict[str, int]] = {}
         self.cut_links: set[frozenset[str]] = set()
         self.qdisc_ports: dict[str, list[str]] = {}  # switch -> ports its qdisc must see
+        self.deep: int | None = None  # planes.host_ttl: routers on the longest path
         self._started = 0.0
         self._ready_s: float | None = None
         self._build_dir: tempfile.TemporaryDirectory[str] | None = None
@@ -154,6 +156,8 @@ class XdpPlane(Plane):
         self._started = time.monotonic()
         self.qdisc_ports = {}
         self._check_shaping(net.topo)
+        if self.addressing == "l3":  # the switches route
+            self.deep = host_ttl.fit(net, self.kind)
         try:
             self._prepare_stacks(net)
             fabric = net.topo.graph.subgraph(net.topo.switches())
@@ -298,7 +302,7 @@ class XdpPlane(Plane):
                         "loss to keep")
             return {"forwarding": f"the user's XDP program {self.user.source} in the kernel",
                     "transmit": "as the program says: an XDP redirect or XDP_TX skips the "
-                                f"output port's qdisc{unshaped}"}
+                                f"output port's qdisc{unshaped}", **host_ttl.info(self.deep)}
         obj, program = MODES[self.options["mode"]]
         shaped = ", ".join(p for ports in self.qdisc_ports.values() for p in ports)
         transmit = (f"XDP redirect to ports without shaping; through the port's qdisc "
@@ -306,7 +310,7 @@ class XdpPlane(Plane):
                     f"ports with a rate, delay or loss: {shaped}" if shaped else
                     "XDP redirect (no switch port has a rate, delay or loss to keep)")
         return {"forwarding": f"XDP program {program} (xdp/{obj}.bpf.c) in the kernel",
-                "transmit": transmit}
+                "transmit": transmit, **host_ttl.info(self.deep)}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s; xdp_<counter>: summed over switches; <switch>_<counter>: per switch.
