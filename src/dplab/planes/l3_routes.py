@@ -76,10 +76,11 @@ class Route:
 def lpm_routes(hop_list: list[Hop]) -> list[Route]:
     """The IPv4 routes of ``hop_list`` (``hops``) for a longest-prefix-match table: per
     switch, each host's /24 with its hop's action, aggregated."""
+    blocks = {ip: ipaddress.ip_network(f"{ip}/24", strict=False)  # one object per host
+              for ip in {hop.host_ip for hop in hop_list}}
     by_switch: dict[str, list[tuple[IPv4Network, tuple[int, str, str]]]] = {}
     for hop in hop_list:
-        block = ipaddress.ip_network(f"{hop.host_ip}/24", strict=False)
-        by_switch.setdefault(hop.switch, []).append((block, (hop.port, hop.own_mac,
-                                                             hop.next_mac)))
+        by_switch.setdefault(hop.switch, []).append((blocks[hop.host_ip], (
+            hop.port, hop.own_mac, hop.next_mac)))
     return [Route(switch, prefix, *action) for switch, routes in by_switch.items()
             for prefix, action in aggregate(routes)]
