@@ -153,8 +153,9 @@ def _coloured_boxes(ax: Axes, data: list[list[float]], planes: list[str],
                        medianprops={"color": "black"})
     for box, plane in zip(boxes["boxes"], planes, strict=True):
         box.set_facecolor(to_rgba(colours[plane], BOX_ALPHA))
-    for position, values in enumerate(data, start=1):  # show every run, not only the box
-        ax.plot([position] * len(values), values, "k.", alpha=0.6)
+    # every run's value, not only the box: one artist for the panel (drawing is per artist)
+    ax.plot([position for position, values in enumerate(data, start=1) for _ in values],
+            [value for values in data for value in values], "k.", alpha=0.6)
 
 
 def cdf_plots(groups: list[Group], out_dir: Path, colours: PlaneColours) -> list[Path]:
@@ -275,5 +276,9 @@ def metric_per_interval(intervals: list[dict[str, Any]],
 def save_png(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine on the figure, and savefig draws a
+    # figure that has one twice (a layout pass, then the picture): the layout is done, so
+    # drop the engine and the figure is drawn once.
+    fig.set_layout_engine(None)
     fig.savefig(path, dpi=110)
     return path
