@@ -1,5 +1,6 @@
 """A plane keeps one colour in every figure of a report (report.colours), also at an axis
-point where another plane has no runs: read back from the PNGs the report wrote."""
+point where another plane has no runs, and in the figures a second process draws: read
+back from the PNGs the report wrote."""
 
 import pytest
 from matplotlib.colors import to_rgb
@@ -16,10 +17,13 @@ COLOURS = plane_colours(list(PLANES))  # the experiment lists bridge, then ovs
 @pytest.fixture(scope="module")
 def plots(tmp_path_factory):
     """A report whose second axis point (size=1000) has no bridge runs: ovs is the only
-    plane there, and was drawn in the colour the experiment gives bridge."""
+    plane there, and was drawn in the colour the experiment gives bridge. Its box plots are
+    drawn in a second process, as a large report's are."""
     folder = tmp_path_factory.mktemp("colours")
     store_axis_experiment(folder, absent={("bridge", 1000)})
-    report.build(folder)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(report, "SECOND_PROCESS_PANELS", 0)
+        report.build(folder)
     return folder / "plots"
 
 

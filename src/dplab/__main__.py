@@ -5,4 +5,6 @@ import sys
 
 from dplab.cli import main
 
-sys.exit(main())
+# Guarded: a process multiprocessing spawns imports the parent's main module again.
+if __name__ == "__main__":
+    sys.exit(main())

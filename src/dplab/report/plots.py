@@ -110,16 +110,16 @@ def box_plots(groups: list[Group], out_dir: Path, colours: PlaneColours) -> list
     by_metric: dict[str, dict[str, None]] = defaultdict(dict)  # metric -> traffics, ordered
     for group in groups:
         for row in group.analysis.rows:
-            if row.traffic != PLANE and _has_values(group.analysis, row.traffic, row.metric):
+            if row.traffic != PLANE and has_values(group.analysis, row.traffic, row.metric):
                 by_metric[row.metric][row.traffic] = None
     paths = []
     for metric, ordered in by_metric.items():
         traffics = list(ordered)
-        mine = [g for g in groups if any(_has_values(g.analysis, t, metric) for t in traffics)]
+        mine = [g for g in groups if any(has_values(g.analysis, t, metric) for t in traffics)]
         fig, axes = panel_grid(len(mine), len(traffics), 3.2, 3.6)
         for panels, group in zip(axes, mine, strict=True):
             for ax, traffic in zip(panels, traffics, strict=True):
-                if _has_values(group.analysis, traffic, metric):
+                if has_values(group.analysis, traffic, metric):
                     _box(ax, group, traffic, metric, colours)
                 else:
                     ax.set_visible(False)
@@ -127,7 +127,7 @@ def box_plots(groups: list[Group], out_dir: Path, colours: PlaneColours) -> list
     return paths
 
 
-def _has_values(analysis: Analysis, traffic: str, metric: str) -> bool:
+def has_values(analysis: Analysis, traffic: str, metric: str) -> bool:
     return any((r := analysis.results.get((traffic, metric, plane))) is not None
                and r.run_values for plane in analysis.planes)
 
@@ -216,10 +216,10 @@ def resource_box_plots(groups: list[Group], path: Path, colours: PlaneColours) -
     of per-run values per plane. Planes without a value (e.g. no user-space processes) get
     no box. None when no resource use was stored."""
     measured = [stat for stat in RESOURCE_STATS
-                if any(_has_values(g.analysis, PLANE, stat) for g in groups)]
+                if any(has_values(g.analysis, PLANE, stat) for g in groups)]
     if not measured:
         return None
-    mine = [g for g in groups if any(_has_values(g.analysis, PLANE, s) for s in measured)]
+    mine = [g for g in groups if any(has_values(g.analysis, PLANE, s) for s in measured)]
     fig, axes = panel_grid(len(mine), len(measured), 2.8, 3.8)
     for panels, group in zip(axes, mine, strict=True):
         for ax, stat in zip(panels, measured, strict=True):
