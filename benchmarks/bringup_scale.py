@@ -30,7 +30,7 @@ import yaml
 from doc_section import machine_line, write_section
 
 from dplab import planes
-from dplab.planes import PlaneError
+from dplab.planes import Plane, PlaneError
 from dplab.substrate import Network, SubstrateError, registry
 from dplab.topology import catalog, from_topohub
 from dplab.topology.model import Topology
@@ -119,6 +119,7 @@ def measure(spec: str, topo: Topology) -> dict:
             result["pss_kib"] = pss_kib(registry.pids_in_netns(net.namespaces()))
             result["controller"] = controller_note(plane, topo)
             result["rx"] = receive_note(plane)
+            result["routes"] = routes_note(plane)
         ours = len(net.namespaces()) if "net_up_s" in result else 0
         t4 = time.perf_counter()
         plane.stop()
@@ -262,13 +263,31 @@ def star_memory_kib(hosts: int) -> int:
     return grown
 
 
+def routes_note(plane: Plane) -> str:
+    """The static routes the plane installed, aggregated and as one per switch and host
+    before, and the hosts' TTL where the plane raised it (planes.host_ttl). Empty for
+    planes without static routes."""
+    try:
+        stats = plane.stats()
+    except PlaneError:
+        return ""
+    parts = []
+    if stats.get("static_routes") is not None:
+        parts.append(f"{stats['static_routes']:,.0f} routes"
+                     + (f" (aggregated from {stats['routes_unaggregated']:,.0f})"
+                        if stats.get("routes_unaggregated") is not None else ""))
+    if "host_ttl" in plane.info():
+        parts.append(f"host TTL {plane.info()['host_ttl']}")
+    return "; ".join(parts)
+
+
 def cell(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
 def row(spec: str, label: str, r: dict) -> str:
     ping = "{}/{}".format(*r["ping"]) if "ping" in r else "—"
-    notes = (r.get("error"), r.get("controller"), r.get("rx"), r.get("freed"))
+    notes = (r.get("error"), r.get("controller"), r.get("routes"), r.get("rx"), r.get("freed"))
     mem, pss, switches = r.get("mem_kib"), r.get("pss_kib"), r["switches"]
     return (f"| {spec} | {label} | {r['hosts']} | {switches} | {cell(r.get('net_up_s'))} | "
             f"{cell(r.get('up_s'))} | {cell(r.get('ready_s'))} | {ping} | "
