@@ -303,8 +303,11 @@ impl Port {
             ));
         };
         let ifindex = ifindex as i32;
-        let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, proto)
+        // Protocol 0: the socket takes no packets until `bind` names ETH_P_ALL and the
+        // interface. Opened with ETH_P_ALL it would be hooked into every interface already,
+        // and unhooking it for the bind waits for an RCU grace period (packet_do_bind →
+        // synchronize_net), ~10 ms a port on a loaded machine.
+        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)
             .map_err(|e| port_error(name, "socket", e))?;
         let mtu = sys::interface_mtu(fd.as_raw_fd(), name)
             .map_err(|e| port_error(name, "SIOCGIFMTU", e))?;
