@@ -297,10 +297,17 @@ class P4Plane(ControlledPlane):
         config = pb.ForwardingPipelineConfig(p4_device_config=compiled["ir"].read_bytes())
         config.p4info.ParseFromString(compiled["p4info_bin"].read_bytes())
 
+        # Each switch's entries, in file order, sorted out in one pass (a thousand-host
+        # topology has hundreds of thousands, each naming one switch).
+        mine: dict[str, list[entries_file.Entry]] = {s: [] for s in net.topo.switches()}
+        for entry in entries:
+            for switch in mine if entry.switches is None else dict.fromkeys(entry.switches):
+                mine[switch].append(entry)
+
         def one(switch: str) -> int:
-            mine = [e for e in entries if e.switches is None or switch in e.switches]
-            install(self._grpc(switch), node_index(switch), config, mine, str(self.entries_path))
-            return len(mine)
+            install(self._grpc(switch), node_index(switch), config, mine[switch],
+                    str(self.entries_path))
+            return len(mine[switch])
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             jobs = [pool.submit(one, s) for s in net.topo.switches()]
