@@ -30,7 +30,7 @@ import yaml
 from doc_section import machine_line, write_section
 
 from dplab import planes
-from dplab.planes import PlaneError
+from dplab.planes import Plane, PlaneError
 from dplab.substrate import Network, SubstrateError, registry
 from dplab.topology import catalog, from_topohub
 from dplab.topology.model import Topology
@@ -117,6 +117,7 @@ def measure(spec: str, topo: Topology) -> dict:
             result["mem_kib"] = used_kib() - before
             result["pss_kib"] = pss_kib(registry.pids_in_netns(net.namespaces()))
             result["controller"] = controller_note(plane, topo)
+            result["routes"] = routes_note(plane)
         t4 = time.perf_counter()
         plane.stop()
         net.down()
@@ -223,6 +224,24 @@ def star_memory_kib(hosts: int) -> int:
     return grown
 
 
+def routes_note(plane: Plane) -> str:
+    """The static routes the plane installed, aggregated and as one per switch and host
+    before, and the hosts' TTL where the plane raised it (planes.host_ttl). Empty for
+    planes without static routes."""
+    try:
+        stats = plane.stats()
+    except PlaneError:
+        return ""
+    parts = []
+    if stats.get("static_routes") is not None:
+        parts.append(f"{stats['static_routes']:,.0f} routes"
+                     + (f" (aggregated from {stats['routes_unaggregated']:,.0f})"
+                        if stats.get("routes_unaggregated") is not None else ""))
+    if "host_ttl" in plane.info():
+        parts.append(f"host TTL {plane.info()['host_ttl']}")
+    return "; ".join(parts)
+
+
 def cell(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
@@ -234,7 +253,7 @@ def row(spec: str, label: str, r: dict) -> str:
             f"{cell(r.get('up_s'))} | {cell(r.get('ready_s'))} | {ping} | "
             f"{cell(r.get('down_s'))} | {'—' if mem is None else f'{mem / 1024:.0f}'} | "
             f"{'—' if pss is None else f'{pss / 1024:.0f} ({pss / 1024 / switches:.1f})'} | "
-            f"{'; '.join(x for x in (r.get('error'), r.get('controller')) if x)} |")
+            f"{'; '.join(r[key] for key in ('error', 'controller', 'routes') if r.get(key))} |")
 
 
 def render(results: dict, memory_note: str, command: str, load: str,
