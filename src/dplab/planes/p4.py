@@ -159,6 +159,7 @@ class P4Plane(ControlledPlane):
         # Entries the plane derives from the topology (vlan, program l3), written to
         # entries_path as a record and installed from memory.
         self.generated: list[dict[str, Any]] | None = None
+        self.l3_hops = 0  # program l3: (switch, host) pairs routed, before aggregation
         if self.options["tx"] not in TX_MODES:
             raise PlaneError(f"plane p4: option 'tx' must be one of {', '.join(TX_MODES)}, "
                              f"not {self.options['tx']!r}")
@@ -245,7 +246,8 @@ class P4Plane(ControlledPlane):
             compiling.cancel()
         if self.l3:
             self.deep = host_ttl.fit(net, self.kind)
-            self.entries_path, self.generated = write_l3_entries(net, self.dir / "l3_entries.json")
+            self.entries_path, self.generated, self.l3_hops = write_l3_entries(
+                net, self.dir / "l3_entries.json")
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
             self._start_controller(net, compiled)
@@ -560,13 +562,13 @@ class P4Plane(ControlledPlane):
                 **static}
 
     def _l3_route_stats(self) -> dict[str, float | None]:
-        """``program: l3``: the IPv4 routes written (aggregated) and one per (switch, host)
-        as before aggregation (as many as the ARP entries)."""
+        """``program: l3``: the IPv4 routes and ARP entries written (aggregated), and the
+        (switch, host) pairs they route (one route each before aggregation)."""
         if not self.l3 or self.generated is None:
             return {}
         count = Counter(entry["table"] for entry in self.generated)
-        return {"static_routes": float(count["ipv4_lpm"]),
-                "routes_unaggregated": float(count["arp_fwd"])}
+        return {"static_routes": float(count["ipv4_lpm"]), "arp_entries": float(count["arp_fwd"]),
+                "routes_unaggregated": float(self.l3_hops)}
 
     def _pipeline_drops(self, net: Network) -> float:
         """The packets every switch's program dropped so far (mark_to_drop and the like;
@@ -651,21 +653,22 @@ class Compilation:
             self.process.communicate()
 
 
-def write_l3_entries(net: Network, path: Path) -> tuple[Path, list[dict[str, Any]]]:
+def write_l3_entries(net: Network, path: Path) -> tuple[Path, list[dict[str, Any]], int]:
     """l3_forward.p4's entries for ``net`` (``program: l3``), from planes.l3_routes: per
     switch the aggregated routes to the hosts' /24s (next-hop MAC, own MAC, port) and ARP
-    by target address, one per host."""
+    by target address (port), aggregated the same way; and the (switch, host) pairs they
+    route."""
     hops = l3_routes.hops(net)
     entries = [{"table": "ipv4_lpm", "match": {"hdr.ipv4.dst_addr": str(route.prefix)},
                 "action": "set_next_hop", "switches": [route.switch],
                 "params": {"next_hop_mac": route.next_mac, "own_mac": route.own_mac,
                            "port": route.port}}
                for route in l3_routes.lpm_routes(hops)]
-    entries += [{"table": "arp_fwd", "match": {"hdr.arp.target_ip": hop.host_ip},
-                 "action": "forward", "params": {"port": hop.port}, "switches": [hop.switch]}
-                for hop in hops]
+    entries += [{"table": "arp_fwd", "match": {"hdr.arp.target_ip": str(prefix)},
+                 "action": "forward", "params": {"port": port}, "switches": [switch]}
+                for switch, prefix, port in l3_routes.arp_routes(hops)]
     path.write_text(json.dumps({"entries": entries}))
-    return path, entries
+    return path, entries, len(hops)
 
 
 def _answered(sockets: list[str]) -> bool:
