@@ -186,13 +186,27 @@ class OvsPlane(ControlledPlane):
             cfg = ovsdb.add_bridges(f"unix:{self.db_sock}", rows, VSCTL_TIMEOUT_S)
         except ovsdb.OvsdbError as exc:
             raise PlaneError(f"ovs: {exc}") from exc
+        self._wait_until_applied(cfg, deadline, f"{len(rows)} bridges, {ports} ports")
+
+    def _wait_until_applied(self, cfg: int, seconds: int, what: str) -> None:
+        """Until ovs-vswitchd's cur_cfg reaches ``cfg`` (``ovs-vsctl wait-until``, which
+        OVSDB tells of the change); at once a PlaneError if one of our daemons died."""
+        argv = ["ovs-vsctl", f"--db=unix:{self.db_sock}", "--no-wait", f"--timeout={seconds}",
+                "wait-until", "open_vswitch", ".", f"cur_cfg>={cfg}"]
+        late = f"ovs-vswitchd did not apply {what} within {seconds} s (log {self.dir}/" \
+               "ovs-vswitchd.log)"
+        waiting = subprocess.Popen(argv, env=private_env(self.dir), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
         try:
-            run_tool(["ovs-vsctl", f"--db=unix:{self.db_sock}", "--no-wait", "wait-until",
-                      "open_vswitch", ".", f"cur_cfg>={cfg}"], deadline, "ovs-vswitchd",
-                     private_env(self.dir))
-        except PlaneError as exc:
-            raise PlaneError(f"{exc} (configuring {len(rows)} bridges, {ports} ports; log "
-                             f"{self.dir}/ovs-vswitchd.log)") from exc
+            self._wait_for(lambda: waiting.poll() is not None, seconds + TOOL_GRACE_S, late)
+        finally:
+            if waiting.poll() is None:
+                waiting.kill()
+            _, err = waiting.communicate()
+        if waiting.returncode == -signal.SIGALRM:  # its own --timeout
+            raise PlaneError(f"{self.kind}: {late}")
+        if waiting.returncode != 0:
+            raise PlaneError(f"{self.kind}: ovs-vsctl wait-until failed: {err.strip()}")
 
     def _add_study002_flows(self, net: Network) -> None:
         """The plane's own flows in every bridge, none by default: the complex pipeline's
