@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 import numpy as np
-from scipy.sparse.csgraph import shortest_path
 
 from dplab.planes.base import PlaneError
+from dplab.planes.hop_distances import hop_rows
 from dplab.topology.model import HOST
 
 if TYPE_CHECKING:
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 DEFAULT_TTL = 64  # Linux's net.ipv4.ip_default_ttl
 MAX_TTL = 255
 SYSCTL = "net.ipv4.ip_default_ttl"
-ROWS_AT_ONCE = 256  # distance rows per shortest_path call: bounds its matrix's memory
 
 
 def routers_on_longest_path(topo: Topology) -> int:
@@ -41,10 +40,8 @@ def routers_on_longest_path(topo: Topology) -> int:
             if any(kinds[n].get("kind") == HOST for n in topo.graph.neighbors(s))]
     if not edge:
         return 0
-    adjacency = nx.to_scipy_sparse_array(fabric, nodelist=switches, format="csr")
     longest = 0.0
-    for start in range(0, len(edge), ROWS_AT_ONCE):
-        rows = shortest_path(adjacency, unweighted=True, indices=edge[start:start + ROWS_AT_ONCE])
+    for _, rows in hop_rows(fabric, switches, edge):
         reached = rows[:, edge]
         reached = reached[np.isfinite(reached)]
         longest = max(longest, float(reached.max(initial=0.0)))

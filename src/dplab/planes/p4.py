@@ -11,7 +11,9 @@ Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 switch, its entries derived from the topology by ``planes.l3_routes`` and written to
 ``<run dir>/p4/l3_entries.json``, no controller: the routing workload), ``entries`` (a
 YAML/JSON file of table entries, see ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how
-the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer
+the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``), ``rx_ring_frames``
+(each switch port's receive ring depth, ``auto`` by default: 2048 frames unless the rings
+of all switch ports would not fit in memory, see ``dplab.planes.rx_ring``). With ``xdp`` every peer
 end of a switch port (host ends and other switches' ports) gets GRO on: veth takes XDP
 frames only into a peer that runs NAPI.
 Without ``entries`` the controller drives the switches; it needs basic_fwd's table
@@ -54,7 +56,7 @@ from dplab.control.p4runtime_app import Program, rule_key
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
-from dplab.planes import host_ttl, l3_routes, pipeline, tagging
+from dplab.planes import host_ttl, l3_routes, pipeline, rx_ring, tagging
 from dplab.planes.base import (
     PlaneError,
     RulePackets,
@@ -127,7 +129,7 @@ class P4Plane(ControlledPlane):
     shared_switch_ns = False
     OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None, "entries": None,
                                "tx": "xdp", "qos": None, "vlan": None, "pipeline": "plain",
-                               "ready": "ping"}
+                               "ready": "ping", "rx_ring_frames": rx_ring.AUTO}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -161,6 +163,8 @@ class P4Plane(ControlledPlane):
             raise PlaneError(f"plane p4: option 'tx' must be one of {', '.join(TX_MODES)}, "
                              f"not {self.options['tx']!r}")
         self.qos = self._qos_spec()
+        self._rx_option = rx_ring.check_option(self.options["rx_ring_frames"])
+        self.rx_ring: rx_ring.RingChoice | None = None  # chosen at start, for the ports
         self._entries_written: int | None = None
         # The controller's program, when its path_rules entries count their packets (a
         # direct counter, as basic_fwd's path_hits): they tell each flow's path.
@@ -203,6 +207,9 @@ class P4Plane(ControlledPlane):
                 "transmit": f"{self.options['tx']} (ring on shaped ports)",
                 **tagging.info(self.vlan, f"program {self.program.name}, entries from the "
                                           "topology"),
+                "rx ring": (f"{self.rx_ring.frames} frames per port: {self.rx_ring.reason}"
+                            if self.rx_ring else f"{self._rx_option} (chosen at start: "
+                            "stats' rx_ring_frames)"),
                 **pipeline.info(self.options["pipeline"]), **host_ttl.info(self.deep)}
 
     # -- start ---------------------------------------------------------------------------
@@ -213,6 +220,8 @@ class P4Plane(ControlledPlane):
             raise PlaneError(f"p4: switch {misnamed[0]!r} is not named s<number> or ap<number>")
         self.net = net
         self._started = time.monotonic()
+        self.rx_ring = rx_ring.choose(self._rx_option, sum(map(len, (
+            net.switch_ports(s) for s in net.topo.switches()))), rx_ring.mem_available())
         self.dir = net.run_dir / "p4"
         self.dir.mkdir(parents=True, exist_ok=True)
         program = self.program
@@ -291,10 +300,17 @@ class P4Plane(ControlledPlane):
         config = pb.ForwardingPipelineConfig(p4_device_config=compiled["ir"].read_bytes())
         config.p4info.ParseFromString(compiled["p4info_bin"].read_bytes())
 
+        # Each switch's entries, in file order, sorted out in one pass (a thousand-host
+        # topology has hundreds of thousands, each naming one switch).
+        mine: dict[str, list[entries_file.Entry]] = {s: [] for s in net.topo.switches()}
+        for entry in entries:
+            for switch in mine if entry.switches is None else dict.fromkeys(entry.switches):
+                mine[switch].append(entry)
+
         def one(switch: str) -> int:
-            mine = [e for e in entries if e.switches is None or switch in e.switches]
-            install(self._grpc(switch), node_index(switch), config, mine, str(self.entries_path))
-            return len(mine)
+            install(self._grpc(switch), node_index(switch), config, mine[switch],
+                    str(self.entries_path))
+            return len(mine[switch])
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             jobs = [pool.submit(one, s) for s in net.topo.switches()]
@@ -366,7 +382,7 @@ class P4Plane(ControlledPlane):
         # the switch's warm-up frames (switch/src/dataplane/warmup.rs).
         argv = [str(SWITCH_BIN), "--cpu-port", str(CPU_PORT), "--control",
                 str(self._control(switch)), "--warm-loopback", "on",
-                "--tx", self.options["tx"]]
+                "--tx", self.options["tx"], "--rx-frames", str(self.rx_ring.frames)]
         for port, ifname in sorted(net.switch_ports(switch).items()):
             argv += ["--port", f"{port}={ifname}"]
         self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv)
@@ -529,16 +545,19 @@ class P4Plane(ControlledPlane):
         """The controller's counters (written after this call, so nothing just counted is
         missing) and the time it took to become ready. A daemon that died during the run
         (the P4Runtime server, a switch, the controller) is in failures(); one that stops
-        answering fails this call with a PlaneError naming it."""
+        answering fails this call with a PlaneError naming it. ``rx_ring_frames``: each
+        switch port's receive ring depth (info() says why)."""
         static = ({} if self.entries_path is None
                   else {"entries_written": self._entries_written, **self._qos_stats(),
                         **self._l3_route_stats()})
         if self.net is None:
-            return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s", "pipeline_drops")),
-                    **static}
+            return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s", "pipeline_drops",
+                                     "rx_ring_frames")), **static}
         self._check_answering(self.net)
         return {**self._fresh_controller_counters(), "ready_s": self._ready_s,
-                "pipeline_drops": self._pipeline_drops(self.net), **static}
+                "pipeline_drops": self._pipeline_drops(self.net),
+                "rx_ring_frames": None if self.rx_ring is None else float(self.rx_ring.frames),
+                **static}
 
     def _l3_route_stats(self) -> dict[str, float | None]:
         """``program: l3``: the IPv4 routes written (aggregated) and one per (switch, host)
