@@ -361,7 +361,8 @@ def ovs(core: int, xdp_sink: bool = False, ports: str = "netdev") -> Iterator[Ov
             for port in (1, 2):
                 ifname = rig.switch_if(port)
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
-                         f"ofport_request={port}", *interface_type(ports)]
+                         f"ofport_request={port}",
+                         *([f"type={kind}"] if (kind := interface_type(ports)) else [])]
             subprocess.run([*vsctl, *cmds], check=True, capture_output=True, env=env)
             for flow in OVS_FLOWS:
                 subprocess.run(["ovs-ofctl", "add-flow", f"unix:{run_dir / br}.mgmt", flow],
