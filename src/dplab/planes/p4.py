@@ -90,6 +90,11 @@ START_TIMEOUT_S = 15.0
 # start-up's deadline grows with the number of batches. All at once, 180 switches on 2
 # loaded cores left the last ones without a control socket past any fixed deadline.
 START_BATCH = 32
+# The P4Runtime server process says ``ready`` once its interpreter has started, imported
+# grpc and protobuf and connected to every switch: seconds on an idle machine, and tens of
+# seconds on a loaded one. The wait ends at that line, or at once when the process exits,
+# so this deadline only bounds a server that hangs.
+SERVERS_READY_TIMEOUT_S = 120.0
 # The compiler's bounds (dplab.p4.limits) keep real programs far below this; a program
 # that still takes longer is stopped rather than holding up the matrix.
 COMPILE_TIMEOUT_S = 60.0
@@ -408,8 +413,8 @@ class P4Plane(ControlledPlane):
         stdout = servers.stdout
         assert stdout is not None
         self._wait_for(lambda: bool(select.select([stdout], [], [], POLL_S)[0]),
-                       START_TIMEOUT_S,
-                       f"the P4Runtime servers were not ready within {START_TIMEOUT_S} s "
+                       SERVERS_READY_TIMEOUT_S,
+                       f"the P4Runtime servers were not ready within {SERVERS_READY_TIMEOUT_S} s "
                        f"(log {self.dir / SERVERS}.log)",
                        pause=lambda: None)  # select() above waits
         if stdout.readline().strip() != b"ready":
