@@ -68,7 +68,8 @@ def test_a_p4runtime_server_killed_mid_run_fails_the_run_and_leaves_nothing_behi
     """kill -9 of the one P4Runtime server process after the plane is ready: the switches
     keep forwarding what they had, but failures() (which the runner asks after every
     traffic phase) names the server, and stop() still removes everything. The switches
-    start one per batch here, so a start in several batches is covered too."""
+    start one per batch here, so a start in several batches is covered too. Hosts and
+    switch-facing ports carry the offloads the plane sets (HOST_FEATURES, peer GRO)."""
     monkeypatch.setattr(p4_plane, "START_BATCH", 1)
     plane = create("p4", {"mode": "proactive"})
     with Network(catalog.build("linear", switches=2, hosts_per_switch=1), addressing="l2",
@@ -77,6 +78,11 @@ def test_a_p4runtime_server_killed_mid_run_fails_the_run_and_leaves_nothing_behi
         try:
             plane.start(net)
             plane.wait_ready(40)
+            host = _features(net, net.host_ns("h1"), "eth0")
+            assert (host["generic-receive-offload"], host["tx-gso-list"],
+                    host["tcp-segmentation-offload"]) == ("on", "off", "on")
+            core = net.switch_ports("s1")[net.port_towards("s1", "s2")]
+            assert _features(net, net.switch_ns("s1"), core)["generic-receive-offload"] == "on"
             server = _p4runtime_server_pid(run_dir)
             os.kill(server, signal.SIGKILL)
             _wait_until_gone(server)
@@ -86,6 +92,13 @@ def test_a_p4runtime_server_killed_mid_run_fails_the_run_and_leaves_nothing_behi
         finally:
             plane.stop()
     assert leftovers(prefix, run_dir) == []
+
+
+def _features(net: Network, ns: str, ifname: str) -> dict[str, str]:
+    """``ethtool -k``'s features of ``ifname``: name -> on/off (without "[fixed]")."""
+    listed = net.run(ns, ["ethtool", "-k", ifname]).stdout.splitlines()[1:]
+    return {name.strip(): value.split()[0]
+            for name, value in (line.split(": ", 1) for line in listed if ": " in line)}
 
 
 def _p4runtime_server_pid(run_dir: Path) -> int:

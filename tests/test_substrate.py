@@ -9,6 +9,7 @@ import pytest
 from net_checks import tcp_received
 
 from dplab.substrate import Network, SubstrateError, linkem
+from dplab.substrate.rtnl import NsPlan
 from dplab.topology import catalog
 from dplab.topology.model import HOST, SWITCH, Topology
 
@@ -115,6 +116,21 @@ def test_l2_hosts_get_address_mac_and_reach_each_other():
         assert no_v6.stdout.strip() == "1"
         ping = net.run(net.host_ns("h1"), ["ping", "-c2", "-i0.2", "-W2", net.host_ip("h2")])
         assert " 0% packet loss" in ping.stdout
+
+
+@pytest.mark.net
+def test_offloads_named_as_ethtool_names_them_are_set_and_unknown_names_left_out():
+    def features(net: Network) -> dict[str, str]:
+        listed = net.run(net.host_ns("h1"), ["ethtool", "-k", "eth0"]).stdout.splitlines()
+        return dict(line.strip().split(": ", 1)[:2] for line in listed if ": " in line)
+
+    with Network(pair()) as net:
+        for on in (True, False):
+            net.configure({net.host_ns("h1"): NsPlan(features={"eth0": {
+                "rx-gro": on, "tx-checksum-sctp": not on, "no-such-feature": True}})})
+            now = features(net)
+            assert now["generic-receive-offload"].startswith("on" if on else "off")
+            assert now["tx-checksum-sctp"].startswith("off" if on else "on")
 
 
 @pytest.mark.net

@@ -68,6 +68,7 @@ from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, POLL_S, ControlledPlane
 from dplab.qos import options as qos_options
 from dplab.substrate.network import HOST_IF, Network
+from dplab.substrate.rtnl import NsPlan
 from dplab.topology.model import node_index
 
 if TYPE_CHECKING:
@@ -116,16 +117,13 @@ UNHONOURED_OFFLOADS = ("tx-checksum-sctp", "tx-sctp-segmentation", "tx-gso-list"
                        "tx-ipxip4-segmentation", "tx-ipxip6-segmentation",
                        "tx-udp_tnl-segmentation", "tx-udp_tnl-csum-segmentation")
 # Hosts also receive with GRO: the switch sends segments, the host's stack gets them merged.
-# Only the features this kernel has are named (older kernels lack some, e.g. AccECN's).
-HOST_OFFLOADS = ("for i in \"$@\"; do have=$(ethtool -k \"$i\") || exit 1; off=''; "
-                 f"for f in {' '.join(UNHONOURED_OFFLOADS)}; do "
-                 "case \"$have\" in *\"$f:\"*) off=\"$off $f off\";; esac; done; "
-                 "ethtool -K \"$i\" $off gro on >/dev/null || exit 1; done")
+# Set over SIOCETHTOOL from this process (rtnl.NsPlan.features), no ethtool process per host;
+# a feature this kernel lacks (older kernels lack some, e.g. AccECN's) is left out.
+HOST_FEATURES = {**dict.fromkeys(UNHONOURED_OFFLOADS, False), "rx-gro": True}
 QOS_LOOP = "qos"  # the QoS loop's daemon and log name
 # What a QoS loop sample gives the run's time series: the class's measured load (Λ), the
 # rate written to its meter, and the interval until its next turn.
 QOS_SERIES = ("used_bps", "rate_bps", "interval_s")
-GRO_ON = "for i in \"$@\"; do ethtool -K \"$i\" gro on >/dev/null || exit 1; done"
 
 
 class P4Plane(ControlledPlane):
@@ -351,12 +349,9 @@ class P4Plane(ControlledPlane):
         return f"unix:{self.dir / switch}.grpc"
 
     def _set_host_offloads(self, net: Network) -> None:
-        """Host ends: off what the switch cannot honour, GRO on (see HOST_OFFLOADS)."""
-        jobs = [(net.host_ns(h), [HOST_IF]) for h in net.topo.hosts()]
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            for done in [pool.submit(net.run, ns, ["sh", "-c", HOST_OFFLOADS, "sh", *ifs])
-                         for ns, ifs in jobs]:
-                done.result()
+        """Host ends: off what the switch cannot honour, GRO on (see HOST_FEATURES)."""
+        net.configure({net.host_ns(h): NsPlan(features={HOST_IF: HOST_FEATURES})
+                       for h in net.topo.hosts()})
 
     def _set_switch_peer_gro(self, net: Network) -> None:
         """GRO on at every switch port that faces another switch: there it is the peer end
@@ -364,13 +359,10 @@ class P4Plane(ControlledPlane):
         (host ends get GRO on with their offloads). The receiving switch gets what GRO
         merged as super-packets and cuts them itself, as it does the hosts' (PROTOCOL.md)."""
         switches = set(net.topo.switches())
-        jobs = [(net.switch_ns(s), [ifname for port, ifname in net.switch_ports(s).items()
-                                    if net.neighbour(s, port) in switches])
-                for s in switches]
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            for done in [pool.submit(net.run, ns, ["sh", "-c", GRO_ON, "sh", *ifs])
-                         for ns, ifs in jobs if ifs]:
-                done.result()
+        plans = {net.switch_ns(s): NsPlan(features={
+            ifname: {"rx-gro": True} for port, ifname in net.switch_ports(s).items()
+            if net.neighbour(s, port) in switches}) for s in switches}
+        net.configure({ns: plan for ns, plan in plans.items() if plan.features})
 
     def _start_switches(self, net: Network) -> None:
         """Every switch, START_BATCH at a time: a batch starts once every switch of the

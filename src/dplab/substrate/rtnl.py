@@ -9,8 +9,8 @@ request. The thread ends afterwards, so no other thread ever runs in a foreign n
 
 Links up/down/into a bridge, bridges, addresses and routes are small fixed structs packed
 here; a TBF qdisc (with its rate table) is encoded once per distinct rate by pyroute2 and
-only its ifindex changes. Offloads (GRO, TSO) go through the SIOCETHTOOL ioctl on a socket
-opened in the namespace, the same way.
+only its ifindex changes. Offloads (GRO, TSO, any feature by its ethtool name) go through the
+SIOCETHTOOL ioctl on a socket opened in the namespace, the same way.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ CHUNK = 256
 CHUNK_BYTES = 64 * 1024  # well inside the default send buffer (net.core.wmem_default)
 # linux/sockios.h, linux/ethtool.h: the one-feature set commands, struct ethtool_value
 SIOCETHTOOL, ETHTOOL_STSO, ETHTOOL_SGRO = 0x8946, 0x1F, 0x2C
+# ... and the named features: their string set, and the command that sets many at once
+ETHTOOL_GSTRINGS, ETHTOOL_GSSET_INFO, ETHTOOL_SFEATURES = 0x1B, 0x37, 0x3B
+ETH_SS_FEATURES, ETH_GSTRING_LEN = 4, 32
 # TBF's rate field is 32 bits of bytes per second; faster links go through tc (rate64).
 MAX_TBF_MBIT = (2**32 - 1) * 8 / 1e6
 
@@ -68,6 +71,9 @@ class NsPlan:
     # on (veth then polls its ring), TSO off (veth_xmit puts a frame on the peer's ring only
     # when the sending device has no TSO, or the frame is a local socket's UDP).
     napi: list[str] = field(default_factory=list)
+    # interface -> ethtool feature name (as `ethtool -k` lists it) -> on; a name this kernel
+    # does not have is left out, a feature the device cannot change stays as it is
+    features: dict[str, dict[str, bool]] = field(default_factory=dict)
 
 
 def configure(plans: dict[str, NsPlan]) -> None:
@@ -91,6 +97,8 @@ def _apply_all(plans: dict[str, NsPlan], errors: list[str]) -> None:
                 failed = _send_all(_requests(plan))
             if plan.napi:
                 failed += _napi_receive(plan.napi)
+            if plan.features:
+                failed += _set_features(plan.features)
         except Exception as exc:  # noqa: BLE001 - relayed to configure(): a thread's
             # exception would otherwise vanish and the plan look applied
             errors.append(f"namespace {ns}: {type(exc).__name__}: {exc}")
@@ -129,10 +137,62 @@ def _napi_receive(ifnames: list[str]) -> list[tuple[str, str]]:
     return failed
 
 
+def _set_features(wanted: dict[str, dict[str, bool]]) -> list[tuple[str, str]]:
+    """ETHTOOL_SFEATURES on each interface of ``wanted`` (see NsPlan.features);
+    (description, error) pairs."""
+    failed = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:  # bound to this netns
+        for name, features in wanted.items():
+            try:
+                index = _feature_index(sock, name)
+                _ethtool_call(sock, name, _sfeatures(index, features))
+            except OSError as exc:
+                failed.append((f"ethtool -K {name}", exc.strerror or str(exc)))
+    return failed
+
+
+_feature_indices: dict[str, int] = {}
+
+
+def _feature_index(sock: socket.socket, ifname: str) -> dict[str, int]:
+    """Feature name -> its bit in the kernel's feature words. The names are one table of
+    the kernel's (netdev_features_strings), the same for every device, so it is read once."""
+    if not _feature_indices:
+        info = ctypes.create_string_buffer(
+            struct.pack("=IIQI", ETHTOOL_GSSET_INFO, 0, 1 << ETH_SS_FEATURES, 0))
+        _ethtool_call(sock, ifname, info)
+        (count,) = struct.unpack_from("=I", info, 16)  # struct ethtool_sset_info's data[0]
+        strings = ctypes.create_string_buffer(
+            struct.pack("=III", ETHTOOL_GSTRINGS, ETH_SS_FEATURES, count)
+            + bytes(count * ETH_GSTRING_LEN))
+        _ethtool_call(sock, ifname, strings)
+        names = (strings.raw[at:at + ETH_GSTRING_LEN].split(b"\0", 1)[0].decode()
+                 for at in range(12, 12 + count * ETH_GSTRING_LEN, ETH_GSTRING_LEN))
+        _feature_indices.update({name: i for i, name in enumerate(names)})  # whole, at once
+    return _feature_indices
+
+
+def _sfeatures(index: dict[str, int], features: dict[str, bool]) -> ctypes.Array:
+    """struct ethtool_sfeatures: per 32 features a block of (valid, requested) bit words."""
+    blocks = [[0, 0] for _ in range((len(index) + 31) // 32)]
+    for name, on in features.items():
+        if name in index:
+            block, bit = divmod(index[name], 32)
+            blocks[block][0] |= 1 << bit
+            blocks[block][1] |= int(on) << bit
+    return ctypes.create_string_buffer(
+        struct.pack("=II", ETHTOOL_SFEATURES, len(blocks))
+        + b"".join(struct.pack("=II", valid, requested) for valid, requested in blocks))
+
+
 def _ethtool_set(sock: socket.socket, ifname: str, cmd: int, value: int) -> None:
-    """One ETHTOOL_S* command: struct ifreq holds the name and a pointer to the
-    struct ethtool_value {cmd, data} the kernel reads."""
-    arg = ctypes.create_string_buffer(struct.pack("=II", cmd, value))
+    """One ETHTOOL_S* command on struct ethtool_value {cmd, data}."""
+    _ethtool_call(sock, ifname, ctypes.create_string_buffer(struct.pack("=II", cmd, value)))
+
+
+def _ethtool_call(sock: socket.socket, ifname: str, arg: ctypes.Array) -> None:
+    """SIOCETHTOOL: struct ifreq holds the name and a pointer to ``arg``, which the kernel
+    reads (and, for a get command, fills in)."""
     ifreq = struct.pack("16sP", ifname.encode(), ctypes.addressof(arg)).ljust(40, b"\0")
     fcntl.ioctl(sock.fileno(), SIOCETHTOOL, ifreq)
 
