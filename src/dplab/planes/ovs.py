@@ -30,7 +30,6 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
 from dplab.substrate.network import HOST_IF, Network
+from dplab.substrate.rtnl import TX_CHECKSUMS_OFF, NsPlan
 from dplab.topology.model import node_index
 
 if TYPE_CHECKING:
@@ -247,15 +247,11 @@ class OvsPlane(ControlledPlane):
     def _disable_tx_checksum_offload(self, net: Network) -> None:
         """The userspace datapath forwards veth frames as they are, so a checksum left to
         "offload" would never be filled in: TCP would fail while ping works."""
-        jobs = [(net.host_ns(h), [HOST_IF]) for h in net.topo.hosts()]
-        jobs.append((self.switch_ns, [i for s in net.topo.switches()
-                                      for i in net.switch_ports(s).values()]))
-        script = "for i in \"$@\"; do ethtool -K \"$i\" tx off >/dev/null || exit 1; done"
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            runs = [pool.submit(net.run, ns, ["sh", "-c", script, "sh", *ifs])
-                    for ns, ifs in jobs]
-            for run in runs:
-                run.result()
+        plans = {net.host_ns(h): NsPlan(features={HOST_IF: TX_CHECKSUMS_OFF})
+                 for h in net.topo.hosts()}
+        plans[self.switch_ns] = NsPlan(features={
+            i: TX_CHECKSUMS_OFF for s in net.topo.switches() for i in net.switch_ports(s).values()})
+        net.configure(plans)
 
     def _start_ovsdb(self, net: Network) -> None:
         db = create_db(self.dir)

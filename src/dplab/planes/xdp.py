@@ -68,6 +68,7 @@ from dplab.planes.base import (
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.router import RouterPlane, next_hops
 from dplab.substrate.network import HOST_IF, Network
+from dplab.substrate.rtnl import TX_CHECKSUMS_OFF, NsPlan
 from dplab.substrate.wmedium import AP_IF
 from dplab.topology.model import Topology
 from dplab.xdp.controller import XdpController
@@ -186,9 +187,10 @@ class XdpPlane(Plane):
         when its peer runs XDP. An access point's wlan port's peer is in its medium's
         namespace."""
         self.host_program = XdpProgram("pass", "xdp_pass")
+        net.configure({net.host_ns(h): NsPlan(features={HOST_IF: TX_CHECKSUMS_OFF})
+                       for h in net.topo.hosts()})
         for host in net.topo.hosts():
             ns = net.host_ns(host)
-            net.run(ns, ["ethtool", "-K", HOST_IF, "tx", "off"])
             self.host_program.attach(ns, [interfaces(ns)[HOST_IF]])
         for ap in net.topo.access_points():
             ns = net.medium_ns(ap)

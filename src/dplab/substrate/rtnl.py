@@ -51,6 +51,11 @@ SIOCETHTOOL, ETHTOOL_STSO, ETHTOOL_SGRO = 0x8946, 0x1F, 0x2C
 # ... and the named features: their string set, and the command that sets many at once
 ETHTOOL_GSTRINGS, ETHTOOL_GSSET_INFO, ETHTOOL_SFEATURES = 0x1B, 0x37, 0x3B
 ETH_SS_FEATURES, ETH_GSTRING_LEN = 4, 32
+# What `ethtool -K IF tx off` turns off (NETIF_F_CSUM_MASK): every transmit checksum
+# offload; the kernel then drops the segmentation offloads that need one.
+TX_CHECKSUMS_OFF = dict.fromkeys(("tx-checksum-ipv4", "tx-checksum-ip-generic",
+                                  "tx-checksum-ipv6", "tx-checksum-fcoe-crc",
+                                  "tx-checksum-sctp"), False)
 # TBF's rate field is 32 bits of bytes per second; faster links go through tc (rate64).
 MAX_TBF_MBIT = (2**32 - 1) * 8 / 1e6
 
