@@ -32,6 +32,9 @@ SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 BLAST_BIN = ROOT / "switch" / "target" / "release" / "dplab-pktblast"
 CLONE_NEWNET = 0x40000000
 PACKET_OUTGOING = 4
+# Rig._start_switch: how long the switch may take to open its control socket (a loaded
+# machine may keep it from a core for seconds).
+START_DEADLINE_S = 10.0
 SEND_ATTEMPTS = 200  # Rig.send: 5 ms apart while the backlog is full
 # Rig.capture: how long to wait for the switch to be done with what the rig gave it, and
 # for its frames to reach the capture sockets (a loaded machine may keep the switch or the
@@ -302,12 +305,14 @@ class Rig:
         if self.core is not None:
             argv += ["--core", str(self.core)]
         self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + START_DEADLINE_S
         while not os.path.exists(self.control_path):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"switch did not start: {self.proc.stderr.read() if self.proc.stderr else ''}"
-                )
+                # Its stderr ends only with the process: a switch still starting is stopped
+                # first, or reading what it said would wait for it forever.
+                self.proc.kill()
+                _, said = self.proc.communicate()
+                raise RuntimeError(f"switch did not start: {said}")
             time.sleep(0.02)
         self.client = SwitchClient(self.control_path)
         self.sent_to, self.taken, self.lost = {}, {}, {}
@@ -405,9 +410,11 @@ class Rig:
         return stats["cpu"]["packet_out"]
 
     def _handled(self, stats: dict, packet_outs: int) -> bool:
-        """Whether the switch has read every frame Rig.send gave it (its ports' rx_packets),
-        taken every packet-out it acknowledged off its queue and run `packet_outs` in all."""
-        read = {p["port"]: p["rx_packets"] for p in stats["ports"]}
+        """Whether the switch has read every frame Rig.send gave it (its ports' rx_packets,
+        or lost it to a full receive ring), taken every packet-out it acknowledged off its
+        queue and run `packet_outs` in all."""
+        read = {p["port"]: p["rx_packets"] + p["drop_reasons"]["rx_ring"]
+                for p in stats["ports"]}
         return (all(read.get(port, 0) >= n for port, n in self.sent_to.items())
                 and stats["heap"]["queued_packet_outs"] == 0
                 and stats["cpu"]["packet_out"] >= packet_outs)
