@@ -41,7 +41,7 @@ install_python_env() {
   done_before python "$want" && return 0
   echo "setup: installing the Python environment" >&2
   "$root/.venv/bin/pip" install -q --upgrade pip >/dev/null
-  "$root/.venv/bin/pip" install -q -e "$root[dev]"
+  "$root/.venv/bin/pip" install -q -e "$root[dev,bench]"
   # A venv from before generate_p4runtime_stubs has the p4runtime package's own stubs, which
   # fail on this protobuf and would shadow the generated ones.
   if "$root/.venv/bin/pip" show -q p4runtime 2>/dev/null; then

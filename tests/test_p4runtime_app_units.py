@@ -82,6 +82,7 @@ def app_with(*sessions: Session) -> P4RuntimeSouthbound:
                                   egress_port_id=1, packet_out_zeros=[])
     app.sessions = {session.name: session for session in sessions}
     app._lock = threading.Lock()
+    app._waiting = {}
     app.logic = None  # the tests drive the app as the logic would
     return app
 
@@ -113,9 +114,10 @@ def test_a_path_goes_to_every_switch_at_once_and_before_its_packet_out():
     log: list = []
     sessions = [Session(name, log=log) for name in ("s1", "s2", "s3")]
     install_and_send(app_with(*sessions), ["s3", "s2", "s1"])
-    # one Write per switch the packet will meet, both in flight before the first answer
-    # is awaited; the packet moves on once both have answered
-    assert log[:5] == [("send", "s2"), ("send", "s3"), ("answer", "s2"), ("answer", "s3"),
+    # one Write per switch the packet will meet (in the order the logic asked, last
+    # switch first), both in flight before the first answer is awaited; the packet moves
+    # on once both have answered
+    assert log[:5] == [("send", "s3"), ("send", "s2"), ("answer", "s3"), ("answer", "s2"),
                        ("packet_out", "s1")]
     # its own switch's table does not see it: that switch's Write goes after it, and its
     # answer ends the event

@@ -13,6 +13,14 @@ so it learns every host from its ARP, whichever way a switch would have forwarde
 Proactive mode learns hosts the same way as reactive mode, from their ARP traffic: the plane
 makes every host send one ping at start (see ``planes.ovs``), and every time a host or a
 link is discovered the controller installs the paths of all known host pairs up front.
+
+Where this differs from ONOS, so that one Python process keeps up with a large network:
+LLDP rounds are paced (``lldp_schedule``: a round's probes spread over it, the round
+stretched so that at most PROBES_PER_S probes go out a second, a link cut after three
+missed rounds of that length; ONOS sends every port's probe every 3 s and cuts after 10 s,
+which is what a network of up to 600 ports still gets); a switch that connects has its own
+ports probed, not a whole round; shortest paths are kept per topology (``TopologyView``)
+rather than computed per packet-in.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 from dplab.control import packets
+from dplab.control.lldp_schedule import ProbeSchedule
 from dplab.control.packets import Arp, EthFrame, PacketError
 from dplab.control.topology_view import HostTable, PortRef, TopologyView
 
@@ -31,8 +40,6 @@ REACTIVE = "reactive"
 PROACTIVE = "proactive"
 MODES = (REACTIVE, PROACTIVE)
 
-LLDP_INTERVAL_S = 3.0
-LINK_TIMEOUT_S = 10.0  # three missed probe rounds and a margin
 REACTIVE_IDLE_TIMEOUT_S = 10
 PERMANENT = 0  # idle timeout meaning "never expires"
 ARP_FLOOD_HOLDOFF_S = 0.5  # identical ARP floods closer than this are copies, not retries
@@ -89,7 +96,7 @@ class Forwarding:
         self.hairpin = frozenset(hairpin)
         self.topology = TopologyView()
         self.hosts = HostTable()
-        self._next_lldp_round = 0.0
+        self.probes = ProbeSchedule()
         self._last_probe_heard = 0.0
         self._recent_arp_floods: dict[tuple[str, str], float] = {}
         self._installed_pairs: dict[tuple[str, str], tuple[PortRef, ...]] = {}
@@ -104,32 +111,36 @@ class Forwarding:
 
     def switch_up(self, switch: str, ports: list[int]) -> None:
         self.topology.add_switch(switch, ports)
-        self._probe(switch)
-        # A neighbour may not have been ready for this probe; run a full round soon.
-        self._next_lldp_round = min(self._next_lldp_round, self.clock() + 0.5)
+        refs = [PortRef(switch, port) for port in self.topology.ports(switch)]
+        for ref in refs:
+            self._send_probe(ref)
+        # A neighbour may not have been ready for these probes: they go again soon.
+        self.probes.probe_again_soon(refs, self.clock())
 
     def switch_down(self, switch: str) -> None:
         self.topology.remove_switch(switch)
         self._topology_changed()
 
     def port_up(self, switch: str, port: int) -> None:
-        self.topology.add_port(PortRef(switch, port))
-        self._send_probe(PortRef(switch, port))
+        ref = PortRef(switch, port)
+        self.topology.add_port(ref)
+        self._send_probe(ref)
+        self.probes.probe_again_soon([ref], self.clock())
 
     def port_down(self, switch: str, port: int) -> None:
         self.topology.remove_port(PortRef(switch, port))
         self._topology_changed()
 
     def tick(self) -> None:
-        """Call often (e.g. every 0.5 s): sends LLDP rounds and ages out silent links."""
-        now = self.clock()
-        if now >= self._next_lldp_round:
-            self._next_lldp_round = now + LLDP_INTERVAL_S
-            for switch in self.topology.switches():
-                self._probe(switch)
+        """Call often (every 0.1–0.5 s): sends the LLDP probes due (``lldp_schedule``) and
+        ages out silent links."""
+        for ref in self.probes.due(self.clock(), self.topology.all_ports):
+            if self.topology.has_port(ref):  # still there
+                self._send_probe(ref)
         # Measured against the newest probe heard, not the clock: when the controller is
         # too busy to read its packet-ins, every link falls silent at once, and none is cut.
-        if self.topology.expire_links(self._last_probe_heard - LINK_TIMEOUT_S):
+        oldest_allowed = self._last_probe_heard - self.probes.link_timeout()
+        if self.topology.expire_links(oldest_allowed):
             self._topology_changed()
 
     # -- packet-in -----------------------------------------------------------------------
@@ -150,7 +161,7 @@ class Forwarding:
     def _on_lldp(self, arrived: PortRef, frame: EthFrame) -> None:
         sent_switch, sent_port = packets.parse_lldp(frame.payload)
         sent = PortRef(sent_switch, sent_port)
-        if sent_switch not in self.topology.switches() or sent == arrived:
+        if not self.topology.has_switch(sent_switch) or sent == arrived:
             return
         self._last_probe_heard = self.clock()
         if self.topology.saw_link(sent, arrived, self._last_probe_heard):
@@ -292,10 +303,6 @@ class Forwarding:
                      if PortRef(switch, p) != came_from or came_from in self.hairpin]
             if ports:
                 self._packet_out(switch, ports, data)
-
-    def _probe(self, switch: str) -> None:
-        for port in self.topology.ports(switch):
-            self._send_probe(PortRef(switch, port))
 
     def _send_probe(self, ref: PortRef) -> None:
         probe = packets.build_lldp(ref.switch, ref.port, PROBE_MAC)

@@ -233,6 +233,9 @@ class P4RuntimeSouthbound:
             for port in s.get("hairpin_ports", [])])
         self.sessions = {name: SwitchSession(self, name, s["address"], s["device_id"],
                                              s["ports"]) for name, s in switches.items()}
+        # Under the lock: the sessions with pending rules, so that a flush (one per
+        # packet-in and packet-out) costs the switches written, not every switch.
+        self._waiting: dict[str, SwitchSession] = {}
 
     # -- Southbound ----------------------------------------------------------------------
 
@@ -246,6 +249,7 @@ class P4RuntimeSouthbound:
         rule = PathRule(in_port, _mac(eth_src), _mac(eth_dst), out_port,
                         idle_timeout * NS_PER_S)
         session.pending[rule.key] = rule  # sent by the next flush
+        self._waiting[switch] = session
 
     def packet_out(self, switch: str, ports: Sequence[int], data: bytes) -> None:
         session = self.sessions.get(switch)
@@ -268,8 +272,10 @@ class P4RuntimeSouthbound:
         """Sends every pending rule, one Write per switch, all switches at once, and
         returns when each has answered (no Write is left in flight); ``but``'s rules stay
         pending for the next flush."""
-        sent = [(session, self._send(session)) for session in self.sessions.values()
-                if session is not but and session.pending]
+        flushed = [session for session in self._waiting.values() if session is not but]
+        for session in flushed:
+            del self._waiting[session.name]
+        sent = [(session, self._send(session)) for session in flushed if session.pending]
         for session, (rules, call) in sent:
             self._settle(session, rules, call)
 
@@ -360,6 +366,7 @@ class P4RuntimeSouthbound:
             if session.ready:
                 session.ready = False
                 session.pending.clear()
+                self._waiting.pop(session.name, None)
                 session.installed.clear()
                 logic.switch_down(session.name)
 

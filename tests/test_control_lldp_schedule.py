@@ -1,0 +1,110 @@
+"""LLDP pacing and link expiry at scale, and the kept shortest paths (unit tests, fake clock)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import networkx as nx
+from test_control_forwarding import FakeClock, FakeFabric
+
+from dplab.control import lldp_schedule
+from dplab.control.forwarding import REACTIVE, Forwarding
+from dplab.control.lldp_schedule import PROBES_PER_S, ProbeSchedule
+from dplab.control.topology_view import PortRef, TopologyView
+
+
+def probe_times(ports: list[PortRef], seconds: float,
+                tick: float = 0.1) -> list[tuple[float, PortRef]]:
+    schedule, sent, now = ProbeSchedule(), [], 0.0
+    while now < seconds:
+        sent += [(now, port) for port in schedule.due(now, lambda: ports)]
+        now = round(now + tick, 6)
+    return sent
+
+
+def test_a_large_network_gets_longer_rounds_with_probes_spread_over_them():
+    ports = [PortRef(f"s{s}", p) for s in range(180) for p in range(1, 13)]  # k=12: 2,160
+    length = lldp_schedule.round_length(len(ports))
+    assert length == len(ports) / PROBES_PER_S > lldp_schedule.LLDP_INTERVAL_S
+    sent = probe_times(ports, 3 * length + 0.05)
+    per_second = Counter(int(t) for t, _ in sent)
+    assert max(per_second.values()) <= PROBES_PER_S + 1
+    # every port once a round, a round apart
+    times = {}
+    for t, port in sent:
+        times.setdefault(port, []).append(t)
+    assert all(len(ts) >= 3 for ts in times.values()) and len(times) == len(ports)
+    gaps = [b - a for ts in times.values() for a, b in zip(ts, ts[1:], strict=False)]
+    assert all(abs(gap - length) <= 0.2 for gap in gaps)
+
+
+def test_a_small_network_keeps_three_second_rounds_and_ten_second_expiry():
+    ports = [PortRef(f"s{s}", p) for s in range(4) for p in range(1, 4)]
+    sent = probe_times(ports, 9.0)
+    assert Counter(port for _, port in sent) == dict.fromkeys(ports, 3)
+    schedule = ProbeSchedule()
+    schedule.due(0.0, lambda: ports)
+    assert schedule.link_timeout() == 10.0
+
+
+def test_a_port_come_up_is_probed_again_soon_outside_the_round():
+    ports = [PortRef("s1", 1)]
+    schedule = ProbeSchedule()
+    assert schedule.due(0.0, lambda: ports) == ports
+    schedule.probe_again_soon([PortRef("s2", 1)], 0.1)
+    assert schedule.due(0.2, lambda: ports) == []
+    assert schedule.due(0.6, lambda: ports) == [PortRef("s2", 1)]
+    assert schedule.due(1.0, lambda: ports) == []
+
+
+def test_a_cut_link_lasts_three_of_the_longer_rounds_then_goes():
+    fabric, clock = FakeFabric(), FakeClock()
+    logic = Forwarding(fabric, REACTIVE, clock)
+    fabric.logic = logic
+    hosts = list(range(4, 400))  # many edge ports: 4 x 399 ports, a ~8 s round
+    for i in range(1, 5):
+        logic.switch_up(f"s{i}", [1, 2, 3, *hosts])
+    clock.now += 1
+    logic.tick()
+    assert logic.counters()["lldp_links"] == 4
+    timeout = logic.probes.link_timeout()
+    assert timeout == 3 * lldp_schedule.round_length(4 * 399) + lldp_schedule.EXPIRY_MARGIN_S
+    del fabric.wires[PortRef("s1", 2)], fabric.wires[PortRef("s2", 3)]
+    cut_at = clock.now
+    while clock.now < cut_at + timeout - 3:  # a 3 s round would have cut it after 10 s
+        clock.now += 0.1
+        logic.tick()
+    assert logic.counters()["lldp_links"] == 4
+    while clock.now < cut_at + timeout + lldp_schedule.round_length(4 * 399):
+        clock.now += 0.1
+        logic.tick()
+    assert logic.counters()["lldp_links"] == 3
+
+
+def test_kept_paths_are_shortest_and_follow_a_change():
+    rng = random.Random(3)
+    graph = nx.connected_watts_strogatz_graph(60, 4, 0.3, seed=3)
+    view, ports = TopologyView(), Counter()
+    for node in graph:
+        view.add_switch(f"s{node}", list(range(1, 9)))
+    for a, b in graph.edges:
+        ports[a] += 1
+        ports[b] += 1
+        view.saw_link(PortRef(f"s{a}", ports[a]), PortRef(f"s{b}", ports[b]), 0.0)
+    for _ in range(200):
+        a, b = rng.sample(list(graph), 2)
+        path = view.path(f"s{a}", f"s{b}")
+        assert len(path) == nx.shortest_path_length(graph, a, b)
+        at = PortRef(f"s{a}", 0)
+        for out in path:  # each out-port leads on along the path
+            assert out.switch == at.switch
+            at = view.peer(out)
+        assert at.switch == f"s{b}"
+    a, b = next(iter(graph.edges))
+    first_hop = next(out for out in view.path(f"s{a}", f"s{b}"))
+    view.remove_port(first_hop)
+    graph.remove_edge(a, b)
+    expected = nx.shortest_path_length(graph, a, b) if nx.has_path(graph, a, b) else None
+    path = view.path(f"s{a}", f"s{b}")
+    assert (None if path is None else len(path)) == expected
