@@ -35,6 +35,8 @@ PACKET_OUTGOING = 4
 # Rig._start_switch: how long the switch may take to open its control socket (a loaded
 # machine may keep it from a core for seconds).
 START_DEADLINE_S = 10.0
+# Rig._wait_links_up: how long the kernel may take to bring the veth ends up.
+LINKS_DEADLINE_S = 30.0
 SEND_ATTEMPTS = 200  # Rig.send: 5 ms apart while the backlog is full
 # Rig.capture: how long to wait for the switch to be done with what the rig gave it, and
 # for its frames to reach the capture sockets (a loaded machine may keep the switch or the
@@ -267,6 +269,7 @@ class Rig:
             _ip("-n", self.host_ns, "link", "set", self.host_if(p), "up")
             if self.peer_gro:
                 set_gro(self.host_ns, self.host_if(p), True)
+        self._wait_links_up()
         if self.run_switch:
             self._start_switch()
         if not self.capture_enabled:
@@ -281,6 +284,27 @@ class Rig:
                 s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, CAPTURE_RCVBUF)
                 s.setblocking(False)
                 self.sockets[p] = s
+
+    def _wait_links_up(self) -> None:
+        """Returns once every veth end is operationally up. The end set up first has no
+        carrier yet, so the kernel attaches its qdisc only later, from its link-watch work
+        (a kworker a loaded machine may keep waiting for seconds); until then its qdisc is
+        noop, which drops every frame sent through it while the sender counts it sent."""
+        ends = {self.sw_ns: {self.switch_if(p) for p in self.port_numbers},
+                self.host_ns: {self.host_if(p) for p in self.port_numbers}}
+        deadline = time.monotonic() + LINKS_DEADLINE_S
+        for ns, names in ends.items():
+            while True:
+                shown = subprocess.run(["ip", "-j", "-n", ns, "link", "show"], check=True,
+                                       capture_output=True, text=True).stdout
+                down = names - {link["ifname"] for link in json.loads(shown)
+                                if link.get("operstate") == "UP"}
+                if not down:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"veth ends {sorted(down)} in {ns} not up after "
+                                       f"{LINKS_DEADLINE_S:.0f} s")
+                time.sleep(0.01)
 
     def _start_switch(self) -> None:
         argv = [
