@@ -30,7 +30,7 @@ import yaml
 from doc_section import machine_line, write_section
 
 from dplab import planes
-from dplab.planes import PlaneError
+from dplab.planes import Plane, PlaneError
 from dplab.substrate import Network, SubstrateError, registry
 from dplab.topology import catalog, from_topohub
 from dplab.topology.model import Topology
@@ -42,6 +42,7 @@ READY_TIMEOUT_S = 180
 # The kernel frees a deleted namespace's objects in a work queue after `ip netns del`
 # returns; the next run waits until memory has come back, or this long.
 SETTLE_TIMEOUT_S = 30
+FREED_TIMEOUT_S = 120
 STAR_HOSTS = 1000  # a Linux bridge takes at most 1,023 ports (BR_MAX_PORTS)
 BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
 
@@ -97,7 +98,7 @@ def measure(spec: str, topo: Topology) -> dict:
     kind, options = plane_spec(spec)
     plane = planes.create(kind, options)
     net = Network(topo, addressing=plane.addressing, shared_switch_ns=plane.shared_switch_ns)
-    before = used_kib()
+    before, netns_before = used_kib(), netns_objects()
     result: dict = {}
     guard = MemoryGuard(net, before, result)
     try:
@@ -117,10 +118,18 @@ def measure(spec: str, topo: Topology) -> dict:
             result["mem_kib"] = used_kib() - before
             result["pss_kib"] = pss_kib(registry.pids_in_netns(net.namespaces()))
             result["controller"] = controller_note(plane, topo)
+            result["rx"] = receive_note(plane)
+            result["routes"] = routes_note(plane)
+        ours = len(net.namespaces()) if "net_up_s" in result else 0
         t4 = time.perf_counter()
         plane.stop()
         net.down()
         result["down_s"] = time.perf_counter() - t4
+        if netns_before:  # 0: no net_namespace slab of its own to count
+            freed = wait_freed(netns_before, ours)
+            result["freed"] = (f"kernel freed the namespaces {freed:.1f} s after down"
+                               if freed is not None else "kernel had not freed the "
+                               f"namespaces {FREED_TIMEOUT_S} s after down")
     return result
 
 
@@ -178,6 +187,13 @@ def controller_note(plane: object, topo: Topology) -> str:
             + (f", flow set-up p50 {setup:.0f} ms" if setup else ""))
 
 
+def receive_note(plane: object) -> str:
+    """The bridge plane's veth receive path (its option rx; auto decides at start());
+    empty for other planes. Read from the plane, not stats(): that lists every bridge."""
+    napi = getattr(plane, "napi", None)
+    return "" if napi is None else f"veth rx: {'napi' if napi else 'backlog'}"
+
+
 def settle() -> None:
     """Wait for the memory of earlier runs' namespaces to be freed (or SETTLE_TIMEOUT_S)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
@@ -188,6 +204,30 @@ def settle() -> None:
         if abs(now - last) < 4096:
             return
         last = now
+
+
+def wait_freed(before: int, ours: int) -> float | None:
+    """Seconds until the kernel has freed most of a run's ``ours`` namespaces (the count of
+    namespace objects back within a tenth of them of ``before``; other work makes and frees
+    namespaces too), None past FREED_TIMEOUT_S.
+    `ip netns del` returns at once; the kernel's cleanup_net work then tears them down under
+    the locks a bring-up needs (rtnl, pernet_ops_rwsem), freeing a whole batch at its end:
+    a run started meanwhile would measure that cleanup too."""
+    t0 = time.monotonic()
+    while netns_objects() > before + ours // 10:
+        if time.monotonic() - t0 > FREED_TIMEOUT_S:
+            return None
+        time.sleep(0.2)
+    return time.monotonic() - t0
+
+
+def netns_objects() -> int:
+    """Network namespace structs allocated now (live ones and those being freed); 0 where
+    the kernel merged their slab cache into another (then only memory is watched)."""
+    for line in Path("/proc/slabinfo").read_text().splitlines():
+        if line.startswith("net_namespace "):
+            return int(line.split()[1])
+    return 0
 
 
 def per_node_memory(results: dict, k: int) -> str:
@@ -223,18 +263,37 @@ def star_memory_kib(hosts: int) -> int:
     return grown
 
 
+def routes_note(plane: Plane) -> str:
+    """The static routes the plane installed, aggregated and as one per switch and host
+    before, and the hosts' TTL where the plane raised it (planes.host_ttl). Empty for
+    planes without static routes."""
+    try:
+        stats = plane.stats()
+    except PlaneError:
+        return ""
+    parts = []
+    if stats.get("static_routes") is not None:
+        parts.append(f"{stats['static_routes']:,.0f} routes"
+                     + (f" (aggregated from {stats['routes_unaggregated']:,.0f})"
+                        if stats.get("routes_unaggregated") is not None else ""))
+    if "host_ttl" in plane.info():
+        parts.append(f"host TTL {plane.info()['host_ttl']}")
+    return "; ".join(parts)
+
+
 def cell(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
 def row(spec: str, label: str, r: dict) -> str:
     ping = "{}/{}".format(*r["ping"]) if "ping" in r else "—"
+    notes = (r.get("error"), r.get("controller"), r.get("routes"), r.get("rx"), r.get("freed"))
     mem, pss, switches = r.get("mem_kib"), r.get("pss_kib"), r["switches"]
     return (f"| {spec} | {label} | {r['hosts']} | {switches} | {cell(r.get('net_up_s'))} | "
             f"{cell(r.get('up_s'))} | {cell(r.get('ready_s'))} | {ping} | "
             f"{cell(r.get('down_s'))} | {'—' if mem is None else f'{mem / 1024:.0f}'} | "
             f"{'—' if pss is None else f'{pss / 1024:.0f} ({pss / 1024 / switches:.1f})'} | "
-            f"{'; '.join(x for x in (r.get('error'), r.get('controller')) if x)} |")
+            f"{'; '.join(x for x in notes if x)} |")
 
 
 def render(results: dict, memory_note: str, command: str, load: str,

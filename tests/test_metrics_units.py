@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 from types import SimpleNamespace
 
+import networkx as nx
 import pytest
 
 from dplab.plan import ExperimentError, build_plan
@@ -39,6 +41,31 @@ def test_the_readiness_ping_avoids_cold_pairs_while_another_pair_is_left():
                                                                         ("h2", "h3")}
     every = frozenset(frozenset(p) for p in (("h1", "h2"), ("h1", "h3"), ("h2", "h3")))
     assert farthest_hosts(net, every) == ("h1", "h3")
+
+
+def _farthest_by_python_bfs(hosts, graph, avoid):
+    best = (hosts[0], hosts[-1], -1)
+    for i, src in enumerate(hosts):
+        lengths = nx.single_source_shortest_path_length(graph, src)
+        for dst in hosts[i + 1:]:
+            if frozenset((src, dst)) not in avoid and lengths.get(dst, -1) > best[2]:
+                best = (src, dst, lengths[dst])
+    return best[:2]
+
+
+def test_the_farthest_hosts_match_a_breadth_first_search_from_each_host():
+    """The block-wise scipy search picks the pair a plain search picks, ties and unreachable
+    hosts included, on random (often disconnected) graphs."""
+    rng = random.Random(7)
+    for seed in range(200):
+        graph = nx.gnp_random_graph(rng.randint(2, 20), rng.random() * 0.3, seed=seed)
+        graph = nx.relabel_nodes(graph, {i: f"h{i}" if i % 2 == 0 else f"s{i}" for i in graph})
+        hosts = [n for n in graph if n.startswith("h")]
+        if len(hosts) < 2:
+            continue
+        avoid = frozenset(frozenset(rng.sample(hosts, 2)) for _ in range(rng.randint(0, 3)))
+        net = SimpleNamespace(topo=SimpleNamespace(graph=graph, hosts=lambda h=hosts: h))
+        assert farthest_hosts(net, avoid) == _farthest_by_python_bfs(hosts, graph, avoid)
 
 
 def test_a_csv_trace_with_header_and_hex_tos(tmp_path):

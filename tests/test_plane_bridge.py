@@ -3,6 +3,8 @@ traffic."""
 
 from __future__ import annotations
 
+import re
+
 import networkx as nx
 import pytest
 from net_checks import tcp_received
@@ -19,6 +21,8 @@ def test_unknown_option_is_named():
         planes.create("bridge", {"colour": "red"})
     with pytest.raises(PlaneError, match="'stp' must be"):
         planes.create("bridge", {"stp": "sometimes"})
+    with pytest.raises(PlaneError, match="'rx' must be one of auto, napi, backlog, not 'ring'"):
+        planes.create("bridge", {"rx": "ring"})
 
 
 def test_unknown_plane_is_named():
@@ -35,6 +39,8 @@ def test_tree_cuts_the_links_stp_would_block():
 
 def run_bridge(topo_name: str, src: str, dst: str,
                options: dict | None = None) -> tuple[dict, int, str]:
+    """The plane's stats, the bytes a 1 s TCP stream src -> dst delivered, ping's output;
+    stats["ring_frames"]: the frames dst's eth0 took from its own veth NAPI ring."""
     plane = planes.create("bridge", options or {})
     with Network(catalog.build(topo_name), addressing=plane.addressing) as net:
         plane.start(net)
@@ -42,6 +48,8 @@ def run_bridge(topo_name: str, src: str, dst: str,
         ping = net.run(net.host_ns(src), ["ping", "-c3", "-i0.2", "-W1", net.host_ip(dst)])
         received, _ = tcp_received(net, src, dst, seconds=1)
         stats = plane.stats()
+        ring = net.run(net.host_ns(dst), ["ethtool", "-S", "eth0"]).stdout
+        stats["ring_frames"] = int(re.search(r"rx_queue_0_xdp_packets: (\d+)", ring)[1])
         plane.stop()
     return stats, received, ping.stdout
 
@@ -53,6 +61,17 @@ def test_bridge_forwards_across_a_line_without_stp():
     assert received > 1_000_000
     assert stats["blocked_ports"] == 0
     assert stats["ready_s"] is not None and stats["ready_s"] < 5
+    # rx auto: a broadcast crosses 7 links, far below any backlog: veth's default path
+    assert stats["veth_napi"] == 0 and stats["ring_frames"] == 0
+
+
+@pytest.mark.net
+def test_bridge_receives_through_veth_napi_when_asked():
+    stats, received, ping = run_bridge("linear", "h1", "h4", {"rx": "napi"})
+    assert " 0% packet loss" in ping
+    assert received > 1_000_000
+    assert stats["veth_napi"] == 1
+    assert stats["ring_frames"] > 100  # the TCP stream reached h4 through its ring
 
 
 @pytest.mark.net
@@ -72,3 +91,4 @@ def test_bridge_with_kernel_stp_blocks_loops_and_forwards():
     assert " 0% packet loss" in ping
     assert received > 1_000_000
     assert stats["blocked_ports"] > 0  # multipath has loops: STP must cut some
+

@@ -9,7 +9,8 @@ import pytest
 from net_checks import tcp_received
 
 from dplab import planes
-from dplab.planes import PlaneError
+from dplab.planes import PlaneError, host_ttl
+from dplab.planes.router import next_hops, routes_via
 from dplab.substrate import Network
 from dplab.topology import catalog
 from dplab.topology.model import HOST, SWITCH, Topology
@@ -29,7 +30,7 @@ def test_ties_go_to_the_first_neighbour_in_switch_order():
     net = Network(square(), addressing="l3")
     router = planes.create("router", {})
     addresses = router._link_addresses(net)
-    routes = router._routes(net, addresses)
+    routes = routes_via(net, addresses, next_hops(net))
     via_s2 = addresses[("s2", "s1")][1]
     assert routes["s1"] == [("10.0.3.0", 24, via_s2)]
 
@@ -62,3 +63,32 @@ def test_router_forwards_along_shortest_paths(topo_name, src, dst):
     assert reply_ttl(ping) == 64 - routers
     assert received > 1_000_000
     assert plane.stats()["ready_s"] is not None
+
+
+def chain(switches: int) -> Topology:
+    """h1 - s1 - s2 - ... - sN - h2: the hosts are N routers apart."""
+    g = nx.path_graph([f"s{i}" for i in range(1, switches + 1)])
+    nx.set_node_attributes(g, SWITCH, "kind")
+    g.add_nodes_from(["h1", "h2"], kind=HOST)
+    g.add_edges_from([("h1", "s1"), ("h2", f"s{switches}")])
+    return Topology(f"chain{switches}", g)
+
+
+def test_hosts_keep_linux_ttl_unless_the_longest_path_needs_more():
+    assert host_ttl.routers_on_longest_path(catalog.build("fattree", k=4)) == 5
+    assert host_ttl.routers_on_longest_path(chain(63)) == 63
+    # 63 routers fit in TTL 64: nothing to set (and nothing tried: this network is not up)
+    assert host_ttl.fit(Network(chain(63), addressing="l3"), "router") is None
+    with pytest.raises(PlaneError, match="255 routers apart"):
+        host_ttl.fit(Network(chain(255), addressing="l3"), "router")
+
+
+@pytest.mark.net
+def test_router_forwards_past_64_routers_with_the_hosts_ttl_raised():
+    plane = planes.create("router", {})
+    with Network(chain(64), addressing=plane.addressing) as net:
+        plane.start(net)
+        plane.wait_ready(timeout=20)
+        ping = net.run(net.host_ns("h1"), ["ping", "-c1", "-W2", net.host_ip("h2")]).stdout
+    assert reply_ttl(ping) == 255 - 64  # h2 answered with TTL 255, 64 routers took theirs
+    assert "64 routers apart" in plane.info()["host_ttl"]

@@ -7,6 +7,7 @@ import json
 
 from dplab.analysis.compare import analyse_rows
 from dplab.report import html, summary
+from dplab.report.colours import plane_colours
 
 
 def _rows(values: dict[str, dict[str, list[float]]]):
@@ -38,7 +39,8 @@ def test_lines_say_better_worse_and_not_significant(tmp_path):
     assert line.startswith("tcp: ovs vs bridge: better on throughput (Mbit/s) (+50.0 %, p=")
     assert "worse on rtt_ms (3×, p=" in line or "worse on rtt_ms (3.0×, p=" in line
     assert line.endswith("no significant difference on loss_pct.")
-    path = summary.figure(found, "bridge", tmp_path / "summary.png")
+    path = summary.figure(found, "bridge", tmp_path / "summary.png",
+                          plane_colours(["bridge", "ovs"]))
     assert path is not None and path.stat().st_size > 0
     # right of 1 is better whatever the metric's direction
     times = {f.metric: f.times_better for f in found}
@@ -48,7 +50,7 @@ def test_lines_say_better_worse_and_not_significant(tmp_path):
 def test_one_plane_has_nothing_to_summarise(tmp_path):
     analysis = _rows({"bridge": {"throughput_bps": [100, 101]}})
     assert summary.findings(analysis, None) == []
-    assert summary.figure([], "bridge", tmp_path / "s.png") is None
+    assert summary.figure([], "bridge", tmp_path / "s.png", {}) is None
 
 
 def test_plots_are_grouped_under_the_metric_they_show():

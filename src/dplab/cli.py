@@ -82,20 +82,27 @@ def _user_errors() -> tuple[type[Exception], ...]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dplab", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="dplab", description="A data-plane lab: run an experiment file's data planes on "
+        "an emulated network with real traffic, and report measured comparisons.",
+        epilog="`dplab COMMAND --help` for each command; README.md for experiment files.")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run an experiment file and report on it")
-    run.add_argument("experiment", type=Path)
-    run.add_argument("--results", type=Path, help="results folder (default results/<name>)")
-    run.add_argument("--fresh", action="store_true", help="discard stored runs, start over")
+    run = sub.add_parser("run", help="run an experiment file's matrix, print its tables and "
+                         "write its report (stored runs are kept: a second run resumes)")
+    run.add_argument("experiment", type=Path, help="the experiment file (YAML)")
+    run.add_argument("--results", type=Path, metavar="DIR", help="results folder "
+                     "(default: the file's results field, else results/<name>)")
+    run.add_argument("--fresh", action="store_true", help="delete the results folder (only "
+                     "one dplab made) and start over")
     run.add_argument("--ray", metavar="ADDRESS", default=None,
                      help="run on the Ray cluster at ADDRESS (host:port, or 'auto'), one run "
                      "per node offering the resource dplab_slot")
     run.set_defaults(handler=_cmd_run)
 
-    check = sub.add_parser("validate", help="check an experiment file without running it")
-    check.add_argument("experiment", type=Path)
+    check = sub.add_parser("validate", help="check an experiment file and show the plan "
+                           "`run` would run (runs, flows, estimated time), running nothing")
+    check.add_argument("experiment", type=Path, help="the experiment file (YAML)")
     check.set_defaults(handler=_cmd_validate)
 
     calibrate = sub.add_parser("calibrate", help="measure what this machine can emulate "
@@ -109,8 +116,9 @@ def _parser() -> argparse.ArgumentParser:
                            help="file (default: per machine, see docs/architecture.md)")
     calibrate.set_defaults(handler=_cmd_calibrate)
 
-    report = sub.add_parser("report", help="rebuild tables and report from stored results")
-    report.add_argument("results", type=Path)
+    report = sub.add_parser("report", help="rebuild tables and report from stored results, "
+                            "running nothing")
+    report.add_argument("results", type=Path, help="a results folder `run` wrote")
     report.add_argument("--baseline", metavar="PLANE",
                         help="the plane the others are compared with (default: the first)")
     report.set_defaults(handler=_cmd_report)
@@ -120,7 +128,8 @@ def _parser() -> argparse.ArgumentParser:
     show = topo.add_parser("show", help="draw a topology to PNG or SVG")
     show.add_argument("name", help="catalog name, GraphML/GML file, topohub:KEY or "
                       "Mininet FILE.py[:NAME]")
-    show.add_argument("-o", "--output", help="output .png or .svg")
+    show.add_argument("-o", "--output", help="output .png or .svg (default "
+                      "results/topologies/NAME.png)")
     show.set_defaults(handler=_cmd_topo_show)
     export = topo.add_parser("export", help="write a topology as a containerlab file")
     export.add_argument("name", help="as for 'show'")
@@ -133,8 +142,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p4 = sub.add_parser("p4", help="P4 programs").add_subparsers(required=True, metavar="ACTION")
     p4c = p4.add_parser("compile", help="compile a P4_16 v1model program to IR + P4Info")
-    p4c.add_argument("program", type=Path)
-    p4c.add_argument("-o", "--output", type=Path, default=Path("build/p4"))
+    p4c.add_argument("program", type=Path, help="the P4_16 source file")
+    p4c.add_argument("-o", "--output", type=Path, default=Path("build/p4"), metavar="DIR",
+                     help="folder for PROGRAM.ir.json, .p4info.txtpb and .p4info.bin "
+                     "(default build/p4)")
     p4c.set_defaults(handler=_cmd_p4_compile)
 
     _study_parser(sub)
@@ -146,9 +157,22 @@ def _parser() -> argparse.ArgumentParser:
                           help="folder for matrix.md and matrix.json")
     feasible.set_defaults(handler=_cmd_study003_matrix)
 
-    clean = sub.add_parser("cleanup", help="remove what crashed or killed runs left behind")
+    clean = sub.add_parser("cleanup", help="remove what crashed or killed runs left behind "
+                           "(their temp and video-cache staging folders too)")
     clean.set_defaults(handler=_cmd_cleanup)
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Each command's --help opens with what it does: the line its parent lists it with
+    (argparse shows that line only in the parent's list)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            listed = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, sub in action.choices.items():
+                sub.description = sub.description or listed.get(name)
+                _describe(sub)
 
 
 def _study_parser(sub) -> None:
@@ -164,7 +188,7 @@ def _study_parser(sub) -> None:
     # Seconds long, one point: what the test suite runs; not a profile to read results from.
     profile.add_argument("--smoke", action="store_const", dest="profile", const="smoke",
                          help=argparse.SUPPRESS)
-    run.add_argument("--results", type=Path,
+    run.add_argument("--results", type=Path, metavar="DIR",
                      help="results folder (default results/study<NNN>-<profile>)")
     run.add_argument("--dry-run", action="store_true",
                      help="print the plan and its estimated time, run nothing")

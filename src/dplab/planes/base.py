@@ -7,7 +7,9 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import networkx as nx
+import numpy as np
 
+from dplab.planes.hop_distances import hop_rows
 from dplab.substrate.network import Network
 
 if TYPE_CHECKING:
@@ -133,15 +135,22 @@ def farthest_hosts(net: Network,
     ``avoid`` unless every pair is."""
     graph = net.topo.graph
     hosts = net.topo.hosts()
-    best = (hosts[0], hosts[-1], -1)
-    for i, src in enumerate(hosts):
-        lengths = nx.single_source_shortest_path_length(graph, src)
-        for dst in hosts[i + 1:]:
-            if frozenset((src, dst)) in avoid:
-                continue
-            if lengths.get(dst, -1) > best[2]:
-                best = (src, dst, lengths[dst])
-    return best[0], best[1]
+    index = {h: i for i, h in enumerate(hosts)}
+    nodes = hosts + [n for n in graph if n not in index]
+    avoided = [sorted((index[a], index[b])) for a, b in (tuple(p) for p in avoid if len(p) == 2)
+               if a in index and b in index]
+    best = (0, len(hosts) - 1, -1.0)
+    for first, rows in hop_rows(graph, nodes, range(len(hosts))):
+        hops = np.where(np.isfinite(rows[:, :len(hosts)]), rows[:, :len(hosts)], -1.0)
+        # Only pairs (src, dst) with dst after src count, as unreachable ones never win.
+        hops[np.arange(len(hosts))[None, :] <= np.arange(first, first + len(hops))[:, None]] = -2
+        for a, b in avoided:
+            if first <= a < first + len(hops):
+                hops[a - first, b] = -2
+        row, col = divmod(int(np.argmax(hops)), len(hosts))  # first of the block's longest
+        if hops[row, col] > best[2]:
+            best = (first + row, col, float(hops[row, col]))
+    return hosts[best[0]], hosts[best[1]]
 
 
 def paths_from_rule_packets(net: Network, flows: Sequence[Flow],

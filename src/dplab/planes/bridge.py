@@ -3,13 +3,21 @@
 Where the switches form loops, the default ("auto" = "tree") computes the spanning tree STP
 would converge to (root s1, equal port costs, lower switch first) and leaves the ports off
 the tree out of the bridges, so the plane is ready at once. `stp: kernel` runs the kernel's
-own STP instead (ready only after 2 x forward delay = 4 s, the kernel's minimum)."""
+own STP instead (ready only after 2 x forward delay = 4 s, the kernel's minimum).
+
+A broadcast (an ARP request) crosses every bridged link once, and a veth delivers each
+crossing to the CPU's backlog within the same softirq: past net.core.netdev_max_backlog
+(host-wide, so not ours to change) the kernel drops the rest, and in a large network whole
+ARP floods are lost. Option ``rx`` moves the veth ends to veth's NAPI receive path, where
+each end has its own ring (``rtnl.NsPlan.napi``); "auto" does so when a flood would fill
+the backlog."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -24,6 +32,8 @@ BRIDGE = "br0"
 STP_TIMERS = "forward_delay 200 hello_time 100 max_age 600"
 SETTLED = {"forwarding", "blocking", "disabled"}
 POLL_S = 0.2
+BACKLOG = Path("/proc/sys/net/core/netdev_max_backlog")
+RX_CHOICES = ("auto", "napi", "backlog")
 
 
 class BridgePlane(Plane):
@@ -34,7 +44,9 @@ class BridgePlane(Plane):
     # (kernel STP; true means the same), or false (no loop protection at all).
     # vlan: a VLAN id: tc eBPF at the switch ports facing hosts tags and untags
     # (dplab.planes.tc_vlan); the bridges forward the tagged frames by MAC.
-    OPTIONS: dict[str, Any] = {"stp": "auto", "vlan": None}
+    # rx: how the veth ends receive: "backlog" (the CPU's backlog, veth's default), "napi"
+    # (each end's own ring), "auto" (napi when one broadcast's flood reaches the backlog).
+    OPTIONS: dict[str, Any] = {"stp": "auto", "vlan": None, "rx": "auto"}
     STP_CHOICES = ("auto", "tree", "kernel", True, False)
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
@@ -42,10 +54,14 @@ class BridgePlane(Plane):
         if self.options["stp"] not in self.STP_CHOICES:
             raise PlaneError(f"plane bridge: option 'stp' must be auto, tree, kernel, true or "
                              f"false, not {self.options['stp']!r}")
+        if self.options["rx"] not in RX_CHOICES:
+            raise PlaneError(f"plane bridge: option 'rx' must be one of {', '.join(RX_CHOICES)},"
+                             f" not {self.options['rx']!r}")
         self.vlan = self._vlan_option()
         self.net: Network | None = None
         self.stp = False
         self.cut_links: set[frozenset[str]] = set()
+        self.napi: bool | None = None  # whether start() put the veth ends on NAPI
         self._started = 0.0
         self._ready_s: float | None = None
 
@@ -65,15 +81,27 @@ class BridgePlane(Plane):
         self.cut_links = off_tree_links(net.topo.graph.subgraph(net.topo.switches()),
                                         net.topo.switches()) if mode == "tree" else set()
         self._started = time.monotonic()
+        self.napi = self._napi_wanted(net)
+        plans = {ns: NsPlan(napi=ends) for ns, ends in _veth_ends(net).items()} if self.napi else {}
         if self.stp:  # kernel STP's options go through ip(8)
             net.ip_batch({net.switch_ns(s): self._bridge_lines(net, s, i)
                           for i, s in enumerate(net.topo.switches(), start=1)})
         else:
-            net.configure({net.switch_ns(s): self._bridge_plan(net, s)
-                           for s in net.topo.switches()})
+            for s in net.topo.switches():
+                plan = self._bridge_plan(net, s)
+                plan.napi = plans.pop(net.switch_ns(s), NsPlan()).napi
+                plans[net.switch_ns(s)] = plan
+        net.configure(plans)
         self._hairpin_wlan_ports(net)
         if self.vlan is not None:
             tc_vlan.attach(net, self.vlan, self.cut_links)
+
+    def _napi_wanted(self, net: Network) -> bool:
+        """Whether the veth ends take the NAPI path: with rx auto, when one broadcast, which
+        crosses every bridged link once, queues as many frames as the backlog holds."""
+        if self.options["rx"] != "auto":
+            return self.options["rx"] == "napi"
+        return len(net.links) - len(self.cut_links) >= _backlog()
 
     def _hairpin_wlan_ports(self, net: Network) -> None:
         """An access point's stations all sit behind its one wlan port: a frame from one
@@ -138,19 +166,25 @@ class BridgePlane(Plane):
         return True
 
     def info(self) -> dict[str, str]:
+        rx = self.options["rx"]
         return {"forwarding": "Linux kernel (bridge)",
+                "veth_rx": (f"auto: napi when a broadcast crosses at least "
+                            f"net.core.netdev_max_backlog ({_backlog()}) links, else backlog"
+                            if rx == "auto" else f"{rx} (option rx)"),
                 **tagging.info(self.vlan, "tc eBPF push/pop at the host ports")}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s: start() to first ping across; blocked_ports: STP-blocked ports now, or
-        with a precomputed tree the links left out (STP blocks one port per such link)."""
+        with a precomputed tree the links left out (STP blocks one port per such link);
+        veth_napi: 1 when the veth ends received through NAPI (option rx), else 0."""
         if self.net is None:
-            return {"ready_s": None, "blocked_ports": None}
+            return {"ready_s": None, "blocked_ports": None, "veth_napi": None}
         blocked = len(self.cut_links)
         for switch in self.net.topo.switches():
             out = self.net.run(self.net.switch_ns(switch), ["bridge", "-j", "link", "show"]).stdout
             blocked += sum(port.get("state") == "blocking" for port in json.loads(out or "[]"))
-        return {"ready_s": self._ready_s, "blocked_ports": float(blocked)}
+        return {"ready_s": self._ready_s, "blocked_ports": float(blocked),
+                "veth_napi": None if self.napi is None else float(self.napi)}
 
     def stop(self) -> None:
         self.net = None
@@ -159,6 +193,19 @@ class BridgePlane(Plane):
         if self.net is None:
             raise PlaneError("bridge: wait_ready() before start()")
         return self.net
+
+
+def _backlog() -> int:
+    return int(BACKLOG.read_text())
+
+
+def _veth_ends(net: Network) -> dict[str, list[str]]:
+    """Namespace -> the veth ends of the network's wired links in it."""
+    ends: dict[str, list[str]] = {}
+    for link in net.links:
+        for end in (link.a, link.b):
+            ends.setdefault(net.node_ns(end.node), []).append(end.ifname)
+    return ends
 
 
 def off_tree_links(switches: nx.Graph, order: list[str]) -> set[frozenset[str]]:

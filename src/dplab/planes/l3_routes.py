@@ -6,13 +6,21 @@ Hosts keep the substrate's l2 addressing (one /8), so they resolve each other di
 ARP is forwarded hop by hop by its target address, along the same path as IP, and the
 routers answer no ARP. Each destination host's routes form one shortest-path tree rooted
 at it (the router plane's next hops), so consecutive switches always agree, loops or not.
+
+Where the switch's IPv4 table is longest-prefix match (the p4 plane's ``l3`` program),
+``lpm_routes`` gives each host's /24 (the block its address is taken from; nothing else
+is addressed in it) aggregated exactly per switch (``planes.aggregate``), so neighbours
+behind one next hop share an entry. ARP stays per host address (exact match).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
+from ipaddress import IPv4Network
 from typing import TYPE_CHECKING
 
+from dplab.planes.aggregate import aggregate
 from dplab.planes.router import next_hops
 
 if TYPE_CHECKING:
@@ -51,3 +59,28 @@ def hops(net: Network) -> list[Hop]:
         out.append(Hop(switch, net.host_ip(host), ports[(switch, host)],
                        router_mac(net, switch), net.host_mac(host)))
     return out
+
+
+@dataclass(frozen=True)
+class Route:
+    """On ``switch``, IPv4 to ``prefix`` leaves by ``port`` with Ethernet source
+    ``own_mac`` and destination ``next_mac``."""
+
+    switch: str
+    prefix: IPv4Network
+    port: int
+    own_mac: str
+    next_mac: str
+
+
+def lpm_routes(hop_list: list[Hop]) -> list[Route]:
+    """The IPv4 routes of ``hop_list`` (``hops``) for a longest-prefix-match table: per
+    switch, each host's /24 with its hop's action, aggregated."""
+    blocks = {ip: ipaddress.ip_network(f"{ip}/24", strict=False)  # one object per host
+              for ip in {hop.host_ip for hop in hop_list}}
+    by_switch: dict[str, list[tuple[IPv4Network, tuple[int, str, str]]]] = {}
+    for hop in hop_list:
+        by_switch.setdefault(hop.switch, []).append((blocks[hop.host_ip], (
+            hop.port, hop.own_mac, hop.next_mac)))
+    return [Route(switch, prefix, *action) for switch, routes in by_switch.items()
+            for prefix, action in aggregate(routes)]

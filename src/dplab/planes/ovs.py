@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
-from dplab.planes import l3_routes, pipeline, tagging
+from dplab.planes import host_ttl, l3_routes, pipeline, tagging
 from dplab.planes.base import PlaneError, RulePackets, batches, paths_from_rule_packets
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
@@ -114,6 +114,7 @@ class OvsPlane(ControlledPlane):
             raise PlaneError(f"plane ovs: option 'forwarding' must be l2 or l3, "
                              f"not {self.options['forwarding']!r}")
         self.l3 = self.options["forwarding"] == "l3"
+        self.deep: int | None = None  # planes.host_ttl: routers on the longest path
         self.ports = _pick_ports(self.datapath, self.options["ports"])
         self.meters = self._meters()
         self.vlan = self._study002_options()
@@ -172,6 +173,7 @@ class OvsPlane(ControlledPlane):
             self._wait_for(self.stats_file.exists, 15.0, "the controller did not start")
         self._add_bridges(net)
         if self.l3:
+            self.deep = host_ttl.fit(net, self.kind)
             install_l3_rules(self, net)
         self._add_study002_flows(net)
 
@@ -309,7 +311,7 @@ class OvsPlane(ControlledPlane):
                 "TSO": "on" if kernel or self.ports == "netdev-tso" else "off",
                 **_meters_info(self.meters),
                 **tagging.info(self.vlan, "access ports (tag=), NORMAL forwarding"),
-                **pipeline.info(self.options["pipeline"])}
+                **pipeline.info(self.options["pipeline"]), **host_ttl.info(self.deep)}
 
     # -- stats and stop ------------------------------------------------------------------
 

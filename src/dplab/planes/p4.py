@@ -39,6 +39,7 @@ import select
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +54,7 @@ from dplab.control.p4runtime_app import Program, rule_key
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
-from dplab.planes import l3_routes, pipeline, tagging
+from dplab.planes import host_ttl, l3_routes, pipeline, tagging
 from dplab.planes.base import (
     PlaneError,
     RulePackets,
@@ -136,6 +137,7 @@ class P4Plane(ControlledPlane):
         self.vlan = self._vlan_option()
         program = self.options["program"]
         self.l3 = program == L3
+        self.deep: int | None = None  # planes.host_ttl: routers on the longest path
         if self.l3 and self.options["entries"] is not None:
             raise PlaneError("plane p4: option 'entries': program 'l3' derives its entries "
                              "from the topology; give no entries file")
@@ -201,7 +203,7 @@ class P4Plane(ControlledPlane):
                 "transmit": f"{self.options['tx']} (ring on shaped ports)",
                 **tagging.info(self.vlan, f"program {self.program.name}, entries from the "
                                           "topology"),
-                **pipeline.info(self.options["pipeline"])}
+                **pipeline.info(self.options["pipeline"]), **host_ttl.info(self.deep)}
 
     # -- start ---------------------------------------------------------------------------
 
@@ -233,6 +235,7 @@ class P4Plane(ControlledPlane):
         finally:
             compiling.cancel()
         if self.l3:
+            self.deep = host_ttl.fit(net, self.kind)
             self.entries_path, self.generated = write_l3_entries(net, self.dir / "l3_entries.json")
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
@@ -528,13 +531,23 @@ class P4Plane(ControlledPlane):
         (the P4Runtime server, a switch, the controller) is in failures(); one that stops
         answering fails this call with a PlaneError naming it."""
         static = ({} if self.entries_path is None
-                  else {"entries_written": self._entries_written, **self._qos_stats()})
+                  else {"entries_written": self._entries_written, **self._qos_stats(),
+                        **self._l3_route_stats()})
         if self.net is None:
             return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s", "pipeline_drops")),
                     **static}
         self._check_answering(self.net)
         return {**self._fresh_controller_counters(), "ready_s": self._ready_s,
                 "pipeline_drops": self._pipeline_drops(self.net), **static}
+
+    def _l3_route_stats(self) -> dict[str, float | None]:
+        """``program: l3``: the IPv4 routes written (aggregated) and one per (switch, host)
+        as before aggregation (as many as the ARP entries)."""
+        if not self.l3 or self.generated is None:
+            return {}
+        count = Counter(entry["table"] for entry in self.generated)
+        return {"static_routes": float(count["ipv4_lpm"]),
+                "routes_unaggregated": float(count["arp_fwd"])}
 
     def _pipeline_drops(self, net: Network) -> float:
         """The packets every switch's program dropped so far (mark_to_drop and the like;
@@ -621,17 +634,17 @@ class Compilation:
 
 def write_l3_entries(net: Network, path: Path) -> tuple[Path, list[dict[str, Any]]]:
     """l3_forward.p4's entries for ``net`` (``program: l3``), from planes.l3_routes: per
-    switch and host a /32 route (next-hop MAC, own MAC, port) and ARP by target address."""
-    entries = []
-    for hop in l3_routes.hops(net):
-        entries += [
-            {"table": "ipv4_lpm", "match": {"hdr.ipv4.dst_addr": f"{hop.host_ip}/32"},
-             "action": "set_next_hop", "switches": [hop.switch],
-             "params": {"next_hop_mac": hop.next_mac, "own_mac": hop.own_mac,
-                        "port": hop.port}},
-            {"table": "arp_fwd", "match": {"hdr.arp.target_ip": hop.host_ip},
-             "action": "forward", "params": {"port": hop.port}, "switches": [hop.switch]},
-        ]
+    switch the aggregated routes to the hosts' /24s (next-hop MAC, own MAC, port) and ARP
+    by target address, one per host."""
+    hops = l3_routes.hops(net)
+    entries = [{"table": "ipv4_lpm", "match": {"hdr.ipv4.dst_addr": str(route.prefix)},
+                "action": "set_next_hop", "switches": [route.switch],
+                "params": {"next_hop_mac": route.next_mac, "own_mac": route.own_mac,
+                           "port": route.port}}
+               for route in l3_routes.lpm_routes(hops)]
+    entries += [{"table": "arp_fwd", "match": {"hdr.arp.target_ip": hop.host_ip},
+                 "action": "forward", "params": {"port": hop.port}, "switches": [hop.switch]}
+                for hop in hops]
     path.write_text(json.dumps({"entries": entries}))
     return path, entries
 

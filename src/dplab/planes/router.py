@@ -1,4 +1,9 @@
-"""Conventional L3: Linux kernel forwarding with static routes along shortest paths."""
+"""Conventional L3: Linux kernel forwarding with static routes along shortest paths.
+
+Every switch gets a route to each remote host's /24 via the neighbour one hop nearer it,
+aggregated exactly (``planes.aggregate``: sibling prefixes with the same next hop become
+their parent), so a fat-tree's pods take a few routes per switch instead of one per host.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,8 @@ from typing import Any
 
 import networkx as nx
 
+from dplab.planes import host_ttl
+from dplab.planes.aggregate import aggregate
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.substrate.network import Network
 from dplab.substrate.rtnl import NsPlan
@@ -27,20 +34,25 @@ class RouterPlane(Plane):
         self.net: Network | None = None
         self._started = 0.0
         self._ready_s: float | None = None
-        self.routes = 0
+        self.routes = 0  # installed, after aggregation
+        self.routes_unaggregated = 0  # one per (switch, remote host)
+        self.deep: int | None = None  # routers on the longest path, when TTL 64 is too few
 
     def start(self, net: Network) -> None:
         if net.addressing != "l3":
             raise PlaneError("router: the network must be built with addressing='l3'")
         self.net = net
         self._started = time.monotonic()
+        self.deep = host_ttl.fit(net, self.kind)
         net.sysctl({net.switch_ns(s): self._forwarding_sysctls(net, s)
                     for s in net.topo.switches()})
         link_addr = self._link_addresses(net)
         plans = {net.switch_ns(s): NsPlan() for s in net.topo.switches()}
         for (switch, _), (ifname, address) in link_addr.items():
             plans[net.switch_ns(switch)].addrs.append((ifname, address, 30))
-        for switch, routes in self._routes(net, link_addr).items():
+        hops = next_hops(net)
+        self.routes_unaggregated = sum(len(remote) for remote in hops.values())
+        for switch, routes in routes_via(net, link_addr, hops).items():
             plans[net.switch_ns(switch)].routes += routes
             self.routes += len(routes)
         net.configure(plans)  # over rtnetlink: no process per switch
@@ -69,18 +81,6 @@ class RouterPlane(Plane):
             addresses[(link.b.node, link.a.node)] = (link.b.ifname, str(second))
         return addresses
 
-    def _routes(self, net: Network, link_addr: dict[tuple[str, str], tuple[str, str]]
-                ) -> dict[str, list[tuple[str, int, str]]]:
-        """For every switch, a route (destination, prefix length, via) to every remote
-        host's /24 via the next hop."""
-        routes: dict[str, list[tuple[str, int, str]]] = {s: [] for s in net.topo.switches()}
-        for switch, hops in next_hops(net).items():
-            for host, nearer in hops:
-                destination = f"{net.host_gateway(host).rsplit('.', 1)[0]}.0"
-                _, via = link_addr[(nearer, switch)]
-                routes[switch].append((destination, 24, via))
-        return routes
-
     def wait_ready(self, timeout: float) -> None:
         if self.net is None:
             raise PlaneError("router: wait_ready() before start()")
@@ -90,14 +90,32 @@ class RouterPlane(Plane):
         self._ready_s = time.monotonic() - self._started
 
     def info(self) -> dict[str, str]:
-        return {"forwarding": "Linux kernel (IP routing)"}
+        return {"forwarding": "Linux kernel (IP routing)", **host_ttl.info(self.deep)}
 
     def stats(self) -> dict[str, float | None]:
-        """ready_s: start() to first ping across; static_routes: routes installed."""
-        return {"ready_s": self._ready_s, "static_routes": float(self.routes)}
+        """ready_s: start() to first ping across; static_routes: routes installed (after
+        aggregation); routes_unaggregated: one per switch and remote host, as before it."""
+        return {"ready_s": self._ready_s, "static_routes": float(self.routes),
+                "routes_unaggregated": float(self.routes_unaggregated)}
 
     def stop(self) -> None:
         self.net = None
+
+
+def routes_via(net: Network, link_addr: dict[tuple[str, str], tuple[str, str]],
+               hops: dict[str, list[tuple[str, str]]]) -> dict[str, list[tuple[str, int, str]]]:
+    """For every switch, routes (destination, prefix length, via): each remote host's /24
+    via the address of the next hop (``link_addr``: see RouterPlane._link_addresses) along
+    ``hops`` (``next_hops``), aggregated."""
+    subnets = {host: ipaddress.ip_network(f"{net.host_gateway(host)}/24", strict=False)
+               for host in net.topo.hosts()}
+    routes: dict[str, list[tuple[str, int, str]]] = {}
+    for switch, remote in hops.items():
+        merged = aggregate((subnets[host], link_addr[(nearer, switch)][1])
+                           for host, nearer in remote)
+        routes[switch] = [(str(prefix.network_address), prefix.prefixlen, via)
+                          for prefix, via in merged]
+    return routes
 
 
 def next_hops(net: Network) -> dict[str, list[tuple[str, str]]]:

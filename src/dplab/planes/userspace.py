@@ -29,7 +29,7 @@ from typing import Any
 
 import networkx as nx
 
-from dplab.planes import pipeline, tagging
+from dplab.planes import host_ttl, pipeline, tagging
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import _ending, _tail
@@ -65,6 +65,7 @@ class UserspacePlane(Plane):
         self.procs: dict[str, subprocess.Popen] = {}
         self.cut_links: set[frozenset[str]] = set()
         self.routes = 0
+        self.deep: int | None = None  # planes.host_ttl: routers on the longest path
         self.counters: dict[str, dict[str, Any]] = {}
         self._started = 0.0
         self._ready_s: float | None = None
@@ -78,6 +79,8 @@ class UserspacePlane(Plane):
                              f"(cargo build --release in switch/)")
         self.net = net
         self._started = time.monotonic()
+        if self.mode == "router":
+            self.deep = host_ttl.fit(net, self.kind)
         switches = net.topo.switches()
         # Forwarding is the forwarder's alone, whatever the namespace was given.
         net.sysctl({net.switch_ns(s): {"net.ipv4.ip_forward": "0"} for s in switches})
@@ -153,7 +156,7 @@ class UserspacePlane(Plane):
         return {"forwarding": f"user space (dplab-fwd over AF_PACKET), {self.mode}",
                 **tagging.info(self.vlan, "pushed and popped by the forwarder at the host "
                                           "ports"),
-                **pipeline.info(self.options["pipeline"])}
+                **pipeline.info(self.options["pipeline"]), **host_ttl.info(self.deep)}
 
     def live_counters(self, switch: str) -> dict[str, Any]:
         """The running forwarder of ``switch``'s counters (main.rs ``report``: packets,

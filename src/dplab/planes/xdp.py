@@ -55,6 +55,8 @@ import networkx as nx
 
 from dplab.control.forwarding import PROACTIVE, REACTIVE
 from dplab.control.topology_view import PortRef
+from dplab.planes import host_ttl
+from dplab.planes.aggregate import aggregate
 from dplab.planes.base import (
     Plane,
     PlaneError,
@@ -122,6 +124,7 @@ class XdpPlane(Plane):
         self._final: dict[str, dict[str, int]] = {}
         self.cut_links: set[frozenset[str]] = set()
         self.qdisc_ports: dict[str, list[str]] = {}  # switch -> ports its qdisc must see
+        self.deep: int | None = None  # planes.host_ttl: routers on the longest path
         self._started = 0.0
         self._ready_s: float | None = None
         self._build_dir: tempfile.TemporaryDirectory[str] | None = None
@@ -153,6 +156,8 @@ class XdpPlane(Plane):
         self._started = time.monotonic()
         self.qdisc_ports = {}
         self._check_shaping(net.topo)
+        if self.addressing == "l3":  # the switches route
+            self.deep = host_ttl.fit(net, self.kind)
         try:
             self._prepare_stacks(net)
             fabric = net.topo.graph.subgraph(net.topo.switches())
@@ -297,7 +302,7 @@ class XdpPlane(Plane):
                         "loss to keep")
             return {"forwarding": f"the user's XDP program {self.user.source} in the kernel",
                     "transmit": "as the program says: an XDP redirect or XDP_TX skips the "
-                                f"output port's qdisc{unshaped}"}
+                                f"output port's qdisc{unshaped}", **host_ttl.info(self.deep)}
         obj, program = MODES[self.options["mode"]]
         shaped = ", ".join(p for ports in self.qdisc_ports.values() for p in ports)
         transmit = (f"XDP redirect to ports without shaping; through the port's qdisc "
@@ -305,7 +310,7 @@ class XdpPlane(Plane):
                     f"ports with a rate, delay or loss: {shaped}" if shaped else
                     "XDP redirect (no switch port has a rate, delay or loss to keep)")
         return {"forwarding": f"XDP program {program} (xdp/{obj}.bpf.c) in the kernel",
-                "transmit": transmit}
+                "transmit": transmit, **host_ttl.info(self.deep)}
 
     def stats(self) -> dict[str, float | None]:
         """ready_s; xdp_<counter>: summed over switches; <switch>_<counter>: per switch.
@@ -432,8 +437,8 @@ def _has_qdisc(link: dict[str, Any]) -> bool:
 def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interface]]
                   ) -> list[tuple[bytes, bytes]]:
     """The l3 program's LPM-trie entries for ``switch``: each host's /24 to the port towards
-    it with the output port's MAC and the next node's, and the gateway addresses on this
-    switch to its own stack."""
+    it with the output port's MAC and the next node's (remote hosts' aggregated exactly,
+    ``planes.aggregate``), and the gateway addresses on this switch to its own stack."""
     entries = []
     own = ports[switch]
     hosts = set(net.topo.hosts())
@@ -443,10 +448,12 @@ def static_routes(net: Network, switch: str, ports: dict[str, dict[str, Interfac
         entries.append(route_entry(_host_subnet(net, host), own[name], mac))
         gateway = ipaddress.ip_network(f"{net.host_gateway(host)}/32")
         entries.append((_route_key(gateway), struct.pack("<I6s6s", LOCAL, b"", b"")))
+    remote = []
     for host, nearer in next_hops(net)[switch]:
         out = own[_port_towards(net, switch, nearer)]
         peer = ports[nearer][_port_towards(net, nearer, switch)]
-        entries.append(route_entry(_host_subnet(net, host), out, peer.mac))
+        remote.append((_host_subnet(net, host), (out, peer.mac)))
+    entries += [route_entry(subnet, out, mac) for subnet, (out, mac) in aggregate(remote)]
     return entries
 
 

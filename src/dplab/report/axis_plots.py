@@ -1,5 +1,6 @@
 """Each metric against an axis' value: a line per plane (and per value of the other axes)
-with its 95 % CI band, a subplot per traffic class. Numeric axes are drawn to scale
+with its 95 % CI band, a subplot per traffic class; a plane's lines have its colour, the
+other axes' values a line style each. Numeric axes are drawn to scale
 (logarithmic when the values span more than a factor 20), others (topology names, modes) at
 even steps."""
 
@@ -12,18 +13,24 @@ from matplotlib.figure import Figure
 
 from dplab.analysis import PLANE, Row
 from dplab.analysis.points import AxesAnalysis, PointAnalysis
+from dplab.report.colours import PlaneColours
 from dplab.report.plots import save_png
 from dplab.report.tables import display_value, metric_label
 
 NOTE = (
     "axis_*: each metric against an axis' value, a line per plane (per value of any other "
-    "axis too): the mean over repetitions, the band its 95 % CI (Student t; none with one "
-    "repetition). *_timeseries_<point>: the runs of one axis point over time. box_*, cdf_* "
-    "and resources: a row of panels per axis point. Failed runs are left out."
+    "axis too, a line style each): the mean over repetitions, the band its 95 % CI "
+    "(Student t; none with one repetition). *_timeseries_<point>: the runs of one axis "
+    "point over time. box_*, cdf_* and resources: a row of panels per axis point. A plane "
+    "has one colour in every figure. Failed runs are left out."
 )
 
 
-def axis_curves(axes: AxesAnalysis, out_dir: Path) -> list[Path]:
+# The other axes' values, one line style each (repeating beyond four).
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def axis_curves(axes: AxesAnalysis, out_dir: Path, colours: PlaneColours) -> list[Path]:
     """One PNG per axis and measured metric (plane statistics are left to the tables)."""
     rows = [row for row in dict.fromkeys(r for p in axes.points for r in p.analysis.rows)
             if row.traffic != PLANE]
@@ -33,7 +40,7 @@ def axis_curves(axes: AxesAnalysis, out_dir: Path) -> list[Path]:
             traffics = [row.traffic for row in rows if row.metric == metric]
             if any(_measured(axes, Row(t, metric)) for t in traffics):
                 paths.append(_figure(axes, axis, metric, traffics,
-                                     Path(out_dir) / f"axis_{axis}_{metric}.png"))
+                                     Path(out_dir) / f"axis_{axis}_{metric}.png", colours))
     return paths
 
 
@@ -43,14 +50,18 @@ def _measured(axes: AxesAnalysis, row: Row) -> bool:
 
 
 def _figure(axes: AxesAnalysis, axis: str, metric: str, traffics: list[str],
-            path: Path) -> Path:
+            path: Path, colours: PlaneColours) -> Path:
     fig = Figure(figsize=(1.2 + 4.2 * len(traffics), 3.8))
     subplots = fig.subplots(1, len(traffics), squeeze=False)
     numeric = axis in axes.numeric_axes()
     labels = list(dict.fromkeys(p.point.value(axis)[1] for p in axes.points))
+    lines = _lines(axes, axis)
+    rests = list(dict.fromkeys(rest for _plane, rest in lines))
     for ax, traffic in zip(subplots[0], traffics, strict=True):
-        for (plane, rest), points in _lines(axes, axis).items():
-            _line(ax, Row(traffic, metric), plane, rest, points, axis, numeric, labels)
+        for (plane, rest), points in lines.items():
+            style = {"color": colours[plane],
+                     "linestyle": LINE_STYLES[rests.index(rest) % len(LINE_STYLES)]}
+            _line(ax, Row(traffic, metric), plane, rest, points, axis, numeric, labels, style)
         ax.set_title(f"{traffic} traffic", fontsize="medium")
         ax.set_xlabel(axis)
         ax.set_ylabel(metric_label(metric))
@@ -88,7 +99,7 @@ def _lines(axes: AxesAnalysis, axis: str) -> dict[tuple[str, str], list[PointAna
 
 
 def _line(ax: Axes, row: Row, plane: str, rest: str, points: list[PointAnalysis],
-          axis: str, numeric: bool, labels: list[str]) -> None:
+          axis: str, numeric: bool, labels: list[str], style: dict[str, str]) -> None:
     xs, ys, lows, highs = [], [], [], []
     for p in points:
         if row not in p.analysis.rows or plane not in p.analysis.planes:
@@ -107,5 +118,5 @@ def _line(ax: Axes, row: Row, plane: str, rest: str, points: list[PointAnalysis]
     order = sorted(range(len(xs)), key=xs.__getitem__)
     xs, ys, lows, highs = ([seq[i] for i in order] for seq in (xs, ys, lows, highs))
     name = f"{plane} ({rest})" if rest else plane
-    (drawn,) = ax.plot(xs, ys, marker="o", label=name)
-    ax.fill_between(xs, lows, highs, color=drawn.get_color(), alpha=0.2, linewidth=0)
+    ax.plot(xs, ys, marker="o", label=name, **style)
+    ax.fill_between(xs, lows, highs, color=style["color"], alpha=0.2, linewidth=0)

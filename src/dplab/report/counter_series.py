@@ -14,6 +14,7 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from dplab.report.colours import PlaneColours
 from dplab.report.plots import Group, panel_grid, save_png, titled
 
 CONTROLLER = "controller"  # the subject of the controller's series
@@ -41,10 +42,12 @@ NOTE = (
 ByRun = dict[str, list[tuple[float, float]]]
 
 
-def counter_series_plots(groups: list[Group], planes: list[str], out_dir: Path) -> list[Path]:
-    """The controller's figure and the link ends' figure, each when anything was stored;
-    ``planes`` in the report's order (the baseline first), which gives each its colour."""
-    out = [_controller_figure(groups, planes, Path(out_dir) / "controller_series.png"),
+def counter_series_plots(groups: list[Group], planes: list[str], out_dir: Path,
+                         colours: PlaneColours) -> list[Path]:
+    """The controller's figure (each plane in its colour) and the link ends' figure (a
+    column per plane, in ``planes``' order: the report's, the baseline first), each when
+    anything was stored."""
+    out = [_controller_figure(groups, colours, Path(out_dir) / "controller_series.png"),
            _link_figure(groups, planes, Path(out_dir) / "link_rx.png")]
     return [path for path in out if path is not None]
 
@@ -65,7 +68,7 @@ def _controller_series(group: Group) -> dict[str, dict[str, ByRun]]:
     return found
 
 
-def _controller_figure(groups: list[Group], planes: list[str], path: Path) -> Path | None:
+def _controller_figure(groups: list[Group], colours: PlaneColours, path: Path) -> Path | None:
     rows = [(g, series) for g in groups if (series := _controller_series(g))]
     if not rows:
         return None
@@ -74,7 +77,7 @@ def _controller_figure(groups: list[Group], planes: list[str], path: Path) -> Pa
     for panels, (group, series) in zip(axes, rows, strict=True):
         for ax, metric in zip(panels, metrics, strict=True):
             for plane, by_run in series.get(metric, {}).items():
-                _runs(ax, by_run, f"C{_colour(planes, plane)}", plane)
+                _runs(ax, by_run, colours[plane], plane)
             _finish(ax, titled(group.label, f"{CONTROL_METRICS[metric]} (every ok run)"), "")
     # One legend, in the first panel: the planes are the same in every panel.
     labels = {}
@@ -84,10 +87,6 @@ def _controller_figure(groups: list[Group], planes: list[str], path: Path) -> Pa
     axes[0, 0].legend(list(labels.values()), list(labels), loc="upper right",
                       fontsize="x-small")
     return _save(fig, axes, path)
-
-
-def _colour(planes: list[str], plane: str) -> int:
-    return planes.index(plane) if plane in planes else len(planes)
 
 
 def _runs(ax: Axes, by_run: ByRun, colour: str, plane: str) -> None:

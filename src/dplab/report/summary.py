@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from dplab.analysis import PLANE, Analysis
 from dplab.analysis.metrics import direction
 from dplab.analysis.points import AxesAnalysis
+from dplab.report.colours import PlaneColours
 from dplab.report.plots import save_png
 from dplab.report.tables import change_text, metric_label
 
@@ -106,24 +107,24 @@ def _change(finding: Finding) -> str:
     return f"{change_text(finding.ratio)}{p}"
 
 
-def figure(found: list[Finding], baseline: str, path: Path) -> Path | None:
-    """Times better than the baseline per (traffic class, metric) row, a colour per plane,
-    log scale; None when there is nothing to draw."""
+def figure(found: list[Finding], baseline: str, path: Path,
+           colours: PlaneColours) -> Path | None:
+    """Times better than the baseline per (traffic class, metric) row, each plane in its
+    colour, log scale; None when there is nothing to draw."""
     if not found:
         return None
     rows = list(dict.fromkeys((f.traffic, f.metric) for f in found))
     planes = list(dict.fromkeys(f.plane for f in found))
     fig = Figure(figsize=(8, 0.35 * len(rows) + 1.6))
     ax = fig.subplots()
-    colours = {p: f"C{i}" for i, p in enumerate(planes)}
     for f in found:
         y = rows.index((f.traffic, f.metric)) + 0.15 * (planes.index(f.plane)
                                                         - (len(planes) - 1) / 2)
         colour = colours[f.plane]
         ax.plot([f.times_better], [y], "o", markersize=6, color=colour,
                 markerfacecolor=colour if f.significant else "none")
-    for plane, colour in colours.items():
-        ax.plot([], [], "o", color=colour, label=plane)
+    for plane in planes:
+        ax.plot([], [], "o", color=colours[plane], label=plane)
     ax.axvline(1, color="#888", linewidth=1)
     ax.set_xscale("log")
     ax.set_yticks(range(len(rows)), [f"{t}: {metric_label(m)}" for t, m in rows])

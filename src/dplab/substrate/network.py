@@ -249,7 +249,8 @@ class Network:
             raise SubstrateError(f"link {u}–{v}: mtu must be an integer in {MIN_MTU}..{MAX_MTU} "
                                  f"(bytes of IP packet), not {mtu!r}")
 
-    def _netns_of(self, node: str) -> str:
+    def node_ns(self, node: str) -> str:
+        """The namespace of a host or switch."""
         if self.topo.graph.nodes[node].get("kind") == HOST:
             return self.host_ns(node)
         return self.switch_ns(node)
@@ -393,7 +394,7 @@ class Network:
         ``b`` is brought up later, in its namespace's batch, where it finds ``a`` up. An
         emulated link is two pairs: a-end ↔ ``ea`` and ``eb`` ↔ b-end, ``ea``/``eb`` in the
         emulator's namespace (``eb`` up at once, ``ea`` in that namespace's batch)."""
-        a_ns, b_ns = self._netns_of(link.a.node), self._netns_of(link.b.node)
+        a_ns, b_ns = self.node_ns(link.a.node), self.node_ns(link.b.node)
         a_mac, b_mac = self._mac_opt(link.a.node), self._mac_opt(link.b.node)
         if not emulated:
             return [f"link add name {link.a.ifname} netns {a_ns} up{a_mac} mtu {link.mtu} "
@@ -429,14 +430,14 @@ class Network:
             if link in emulated:
                 link = replace(link, delay_ms=0.0, loss_pct=0.0, jitter_ms=0.0, linkem=None)
             for end, other in ((link.a, link.b), (link.b, link.a)):
-                plan = plans[self._netns_of(end.node)]
+                plan = plans[self.node_ns(end.node)]
                 plan.addrs += self._end_addrs(end, other)
                 if _tbf_only(link):
                     plan.tbf.append((end.ifname, link.bw_mbit,
                                      tbf_burst(link.bw_mbit, link.mtu), TBF_LATENCY_MS))
                 elif lines := shaping_lines(end.ifname, link):
-                    tc_lines.setdefault(self._netns_of(end.node), []).extend(lines)
-            plans[self._netns_of(link.b.node)].up.append(link.b.ifname)
+                    tc_lines.setdefault(self.node_ns(end.node), []).extend(lines)
+            plans[self.node_ns(link.b.node)].up.append(link.b.ifname)
         if self.shared_host_ns:  # no links: every host's address on the one lo
             plans[self.host_ns(self.topo.hosts()[0])].addrs += [
                 ("lo", self.host_ip(h), 32) for h in self.topo.hosts()]

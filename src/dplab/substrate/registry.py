@@ -72,7 +72,8 @@ class RunRecord:
         return is_alive(self.owner_pid, self.owner_start)
 
     def add_namespaces(self, names: list[str]) -> None:
-        self.namespaces.extend(n for n in names if n not in self.namespaces)
+        known = set(self.namespaces)  # a list scan per name is quadratic at 7,000 namespaces
+        self.namespaces.extend(n for n in dict.fromkeys(names) if n not in known)
         self.save()
 
     def add_process(self, pid: int) -> None:

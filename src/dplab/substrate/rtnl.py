@@ -9,11 +9,14 @@ request. The thread ends afterwards, so no other thread ever runs in a foreign n
 
 Links up/down/into a bridge, bridges, addresses and routes are small fixed structs packed
 here; a TBF qdisc (with its rate table) is encoded once per distinct rate by pyroute2 and
-only its ifindex changes.
+only its ifindex changes. Offloads (GRO, TSO) go through the SIOCETHTOOL ioctl on a socket
+opened in the namespace, the same way.
 """
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import os
 import socket
 import struct
@@ -43,6 +46,8 @@ NEW = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL
 # Requests per write: their acknowledgements must fit the socket's receive buffer.
 CHUNK = 256
 CHUNK_BYTES = 64 * 1024  # well inside the default send buffer (net.core.wmem_default)
+# linux/sockios.h, linux/ethtool.h: the one-feature set commands, struct ethtool_value
+SIOCETHTOOL, ETHTOOL_STSO, ETHTOOL_SGRO = 0x8946, 0x1F, 0x2C
 # TBF's rate field is 32 bits of bytes per second; faster links go through tc (rate64).
 MAX_TBF_MBIT = (2**32 - 1) * 8 / 1e6
 
@@ -50,7 +55,7 @@ MAX_TBF_MBIT = (2**32 - 1) * 8 / 1e6
 @dataclass
 class NsPlan:
     """What to set in one namespace, in this order: bridges made, links down, links into
-    bridges, links up, addresses, TBF qdiscs, routes."""
+    bridges, links up, addresses, TBF qdiscs, routes, then the veth NAPI receive path."""
 
     bridges: list[str] = field(default_factory=list)  # bridge devices to make (no STP)
     down: list[str] = field(default_factory=list)  # interface names
@@ -59,6 +64,10 @@ class NsPlan:
     addrs: list[tuple[str, str, int]] = field(default_factory=list)  # ifname, address, prefix
     tbf: list[tuple[str, float, int, int]] = field(default_factory=list)  # ifname, mbit, burst, ms
     routes: list[tuple[str, int, str]] = field(default_factory=list)  # dst, prefix len, via
+    # veth ends that receive through their own NAPI ring instead of the CPU's backlog: GRO
+    # on (veth then polls its ring), TSO off (veth_xmit puts a frame on the peer's ring only
+    # when the sending device has no TSO, or the frame is a local socket's UDP).
+    napi: list[str] = field(default_factory=list)
 
 
 def configure(plans: dict[str, NsPlan]) -> None:
@@ -80,6 +89,8 @@ def _apply_all(plans: dict[str, NsPlan], errors: list[str]) -> None:
                                 for name in plan.bridges])
             if not failed:  # the other requests name the bridges by index
                 failed = _send_all(_requests(plan))
+            if plan.napi:
+                failed += _napi_receive(plan.napi)
         except Exception as exc:  # noqa: BLE001 - relayed to configure(): a thread's
             # exception would otherwise vanish and the plan look applied
             errors.append(f"namespace {ns}: {type(exc).__name__}: {exc}")
@@ -103,6 +114,27 @@ def _requests(plan: NsPlan) -> list[tuple[str, bytes]]:
     out += [(f"route add {dst}/{plen} via {via}", _route(dst, plen, via))
             for dst, plen, via in plan.routes]
     return out
+
+
+def _napi_receive(ifnames: list[str]) -> list[tuple[str, str]]:
+    """GRO on and TSO off on each veth end (see NsPlan.napi); (description, error) pairs."""
+    failed = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:  # bound to this netns
+        for name in ifnames:
+            for cmd, value, what in ((ETHTOOL_STSO, 0, "tso off"), (ETHTOOL_SGRO, 1, "gro on")):
+                try:
+                    _ethtool_set(sock, name, cmd, value)
+                except OSError as exc:
+                    failed.append((f"ethtool {name} {what}", exc.strerror or str(exc)))
+    return failed
+
+
+def _ethtool_set(sock: socket.socket, ifname: str, cmd: int, value: int) -> None:
+    """One ETHTOOL_S* command: struct ifreq holds the name and a pointer to the
+    struct ethtool_value {cmd, data} the kernel reads."""
+    arg = ctypes.create_string_buffer(struct.pack("=II", cmd, value))
+    ifreq = struct.pack("16sP", ifname.encode(), ctypes.addressof(arg)).ljust(40, b"\0")
+    fcntl.ioctl(sock.fileno(), SIOCETHTOOL, ifreq)
 
 
 def _ifindex(name: str) -> int:

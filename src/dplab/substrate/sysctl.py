@@ -3,6 +3,12 @@
 A helper thread enters each namespace with setns(2) (which moves only the calling thread)
 and writes /proc/sys there: /proc/sys/net shows the namespace of the thread that opens it.
 The thread ends afterwards, so no other thread ever runs in a foreign namespace.
+
+Each namespace has its own sysctl directories below /proc/sys, but the top one's dentries
+(``net`` in the one /proc/sys) hang in one dcache hash chain, which every lookup from any
+namespace walks: resolving ``/proc/sys/net`` costs time in proportion to the namespaces
+that looked it up before. So it is resolved once per namespace, and each key opened
+relative to it (below it the parents are per namespace: short chains).
 """
 
 from __future__ import annotations
@@ -34,12 +40,25 @@ def _write_all(settings: dict[str, dict[str, str]], errors: list[str]) -> None:
         except OSError as exc:
             errors.append(f"cannot enter namespace {netns}: {exc}")
             continue
-        for key, value in values.items():
-            try:
-                with open(f"/proc/sys/{key.replace('.', '/')}", "w") as f:
-                    f.write(value)
-            except OSError as exc:
-                errors.append(f"sysctl {key}={value} in {netns}: {exc}")
+        tops: dict[str, int] = {}  # /proc/sys/<top> -> its directory fd in this namespace
+        try:
+            for key, value in values.items():
+                try:
+                    _write(tops, key, value)
+                except OSError as exc:
+                    errors.append(f"sysctl {key}={value} in {netns}: {exc}")
+        finally:
+            for fd in tops.values():
+                os.close(fd)
+
+
+def _write(tops: dict[str, int], key: str, value: str) -> None:
+    top, _, rest = key.replace(".", "/").partition("/")
+    if top not in tops:
+        tops[top] = os.open(f"/proc/sys/{top}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(rest, os.O_WRONLY | os.O_CLOEXEC, dir_fd=tops[top])
+    with open(fd, "w") as f:
+        f.write(value)
 
 
 def enter_netns(netns: str) -> None:
