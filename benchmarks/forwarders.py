@@ -132,13 +132,15 @@ class P4Switch:
 def p4_switch(
     name: str, ir: Path, entries: list[dict], core: int | None, tx: str = "ring",
     switch_bin: Path = switch_rig.SWITCH_BIN, xdp_sink: bool = False,
+    rx_frames: int | None = None,
 ) -> Iterator[P4Switch]:
     """dplab-switch (the build `switch_bin`) pinned to `core`, transmitting through `tx`
     (`ring` or `xdp`), running the compiled program `ir` with table `entries` (keyword
     arguments of the control protocol's table_add); with `xdp_sink`, the sink discards in
-    XDP (sink_discards)."""
+    XDP (sink_discards); `rx_frames`: each port's receive ring depth (None: the switch's
+    default)."""
     with switch_rig.Rig(n_ports=2, core=core, capture=False, tx=tx,
-                        switch_bin=switch_bin) as rig:
+                        switch_bin=switch_bin, rx_frames=rx_frames) as rig:
         rig.load(ir)
         for entry in entries:
             rig.client.call("table_add", **entry)
@@ -359,7 +361,8 @@ def ovs(core: int, xdp_sink: bool = False, ports: str = "netdev") -> Iterator[Ov
             for port in (1, 2):
                 ifname = rig.switch_if(port)
                 cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
-                         f"ofport_request={port}", *interface_type(ports)]
+                         f"ofport_request={port}",
+                         *([f"type={kind}"] if (kind := interface_type(ports)) else [])]
             subprocess.run([*vsctl, *cmds], check=True, capture_output=True, env=env)
             for flow in OVS_FLOWS:
                 subprocess.run(["ovs-ofctl", "add-flow", f"unix:{run_dir / br}.mgmt", flow],

@@ -11,14 +11,16 @@ a set rate checks the source's rate control. Prints a "P4 switch" section, and w
 docs/benchmarks.md with --write.
 
 usage: sudo .venv/bin/python benchmarks/switch_rate.py [--seconds 3] [--reps 3] [--write]
-           [--tx ring|xdp|both] [--switch-bin PATH] [--p4-only]
+           [--tx ring|xdp|both] [--switch-bin PATH] [--p4-only] [--rx-frames N ...]
 
 `--tx` is how the P4 switch transmits (switch/PROTOCOL.md; with `xdp` the sink's veth gets
 GRO on, which veth needs to take XDP frames); `both` (the default) measures the P4 rows in
 each mode, in the same run; `--switch-bin` runs another build of the
 switch (an A/B against an older build: it must know `--tx` unless that is `ring`);
 `--p4-only` leaves OVS, the kernel forwarders and the user-space forwarder out (a quicker
-A/B; not with --write).
+A/B; not with --write); `--rx-frames` adds, for each count and mode, a row of the L3 switch
+with each port's receive ring that deep (`dplab-switch --rx-frames`; the other rows keep the
+default 2048): what a shallower ring, which the p4 plane picks when memory is short, costs.
 """
 
 from __future__ import annotations
@@ -260,8 +262,14 @@ def inline_name(tx: str) -> str:
     return f"{p4_name(L3_NAME, tx)}, sink receiving into its stack"
 
 
+def ring_name(tx: str, frames: int) -> str:
+    """The row of the L3 switch whose ports' receive rings are `frames` deep."""
+    return f"{p4_name(L3_NAME, tx)}, rx ring {frames} frames"
+
+
 def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
-            switch_bin: Path = switch_rig.SWITCH_BIN, p4_only: bool = False) -> dict:
+            switch_bin: Path = switch_rig.SWITCH_BIN, p4_only: bool = False,
+            rx_frames: tuple[int, ...] = ()) -> dict:
     load_start = os.getloadavg()
     baseline = core_softirq_share(SWITCH_CORE)
     results: dict[str, dict] = {}
@@ -282,6 +290,8 @@ def measure(seconds: float, reps: int, modes: tuple[str, ...] = TX_MODES,
                                  for method, rate in SET_RATES]
             others.append(forwarders.p4_switch(p4_name(FORWARD_NAME, tx), forward_ir, [],
                                                xdp_sink=True, **switch))
+            others += [forwarders.p4_switch(ring_name(tx, n), l3_ir, [L3_ROUTE], xdp_sink=True,
+                                            rx_frames=n, **switch) for n in rx_frames]
         # The lab's default once more with a sink that receives into its stack, which veth
         # runs inside the switch's send: what such a sink costs a forwarder on veth.
         inline = {"core": SWITCH_CORE, "tx": modes[0], "switch_bin": switch_bin}
@@ -489,12 +499,15 @@ def main() -> None:
     ap.add_argument("--switch-bin", type=Path, default=switch_rig.SWITCH_BIN,
                     help="the switch build to run (default: this tree's)")
     ap.add_argument("--p4-only", action="store_true", help="leave OVS and the kernel out")
+    ap.add_argument("--rx-frames", type=int, nargs="+", default=[],
+                    help="also the L3 switch with its receive rings this many frames deep")
     args = ap.parse_args()
     if args.write and (args.p4_only or args.switch_bin != switch_rig.SWITCH_BIN):
         ap.error("--write takes the full comparison with this tree's switch")
     switch_rig.build_switch()
     modes = TX_MODES if args.tx == "both" else (args.tx,)
-    m = measure(args.seconds, args.reps, modes, args.switch_bin, args.p4_only)
+    m = measure(args.seconds, args.reps, modes, args.switch_bin, args.p4_only,
+                tuple(args.rx_frames))
     text = section(m, args.seconds, args.reps)
     print(text)
     print(json.dumps(m, indent=1, default=str))

@@ -190,6 +190,7 @@ class Rig:
         xdp_min_call: int | None = None,
         switch_bin: Path = SWITCH_BIN,
         first_port: int = 1,
+        rx_frames: int | None = None,
     ) -> None:
         # A run prefix and record of the lab's own (substrate/registry.py): what a rig of a
         # killed test run leaves behind, the next rig or lab run reclaims.
@@ -216,6 +217,7 @@ class Rig:
         self.switch_bin = switch_bin  # another build, for A/B benchmarks
         self.peer_gro = tx == "xdp" if peer_gro is None else peer_gro
         self.xdp_min_call = xdp_min_call
+        self.rx_frames = rx_frames  # each port's receive ring depth; None: the switch's default
         self.tmp = tempfile.TemporaryDirectory(prefix=f"{self.prefix}-")
         self.control_path = f"{self.tmp.name}/switch.sock"
         self.proc: subprocess.Popen | None = None
@@ -324,6 +326,8 @@ class Rig:
             argv += ["--tx", self.tx]
         if self.xdp_min_call is not None:
             argv += ["--xdp-min-call", str(self.xdp_min_call)]
+        if self.rx_frames is not None:
+            argv += ["--rx-frames", str(self.rx_frames)]
         for p in self.port_numbers:
             argv += ["--port", f"{p}={self.switch_if(p)}"]
         if self.core is not None:

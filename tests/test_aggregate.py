@@ -97,3 +97,15 @@ def test_lpm_routes_send_every_host_address_where_its_hop_does():
     for hop in hops:
         address = int(ipaddress.ip_address(hop.host_ip))
         assert lookup(tables[hop.switch], address) == (hop.port, hop.own_mac, hop.next_mac)
+
+
+def test_arp_routes_send_every_host_address_out_of_its_hop_port():
+    net = Network(catalog.build("fattree", k=4), addressing="l2")
+    hops = l3_routes.hops(net)
+    routes = l3_routes.arp_routes(hops)
+    assert len(routes) < len(hops) / 1.5
+    tables: dict[str, list[tuple[IPv4Network, int]]] = {}
+    for switch, prefix, port in routes:
+        tables.setdefault(switch, []).append((prefix, port))
+    for hop in hops:
+        assert lookup(tables[hop.switch], int(ipaddress.ip_address(hop.host_ip))) == hop.port

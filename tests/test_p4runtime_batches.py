@@ -27,6 +27,7 @@ from p4runtime_rig import (
 from switch_rig import Rig, udp_frame
 from test_p4runtime_entities import acl, frame, lpm, send_and_capture
 
+from dplab.p4runtime import installer
 from dplab.p4runtime.entries import Entry
 from dplab.p4runtime.installer import InstallError, install
 
@@ -311,3 +312,23 @@ def test_one_server_process_serves_each_switch_as_its_own_device(tmp_path, progr
         install(f"unix:{tmp_path}/s2.grpc", 2, config, [Entry(0, None, route)], "test")
         assert send_and_capture(rigs[1], 1, [frame("10.0.3.9")])[2] == [frame("10.0.3.9")]
         assert proc.poll() is None
+
+
+def test_the_installer_writes_in_batches_and_names_a_refused_entry(tmp_path, programs,
+                                                                   monkeypatch):
+    """The plane's installer sends its entries WRITE_BATCH to a Write: every batch lands
+    (the last one's route forwards), and an entry refused inside a batch is named by its
+    own index, not the batch's."""
+    monkeypatch.setattr(installer, "WRITE_BATCH", 4)
+    n = Names(programs["rt"][1])
+    ir, info = programs["rt"]
+    config = pb.ForwardingPipelineConfig(p4_device_config=ir.read_bytes(), p4info=info)
+    routes = [Entry(i, None, lpm(n, f"10.0.{i}.0", 24, "forward", b"\x02")) for i in range(10)]
+    address = f"unix:{tmp_path}/p4rt.sock"
+    with p4runtime_rig.rig_with_server(address) as rig:
+        twice = [*routes[:6], Entry(6, None, routes[2].entity), *routes[7:]]
+        with pytest.raises(InstallError, match="test: entry 6: the switch refused it: "
+                                               "ALREADY_EXISTS"):
+            install(address, 1, config, twice, "test")
+        install(address, 1, config, routes, "test")  # a new pipeline: a clean table
+        assert send_and_capture(rig, 1, [frame("10.0.9.9")])[2] == [frame("10.0.9.9")]

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from net_checks import check_controlled_plane_on_multipath, iperf_server_report
 
-from dplab.planes import PlaneError, create
-from dplab.planes import ovs as ovs_plane
+from dplab.planes import PlaneError, create, ovsdb
 from dplab.substrate.network import Network
 from dplab.topology import catalog
 
@@ -77,9 +76,9 @@ def _xdp_interfaces(net: Network) -> list[str]:
 
 @pytest.mark.net
 def test_ovs_without_controller_learns_and_blocks_loops_with_rstp(monkeypatch) -> None:
-    """Its 6 bridges are added in two ovs-vsctl transactions (4, then 2): all of them
-    forward, RSTP across the batches' bridges."""
-    monkeypatch.setattr(ovs_plane, "BRIDGE_BATCH", 4)
+    """Its 6 bridges are written in several OVSDB transactions (one bridge's fits in 3 kB):
+    all of them forward, RSTP across the transactions' bridges."""
+    monkeypatch.setattr(ovsdb, "MAX_ARG_BYTES", 3000)
     plane = create("ovs", {"controller": False})
     with Network(catalog.build("multipath"), addressing="l2", shared_switch_ns=True) as net:
         try:

@@ -13,7 +13,7 @@ from dplab.planes import PlaneError, host_ttl
 from dplab.planes.router import next_hops, routes_via
 from dplab.substrate import Network
 from dplab.topology import catalog
-from dplab.topology.model import HOST, SWITCH, Topology
+from dplab.topology.model import HOST, SWITCH, Topology, node_order
 
 
 def square() -> Topology:
@@ -33,6 +33,25 @@ def test_ties_go_to_the_first_neighbour_in_switch_order():
     routes = routes_via(net, addresses, next_hops(net))
     via_s2 = addresses[("s2", "s1")][1]
     assert routes["s1"] == [("10.0.3.0", 24, via_s2)]
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("grid", {"rows": 3, "cols": 4}), ("internet", {}), ("multipath", {}), ("fattree", {"k": 4}),
+])
+def test_next_hops_are_one_hop_nearer_and_first_in_switch_order(name, params):
+    """Every next hop is a neighbour one hop nearer the host's switch, the first such in
+    switch order, and every switch that reaches a remote host has one."""
+    topo = catalog.build(name, **params)
+    fabric = topo.graph.subgraph(topo.switches())
+    order = {s: i for i, s in enumerate(sorted(fabric, key=node_order))}
+    got = next_hops(Network(topo, addressing="l3"))
+    for host in topo.hosts():
+        edge = next(iter(topo.graph.neighbors(host)))
+        hops = nx.single_source_shortest_path_length(fabric, edge)
+        for switch in topo.switches():
+            nearer = [n for n in fabric.adj[switch] if hops.get(n) == hops.get(switch, 0) - 1]
+            expected = min(nearer, key=order.__getitem__) if switch != edge else None
+            assert dict(got[switch]).get(host) == expected, (host, switch)
 
 
 def test_router_refuses_an_l2_network_and_unknown_options():

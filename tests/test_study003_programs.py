@@ -24,7 +24,7 @@ TABLES = {
     "l3_forward": {
         "L3Ingress.ipv4_lpm": ({"hdr.ipv4.dst_addr": MatchType.LPM},
                                {"L3Ingress.set_next_hop", "L3Ingress.drop"}),
-        "L3Ingress.arp_fwd": ({"hdr.arp.target_ip": MatchType.EXACT},
+        "L3Ingress.arp_fwd": ({"hdr.arp.target_ip": MatchType.LPM},
                               {"L3Ingress.forward", "L3Ingress.drop"}),
     },
     "broadcast": {"BcastIngress.mac_fwd": ({"hdr.ethernet.dst_addr": MatchType.EXACT},

@@ -16,7 +16,7 @@ from switch_rig import Rig, mac
 
 pytestmark = pytest.mark.net
 
-RING_FRAMES = 2048  # the switch's receive ring holds about this many (FRAME_COUNT, port.rs)
+RING_FRAMES = 2048  # the switch's receive ring holds about this many (RX_FRAMES, pktio phy/port.rs)
 SENT = 2 * RING_FRAMES
 STOP_DEADLINE_S = 5.0
 

@@ -5,9 +5,10 @@
  * longest-prefix match of its destination in `ipv4_lpm`, whose entry names the next hop:
  * the Ethernet destination (the host, or the next router), this hop's own Ethernet source
  * and the port. TTL is decremented and the IPv4 checksum recomputed. No route: dropped.
- * ARP: forwarded by a static table `arp_fwd`, exact on the ARP target address (request or
- * reply alike), so hosts that share one subnet across the routers resolve each other
- * directly; the router itself answers no ARP. Anything else is dropped.
+ * ARP: forwarded by a static table `arp_fwd`, the longest-prefix match of the ARP target
+ * address (request or reply alike), so hosts that share one subnet across the routers
+ * resolve each other directly, and targets behind one port can share an entry as routes
+ * do; the router itself answers no ARP. Anything else is dropped.
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -117,7 +118,7 @@ control L3Ingress(inout headers_t hdr, inout metadata_t meta,
 
     table arp_fwd {
         key = {
-            hdr.arp.target_ip: exact;
+            hdr.arp.target_ip: lpm;
         }
         actions = {
             forward;

@@ -3,6 +3,7 @@
 //! usage: dplab-switch --port 1=s1-eth1 [--port 2=s1-eth2 ...] --cpu-port 255
 //!                     --control /run/dplab/<run>/s1.sock [--pipeline prog.ir.json] [--core N]
 //!                     [--warm-loopback on|off] [--tx ring|xdp] [--xdp-min-call N]
+//!                     [--rx-frames N]
 
 // Unsafe code lives in pktio::sys; the exceptions (the counting allocator, heap.rs, and the
 // deparser's unchecked reads, values.rs) say why they need it.
@@ -27,9 +28,9 @@ mod tables;
 mod value_sets;
 mod values;
 
+use pktio::phy::port::{self, Port};
 use pktio::phy::xdp::bpf;
 use pktio::phy::xdp::tx::{self as xdptx, XdpTx};
-use pktio::phy::Port;
 use pktio::sys;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
@@ -52,6 +53,8 @@ struct Options {
     tx_xdp: bool,
     /// With `tx_xdp`: the fewest frames of a port sent in one XDP call (pktio phy/xdp/tx.rs).
     xdp_min_call: usize,
+    /// Each port's receive ring depth (pktio phy/port.rs `RX_FRAMES`).
+    rx_frames: usize,
 }
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
@@ -64,6 +67,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         warm_loopback: false,
         tx_xdp: false,
         xdp_min_call: xdptx::MIN_CALL,
+        rx_frames: port::RX_FRAMES,
     };
     let mut i = 0;
     while i < args.len() {
@@ -130,6 +134,17 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                         xdptx::MAX_FRAMES
                     ))?
             }
+            "--rx-frames" => {
+                opts.rx_frames = value
+                    .parse()
+                    .ok()
+                    .filter(|n| (port::MIN_RX_FRAMES..=port::MAX_RX_FRAMES).contains(n))
+                    .ok_or(format!(
+                        "--rx-frames {value}: expected a number from {} to {}",
+                        port::MIN_RX_FRAMES,
+                        port::MAX_RX_FRAMES
+                    ))?
+            }
             other => return Err(format!("unknown option {other}")),
         }
         i += 2;
@@ -157,11 +172,7 @@ fn fail(message: &str) -> ! {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = parse_args(&args).unwrap_or_else(|e| fail(&e));
-    let mut ports = Vec::new();
-    for (num, name) in &opts.ports {
-        let port = Port::open(*num, name, opts.tx_xdp);
-        ports.push(port.unwrap_or_else(|e| fail(&e.to_string())));
-    }
+    let ports = open_ports(&opts);
     let xdp = opts
         .ports
         .first()
@@ -231,6 +242,32 @@ fn main() {
     let _ = std::fs::remove_file(&opts.control);
 }
 
+/// Every port, opened at once on threads of their own: setting up a packet socket's ring
+/// waits for an RCU grace period in the kernel (packet_set_ring → synchronize_net), twice a
+/// port (receive and transmit ring), and concurrent waiters share grace periods, so a
+/// 16-port switch starts in a few of them instead of 32 in a row. In port order; the first
+/// port that fails ends the switch.
+fn open_ports(opts: &Options) -> Vec<Port> {
+    std::thread::scope(|scope| {
+        let opening: Vec<_> = opts
+            .ports
+            .iter()
+            .map(|(num, name)| {
+                scope.spawn(move || Port::open(*num, name, opts.tx_xdp, opts.rx_frames))
+            })
+            .collect();
+        opening
+            .into_iter()
+            .map(|t| {
+                let port = t
+                    .join()
+                    .unwrap_or_else(|_| fail("a port's opening panicked"));
+                port.unwrap_or_else(|e| fail(&e.to_string()))
+            })
+            .collect()
+    })
+}
+
 /// Binds the control socket under a temporary name and renames it into place, so the path
 /// appears only once the socket is listening: clients that wait for the file never meet
 /// ECONNREFUSED in the gap between bind and listen.
@@ -243,4 +280,28 @@ fn bind_control(path: &std::path::Path) -> std::io::Result<UnixListener> {
     let listener = UnixListener::bind(&staging)?;
     std::fs::rename(&staging, path)?;
     Ok(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(extra: &[&str]) -> Result<Options, String> {
+        let mut args = vec!["--control", "/x.sock", "--port", "1=a"];
+        args.extend_from_slice(extra);
+        parse_args(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn rx_frames_defaults_to_the_full_ring_and_is_checked() {
+        assert_eq!(parse(&[]).unwrap().rx_frames, port::RX_FRAMES);
+        assert_eq!(parse(&["--rx-frames", "512"]).unwrap().rx_frames, 512);
+        for bad in ["0", "63", "65537", "many"] {
+            let err = parse(&["--rx-frames", bad]).err().expect(bad);
+            assert!(
+                err.starts_with(&format!("--rx-frames {bad}: expected")),
+                "{err}"
+            );
+        }
+    }
 }

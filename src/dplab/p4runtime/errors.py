@@ -27,20 +27,27 @@ def not_found(message: str) -> P4RuntimeError:
     return P4RuntimeError("NOT_FOUND", message)
 
 
-def update_codes(err: grpc.RpcError) -> list[grpc.StatusCode]:
-    """A client's view of a failed Write or Read batch: the code of each update (or read
-    request) in order, from the p4.v1.Errors of the ``grpc-status-details-bin`` trailer
-    (P4Runtime spec 12.4); empty when the error was about the whole RPC (no details)."""
+def update_errors(err: grpc.RpcError) -> list[tuple[grpc.StatusCode, str]]:
+    """A client's view of a failed Write or Read batch: the code and message of each update
+    (or read request) in order, from the p4.v1.Errors of the ``grpc-status-details-bin``
+    trailer (P4Runtime spec 12.4); empty when the error was about the whole RPC (no
+    details)."""
     details = dict(err.trailing_metadata() or ()).get("grpc-status-details-bin")
     if details is None:
         return []
     by_number = {code.value[0]: code for code in grpc.StatusCode}
-    codes = []
+    errors = []
     for packed in status_pb2.Status.FromString(details).details:
         item = p4runtime_pb2.Error()
         packed.Unpack(item)
-        codes.append(by_number.get(item.canonical_code, grpc.StatusCode.UNKNOWN))
-    return codes
+        errors.append((by_number.get(item.canonical_code, grpc.StatusCode.UNKNOWN),
+                       item.message))
+    return errors
+
+
+def update_codes(err: grpc.RpcError) -> list[grpc.StatusCode]:
+    """The code of each update (or read request) of a failed batch (``update_errors``)."""
+    return [code for code, _ in update_errors(err)]
 
 
 def update_code(err: grpc.RpcError) -> grpc.StatusCode:

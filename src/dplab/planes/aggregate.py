@@ -20,9 +20,8 @@ hosts numbered in an order unrelated to the graph hardly do.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Hashable, Iterable
-from ipaddress import IPv4Network
+from ipaddress import IPv4Address, IPv4Network
 from typing import TypeVar
 
 A = TypeVar("A", bound=Hashable)
@@ -32,20 +31,44 @@ def aggregate(routes: Iterable[tuple[IPv4Network, A]]) -> list[tuple[IPv4Network
     """The fewest routes with the same address -> action mapping as ``routes`` (prefix,
     action) pairs, whose prefixes must not overlap (ValueError naming two that do). In
     address order."""
-    ranges = sorted(((int(prefix.network_address), int(prefix.broadcast_address), prefix, action)
-                     for prefix, action in routes), key=lambda r: r[0])
-    for (_, last, prefix, _), (first, _, following, _) in zip(ranges, ranges[1:], strict=False):
-        if first <= last:
-            raise ValueError(f"routes to {prefix} and {following} overlap; aggregation needs "
-                             "disjoint prefixes")
+    spans = ((int(prefix.network_address), int(prefix.broadcast_address), action)
+             for prefix, action in routes)
+    return [(IPv4Network((network, length)), action)
+            for network, length, action in aggregate_spans(spans)]
+
+
+def aggregate_spans(spans: Iterable[tuple[int, int, A]]) -> list[tuple[int, int, A]]:
+    """``aggregate`` on integers, for callers with millions of routes: (first address, last
+    address, action) of each input prefix in, (network address, prefix length, action) out."""
+    ordered = sorted(spans, key=lambda span: span[0])
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        if after[0] <= before[1]:
+            raise ValueError(f"routes to {_span_text(before)} and {_span_text(after)} "
+                             "overlap; aggregation needs disjoint prefixes")
     runs: dict[A, list[list[int]]] = {}  # action -> [first, last] address runs, in order
-    for first, last, _, action in ranges:
+    for first, last, action in ordered:
         own = runs.setdefault(action, [])
         if own and own[-1][1] + 1 == first:
             own[-1][1] = last
         else:
             own.append([first, last])
-    merged = [(prefix, action) for action, spans in runs.items() for first, last in spans
-              for prefix in ipaddress.summarize_address_range(
-                  ipaddress.IPv4Address(first), ipaddress.IPv4Address(last))]
-    return sorted(merged, key=lambda route: int(route[0].network_address))
+    merged = [(network, length, action) for action, own in runs.items() for first, last in own
+              for network, length in _aligned_blocks(first, last)]
+    return sorted(merged, key=lambda route: route[0])
+
+
+def _aligned_blocks(first: int, last: int) -> Iterable[tuple[int, int]]:
+    """The fewest prefixes (network address, length) covering first..last exactly: from
+    ``first``, each time the largest block aligned there that does not pass ``last``."""
+    while first <= last:
+        aligned = first & -first if first else 1 << 32  # the block size first is aligned to
+        fits = 1 << ((last - first + 1).bit_length() - 1)  # the largest power of 2 that fits
+        size = min(aligned, fits)
+        yield first, 33 - size.bit_length()
+        first += size
+
+
+def _span_text(span: tuple[int, int, object]) -> str:
+    """An input prefix (first, last, action) as text, for errors."""
+    first, last, _ = span
+    return f"{IPv4Address(first)}/{33 - (last - first + 1).bit_length()}"

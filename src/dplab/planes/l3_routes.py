@@ -10,18 +10,22 @@ at it (the router plane's next hops), so consecutive switches always agree, loop
 Where the switch's IPv4 table is longest-prefix match (the p4 plane's ``l3`` program),
 ``lpm_routes`` gives each host's /24 (the block its address is taken from; nothing else
 is addressed in it) aggregated exactly per switch (``planes.aggregate``), so neighbours
-behind one next hop share an entry. ARP stays per host address (exact match).
+behind one next hop share an entry; ``arp_routes`` does the same for its ARP table, whose
+action is the port alone.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from ipaddress import IPv4Network
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from dplab.planes.aggregate import aggregate
 from dplab.planes.router import next_hops
+
+A = TypeVar("A", bound=Hashable)
 
 if TYPE_CHECKING:
     from dplab.substrate.network import Network
@@ -42,8 +46,14 @@ class Hop:
 def router_mac(net: Network, switch: str) -> str:
     """02:00:00:fe:HH:LL from the switch's place in the topology (hosts' MACs are
     02:00:00:00:HH:LL, so the two never collide)."""
-    n = net.topo.switches().index(switch) + 1
-    return f"02:00:00:fe:{n // 256:02x}:{n % 256:02x}"
+    return router_macs(net)[switch]
+
+
+def router_macs(net: Network) -> dict[str, str]:
+    """Every switch's ``router_mac``, worked out once: a fat-tree of a thousand hosts has
+    hundreds of thousands of hops, and sorting the switches for each was minutes."""
+    return {switch: f"02:00:00:fe:{n // 256:02x}:{n % 256:02x}"
+            for n, switch in enumerate(net.topo.switches(), start=1)}
 
 
 def hops(net: Network) -> list[Hop]:
@@ -51,13 +61,13 @@ def hops(net: Network) -> list[Hop]:
     (``router.next_hops``) towards remote hosts, and the port of each host on its own
     switch."""
     ports = net.topo.port_numbers()
-    out = [Hop(switch, net.host_ip(host), ports[(switch, nearer)], router_mac(net, switch),
-               router_mac(net, nearer))
+    macs = router_macs(net)
+    out = [Hop(switch, net.host_ip(host), ports[(switch, nearer)], macs[switch], macs[nearer])
            for switch, remote in next_hops(net).items() for host, nearer in remote]
     for host in net.topo.hosts():
         switch = next(iter(net.topo.graph.neighbors(host)))
         out.append(Hop(switch, net.host_ip(host), ports[(switch, host)],
-                       router_mac(net, switch), net.host_mac(host)))
+                       macs[switch], net.host_mac(host)))
     return out
 
 
@@ -76,11 +86,23 @@ class Route:
 def lpm_routes(hop_list: list[Hop]) -> list[Route]:
     """The IPv4 routes of ``hop_list`` (``hops``) for a longest-prefix-match table: per
     switch, each host's /24 with its hop's action, aggregated."""
+    return [Route(switch, prefix, *action) for switch, prefix, action
+            in _aggregated(hop_list, lambda hop: (hop.port, hop.own_mac, hop.next_mac))]
+
+
+def arp_routes(hop_list: list[Hop]) -> list[tuple[str, IPv4Network, int]]:
+    """(switch, prefix, port) for a longest-prefix-match table of ARP target addresses: per
+    switch, each host's /24 with its hop's port, aggregated."""
+    return [(switch, prefix, port)
+            for switch, prefix, port in _aggregated(hop_list, lambda hop: hop.port)]
+
+
+def _aggregated(hop_list: list[Hop], action_of: Callable[[Hop], A]
+                ) -> list[tuple[str, IPv4Network, A]]:
     blocks = {ip: ipaddress.ip_network(f"{ip}/24", strict=False)  # one object per host
               for ip in {hop.host_ip for hop in hop_list}}
-    by_switch: dict[str, list[tuple[IPv4Network, tuple[int, str, str]]]] = {}
+    by_switch: dict[str, list[tuple[IPv4Network, A]]] = {}
     for hop in hop_list:
-        by_switch.setdefault(hop.switch, []).append((blocks[hop.host_ip], (
-            hop.port, hop.own_mac, hop.next_mac)))
-    return [Route(switch, prefix, *action) for switch, routes in by_switch.items()
+        by_switch.setdefault(hop.switch, []).append((blocks[hop.host_ip], action_of(hop)))
+    return [(switch, prefix, action) for switch, routes in by_switch.items()
             for prefix, action in aggregate(routes)]

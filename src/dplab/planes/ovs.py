@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import re
 import signal
@@ -36,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from dplab.control.forwarding import MODES, REACTIVE
-from dplab.planes import host_ttl, l3_routes, pipeline, tagging
-from dplab.planes.base import PlaneError, RulePackets, batches, paths_from_rule_packets
+from dplab.planes import host_ttl, l3_routes, ovsdb, pipeline, tagging
+from dplab.planes.base import PlaneError, RulePackets, paths_from_rule_packets
 from dplab.planes.bridge import off_tree_links
 from dplab.planes.controlled import CONTROLLER_COUNTERS, ControlledPlane
 from dplab.qos import openflow_meter
@@ -76,14 +77,13 @@ BYPASS_QDISC = ("afxdp", "afxdp-sleep")
 PMD_MAXSLEEP_US = 1000
 # Deadlines of the calls into OVS's daemons: each tool gets its own --timeout (it exits
 # with SIGALRM when the daemon does not answer in time) and the subprocess a few seconds
-# more, in case the tool itself hangs. Bridge set-up waits for ovs-vswitchd to configure
-# every port of the topology, a query for one answer.
+# more, in case the tool itself hangs.
 VSCTL_TIMEOUT_S = 30
-# Bridges are added this many per ovs-vsctl transaction, each waited for until
-# ovs-vswitchd has configured it: one transaction for a whole large topology (180 bridges,
-# 2,160 ports with their HTB QoS at fat-tree k=12) was not configured within
-# VSCTL_TIMEOUT_S, which then bounds one batch's configuration instead of the topology's.
-BRIDGE_BATCH = 16
+# ovs-vswitchd's configuration of the topology's bridges grows with their ports: it adds
+# each to its one userspace datapath, with an AF_PACKET socket and an HTB qdisc, and
+# re-walks the datapath's ports as it does; so the deadline for all of it does too.
+CONFIGURE_BASE_S = 30
+CONFIGURE_PER_PORT_S = 0.05
 OFCTL_TIMEOUT_S = 5
 TOOL_GRACE_S = 5
 
@@ -178,20 +178,37 @@ class OvsPlane(ControlledPlane):
         self._add_study002_flows(net)
 
     def _add_bridges(self, net: Network) -> None:
-        """Every bridge and port, BRIDGE_BATCH bridges per transaction; a batch that is not
-        configured in time fails naming how far the others got."""
+        """Every bridge, port and QoS in OVSDB transactions of their own (ovsdb), then one
+        wait until ovs-vswitchd has applied them all (its cur_cfg reaches their next_cfg)."""
         loops = _switches_have_loops(net)
-        switches = net.topo.switches()
-        done, began = 0, time.monotonic()
-        for batch in batches(switches, BRIDGE_BATCH):
-            try:
-                self.vsctl(*[cmd for switch in batch
-                             for cmd in self._bridge_commands(net, switch, loops)])
-            except PlaneError as exc:
-                raise PlaneError(f"{exc} (bridges {batch[0]}..{batch[-1]}; {done} of "
-                                 f"{len(switches)} were configured in "
-                                 f"{time.monotonic() - began:.1f} s)") from exc
-            done += len(batch)
+        rows = [self._bridge_row(net, switch, loops) for switch in net.topo.switches()]
+        ports = sum(len(row.ports) for row in rows)
+        deadline = math.ceil(CONFIGURE_BASE_S + CONFIGURE_PER_PORT_S * ports)  # whole s
+        try:
+            cfg = ovsdb.add_bridges(f"unix:{self.db_sock}", rows, VSCTL_TIMEOUT_S)
+        except ovsdb.OvsdbError as exc:
+            raise PlaneError(f"ovs: {exc}") from exc
+        self._wait_until_applied(cfg, deadline, f"{len(rows)} bridges, {ports} ports")
+
+    def _wait_until_applied(self, cfg: int, seconds: int, what: str) -> None:
+        """Until ovs-vswitchd's cur_cfg reaches ``cfg`` (``ovs-vsctl wait-until``, which
+        OVSDB tells of the change); at once a PlaneError if one of our daemons died."""
+        argv = ["ovs-vsctl", f"--db=unix:{self.db_sock}", "--no-wait", f"--timeout={seconds}",
+                "wait-until", "open_vswitch", ".", f"cur_cfg>={cfg}"]
+        late = f"ovs-vswitchd did not apply {what} within {seconds} s (log {self.dir}/" \
+               "ovs-vswitchd.log)"
+        waiting = subprocess.Popen(argv, env=private_env(self.dir), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            self._wait_for(lambda: waiting.poll() is not None, seconds + TOOL_GRACE_S, late)
+        finally:
+            if waiting.poll() is None:
+                waiting.kill()
+            _, err = waiting.communicate()
+        if waiting.returncode == -signal.SIGALRM:  # its own --timeout
+            raise PlaneError(f"{self.kind}: {late}")
+        if waiting.returncode != 0:
+            raise PlaneError(f"{self.kind}: ovs-vsctl wait-until failed: {err.strip()}")
 
     def _add_study002_flows(self, net: Network) -> None:
         """The plane's own flows in every bridge, none by default: the complex pipeline's
@@ -265,29 +282,29 @@ class OvsPlane(ControlledPlane):
             argv += ["--hairpin", json.dumps(hairpin)]
         self._spawn(net, self.switch_ns, "controller", argv)
 
-    def _bridge_commands(self, net: Network, switch: str, loops: bool) -> list[str]:
-        """ovs-vsctl commands adding ``switch``'s bridge and ports (``loops``: whether the
-        switches form loops, which standalone bridges then break with RSTP)."""
-        br = self.bridge(switch)
-        cmds = ["--", "add-br", br, "--", "set", "bridge", br,
-                f"datapath_type={self.datapath}",
-                f"other-config:datapath-id={node_index(switch):016x}",
-                "other-config:disable-in-band=true", "protocols=OpenFlow13"]
-        if self._has_controller():
-            # A short reconnect back-off: the controller may still be starting up.
-            cmds += ["fail-mode=secure", f"controller=@c{switch}", "--",
-                     f"--id=@c{switch}", "create", "Controller",
-                     f"target=\"tcp:127.0.0.1:{OPENFLOW_PORT}\"", "max_backoff=1000"]
-        elif self.l3 or self.vlan is not None:  # only our static flows forward
-            cmds += ["fail-mode=secure"]
-        else:
-            cmds += ["fail-mode=standalone", f"rstp_enable={str(loops).lower()}"]
+    def _bridge_row(self, net: Network, switch: str, loops: bool) -> ovsdb.BridgeRow:
+        """``switch``'s bridge and ports (``loops``: whether the switches form loops, which
+        standalone bridges then break with RSTP); each shaped link's port gets the link's
+        rate back as an HTB QoS (OVS replaces the port's root qdisc, the substrate's TBF,
+        with its own)."""
+        controller = self._has_controller()
+        ports = []
         for port, ifname in net.switch_ports(switch).items():
-            cmds += ["--", "add-port", br, ifname, "--", "set", "interface", ifname,
-                     f"ofport_request={port}", *interface_type(self.ports)]
             link = net.topo.graph.edges[switch, net.neighbour(switch, port)]
-            cmds += _shaping_qos(ifname, link.get("bw_mbit"))
-        return cmds
+            rate = link.get("bw_mbit")
+            ports.append(ovsdb.PortRow(ifname, port, interface_type(self.ports),
+                                       None if rate is None else round(rate * 1e6)))
+        # Only our static flows forward under l3 and VLAN tagging; a bridge under the
+        # controller waits for its flows.
+        secure = controller or self.l3 or self.vlan is not None
+        return ovsdb.BridgeRow(
+            name=self.bridge(switch), datapath_type=self.datapath,
+            other_config={"datapath-id": f"{node_index(switch):016x}",
+                          "disable-in-band": "true"},
+            fail_mode="secure" if secure else "standalone", rstp=loops and not secure,
+            controller=f"tcp:127.0.0.1:{OPENFLOW_PORT}" if controller else None,
+            # A short reconnect back-off: the controller may still be starting up.
+            controller_max_backoff_ms=1000, ports=tuple(ports))
 
     def vsctl(self, *args: str) -> str:
         """ovs-vsctl against our own database (never the host's)."""
@@ -414,16 +431,6 @@ def daemon_argv(run_dir: Path, name: str, args: list[str]) -> list[str]:
             f"--log-file={run_dir / name}.log"]
 
 
-def _shaping_qos(ifname: str, bw_mbit: float | None) -> list[str]:
-    """OVS replaces a port's root qdisc with its own QoS (the substrate's TBF would be
-    gone): a shaped link gets it back as OVS QoS, an HTB at the link's rate."""
-    if bw_mbit is None:
-        return []
-    qos = f"@q_{ifname.replace('-', '_')}"
-    return ["--", "set", "port", ifname, f"qos={qos}", "--", f"--id={qos}", "create", "qos",
-            "type=linux-htb", f"other-config:max-rate={round(bw_mbit * 1e6)}"]
-
-
 def _meters_info(meters: list[openflow_meter.MeterClass]) -> dict[str, str]:
     if not meters:
         return {}
@@ -484,9 +491,9 @@ def global_config(ports: str) -> list[str]:
     return out
 
 
-def interface_type(ports: str) -> list[str]:
-    """Interface columns (ovs-vsctl set interface X ...) for port I/O ``ports``."""
-    return ["type=afxdp"] if ports in BYPASS_QDISC else []
+def interface_type(ports: str) -> str:
+    """The Interface type for port I/O ``ports`` ("": the datapath's ordinary port)."""
+    return "afxdp" if ports in BYPASS_QDISC else ""
 
 
 def _switches_have_loops(net: Network) -> bool:

@@ -11,7 +11,9 @@ Options: ``mode`` reactive|proactive, ``program`` (a P4 file; default
 switch, its entries derived from the topology by ``planes.l3_routes`` and written to
 ``<run dir>/p4/l3_entries.json``, no controller: the routing workload), ``entries`` (a
 YAML/JSON file of table entries, see ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how
-the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``). With ``xdp`` every peer
+the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``), ``rx_ring_frames``
+(each switch port's receive ring depth, ``auto`` by default: 2048 frames unless the rings
+of all switch ports would not fit in memory, see ``dplab.planes.rx_ring``). With ``xdp`` every peer
 end of a switch port (host ends and other switches' ports) gets GRO on: veth takes XDP
 frames only into a peer that runs NAPI.
 Without ``entries`` the controller drives the switches; it needs basic_fwd's table
@@ -54,7 +56,7 @@ from dplab.control.p4runtime_app import Program, rule_key
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
-from dplab.planes import host_ttl, l3_routes, pipeline, tagging
+from dplab.planes import host_ttl, l3_routes, pipeline, rx_ring, tagging
 from dplab.planes.base import (
     PlaneError,
     RulePackets,
@@ -88,6 +90,11 @@ START_TIMEOUT_S = 15.0
 # start-up's deadline grows with the number of batches. All at once, 180 switches on 2
 # loaded cores left the last ones without a control socket past any fixed deadline.
 START_BATCH = 32
+# The P4Runtime server process says ``ready`` once its interpreter has started, imported
+# grpc and protobuf and connected to every switch: seconds on an idle machine, and tens of
+# seconds on a loaded one. The wait ends at that line, or at once when the process exits,
+# so this deadline only bounds a server that hangs.
+SERVERS_READY_TIMEOUT_S = 120.0
 # The compiler's bounds (dplab.p4.limits) keep real programs far below this; a program
 # that still takes longer is stopped rather than holding up the matrix.
 COMPILE_TIMEOUT_S = 60.0
@@ -127,7 +134,7 @@ class P4Plane(ControlledPlane):
     shared_switch_ns = False
     OPTIONS: dict[str, Any] = {"mode": REACTIVE, "program": None, "entries": None,
                                "tx": "xdp", "qos": None, "vlan": None, "pipeline": "plain",
-                               "ready": "ping"}
+                               "ready": "ping", "rx_ring_frames": rx_ring.AUTO}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
@@ -157,10 +164,13 @@ class P4Plane(ControlledPlane):
         # Entries the plane derives from the topology (vlan, program l3), written to
         # entries_path as a record and installed from memory.
         self.generated: list[dict[str, Any]] | None = None
+        self.l3_hops = 0  # program l3: (switch, host) pairs routed, before aggregation
         if self.options["tx"] not in TX_MODES:
             raise PlaneError(f"plane p4: option 'tx' must be one of {', '.join(TX_MODES)}, "
                              f"not {self.options['tx']!r}")
         self.qos = self._qos_spec()
+        self._rx_option = rx_ring.check_option(self.options["rx_ring_frames"])
+        self.rx_ring: rx_ring.RingChoice | None = None  # chosen at start, for the ports
         self._entries_written: int | None = None
         # The controller's program, when its path_rules entries count their packets (a
         # direct counter, as basic_fwd's path_hits): they tell each flow's path.
@@ -203,6 +213,9 @@ class P4Plane(ControlledPlane):
                 "transmit": f"{self.options['tx']} (ring on shaped ports)",
                 **tagging.info(self.vlan, f"program {self.program.name}, entries from the "
                                           "topology"),
+                "rx ring": (f"{self.rx_ring.frames} frames per port: {self.rx_ring.reason}"
+                            if self.rx_ring else f"{self._rx_option} (chosen at start: "
+                            "stats' rx_ring_frames)"),
                 **pipeline.info(self.options["pipeline"]), **host_ttl.info(self.deep)}
 
     # -- start ---------------------------------------------------------------------------
@@ -213,6 +226,8 @@ class P4Plane(ControlledPlane):
             raise PlaneError(f"p4: switch {misnamed[0]!r} is not named s<number> or ap<number>")
         self.net = net
         self._started = time.monotonic()
+        self.rx_ring = rx_ring.choose(self._rx_option, sum(map(len, (
+            net.switch_ports(s) for s in net.topo.switches()))), rx_ring.mem_available())
         self.dir = net.run_dir / "p4"
         self.dir.mkdir(parents=True, exist_ok=True)
         program = self.program
@@ -236,7 +251,8 @@ class P4Plane(ControlledPlane):
             compiling.cancel()
         if self.l3:
             self.deep = host_ttl.fit(net, self.kind)
-            self.entries_path, self.generated = write_l3_entries(net, self.dir / "l3_entries.json")
+            self.entries_path, self.generated, self.l3_hops = write_l3_entries(
+                net, self.dir / "l3_entries.json")
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
             self._start_controller(net, compiled)
@@ -291,10 +307,17 @@ class P4Plane(ControlledPlane):
         config = pb.ForwardingPipelineConfig(p4_device_config=compiled["ir"].read_bytes())
         config.p4info.ParseFromString(compiled["p4info_bin"].read_bytes())
 
+        # Each switch's entries, in file order, sorted out in one pass (a thousand-host
+        # topology has hundreds of thousands, each naming one switch).
+        mine: dict[str, list[entries_file.Entry]] = {s: [] for s in net.topo.switches()}
+        for entry in entries:
+            for switch in mine if entry.switches is None else dict.fromkeys(entry.switches):
+                mine[switch].append(entry)
+
         def one(switch: str) -> int:
-            mine = [e for e in entries if e.switches is None or switch in e.switches]
-            install(self._grpc(switch), node_index(switch), config, mine, str(self.entries_path))
-            return len(mine)
+            install(self._grpc(switch), node_index(switch), config, mine[switch],
+                    str(self.entries_path))
+            return len(mine[switch])
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             jobs = [pool.submit(one, s) for s in net.topo.switches()]
@@ -366,7 +389,7 @@ class P4Plane(ControlledPlane):
         # the switch's warm-up frames (switch/src/dataplane/warmup.rs).
         argv = [str(SWITCH_BIN), "--cpu-port", str(CPU_PORT), "--control",
                 str(self._control(switch)), "--warm-loopback", "on",
-                "--tx", self.options["tx"]]
+                "--tx", self.options["tx"], "--rx-frames", str(self.rx_ring.frames)]
         for port, ifname in sorted(net.switch_ports(switch).items()):
             argv += ["--port", f"{port}={ifname}"]
         self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv)
@@ -390,8 +413,8 @@ class P4Plane(ControlledPlane):
         stdout = servers.stdout
         assert stdout is not None
         self._wait_for(lambda: bool(select.select([stdout], [], [], POLL_S)[0]),
-                       START_TIMEOUT_S,
-                       f"the P4Runtime servers were not ready within {START_TIMEOUT_S} s "
+                       SERVERS_READY_TIMEOUT_S,
+                       f"the P4Runtime servers were not ready within {SERVERS_READY_TIMEOUT_S} s "
                        f"(log {self.dir / SERVERS}.log)",
                        pause=lambda: None)  # select() above waits
         if stdout.readline().strip() != b"ready":
@@ -529,25 +552,28 @@ class P4Plane(ControlledPlane):
         """The controller's counters (written after this call, so nothing just counted is
         missing) and the time it took to become ready. A daemon that died during the run
         (the P4Runtime server, a switch, the controller) is in failures(); one that stops
-        answering fails this call with a PlaneError naming it."""
+        answering fails this call with a PlaneError naming it. ``rx_ring_frames``: each
+        switch port's receive ring depth (info() says why)."""
         static = ({} if self.entries_path is None
                   else {"entries_written": self._entries_written, **self._qos_stats(),
                         **self._l3_route_stats()})
         if self.net is None:
-            return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s", "pipeline_drops")),
-                    **static}
+            return {**dict.fromkeys((*CONTROLLER_COUNTERS, "ready_s", "pipeline_drops",
+                                     "rx_ring_frames")), **static}
         self._check_answering(self.net)
         return {**self._fresh_controller_counters(), "ready_s": self._ready_s,
-                "pipeline_drops": self._pipeline_drops(self.net), **static}
+                "pipeline_drops": self._pipeline_drops(self.net),
+                "rx_ring_frames": None if self.rx_ring is None else float(self.rx_ring.frames),
+                **static}
 
     def _l3_route_stats(self) -> dict[str, float | None]:
-        """``program: l3``: the IPv4 routes written (aggregated) and one per (switch, host)
-        as before aggregation (as many as the ARP entries)."""
+        """``program: l3``: the IPv4 routes and ARP entries written (aggregated), and the
+        (switch, host) pairs they route (one route each before aggregation)."""
         if not self.l3 or self.generated is None:
             return {}
         count = Counter(entry["table"] for entry in self.generated)
-        return {"static_routes": float(count["ipv4_lpm"]),
-                "routes_unaggregated": float(count["arp_fwd"])}
+        return {"static_routes": float(count["ipv4_lpm"]), "arp_entries": float(count["arp_fwd"]),
+                "routes_unaggregated": float(self.l3_hops)}
 
     def _pipeline_drops(self, net: Network) -> float:
         """The packets every switch's program dropped so far (mark_to_drop and the like;
@@ -632,21 +658,22 @@ class Compilation:
             self.process.communicate()
 
 
-def write_l3_entries(net: Network, path: Path) -> tuple[Path, list[dict[str, Any]]]:
+def write_l3_entries(net: Network, path: Path) -> tuple[Path, list[dict[str, Any]], int]:
     """l3_forward.p4's entries for ``net`` (``program: l3``), from planes.l3_routes: per
     switch the aggregated routes to the hosts' /24s (next-hop MAC, own MAC, port) and ARP
-    by target address, one per host."""
+    by target address (port), aggregated the same way; and the (switch, host) pairs they
+    route."""
     hops = l3_routes.hops(net)
     entries = [{"table": "ipv4_lpm", "match": {"hdr.ipv4.dst_addr": str(route.prefix)},
                 "action": "set_next_hop", "switches": [route.switch],
                 "params": {"next_hop_mac": route.next_mac, "own_mac": route.own_mac,
                            "port": route.port}}
                for route in l3_routes.lpm_routes(hops)]
-    entries += [{"table": "arp_fwd", "match": {"hdr.arp.target_ip": hop.host_ip},
-                 "action": "forward", "params": {"port": hop.port}, "switches": [hop.switch]}
-                for hop in hops]
+    entries += [{"table": "arp_fwd", "match": {"hdr.arp.target_ip": str(prefix)},
+                 "action": "forward", "params": {"port": port}, "switches": [switch]}
+                for switch, prefix, port in l3_routes.arp_routes(hops)]
     path.write_text(json.dumps({"entries": entries}))
-    return path, entries
+    return path, entries, len(hops)
 
 
 def _answered(sockets: list[str]) -> bool:

@@ -8,14 +8,17 @@ their parent), so a fat-tree's pods take a few routes per switch instead of one 
 from __future__ import annotations
 
 import ipaddress
+import socket
 import time
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from dplab.planes import host_ttl
-from dplab.planes.aggregate import aggregate
+from dplab.planes.aggregate import aggregate_spans
 from dplab.planes.base import Plane, PlaneError, farthest_hosts, ping_until
+from dplab.planes.hop_distances import hop_rows
 from dplab.substrate.network import Network
 from dplab.substrate.rtnl import NsPlan
 from dplab.topology.model import SWITCH, node_order
@@ -107,14 +110,14 @@ def routes_via(net: Network, link_addr: dict[tuple[str, str], tuple[str, str]],
     """For every switch, routes (destination, prefix length, via): each remote host's /24
     via the address of the next hop (``link_addr``: see RouterPlane._link_addresses) along
     ``hops`` (``next_hops``), aggregated."""
-    subnets = {host: ipaddress.ip_network(f"{net.host_gateway(host)}/24", strict=False)
-               for host in net.topo.hosts()}
+    subnets = {host: int(ipaddress.ip_network(f"{net.host_gateway(host)}/24", strict=False)
+                         .network_address) for host in net.topo.hosts()}
     routes: dict[str, list[tuple[str, int, str]]] = {}
     for switch, remote in hops.items():
-        merged = aggregate((subnets[host], link_addr[(nearer, switch)][1])
-                           for host, nearer in remote)
-        routes[switch] = [(str(prefix.network_address), prefix.prefixlen, via)
-                          for prefix, via in merged]
+        merged = aggregate_spans((subnets[host], subnets[host] + 255,
+                                  link_addr[(nearer, switch)][1]) for host, nearer in remote)
+        routes[switch] = [(socket.inet_ntoa(network.to_bytes(4, "big")), length, via)
+                          for network, length, via in merged]
     return routes
 
 
@@ -122,27 +125,41 @@ def next_hops(net: Network) -> dict[str, list[tuple[str, str]]]:
     """For every switch, (remote host, neighbour switch one hop nearer it on a shortest path)
     in host order; ties go to the neighbour first in switch order. Hosts on the switch
     itself are left out."""
-    fabric = nx.Graph(net.topo.graph.subgraph(net.topo.switches()))  # a copy: views are slow
-    rank = {s: i for i, s in enumerate(sorted(fabric, key=node_order))}
-    towards: dict[str, list[tuple[str, str]]] = {}  # edge switch -> (switch, nearer)
-    hops: dict[str, list[tuple[str, str]]] = {s: [] for s in net.topo.switches()}
-    for host in net.topo.hosts():
-        edge_switch = next(iter(net.topo.graph.neighbors(host)))
-        if not _is_switch(net, edge_switch):
-            continue
-        if edge_switch not in towards:  # hosts on one switch share their next hops
-            towards[edge_switch] = _towards(fabric, edge_switch, rank)
-        for switch, nearer in towards[edge_switch]:
+    switches = net.topo.switches()
+    edge_of = {host: next(iter(net.topo.graph.neighbors(host))) for host in net.topo.hosts()}
+    edge_of = {host: edge for host, edge in edge_of.items() if _is_switch(net, edge)}
+    targets = list(dict.fromkeys(edge_of.values()))  # hosts on one switch share next hops
+    towards = _towards(net, switches, targets)
+    hops: dict[str, list[tuple[str, str]]] = {s: [] for s in switches}
+    for host, edge in edge_of.items():
+        for switch, nearer in towards[edge]:
             hops[switch].append((host, nearer))
     return hops
 
 
-def _towards(fabric: nx.Graph, target: str, rank: dict[str, int]) -> list[tuple[str, str]]:
-    """(switch, its neighbour one hop nearer ``target``, first in switch order) per switch."""
-    distance = nx.single_source_shortest_path_length(fabric, target)
-    return [(switch, min((n for n in fabric.adj[switch] if distance.get(n) == length - 1),
-                         key=rank.__getitem__))
-            for switch, length in distance.items() if length > 0]
+def _towards(net: Network, switches: list[str], targets: list[str]
+             ) -> dict[str, list[tuple[str, str]]]:
+    """target -> (switch, its neighbour one hop nearer ``target``, first in switch order) for
+    every switch that reaches it. One breadth-first search per target in C, then per target
+    one pass over the links sorted by (switch, neighbour's rank): a switch's first link whose
+    far end is one hop nearer names its next hop."""
+    fabric = nx.Graph(net.topo.graph.subgraph(switches))  # a copy: views are slow
+    index = {s: i for i, s in enumerate(switches)}
+    rank = np.empty(len(switches), dtype=np.int64)
+    rank[[index[s] for s in sorted(switches, key=node_order)]] = np.arange(len(switches))
+    links = nx.to_scipy_sparse_array(fabric, nodelist=switches, format="coo")
+    order = np.lexsort((rank[links.col], links.row))
+    near, far = links.row[order], links.col[order]
+    towards: dict[str, list[tuple[str, str]]] = {}
+    for first, rows in hop_rows(fabric, switches, [index[t] for t in targets]):
+        for target, hops in zip(targets[first:first + len(rows)], rows, strict=True):
+            nearer = np.isfinite(hops[near]) & (hops[far] == hops[near] - 1)
+            via, to = near[nearer], far[nearer]
+            first_of_switch = np.r_[True, via[1:] != via[:-1]]
+            towards[target] = [(switches[a], switches[b])
+                               for a, b in zip(via[first_of_switch], to[first_of_switch],
+                                               strict=True)]
+    return towards
 
 
 def _is_switch(net: Network, node: str) -> bool:

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use pktio::offload::segment::Segments;
-use pktio::phy::port::{wait_readable, Port};
+use pktio::phy::port::{self, wait_readable, Port};
 use pktio::sys;
 
 use bridge::Bridge;
@@ -204,7 +204,7 @@ fn main() {
     let ports: Vec<Port> = config
         .ports
         .iter()
-        .map(|p| Port::open(p.number, &p.iface, false))
+        .map(|p| Port::open(p.number, &p.iface, false, port::RX_FRAMES))
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| fail(&format!("{}: {e}", config.switch)));
     dplab_tool::stop_on_signals();

@@ -27,7 +27,7 @@ use std::collections::BinaryHeap;
 use std::io::Write;
 
 use pktio::offload::segment::Segments;
-use pktio::phy::port::Port;
+use pktio::phy::port::{self, Port};
 use pktio::sys;
 
 use config::Config;
@@ -274,7 +274,8 @@ fn fail(message: &str) -> ! {
 fn main() {
     let config: Config = dplab_tool::config_from_args(PROGRAM);
     let open = |number, name: &str| {
-        Port::open(number, name, false).unwrap_or_else(|e| fail(&format!("{}: {e}", config.link)))
+        Port::open(number, name, false, port::RX_FRAMES)
+            .unwrap_or_else(|e| fail(&format!("{}: {e}", config.link)))
     };
     let ports = [open(1, &config.a), open(2, &config.b)];
     // The two ways draw from different streams of the one seed.

@@ -48,7 +48,7 @@ use std::io::Write;
 use std::ops::Range;
 
 use pktio::offload::segment::Segments;
-use pktio::phy::port::{Port, RingDrops};
+use pktio::phy::port::{self, Port, RingDrops};
 use pktio::sys;
 use serde::Serialize;
 
@@ -266,7 +266,7 @@ fn main() {
         .into_iter()
         .enumerate()
         .map(|(i, name)| {
-            Port::open(i as u32 + 1, name, false)
+            Port::open(i as u32 + 1, name, false, port::RX_FRAMES)
                 .unwrap_or_else(|e| fail(&format!("{}: {e}", config.name)))
         })
         .collect();

@@ -69,11 +69,17 @@ const RX_PACKET_AT: usize = align16(libc::TPACKET2_HDRLEN + 16) + VNET_HDR_LEN -
 const BIG_PACKET: usize = 1 << 17;
 /// Socket receive buffer for those packets: bounds the memory they may hold while queued.
 const RCVBUF_BYTES: libc::c_int = 16 << 20;
-/// Receive ring depth. Every frame is kernel memory mapped into the switch (it counts in
-/// its RSS): 2048 frames are 3.3 MiB per port at MTU 1500, ~2 ms of 1 Mpps for while the
-/// switch's thread waits for its core; half of that lost 64 B packets under load
-/// (measured A/B).
-const FRAME_COUNT: usize = 2048;
+/// Receive ring depth unless the program asks for another ([`Port::open`]). Every frame is
+/// kernel memory mapped into the switch (it counts in its RSS): 2048 frames are 3.3 MiB per
+/// port at MTU 1500, ~2 ms of 1 Mpps for while the switch's thread waits for its core; half
+/// of that lost 64 B packets under load (measured A/B). A network of thousands of ports
+/// asks for fewer, so that every port's ring fits in memory.
+pub const RX_FRAMES: usize = 2048;
+/// The fewest receive frames a port takes: one round's batch (dataplane.rs reads at most
+/// 64 frames of a port per round) must fit in the ring.
+pub const MIN_RX_FRAMES: usize = 64;
+/// The most: 64 Ki frames are ~100 MiB per port, far beyond any use of a ring's depth.
+pub const MAX_RX_FRAMES: usize = 1 << 16;
 /// Transmit ring depth: a round sends a port at most 64 packets per input port (dataplane.rs), and
 /// a longer batch (segments of super-packets) is sent in parts as frames come free.
 const TX_FRAME_COUNT: usize = 256;
@@ -266,14 +272,30 @@ fn rx_frame_size(mtu: usize) -> usize {
     align16(RX_PACKET_AT + ETH_HLEN + mtu + VLAN_HLEN).min(MAX_FRAME_SIZE)
 }
 
+/// The receive ring of an interface of MTU `mtu`, with room for at least `frames` frames.
+fn rx_ring_shape(mtu: usize, frames: usize) -> RingShape {
+    RingShape::new(rx_frame_size(mtu), frames)
+}
+
 /// Bytes per transmit ring frame for packets of up to `wire_max` bytes.
 fn tx_frame_size(wire_max: usize) -> usize {
     align16(txring::DATA_OFFSET + wire_max).min(MAX_FRAME_SIZE)
 }
 
 impl Port {
-    /// `xdp`: the switch transmits through XDP (the port then reads veth's XDP counts).
-    pub fn open(number: u32, name: &str, xdp: bool) -> io::Result<Port> {
+    /// `xdp`: the switch transmits through XDP (the port then reads veth's XDP counts);
+    /// `rx_frames`: the receive ring's depth ([`RX_FRAMES`] unless memory is short), from
+    /// [`MIN_RX_FRAMES`] to [`MAX_RX_FRAMES`].
+    pub fn open(number: u32, name: &str, xdp: bool, rx_frames: usize) -> io::Result<Port> {
+        if !(MIN_RX_FRAMES..=MAX_RX_FRAMES).contains(&rx_frames) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "port {number} ({name}): {rx_frames} receive frames: expected \
+                     {MIN_RX_FRAMES} to {MAX_RX_FRAMES}"
+                ),
+            ));
+        }
         let Some(ifindex) = sys::if_nametoindex(name) else {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
@@ -281,16 +303,15 @@ impl Port {
             ));
         };
         let ifindex = ifindex as i32;
-        let proto = (libc::ETH_P_ALL as u16).to_be() as i32;
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, proto)
+        // Protocol 0: the socket takes no packets until `bind` names ETH_P_ALL and the
+        // interface. Opened with ETH_P_ALL it would be hooked into every interface already,
+        // and unhooking it for the bind waits for an RCU grace period (packet_do_bind →
+        // synchronize_net), ~10 ms a port on a loaded machine.
+        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)
             .map_err(|e| port_error(name, "socket", e))?;
         let mtu = sys::interface_mtu(fd.as_raw_fd(), name)
             .map_err(|e| port_error(name, "SIOCGIFMTU", e))?;
-        let ring = configure(
-            fd.as_raw_fd(),
-            name,
-            RingShape::new(rx_frame_size(mtu), FRAME_COUNT),
-        )?;
+        let ring = configure(fd.as_raw_fd(), name, rx_ring_shape(mtu, rx_frames))?;
         sys::bind_packet(fd.as_raw_fd(), ifindex, libc::ETH_P_ALL as u16)
             .map_err(|e| port_error(name, "bind", e))?;
         let tso = ethtool::tso(fd.as_raw_fd(), name);
@@ -737,4 +758,26 @@ pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) {
         })
         .collect();
     sys::ppoll(&mut pfds, timeout_ms.max(0) as u64 * 1_000_000);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rx_ring_has_the_frames_asked_for_and_memory_in_proportion() {
+        let full = rx_ring_shape(1500, RX_FRAMES);
+        for frames in [MIN_RX_FRAMES, 100, 512, RX_FRAMES, MAX_RX_FRAMES] {
+            let shape = rx_ring_shape(1500, frames);
+            // At least what was asked, and at most one block's frames more.
+            let per_block = (1 << 16) / shape.frame_size;
+            assert!(shape.frames() >= frames, "{frames}");
+            assert!(shape.frames() < frames + per_block, "{frames}");
+            assert_eq!(shape.frame_size, rx_frame_size(1500));
+            // Memory follows the depth: whole blocks, no more than the frames asked for need.
+            assert!(shape.bytes() >= frames * shape.frame_size);
+            assert!(shape.bytes() <= (frames / per_block + 1) << 16, "{frames}");
+        }
+        assert!(rx_ring_shape(1500, 512).bytes() * 3 < full.bytes());
+    }
 }
