@@ -45,7 +45,7 @@ def ports_of_flows(rig, flow_list: list[tuple[str, int]], copies: int = 1) -> di
     for flow in flow_list:
         for _ in range(copies):
             rig.send(1, udp(*flow))
-        got = rig.capture(0.15)
+        got = rig.capture()
         seen[flow] = {port for port, frames in got.items() for _ in frames}
     return seen
 

@@ -32,10 +32,16 @@ SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 BLAST_BIN = ROOT / "switch" / "target" / "release" / "dplab-pktblast"
 CLONE_NEWNET = 0x40000000
 PACKET_OUTGOING = 4
+# Rig._start_switch: how long the switch may take to open its control socket (a loaded
+# machine may keep it from a core for seconds).
+START_DEADLINE_S = 10.0
+# Rig._wait_links_up: how long the kernel may take to bring the veth ends up.
+LINKS_DEADLINE_S = 30.0
 SEND_ATTEMPTS = 200  # Rig.send: 5 ms apart while the backlog is full
-# Rig.capture: how long to wait for the switch to read what the rig sent it (a loaded
-# machine may keep it from its core for a while) before the capture window starts anyway.
-INTAKE_DEADLINE_S = 10.0
+# Rig.capture: how long to wait for the switch to be done with what the rig gave it, and
+# for its frames to reach the capture sockets (a loaded machine may keep the switch or the
+# kernel's softirq work from a core for a while), before giving up on them.
+READY_DEADLINE_S = 10.0
 ETH_P_ALL = 0x0003
 SO_RCVBUFFORCE = 33  # socket.h; Python names only SO_RCVBUF (root may force past rmem_max)
 CAPTURE_RCVBUF = 8 << 20
@@ -218,6 +224,11 @@ class Rig:
         self.client: SwitchClient | None = None
         self.sockets: dict[int, socket.socket] = {}
         self.sent_to: dict[int, int] = {}  # frames Rig.send put on each port of this switch
+        # Per host port, frames taken off its capture socket that came from the switch, and
+        # those given up on (a full socket buffer): together they catch up with the
+        # switch's tx_packets of the port once it is done (Rig.capture).
+        self.taken: dict[int, int] = {}
+        self.lost: dict[int, int] = {}
 
     def switch_if(self, port: int) -> str:
         return f"{self.prefix}-p{port}"
@@ -260,6 +271,7 @@ class Rig:
             _ip("-n", self.host_ns, "link", "set", self.host_if(p), "up")
             if self.peer_gro:
                 set_gro(self.host_ns, self.host_if(p), True)
+        self._wait_links_up()
         if self.run_switch:
             self._start_switch()
         if not self.capture_enabled:
@@ -274,6 +286,27 @@ class Rig:
                 s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, CAPTURE_RCVBUF)
                 s.setblocking(False)
                 self.sockets[p] = s
+
+    def _wait_links_up(self) -> None:
+        """Returns once every veth end is operationally up. The end set up first has no
+        carrier yet, so the kernel attaches its qdisc only later, from its link-watch work
+        (a kworker a loaded machine may keep waiting for seconds); until then its qdisc is
+        noop, which drops every frame sent through it while the sender counts it sent."""
+        ends = {self.sw_ns: {self.switch_if(p) for p in self.port_numbers},
+                self.host_ns: {self.host_if(p) for p in self.port_numbers}}
+        deadline = time.monotonic() + LINKS_DEADLINE_S
+        for ns, names in ends.items():
+            while True:
+                shown = subprocess.run(["ip", "-j", "-n", ns, "link", "show"], check=True,
+                                       capture_output=True, text=True).stdout
+                down = names - {link["ifname"] for link in json.loads(shown)
+                                if link.get("operstate") == "UP"}
+                if not down:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"veth ends {sorted(down)} in {ns} not up after "
+                                       f"{LINKS_DEADLINE_S:.0f} s")
+                time.sleep(0.01)
 
     def _start_switch(self) -> None:
         argv = [
@@ -300,15 +333,17 @@ class Rig:
         if self.core is not None:
             argv += ["--core", str(self.core)]
         self.proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + START_DEADLINE_S
         while not os.path.exists(self.control_path):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"switch did not start: {self.proc.stderr.read() if self.proc.stderr else ''}"
-                )
+                # Its stderr ends only with the process: a switch still starting is stopped
+                # first, or reading what it said would wait for it forever.
+                self.proc.kill()
+                _, said = self.proc.communicate()
+                raise RuntimeError(f"switch did not start: {said}")
             time.sleep(0.02)
         self.client = SwitchClient(self.control_path)
-        self.sent_to = {}
+        self.sent_to, self.taken, self.lost = {}, {}, {}
 
     def __exit__(self, *exc) -> None:
         for s in self.sockets.values():
@@ -367,45 +402,113 @@ class Rig:
         return json.loads(done.stdout)
 
     def drain(self) -> None:
-        for s in self.sockets.values():
-            while True:
-                try:
-                    s.recv(65536)
-                except BlockingIOError:
-                    break
+        """Empties the capture sockets (the frames count as taken: see `capture`)."""
+        for p, s in self.sockets.items():
+            while self._take(p, s) is not None:
+                pass
 
-    def wait_for_intake(self) -> None:
-        """Returns once the switch has read every frame Rig.send gave it (its ports'
-        rx_packets), or after INTAKE_DEADLINE_S: what it sends for them is then on its way,
-        so a capture window that starts now does not depend on how loaded the machine is."""
-        if self.client is None or not self.sent_to:
-            return
-        deadline = time.monotonic() + INTAKE_DEADLINE_S
-        while time.monotonic() < deadline:
+    def _take(self, port: int, s: socket.socket) -> bytes | None:
+        """The next frame socket `s` of `port` received from the switch, skipping the rig's
+        own sends; None once it has none."""
+        while True:
+            try:
+                data, addr = s.recvfrom(65536)
+            except BlockingIOError:
+                return None
+            if addr[2] != PACKET_OUTGOING:
+                self.taken[port] = self.taken.get(port, 0) + 1
+                return data
+
+    def _stats(self) -> dict | None:
+        """The switch's `stats`, or None when it cannot tell (stopped or refused)."""
+        if self.client is None:
+            return None
+        try:
             reply = self.client.request("stats")
-            if not reply.get("ok"):
-                return
-            read = {p["port"]: p["rx_packets"] for p in reply["result"]["ports"]}
-            if all(read.get(port, 0) >= n for port, n in self.sent_to.items()):
-                return
-            time.sleep(0.005)
+        except OSError:
+            return None
+        return reply["result"] if reply.get("ok") else None
 
-    def capture(self, wait: float = 0.3) -> dict[int, list[bytes]]:
-        """Frames each host-side port received within `wait` seconds (own sends excluded),
-        counted from when the switch has read what the rig sent it."""
-        self.wait_for_intake()
+    def packet_outs_run(self) -> int:
+        """How many packet-outs the switch has run, from any client (`stats`): read before
+        another client sends some, plus their number, it is what `capture` waits for."""
+        stats = self._stats()
+        if stats is None:
+            raise RuntimeError("the switch does not answer stats")
+        return stats["cpu"]["packet_out"]
+
+    def _handled(self, stats: dict, packet_outs: int) -> bool:
+        """Whether the switch has read every frame Rig.send gave it (its ports' rx_packets,
+        or lost it to a full receive ring), taken every packet-out it acknowledged off its
+        queue and run `packet_outs` in all."""
+        read = {p["port"]: p["rx_packets"] + p["drop_reasons"]["rx_ring"]
+                for p in stats["ports"]}
+        return (all(read.get(port, 0) >= n for port, n in self.sent_to.items())
+                and stats["heap"]["queued_packet_outs"] == 0
+                and stats["cpu"]["packet_out"] >= packet_outs)
+
+    def settled_stats(self, packet_outs: int = 0) -> dict | None:
+        """The first `stats` in which the switch is done with everything the rig gave it
+        (and with `packet_outs` packet-outs in all): it read the frames and packet-outs, and
+        the rounds that ran them have ended, so the `tx_packets` there count every copy
+        they sent (switch/PROTOCOL.md, `rounds`). None after READY_DEADLINE_S (a switch
+        kept from its core that long) or without a switch."""
+        deadline = time.monotonic() + READY_DEADLINE_S
+        begun = None
+        while (stats := self._stats()) is not None:
+            if begun is None and self._handled(stats, packet_outs):
+                begun = stats["rounds"]["begun"]
+            if begun is not None and stats["rounds"]["ended"] >= begun:
+                return stats
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.002)
+        return None
+
+    def capture(self, wait: float | None = None,
+                packet_outs: int = 0) -> dict[int, list[bytes]]:
+        """Frames each host-side port received from the switch (own sends excluded).
+        Without `wait`: every frame the switch sent for what the rig gave it (and for
+        packet-outs up to a count of `packet_outs`, see packet_outs_run), as its
+        `tx_packets` count them, and so nothing arrives later (see settled_stats). With
+        `wait`: what arrives within `wait` seconds of the switch being done, for frames it
+        sends on its own account (a controller's packet-outs of unknown number, timers)."""
+        stats = self.settled_stats(packet_outs)
+        if wait is None and stats is not None:
+            return self._catch_up({p["port"]: p["tx_packets"] for p in stats["ports"]})
+        return self._window(0.3 if wait is None else wait)  # no count to wait for
+
+    def _catch_up(self, sent: dict[int, int]) -> dict[int, list[bytes]]:
+        """Takes frames off the capture sockets until each port's taken (and lost) frames
+        reach `sent`, the switch's tx_packets of that port."""
+        got: dict[int, list[bytes]] = {p: [] for p in self.sockets}
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while behind := [p for p in self.sockets
+                         if self.taken.get(p, 0) + self.lost.get(p, 0) < sent.get(p, 0)]:
+            if time.monotonic() > deadline:
+                # Lost on the way (a full socket buffer): counted so, not waited for again.
+                for p in behind:
+                    self.lost[p] = sent[p] - self.taken.get(p, 0)
+                break
+            idle = True
+            for p in behind:
+                if (frame := self._take(p, self.sockets[p])) is not None:
+                    got[p].append(frame)
+                    idle = False
+            if idle:
+                time.sleep(0.001)
+        return got
+
+    def _window(self, wait: float) -> dict[int, list[bytes]]:
+        """Frames each port received within the next `wait` seconds."""
         got: dict[int, list[bytes]] = {p: [] for p in self.sockets}
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             idle = True
             for p, s in self.sockets.items():
-                try:
-                    data, addr = s.recvfrom(65536)
-                except BlockingIOError:
-                    continue
-                idle = False
-                if addr[2] != PACKET_OUTGOING:
-                    got[p].append(data)
+                if (frame := self._take(p, s)) is not None:
+                    got[p].append(frame)
+                    idle = False
             if idle:
                 time.sleep(0.005)
         return got
@@ -455,7 +558,7 @@ def udp_frame(
 
 
 def exchange(rig: Rig, port: int, frames: list[bytes],
-             wait: float = 0.3) -> dict[int, list[bytes]]:
+             wait: float | None = None) -> dict[int, list[bytes]]:
     """Sends `frames` into `port` on a drained rig; what every host port received."""
     rig.drain()
     for frame in frames:

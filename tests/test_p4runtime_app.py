@@ -91,7 +91,7 @@ def test_controller_discovers_floods_arp_and_installs_flows(controller):
     assert wait_for(lambda: counters(stats).get("flow_installs", 0) >= 1)
     before = counters(stats)["packet_ins"]
     rig.send(1, frame)  # now the table forwards it
-    assert frame in rig.capture(0.5)[2]
+    assert frame in rig.capture()[2]
     time.sleep(0.6)
     assert counters(stats)["packet_ins"] == before  # the controller never saw it
     entries = rig.client.call("table_read", table="BasicIngress.path_rules")["entries"]
@@ -102,5 +102,7 @@ def test_controller_discovers_floods_arp_and_installs_flows(controller):
     rig.drain()
     rig.send(1, arp(packets.ARP_REQUEST, A_MAC, "10.0.0.1", B_MAC, "10.0.0.2", unicast=True))
     replies = rig.capture(0.5)
-    assert packets.ETH_ARP in ethertypes(replies[1]) and not replies[2]
+    # Port 2 gets no ARP (the controller's LLDP probes go out of every port at any time).
+    assert packets.ETH_ARP in ethertypes(replies[1])
+    assert packets.ETH_ARP not in ethertypes(replies[2])
     assert wait_for(lambda: counters(stats)["packet_ins_arp"] >= 3)

@@ -116,7 +116,7 @@ def test_a_profile_table_forwards_through_its_member_and_reads_back(ctl):
     client.write(l2_entry(n, 7))
     arp_like = mac(DST_MAC) + mac(SRC_MAC) + b"\x88\xb5" + bytes(46)
     rig.send(1, arp_like)
-    got = rig.capture(0.3)
+    got = rig.capture()
     assert [len(got[p]) for p in (2, 3, 4)] == [0, 1, 0]
     read = pb.Entity()
     read.action_profile_member.SetInParent()  # wildcard: every member of every profile

@@ -139,8 +139,9 @@ def test_packet_out_and_packet_in(primary, program):
     out.packet.payload = frame
     out.packet.metadata.add(metadata_id=1, value=bytes([3]))
     out.packet.metadata.add(metadata_id=2, value=b"\x00")  # _pad: every field is required
+    packet_outs = rig.packet_outs_run() + 1
     client.outbox.put(out)
-    assert rig.capture()[3] == [frame]
+    assert rig.capture(packet_outs=packet_outs)[3] == [frame]
     rig.send(2, frame)  # table miss -> controller
     packet_in = client.next("packet")
     assert packet_in is not None and packet_in.payload == frame

@@ -35,7 +35,7 @@ def test_every_frame_length_the_mtu_allows_crosses_whole(forward_ir, mtu):
         rig.load(forward_ir)
         for f in untagged + tagged:
             rig.send(1, f)
-        got = rig.capture(wait=0.5)[2]
+        got = rig.capture()[2]
         stats = next(p for p in rig.client.call("stats")["ports"] if p["port"] == 1)
     # A capture socket sees a tagged frame with its tag lifted out (as packet metadata).
     expected = untagged + [f[:12] + f[16:] for f in tagged]

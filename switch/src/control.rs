@@ -7,7 +7,7 @@
 use std::cell::{Cell, RefCell};
 use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -494,6 +494,8 @@ impl<'a> Handler<'a> {
     fn stats(&self) -> Value {
         let s = self.shared;
         let heap = s.heap_stats();
+        // Before the ports' counts (see `begun` below): they include every ended round's.
+        let ended = s.counters.rounds_ended.load(Ordering::Acquire);
         let ports: Vec<Value> = s
             .ports
             .iter()
@@ -506,6 +508,10 @@ impl<'a> Handler<'a> {
             })
             .collect();
         let c = &s.counters;
+        // After the ports' counts: a round that counted a frame read there began before
+        // `begun` is read, so it is over (and its sends counted) once `ended` reaches it.
+        fence(Ordering::Acquire);
+        let begun = get(&c.rounds_begun);
         json!({
             "ports": ports,
             "cpu_port": s.cpu_port,
@@ -522,6 +528,7 @@ impl<'a> Handler<'a> {
             "uptime_s": s.started.elapsed().as_secs_f64(),
             "heap": heap,
             "table_reads": {"whole": get(&c.whole_table_reads), "by_key": get(&c.key_reads)},
+            "rounds": {"begun": begun, "ended": ended},
         })
     }
 }

@@ -11,7 +11,7 @@ mod placement;
 mod warmup;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Arc, TryLockError};
 
 use crate::pipeline::{Event, Worker};
@@ -187,6 +187,9 @@ impl Loop {
     /// One round over all ports and the packet-out queue; returns how many packets came in.
     fn round(&mut self) -> usize {
         let shared = self.shared.clone();
+        // The fence: whoever sees a count this round makes sees its begin too (stats).
+        add(&shared.counters.rounds_begun, 1);
+        fence(Ordering::Release);
         let packet_outs: Vec<Vec<u8>> = {
             let mut q = shared.packet_out.lock().unwrap_or_else(|e| e.into_inner());
             q.drain(..).collect()
@@ -248,6 +251,8 @@ impl Loop {
             add(&shared.counters.loop_drops, s.loop_drops);
         }
         self.transmit();
+        // Release: whoever sees the round's end sees what it sent counted (stats).
+        shared.counters.rounds_ended.fetch_add(1, Ordering::Release);
         if self.placement.settle() {
             add(&shared.counters.moves, 1);
         }

@@ -107,6 +107,11 @@ pub struct SwitchCounters {
     /// `table_read`s of a whole table and of one entry by its key: what reads cost.
     pub whole_table_reads: AtomicU64,
     pub key_reads: AtomicU64,
+    /// Rounds of the data-plane loop begun and ended (an ended round has sent what its
+    /// packets produced): a client that saw its frames counted in `rx_packets` knows the
+    /// switch is done with them once `rounds_ended` reaches the `rounds_begun` it read then.
+    pub rounds_begun: AtomicU64,
+    pub rounds_ended: AtomicU64,
 }
 
 pub fn add(counter: &AtomicU64, n: u64) {
