@@ -85,27 +85,22 @@ def test_router_routes_on_a_fat_tree_reach_every_host_by_the_same_next_hop():
             assert lookup(table, int(ipaddress.ip_address(net.host_ip(host)))) is None
 
 
-def test_lpm_routes_send_every_host_address_where_its_hop_does():
-    net = Network(catalog.build("fattree", k=4), addressing="l2")
-    hops = l3_routes.hops(net)
-    routes = l3_routes.lpm_routes(hops)
-    assert len(routes) < len(hops) / 1.5
-    tables: dict[str, list[tuple[IPv4Network, tuple]]] = {}
-    for route in routes:
-        tables.setdefault(route.switch, []).append(
-            (route.prefix, (route.port, route.own_mac, route.next_mac)))
-    for hop in hops:
-        address = int(ipaddress.ip_address(hop.host_ip))
-        assert lookup(tables[hop.switch], address) == (hop.port, hop.own_mac, hop.next_mac)
+def _ipv4_routes(hops: list) -> list[tuple[str, IPv4Network, tuple]]:
+    return [(r.switch, r.prefix, (r.port, r.own_mac, r.next_mac))
+            for r in l3_routes.lpm_routes(hops)]
 
 
-def test_arp_routes_send_every_host_address_out_of_its_hop_port():
+@pytest.mark.parametrize(("routes_of", "action_of"), [
+    (_ipv4_routes, lambda hop: (hop.port, hop.own_mac, hop.next_mac)),
+    (l3_routes.arp_routes, lambda hop: hop.port),
+], ids=["ipv4_lpm", "arp_fwd"])
+def test_l3_tables_send_every_host_address_where_its_hop_does(routes_of, action_of):
     net = Network(catalog.build("fattree", k=4), addressing="l2")
     hops = l3_routes.hops(net)
-    routes = l3_routes.arp_routes(hops)
+    routes = routes_of(hops)
     assert len(routes) < len(hops) / 1.5
-    tables: dict[str, list[tuple[IPv4Network, int]]] = {}
-    for switch, prefix, port in routes:
-        tables.setdefault(switch, []).append((prefix, port))
+    tables: dict[str, list[tuple[IPv4Network, object]]] = {}
+    for switch, prefix, action in routes:
+        tables.setdefault(switch, []).append((prefix, action))
     for hop in hops:
-        assert lookup(tables[hop.switch], int(ipaddress.ip_address(hop.host_ip))) == hop.port
+        assert lookup(tables[hop.switch], int(ipaddress.ip_address(hop.host_ip))) == action_of(hop)
