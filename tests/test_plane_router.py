@@ -37,6 +37,7 @@ def test_ties_go_to_the_first_neighbour_in_switch_order():
 
 @pytest.mark.parametrize(("name", "params"), [
     ("grid", {"rows": 3, "cols": 4}), ("internet", {}), ("multipath", {}), ("fattree", {"k": 4}),
+    ("single", {"hosts": 2}),
 ])
 def test_next_hops_are_one_hop_nearer_and_first_in_switch_order(name, params):
     """Every next hop is a neighbour one hop nearer the host's switch, the first such in

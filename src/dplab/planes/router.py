@@ -155,7 +155,8 @@ def _towards(net: Network, switches: list[str], targets: list[str]
         for target, hops in zip(targets[first:first + len(rows)], rows, strict=True):
             nearer = np.isfinite(hops[near]) & (hops[far] == hops[near] - 1)
             via, to = near[nearer], far[nearer]
-            first_of_switch = np.r_[True, via[1:] != via[:-1]]
+            first_of_switch = np.ones(len(via), dtype=bool)  # none on a one-switch fabric
+            first_of_switch[1:] = via[1:] != via[:-1]
             towards[target] = [(switches[a], switches[b])
                                for a, b in zip(via[first_of_switch], to[first_of_switch],
                                                strict=True)]
