@@ -159,7 +159,7 @@ class P4Plane(ControlledPlane):
         if self.entries_path is not None and not self.entries_path.is_file():
             raise PlaneError(f"plane p4: option 'entries': no file {self.entries_path}")
         # Entries the plane derives from the topology (vlan), written to entries_path as a
-        # record and installed from memory (program l3 builds its own: _l3_entries).
+        # record and installed from memory (program l3 builds its own: _start_l3).
         self.generated: list[dict[str, Any]] | None = None
         self.l3_hops = 0  # program l3: (switch, host) pairs routed, before aggregation
         self.l3_counts: tuple[int, int] | None = None  # program l3: routes, ARP entries
@@ -249,9 +249,9 @@ class P4Plane(ControlledPlane):
             compiling.cancel()
         if self.l3:
             self.deep = host_ttl.fit(net, self.kind)
-            entries = self._l3_entries(net, compiled)
-        else:
-            entries = self._load_entries(net, compiled) if self.entries_path else None
+            self._start_l3(net, compiled)
+            return
+        entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
             self._start_controller(net, compiled)
         else:
@@ -282,9 +282,11 @@ class P4Plane(ControlledPlane):
         path.write_text(json.dumps({"entries": out}, indent=1))
         return path, out
 
-    def _l3_entries(self, net: Network, compiled: dict[str, Path]) -> list[entries_file.Entry]:
-        """``program: l3``'s entries, built from the topology's routes into P4Runtime
-        entities (``planes.p4_l3``), and written to ``l3_entries.json`` as a record."""
+    def _start_l3(self, net: Network, compiled: dict[str, Path]) -> None:
+        """``program: l3``: its entries built from the topology's routes into P4Runtime
+        entities (``planes.p4_l3``) and installed, while a thread writes them to
+        ``l3_entries.json`` as a record: encoding the record costs about as much as
+        building the entities, and the install mostly waits for the P4Runtime server."""
         tables, self.l3_hops = l3_routes.lpm_tables(net)
         self.l3_counts = (sum(len(t.routes) for t in tables), sum(len(t.arp) for t in tables))
         info = p4info_pb2.P4Info.FromString(compiled["p4info_bin"].read_bytes())
@@ -292,9 +294,12 @@ class P4Plane(ControlledPlane):
             entries = p4_l3.entries(tables, info)
         except p4_l3.ProgramMismatch as exc:
             raise PlaneError(f"p4: program l3: {self.program}: {exc}") from exc
-        self.entries_path = self.dir / "l3_entries.json"
-        self.entries_path.write_text(json.dumps({"entries": p4_l3.record(tables)}))
-        return entries
+        path = self.entries_path = self.dir / "l3_entries.json"
+        with ThreadPoolExecutor(max_workers=1) as recorder:
+            recorded = recorder.submit(
+                lambda: path.write_text(json.dumps({"entries": p4_l3.record(tables)})))
+            self._install_static(net, compiled, entries)
+            recorded.result()
 
     def _load_entries(self, net: Network,
                       compiled: dict[str, Path]) -> list[entries_file.Entry]:
