@@ -54,12 +54,15 @@ def entries(tables: list[SwitchTables], info: p4info_pb2.P4Info) -> list[Entry]:
     for table in tables:
         where = [table.switch]
         own = canonical_bytes(_mac(table.own_mac))
+        # One action message per next hop or port, copied into each entry that uses it.
+        hops = {(port, mac): _action(route, (canonical_bytes(_mac(mac)), own,
+                                             canonical_bytes(port)))
+                for _, _, port, mac in table.routes}
+        ports = {port: _action(arp, (canonical_bytes(port),)) for _, _, port in table.arp}
         for network, length, port, mac in table.routes:
-            out.append(Entry(len(out), where, _entity(
-                route, network, length, (canonical_bytes(_mac(mac)), own, canonical_bytes(port)))))
+            out.append(Entry(len(out), where, _entity(route, network, length, hops[port, mac])))
         for network, length, port in table.arp:
-            out.append(Entry(len(out), where,
-                             _entity(arp, network, length, (canonical_bytes(port),))))
+            out.append(Entry(len(out), where, _entity(arp, network, length, ports[port])))
     return out
 
 
@@ -77,7 +80,15 @@ def record(tables: list[SwitchTables]) -> list[dict[str, Any]]:
     return out
 
 
-def _entity(ids: _Ids, network: int, length: int, values: tuple[bytes, ...]) -> pb.Entity:
+def _action(ids: _Ids, values: tuple[bytes, ...]) -> pb.TableAction:
+    action = pb.TableAction()
+    action.action.action_id = ids.action
+    for param_id, value in zip(ids.params, values, strict=True):
+        action.action.params.add(param_id=param_id, value=value)
+    return action
+
+
+def _entity(ids: _Ids, network: int, length: int, action: pb.TableAction) -> pb.Entity:
     entity = pb.Entity()
     entry = entity.table_entry
     entry.table_id = ids.table
@@ -85,10 +96,7 @@ def _entity(ids: _Ids, network: int, length: int, values: tuple[bytes, ...]) -> 
     match.field_id = ids.key
     match.lpm.value = canonical_bytes(network)
     match.lpm.prefix_len = length
-    action = entry.action.action
-    action.action_id = ids.action
-    for param_id, value in zip(ids.params, values, strict=True):
-        action.params.add(param_id=param_id, value=value)
+    entry.action.CopyFrom(action)
     return entity
 
 
