@@ -57,8 +57,9 @@ def entries(tables: list[SwitchTables], info: p4info_pb2.P4Info) -> list[Entry]:
         # One action message per next hop or port, copied into each entry that uses it.
         hops = {(port, mac): _action(route, (canonical_bytes(_mac(mac)), own,
                                              canonical_bytes(port)))
-                for _, _, port, mac in table.routes}
-        ports = {port: _action(arp, (canonical_bytes(port),)) for _, _, port in table.arp}
+                for port, mac in {(port, mac) for _, _, port, mac in table.routes}}
+        ports = {port: _action(arp, (canonical_bytes(port),))
+                 for port in {port for _, _, port in table.arp}}
         for network, length, port, mac in table.routes:
             out.append(Entry(len(out), where, _entity(route, network, length, hops[port, mac])))
         for network, length, port in table.arp:
