@@ -498,14 +498,17 @@ def _switches_have_loops(net: Network) -> bool:
 
 
 def install_l3_rules(plane: OvsPlane, net: Network) -> None:
-    """Every bridge a router hop (``forwarding: l3``): one flow file per bridge."""
+    """Every bridge a router hop (``forwarding: l3``): one flow file per bridge, its IPv4
+    and ARP routes aggregated exactly as the p4 plane's (``l3_routes.lpm_routes``): the
+    prefixes of one bridge never overlap, so one priority serves as longest-prefix match."""
+    hop_list = l3_routes.hops(net)
     rules: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
-    for hop in l3_routes.hops(net):
-        rules[hop.switch] += [
-            f"priority=100,ip,nw_dst={hop.host_ip} actions=set_field:{hop.own_mac}->eth_src,"
-            f"set_field:{hop.next_mac}->eth_dst,dec_ttl,output:{hop.port}",
-            f"priority=100,arp,arp_tpa={hop.host_ip} actions=output:{hop.port}",
-        ]
+    for route in l3_routes.lpm_routes(hop_list):
+        rules[route.switch].append(
+            f"priority=100,ip,nw_dst={route.prefix} actions=set_field:{route.own_mac}"
+            f"->eth_src,set_field:{route.next_mac}->eth_dst,dec_ttl,output:{route.port}")
+    for switch, prefix, port in l3_routes.arp_routes(hop_list):
+        rules[switch].append(f"priority=100,arp,arp_tpa={prefix} actions=output:{port}")
     for switch, lines in rules.items():
         flows = plane.dir / f"{switch}-l3.flows"
         flows.write_text("\n".join(lines) + "\n")
