@@ -300,7 +300,12 @@ class OvsPlane(ControlledPlane):
             fail_mode="secure" if secure else "standalone", rstp=loops and not secure,
             controller=f"tcp:127.0.0.1:{OPENFLOW_PORT}" if controller else None,
             # A short reconnect back-off: the controller may still be starting up.
-            controller_max_backoff_ms=1000, ports=tuple(ports))
+            controller_max_backoff_ms=1000,
+            # No inactivity probe: the controller runs beside OVS and its exit is a failure
+            # of the plane (failures()); a probe only cuts a controller that is busy (one
+            # Python process serving every switch) for 5 s, and each reconnect makes it
+            # busier (a new LLDP round, its paths to relearn), as at 320 bridges.
+            controller_inactivity_probe_ms=0, ports=tuple(ports))
 
     def vsctl(self, *args: str) -> str:
         """ovs-vsctl against our own database (never the host's)."""
