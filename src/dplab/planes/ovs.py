@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,11 @@ VSCTL_TIMEOUT_S = 30
 CONFIGURE_BASE_S = 30
 CONFIGURE_PER_PORT_S = 0.05
 OFCTL_TIMEOUT_S = 5
+# Writing a bridge's flows waits for ovs-vswitchd's main loop, whose passes just after it
+# added thousands of ports took up to 15 s (fat-tree k=16); bridges are written
+# FLOW_WRITERS at a time, so their waits overlap.
+ADD_FLOWS_TIMEOUT_S = 30
+FLOW_WRITERS = 8
 TOOL_GRACE_S = 5
 
 
@@ -221,15 +227,11 @@ class OvsPlane(ControlledPlane):
         switches = net.topo.switches()
         cut = off_tree_links(net.topo.graph.subgraph(switches), switches)
         parts = tagging.plan(net.topo, net.host_mac, cut)
-        for switch in switches:
-            forwarding = ([f"table={table},priority=1,actions=NORMAL"] if self.vlan is None
-                          else tagging.openflow(parts[switch], self.vlan, table))
-            flows = self.dir / f"{switch}.flows"
-            flows.write_text("\n".join([*(pipeline.ovs_flows() if complex_ else []),
-                                        *forwarding]) + "\n")
-            run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "add-flows",
-                      f"unix:{self.dir / self.bridge(switch)}.mgmt", str(flows)],
-                     OFCTL_TIMEOUT_S, "ovs-vswitchd")
+        self.add_flows({switch: [
+            *(pipeline.ovs_flows() if complex_ else []),
+            *([f"table={table},priority=1,actions=NORMAL"] if self.vlan is None
+              else tagging.openflow(parts[switch], self.vlan, table))]
+            for switch in switches}, "")
 
     @property
     def switch_ns(self) -> str:
@@ -315,11 +317,18 @@ class OvsPlane(ControlledPlane):
     def _has_controller(self) -> bool:
         return self.options["controller"] and not self.l3
 
-    def ofctl(self, switch: str, *args: str) -> str:
-        """ovs-ofctl (OpenFlow 1.3) against ``switch``'s bridge."""
-        mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
-        return run_tool(["ovs-ofctl", "--protocols=OpenFlow13", args[0], f"unix:{mgmt}",
-                         *args[1:]], OFCTL_TIMEOUT_S, "ovs-vswitchd")
+    def add_flows(self, flows: dict[str, list[str]], suffix: str) -> None:
+        """Each switch's ``flows`` into its bridge (``ovs-ofctl add-flows`` of the file
+        ``<switch><suffix>.flows`` in the plane's directory), FLOW_WRITERS at a time."""
+        def write(switch: str) -> None:
+            path = self.dir / f"{switch}{suffix}.flows"
+            path.write_text("\n".join(flows[switch]) + "\n")
+            run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "add-flows",
+                      f"unix:{self.dir / self.bridge(switch)}.mgmt", str(path)],
+                     ADD_FLOWS_TIMEOUT_S, "ovs-vswitchd")
+
+        with ThreadPoolExecutor(max_workers=FLOW_WRITERS) as pool:
+            list(pool.map(write, flows))
 
     def info(self) -> dict[str, str]:
         kernel = self.datapath == "system"
@@ -514,7 +523,4 @@ def install_l3_rules(plane: OvsPlane, net: Network) -> None:
             f"->eth_src,set_field:{route.next_mac}->eth_dst,dec_ttl,output:{route.port}")
     for switch, prefix, port in l3_routes.arp_routes(hop_list):
         rules[switch].append(f"priority=100,arp,arp_tpa={prefix} actions=output:{port}")
-    for switch, lines in rules.items():
-        flows = plane.dir / f"{switch}-l3.flows"
-        flows.write_text("\n".join(lines) + "\n")
-        plane.ofctl(switch, "add-flows", str(flows))
+    plane.add_flows(rules, "-l3")
