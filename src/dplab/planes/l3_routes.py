@@ -110,3 +110,8 @@ def _tables(switch: str, own_mac: str,
                           for network, length, (port, _mac) in routes)
     return SwitchTables(switch, own_mac, [(network, length, port, mac)
                                           for network, length, (port, mac) in routes], arp)
+
+
+def prefix_text(network: int, length: int) -> str:
+    """A table's (network, prefix length) as text: 10.1.0.0/16."""
+    return f"{ipaddress.IPv4Address(network)}/{length}"

@@ -12,13 +12,13 @@ builds them once from integers with the ids its program's P4Info gives the names
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ipaddress import IPv4Address
 from typing import TYPE_CHECKING, Any
 
 from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime.codec import canonical_bytes
 from dplab.p4runtime.entries import Entry
+from dplab.planes.l3_routes import prefix_text
 
 if TYPE_CHECKING:
     from p4.config.v1 import p4info_pb2
@@ -71,11 +71,11 @@ def record(tables: list[SwitchTables]) -> list[dict[str, Any]]:
     """``entries`` as entries-file items, in the same order."""
     out: list[dict[str, Any]] = []
     for table in tables:
-        out += [{"table": ROUTES, "match": {ROUTE_KEY: _prefix(network, length)},
+        out += [{"table": ROUTES, "match": {ROUTE_KEY: prefix_text(network, length)},
                  "action": ROUTE_ACTION, "switches": [table.switch],
                  "params": dict(zip(ROUTE_PARAMS, (mac, table.own_mac, port), strict=True))}
                 for network, length, port, mac in table.routes]
-        out += [{"table": ARP, "match": {ARP_KEY: _prefix(network, length)},
+        out += [{"table": ARP, "match": {ARP_KEY: prefix_text(network, length)},
                  "action": ARP_ACTION, "params": {"port": port}, "switches": [table.switch]}
                 for network, length, port in table.arp]
     return out
@@ -123,7 +123,3 @@ def _named(objects, alias: str, what: str) -> Any:
 
 def _mac(mac: str) -> int:
     return int(mac.replace(":", ""), 16)
-
-
-def _prefix(network: int, length: int) -> str:
-    return f"{IPv4Address(network)}/{length}"
