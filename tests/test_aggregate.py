@@ -85,22 +85,32 @@ def test_router_routes_on_a_fat_tree_reach_every_host_by_the_same_next_hop():
             assert lookup(table, int(ipaddress.ip_address(net.host_ip(host)))) is None
 
 
-def _ipv4_routes(hops: list) -> list[tuple[str, IPv4Network, tuple]]:
-    return [(r.switch, r.prefix, (r.port, r.own_mac, r.next_mac))
-            for r in l3_routes.lpm_routes(hops)]
+def _ipv4_routes(tables: list[l3_routes.SwitchTables]) -> list[tuple[str, IPv4Network, tuple]]:
+    return [(t.switch, IPv4Network((network, length)), (port, t.own_mac, mac))
+            for t in tables for network, length, port, mac in t.routes]
+
+
+def _arp_routes(tables: list[l3_routes.SwitchTables]) -> list[tuple[str, IPv4Network, int]]:
+    return [(t.switch, IPv4Network((network, length)), port)
+            for t in tables for network, length, port in t.arp]
 
 
 @pytest.mark.parametrize(("routes_of", "action_of"), [
     (_ipv4_routes, lambda hop: (hop.port, hop.own_mac, hop.next_mac)),
-    (l3_routes.arp_routes, lambda hop: hop.port),
+    (_arp_routes, lambda hop: hop.port),
 ], ids=["ipv4_lpm", "arp_fwd"])
-def test_l3_tables_send_every_host_address_where_its_hop_does(routes_of, action_of):
-    net = Network(catalog.build("fattree", k=4), addressing="l2")
+@pytest.mark.parametrize("topology", ["fattree", "grid"])
+def test_l3_tables_send_every_host_address_where_its_hop_does(routes_of, action_of, topology):
+    net = Network(catalog.build(topology), addressing="l2")
     hops = l3_routes.hops(net)
-    routes = routes_of(hops)
-    assert len(routes) < len(hops) / 1.5
-    tables: dict[str, list[tuple[IPv4Network, object]]] = {}
+    tables, pairs = l3_routes.lpm_tables(net)
+    assert pairs == len(hops)
+    routes = routes_of(tables)
+    by_switch: dict[str, list[tuple[IPv4Network, object]]] = {}
     for switch, prefix, action in routes:
-        tables.setdefault(switch, []).append((prefix, action))
+        by_switch.setdefault(switch, []).append((prefix, action))
     for hop in hops:
-        assert lookup(tables[hop.switch], int(ipaddress.ip_address(hop.host_ip))) == action_of(hop)
+        address = int(ipaddress.ip_address(hop.host_ip))
+        assert lookup(by_switch[hop.switch], address) == action_of(hop)
+    if topology == "fattree":  # its hosts are numbered along its pods
+        assert len(routes) < len(hops) / 1.5

@@ -38,6 +38,9 @@ def canonical_bytes(number: int) -> bytes:
     return number.to_bytes(max(1, (number.bit_length() + 7) // 8), "big")
 
 
+ACTIONS_KEPT = 4096  # action_to_switch answers kept per P4InfoIndex
+
+
 class P4InfoIndex:
     """Lookups by id into one P4Info."""
 
@@ -65,6 +68,8 @@ class P4InfoIndex:
         self.signatures = {a.preamble.id: Signature.of(a) for a in info.actions}
         self.scopes = {t.preamble.id: {ref.id: ref.scope for ref in t.action_refs}
                        for t in info.tables}
+        # action_to_switch's answers: (table id, default, the action's bytes) -> action
+        self.switch_actions: dict[tuple[int, bool, bytes], dict] = {}
 
     def table(self, table_id: int) -> p4info_pb2.Table:
         if table_id not in self.tables:
@@ -253,7 +258,23 @@ class Signature:
 
 def action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Action,
                      default: bool) -> dict:
-    """``default``: for the default entry (else a match entry), whose scope it must fit."""
+    """``default``: for the default entry (else a match entry), whose scope it must fit.
+    The answer depends on nothing but its arguments, and a table's entries share few
+    actions (a router's: one per next hop), so it is kept per P4InfoIndex by the
+    action's bytes (ACTIONS_KEPT at most); callers only read it."""
+    cache = index.switch_actions
+    known = (table.preamble.id, default, action.SerializeToString())
+    found = cache.get(known)
+    if found is None:
+        found = _action_to_switch(index, table, action, default)
+        if len(cache) >= ACTIONS_KEPT:
+            cache.clear()
+        cache[known] = found
+    return found
+
+
+def _action_to_switch(index: P4InfoIndex, table: p4info_pb2.Table, action: pb.Action,
+                      default: bool) -> dict:
     action_id = action.action_id
     scope = index.scopes[table.preamble.id].get(action_id)
     if scope is None:

@@ -39,6 +39,11 @@ Atomicity = pb.WriteRequest
 # A Read's answer goes out in ReadResponses of about this size at most: gRPC clients refuse
 # messages above 4 MiB by default, and a big answer must not fail for that.
 READ_CHUNK_BYTES = 1 << 20
+# One process serves every switch of a run, and the plane gives each the same config: its
+# IR is parsed and checked once per process (by the config's tag), not once per switch.
+# The IRs kept are only read (sent to switches), never changed.
+VERIFIED_KEPT = 8
+_verified_irs: dict[str, dict] = {}
 ENTITY_FRAMING = 8  # bytes an entity's tag and length add to a ReadResponse, at most
 
 
@@ -133,7 +138,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 raise not_found("COMMIT without a saved config (VERIFY_AND_SAVE first)")
             self._load(self._saved)
             return pb.SetForwardingPipelineConfigResponse()
-        ir = pipeline_check.verify(request.config)
+        ir = _verified(request.config)
         if request.action == Action.VERIFY_AND_SAVE:
             self._saved = request.config
         elif request.action == Action.VERIFY_AND_COMMIT:
@@ -146,7 +151,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _load(self, config: pb.ForwardingPipelineConfig, ir: dict | None = None) -> None:
         try:
-            self.switch.call("load_pipeline", ir=ir or pipeline_check.verify(config),
+            self.switch.call("load_pipeline", ir=ir or _verified(config),
                              tag=_tag(config))
         except P4RuntimeError as err:
             raise invalid(f"the switch refused the pipeline: {err.message}") from err
@@ -479,6 +484,19 @@ def _stream_error(err: P4RuntimeError) -> pb.StreamMessageResponse:
     msg.error.canonical_code = err.grpc_code.value[0]
     msg.error.message = err.message
     return msg
+
+
+def _verified(config: pb.ForwardingPipelineConfig) -> dict:
+    """pipeline_check.verify's IR of ``config``, from the process's cache when a config with
+    the same tag was verified before (threads racing on a new tag each verify it once)."""
+    tag = _tag(config)
+    ir = _verified_irs.get(tag)
+    if ir is None:
+        ir = pipeline_check.verify(config)
+        if len(_verified_irs) >= VERIFIED_KEPT:
+            _verified_irs.clear()
+        _verified_irs[tag] = ir
+    return ir
 
 
 def _tag(config: pb.ForwardingPipelineConfig) -> str:

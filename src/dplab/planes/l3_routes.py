@@ -8,24 +8,20 @@ routers answer no ARP. Each destination host's routes form one shortest-path tre
 at it (the router plane's next hops), so consecutive switches always agree, loops or not.
 
 Where the switch's IPv4 table is longest-prefix match (the p4 plane's ``l3`` program),
-``lpm_routes`` gives each host's /24 (the block its address is taken from; nothing else
+``lpm_tables`` gives each host's /24 (the block its address is taken from; nothing else
 is addressed in it) aggregated exactly per switch (``planes.aggregate``), so neighbours
-behind one next hop share an entry; ``arp_routes`` does the same for its ARP table, whose
-action is the port alone.
+behind one next hop share an entry, and the same for its ARP table, whose action is the
+port alone.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from ipaddress import IPv4Network
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from dplab.planes.aggregate import aggregate
+from dplab.planes.aggregate import aggregate_spans
 from dplab.planes.router import next_hops
-
-A = TypeVar("A", bound=Hashable)
 
 if TYPE_CHECKING:
     from dplab.substrate.network import Network
@@ -72,37 +68,50 @@ def hops(net: Network) -> list[Hop]:
 
 
 @dataclass(frozen=True)
-class Route:
-    """On ``switch``, IPv4 to ``prefix`` leaves by ``port`` with Ethernet source
-    ``own_mac`` and destination ``next_mac``."""
+class SwitchTables:
+    """One switch's longest-prefix-match tables, aggregated, as integers: ``routes``
+    (network, prefix length, port, next-hop MAC) leave with Ethernet source ``own_mac``;
+    ``arp`` (network, prefix length, port) forward ARP by its target address."""
 
     switch: str
-    prefix: IPv4Network
-    port: int
     own_mac: str
-    next_mac: str
+    routes: list[tuple[int, int, int, str]]
+    arp: list[tuple[int, int, int]]
 
 
-def lpm_routes(hop_list: list[Hop]) -> list[Route]:
-    """The IPv4 routes of ``hop_list`` (``hops``) for a longest-prefix-match table: per
-    switch, each host's /24 with its hop's action, aggregated."""
-    return [Route(switch, prefix, *action) for switch, prefix, action
-            in _aggregated(hop_list, lambda hop: (hop.port, hop.own_mac, hop.next_mac))]
+def lpm_tables(net: Network) -> tuple[list[SwitchTables], int]:
+    """Every switch's tables for a longest-prefix-match IPv4 and ARP table (the hops of
+    ``hops``, each host's /24 aggregated per switch), and the (switch, host) pairs they
+    route. Worked out on integers straight from the next hops: at a thousand hosts there
+    are hundreds of thousands of pairs, and a Hop object and an address object each were
+    most of the plane's time to its entries."""
+    ports = net.topo.port_numbers()
+    macs = router_macs(net)
+    blocks = {host: int(ipaddress.IPv4Address(net.host_ip(host))) & ~0xFF
+              for host in net.topo.hosts()}
+    spans: dict[str, list[tuple[int, int, tuple[int, str]]]] = {}
+    for switch, remote in next_hops(net).items():
+        spans[switch] = [(blocks[host], blocks[host] | 0xFF,
+                          (ports[(switch, nearer)], macs[nearer])) for host, nearer in remote]
+    for host in net.topo.hosts():
+        switch = next(iter(net.topo.graph.neighbors(host)))
+        spans.setdefault(switch, []).append(
+            (blocks[host], blocks[host] | 0xFF, (ports[(switch, host)], net.host_mac(host))))
+    return [_tables(switch, macs[switch], own) for switch, own in spans.items()], sum(
+        map(len, spans.values()))
 
 
-def arp_routes(hop_list: list[Hop]) -> list[tuple[str, IPv4Network, int]]:
-    """(switch, prefix, port) for a longest-prefix-match table of ARP target addresses: per
-    switch, each host's /24 with its hop's port, aggregated."""
-    return [(switch, prefix, port)
-            for switch, prefix, port in _aggregated(hop_list, lambda hop: hop.port)]
+def _tables(switch: str, own_mac: str,
+            spans: list[tuple[int, int, tuple[int, str]]]) -> SwitchTables:
+    """The port alone decides ARP: its table is the IPv4 routes aggregated again by port
+    (the same addresses per port, so the same prefixes as aggregating the hops by port)."""
+    routes = aggregate_spans(spans)
+    arp = aggregate_spans((network, network | ((1 << (32 - length)) - 1), port)
+                          for network, length, (port, _mac) in routes)
+    return SwitchTables(switch, own_mac, [(network, length, port, mac)
+                                          for network, length, (port, mac) in routes], arp)
 
 
-def _aggregated(hop_list: list[Hop], action_of: Callable[[Hop], A]
-                ) -> list[tuple[str, IPv4Network, A]]:
-    blocks = {ip: ipaddress.ip_network(f"{ip}/24", strict=False)  # one object per host
-              for ip in {hop.host_ip for hop in hop_list}}
-    by_switch: dict[str, list[tuple[IPv4Network, A]]] = {}
-    for hop in hop_list:
-        by_switch.setdefault(hop.switch, []).append((blocks[hop.host_ip], action_of(hop)))
-    return [(switch, prefix, action) for switch, routes in by_switch.items()
-            for prefix, action in aggregate(routes)]
+def prefix_text(network: int, length: int) -> str:
+    """A table's (network, prefix length) as text: 10.1.0.0/16."""
+    return f"{ipaddress.IPv4Address(network)}/{length}"

@@ -513,14 +513,16 @@ def _switches_have_loops(net: Network) -> bool:
 
 def install_l3_rules(plane: OvsPlane, net: Network) -> None:
     """Every bridge a router hop (``forwarding: l3``): one flow file per bridge, its IPv4
-    and ARP routes aggregated exactly as the p4 plane's (``l3_routes.lpm_routes``): the
+    and ARP routes aggregated exactly as the p4 plane's (``l3_routes.lpm_tables``): the
     prefixes of one bridge never overlap, so one priority serves as longest-prefix match."""
-    hop_list = l3_routes.hops(net)
+    tables, _ = l3_routes.lpm_tables(net)
     rules: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
-    for route in l3_routes.lpm_routes(hop_list):
-        rules[route.switch].append(
-            f"priority=100,ip,nw_dst={route.prefix} actions=set_field:{route.own_mac}"
-            f"->eth_src,set_field:{route.next_mac}->eth_dst,dec_ttl,output:{route.port}")
-    for switch, prefix, port in l3_routes.arp_routes(hop_list):
-        rules[switch].append(f"priority=100,arp,arp_tpa={prefix} actions=output:{port}")
+    for table in tables:
+        rules[table.switch] += [
+            f"priority=100,ip,nw_dst={l3_routes.prefix_text(network, length)} actions="
+            f"set_field:{table.own_mac}->eth_src,set_field:{mac}->eth_dst,dec_ttl,output:{port}"
+            for network, length, port, mac in table.routes]
+        rules[table.switch] += [
+            f"priority=100,arp,arp_tpa={l3_routes.prefix_text(network, length)} "
+            f"actions=output:{port}" for network, length, port in table.arp]
     plane.add_flows(rules, "-l3")

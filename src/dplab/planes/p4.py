@@ -41,7 +41,6 @@ import select
 import subprocess
 import sys
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +55,7 @@ from dplab.control.p4runtime_app import Program, rule_key
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
 from dplab.p4runtime.installer import InstallError, install
-from dplab.planes import host_ttl, l3_routes, pipeline, rx_ring, tagging
+from dplab.planes import host_ttl, l3_routes, p4_l3, pipeline, rx_ring, tagging
 from dplab.planes.base import (
     PlaneError,
     RulePackets,
@@ -159,10 +158,11 @@ class P4Plane(ControlledPlane):
         self.entries_path = Path(entries) if entries is not None else None
         if self.entries_path is not None and not self.entries_path.is_file():
             raise PlaneError(f"plane p4: option 'entries': no file {self.entries_path}")
-        # Entries the plane derives from the topology (vlan, program l3), written to
-        # entries_path as a record and installed from memory.
+        # Entries the plane derives from the topology (vlan), written to entries_path as a
+        # record and installed from memory (program l3 builds its own: _start_l3).
         self.generated: list[dict[str, Any]] | None = None
         self.l3_hops = 0  # program l3: (switch, host) pairs routed, before aggregation
+        self.l3_counts: tuple[int, int] | None = None  # program l3: routes, ARP entries
         if self.options["tx"] not in TX_MODES:
             raise PlaneError(f"plane p4: option 'tx' must be one of {', '.join(TX_MODES)}, "
                              f"not {self.options['tx']!r}")
@@ -249,8 +249,8 @@ class P4Plane(ControlledPlane):
             compiling.cancel()
         if self.l3:
             self.deep = host_ttl.fit(net, self.kind)
-            self.entries_path, self.generated, self.l3_hops = write_l3_entries(
-                net, self.dir / "l3_entries.json")
+            self._start_l3(net, compiled)
+            return
         entries = self._load_entries(net, compiled) if self.entries_path else None
         if entries is None:
             self._start_controller(net, compiled)
@@ -281,6 +281,25 @@ class P4Plane(ControlledPlane):
         path = self.dir / "vlan_entries.json"
         path.write_text(json.dumps({"entries": out}, indent=1))
         return path, out
+
+    def _start_l3(self, net: Network, compiled: dict[str, Path]) -> None:
+        """``program: l3``: its entries built from the topology's routes into P4Runtime
+        entities (``planes.p4_l3``) and installed, while a thread writes them to
+        ``l3_entries.json`` as a record: encoding the record costs about as much as
+        building the entities, and the install mostly waits for the P4Runtime server."""
+        tables, self.l3_hops = l3_routes.lpm_tables(net)
+        self.l3_counts = (sum(len(t.routes) for t in tables), sum(len(t.arp) for t in tables))
+        info = p4info_pb2.P4Info.FromString(compiled["p4info_bin"].read_bytes())
+        try:
+            entries = p4_l3.entries(tables, info)
+        except p4_l3.ProgramMismatch as exc:
+            raise PlaneError(f"p4: program l3: {self.program}: {exc}") from exc
+        path = self.entries_path = self.dir / "l3_entries.json"
+        with ThreadPoolExecutor(max_workers=1) as recorder:
+            recorded = recorder.submit(
+                lambda: path.write_text(json.dumps({"entries": p4_l3.record(tables)})))
+            self._install_static(net, compiled, entries)
+            recorded.result()
 
     def _load_entries(self, net: Network,
                       compiled: dict[str, Path]) -> list[entries_file.Entry]:
@@ -561,10 +580,10 @@ class P4Plane(ControlledPlane):
     def _l3_route_stats(self) -> dict[str, float | None]:
         """``program: l3``: the IPv4 routes and ARP entries written (aggregated), and the
         (switch, host) pairs they route (one route each before aggregation)."""
-        if not self.l3 or self.generated is None:
+        if self.l3_counts is None:
             return {}
-        count = Counter(entry["table"] for entry in self.generated)
-        return {"static_routes": float(count["ipv4_lpm"]), "arp_entries": float(count["arp_fwd"]),
+        routes, arp = self.l3_counts
+        return {"static_routes": float(routes), "arp_entries": float(arp),
                 "routes_unaggregated": float(self.l3_hops)}
 
     def _pipeline_drops(self, net: Network) -> float:
@@ -648,24 +667,6 @@ class Compilation:
         if self.process.poll() is None:
             self.process.kill()
             self.process.communicate()
-
-
-def write_l3_entries(net: Network, path: Path) -> tuple[Path, list[dict[str, Any]], int]:
-    """l3_forward.p4's entries for ``net`` (``program: l3``), from planes.l3_routes: per
-    switch the aggregated routes to the hosts' /24s (next-hop MAC, own MAC, port) and ARP
-    by target address (port), aggregated the same way; and the (switch, host) pairs they
-    route."""
-    hops = l3_routes.hops(net)
-    entries = [{"table": "ipv4_lpm", "match": {"hdr.ipv4.dst_addr": str(route.prefix)},
-                "action": "set_next_hop", "switches": [route.switch],
-                "params": {"next_hop_mac": route.next_mac, "own_mac": route.own_mac,
-                           "port": route.port}}
-               for route in l3_routes.lpm_routes(hops)]
-    entries += [{"table": "arp_fwd", "match": {"hdr.arp.target_ip": str(prefix)},
-                 "action": "forward", "params": {"port": port}, "switches": [switch]}
-                for switch, prefix, port in l3_routes.arp_routes(hops)]
-    path.write_text(json.dumps({"entries": entries}))
-    return path, entries, len(hops)
 
 
 def _answered(sockets: list[str]) -> bool:
