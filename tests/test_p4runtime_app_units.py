@@ -79,7 +79,7 @@ class Session:
 def app_with(*sessions: Session) -> P4RuntimeSouthbound:
     app = object.__new__(P4RuntimeSouthbound)  # no switches to connect to
     app.program = SimpleNamespace(table_id=1, match_ids=(1, 2, 3), forward_id=2,
-                                  egress_port_id=1, packet_out_zeros=[])
+                                  packet_out=lambda data, port=0, group=0: data)
     app.sessions = {session.name: session for session in sessions}
     app._lock = threading.Lock()
     app._waiting = {}
