@@ -66,6 +66,11 @@ CONNECT_TIMEOUT_S = 30.0
 # a Write to that switch goes anyway (a stream that has stopped must not stall the app).
 TAKEN_WAIT_S = 0.05
 NS_PER_S = 1_000_000_000
+# Pipelines being set at once. Every switch's P4Runtime server is one process and each
+# SetForwardingPipelineConfig (checking the program, loading it into its switch) needs its
+# CPU: a whole network's at once each wait behind all the others, past PIPELINE_TIMEOUT_S
+# (at 320 switches 63 did), and a switch whose pipeline was not set never comes up.
+PIPELINES_AT_ONCE = 8
 # A refused update sent once more as the other operation: the entry is there, or gone.
 RETRY_AS = {grpc.StatusCode.ALREADY_EXISTS: pb.Update.MODIFY,
             grpc.StatusCode.NOT_FOUND: pb.Update.INSERT}
@@ -266,6 +271,7 @@ class P4RuntimeSouthbound:
         self.program = program
         self.stats_file = stats_file
         self._lock = threading.Lock()
+        self._pipelines = threading.BoundedSemaphore(PIPELINES_AT_ONCE)
         self.logic = Forwarding(self, mode=mode, hairpin=[
             PortRef(name, port) for name, s in switches.items()
             for port in s.get("hairpin_ports", [])])
@@ -375,7 +381,8 @@ class P4RuntimeSouthbound:
     def on_stream_message(self, session: SwitchSession, msg: pb.StreamMessageResponse) -> None:
         kind = msg.WhichOneof("update")
         if kind == "arbitration" and msg.arbitration.status.code == 0 and not session.ready:
-            session.set_pipeline(self.program)
+            with self._pipelines:
+                session.set_pipeline(self.program)
             with self._driving() as logic:
                 session.ready = True
                 logic.switch_up(session.name, session.ports)
