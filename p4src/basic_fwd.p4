@@ -9,8 +9,10 @@
  *   rules at priority 10, with their n_packets), from which the lab tells each flow's path;
  *   a miss goes to the controller (OpenFlow: the table-miss rule at priority 0).
  * To the controller means through the CPU port as a packet-in carrying the ingress port.
- * Packets from the controller (packet-out) carry the egress port to send them to. Flooding
- * is the controller's (one packet-out per switch); this program never floods.
+ * Packets from the controller (packet-out) carry the egress port to send them to, or a
+ * multicast group (not 0) the controller has written to send copies out of its ports: a
+ * flood the controller sends to several ports of a switch is one packet-out, as one
+ * OpenFlow packet-out with an output action per port. The program itself never floods.
  * Two marker comments show where a complex pipeline's extra lookups go
  * (dplab.planes.pipeline).
  */
@@ -35,6 +37,7 @@ header packet_in_t {
 @controller_header("packet_out")
 header packet_out_t {
     bit<9> egress_port;
+    bit<16> mcast_grp;
     bit<7> _pad;
 }
 
@@ -137,7 +140,11 @@ control BasicIngress(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         if (hdr.packet_out.isValid()) {
-            standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            if (hdr.packet_out.mcast_grp != 0) {
+                standard_metadata.mcast_grp = hdr.packet_out.mcast_grp;
+            } else {
+                standard_metadata.egress_spec = hdr.packet_out.egress_port;
+            }
             hdr.packet_out.setInvalid();
             exit;
         }

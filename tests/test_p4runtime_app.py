@@ -1,6 +1,7 @@
 """The P4Runtime controller app on one real switch (rig namespaces) running basic_fwd.p4
 behind a real P4Runtime server: LLDP probes go out, ARP is flooded and answered by the
-controller (a unicast ARP too, even where a path rule would match it), a unicast flow gets
+controller (a unicast ARP too, even where a path rule would match it; a flood is one
+packet-out through a multicast group the controller wrote), a unicast flow gets
 a table entry on in_port, eth_src and eth_dst, and later packets of it pass without the
 controller."""
 
@@ -82,7 +83,12 @@ def test_controller_discovers_floods_arp_and_installs_flows(controller):
     rig.drain()
     rig.send(1, arp(packets.ARP_REQUEST, A_MAC, "10.0.0.1", "00:00:00:00:00:00", "10.0.0.2"))
     flooded = rig.capture(0.5)
+    # One packet-out naming a multicast group of the ports but the in-port: one copy each.
+    assert [ethertypes([f]) for f in flooded[2] + flooded[3]].count({packets.ETH_ARP}) == 2
     assert packets.ETH_ARP in ethertypes(flooded[2]) and packets.ETH_ARP in ethertypes(flooded[3])
+    assert packets.ETH_ARP not in ethertypes(flooded[1])
+    groups = rig.client.call("mcast_group_read")["groups"]
+    assert [sorted(r["port"] for r in g["replicas"]) for g in groups] == [[2, 3]]
     rig.send(2, arp(packets.ARP_REPLY, B_MAC, "10.0.0.2", A_MAC, "10.0.0.1"))
     assert packets.ETH_ARP in ethertypes(rig.capture(0.5)[1])
     frame = udp_frame(B_MAC, A_MAC, "10.0.0.1", "10.0.0.2")

@@ -14,7 +14,7 @@ import grpc
 from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.control.p4runtime_app import Outbox, P4RuntimeSouthbound, PathRule
+from dplab.control.p4runtime_app import Outbox, P4RuntimeSouthbound, PathRule, SwitchSession
 
 A, B = "00:00:00:00:00:01", "00:00:00:00:00:02"
 
@@ -79,7 +79,7 @@ class Session:
 def app_with(*sessions: Session) -> P4RuntimeSouthbound:
     app = object.__new__(P4RuntimeSouthbound)  # no switches to connect to
     app.program = SimpleNamespace(table_id=1, match_ids=(1, 2, 3), forward_id=2,
-                                  egress_port_id=1, packet_out_zeros=[])
+                                  packet_out=lambda data, port=0, group=0: data)
     app.sessions = {session.name: session for session in sessions}
     app._lock = threading.Lock()
     app._waiting = {}
@@ -196,3 +196,17 @@ def test_a_stream_that_takes_nothing_does_not_stall_the_app():
     outbox.put(pb.StreamMessageRequest())  # no reader
     outbox.wait_taken()  # gives up after TAKEN_WAIT_S
     assert next(outbox.messages()) == pb.StreamMessageRequest()  # still there for the stream
+
+
+def test_a_set_of_flood_ports_gets_its_multicast_group_written_once():
+    session = object.__new__(SwitchSession)  # no switch to connect to
+    session.device_id, session.groups = 1, {}
+    writes: list[pb.WriteRequest] = []
+    session.stub = SimpleNamespace(Write=lambda req, timeout: writes.append(req))
+    assert session.group([3, 2]) == 1
+    assert session.group([2, 3]) == 1  # the same set: no second Write
+    assert session.group([1, 2, 3]) == 2
+    groups = [w.updates[0] for w in writes]
+    assert [u.type for u in groups] == [pb.Update.INSERT, pb.Update.INSERT]
+    assert [[r.egress_port for r in u.entity.packet_replication_engine_entry
+             .multicast_group_entry.replicas] for u in groups] == [[2, 3], [1, 2, 3]]

@@ -8,9 +8,13 @@ id 1), loads the pipeline and then reports the switch up. basic_fwd holds the ru
 becomes the entry ``path_rules: in_port, eth_src, eth_dst -> forward(out_port)`` (an exact
 table: entries cannot overlap, so it has no priorities; the program applies it after the
 traps and before the miss, the order OpenFlow's priorities give). Everything else the
-table misses comes in as a packet-in carrying its ingress port; packet-outs carry their
-egress port. Reactive rules get the switch's idle timeout; the controller deletes them
-when the switch reports them idle, as an OpenFlow switch removes them by itself.
+table misses comes in as a packet-in carrying its ingress port; a packet-out to one port
+carries that egress port, and one to several ports (a flood) carries a multicast group of
+exactly those ports, which the app writes to the switch's packet replication engine the
+first time it sends to that set of ports: one stream message per switch a flood reaches, as
+OpenFlow's one packet-out with an output action per port. Reactive rules get the switch's
+idle timeout; the controller deletes them when the switch reports them idle, as an OpenFlow
+switch removes them by itself.
 
 Rules the logic asks for are collected and go out when the logic returns, or before its
 next packet-out: one Write per switch, to all switches at once, and the packet-out waits
@@ -62,6 +66,11 @@ CONNECT_TIMEOUT_S = 30.0
 # a Write to that switch goes anyway (a stream that has stopped must not stall the app).
 TAKEN_WAIT_S = 0.05
 NS_PER_S = 1_000_000_000
+# Pipelines being set at once. Every switch's P4Runtime server is one process and each
+# SetForwardingPipelineConfig (checking the program, loading it into its switch) needs its
+# CPU: a whole network's at once each wait behind all the others, past PIPELINE_TIMEOUT_S
+# (at 320 switches 63 did), and a switch whose pipeline was not set never comes up.
+PIPELINES_AT_ONCE = 8
 # A refused update sent once more as the other operation: the entry is there, or gone.
 RETRY_AS = {grpc.StatusCode.ALREADY_EXISTS: pb.Update.MODIFY,
             grpc.StatusCode.NOT_FOUND: pb.Update.INSERT}
@@ -86,14 +95,24 @@ class Program:
             self.match_ids = (fields["in_port"], fields["eth_src"], fields["eth_dst"])
             self.forward_id = actions["forward"]
             self.egress_port_id = headers["packet_out"]["egress_port"]
+            self.mcast_grp_id = headers["packet_out"]["mcast_grp"]
             self.ingress_port_id = headers["packet_in"]["ingress_port"]
         except KeyError as exc:
             raise ValueError(f"{p4info_path}: not basic_fwd's P4Info (no {exc})") from exc
         # A packet-out carries every field of the header (P4Runtime 16.1); all but the
-        # egress port are zero.
+        # egress port or the multicast group are zero.
         self.packet_out_zeros = [pb.PacketMetadata(metadata_id=field_id, value=b"\x00")
                                  for field_id in headers["packet_out"].values()
-                                 if field_id != self.egress_port_id]
+                                 if field_id not in (self.egress_port_id, self.mcast_grp_id)]
+
+    def packet_out(self, data: bytes, port: int = 0, group: int = 0) -> pb.StreamMessageRequest:
+        """A packet-out of ``data`` to ``port``, or to multicast group ``group`` (not 0)."""
+        msg = pb.StreamMessageRequest()
+        msg.packet.payload = data
+        msg.packet.metadata.add(metadata_id=self.egress_port_id, value=port.to_bytes(2, "big"))
+        msg.packet.metadata.add(metadata_id=self.mcast_grp_id, value=group.to_bytes(2, "big"))
+        msg.packet.metadata.extend(self.packet_out_zeros)
+        return msg
 
 
 RuleKey = tuple[int, bytes, bytes]  # a path rule's match: in_port, eth_src, eth_dst
@@ -178,6 +197,12 @@ class SwitchSession:
         # whose entry the switch holds as far as we know.
         self.pending: dict[RuleKey, PathRule] = {}
         self.installed: set[RuleKey] = set()
+        # Under the app's lock: the multicast group written for each set of ports floods
+        # went to (ids from 1; 0 is "no group" in basic_fwd's packet_out header). A set's
+        # group is never rewritten, so a packet-out still queued for it cannot get another
+        # set's ports; the sets are few, as the ports a switch floods to change only with
+        # the topology (edge ports, less the one a frame came in on).
+        self.groups: dict[tuple[int, ...], int] = {}
 
     def start(self) -> None:
         grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
@@ -204,6 +229,24 @@ class SwitchSession:
         req.config.p4info.CopyFrom(program.p4info)
         req.config.p4_device_config = program.device_config
         self.stub.SetForwardingPipelineConfig(req, timeout=PIPELINE_TIMEOUT_S)
+        self.groups.clear()  # a pipeline loaded anew starts with no multicast groups
+
+    def group(self, ports: Sequence[int]) -> int:
+        """The multicast group replicating to exactly ``ports``, written (and answered, so
+        that it is in place before a packet-out names it) if this is the set's first
+        flood; raises grpc.RpcError when the switch refused it."""
+        key = tuple(sorted(set(ports)))
+        group_id = self.groups.get(key)
+        if group_id is None:
+            group_id = len(self.groups) + 1
+            req = self._request()
+            entry = req.updates.add(type=pb.Update.INSERT).entity \
+                .packet_replication_engine_entry.multicast_group_entry
+            entry.multicast_group_id = group_id
+            entry.replicas.extend(pb.Replica(egress_port=port) for port in key)
+            self.stub.Write(req, timeout=RPC_TIMEOUT_S)
+            self.groups[key] = group_id
+        return group_id
 
     def delete(self, entry: pb.TableEntry) -> None:
         req = self._request()
@@ -228,6 +271,7 @@ class P4RuntimeSouthbound:
         self.program = program
         self.stats_file = stats_file
         self._lock = threading.Lock()
+        self._pipelines = threading.BoundedSemaphore(PIPELINES_AT_ONCE)
         self.logic = Forwarding(self, mode=mode, hairpin=[
             PortRef(name, port) for name, s in switches.items()
             for port in s.get("hairpin_ports", [])])
@@ -258,13 +302,16 @@ class P4RuntimeSouthbound:
         # The rules asked for so far are in on every other switch before the packet moves
         # on; its own switch's table does not see a packet-out, so its rules go after it.
         self._flush(but=session)
-        for port in ports:
-            msg = pb.StreamMessageRequest()
-            msg.packet.payload = data
-            msg.packet.metadata.add(metadata_id=self.program.egress_port_id,
-                                    value=port.to_bytes(2, "big"))
-            msg.packet.metadata.extend(self.program.packet_out_zeros)
-            session.outbox.put(msg)
+        if len(ports) == 1:
+            session.outbox.put(self.program.packet_out(data, port=ports[0]))
+            return
+        try:
+            group = session.group(ports)
+        except grpc.RpcError as err:
+            log.warning("%s: multicast group for ports %s refused (%s); flood not sent",
+                        session.name, sorted(ports), err.details())
+            return
+        session.outbox.put(self.program.packet_out(data, group=group))
 
     # -- rule writes ---------------------------------------------------------------------
 
@@ -334,7 +381,8 @@ class P4RuntimeSouthbound:
     def on_stream_message(self, session: SwitchSession, msg: pb.StreamMessageResponse) -> None:
         kind = msg.WhichOneof("update")
         if kind == "arbitration" and msg.arbitration.status.code == 0 and not session.ready:
-            session.set_pipeline(self.program)
+            with self._pipelines:
+                session.set_pipeline(self.program)
             with self._driving() as logic:
                 session.ready = True
                 logic.switch_up(session.name, session.ports)

@@ -17,9 +17,9 @@ of all switch ports would not fit in memory, see ``dplab.planes.rx_ring``). With
 end of a switch port (host ends and other switches' ports) gets GRO on: veth takes XDP
 frames only into a peer that runs NAPI.
 Without ``entries`` the controller drives the switches; it needs basic_fwd's table
-``path_rules`` (keys in_port, eth_src, eth_dst), action ``forward`` and controller headers,
-so a program must keep those names, and its rule set (ARP and LLDP to the CPU port,
-docs/architecture.md).
+``path_rules`` (keys in_port, eth_src, eth_dst), action ``forward`` and controller headers
+(``packet_out`` with ``egress_port`` and ``mcast_grp``), so a program must keep those
+names, and its rule set (ARP and LLDP to the CPU port, docs/architecture.md).
 With ``entries`` the plane is static: no controller runs; the plane loads ``program`` into
 every switch over P4Runtime and writes the entries (each to the switches it names, else to
 all), and nothing changes them afterwards, except option ``qos`` (study 004, see
