@@ -384,7 +384,9 @@ class P4Plane(ControlledPlane):
                 "--tx", self.options["tx"], "--rx-frames", str(self.rx_ring.frames)]
         for port, ifname in sorted(net.switch_ports(switch).items()):
             argv += ["--port", f"{port}={ifname}"]
-        self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv)
+        # The switch reads nothing under /sys (it finds tracefs itself: PROTOCOL.md --tx):
+        # its network namespace alone, no mount namespace per process.
+        self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv, own_sysfs=False)
 
     def _start_servers(self, net: Network) -> subprocess.Popen:
         """One process serves every switch, each on its own gRPC socket with its own state
