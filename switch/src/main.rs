@@ -258,9 +258,7 @@ fn open_ports(opts: &Options, xdp: port::Xdp) -> Vec<Port> {
         let opening: Vec<_> = opts
             .ports
             .iter()
-            .map(|(num, name)| {
-                scope.spawn(move || Port::open(*num, name, xdp, opts.rx_frames))
-            })
+            .map(|(num, name)| scope.spawn(move || Port::open(*num, name, xdp, opts.rx_frames)))
             .collect();
         opening
             .into_iter()
