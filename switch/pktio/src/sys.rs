@@ -119,6 +119,23 @@ pub fn bind_packet(fd: RawFd, ifindex: i32, protocol: u16) -> io::Result<()> {
     Ok(())
 }
 
+/// Binds netlink socket `fd` to a port id the kernel picks, member of the multicast
+/// groups in bit mask `groups` (an unbound socket gets no multicast: the kernel skips
+/// listeners whose port id is its own, 0).
+pub fn bind_netlink(fd: RawFd, groups: u32) -> io::Result<()> {
+    // SAFETY: sockaddr_nl is plain data, for which all zero bytes are a valid value.
+    let mut addr: libc::sockaddr_nl = unsafe { zeroed() };
+    addr.nl_family = libc::AF_NETLINK as u16;
+    addr.nl_groups = groups;
+    let alen = size_of::<libc::sockaddr_nl>() as libc::socklen_t;
+    let at = &addr as *const libc::sockaddr_nl as *const libc::sockaddr;
+    // SAFETY: the kernel reads `alen` bytes from `addr`, a live sockaddr_nl.
+    if unsafe { libc::bind(fd, at, alen) } != 0 {
+        return Err(last_error());
+    }
+    Ok(())
+}
+
 /// One `send()` of `data`; the count the kernel took.
 pub fn send(fd: RawFd, data: &[u8], flags: i32) -> io::Result<usize> {
     // SAFETY: the kernel reads at most `data.len()` bytes from `data`.
