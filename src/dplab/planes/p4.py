@@ -407,7 +407,7 @@ class P4Plane(ControlledPlane):
         """One process serves every switch, each on its own gRPC socket with its own state
         (``python -m dplab.p4runtime --serve``): one interpreter start per run, not per
         switch. It connects to the switches in their start order and waits for each
-        control socket itself: at most one batch's start-up (START_TIMEOUT_S) after the
+        control socket itself: about one start-up (START_TIMEOUT_S) after the
         one before it."""
         argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
         for switch in net.topo.switches():
