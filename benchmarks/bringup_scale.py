@@ -384,13 +384,20 @@ def main(ks: list[int], specs: list[str], backlog: int | None, write: bool,
     section = render(results, memory_note, command, load, backlog, bool(topohub_keys))
     print(section)
     if write:
-        # one section per plane set, backlog and kind of topology: runs of other planes
-        # keep their figures
-        name = ["bringup_scale", *([s.replace(":", "_").replace("=", "_") for s in specs]),
-                *(["mininet"] if mininet else []),
-                *([f"backlog{backlog}"] if backlog else []), *(["topohub"] if topohub_keys
-                                                               else [])]
-        write_section("_".join(name), section)
+        write_section(section_name(specs, ks, topohub_keys, backlog, mininet is not None),
+                      section)
+
+
+def section_name(specs: list[str], ks: list[int], topohub_keys: list[str] | None,
+                 backlog: int | None, mininet: bool) -> str:
+    """One docs section per plane set, topology set, backlog and Mininet: a run of other
+    planes, or of the same planes at other sizes, keeps the figures already written."""
+    sizes = ([key.replace("/", "_") for key in topohub_keys] if topohub_keys
+             else [f"k{'_'.join(map(str, ks))}"])
+    name = ["bringup_scale", *(s.replace(":", "_").replace("=", "_") for s in specs),
+            *sizes, *(["mininet"] if mininet else []),
+            *([f"backlog{backlog}"] if backlog else [])]
+    return "_".join(name)
 
 
 @contextlib.contextmanager
