@@ -43,7 +43,7 @@ def _bridge(n: int, controller: str | None) -> ovsdb.BridgeRow:
              ovsdb.PortRow(f"s{n}-eth2", 2, "", None))
     return ovsdb.BridgeRow(f"br{n}", "netdev", {"datapath-id": f"{n:016x}"},
                            "secure" if controller else "standalone", controller is None,
-                           controller, 1000, ports)
+                           controller, 1000, 0, ports)
 
 
 def test_bridges_in_several_transactions_read_back_as_vsctl_would_make_them(
@@ -61,6 +61,7 @@ def test_bridges_in_several_transactions_read_back_as_vsctl_would_make_them(
     assert _vsctl(db, "get", "bridge", "br1", "other_config:datapath-id",
                   "protocols") == '"0000000000000001"\n[OpenFlow13]'
     assert _vsctl(db, "get-controller", "br1") == "tcp:127.0.0.1:6653"
+    assert _vsctl(db, "--bare", "--columns=inactivity_probe", "list", "controller") == "0"
     qos = _vsctl(db, "get", "port", "s1-eth1", "qos")
     assert _vsctl(db, "get", "qos", qos, "type", "other_config:max-rate") == \
         'linux-htb\n"100000000"'

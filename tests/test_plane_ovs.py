@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from net_checks import check_controlled_plane_on_multipath, iperf_server_report
 
-from dplab.planes import PlaneError, create, ovsdb
+from dplab import planes
+from dplab.planes import PlaneError, create, l3_routes, ovsdb
 from dplab.substrate.network import Network
 from dplab.topology import catalog
 
@@ -157,3 +159,22 @@ def test_meter_options_are_checked() -> None:
     with pytest.raises(PlaneError, match="needs the controller"):
         create("ovs", {"controller": False,
                        "qos": {"policy": "meter", "classes": [{"dscp": 0, "rate_mbit": 1}]}})
+
+
+@pytest.mark.net
+def test_l3_routes_are_aggregated_and_reach_every_pod() -> None:
+    """``forwarding: l3`` on a fat-tree: a bridge's hosts behind one port share masked
+    nw_dst / arp_tpa flows, so there are fewer flows than the one IPv4 and one ARP flow per
+    (bridge, host) of exact matches, and every host still reaches a host in another pod."""
+    topo = catalog.build("fattree", k=4)
+    with planes.running("ovs", {"forwarding": "l3"}, topo, 60) as (net, plane):
+        hosts = net.topo.hosts()
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            pings = list(pool.map(lambda i: net.run(
+                net.host_ns(hosts[i]), ["ping", "-c1", "-W2", "-n",
+                                        net.host_ip(hosts[(i + len(hosts) // 2) % len(hosts)])],
+                check=False).returncode, range(len(hosts))))
+        flows = plane.stats()["ovs_flows"]
+        exact = 2 * len(l3_routes.hops(net))
+    assert pings == [0] * len(hosts)
+    assert flows is not None and flows < exact

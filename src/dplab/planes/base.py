@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -168,10 +169,16 @@ def paths_from_rule_packets(net: Network, flows: Sequence[Flow],
 
 
 def ping_until(net: Network, src: str, dst: str, deadline: float) -> bool:
-    """Ping ``dst`` from ``src`` once a ~second until one answer or ``deadline`` (monotonic)."""
+    """Ping ``dst`` from ``src`` until one answer or ``deadline`` (monotonic): echo requests
+    a second apart from ``ping -w``, where an answer to any of them counts however late it
+    comes (a network may forward with a round trip of seconds: ovs-vswitchd at a few
+    thousand ports, see docs/benchmarks.md), which a new ``ping -W1`` each second would
+    never see. ping gives up at the first error (an ARP request unanswered while the
+    network settles), so a new one follows until the deadline."""
     while True:
-        reply = net.run(net.host_ns(src), ["ping", "-c1", "-W1", "-n", net.host_ip(dst)],
-                        check=False)
+        seconds = max(1, math.ceil(deadline - time.monotonic()))
+        reply = net.run(net.host_ns(src), ["ping", "-c1", "-w", str(seconds), "-n",
+                                           net.host_ip(dst)], check=False)
         if reply.returncode == 0:
             return True
         if time.monotonic() >= deadline:

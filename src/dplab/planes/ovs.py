@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,11 @@ VSCTL_TIMEOUT_S = 30
 CONFIGURE_BASE_S = 30
 CONFIGURE_PER_PORT_S = 0.05
 OFCTL_TIMEOUT_S = 5
+# Writing a bridge's flows waits for ovs-vswitchd's main loop, whose passes just after it
+# added thousands of ports took up to 15 s (fat-tree k=16); bridges are written
+# FLOW_WRITERS at a time, so their waits overlap.
+ADD_FLOWS_TIMEOUT_S = 30
+FLOW_WRITERS = 8
 TOOL_GRACE_S = 5
 
 
@@ -221,15 +227,11 @@ class OvsPlane(ControlledPlane):
         switches = net.topo.switches()
         cut = off_tree_links(net.topo.graph.subgraph(switches), switches)
         parts = tagging.plan(net.topo, net.host_mac, cut)
-        for switch in switches:
-            forwarding = ([f"table={table},priority=1,actions=NORMAL"] if self.vlan is None
-                          else tagging.openflow(parts[switch], self.vlan, table))
-            flows = self.dir / f"{switch}.flows"
-            flows.write_text("\n".join([*(pipeline.ovs_flows() if complex_ else []),
-                                        *forwarding]) + "\n")
-            run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "add-flows",
-                      f"unix:{self.dir / self.bridge(switch)}.mgmt", str(flows)],
-                     OFCTL_TIMEOUT_S, "ovs-vswitchd")
+        self.add_flows({switch: [
+            *(pipeline.ovs_flows() if complex_ else []),
+            *([f"table={table},priority=1,actions=NORMAL"] if self.vlan is None
+              else tagging.openflow(parts[switch], self.vlan, table))]
+            for switch in switches}, "")
 
     @property
     def switch_ns(self) -> str:
@@ -300,7 +302,12 @@ class OvsPlane(ControlledPlane):
             fail_mode="secure" if secure else "standalone", rstp=loops and not secure,
             controller=f"tcp:127.0.0.1:{OPENFLOW_PORT}" if controller else None,
             # A short reconnect back-off: the controller may still be starting up.
-            controller_max_backoff_ms=1000, ports=tuple(ports))
+            controller_max_backoff_ms=1000,
+            # No inactivity probe: the controller runs beside OVS and its exit is a failure
+            # of the plane (failures()); a probe only cuts a controller that is busy (one
+            # Python process serving every switch) for 5 s, and each reconnect makes it
+            # busier (a new LLDP round, its paths to relearn), as at 320 bridges.
+            controller_inactivity_probe_ms=0, ports=tuple(ports))
 
     def vsctl(self, *args: str) -> str:
         """ovs-vsctl against our own database (never the host's)."""
@@ -310,11 +317,18 @@ class OvsPlane(ControlledPlane):
     def _has_controller(self) -> bool:
         return self.options["controller"] and not self.l3
 
-    def ofctl(self, switch: str, *args: str) -> str:
-        """ovs-ofctl (OpenFlow 1.3) against ``switch``'s bridge."""
-        mgmt = self.dir / f"{self.bridge(switch)}.mgmt"
-        return run_tool(["ovs-ofctl", "--protocols=OpenFlow13", args[0], f"unix:{mgmt}",
-                         *args[1:]], OFCTL_TIMEOUT_S, "ovs-vswitchd")
+    def add_flows(self, flows: dict[str, list[str]], suffix: str) -> None:
+        """Each switch's ``flows`` into its bridge (``ovs-ofctl add-flows`` of the file
+        ``<switch><suffix>.flows`` in the plane's directory), FLOW_WRITERS at a time."""
+        def write(switch: str) -> None:
+            path = self.dir / f"{switch}{suffix}.flows"
+            path.write_text("\n".join(flows[switch]) + "\n")
+            run_tool(["ovs-ofctl", "--protocols=OpenFlow13", "add-flows",
+                      f"unix:{self.dir / self.bridge(switch)}.mgmt", str(path)],
+                     ADD_FLOWS_TIMEOUT_S, "ovs-vswitchd")
+
+        with ThreadPoolExecutor(max_workers=FLOW_WRITERS) as pool:
+            list(pool.map(write, flows))
 
     def info(self) -> dict[str, str]:
         kernel = self.datapath == "system"
@@ -498,15 +512,15 @@ def _switches_have_loops(net: Network) -> bool:
 
 
 def install_l3_rules(plane: OvsPlane, net: Network) -> None:
-    """Every bridge a router hop (``forwarding: l3``): one flow file per bridge."""
+    """Every bridge a router hop (``forwarding: l3``): one flow file per bridge, its IPv4
+    and ARP routes aggregated exactly as the p4 plane's (``l3_routes.lpm_routes``): the
+    prefixes of one bridge never overlap, so one priority serves as longest-prefix match."""
+    hop_list = l3_routes.hops(net)
     rules: dict[str, list[str]] = {s: [] for s in net.topo.switches()}
-    for hop in l3_routes.hops(net):
-        rules[hop.switch] += [
-            f"priority=100,ip,nw_dst={hop.host_ip} actions=set_field:{hop.own_mac}->eth_src,"
-            f"set_field:{hop.next_mac}->eth_dst,dec_ttl,output:{hop.port}",
-            f"priority=100,arp,arp_tpa={hop.host_ip} actions=output:{hop.port}",
-        ]
-    for switch, lines in rules.items():
-        flows = plane.dir / f"{switch}-l3.flows"
-        flows.write_text("\n".join(lines) + "\n")
-        plane.ofctl(switch, "add-flows", str(flows))
+    for route in l3_routes.lpm_routes(hop_list):
+        rules[route.switch].append(
+            f"priority=100,ip,nw_dst={route.prefix} actions=set_field:{route.own_mac}"
+            f"->eth_src,set_field:{route.next_mac}->eth_dst,dec_ttl,output:{route.port}")
+    for switch, prefix, port in l3_routes.arp_routes(hop_list):
+        rules[switch].append(f"priority=100,arp,arp_tpa={prefix} actions=output:{port}")
+    plane.add_flows(rules, "-l3")

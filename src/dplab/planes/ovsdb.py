@@ -46,6 +46,7 @@ class BridgeRow:
     rstp: bool
     controller: str | None  # target, e.g. "tcp:127.0.0.1:6653"
     controller_max_backoff_ms: int
+    controller_inactivity_probe_ms: int  # 0: never probe the controller's connection
     ports: tuple[PortRow, ...]
 
 
@@ -121,7 +122,8 @@ def _bridge_ops(bridge: BridgeRow, index: int) -> list[dict[str, Any]]:
         ctl = f"b{index}_ctl"
         ops.append({"op": "insert", "table": "Controller", "uuid-name": ctl,
                     "row": {"target": bridge.controller,
-                            "max_backoff": bridge.controller_max_backoff_ms}})
+                            "max_backoff": bridge.controller_max_backoff_ms,
+                            "inactivity_probe": bridge.controller_inactivity_probe_ms}})
         row["controller"] = _set([ctl], named=True)
     ops.append({"op": "insert", "table": "Bridge", "uuid-name": f"b{index}", "row": row})
     return ops
