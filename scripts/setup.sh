@@ -6,7 +6,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 stamps="$root/.venv/.stamps"
 
 APT_PACKAGES=(
-  iproute2 iputils-ping ethtool procps psmisc
+  iproute2 iputils-ping ethtool procps psmisc util-linux
   openvswitch-switch openvswitch-common
   iperf iperf3 tcpdump mininet bridge-utils
   python3-venv chromium ffmpeg

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 import pytest
 
@@ -62,6 +63,23 @@ def test_normal_exit_leaves_nothing():
         assert len(registry.netns_with_prefix(prefix)) == 8
     assert_gone(prefix, [(sleeper.pid, started)])
     net.down()  # idempotent
+
+
+def test_a_process_started_in_the_network_namespace_alone_is_cleaned_up_too():
+    """popen(own_sysfs=False): the process is in the namespace's network stack but shares
+    this process's mount namespace (no per-process copy), and down() kills it as any."""
+    with Network(catalog.build("single")) as net:
+        prefix = net.prefix
+        sleeper = net.popen(net.host_ns("h1"), ["sleep", "60"], own_sysfs=False)
+        started = registry.process_start_time(sleeper.pid)
+        ns = os.stat(registry.NETNS_DIR / net.host_ns("h1")).st_ino
+        deadline = time.monotonic() + 5
+        while os.readlink(f"/proc/{sleeper.pid}/exe").split("/")[-1] != "sleep":
+            assert time.monotonic() < deadline, "nsenter did not exec sleep"
+            time.sleep(0.01)
+        assert os.readlink(f"/proc/{sleeper.pid}/ns/net") == f"net:[{ns}]"
+        assert os.readlink(f"/proc/{sleeper.pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
+    assert_gone(prefix, [(sleeper.pid, started)])
 
 
 def test_exception_inside_with_leaves_nothing():

@@ -13,7 +13,6 @@ from net_checks import check_controlled_plane_on_multipath, leftovers, ping_fail
 
 from dplab.planes import PlaneError, create
 from dplab.planes import p4 as p4_plane
-from dplab.planes.base import batches
 from dplab.substrate.network import Network
 from dplab.topology import catalog
 
@@ -32,20 +31,11 @@ def test_p4_options_are_checked(tmp_path) -> None:
         create("p4", {"program": str(tmp_path / "nowhere.p4")})
 
 
-def test_switches_are_cut_into_batches_in_their_order() -> None:
-    assert batches(["s1", "s2", "s3", "s4", "s5"], 2) == [["s1", "s2"],
-                                                                    ["s3", "s4"], ["s5"]]
-    assert batches(["s1", "s2"], 32) == [["s1", "s2"]]
-    assert batches([], 4) == []
-    with pytest.raises(ValueError, match="at least 1"):
-        batches(["s1"], 0)
-
-
 @pytest.mark.net
-def test_a_switch_that_exits_fails_the_start_before_the_next_batch_starts(monkeypatch) -> None:
-    """Batches of one switch whose binary exits at once: the start fails naming that
-    switch without waiting out the batch's deadline, the second switch never started."""
-    monkeypatch.setattr(p4_plane, "START_BATCH", 1)
+def test_a_switch_that_exits_fails_the_start_before_the_next_switch_starts(monkeypatch) -> None:
+    """One switch starting at a time, whose binary exits at once: the start fails naming
+    that switch without waiting out its deadline, the second switch never started."""
+    monkeypatch.setattr(p4_plane, "START_WINDOW", 1)
     monkeypatch.setattr(p4_plane, "SWITCH_BIN", Path("/bin/false"))
     plane = create("p4", {"mode": "proactive"})
     with Network(catalog.build("linear", switches=2, hosts_per_switch=1), addressing="l2",
@@ -68,9 +58,9 @@ def test_a_p4runtime_server_killed_mid_run_fails_the_run_and_leaves_nothing_behi
     """kill -9 of the one P4Runtime server process after the plane is ready: the switches
     keep forwarding what they had, but failures() (which the runner asks after every
     traffic phase) names the server, and stop() still removes everything. The switches
-    start one per batch here, so a start in several batches is covered too. Hosts and
+    start one at a time here, so a start that waits for a free place is covered too. Hosts and
     switch-facing ports carry the offloads the plane sets (HOST_FEATURES, peer GRO)."""
-    monkeypatch.setattr(p4_plane, "START_BATCH", 1)
+    monkeypatch.setattr(p4_plane, "START_WINDOW", 1)
     plane = create("p4", {"mode": "proactive"})
     with Network(catalog.build("linear", switches=2, hosts_per_switch=1), addressing="l2",
                  shared_switch_ns=plane.shared_switch_ns) as net:

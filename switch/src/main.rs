@@ -172,7 +172,6 @@ fn fail(message: &str) -> ! {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = parse_args(&args).unwrap_or_else(|e| fail(&e));
-    let ports = open_ports(&opts);
     let xdp = opts
         .ports
         .first()
@@ -181,6 +180,13 @@ fn main() {
             XdpTx::open(&bpf::holder_name(first), opts.xdp_min_call)
                 .unwrap_or_else(|e| fail(&format!("--tx xdp: {e}")))
         });
+    // Ports read veth's XDP count only where the switch's tracepoint does not count.
+    let port_xdp = match &xdp {
+        None => port::Xdp::Off,
+        Some(tx) if tx.counts_taken() => port::Xdp::Traced,
+        Some(_) => port::Xdp::VethCount,
+    };
+    let ports = open_ports(&opts, port_xdp);
     let rx_rings = ports
         .iter()
         .map(|p| {
@@ -247,14 +253,12 @@ fn main() {
 /// port (receive and transmit ring), and concurrent waiters share grace periods, so a
 /// 16-port switch starts in a few of them instead of 32 in a row. In port order; the first
 /// port that fails ends the switch.
-fn open_ports(opts: &Options) -> Vec<Port> {
+fn open_ports(opts: &Options, xdp: port::Xdp) -> Vec<Port> {
     std::thread::scope(|scope| {
         let opening: Vec<_> = opts
             .ports
             .iter()
-            .map(|(num, name)| {
-                scope.spawn(move || Port::open(*num, name, opts.tx_xdp, opts.rx_frames))
-            })
+            .map(|(num, name)| scope.spawn(move || Port::open(*num, name, xdp, opts.rx_frames)))
             .collect();
         opening
             .into_iter()

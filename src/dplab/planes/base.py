@@ -183,11 +183,3 @@ def ping_until(net: Network, src: str, dst: str, deadline: float) -> bool:
             return True
         if time.monotonic() >= deadline:
             return False
-
-
-def batches(items: list[str], size: int) -> list[list[str]]:
-    """``items`` in order, cut into lists of ``size`` (the last one shorter): planes that
-    start or configure many switches do it a bounded number at a time."""
-    if size < 1:
-        raise ValueError(f"batch size must be at least 1, not {size}")
-    return [items[i:i + size] for i in range(0, len(items), size)]

@@ -54,11 +54,12 @@ class ControlledPlane(Plane):
         return True
 
     def _spawn(self, net: Network, ns: str, name: str, argv: list[str],
-               stdout_pipe: bool = False) -> subprocess.Popen:
+               stdout_pipe: bool = False, own_sysfs: bool = True) -> subprocess.Popen:
         """Run ``argv`` in ``ns`` as daemon ``name``, its output in ``<name>.log`` (only
-        stderr there with ``stdout_pipe``: stdout is then the caller's to read)."""
+        stderr there with ``stdout_pipe``: stdout is then the caller's to read);
+        ``own_sysfs``: see Network.popen."""
         with open(self.dir / f"{name}.log", "w") as log:
-            daemon = net.popen(ns, argv, stdout=subprocess.PIPE if stdout_pipe else log,
+            daemon = net.popen(ns, argv, own_sysfs, stdout=subprocess.PIPE if stdout_pipe else log,
                                stderr=log if stdout_pipe else subprocess.STDOUT)
         self._daemons.append((name, daemon))
         return daemon

@@ -60,7 +60,6 @@ from dplab.planes.base import (
     PlaneError,
     RulePackets,
     SeriesPoint,
-    batches,
     paths_from_rule_packets,
 )
 from dplab.planes.bridge import off_tree_links
@@ -84,12 +83,15 @@ VLAN_PROGRAM = ROOT / "p4src" / "study002" / "vlan.p4"
 SWITCH_BIN = ROOT / "switch" / "target" / "release" / "dplab-switch"
 CPU_PORT = 255
 START_TIMEOUT_S = 15.0
-# Switches start in batches of this many, each batch once the one before answers on its
-# control sockets: at most this many switch processes compete for the cores while they
-# start, so START_TIMEOUT_S bounds one batch whatever the topology's size, and the whole
-# start-up's deadline grows with the number of batches. All at once, 180 switches on 2
-# loaded cores left the last ones without a control socket past any fixed deadline.
-START_BATCH = 32
+# At most this many switches start at once; the next starts as soon as one of them answers
+# on its control socket: at most this many switch processes compete for the cores while
+# they start, so START_TIMEOUT_S bounds each one's start whatever the topology's size. All
+# at once, 180 switches on 2 loaded cores left the last ones without a control socket past
+# any fixed deadline. (Whole batches, each after the one before had answered, left the
+# cores idle while each batch's last switches finished.)
+START_WINDOW = 32
+# How often the starting switches are asked: a start takes tens of milliseconds.
+START_POLL_S = 0.01
 # The P4Runtime server process says ``ready`` once its interpreter has started, imported
 # grpc and protobuf and connected to every switch: seconds on an idle machine, and tens of
 # seconds on a loaded one. The wait ends at that line, or at once when the process exits,
@@ -384,16 +386,29 @@ class P4Plane(ControlledPlane):
         net.configure({ns: plan for ns, plan in plans.items() if plan.features})
 
     def _start_switches(self, net: Network) -> None:
-        """Every switch, START_BATCH at a time: a batch starts once every switch of the
-        one before answers a ping on its control socket (the socket opens once the switch
-        is ready for requests)."""
-        for batch in batches(net.topo.switches(), START_BATCH):
-            for switch in batch:
-                self._start_switch(net, switch)
-            waiting = [str(self._control(switch)) for switch in batch]
-            self._wait_for(lambda waiting=waiting: _answered(waiting), START_TIMEOUT_S,
-                           f"switches {batch[0]}..{batch[-1]} did not answer on their "
-                           f"control sockets within {START_TIMEOUT_S} s (logs in {self.dir})")
+        """Every switch, at most START_WINDOW starting at a time: the next starts once one
+        of them answers a ping on its control socket (the socket opens once the switch is
+        ready for requests); each must within START_TIMEOUT_S."""
+        starting: dict[str, float] = {}  # control socket -> when its switch started
+
+        def wait_until(count: int) -> None:
+            """Until at most ``count`` switches are starting; fails for one past its time."""
+            def few() -> bool:
+                _drop_answered(starting)
+                late = [path for path, t in starting.items()
+                        if time.monotonic() - t > START_TIMEOUT_S]
+                if late:
+                    raise PlaneError(f"p4: switch control socket {late[0]} did not answer "
+                                     f"within {START_TIMEOUT_S} s (logs in {self.dir})")
+                return len(starting) <= count
+            self._wait_for(few, 2 * START_TIMEOUT_S, "p4: switches did not start",
+                           pause=lambda: time.sleep(START_POLL_S))
+
+        for switch in net.topo.switches():
+            wait_until(START_WINDOW - 1)
+            self._start_switch(net, switch)
+            starting[str(self._control(switch))] = time.monotonic()
+        wait_until(0)
 
     def _start_switch(self, net: Network, switch: str) -> None:
         # Each switch has a namespace of its own, made by this run: its loopback may carry
@@ -403,13 +418,15 @@ class P4Plane(ControlledPlane):
                 "--tx", self.options["tx"], "--rx-frames", str(self.rx_ring.frames)]
         for port, ifname in sorted(net.switch_ports(switch).items()):
             argv += ["--port", f"{port}={ifname}"]
-        self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv)
+        # The switch reads nothing under /sys (it finds tracefs itself: PROTOCOL.md --tx):
+        # its network namespace alone, no mount namespace per process.
+        self._spawn(net, net.switch_ns(switch), f"switch-{switch}", argv, own_sysfs=False)
 
     def _start_servers(self, net: Network) -> subprocess.Popen:
         """One process serves every switch, each on its own gRPC socket with its own state
         (``python -m dplab.p4runtime --serve``): one interpreter start per run, not per
         switch. It connects to the switches in their start order and waits for each
-        control socket itself: at most one batch's start-up (START_TIMEOUT_S) after the
+        control socket itself: about one start-up (START_TIMEOUT_S) after the
         one before it."""
         argv = [sys.executable, "-m", "dplab.p4runtime", "--switch-wait", str(START_TIMEOUT_S)]
         for switch in net.topo.switches():
@@ -669,13 +686,12 @@ class Compilation:
             self.process.communicate()
 
 
-def _answered(sockets: list[str]) -> bool:
-    """Whether every switch control socket of ``sockets`` answers a ping; those that did
-    are dropped from the list, so each is asked until it answers once."""
-    for path in list(sockets):
+def _drop_answered(sockets: dict[str, float]) -> None:
+    """Drops from ``sockets`` the switch control sockets that answer a ping (one that does
+    not exist yet is not asked)."""
+    for path in [p for p in sockets if Path(p).exists()]:
         try:
             switch_link.ping(path, ANSWER_TIMEOUT_S)
         except switch_link.SwitchError:
-            return False
-        sockets.remove(path)
-    return True
+            continue
+        del sockets[path]

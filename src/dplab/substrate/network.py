@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from dplab.substrate import linkem, registry, wmedium
-from dplab.substrate.registry import RECORD_DIR, RunRecord, SubstrateError
+from dplab.substrate.registry import NETNS_DIR, RECORD_DIR, RunRecord, SubstrateError
 from dplab.substrate.rtnl import MAX_TBF_MBIT, NsPlan, configure
 from dplab.substrate.sysctl import set_sysctls
 from dplab.topology import linkem_settings
@@ -473,9 +473,16 @@ class Network:
         self._check_ours(values_per_ns)
         set_sysctls(values_per_ns)
 
-    def popen(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
-        """Start ``argv`` inside namespace ``ns``; the process is recorded and killed by down()."""
-        proc = self._spawn(ns, argv, **kwargs)
+    def popen(self, ns: str, argv: list[str], own_sysfs: bool = True,
+              **kwargs) -> subprocess.Popen:
+        """Start ``argv`` inside namespace ``ns``; the process is recorded and killed by down().
+
+        ``own_sysfs`` False enters only the network namespace (``nsenter --net``), for
+        daemons that read nothing under /sys: ``ip netns exec`` gives each process a mount
+        namespace of its own with the namespace's /sys, and making it copies every mount of
+        the host, among them /run/netns's one per namespace (thousands in a large network),
+        and tearing it down when the process ends unmounts them all again."""
+        proc = self._spawn(ns, argv, own_sysfs, **kwargs)
         self._children.append(proc)
         assert self._record is not None
         self._record.add_process(proc.pid)
@@ -499,9 +506,12 @@ class Network:
                                  f"{err.strip()}")
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
-    def _spawn(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
+    def _spawn(self, ns: str, argv: list[str], own_sysfs: bool = True,
+               **kwargs) -> subprocess.Popen:
         self._check_ours({ns: None})
-        return subprocess.Popen(["ip", "netns", "exec", ns, *argv], **kwargs)
+        enter = (["ip", "netns", "exec", ns] if own_sysfs
+                 else ["nsenter", f"--net={NETNS_DIR / ns}"])
+        return subprocess.Popen([*enter, *argv], **kwargs)
 
     def _check_ours(self, namespaces: dict) -> None:
         if self._record is None:

@@ -204,7 +204,7 @@ fn main() {
     let ports: Vec<Port> = config
         .ports
         .iter()
-        .map(|p| Port::open(p.number, &p.iface, false, port::RX_FRAMES))
+        .map(|p| Port::open(p.number, &p.iface, port::Xdp::Off, port::RX_FRAMES))
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| fail(&format!("{}: {e}", config.switch)));
     dplab_tool::stop_on_signals();

@@ -12,7 +12,7 @@
 use std::ffi::{CStr, CString};
 use std::io::{self, IoSlice};
 use std::mem::{size_of, zeroed};
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
 
 fn last_error() -> io::Error {
@@ -113,6 +113,23 @@ pub fn bind_packet(fd: RawFd, ifindex: i32, protocol: u16) -> io::Result<()> {
     let alen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
     let at = &addr as *const libc::sockaddr_ll as *const libc::sockaddr;
     // SAFETY: the kernel reads `alen` bytes from `addr`, a live sockaddr_ll.
+    if unsafe { libc::bind(fd, at, alen) } != 0 {
+        return Err(last_error());
+    }
+    Ok(())
+}
+
+/// Binds netlink socket `fd` to a port id the kernel picks, member of the multicast
+/// groups in bit mask `groups` (an unbound socket gets no multicast: the kernel skips
+/// listeners whose port id is its own, 0).
+pub fn bind_netlink(fd: RawFd, groups: u32) -> io::Result<()> {
+    // SAFETY: sockaddr_nl is plain data, for which all zero bytes are a valid value.
+    let mut addr: libc::sockaddr_nl = unsafe { zeroed() };
+    addr.nl_family = libc::AF_NETLINK as u16;
+    addr.nl_groups = groups;
+    let alen = size_of::<libc::sockaddr_nl>() as libc::socklen_t;
+    let at = &addr as *const libc::sockaddr_nl as *const libc::sockaddr;
+    // SAFETY: the kernel reads `alen` bytes from `addr`, a live sockaddr_nl.
     if unsafe { libc::bind(fd, at, alen) } != 0 {
         return Err(last_error());
     }
@@ -515,41 +532,34 @@ pub fn ioctl_int(fd: RawFd, request: libc::c_ulong, arg: libc::c_int) -> io::Res
 }
 
 // ---------------------------------------------------------------------------------------
-// Mount namespaces (reading tracefs without touching the host's mounts)
+// Detached mounts (reading tracefs without touching any mount namespace)
 
-/// Moves the calling thread into a mount namespace of its own whose mounts propagate
-/// nowhere.
-pub fn unshare_private_mounts() -> io::Result<()> {
-    // SAFETY: unshare() takes no pointers.
-    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-        return Err(last_error());
-    }
-    let private = libc::MS_REC | libc::MS_PRIVATE;
-    // SAFETY: the target is a NUL-terminated string; source, type and data may be null for
-    // a propagation change.
+/// A new instance of file system `fstype` (its source named the same), mounted nowhere
+/// (fsopen, fsconfig, fsmount): no mount namespace sees it, none is copied, and it goes
+/// when the returned descriptor closes. Its files are reached relative to the descriptor.
+pub fn detached_mount(fstype: &CStr) -> io::Result<OwnedFd> {
+    const FSOPEN_CLOEXEC: libc::c_uint = 1;
+    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+    // SAFETY: fstype is a NUL-terminated string; the call takes nothing else by pointer.
+    let fs = owned(unsafe { libc::syscall(libc::SYS_fsopen, fstype.as_ptr(), FSOPEN_CLOEXEC) })?;
+    let null = ptr::null::<libc::c_char>();
+    // SAFETY: CMD_CREATE takes no key, value or aux: null pointers and 0.
     let rc = unsafe {
-        libc::mount(
-            ptr::null(),
-            c"/".as_ptr(),
-            ptr::null(),
-            private,
-            ptr::null(),
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            null,
+            null,
+            0,
         )
     };
-    if rc != 0 {
+    if rc < 0 {
         return Err(last_error());
     }
-    Ok(())
-}
-
-/// Mounts file system `fstype` (its source named the same) on `target`.
-pub fn mount(fstype: &CStr, target: &CStr) -> io::Result<()> {
-    let (source, target) = (fstype.as_ptr(), target.as_ptr());
-    // SAFETY: source, target and type are NUL-terminated strings; no data is passed.
-    if unsafe { libc::mount(source, target, source, 0, ptr::null()) } != 0 {
-        return Err(last_error());
-    }
-    Ok(())
+    // SAFETY: fsmount takes the file system context's descriptor and two flag words.
+    owned(unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, 0) })
 }
 
 // ---------------------------------------------------------------------------------------

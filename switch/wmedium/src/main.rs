@@ -266,7 +266,7 @@ fn main() {
         .into_iter()
         .enumerate()
         .map(|(i, name)| {
-            Port::open(i as u32 + 1, name, false, port::RX_FRAMES)
+            Port::open(i as u32 + 1, name, port::Xdp::Off, port::RX_FRAMES)
                 .unwrap_or_else(|e| fail(&format!("{}: {e}", config.name)))
         })
         .collect();

@@ -172,10 +172,22 @@ pub struct Sent {
     pub xdp_fallbacks: u64,
 }
 
+/// Whether a port sends through XDP, and how it learns what veth took of each call.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Xdp {
+    Off,
+    /// The switch's tracepoint program counts it (xdp/sent.rs): the port reads nothing.
+    Traced,
+    /// The port reads veth's statistics around each call (ethtool.rs `XmitCounter`).
+    VethCount,
+}
+
 /// A port's state for sending through XDP.
 struct XdpPath {
-    /// Frames the interface took through XDP so far (only the switch's calls move it).
-    taken: XmitCounter,
+    /// Frames the interface took through XDP so far (only the switch's calls move it);
+    /// opened only for `Xdp::VethCount`: reading the statistics' names costs a vmalloc'ed
+    /// buffer in the kernel per port at start.
+    taken: Option<XmitCounter>,
     /// That count as last read (None: unread).
     known_taken: Option<u64>,
     /// Set when the peer refused XDP frames: the ring is used until then.
@@ -283,10 +295,10 @@ fn tx_frame_size(wire_max: usize) -> usize {
 }
 
 impl Port {
-    /// `xdp`: the switch transmits through XDP (the port then reads veth's XDP counts);
+    /// `xdp`: whether the switch transmits through XDP, and how a call's count is known;
     /// `rx_frames`: the receive ring's depth ([`RX_FRAMES`] unless memory is short), from
     /// [`MIN_RX_FRAMES`] to [`MAX_RX_FRAMES`].
-    pub fn open(number: u32, name: &str, xdp: bool, rx_frames: usize) -> io::Result<Port> {
+    pub fn open(number: u32, name: &str, xdp: Xdp, rx_frames: usize) -> io::Result<Port> {
         if !(MIN_RX_FRAMES..=MAX_RX_FRAMES).contains(&rx_frames) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -339,22 +351,25 @@ impl Port {
                 program()
             ),
         }
-        if xdp {
-            match XmitCounter::open(name) {
-                Ok(taken) => {
-                    port.xdp = Some(XdpPath {
-                        taken,
-                        known_taken: None,
-                        refused_until: None,
-                        accepted: true,
-                    })
-                }
-                Err(e) => eprintln!(
-                    "{}: port {number} ({name}): its XDP transmit count is unreadable ({e}); \
-                     sending through the ring, not XDP",
-                    program()
-                ),
+        let taken = match xdp {
+            Xdp::Off => return Ok(port),
+            Xdp::Traced => Ok(None),
+            Xdp::VethCount => XmitCounter::open(name).map(Some),
+        };
+        match taken {
+            Ok(taken) => {
+                port.xdp = Some(XdpPath {
+                    taken,
+                    known_taken: None,
+                    refused_until: None,
+                    accepted: true,
+                })
             }
+            Err(e) => eprintln!(
+                "{}: port {number} ({name}): its XDP transmit count is unreadable ({e}); \
+                 sending through the ring, not XDP",
+                program()
+            ),
         }
         Ok(port)
     }
@@ -574,17 +589,20 @@ impl Port {
         let Some(path) = self.xdp.as_mut() else {
             return 0;
         };
-        let taken = if xdp.counts_taken() {
-            xdp.send(self.ifindex).ok().flatten().unwrap_or(0)
-        } else {
-            // veth's own count, read after each call (an SIOCETHTOOL).
-            let before = path.known_taken.or_else(|| path.taken.read());
-            let result = xdp.send(self.ifindex);
-            let after = path.taken.read();
-            path.known_taken = after;
-            match (result, before, after) {
-                (Ok(_), Some(b), Some(a)) => a.saturating_sub(b).min(xdp.count() as u64) as usize,
-                _ => 0,
+        let taken = match path.taken.as_mut().filter(|_| !xdp.counts_taken()) {
+            None => xdp.send(self.ifindex).ok().flatten().unwrap_or(0),
+            Some(counter) => {
+                // veth's own count, read after each call (an SIOCETHTOOL).
+                let before = path.known_taken.or_else(|| counter.read());
+                let result = xdp.send(self.ifindex);
+                let after = counter.read();
+                path.known_taken = after;
+                match (result, before, after) {
+                    (Ok(_), Some(b), Some(a)) => {
+                        a.saturating_sub(b).min(xdp.count() as u64) as usize
+                    }
+                    _ => 0,
+                }
             }
         };
         if taken == 0 {

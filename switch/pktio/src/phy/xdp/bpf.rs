@@ -15,6 +15,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use super::check::{attr, route_request};
 use crate::sys::{self, Mapping};
 
 const BPF_XDP: u32 = 37; // enum bpf_attach_type
@@ -253,7 +254,7 @@ impl Holder {
     /// the peer's) in this network namespace and attaches `prog_fd` to `name`.
     pub fn new(name: &str, prog_fd: i32) -> Result<Holder, String> {
         let peer = format!("{}p", &name[..name.len().min(14)]);
-        ip(&["link", "add", name, "type", "veth", "peer", "name", &peer])?;
+        new_veth_pair(name, &peer).map_err(|e| format!("making veth pair {name}: {e}"))?;
         // From here on, dropping `holder` deletes the pair again.
         let mut holder = Holder {
             name: name.to_string(),
@@ -270,7 +271,7 @@ impl Holder {
 impl Drop for Holder {
     fn drop(&mut self) {
         self.link = None; // detaches the program
-        let _ = ip(&["link", "del", &self.name]); // the peer goes with it
+        let _ = delete_link(&self.name); // the peer goes with it
     }
 }
 
@@ -281,15 +282,34 @@ pub fn holder_name(iface: &str) -> String {
     format!("{}x", &iface[..cut])
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let done = std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
-    if done.status.success() {
-        Ok(())
-    } else {
-        let why = String::from_utf8_lossy(&done.stderr);
-        Err(format!("ip {}: {}", args.join(" "), why.trim()))
-    }
+// rtnetlink (linux/rtnetlink.h, if_link.h, veth.h): a request from this process, not an
+// `ip` process per switch.
+const RTM_NEWLINK: u16 = 16;
+const RTM_DELLINK: u16 = 17;
+const NLM_F_EXCL: u16 = 0x200;
+const NLM_F_CREATE: u16 = 0x400;
+const IFLA_IFNAME: u16 = 3;
+const IFLA_LINKINFO: u16 = 18;
+const IFLA_INFO_KIND: u16 = 1;
+const IFLA_INFO_DATA: u16 = 2;
+const VETH_INFO_PEER: u16 = 1;
+/// struct ifinfomsg, all zero: any family, type, index and flags.
+const IFINFOMSG: [u8; 16] = [0; 16];
+
+/// `ip link add NAME type veth peer name PEER`.
+fn new_veth_pair(name: &str, peer: &str) -> io::Result<()> {
+    let peer_info = [&IFINFOMSG[..], &ifname(peer)].concat();
+    let data = attr(VETH_INFO_PEER, &peer_info);
+    let info = [attr(IFLA_INFO_KIND, b"veth\0"), attr(IFLA_INFO_DATA, &data)].concat();
+    let body = [&IFINFOMSG[..], &ifname(name), &attr(IFLA_LINKINFO, &info)].concat();
+    route_request(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &body)
+}
+
+/// `ip link del NAME`.
+fn delete_link(name: &str) -> io::Result<()> {
+    route_request(RTM_DELLINK, 0, &[&IFINFOMSG[..], &ifname(name)].concat())
+}
+
+fn ifname(name: &str) -> Vec<u8> {
+    attr(IFLA_IFNAME, &[name.as_bytes(), b"\0"].concat())
 }

@@ -145,6 +145,26 @@ impl Socket {
     }
 }
 
+/// Sends one rtnetlink request of `kind` (RTM_NEWLINK, ...; `flags` besides REQUEST and
+/// ACK) with `body` in this network namespace and waits for its acknowledgement.
+pub(super) fn route_request(kind: u16, flags: u16, body: &[u8]) -> io::Result<()> {
+    let sock = Socket::open(NETLINK_ROUTE)?;
+    let len = NLMSG_HDRLEN + body.len();
+    let mut msg = Vec::with_capacity(len);
+    msg.extend((len as u32).to_ne_bytes());
+    msg.extend(kind.to_ne_bytes());
+    msg.extend((libc::NLM_F_REQUEST as u16 | libc::NLM_F_ACK as u16 | flags).to_ne_bytes());
+    msg.extend([0u8; 8]); // sequence number, port id
+    msg.extend(body);
+    sock.send(&msg)?;
+    let reply = sock.receive()?;
+    let answer = match messages(&reply).next() {
+        Some((kind, body)) => check_error(kind, body),
+        None => Err(io::Error::other("short netlink reply")),
+    };
+    answer
+}
+
 /// The netlink messages of a datagram, as (type, payload).
 fn messages(mut bytes: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     std::iter::from_fn(move || {
@@ -176,7 +196,7 @@ fn check_error(kind: u16, body: &[u8]) -> io::Result<()> {
 }
 
 /// One netlink attribute: its type, then its payload, padded to 4 bytes.
-fn attr(kind: u16, payload: &[u8]) -> Vec<u8> {
+pub(super) fn attr(kind: u16, payload: &[u8]) -> Vec<u8> {
     let mut a = Vec::new();
     a.extend(((4 + payload.len()) as u16).to_ne_bytes());
     a.extend(kind.to_ne_bytes());

@@ -10,22 +10,23 @@
 //! Reading veth's own count instead (../ethtool.rs `XmitCounter`) costs a SIOCETHTOOL per call,
 //! ~3-5 µs under the rtnl lock; this costs a memory read.
 //!
-//! The tracepoint's number and field offsets are read from tracefs (its `format` file). A
-//! switch started under `ip netns exec` (how the lab and tests/switch_rig.py start it) sees a
-//! fresh sysfs for its namespace, without tracefs under it: the switch then mounts tracefs
-//! there itself, in a mount namespace of its own (so the host's mounts stay as they were,
-//! and the mount goes with the process). Where that fails too, the switch falls back to
-//! veth's count.
+//! The tracepoint's number and field offsets are read from tracefs (its `format` file): where
+//! this process sees none mounted (the host has not mounted it, or the switch runs under
+//! `ip netns exec`, whose fresh sysfs has no tracefs under it), from a tracefs instance of
+//! its own that is mounted nowhere (sys::detached_mount): no mount namespace is made or
+//! copied for it, and the host's mounts stay as they were. Where that fails too, the switch
+//! falls back to veth's count.
 
 use std::io;
+use std::os::fd::AsRawFd;
 
 use super::bpf::{self, Fd, Insn, MappedArray};
 use crate::sys;
 
-const EVENT_DIRS: [&str; 2] = [
-    "/sys/kernel/tracing/events/xdp/xdp_devmap_xmit",
-    "/sys/kernel/debug/tracing/events/xdp/xdp_devmap_xmit",
-];
+/// The tracepoint's directory below tracefs's root.
+const EVENT_DIR: &str = "events/xdp/xdp_devmap_xmit";
+/// Where tracefs is usually mounted.
+const TRACEFS_AT: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 /// sizeof(struct perf_event_attr) as of PERF_ATTR_SIZE_VER8.
 const PERF_ATTR_SIZE: usize = 136;
@@ -136,24 +137,35 @@ fn program(map_fd: i32, at: &Layout) -> Vec<Insn> {
 
 /// The tracepoint's id and the offsets of the fields the program reads, from tracefs.
 fn tracepoint() -> io::Result<(u64, Layout)> {
-    let find = || {
-        EVENT_DIRS
-            .iter()
-            .find(|d| std::path::Path::new(d).join("id").exists())
-    };
-    let dir = match find() {
+    let mounted = TRACEFS_AT
+        .iter()
+        .map(|root| format!("{root}/{EVENT_DIR}"))
+        .find(|dir| std::path::Path::new(dir).join("id").exists());
+    // Held until both files are read: the detached instance goes when it closes.
+    let detached;
+    let dir = match mounted {
         Some(dir) => dir,
         None => {
-            mount_private_tracefs()?;
-            find().ok_or_else(|| io::Error::other("tracefs has no xdp:xdp_devmap_xmit"))?
+            detached = sys::detached_mount(c"tracefs")
+                .map_err(|e| io::Error::other(format!("mount tracefs (detached): {e}")))?;
+            format!("/proc/self/fd/{}/{EVENT_DIR}", detached.as_raw_fd())
         }
     };
-    let id = std::fs::read_to_string(format!("{dir}/id"))?;
-    let id = id
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("{dir}/{name}")).map_err(|e| {
+            let what = if e.kind() == io::ErrorKind::NotFound {
+                "tracefs has no xdp:xdp_devmap_xmit".to_string()
+            } else {
+                e.to_string()
+            };
+            io::Error::new(e.kind(), format!("xdp_devmap_xmit {name}: {what}"))
+        })
+    };
+    let id = read("id")?
         .trim()
         .parse()
         .map_err(|_| io::Error::other("xdp_devmap_xmit: its id is not a number"))?;
-    let format = std::fs::read_to_string(format!("{dir}/format"))?;
+    let format = read("format")?;
     let field = |name: &str| {
         field_offset(&format, name)
             .ok_or_else(|| io::Error::other(format!("xdp_devmap_xmit has no 4-byte {name}")))
@@ -163,16 +175,6 @@ fn tracepoint() -> io::Result<(u64, Layout)> {
         sent: field("sent")?,
     };
     Ok((id, layout))
-}
-
-/// Mounts tracefs at its usual place in a mount namespace of this process's own. Must run
-/// before the process starts a thread (a new mount namespace needs an unshared filesystem
-/// context): main opens the XDP transmit before it spawns any.
-fn mount_private_tracefs() -> io::Result<()> {
-    let context = |what: &'static str| move |e: io::Error| io::Error::other(format!("{what}: {e}"));
-    // Nothing mounted from here on may reach the namespace this one was copied from.
-    sys::unshare_private_mounts().map_err(context("unshare a private mount namespace"))?;
-    sys::mount(c"tracefs", c"/sys/kernel/tracing").map_err(context("mount tracefs"))
 }
 
 /// The offset of a 4-byte field in a tracepoint's `format` text, whose lines read
