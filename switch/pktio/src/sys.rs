@@ -110,13 +110,7 @@ pub fn bind_packet(fd: RawFd, ifindex: i32, protocol: u16) -> io::Result<()> {
     addr.sll_family = libc::AF_PACKET as u16;
     addr.sll_protocol = protocol.to_be();
     addr.sll_ifindex = ifindex;
-    let alen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-    let at = &addr as *const libc::sockaddr_ll as *const libc::sockaddr;
-    // SAFETY: the kernel reads `alen` bytes from `addr`, a live sockaddr_ll.
-    if unsafe { libc::bind(fd, at, alen) } != 0 {
-        return Err(last_error());
-    }
-    Ok(())
+    bind_to(fd, &addr)
 }
 
 /// Binds netlink socket `fd` to a port id the kernel picks, member of the multicast
@@ -127,9 +121,15 @@ pub fn bind_netlink(fd: RawFd, groups: u32) -> io::Result<()> {
     let mut addr: libc::sockaddr_nl = unsafe { zeroed() };
     addr.nl_family = libc::AF_NETLINK as u16;
     addr.nl_groups = groups;
-    let alen = size_of::<libc::sockaddr_nl>() as libc::socklen_t;
-    let at = &addr as *const libc::sockaddr_nl as *const libc::sockaddr;
-    // SAFETY: the kernel reads `alen` bytes from `addr`, a live sockaddr_nl.
+    bind_to(fd, &addr)
+}
+
+/// Binds `fd` to `addr`, a socket address (`sockaddr_*`) of the socket's family.
+fn bind_to<T>(fd: RawFd, addr: &T) -> io::Result<()> {
+    let alen = size_of::<T>() as libc::socklen_t;
+    let at = addr as *const T as *const libc::sockaddr;
+    // SAFETY: the kernel reads `alen` bytes from `addr`, a live value of that size; a
+    // family it does not expect there is refused (EINVAL), never read past.
     if unsafe { libc::bind(fd, at, alen) } != 0 {
         return Err(last_error());
     }
