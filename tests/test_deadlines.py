@@ -159,3 +159,19 @@ def test_an_unanswered_arbitration_fails_the_session_in_time(tmp_path: Path,
     finally:
         mute.done.set()
         server.stop(0)
+
+
+def test_a_wait_that_fails_tells_the_state_at_its_deadline() -> None:
+    """A plane's wait for its controller says what was reached when it gave up, not what
+    there was when it began (the counters file does not exist yet then)."""
+    plane = p4.P4Plane()
+    checks: list[float] = []
+
+    def never() -> bool:
+        checks.append(time.monotonic())
+        return False
+
+    with pytest.raises(PlaneError, match=r"gave up after (\d+) checks") as failed:
+        plane._wait_for(never, 0.05, lambda: f"gave up after {len(checks)} checks",
+                        pause=lambda: None)
+    assert int(failed.value.args[0].rsplit(" ", 2)[1]) == len(checks) > 1

@@ -95,8 +95,9 @@ class ControlledPlane(Plane):
             return counters["switches"] == switches and counters["lldp_links"] == links
 
         self._wait_for(discovered, deadline - time.monotonic(),
-                       f"not all {switches} switches connected and {links} links discovered "
-                       f"within {timeout} s (now {self._controller_counters()})")
+                       lambda: f"not all {switches} switches connected and {links} links "
+                               f"discovered within {timeout} s (now "
+                               f"{self._controller_counters()})")
 
     def _wait_for_proactive_paths(self, net: Network, deadline: float, timeout: float) -> None:
         """Every host pings the next one once, so the controller hears every host's ARP."""
@@ -110,21 +111,23 @@ class ControlledPlane(Plane):
         pairs = len(hosts) * (len(hosts) - 1)
         self._wait_for(lambda: self._controller_counters()["proactive_pairs"] == pairs,
                        deadline - time.monotonic(),
-                       f"not all {pairs} host-pair paths installed within {timeout} s "
-                       f"(now {self._controller_counters()})")
+                       lambda: f"not all {pairs} host-pair paths installed within {timeout} "
+                               f"s (now {self._controller_counters()})")
 
-    def _wait_for(self, condition: Callable[[], bool], seconds: float, failure: str,
+    def _wait_for(self, condition: Callable[[], bool], seconds: float,
+                  failure: str | Callable[[], str],
                   pause: Callable[[], None] = lambda: time.sleep(POLL_S)) -> None:
         """Poll ``condition`` for ``seconds``, calling ``pause`` between checks (a condition
         that itself waits for an event passes a pause that does nothing); fail at once if
-        any daemon died."""
+        any daemon died. ``failure`` says why it failed; a callable is asked when it does,
+        so that it tells the state at the deadline, not at the start."""
         deadline = time.monotonic() + seconds
         while not condition():
             dead = self.failures()
             if dead:
                 raise PlaneError(f"{self.kind}: {dead[0]}")
             if time.monotonic() >= deadline:
-                raise PlaneError(f"{self.kind}: {failure}")
+                raise PlaneError(f"{self.kind}: {failure() if callable(failure) else failure}")
             pause()
 
     def failures(self) -> list[str]:
