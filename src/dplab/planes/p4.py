@@ -343,7 +343,9 @@ class P4Plane(ControlledPlane):
             try:
                 self._entries_written = sum(job.result() for job in jobs)
             except InstallError as exc:
-                raise PlaneError(f"p4: option 'entries': {exc}") from exc
+                # program l3's entries are the plane's own, not an option the user gave
+                source = "program l3's entries" if self.l3 else "option 'entries'"
+                raise PlaneError(f"p4: {source}: {exc}") from exc
 
     def _control(self, switch: str) -> Path:
         return self.dir / f"{switch}.sock"
