@@ -41,6 +41,13 @@ def canonical_bytes(number: int) -> bytes:
 ACTIONS_KEPT = 4096  # action_to_switch answers kept per P4InfoIndex
 
 
+def named(objects: Iterable[Any], name: str) -> Any | None:
+    """The P4Info object (table, action, meter, ...) of ``objects`` whose full name or alias
+    is ``name``; None when there is none."""
+    return next((obj for obj in objects if name in (obj.preamble.name, obj.preamble.alias)),
+                None)
+
+
 class P4InfoIndex:
     """Lookups by id into one P4Info."""
 

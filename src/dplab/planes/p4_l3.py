@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from p4.v1 import p4runtime_pb2 as pb
 
-from dplab.p4runtime.codec import canonical_bytes
+from dplab.p4runtime.codec import canonical_bytes, named
 from dplab.p4runtime.entries import Entry
 from dplab.planes.l3_routes import prefix_text
 
@@ -115,10 +115,10 @@ def _ids(info: p4info_pb2.P4Info, table_name: str, key_name: str, action_name: s
 
 
 def _named(objects, alias: str, what: str) -> Any:
-    for obj in objects:
-        if alias in (obj.preamble.alias, obj.preamble.name):
-            return obj
-    raise ProgramMismatch(f"the program has no {what} {alias}")
+    found = named(objects, alias)
+    if found is None:
+        raise ProgramMismatch(f"the program has no {what} {alias}")
+    return found
 
 
 def _mac(mac: str) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
+from dplab.p4runtime.codec import named
 from dplab.p4runtime.primary import RPC_TIMEOUT_S, PrimarySession
 
 # Above the plane's installer (1), which has left by the time the loop connects; a higher
@@ -60,7 +61,7 @@ class MeterClient:
 
 
 def _id_of(objects, name: str, what: str) -> int:
-    for obj in objects:
-        if name in (obj.preamble.name, obj.preamble.alias):
-            return obj.preamble.id
-    raise MeterClientError(f"the program has no {what} {name!r}")
+    found = named(objects, name)
+    if found is None:
+        raise MeterClientError(f"the program has no {what} {name!r}")
+    return found.preamble.id
