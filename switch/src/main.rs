@@ -269,32 +269,20 @@ fn open_receiver(opts: &Options) -> Receiver {
     Receiver::open_shared(&interfaces, opts.rx_frames).unwrap_or_else(|e| fail(&e.to_string()))
 }
 
-/// Every port, opened at once on threads of their own: setting up a port's transmit ring
-/// waits for an RCU grace period in the kernel (packet_set_ring → synchronize_net), and
-/// concurrent waiters share grace periods, so a 16-port switch starts in a few of them
-/// instead of 16 in a row. In port order; the first port that fails ends the switch.
+/// Every port, in port order; the first port that fails ends the switch. Each port's
+/// transmit ring is set up when it first sends (pktio phy/port.rs `TxSetup`): at start the
+/// ports cost no ring memory nor RCU grace period.
 fn open_ports(opts: &Options, xdp: port::Xdp, receiver: &Receiver) -> Vec<Port> {
-    std::thread::scope(|scope| {
-        let opening: Vec<_> = opts
-            .ports
-            .iter()
-            .map(|(num, name)| {
-                let sock = receiver
-                    .clone_fd()
-                    .unwrap_or_else(|e| fail(&format!("port {num}: dup: {e}")));
-                scope.spawn(move || Port::open_on(*num, name, xdp, sock))
-            })
-            .collect();
-        opening
-            .into_iter()
-            .map(|t| {
-                let port = t
-                    .join()
-                    .unwrap_or_else(|_| fail("a port's opening panicked"));
-                port.unwrap_or_else(|e| fail(&e.to_string()))
-            })
-            .collect()
-    })
+    opts.ports
+        .iter()
+        .map(|(num, name)| {
+            let sock = receiver
+                .clone_fd()
+                .unwrap_or_else(|e| fail(&format!("port {num}: dup: {e}")));
+            Port::open_on(*num, name, xdp, sock, port::TxSetup::OnFirstSend)
+                .unwrap_or_else(|e| fail(&e.to_string()))
+        })
+        .collect()
 }
 
 /// Binds the control socket under a temporary name and renames it into place, so the path

@@ -32,6 +32,7 @@
 
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::ethtool::{self, XmitCounter};
@@ -124,6 +125,25 @@ pub enum Xdp {
     VethCount,
 }
 
+/// When a port's transmit ring is set up. Each set-up zeroes the ring's memory (448 KiB at
+/// MTU 1500) and waits for an RCU grace period (packet_set_ring → synchronize_net), so a
+/// program of many ports, most of which may never send, starts faster without it.
+#[derive(Clone, Copy, PartialEq)]
+pub enum TxSetup {
+    /// While the port opens.
+    AtOpen,
+    /// When the port first sends, on a thread of its own; until the ring is ready, the
+    /// port sends packet by packet on its receive socket (in order: one thread sends both).
+    OnFirstSend,
+}
+
+/// A transmit ring still to come ([`TxSetup::OnFirstSend`]).
+enum TxPending {
+    No,
+    NotStarted,
+    Opening(JoinHandle<io::Result<TxPath>>),
+}
+
 /// A port's state for sending through XDP.
 struct XdpPath {
     /// Frames the interface took through XDP so far (only the switch's calls move it);
@@ -177,6 +197,7 @@ pub struct Port {
     /// do not go through the transmit ring go out on it, addressed to the interface.
     sock: OwnedFd,
     tx: Option<TxPath>,
+    tx_pending: TxPending,
     xdp: Option<XdpPath>,
     /// Longest frame the interface sends: its MTU plus the Ethernet header.
     wire_max: usize,
@@ -217,15 +238,21 @@ impl Port {
         let ifindex = interface_index(number, name)?;
         let rx = Receiver::open_port(&Interface { name, ifindex }, rx_frames)?;
         let sock = rx.clone_fd().map_err(|e| port_error(name, "dup", e))?;
-        Port::with(number, name, ifindex, Some(rx), sock, xdp)
+        Port::with(number, name, ifindex, Some(rx), sock, xdp, TxSetup::AtOpen)
     }
 
     /// A port whose frames a shared [`Receiver`] takes (made with this port's interface
     /// among its own, [`Receiver::open_shared`]); it sends its lone packets on `shared`, a
     /// descriptor of that receiver's socket ([`Receiver::clone_fd`]).
-    pub fn open_on(number: u32, name: &str, xdp: Xdp, shared: OwnedFd) -> io::Result<Port> {
+    pub fn open_on(
+        number: u32,
+        name: &str,
+        xdp: Xdp,
+        shared: OwnedFd,
+        tx: TxSetup,
+    ) -> io::Result<Port> {
         let ifindex = interface_index(number, name)?;
-        Port::with(number, name, ifindex, None, shared, xdp)
+        Port::with(number, name, ifindex, None, shared, xdp, tx)
     }
 
     fn with(
@@ -235,6 +262,7 @@ impl Port {
         rx: Option<Receiver>,
         sock: OwnedFd,
         xdp: Xdp,
+        tx: TxSetup,
     ) -> io::Result<Port> {
         let mtu = sys::interface_mtu(sock.as_raw_fd(), name)
             .map_err(|e| port_error(name, "SIOCGIFMTU", e))?;
@@ -246,19 +274,16 @@ impl Port {
             rx,
             sock,
             tx: None,
+            tx_pending: TxPending::No,
             xdp: None,
             wire_max: mtu + ETH_HLEN,
             tso,
             tso_read: Instant::now(),
             coalescer: Coalescer::default(),
         };
-        match open_tx_path(ifindex, port.wire_max) {
-            Ok(tx) => port.tx = Some(tx),
-            Err(e) => eprintln!(
-                "{}: port {number} ({name}): no transmit ring ({e}); \
-                 sending packet by packet instead",
-                program()
-            ),
+        match tx {
+            TxSetup::AtOpen => port.take_tx_path(open_tx_path(ifindex, port.wire_max)),
+            TxSetup::OnFirstSend => port.tx_pending = TxPending::NotStarted,
         }
         let taken = match xdp {
             Xdp::Off => return Ok(port),
@@ -281,6 +306,44 @@ impl Port {
             ),
         }
         Ok(port)
+    }
+
+    /// Takes the transmit ring just set up, or says on stderr why there is none.
+    fn take_tx_path(&mut self, opened: io::Result<TxPath>) {
+        match opened {
+            Ok(tx) => self.tx = Some(tx),
+            Err(e) => eprintln!(
+                "{}: port {} ({}): no transmit ring ({e}); sending packet by packet instead",
+                program(),
+                self.number,
+                self.name
+            ),
+        }
+    }
+
+    /// Moves a transmit ring set up on first send along: starts its set-up, or takes it
+    /// once ready (without waiting: the data path never blocks on it).
+    fn settle_tx(&mut self) {
+        match std::mem::replace(&mut self.tx_pending, TxPending::No) {
+            TxPending::No => {}
+            TxPending::NotStarted => {
+                let (ifindex, wire_max) = (self.ifindex, self.wire_max);
+                let opening = std::thread::Builder::new()
+                    .name(format!("tx-ring-{}", self.number))
+                    .spawn(move || open_tx_path(ifindex, wire_max));
+                match opening {
+                    Ok(thread) => self.tx_pending = TxPending::Opening(thread),
+                    Err(e) => self.take_tx_path(Err(e)),
+                }
+            }
+            TxPending::Opening(thread) if thread.is_finished() => {
+                let opened = thread
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("its set-up panicked")));
+                self.take_tx_path(opened);
+            }
+            still @ TxPending::Opening(_) => self.tx_pending = still,
+        }
     }
 
     /// The port's receive socket (its own, or the shared one).
@@ -345,6 +408,7 @@ impl Port {
     /// packets the kernel took.
     pub fn send_batch(&mut self, packets: &[Vec<u8>], mut xdp: Option<&mut XdpTx>) -> Sent {
         let mut sent = Sent::default();
+        self.settle_tx();
         if !self.sends_xdp() {
             xdp = None;
         }
