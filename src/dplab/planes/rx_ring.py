@@ -1,9 +1,11 @@
 """How deep the P4 switches' receive rings are: the p4 plane's option ``rx_ring_frames``.
 
 Each switch maps one AF_PACKET receive ring for all its ports (switch/pktio/src/phy/rx.rs)
-and a transmit ring per port (port.rs), all kernel memory: at the switch's default depth,
-2048 receive frames, the receive ring is ~3.3 MiB and a port's transmit ring ~0.4 MiB, so
-a 16-port switch ~10 MiB and 320 of them (a k=16 fat-tree) ~3 GiB. Left to the plane
+and a transmit ring per port once that port sends (port.rs), all kernel memory: at the
+switch's default depth, 2048 receive frames, the receive ring is ~3.3 MiB and a port's
+transmit ring ~0.4 MiB, so a 16-port switch up to ~10 MiB and 320 of them (a k=16
+fat-tree) up to ~3 GiB (the budget below counts every port's transmit ring: traffic may
+reach them all). Left to the plane
 (``auto``), the depth is the default unless every switch's rings would take more than
 ``RING_SHARE`` of the memory the kernel reports available (``MemAvailable``) when the plane
 starts; then it is halved until they fit. A shallower ring holds fewer packets while the
