@@ -6,10 +6,11 @@
 //! not go through that ring are sent on the receive socket, addressed to the port's
 //! interface (so a receive socket shared by every port serves them all). Both sockets send
 //! through the interface's qdisc: a shaped link (TBF on the switch's end) stays shaped in
-//! the switch's direction too. If the ring cannot be set up the port says so on stderr and
-//! sends packet by packet on the receive socket instead (also used for
-//! the rare packet longer than the MTU allows, so the kernel refuses it as it would any
-//! oversize frame). Consecutive segments of one TCP flow are joined into one super-packet
+//! the switch's direction too. The ring is set up as the port opens or, for a program of
+//! many ports, when the port first sends ([`TxSetup`]). Until it is ready, or if it cannot be
+//! set up (the port says so on stderr), the port sends packet by packet on the receive
+//! socket instead (also used for the rare packet longer than the MTU allows, so the kernel
+//! refuses it as it would any oversize frame). Consecutive segments of one TCP flow are joined into one super-packet
 //! (offload/coalesce.rs) and sent with its virtio-net header on the receive socket, after the
 //! frames queued before them in the ring, so a port's packets keep their order (one qdisc
 //! queue takes both). Segments are joined only while the interface has TSO on (the kernel
