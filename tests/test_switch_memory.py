@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import switch_rig as rig_mod
-from switch_rig import Rig, mac, tag_frame
+from switch_rig import Rig, exchange, mac, tag_frame, udp_frame
 
 pytestmark = pytest.mark.net
 
@@ -178,3 +178,32 @@ def test_ring_memory_follows_the_mtu_once_per_switch_not_per_port():
     assert abs(rss[1, 1500] - rss[1, 576] - expected) <= slack, rss
     for mtu in (1500, 576):
         assert (rss[5, mtu] - rss[1, mtu]) / 4 <= IDLE_PORT_KIB_BOUND, rss
+
+
+TX_RING_KIB = 448  # 256 frames of 1568 bytes in 64 KiB blocks, at MTU 1500
+RING_DEADLINE_S = 5.0
+
+
+def test_a_port_maps_its_transmit_ring_once_it_sends(tmp_path_factory):
+    """The ring is set up on a thread of the switch's own after the port's first send; the
+    frames before it go out one by one: none is lost either way."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for network namespaces")
+    out = rig_mod.ir_folder(tmp_path_factory, "tx_ring")
+    program = rig_mod.compile_p4(rig_mod.ROOT / "benchmarks" / "switch_l3.p4", out)
+    frames = [udp_frame("02:00:00:00:00:aa", "02:00:00:00:01:01", "10.0.1.1", f"10.0.2.{i}")
+              for i in range(1, 51)]
+    with Rig(n_ports=3) as rig:
+        rig.load(program)
+        rig.client.call("table_add", table="L3Ingress.ipv4_lpm",
+                        match=[{"kind": "lpm", "v": "0x0a000200", "plen": 24}],
+                        action={"action": "L3Ingress.ipv4_forward",
+                                "args": ["0x020000000002", "0x2"]})
+        idle = rss_kib(switch_pid(rig))
+        got = exchange(rig, 1, frames)
+        deadline = time.monotonic() + RING_DEADLINE_S
+        while (grown := rss_kib(switch_pid(rig)) - idle) < TX_RING_KIB // 2:
+            assert time.monotonic() < deadline, f"no transmit ring mapped: {grown} KiB more"
+            time.sleep(0.02)
+    assert len(got[2]) == len(frames) and got[1] == [] and got[3] == []
+    assert grown < 2 * TX_RING_KIB  # port 2's ring alone: ports 1 and 3 sent nothing
