@@ -6,42 +6,83 @@ import random
 from collections import Counter
 
 import networkx as nx
+import pytest
 from test_control_forwarding import FakeClock, FakeFabric
 
 from dplab.control import lldp_schedule
 from dplab.control.forwarding import REACTIVE, Forwarding
-from dplab.control.lldp_schedule import PROBES_PER_S, ProbeSchedule
+from dplab.control.lldp_schedule import PROBES_IN_FLIGHT, ProbeSchedule
 from dplab.control.topology_view import PortRef, TopologyView
 
 
-def probe_times(ports: list[PortRef], seconds: float,
+def probe_times(ports: list[PortRef], seconds: float, rtt: float,
                 tick: float = 0.1) -> list[tuple[float, PortRef]]:
+    """Probes a schedule sends over ``seconds`` when each comes back ``rtt`` later."""
     schedule, sent, now = ProbeSchedule(), [], 0.0
+    schedule.sent(ports[0], -1.0)  # the path measured before the first round
+    schedule.heard(ports[0], -1.0 + rtt)
+    back: list[tuple[float, PortRef]] = []
     while now < seconds:
-        sent += [(now, port) for port in schedule.due(now, lambda: ports)]
+        for port in schedule.due(now, lambda: ports):
+            schedule.sent(port, now)
+            sent.append((now, port))
+            back.append((now + rtt, port))
+        for when, port in [b for b in back if b[0] <= now]:
+            schedule.heard(port, when)
+            back.remove((when, port))
         now = round(now + tick, 6)
     return sent
 
 
-def test_a_large_network_gets_longer_rounds_with_probes_spread_over_them():
+def test_the_probe_rate_is_the_probes_in_flight_over_their_measured_round_trip():
+    schedule, port = ProbeSchedule(), PortRef("s1", 1)
+    assert schedule.rtt_s is None
+    assert schedule.rate() == PROBES_IN_FLIGHT / lldp_schedule.UNMEASURED_RTT_S
+    schedule.sent(port, 10.0)
+    schedule.heard(port, 10.08)
+    assert schedule.rtt_s == pytest.approx(0.08)
+    assert schedule.rate() == pytest.approx(PROBES_IN_FLIGHT / 0.08)
+    schedule.sent(port, 11.0)
+    schedule.heard(port, 11.4)  # slower: the smoothed round trip moves an eighth of the way
+    assert schedule.rtt_s == pytest.approx(0.08 + (0.4 - 0.08) / 8)
+    schedule.heard(port, 12.0)  # no probe out: no sample
+    assert schedule.rtt_s == pytest.approx(0.08 + (0.4 - 0.08) / 8)
+
+
+def test_a_slow_path_gets_longer_rounds_with_probes_spread_over_them():
     ports = [PortRef(f"s{s}", p) for s in range(180) for p in range(1, 13)]  # k=12: 2,160
-    length = lldp_schedule.round_length(len(ports))
-    assert length == len(ports) / PROBES_PER_S > lldp_schedule.LLDP_INTERVAL_S
-    sent = probe_times(ports, 3 * length + 0.05)
-    per_second = Counter(int(t) for t, _ in sent)
-    assert max(per_second.values()) <= PROBES_PER_S + 1
+    rtt = 0.4  # 160 probes a second
+    rate = PROBES_IN_FLIGHT / rtt
+    length = len(ports) / rate
+    assert length > lldp_schedule.LLDP_INTERVAL_S
+    sent = probe_times(ports, 3 * length + 0.35, rtt)
+    per_second = Counter(int(t) for t, _ in sent[1:])
+    assert max(per_second.values()) <= rate + 2
     # every port once a round, a round apart
     times = {}
     for t, port in sent:
         times.setdefault(port, []).append(t)
     assert all(len(ts) >= 3 for ts in times.values()) and len(times) == len(ports)
     gaps = [b - a for ts in times.values() for a, b in zip(ts, ts[1:], strict=False)]
-    assert all(abs(gap - length) <= 0.2 for gap in gaps)
+    assert all(abs(gap - length) <= 0.35 for gap in gaps)
+
+
+def test_a_fast_path_keeps_three_second_rounds_at_a_thousand_hosts():
+    ports = [PortRef(f"s{s}", p) for s in range(320) for p in range(1, 17)]  # k=16: 5,120
+    sent = probe_times(ports, 9.05, rtt=0.02)
+    times: dict[PortRef, list[float]] = {}
+    for t, port in sent:
+        times.setdefault(port, []).append(t)
+    assert len(times) == len(ports) and all(len(ts) >= 3 for ts in times.values())
+    gaps = [b - a for ts in times.values() for a, b in zip(ts, ts[1:], strict=False)]
+    assert all(abs(gap - lldp_schedule.LLDP_INTERVAL_S) <= 0.11 for gap in gaps)
+    per_tick = Counter(t for t, _ in sent)
+    assert max(per_tick.values()) <= len(ports) / lldp_schedule.LLDP_INTERVAL_S * 0.1 + 2
 
 
 def test_a_small_network_keeps_three_second_rounds_and_ten_second_expiry():
     ports = [PortRef(f"s{s}", p) for s in range(4) for p in range(1, 4)]
-    sent = probe_times(ports, 9.0)
+    sent = probe_times(ports, 9.0, rtt=0.01)
     assert Counter(port for _, port in sent) == dict.fromkeys(ports, 3)
     schedule = ProbeSchedule()
     schedule.due(0.0, lambda: ports)
@@ -62,21 +103,26 @@ def test_a_cut_link_lasts_three_of_the_longer_rounds_then_goes():
     fabric, clock = FakeFabric(), FakeClock()
     logic = Forwarding(fabric, REACTIVE, clock)
     fabric.logic = logic
-    hosts = list(range(4, 400))  # many edge ports: 4 x 399 ports, a ~8 s round
+    hosts = list(range(4, 400))  # many edge ports: 4 x 399 ports
     for i in range(1, 5):
         logic.switch_up(f"s{i}", [1, 2, 3, *hosts])
+    slow = PortRef("s9", 1)  # a path measured slow: 100 probes a second, a ~16 s round
+    for t in range(40):
+        logic.probes.sent(slow, t)
+        logic.probes.heard(slow, t + PROBES_IN_FLIGHT / 100)
     clock.now += 1
     logic.tick()
     assert logic.counters()["lldp_links"] == 4
+    length = 4 * 399 / logic.probes.rate()
     timeout = logic.probes.link_timeout()
-    assert timeout == 3 * lldp_schedule.round_length(4 * 399) + lldp_schedule.EXPIRY_MARGIN_S
+    assert timeout == pytest.approx(3 * length + lldp_schedule.EXPIRY_MARGIN_S)
     del fabric.wires[PortRef("s1", 2)], fabric.wires[PortRef("s2", 3)]
     cut_at = clock.now
-    while clock.now < cut_at + timeout - 3:  # a 3 s round would have cut it after 10 s
+    while clock.now < cut_at + 10:  # a 3 s round would have cut it after 10 s
         clock.now += 0.1
         logic.tick()
     assert logic.counters()["lldp_links"] == 4
-    while clock.now < cut_at + timeout + lldp_schedule.round_length(4 * 399):
+    while clock.now < cut_at + timeout + length:
         clock.now += 0.1
         logic.tick()
     assert logic.counters()["lldp_links"] == 3
