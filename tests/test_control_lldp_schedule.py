@@ -11,7 +11,7 @@ from test_control_forwarding import FakeClock, FakeFabric
 
 from dplab.control import lldp_schedule
 from dplab.control.forwarding import REACTIVE, Forwarding
-from dplab.control.lldp_schedule import PROBES_IN_FLIGHT, ProbeSchedule
+from dplab.control.lldp_schedule import ProbeSchedule
 from dplab.control.topology_view import PortRef, TopologyView
 
 
@@ -34,14 +34,15 @@ def probe_times(ports: list[PortRef], seconds: float, rtt: float,
     return sent
 
 
-def test_the_probe_rate_is_the_probes_in_flight_over_their_measured_round_trip():
+def test_the_probe_rate_is_one_probe_per_switch_over_the_measured_round_trip():
     schedule, port = ProbeSchedule(), PortRef("s1", 1)
+    schedule.due(0.0, lambda: [PortRef(f"s{s}", p) for s in range(1, 4) for p in (1, 2)])
     assert schedule.rtt_s is None
-    assert schedule.rate() == PROBES_IN_FLIGHT / lldp_schedule.UNMEASURED_RTT_S
+    assert schedule.rate() == 3 / lldp_schedule.UNMEASURED_RTT_S
     schedule.sent(port, 10.0)
     schedule.heard(port, 10.08)
     assert schedule.rtt_s == pytest.approx(0.08)
-    assert schedule.rate() == pytest.approx(PROBES_IN_FLIGHT / 0.08)
+    assert schedule.rate() == pytest.approx(3 / 0.08)
     schedule.sent(port, 11.0)
     schedule.heard(port, 11.4)  # slower: the smoothed round trip moves an eighth of the way
     assert schedule.rtt_s == pytest.approx(0.08 + (0.4 - 0.08) / 8)
@@ -51,11 +52,10 @@ def test_the_probe_rate_is_the_probes_in_flight_over_their_measured_round_trip()
 
 def test_a_slow_path_gets_longer_rounds_with_probes_spread_over_them():
     ports = [PortRef(f"s{s}", p) for s in range(180) for p in range(1, 13)]  # k=12: 2,160
-    rtt = 0.4  # 160 probes a second
-    rate = PROBES_IN_FLIGHT / rtt
+    rate = 160  # probes a second: 180 switches' probes come back after 1.125 s
     length = len(ports) / rate
     assert length > lldp_schedule.LLDP_INTERVAL_S
-    sent = probe_times(ports, 3 * length + 0.35, rtt)
+    sent = probe_times(ports, 3 * length + 0.35, rtt=180 / rate)
     per_second = Counter(int(t) for t, _ in sent[1:])
     assert max(per_second.values()) <= rate + 2
     # every port once a round, a round apart
@@ -104,16 +104,16 @@ def test_a_cut_link_lasts_three_of_the_longer_rounds_then_goes():
     logic = Forwarding(fabric, REACTIVE, clock)
     fabric.logic = logic
     hosts = list(range(4, 400))  # many edge ports: 4 x 399 ports
+    # A slow path: each probe comes back 40 ms after it left (4 switches: 100 a second).
+    heard = logic.probes.heard
+    logic.probes.heard = lambda port, now: heard(port, now + 0.04)  # type: ignore[method-assign]
     for i in range(1, 5):
         logic.switch_up(f"s{i}", [1, 2, 3, *hosts])
-    slow = PortRef("s9", 1)  # a path measured slow: 100 probes a second, a ~16 s round
-    for t in range(40):
-        logic.probes.sent(slow, t)
-        logic.probes.heard(slow, t + PROBES_IN_FLIGHT / 100)
     clock.now += 1
     logic.tick()
     assert logic.counters()["lldp_links"] == 4
-    length = 4 * 399 / logic.probes.rate()
+    length = 4 * 399 / logic.probes.rate()  # ~16 s
+    assert length == pytest.approx(16, rel=0.01)
     timeout = logic.probes.link_timeout()
     assert timeout == pytest.approx(3 * length + lldp_schedule.EXPIRY_MARGIN_S)
     del fabric.wires[PortRef("s1", 2)], fabric.wires[PortRef("s2", 3)]

@@ -7,14 +7,17 @@ packet-in on its way back, through the controller, the P4Runtime server (or OVS)
 switches, all sharing the machine. Sent faster than that path carries them, probes queue
 in it and every other packet-in and packet-out waits behind them.
 
-So a round's probes are sent at the rate the path is measured to carry: the probes the
-path may hold at once (PROBES_IN_FLIGHT) over the time a probe takes to come back (its
-round trip: packet-out sent to its packet-in handled, smoothed as TCP smooths its RTT).
-By Little's law that keeps about PROBES_IN_FLIGHT probes in the path whatever its speed:
-when it slows (a busy server, a loaded machine), probes come back later and the rate
-drops; when it is fast, a round is ONOS's 3 s (its probes spread evenly over it) at any
-size. A round lasts ``max(LLDP_INTERVAL_S, ports / rate)``; a link is cut after
-MISSED_ROUNDS rounds of the longer of this one and the last, plus EXPIRY_MARGIN_S.
+So a round's probes are sent at the rate the path is measured to carry: one probe in
+flight per switch (PROBES_IN_FLIGHT_PER_SWITCH) over the time a probe takes to come back
+(its round trip: packet-out sent to its packet-in handled, smoothed as TCP smooths its
+RTT). The path's queues are per switch (its stream, its P4Runtime server thread or OVS
+connection, the switch's own packet-out queue), so by Little's law LLDP then keeps about
+one message in each switch's queues whatever the path's speed, and a flood's or a flow's
+packet-out to a switch waits behind about one probe there. When the path slows (a busy
+server, a loaded machine), probes come back later and the rate drops; when it is fast, a
+round is ONOS's 3 s (its probes spread evenly over it) at any size. A round lasts
+``max(LLDP_INTERVAL_S, ports / rate)``; a link is cut after MISSED_ROUNDS rounds of the
+longer of this one and the last, plus EXPIRY_MARGIN_S.
 
 A port that just came up (a switch's, at connect) is probed at once and again REPROBE_S
 later, outside the rounds: its neighbour may not have been ready for the first probe, and
@@ -28,12 +31,12 @@ from collections.abc import Callable
 from dplab.control.topology_view import PortRef
 
 LLDP_INTERVAL_S = 3.0  # a round's shortest length, as ONOS's probe rate
-# Probes the path may hold at once: another packet-in or packet-out queued behind LLDP
-# waits for at most this many probes to pass each stage.
-PROBES_IN_FLIGHT = 64
-# Before any probe has come back: the fixed bound this pacing replaced (200 probes a
-# second, which one controller carried at k=12), so a first round cannot flood the path.
-UNMEASURED_RTT_S = PROBES_IN_FLIGHT / 200
+# Probes in flight per switch the round has ports of (see above).
+PROBES_IN_FLIGHT_PER_SWITCH = 1
+# Before any probe has come back: a round trip at which a k=12 fat-tree's 180 switches get
+# the 200 probes a second that one controller was measured to carry there (the fixed
+# bound this pacing replaced), so a first round cannot flood the path.
+UNMEASURED_RTT_S = 180 / 200
 # A round trip below this counts as this (a probe answered within the same clock reading,
 # as in unit tests with a fake fabric): the rate stays finite.
 MIN_RTT_S = 0.001
@@ -58,11 +61,12 @@ class ProbeSchedule:
         self._soon: dict[PortRef, float] = {}  # port -> when to probe it again
         self._sent_at: dict[PortRef, float] = {}  # port -> when its last probe went out
         self._rtt_s: float | None = None  # smoothed; None until a probe came back
+        self._switches = 0  # switches the round has ports of
 
     def rate(self) -> float:
         """Probes a second the path is measured to carry."""
         rtt = UNMEASURED_RTT_S if self._rtt_s is None else max(self._rtt_s, MIN_RTT_S)
-        return PROBES_IN_FLIGHT / rtt
+        return PROBES_IN_FLIGHT_PER_SWITCH * max(self._switches, 1) / rtt
 
     @property
     def rtt_s(self) -> float | None:
@@ -103,6 +107,7 @@ class ProbeSchedule:
             if self._round:  # how long the round that ends took counts for expiry
                 self._last_round_s = now - self._round_start
             self._round, self._next, self._round_start = ports(), 0, now
+            self._switches = len({port.switch for port in self._round})
             self._credit, self._paid_to = 1.0, now
         # A round's probes spread evenly over it: at the rate, or over LLDP_INTERVAL_S.
         self._credit += len(self._round) / self.interval * (now - self._paid_to)

@@ -23,7 +23,6 @@ from dplab.p4runtime.entities import Entities
 from dplab.p4runtime.entry_extras import Extras
 from dplab.p4runtime.errors import P4RuntimeError, invalid, not_found
 from dplab.p4runtime.limits import DEFAULTS, Limits
-from dplab.p4runtime.packet_outs import PacketOutQueue
 from dplab.p4runtime.switch_link import SwitchError, SwitchLink
 from dplab.p4runtime.waiting import Waiting
 
@@ -56,7 +55,6 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.waiting = Waiting(limits.max_waiting_streams, limits.arbitration_timeout_s)
         self._reads = threading.BoundedSemaphore(limits.max_reads)
         self.switch = SwitchLink(switch_socket, self._on_switch_event, switch_wait_s)
-        self.packet_outs = PacketOutQueue(self.switch, f"dev{device_id}")
         self._config: pb.ForwardingPipelineConfig | None = None
         self._saved: pb.ForwardingPipelineConfig | None = None
         self._index: P4InfoIndex | None = None
@@ -329,23 +327,16 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         outbox.put(None)
 
     def _packet_out(self, packet: pb.PacketOut, outbox: queue.Queue) -> None:
-        """Checked here and queued for the switch (packet_outs: sent in batches, not
-        waited for); errors, also the switch's, go back on ``outbox`` as StreamErrors
-        naming the packet-out (spec 16.4)."""
-        def refused(err: P4RuntimeError) -> None:
-            msg = _stream_error(err)
-            msg.error.packet_out.packet_out.CopyFrom(packet)
-            outbox.put(msg)
-
+        """Errors go back as StreamErrors naming the packet-out (spec 16.4)."""
         try:
             if not self.arbiter.is_primary(outbox):
                 raise P4RuntimeError("PERMISSION_DENIED", "packet-out from a non-primary client")
-            request = {"cmd": "packet_out", "payload": packet.payload.hex(),
-                       "metadata": self._packet_out_metadata(packet)}
+            self.switch.call("packet_out", payload=packet.payload.hex(),
+                             metadata=self._packet_out_metadata(packet))
         except P4RuntimeError as err:
-            refused(err)
-            return
-        self.packet_outs.put(request, refused)
+            msg = _stream_error(err)
+            msg.error.packet_out.packet_out.CopyFrom(packet)
+            outbox.put(msg)
 
     def _packet_out_metadata(self, packet: pb.PacketOut) -> list[dict]:
         """Each field of the P4Info's packet_out header must be given, once, and fit its
