@@ -11,7 +11,7 @@ from test_control_forwarding import FakeClock, FakeFabric
 
 from dplab.control import lldp_schedule
 from dplab.control.forwarding import REACTIVE, Forwarding
-from dplab.control.lldp_schedule import ProbeSchedule
+from dplab.control.lldp_schedule import PROBES_IN_FLIGHT, ProbeSchedule
 from dplab.control.topology_view import PortRef, TopologyView
 
 
@@ -23,26 +23,25 @@ def probe_times(ports: list[PortRef], seconds: float, rtt: float,
     schedule.heard(ports[0], -1.0 + rtt)
     back: list[tuple[float, PortRef]] = []
     while now < seconds:
+        for when, port in [b for b in back if b[0] <= now]:
+            schedule.heard(port, when)
+        back = [b for b in back if b[0] > now]
         for port in schedule.due(now, lambda: ports):
             schedule.sent(port, now)
             sent.append((now, port))
             back.append((now + rtt, port))
-        for when, port in [b for b in back if b[0] <= now]:
-            schedule.heard(port, when)
-            back.remove((when, port))
         now = round(now + tick, 6)
     return sent
 
 
-def test_the_probe_rate_is_one_probe_per_switch_over_the_measured_round_trip():
+def test_the_probe_rate_is_the_probes_in_flight_over_their_measured_round_trip():
     schedule, port = ProbeSchedule(), PortRef("s1", 1)
-    schedule.due(0.0, lambda: [PortRef(f"s{s}", p) for s in range(1, 4) for p in (1, 2)])
     assert schedule.rtt_s is None
-    assert schedule.rate() == 3 / lldp_schedule.UNMEASURED_RTT_S
+    assert schedule.rate() == PROBES_IN_FLIGHT / lldp_schedule.UNMEASURED_RTT_S == 200
     schedule.sent(port, 10.0)
     schedule.heard(port, 10.08)
     assert schedule.rtt_s == pytest.approx(0.08)
-    assert schedule.rate() == pytest.approx(3 / 0.08)
+    assert schedule.rate() == pytest.approx(PROBES_IN_FLIGHT / 0.08)
     schedule.sent(port, 11.0)
     schedule.heard(port, 11.4)  # slower: the smoothed round trip moves an eighth of the way
     assert schedule.rtt_s == pytest.approx(0.08 + (0.4 - 0.08) / 8)
@@ -52,10 +51,11 @@ def test_the_probe_rate_is_one_probe_per_switch_over_the_measured_round_trip():
 
 def test_a_slow_path_gets_longer_rounds_with_probes_spread_over_them():
     ports = [PortRef(f"s{s}", p) for s in range(180) for p in range(1, 13)]  # k=12: 2,160
-    rate = 160  # probes a second: 180 switches' probes come back after 1.125 s
+    rtt = 0.4
+    rate = PROBES_IN_FLIGHT / rtt  # 160 a second
     length = len(ports) / rate
     assert length > lldp_schedule.LLDP_INTERVAL_S
-    sent = probe_times(ports, 3 * length + 0.35, rtt=180 / rate)
+    sent = probe_times(ports, 3 * length + 0.35, rtt)
     per_second = Counter(int(t) for t, _ in sent[1:])
     assert max(per_second.values()) <= rate + 2
     # every port once a round, a round apart
@@ -67,8 +67,25 @@ def test_a_slow_path_gets_longer_rounds_with_probes_spread_over_them():
     assert all(abs(gap - length) <= 0.35 for gap in gaps)
 
 
-def test_a_fast_path_keeps_three_second_rounds_at_a_thousand_hosts():
+def test_a_path_that_stops_answering_holds_twice_the_probes_in_flight_at_most():
     ports = [PortRef(f"s{s}", p) for s in range(320) for p in range(1, 17)]  # k=16: 5,120
+    schedule, now, sent = ProbeSchedule(), 0.0, []
+    schedule.sent(ports[0], -1.0)
+    schedule.heard(ports[0], -0.99)  # measured fast (10 ms): a 3 s round, 1,707 a second
+    while now < 2.0:
+        for port in schedule.due(now, lambda: ports):
+            schedule.sent(port, now)  # and none comes back
+            sent.append(now)
+        now = round(now + 0.1, 6)
+    window = lldp_schedule.WINDOW_SLACK * PROBES_IN_FLIGHT
+    lost_after = lldp_schedule.LOST_AFTER_RTTS * 0.01
+    assert max(sum(1 for t in sent if now_ - lost_after < t <= now_)
+               for now_ in {round(t, 6) for t in sent}) <= window
+    assert window <= len(sent) <= window * (2.0 / lost_after + 1)
+
+
+def test_a_fast_path_keeps_three_second_rounds_on_a_large_network():
+    ports = [PortRef(f"s{s}", p) for s in range(180) for p in range(1, 13)]  # k=12: 2,160
     sent = probe_times(ports, 9.05, rtt=0.02)
     times: dict[PortRef, list[float]] = {}
     for t, port in sent:
@@ -104,9 +121,9 @@ def test_a_cut_link_lasts_three_of_the_longer_rounds_then_goes():
     logic = Forwarding(fabric, REACTIVE, clock)
     fabric.logic = logic
     hosts = list(range(4, 400))  # many edge ports: 4 x 399 ports
-    # A slow path: each probe comes back 40 ms after it left (4 switches: 100 a second).
+    # A slow path: each probe comes back 0.64 s after it left (100 a second).
     heard = logic.probes.heard
-    logic.probes.heard = lambda port, now: heard(port, now + 0.04)  # type: ignore[method-assign]
+    logic.probes.heard = lambda port, now: heard(port, now + 0.64)  # type: ignore[method-assign]
     for i in range(1, 5):
         logic.switch_up(f"s{i}", [1, 2, 3, *hosts])
     clock.now += 1
@@ -122,10 +139,14 @@ def test_a_cut_link_lasts_three_of_the_longer_rounds_then_goes():
         clock.now += 0.1
         logic.tick()
     assert logic.counters()["lldp_links"] == 4
-    while clock.now < cut_at + timeout + length:
+    # Nearly every probe leaves by a host port and never comes back, so the window (each
+    # counted in flight until 3 round trips old) stretches the rounds, and the expiry
+    # with them: cut after about 3 of those rounds, never before 2 of the nominal ones.
+    while logic.counters()["lldp_links"] == 4 and clock.now < cut_at + 4 * timeout:
         clock.now += 0.1
         logic.tick()
     assert logic.counters()["lldp_links"] == 3
+    assert clock.now - cut_at > 2 * length
 
 
 def test_kept_paths_are_shortest_and_follow_a_change():

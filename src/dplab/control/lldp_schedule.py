@@ -7,17 +7,20 @@ packet-in on its way back, through the controller, the P4Runtime server (or OVS)
 switches, all sharing the machine. Sent faster than that path carries them, probes queue
 in it and every other packet-in and packet-out waits behind them.
 
-So a round's probes are sent at the rate the path is measured to carry: one probe in
-flight per switch (PROBES_IN_FLIGHT_PER_SWITCH) over the time a probe takes to come back
-(its round trip: packet-out sent to its packet-in handled, smoothed as TCP smooths its
-RTT). The path's queues are per switch (its stream, its P4Runtime server thread or OVS
-connection, the switch's own packet-out queue), so by Little's law LLDP then keeps about
-one message in each switch's queues whatever the path's speed, and a flood's or a flow's
-packet-out to a switch waits behind about one probe there. When the path slows (a busy
-server, a loaded machine), probes come back later and the rate drops; when it is fast, a
-round is ONOS's 3 s (its probes spread evenly over it) at any size. A round lasts
-``max(LLDP_INTERVAL_S, ports / rate)``; a link is cut after MISSED_ROUNDS rounds of the
-longer of this one and the last, plus EXPIRY_MARGIN_S.
+So a round's probes are sent at the rate the path is measured to carry: PROBES_IN_FLIGHT
+probes over the time a probe takes to come back (its round trip: packet-out sent to its
+packet-in handled, smoothed as TCP smooths its RTT). By Little's law LLDP then keeps
+about PROBES_IN_FLIGHT messages in the path's queues whatever its speed, so a flood's or
+a flow's packet-out waits behind at most that many probes; when the path slows (a busy
+server, a loaded machine), probes come back later and the rate drops. Never more than
+twice that many are in flight (WINDOW_SLACK): the window holds when the path slows faster
+than the round trips can tell, which a rate measured on a quiet path would otherwise
+fill with a whole round; a probe counts as in flight until it comes back or is
+LOST_AFTER_RTTS round trips old (lost, or sent out of a port where a host, not a switch,
+listens). When the path is fast, a round is ONOS's 3 s (its probes spread evenly over
+it) at any size. A round lasts ``max(LLDP_INTERVAL_S, ports / rate)``, or longer while
+the window is full; a link is cut after MISSED_ROUNDS rounds of the longer of this one
+and the last, plus EXPIRY_MARGIN_S.
 
 A port that just came up (a switch's, at connect) is probed at once and again REPROBE_S
 later, outside the rounds: its neighbour may not have been ready for the first probe, and
@@ -26,21 +29,29 @@ a new link should not wait a whole round to be found.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 from dplab.control.topology_view import PortRef
 
 LLDP_INTERVAL_S = 3.0  # a round's shortest length, as ONOS's probe rate
-# Probes in flight per switch the round has ports of (see above).
-PROBES_IN_FLIGHT_PER_SWITCH = 1
-# Before any probe has come back: a round trip at which a k=12 fat-tree's 180 switches get
-# the 200 probes a second that one controller was measured to carry there (the fixed
-# bound this pacing replaced), so a first round cannot flood the path.
-UNMEASURED_RTT_S = 180 / 200
+# Probes the rate keeps in flight (see above): at the 300-700 packet-outs a second one
+# P4Runtime server process moved for a k=16 fat-tree (docs/benchmarks.md), LLDP then adds
+# 0.1-0.2 s at most to another packet-out's wait.
+PROBES_IN_FLIGHT = 64
+# Before any probe has come back: the round trip at which the rate is the fixed 200
+# probes a second this pacing replaced (what one controller carried at k=12).
+UNMEASURED_RTT_S = PROBES_IN_FLIGHT / 200
 # A round trip below this counts as this (a probe answered within the same clock reading,
 # as in unit tests with a fake fabric): the rate stays finite.
 MIN_RTT_S = 0.001
 RTT_GAIN = 1 / 8  # weight of a new round-trip sample (RFC 6298's alpha)
+# The window is this many times the probes the rate keeps in flight: it binds only when
+# the path slows faster than the round trips show.
+WINDOW_SLACK = 2
+# A probe this many smoothed round trips old is no longer counted in flight (TCP's RTO is
+# about the smoothed round trip and four deviations).
+LOST_AFTER_RTTS = 3
 MISSED_ROUNDS = 3
 EXPIRY_MARGIN_S = 1.0  # 3 rounds of 3 s and this: ONOS's 10 s on a small network
 REPROBE_S = 0.5
@@ -59,14 +70,18 @@ class ProbeSchedule:
         self._credit = 0.0  # probes the rate allows and not yet sent
         self._paid_to = 0.0  # time up to which the rate has added credit
         self._soon: dict[PortRef, float] = {}  # port -> when to probe it again
-        self._sent_at: dict[PortRef, float] = {}  # port -> when its last probe went out
+        # port -> when its last probe went out (for its round trip, however late); the
+        # probes counted in flight, and every probe sent, oldest first, to take those too
+        # old out of the flight
+        self._sent_at: dict[PortRef, float] = {}
+        self._flying: dict[PortRef, float] = {}
+        self._sent: deque[tuple[float, PortRef]] = deque()
         self._rtt_s: float | None = None  # smoothed; None until a probe came back
-        self._switches = 0  # switches the round has ports of
 
     def rate(self) -> float:
         """Probes a second the path is measured to carry."""
         rtt = UNMEASURED_RTT_S if self._rtt_s is None else max(self._rtt_s, MIN_RTT_S)
-        return PROBES_IN_FLIGHT_PER_SWITCH * max(self._switches, 1) / rtt
+        return PROBES_IN_FLIGHT / rtt
 
     @property
     def rtt_s(self) -> float | None:
@@ -84,16 +99,43 @@ class ProbeSchedule:
         rate rises before the next round reaches it."""
         return MISSED_ROUNDS * max(self.interval, self._last_round_s) + EXPIRY_MARGIN_S
 
+    def window(self) -> int:
+        """Probes that may be in flight at once."""
+        return WINDOW_SLACK * PROBES_IN_FLIGHT
+
+    def in_flight(self, now: float) -> int:
+        """Probes sent and neither heard back nor LOST_AFTER_RTTS round trips old."""
+        rtt = UNMEASURED_RTT_S if self._rtt_s is None else max(self._rtt_s, MIN_RTT_S)
+        oldest = now - LOST_AFTER_RTTS * rtt
+        while self._sent and self._sent[0][0] < oldest:
+            when, port = self._sent.popleft()
+            if self._flying.get(port) == when:
+                del self._flying[port]
+        return len(self._flying)
+
     def sent(self, port: PortRef, now: float) -> None:
-        self._sent_at[port] = now
+        self._sent_at[port] = self._flying[port] = now
+        self._sent.append((now, port))
 
     def heard(self, port: PortRef, now: float) -> None:
         """The probe last sent out of ``port`` came back (as a packet-in) at ``now``."""
         sent = self._sent_at.pop(port, None)
+        self._flying.pop(port, None)
         if sent is None:
             return  # an older probe's copy, or one sent before a restart: no sample
         rtt = now - sent
         self._rtt_s = rtt if self._rtt_s is None else self._rtt_s + RTT_GAIN * (rtt - self._rtt_s)
+
+    def _send_share(self, now: float, out: list[PortRef]) -> None:
+        """Adds to ``out`` the round's probes its rate allows by ``now`` (spread evenly
+        over the round) and the window has room for."""
+        self._credit += len(self._round) / self.interval * (now - self._paid_to)
+        self._paid_to = now
+        room = max(0, self.window() - self.in_flight(now))
+        upto = min(len(self._round), self._next + int(self._credit), self._next + room)
+        out += self._round[self._next:upto]
+        self._credit = min(self._credit - (upto - self._next), self.window())
+        self._next = upto
 
     def probe_again_soon(self, ports: list[PortRef], now: float) -> None:
         for port in ports:
@@ -101,21 +143,14 @@ class ProbeSchedule:
 
     def due(self, now: float, ports: Callable[[], list[PortRef]]) -> list[PortRef]:
         """The ports to probe now; ``ports`` lists every port, asked at a round's start."""
-        out = []
-        if now >= self._round_start + self.interval:
-            out += self._round[self._next:]  # a late call finishes the round first
+        out: list[PortRef] = []
+        self._send_share(now, out)
+        if self._next >= len(self._round) and now >= self._round_start + self.interval:
             if self._round:  # how long the round that ends took counts for expiry
                 self._last_round_s = now - self._round_start
             self._round, self._next, self._round_start = ports(), 0, now
-            self._switches = len({port.switch for port in self._round})
             self._credit, self._paid_to = 1.0, now
-        # A round's probes spread evenly over it: at the rate, or over LLDP_INTERVAL_S.
-        self._credit += len(self._round) / self.interval * (now - self._paid_to)
-        self._paid_to = now
-        upto = min(len(self._round), self._next + int(self._credit))
-        out += self._round[self._next:upto]
-        self._credit -= upto - self._next
-        self._next = upto
+            self._send_share(now, out)
         again = [port for port, when in self._soon.items() if when <= now]
         for port in again:
             del self._soon[port]
