@@ -103,7 +103,21 @@ def test_a_small_network_keeps_three_second_rounds_and_ten_second_expiry():
     assert Counter(port for _, port in sent) == dict.fromkeys(ports, 3)
     schedule = ProbeSchedule()
     schedule.due(0.0, lambda: ports)
-    assert schedule.link_timeout() == 10.0
+    assert schedule.link_timeout(0.0) == 10.0
+
+
+def test_a_round_slowed_down_keeps_its_length_so_far_in_the_link_timeout():
+    ports = [PortRef(f"s{s}", p) for s in range(100) for p in range(1, 9)]
+    schedule, fast = ProbeSchedule(), PortRef("s0", 1)
+    schedule.sent(fast, -20.0)
+    schedule.heard(fast, -10.0)  # a probe came back after 10 s: 6.4 a second
+    schedule.due(0.0, lambda: ports)  # a round of 800 ports: 125 s at that rate
+    for _ in range(40):  # 20 s on, the path is fast again: 0.1 s round trips
+        schedule.sent(fast, 20.0)
+        schedule.heard(fast, 20.0 + 0.1)
+    assert schedule.interval == lldp_schedule.LLDP_INTERVAL_S  # the rest of it goes fast
+    # but the ports it has not reached were last probed 20 s ago at least
+    assert schedule.link_timeout(20.1) >= 3 * 20.0
 
 
 def test_a_port_come_up_is_probed_again_soon_outside_the_round():
@@ -131,7 +145,7 @@ def test_a_cut_link_lasts_three_of_the_longer_rounds_then_goes():
     assert logic.counters()["lldp_links"] == 4
     length = 4 * 399 / logic.probes.rate()  # ~16 s
     assert length == pytest.approx(16, rel=0.01)
-    timeout = logic.probes.link_timeout()
+    timeout = logic.probes.link_timeout(clock.now)
     assert timeout == pytest.approx(3 * length + lldp_schedule.EXPIRY_MARGIN_S)
     del fabric.wires[PortRef("s1", 2)], fabric.wires[PortRef("s2", 3)]
     cut_at = clock.now

@@ -140,7 +140,7 @@ class Forwarding:
                 self._send_probe(ref)
         # Measured against the newest probe heard, not the clock: when the controller is
         # too busy to read its packet-ins, every link falls silent at once, and none is cut.
-        oldest_allowed = self._last_probe_heard - self.probes.link_timeout()
+        oldest_allowed = self._last_probe_heard - self.probes.link_timeout(self.clock())
         if self.topology.expire_links(oldest_allowed):
             self._topology_changed()
 

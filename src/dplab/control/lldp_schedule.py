@@ -19,8 +19,8 @@ fill with a whole round; a probe counts as in flight until it comes back or is
 LOST_AFTER_RTTS round trips old (lost, or sent out of a port where a host, not a switch,
 listens). When the path is fast, a round is ONOS's 3 s (its probes spread evenly over
 it) at any size. A round lasts ``max(LLDP_INTERVAL_S, ports / rate)``, or longer while
-the window is full; a link is cut after MISSED_ROUNDS rounds of the longer of this one
-and the last, plus EXPIRY_MARGIN_S.
+the window is full; a link is cut after MISSED_ROUNDS rounds of the longest of this one
+(as planned, or as long as it has taken so far) and the last, plus EXPIRY_MARGIN_S.
 
 A port that just came up (a switch's, at connect) is probed at once and again REPROBE_S
 later, outside the rounds: its neighbour may not have been ready for the first probe, and
@@ -93,11 +93,15 @@ class ProbeSchedule:
         """The current round's length at the current rate, seconds."""
         return max(LLDP_INTERVAL_S, len(self._round) / self.rate())
 
-    def link_timeout(self) -> float:
-        """Seconds a link may go without a probe crossing it before it is cut: the last
-        round counts too, so a link refreshed early in a slow round is not cut when the
-        rate rises before the next round reaches it."""
-        return MISSED_ROUNDS * max(self.interval, self._last_round_s) + EXPIRY_MARGIN_S
+    def link_timeout(self, now: float) -> float:
+        """Seconds a link may go without a probe crossing it before it is cut at ``now``:
+        rounds as long as the longest of this one's length at the current rate, the time
+        it has taken so far (a full window or late ticks stretch it) and the last round,
+        so that neither a rising rate nor a stalled round cuts links its probes have not
+        reached yet."""
+        so_far = now - self._round_start if self._round else 0.0
+        longest = max(self.interval, so_far, self._last_round_s)
+        return MISSED_ROUNDS * longest + EXPIRY_MARGIN_S
 
     def window(self) -> int:
         """Probes that may be in flight at once."""
