@@ -19,9 +19,8 @@ LLDP rounds are paced (``lldp_schedule``: a round's probes go at the rate the pa
 measured to carry, from the probes' round trips, a round stretched beyond 3 s only where
 that rate falls short, a link cut after three missed rounds of that length; ONOS sends
 every port's probe every 3 s and cuts after 10 s, which is what a network gets whose path
-keeps up); a switch that connects has its own
-ports probed, not a whole round; shortest paths are kept per topology (``TopologyView``)
-rather than computed per packet-in.
+keeps up); a switch that connects has its own ports probed, not a whole round; shortest
+paths are kept per topology (``TopologyView``) rather than computed per packet-in.
 """
 
 from __future__ import annotations
