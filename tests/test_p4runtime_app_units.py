@@ -83,6 +83,7 @@ def app_with(*sessions: Session) -> P4RuntimeSouthbound:
     app.sessions = {session.name: session for session in sessions}
     app._lock = threading.Lock()
     app._waiting = {}
+    app._held = []
     app.logic = None  # the tests drive the app as the logic would
     return app
 
@@ -198,15 +199,52 @@ def test_a_stream_that_takes_nothing_does_not_stall_the_app():
     assert next(outbox.messages()) == pb.StreamMessageRequest()  # still there for the stream
 
 
-def test_a_set_of_flood_ports_gets_its_multicast_group_written_once():
+def group_session(name: str, log: list, refuse: bool = False) -> SwitchSession:
+    """A SwitchSession whose multicast group Writes are logged and answered (refused with
+    RESOURCE_EXHAUSTED if ``refuse``) when awaited; its packet-outs logged too."""
     session = object.__new__(SwitchSession)  # no switch to connect to
-    session.device_id, session.groups = 1, {}
-    writes: list[pb.WriteRequest] = []
-    session.stub = SimpleNamespace(Write=lambda req, timeout: writes.append(req))
-    assert session.group([3, 2]) == 1
-    assert session.group([2, 3]) == 1  # the same set: no second Write
-    assert session.group([1, 2, 3]) == 2
-    groups = [w.updates[0] for w in writes]
+    session.name, session.device_id, session.ready = name, 1, True
+    session.groups, session._last_group = {}, 0
+    session.writes = []
+    session.pending = {}
+
+    def write(req, timeout):
+        session.writes.append(req)
+        log.append(("write", name))
+        return Answered(log, name, RefusedUpdate(grpc.StatusCode.RESOURCE_EXHAUSTED)
+                        if refuse else None)
+
+    session.stub = SimpleNamespace(Write=SimpleNamespace(future=write))
+    session.outbox = SimpleNamespace(put=lambda msg: log.append(("packet_out", name)),
+                                     wait_taken=lambda: None)
+    return session
+
+
+def test_a_set_of_flood_ports_gets_its_multicast_group_written_once():
+    session = group_session("s1", [])
+    assert session.group([3, 2])[0] == 1
+    assert session.group([2, 3]) == (1, None)  # the same set: no second Write
+    assert session.group([1, 2, 3])[0] == 2
+    groups = [w.updates[0] for w in session.writes]
     assert [u.type for u in groups] == [pb.Update.INSERT, pb.Update.INSERT]
     assert [[r.egress_port for r in u.entity.packet_replication_engine_entry
              .multicast_group_entry.replicas] for u in groups] == [[2, 3], [1, 2, 3]]
+
+
+def test_a_floods_new_groups_are_written_at_once_and_its_packet_outs_wait_for_them():
+    log: list = []
+    sessions = [group_session("s1", log), group_session("s2", log, refuse=True),
+                group_session("s3", log)]
+    app = app_with(*sessions)  # type: ignore[arg-type]
+    with app._driving():
+        for session in sessions:
+            app.packet_out(session.name, [1, 2], b"flood")
+        app.packet_out("s1", [3], b"after")  # after the held flood, as sent
+    assert log == [("write", "s1"), ("write", "s2"), ("write", "s3"),
+                   ("answer", "s1"), ("packet_out", "s1"), ("answer", "s2"),
+                   ("answer", "s3"), ("packet_out", "s3"), ("packet_out", "s1")]
+    assert sessions[1].groups == {}  # refused: the next flood writes it again
+    log.clear()
+    with app._driving():
+        app.packet_out("s1", [2, 1], b"again")  # a known group: no Write, no wait
+    assert log == [("packet_out", "s1")]

@@ -15,12 +15,12 @@ makes every host send one ping at start (see ``planes.ovs``), and every time a h
 link is discovered the controller installs the paths of all known host pairs up front.
 
 Where this differs from ONOS, so that one Python process keeps up with a large network:
-LLDP rounds are paced (``lldp_schedule``: a round's probes spread over it, the round
-stretched so that at most PROBES_PER_S probes go out a second, a link cut after three
-missed rounds of that length; ONOS sends every port's probe every 3 s and cuts after 10 s,
-which is what a network of up to 600 ports still gets); a switch that connects has its own
-ports probed, not a whole round; shortest paths are kept per topology (``TopologyView``)
-rather than computed per packet-in.
+LLDP rounds are paced (``lldp_schedule``: a round's probes go at the rate the path is
+measured to carry, from the probes' round trips, a round stretched beyond 3 s only where
+that rate falls short, a link cut after three missed rounds of that length; ONOS sends
+every port's probe every 3 s and cuts after 10 s, which is what a network gets whose path
+keeps up); a switch that connects has its own ports probed, not a whole round; shortest
+paths are kept per topology (``TopologyView``) rather than computed per packet-in.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class Forwarding:
                 self._send_probe(ref)
         # Measured against the newest probe heard, not the clock: when the controller is
         # too busy to read its packet-ins, every link falls silent at once, and none is cut.
-        oldest_allowed = self._last_probe_heard - self.probes.link_timeout()
+        oldest_allowed = self._last_probe_heard - self.probes.link_timeout(self.clock())
         if self.topology.expire_links(oldest_allowed):
             self._topology_changed()
 
@@ -164,6 +164,7 @@ class Forwarding:
         if not self.topology.has_switch(sent_switch) or sent == arrived:
             return
         self._last_probe_heard = self.clock()
+        self.probes.heard(sent, self._last_probe_heard)
         if self.topology.saw_link(sent, arrived, self._last_probe_heard):
             self.hosts.forget_at(sent)
             self.hosts.forget_at(arrived)
@@ -306,6 +307,7 @@ class Forwarding:
 
     def _send_probe(self, ref: PortRef) -> None:
         probe = packets.build_lldp(ref.switch, ref.port, PROBE_MAC)
+        self.probes.sent(ref, self.clock())
         self._packet_out(ref.switch, [ref.port], probe)
 
     def _packet_out(self, switch: str, ports: list[int], data: bytes) -> None:
@@ -323,6 +325,8 @@ class Forwarding:
         out.update(
             switches=float(len(self.topology.switches())),
             lldp_links=float(self.topology.link_count()),
+            lldp_probes_per_s=self.probes.rate(),
+            lldp_rtt_ms=None if self.probes.rtt_s is None else 1000 * self.probes.rtt_s,
             hosts=float(len(self.hosts.location)),
             proactive_pairs=float(len(self._installed_pairs)),
             flows_set_up=float(len(setup)),

@@ -11,10 +11,11 @@ traps and before the miss, the order OpenFlow's priorities give). Everything els
 table misses comes in as a packet-in carrying its ingress port; a packet-out to one port
 carries that egress port, and one to several ports (a flood) carries a multicast group of
 exactly those ports, which the app writes to the switch's packet replication engine the
-first time it sends to that set of ports: one stream message per switch a flood reaches, as
-OpenFlow's one packet-out with an output action per port. Reactive rules get the switch's
-idle timeout; the controller deletes them when the switch reports them idle, as an OpenFlow
-switch removes them by itself.
+first time it sends to that set of ports (a flood's new groups are written to all its
+switches at once, its packet-outs held until each is answered): one stream message per
+switch a flood reaches, as OpenFlow's one packet-out with an output action per port.
+Reactive rules get the switch's idle timeout; the controller deletes them when the switch
+reports them idle, as an OpenFlow switch removes them by itself.
 
 Rules the logic asks for are collected and go out when the logic returns, or before its
 next packet-out: one Write per switch, to all switches at once, and the packet-out waits
@@ -203,6 +204,7 @@ class SwitchSession:
         # set's ports; the sets are few, as the ports a switch floods to change only with
         # the topology (edge ports, less the one a frame came in on).
         self.groups: dict[tuple[int, ...], int] = {}
+        self._last_group = 0
 
     def start(self) -> None:
         grpc.channel_ready_future(self.channel).result(timeout=CONNECT_TIMEOUT_S)
@@ -230,23 +232,37 @@ class SwitchSession:
         req.config.p4_device_config = program.device_config
         self.stub.SetForwardingPipelineConfig(req, timeout=PIPELINE_TIMEOUT_S)
         self.groups.clear()  # a pipeline loaded anew starts with no multicast groups
+        self._last_group = 0
 
-    def group(self, ports: Sequence[int]) -> int:
-        """The multicast group replicating to exactly ``ports``, written (and answered, so
-        that it is in place before a packet-out names it) if this is the set's first
-        flood; raises grpc.RpcError when the switch refused it."""
+    def group(self, ports: Sequence[int]) -> tuple[int, grpc.Future | None]:
+        """The multicast group replicating to exactly ``ports``, and, if this is the set's
+        first flood, the Write that makes it, in flight (a packet-out naming the group
+        must wait for its answer: see ``group_written``), else None."""
         key = tuple(sorted(set(ports)))
         group_id = self.groups.get(key)
-        if group_id is None:
-            group_id = len(self.groups) + 1
-            req = self._request()
-            entry = req.updates.add(type=pb.Update.INSERT).entity \
-                .packet_replication_engine_entry.multicast_group_entry
-            entry.multicast_group_id = group_id
-            entry.replicas.extend(pb.Replica(egress_port=port) for port in key)
-            self.stub.Write(req, timeout=RPC_TIMEOUT_S)
-            self.groups[key] = group_id
-        return group_id
+        if group_id is not None:
+            return group_id, None
+        self._last_group += 1
+        group_id = self.groups[key] = self._last_group
+        req = self._request()
+        entry = req.updates.add(type=pb.Update.INSERT).entity \
+            .packet_replication_engine_entry.multicast_group_entry
+        entry.multicast_group_id = group_id
+        entry.replicas.extend(pb.Replica(egress_port=port) for port in key)
+        return group_id, self.stub.Write.future(req, timeout=RPC_TIMEOUT_S)
+
+    def group_written(self, group_id: int, call: grpc.Future) -> bool:
+        """Waits for ``call`` (the Write of multicast group ``group_id``); a group the switch
+        refused is forgotten (the next flood to its ports writes a new one)."""
+        try:
+            call.result()
+            return True
+        except grpc.RpcError as err:
+            ports = next((k for k, g in self.groups.items() if g == group_id), ())
+            self.groups.pop(ports, None)
+            log.warning("%s: multicast group for ports %s refused (%s); flood not sent",
+                        self.name, list(ports), err.details())
+            return False
 
     def delete(self, entry: pb.TableEntry) -> None:
         req = self._request()
@@ -280,6 +296,10 @@ class P4RuntimeSouthbound:
         # Under the lock: the sessions with pending rules, so that a flush (one per
         # packet-in and packet-out) costs the switches written, not every switch.
         self._waiting: dict[str, SwitchSession] = {}
+        # Under the lock: packet-outs waiting for their multicast group's Write (and those
+        # after them), sent when the logic returns (_release).
+        self._held: list[tuple[SwitchSession, pb.StreamMessageRequest, int,
+                               grpc.Future | None]] = []
 
     # -- Southbound ----------------------------------------------------------------------
 
@@ -303,15 +323,27 @@ class P4RuntimeSouthbound:
         # on; its own switch's table does not see a packet-out, so its rules go after it.
         self._flush(but=session)
         if len(ports) == 1:
-            session.outbox.put(self.program.packet_out(data, port=ports[0]))
-            return
-        try:
-            group = session.group(ports)
-        except grpc.RpcError as err:
-            log.warning("%s: multicast group for ports %s refused (%s); flood not sent",
-                        session.name, sorted(ports), err.details())
-            return
-        session.outbox.put(self.program.packet_out(data, group=group))
+            msg, group, call = self.program.packet_out(data, port=ports[0]), 0, None
+        else:
+            group, call = session.group(ports)
+            msg = self.program.packet_out(data, group=group)
+        if call is None and not self._held:
+            session.outbox.put(msg)
+        else:  # after its group's Write, and every later one after it (a switch's order)
+            self._held.append((session, msg, group, call))
+
+    def _release(self) -> None:
+        """Sends the packet-outs held for their multicast groups' Writes, in order, each
+        once its group's Write is answered: a flood's new groups are written to all its
+        switches at once, not one round trip after another. A refused group's packet-outs
+        are dropped."""
+        held, self._held = self._held, []
+        refused: set[tuple[str, int]] = set()
+        for session, msg, group, call in held:
+            if call is not None and not session.group_written(group, call):
+                refused.add((session.name, group))
+            if (session.name, group) not in refused:
+                session.outbox.put(msg)
 
     # -- rule writes ---------------------------------------------------------------------
 
@@ -423,6 +455,7 @@ class P4RuntimeSouthbound:
         """The logic, under the lock; the rules it asked for are sent when it returns."""
         with self._lock:
             yield self.logic
+            self._release()
             self._flush()
 
     # -- housekeeping --------------------------------------------------------------------
