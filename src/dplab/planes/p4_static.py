@@ -90,6 +90,7 @@ class Installing:
         self._error: BaseException | None = None
         self._written = 0
         self._lock = threading.Lock()
+        self._progress = time.monotonic()  # when it last got further (``quiet_s``)
         self._pool = ThreadPoolExecutor(max_workers=INSTALLERS, thread_name_prefix="install")
         self._thread = threading.Thread(target=self._run, name="installing", daemon=True)
 
@@ -108,6 +109,11 @@ class Installing:
         if error is None or isinstance(error, PlaneError):
             return error
         return PlaneError(f"p4: installing the switches: {error!r}")
+
+    def quiet_s(self) -> float:
+        """Seconds since the install last got further: prepared, a switch served or a
+        switch installed."""
+        return time.monotonic() - self._progress
 
     def wait(self, timeout_s: float) -> None:
         self._finished.wait(timeout_s)
@@ -129,6 +135,7 @@ class Installing:
     def _run(self) -> None:
         try:
             prepared = self._prepare()
+            self._progress = time.monotonic()
             jobs = [self._pool.submit(self._install, prepared, target)
                     for target in self._served()]
             for job in jobs:
@@ -155,6 +162,7 @@ class Installing:
                 raise PlaneError(f"p4: the P4Runtime server process said {line!r}, not "
                                  f"'{SERVING.decode()} <device id>' or '{READY.decode()}'"
                                  if line else "p4: the P4Runtime server process exited")
+            self._progress = time.monotonic()
             yield self._targets[int(device)]
 
     def _install(self, prepared: Prepared, target: Target) -> int:
@@ -168,6 +176,7 @@ class Installing:
         return len(entries)
 
     def _note(self, job: Future) -> None:
+        self._progress = time.monotonic()
         if not job.cancelled() and job.exception() is not None:
             self._fail(job.exception())
 
