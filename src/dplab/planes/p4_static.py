@@ -136,10 +136,10 @@ class Installing:
         try:
             prepared = self._prepare()
             self._progress = time.monotonic()
-            jobs = [self._pool.submit(self._install, prepared, target)
-                    for target in self._served()]
-            for job in jobs:
-                job.add_done_callback(self._note)
+            jobs = []
+            for target in self._served():
+                jobs.append(self._pool.submit(self._install, prepared, target))
+                jobs[-1].add_done_callback(self._note)  # a failure stops what follows
             for job in jobs:
                 if not job.cancelled() and job.exception() is None:
                     self._written += job.result()
