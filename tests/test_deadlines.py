@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,7 @@ from dplab.p4.errors import P4Error
 from dplab.p4.limits import MAX_MACRO_TOKENS, MAX_NESTING
 from dplab.p4.preprocess import preprocess
 from dplab.p4runtime import primary, switch_link
-from dplab.planes import PlaneError, ovs, p4
+from dplab.planes import PlaneError, ovs, p4, p4_static
 from dplab.workloads import video_content
 
 
@@ -175,3 +176,28 @@ def test_a_wait_that_fails_tells_the_state_at_its_deadline() -> None:
         plane._wait_for(never, 0.05, lambda: f"gave up after {len(checks)} checks",
                         pause=lambda: None)
     assert int(failed.value.args[0].rsplit(" ", 2)[1]) == len(checks) > 1
+
+
+def test_a_static_install_fails_when_it_gets_no_further(tmp_path, monkeypatch) -> None:
+    """The plane's wait for a static install bounds a stall, not the install's length: a
+    P4Runtime server process that says nothing (no switch served) fails the start once
+    INSTALL_STALL_S passed without progress, naming the server's log."""
+    monkeypatch.setattr(p4, "INSTALL_STALL_S", 0.5)
+    plane = p4.P4Plane()
+    plane.dir = tmp_path
+    silent = subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE)
+    installing = p4_static.Installing(
+        p4_static.ServerLines(silent), [p4_static.Target("s1", 1, "unix:/nowhere")],
+        lambda: p4_static.Prepared(pb.ForwardingPipelineConfig(), {"s1": []}),
+        "option 'entries'", "entries.yaml")
+    installing.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(PlaneError, match=r"the install got no further for 0.5 s \(log "
+                                             f"{tmp_path}/p4runtime.log"):
+            plane._wait_for_install(installing)
+        assert time.monotonic() - began < 5
+    finally:
+        installing.stop()
+        silent.kill()
+        silent.wait()

@@ -88,13 +88,21 @@ def test_bad_entries_name_file_entry_and_problem(tmp_path, rt_info, text, proble
 def test_user_program_with_static_entries_carries_ping_and_tcp(tmp_path):
     bad = write(tmp_path, "- {table: port_fwd, match: {standard_metadata.ingress_port: 1},"
                           " action: forward, params: {port: 2}, switches: [s9]}")
+    twice = write(tmp_path, "- {table: port_fwd, match: {standard_metadata.ingress_port: 1},"
+                            " action: forward, params: {port: 2}}\n" * 2, "twice.yaml")
     wrong_plane = create("p4", {"program": str(PROGRAM), "entries": str(bad)})
+    refused_plane = create("p4", {"program": str(PROGRAM), "entries": str(twice)})
     plane = create("p4", {"program": str(PROGRAM), "entries": str(ENTRIES)})
     with Network(catalog.build("single", hosts=2), addressing="l2") as net:
         prefix, run_dir = net.prefix, net.run_dir
         with pytest.raises(PlaneError, match=rf"{bad}: entry 0: no switch 's9'"):
             wrong_plane.start(net)
         wrong_plane.stop()
+        # the switch's server refuses the second insert of the same key
+        with pytest.raises(PlaneError, match=rf"option 'entries': {twice}: entry 1: the "
+                                             "switch refused it: ALREADY_EXISTS"):
+            refused_plane.start(net)
+        refused_plane.stop()
         try:
             plane.start(net)
             plane.wait_ready(20)

@@ -297,6 +297,7 @@ def test_one_server_process_serves_each_switch_as_its_own_device(tmp_path, progr
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE)
         stack.callback(proc.wait, 5)
         stack.callback(proc.terminate)
+        assert [proc.stdout.readline() for _ in rigs] == [b"serving 1\n", b"serving 2\n"]
         assert proc.stdout.readline() == b"ready\n"
         for device, rig in enumerate(rigs, start=1):  # device d forwards to port d + 1
             route = lpm(n, "10.0.2.0", 24, "forward", bytes([device + 1]))

@@ -11,10 +11,14 @@ from pathlib import Path
 import pytest
 from net_checks import check_controlled_plane_on_multipath, leftovers, ping_failures
 
+from dplab.p4runtime import switch_link
 from dplab.planes import PlaneError, create
 from dplab.planes import p4 as p4_plane
 from dplab.substrate.network import Network
 from dplab.topology import catalog
+
+PORT_FWD = Path(__file__).resolve().parent / "p4" / "port_fwd.p4"
+PORT_FWD_ENTRIES = PORT_FWD.with_name("port_fwd_entries.yaml")
 
 
 @pytest.mark.net
@@ -50,6 +54,46 @@ def test_a_switch_that_exits_fails_the_start_before_the_next_switch_starts(monke
         finally:
             plane.stop()
     assert leftovers(prefix, run_dir) == []
+
+
+@pytest.mark.net
+def test_a_static_plane_programs_each_switch_before_the_last_one_starts(monkeypatch) -> None:
+    """Each switch is installed as soon as the P4Runtime server serves it: one switch
+    starting at a time, the last one is started only once the first runs the program
+    (asked on its control socket), which a plane installing after all switches started
+    never lets happen."""
+    monkeypatch.setattr(p4_plane, "START_WINDOW", 1)
+    plane = create("p4", {"program": str(PORT_FWD), "entries": str(PORT_FWD_ENTRIES)})
+    start_switch = plane._start_switch
+    programmed_first = []
+
+    def start(net: Network, switch: str) -> None:
+        if switch == "s3":
+            programmed_first.append(_runs_a_program(plane._control("s1"), deadline_s=20))
+        start_switch(net, switch)
+
+    monkeypatch.setattr(plane, "_start_switch", start)
+    with Network(catalog.build("linear", switches=3, hosts_per_switch=1), addressing="l2",
+                 shared_switch_ns=plane.shared_switch_ns) as net:
+        prefix, run_dir = net.prefix, net.run_dir
+        try:
+            plane.start(net)
+            assert programmed_first == [True]
+            assert plane.stats()["entries_written"] == 3 * 2 + 1  # s1 has one more
+        finally:
+            plane.stop()
+    assert leftovers(prefix, run_dir) == []
+
+
+def _runs_a_program(control: Path, deadline_s: float) -> bool:
+    """Whether the switch behind ``control`` has a pipeline loaded within ``deadline_s``."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            return bool(switch_link.request(str(control), "get_pipeline", 1.0)["program"])
+        except switch_link.SwitchError:
+            time.sleep(0.05)  # no pipeline yet (or the switch is still busy loading it)
+    return False
 
 
 @pytest.mark.net

@@ -5,8 +5,9 @@
 Each ``--serve DEVICE_ID SWITCH_SOCKET LISTEN`` is one logical server: its own gRPC server,
 address, thread pool, switch connection and state; they only share the interpreter (one
 process start and one grpc import for a whole run instead of one per switch). Switch
-sockets that do not exist yet are waited for (``--switch-wait``). Once every server
-listens, the process prints ``ready`` on stdout: a launcher can block on that line.
+sockets that do not exist yet are waited for (``--switch-wait``), in the order given. As
+each server listens, the process prints ``serving DEVICE_ID`` on stdout, and ``ready`` once
+every one does: a launcher can start using each switch at its line, or block on the last.
 The limit options (``--max-backup-streams`` and the others below it in ``--help``,
 ``limits.py``) bound what clients can hold of each server.
 """
@@ -31,8 +32,10 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     devices = _devices(args)
     bounds = limits.from_arguments(args)
-    servers = [_serve(device_id, socket_path, address, args.switch_wait, bounds)
-               for device_id, socket_path, address in devices]
+    servers = []
+    for device_id, socket_path, address in devices:
+        servers.append(_serve(device_id, socket_path, address, args.switch_wait, bounds))
+        print(f"serving {device_id}", flush=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -11,17 +11,18 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from dplab.p4runtime.entries import Entry
 from dplab.p4runtime.errors import update_errors
-from dplab.p4runtime.primary import (
-    PIPELINE_TIMEOUT_S,
-    RPC_TIMEOUT_S,
-    NotPrimary,
-    PrimarySession,
-)
+from dplab.p4runtime.primary import NotPrimary, PrimarySession
 
 ELECTION_ID = pb.Uint128(high=0, low=1)
 # Updates per Write: the server's per-update error codes of a failed batch still fit its
 # trailer (server.DETAILS_BUDGET, ~36 bytes an update), so the installer can name the entry.
 WRITE_BATCH = 128
+# The deadline of each call of an install (arbitration, pipeline, each Write). An install
+# runs while a large network starts, when its switch processes may starve the one server
+# process of CPU: topohub's backbone/americas (1,138 switches, load average 880) stretched
+# a Write of WRITE_BATCH entries, milliseconds on an idle machine, past 10 s. The deadline
+# is there to end a server that stopped answering, not a slow one.
+CALL_TIMEOUT_S = 120.0
 
 
 class InstallError(RuntimeError):
@@ -32,7 +33,7 @@ def install(address: str, device_id: int, config: pb.ForwardingPipelineConfig,
             entries: list[Entry], where: str) -> None:
     """``where`` names the entries' origin (e.g. the file) in error messages."""
     try:
-        with PrimarySession(address, device_id, ELECTION_ID) as session:
+        with PrimarySession(address, device_id, ELECTION_ID, CALL_TIMEOUT_S) as session:
             _set_pipeline(session.stub, device_id, config, address)
             for start in range(0, len(entries), WRITE_BATCH):
                 _write(session.stub, device_id, entries[start:start + WRITE_BATCH], where)
@@ -46,7 +47,7 @@ def _set_pipeline(stub, device_id: int, config: pb.ForwardingPipelineConfig,
         device_id=device_id, election_id=ELECTION_ID, config=config,
         action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
     try:
-        stub.SetForwardingPipelineConfig(req, timeout=PIPELINE_TIMEOUT_S)
+        stub.SetForwardingPipelineConfig(req, timeout=CALL_TIMEOUT_S)
     except grpc.RpcError as exc:
         raise InstallError(f"{address}: pipeline refused: {exc.details()}") from exc
 
@@ -59,7 +60,7 @@ def _write(stub, device_id: int, entries: list[Entry], where: str) -> None:
         op = pb.Update.MODIFY if entry.modifies else pb.Update.INSERT
         req.updates.add(type=op, entity=entry.entity)
     try:
-        stub.Write(req, timeout=RPC_TIMEOUT_S)
+        stub.Write(req, timeout=CALL_TIMEOUT_S)
     except grpc.RpcError as exc:
         refused = [(entry, code, message) for entry, (code, message)
                    in zip(entries, update_errors(exc), strict=False) if code != grpc.StatusCode.OK]

@@ -13,7 +13,6 @@ import grpc
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
-CONNECT_TIMEOUT_S = 15.0
 # Deadlines of single calls: a server that stops answering must fail its client's call,
 # not hold it forever. Setting a pipeline loads the program into the switch: longer.
 RPC_TIMEOUT_S = 10.0
@@ -25,24 +24,22 @@ class NotPrimary(RuntimeError):
 
 
 class PrimarySession:
-    def __init__(self, address: str, device_id: int, election_id: pb.Uint128) -> None:
+    """``timeout_s``: how long the arbitration waits for its answer (None: RPC_TIMEOUT_S)."""
+
+    def __init__(self, address: str, device_id: int, election_id: pb.Uint128,
+                 timeout_s: float | None = None) -> None:
         self.address, self.device_id, self.election_id = address, device_id, election_id
+        self.timeout_s = timeout_s
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._outbox: queue.Queue = queue.Queue()
         self._stream = None
 
     def open(self) -> None:
-        # A call that waits for the connection, not grpc.channel_ready_future: that one
-        # subscribes to the channel's connectivity, whose polling thread channel.close()
-        # then waits for (~0.2 s a session, most of installing hundreds of switches).
-        # Any answer, even an error about the call, says a server is there.
-        try:
-            self.stub.Capabilities(pb.CapabilitiesRequest(), timeout=CONNECT_TIMEOUT_S,
-                                   wait_for_ready=True)
-        except grpc.RpcError as exc:
-            if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                raise NotPrimary(f"no P4Runtime server at {self.address}") from exc
+        # The stream is the first call: it connects the channel, and fails at once
+        # (UNAVAILABLE) when nothing listens at the address. A call before it to wait for
+        # the connection (Capabilities) cost the client and the server each a round trip
+        # per session, most of a session's CPU when a plane installs hundreds of switches.
         self._stream = self.stub.StreamChannel(iter(self._outbox.get, None))
         hello = pb.StreamMessageRequest()
         hello.arbitration.device_id = self.device_id
@@ -50,12 +47,15 @@ class PrimarySession:
         self._outbox.put(hello)
         # The stream lives as long as the session, so it has no deadline of its own: one
         # that does not answer the arbitration in time is cancelled.
-        unanswered = threading.Timer(RPC_TIMEOUT_S, self._stream.cancel)
+        timeout_s = RPC_TIMEOUT_S if self.timeout_s is None else self.timeout_s
+        unanswered = threading.Timer(timeout_s, self._stream.cancel)
         unanswered.start()
         try:
             reply = next(self._stream)
         except grpc.RpcError as exc:
-            why = (f"no answer within {RPC_TIMEOUT_S:g} s"
+            if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                raise NotPrimary(f"no P4Runtime server at {self.address}") from exc
+            why = (f"no answer within {timeout_s:g} s"
                    if exc.code() == grpc.StatusCode.CANCELLED else exc.details())
             raise NotPrimary(f"{self.address}: arbitration failed: {why}") from exc
         finally:

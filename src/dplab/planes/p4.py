@@ -38,11 +38,14 @@ programs dropped (switch/PROTOCOL.md ``stats``), summed over switches.
 from __future__ import annotations
 
 import json
+import math
 import select
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +58,8 @@ from dplab.control.forwarding import MODES, REACTIVE
 from dplab.control.p4runtime_app import Program, rule_key
 from dplab.p4runtime import entries as entries_file
 from dplab.p4runtime import switch_link
-from dplab.p4runtime.installer import InstallError, install
-from dplab.planes import host_ttl, l3_routes, p4_l3, pipeline, rx_ring, tagging
+from dplab.p4runtime.installer import CALL_TIMEOUT_S
+from dplab.planes import host_ttl, l3_routes, p4_l3, p4_static, pipeline, rx_ring, tagging
 from dplab.planes.base import (
     PlaneError,
     RulePackets,
@@ -98,6 +101,9 @@ START_POLL_S = 0.01
 # seconds on a loaded one. The wait ends at that line, or at once when the process exits,
 # so this deadline only bounds a server that hangs.
 SERVERS_READY_TIMEOUT_S = 120.0
+# Each call of an install has its deadline (installer.CALL_TIMEOUT_S), the compile its own
+# (COMPILE_TIMEOUT_S): an install that got no further for longer than both has stalled.
+INSTALL_STALL_S = CALL_TIMEOUT_S + 60.0
 # The compiler's bounds (dplab.p4.limits) keep real programs far below this; a program
 # that still takes longer is stopped rather than holding up the matrix.
 COMPILE_TIMEOUT_S = 60.0
@@ -173,6 +179,7 @@ class P4Plane(ControlledPlane):
         self._rx_option = rx_ring.check_option(self.options["rx_ring_frames"])
         self.rx_ring: rx_ring.RingChoice | None = None  # chosen at start, for the ports
         self._entries_written: int | None = None
+        self._recorded: Future | None = None  # program l3: its entries' record written
         # The controller's program, when its path_rules entries count their packets (a
         # direct counter, as basic_fwd's path_hits): they tell each flow's path.
         self._path_program: Program | None = None
@@ -238,6 +245,7 @@ class P4Plane(ControlledPlane):
         if self.vlan is not None:  # a static plane from here on, its entries from the topology
             self.entries_path, self.generated = self._write_vlan_entries(net)
         compiling = Compilation(program, self.dir)  # while the daemons start
+        installing: p4_static.Installing | None = None
         try:
             self._set_host_offloads(net)
             if self.options["tx"] == "xdp":
@@ -246,22 +254,26 @@ class P4Plane(ControlledPlane):
             # above, which take seconds at a thousand hosts and would eat into its wait for
             # the first switch (--switch-wait).
             servers = self._start_servers(net)
-            self._start_switches(net)
-            self._wait_for_servers(servers)
+            lines = p4_static.ServerLines(servers)
+            if not self._has_controller():  # each switch installed as soon as it is served
+                installing = self._installing(net, compiling, lines)
+                installing.start()
+            self._start_switches(net, installing)
+            if installing is None:
+                self._wait_for_servers(servers, lines)
+            else:
+                if self.l3:
+                    self.deep = host_ttl.fit(net, self.kind)
+                self._wait_for_install(installing)
             compiled = compiling.files()
         finally:
-            compiling.cancel()
-        if self.l3:
-            self.deep = host_ttl.fit(net, self.kind)
-            self._start_l3(net, compiled)
-            return
-        entries = self._load_entries(net, compiled) if self.entries_path else None
-        if entries is None:
+            compiling.cancel()  # first: the install's thread may wait for it
+            if installing is not None:
+                installing.stop()
+        if installing is None:
             self._start_controller(net, compiled)
-        else:
-            self._install_static(net, compiled, entries)
-            if self.qos is not None and self.qos.runs_loop:
-                self._start_qos_loop(net, compiled)
+        elif self.qos is not None and self.qos.runs_loop:
+            self._start_qos_loop(net, compiled)
 
     def _write_vlan_entries(self, net: Network) -> tuple[Path, list[dict[str, Any]]]:
         """The tagging workload's entries (p4src/study002/vlan.p4's tables) for every
@@ -286,28 +298,55 @@ class P4Plane(ControlledPlane):
         path.write_text(json.dumps({"entries": out}, indent=1))
         return path, out
 
-    def _start_l3(self, net: Network, compiled: dict[str, Path]) -> None:
+    def _installing(self, net: Network, compiling: Compilation,
+                    lines: p4_static.ServerLines) -> p4_static.Installing:
+        """The static install: program l3's entries (``_l3_entries``) or the entries file's,
+        prepared in the install's thread while the switches start."""
+        if self.l3:
+            self.entries_path = self.dir / "l3_entries.json"
+            source, entries_of = "program l3's entries", self._l3_entries
+        else:
+            source, entries_of = "option 'entries'", self._load_entries
+        targets = [p4_static.Target(s, node_index(s), self._grpc(s))
+                   for s in net.topo.switches()]
+        return p4_static.Installing(lines, targets,
+                                    lambda: self._prepare(net, compiling, entries_of),
+                                    source, str(self.entries_path))
+
+    def _prepare(self, net: Network, compiling: Compilation,
+                 entries_of: Callable[[Network, p4info_pb2.P4Info], list[entries_file.Entry]],
+                 ) -> p4_static.Prepared:
+        """The pipeline config and each switch's entries, in their order, sorted out in one
+        pass (a thousand-host topology has hundreds of thousands, each naming one switch)."""
+        compiled = compiling.files()
+        info = p4info_pb2.P4Info.FromString(compiled["p4info_bin"].read_bytes())
+        config = pb.ForwardingPipelineConfig(p4_device_config=compiled["ir"].read_bytes(),
+                                             p4info=info)
+        mine: dict[str, list[entries_file.Entry]] = {s: [] for s in net.topo.switches()}
+        for entry in entries_of(net, info):
+            for switch in mine if entry.switches is None else dict.fromkeys(entry.switches):
+                mine[switch].append(entry)
+        return p4_static.Prepared(config, mine)
+
+    def _l3_entries(self, net: Network, info: p4info_pb2.P4Info) -> list[entries_file.Entry]:
         """``program: l3``: its entries built from the topology's routes into P4Runtime
-        entities (``planes.p4_l3``) and installed, while a thread writes them to
-        ``l3_entries.json`` as a record: encoding the record costs about as much as
-        building the entities, and the install mostly waits for the P4Runtime server."""
+        entities (``planes.p4_l3``), while a thread writes them to ``l3_entries.json`` as a
+        record: encoding the record costs about as much as building the entities."""
         tables, self.l3_hops = l3_routes.lpm_tables(net)
         self.l3_counts = (sum(len(t.routes) for t in tables), sum(len(t.arp) for t in tables))
-        info = p4info_pb2.P4Info.FromString(compiled["p4info_bin"].read_bytes())
         try:
             entries = p4_l3.entries(tables, info)
         except p4_l3.ProgramMismatch as exc:
             raise PlaneError(f"p4: program l3: {self.program}: {exc}") from exc
-        path = self.entries_path = self.dir / "l3_entries.json"
-        with ThreadPoolExecutor(max_workers=1) as recorder:
-            recorded = recorder.submit(
-                lambda: path.write_text(json.dumps({"entries": p4_l3.record(tables)})))
-            self._install_static(net, compiled, entries)
-            recorded.result()
+        path = self.entries_path
+        assert path is not None
+        recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="l3-record")
+        self._recorded = recorder.submit(
+            lambda: path.write_text(json.dumps({"entries": p4_l3.record(tables)})))
+        recorder.shutdown(wait=False)  # its thread ends with the record
+        return entries
 
-    def _load_entries(self, net: Network,
-                      compiled: dict[str, Path]) -> list[entries_file.Entry]:
-        info = p4info_pb2.P4Info.FromString(compiled["p4info_bin"].read_bytes())
+    def _load_entries(self, net: Network, info: p4info_pb2.P4Info) -> list[entries_file.Entry]:
         try:
             entries = (entries_file.load(self.entries_path, info) if self.generated is None
                        else entries_file.parse(self.generated, info, str(self.entries_path)))
@@ -322,32 +361,20 @@ class P4Plane(ControlledPlane):
                                  f"{net.topo.name} (switches: {sorted(switches)})")
         return entries
 
-    def _install_static(self, net: Network, compiled: dict[str, Path],
-                        entries: list[entries_file.Entry]) -> None:
-        """Every switch gets the program and its entries over P4Runtime, all at once."""
-        config = pb.ForwardingPipelineConfig(p4_device_config=compiled["ir"].read_bytes())
-        config.p4info.ParseFromString(compiled["p4info_bin"].read_bytes())
-
-        # Each switch's entries, in file order, sorted out in one pass (a thousand-host
-        # topology has hundreds of thousands, each naming one switch).
-        mine: dict[str, list[entries_file.Entry]] = {s: [] for s in net.topo.switches()}
-        for entry in entries:
-            for switch in mine if entry.switches is None else dict.fromkeys(entry.switches):
-                mine[switch].append(entry)
-
-        def one(switch: str) -> int:
-            install(self._grpc(switch), node_index(switch), config, mine[switch],
-                    str(self.entries_path))
-            return len(mine[switch])
-
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            jobs = [pool.submit(one, s) for s in net.topo.switches()]
-            try:
-                self._entries_written = sum(job.result() for job in jobs)
-            except InstallError as exc:
-                # program l3's entries are the plane's own, not an option the user gave
-                source = "program l3's entries" if self.l3 else "option 'entries'"
-                raise PlaneError(f"p4: {source}: {exc}") from exc
+    def _wait_for_install(self, installing: p4_static.Installing) -> None:
+        """Until every switch is installed; fails at once when a daemon exits or the install
+        failed, and when it got no further for INSTALL_STALL_S: its time grows with the
+        entries and the machine's load (minutes for the largest topohub graphs), so only
+        a stall is bounded."""
+        def done() -> bool:
+            if installing.quiet_s() > INSTALL_STALL_S:
+                raise PlaneError(f"p4: the install got no further for {INSTALL_STALL_S:g} s "
+                                 f"(log {self.dir / SERVERS}.log)")
+            return installing.finished()
+        self._wait_for(done, math.inf, "", pause=lambda: installing.wait(POLL_S))
+        self._entries_written = installing.result()
+        if self._recorded is not None:
+            self._recorded.result()
 
     def _control(self, switch: str) -> Path:
         return self.dir / f"{switch}.sock"
@@ -392,15 +419,19 @@ class P4Plane(ControlledPlane):
             if net.neighbour(s, port) in switches}) for s in switches}
         net.configure({ns: plan for ns, plan in plans.items() if plan.features})
 
-    def _start_switches(self, net: Network) -> None:
+    def _start_switches(self, net: Network, installing: p4_static.Installing | None) -> None:
         """Every switch, at most START_WINDOW starting at a time: the next starts once one
         of them answers a ping on its control socket (the socket opens once the switch is
-        ready for requests); each must within START_TIMEOUT_S."""
+        ready for requests); each must within START_TIMEOUT_S. A static plane's install
+        that failed meanwhile (``installing``) fails the start at once."""
         starting: dict[str, float] = {}  # control socket -> when its switch started
 
         def wait_until(count: int) -> None:
             """Until at most ``count`` switches are starting; fails for one past its time."""
             def few() -> bool:
+                failed = installing.failure() if installing is not None else None
+                if failed is not None:
+                    raise failed
                 _drop_answered(starting)
                 late = [path for path, t in starting.items()
                         if time.monotonic() - t > START_TIMEOUT_S]
@@ -442,18 +473,23 @@ class P4Plane(ControlledPlane):
         return self._spawn(net, net.switch_ns(net.topo.switches()[0]), SERVERS, argv,
                            stdout_pipe=True)
 
-    def _wait_for_servers(self, servers: subprocess.Popen) -> None:
+    def _wait_for_servers(self, servers: subprocess.Popen,
+                          lines: p4_static.ServerLines) -> None:
         """Until the servers print ``ready`` (every switch connected, every gRPC socket
-        listening); fails at once when any daemon exits."""
-        stdout = servers.stdout
-        assert stdout is not None
-        self._wait_for(lambda: bool(select.select([stdout], [], [], POLL_S)[0]),
-                       SERVERS_READY_TIMEOUT_S,
+        listening; the ``serving`` line of each before it says nothing more here); fails
+        at once when any daemon exits."""
+        said: list[bytes | None] = [None]
+
+        def ready() -> bool:
+            said[0] = lines.next(POLL_S)
+            return said[0] is not None and not said[0].startswith(p4_static.SERVING)
+        self._wait_for(ready, SERVERS_READY_TIMEOUT_S,
                        f"the P4Runtime servers were not ready within {SERVERS_READY_TIMEOUT_S} s "
                        f"(log {self.dir / SERVERS}.log)",
-                       pause=lambda: None)  # select() above waits
-        if stdout.readline().strip() != b"ready":
-            raise _not_ready(servers, "the P4Runtime servers", self.dir / f"{SERVERS}.log")
+                       pause=lambda: None)  # next() above waits
+        if said[0] != p4_static.READY:
+            raise _not_ready(servers, "the P4Runtime servers",
+                             self.dir / f"{SERVERS}.log")
 
     def _start_controller(self, net: Network, compiled: dict[str, Path]) -> None:
         config = self.dir / "controller-config.json"
@@ -655,7 +691,8 @@ def _not_ready(daemon: subprocess.Popen, what: str, log: Path) -> PlaneError:
 
 class Compilation:
     """``program`` being compiled into ``outdir`` (see dplab.p4.cli) in a process of its
-    own, which may take COMPILE_TIMEOUT_S from its start."""
+    own, which may take COMPILE_TIMEOUT_S from its start. A static plane's install thread
+    reads it while the plane's own thread may cancel it."""
 
     def __init__(self, program: Path, outdir: Path) -> None:
         self.program = program
@@ -663,10 +700,19 @@ class Compilation:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "dplab.p4.cli", str(program), str(outdir)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._reading = threading.Lock()  # one thread reads the compiler's output
+        self._files: dict[str, Path] | None = None
 
     def files(self) -> dict[str, Path]:
-        """The files written, by kind; the compiler's warnings go on to our stderr.
-        PlaneError with the compiler's message for bad input, or the time limit."""
+        """The files written, by kind (read once, then kept); the compiler's warnings go
+        on to our stderr. PlaneError with the compiler's message for bad input, or the
+        time limit."""
+        with self._reading:
+            if self._files is None:
+                self._files = self._read()
+            return self._files
+
+    def _read(self) -> dict[str, Path]:
         # A compiler that has exited is read whatever the time: communicate() raises
         # TimeoutExpired past its deadline even when the output is all there (at a
         # thousand hosts the switches' start outlasts the compile's deadline).
@@ -675,7 +721,8 @@ class Compilation:
             out, err = self.process.communicate(
                 timeout=None if finished else max(self.deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
-            self.cancel()
+            self.process.kill()
+            self.process.communicate()
             raise PlaneError(f"p4: option 'program': compiling {self.program} took longer "
                              f"than {COMPILE_TIMEOUT_S:g} s; stopped") from None
         said = err.strip().splitlines()
@@ -687,10 +734,13 @@ class Compilation:
         return {kind: Path(path) for kind, path in json.loads(out).items()}
 
     def cancel(self) -> None:
-        """Stop the compiler if it still runs (the plane failed to start meanwhile)."""
+        """Stop the compiler if it still runs (the plane failed to start meanwhile): a
+        thread reading it then sees it end."""
         if self.process.poll() is None:
             self.process.kill()
-            self.process.communicate()
+        with self._reading:
+            if self.process.returncode is None:  # nobody read it
+                self.process.communicate()
 
 
 def _drop_answered(sockets: dict[str, float]) -> None:
