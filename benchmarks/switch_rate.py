@@ -19,8 +19,9 @@ each mode, in the same run; `--switch-bin` runs another build of the
 switch (an A/B against an older build: it must know `--tx` unless that is `ring`);
 `--p4-only` leaves OVS, the kernel forwarders and the user-space forwarder out (a quicker
 A/B; not with --write); `--rx-frames` adds, for each count and mode, a row of the L3 switch
-with each port's receive ring that deep (`dplab-switch --rx-frames`; the other rows keep the
-default 2048): what a shallower ring, which the p4 plane picks when memory is short, costs.
+with its receive ring (one for all ports) that deep (`dplab-switch --rx-frames`; the other
+rows keep the default 2048): what a shallower ring, which the p4 plane picks when memory is
+short, costs.
 """
 
 from __future__ import annotations
@@ -263,7 +264,7 @@ def inline_name(tx: str) -> str:
 
 
 def ring_name(tx: str, frames: int) -> str:
-    """The row of the L3 switch whose ports' receive rings are `frames` deep."""
+    """The row of the L3 switch whose receive ring is `frames` deep."""
     return f"{p4_name(L3_NAME, tx)}, rx ring {frames} frames"
 
 
@@ -500,7 +501,7 @@ def main() -> None:
                     help="the switch build to run (default: this tree's)")
     ap.add_argument("--p4-only", action="store_true", help="leave OVS and the kernel out")
     ap.add_argument("--rx-frames", type=int, nargs="+", default=[],
-                    help="also the L3 switch with its receive rings this many frames deep")
+                    help="also the L3 switch with its receive ring this many frames deep")
     args = ap.parse_args()
     if args.write and (args.p4_only or args.switch_bin != switch_rig.SWITCH_BIN):
         ap.error("--write takes the full comparison with this tree's switch")

@@ -501,7 +501,6 @@ impl<'a> Handler<'a> {
             .iter()
             .zip(&s.port_counters)
             .map(|((n, name), c)| {
-                c.count_ring_drops();
                 json!({"port": n, "name": name, "rx_packets": get(&c.rx_packets), "rx_bytes": get(&c.rx_bytes),
                        "tx_packets": get(&c.tx_packets), "tx_bytes": get(&c.tx_bytes), "drops": get(&c.drops),
                        "drop_reasons": c.drop_reasons(), "xdp": c.xdp_stats()})
@@ -514,6 +513,7 @@ impl<'a> Handler<'a> {
         let begun = get(&c.rounds_begun);
         json!({
             "ports": ports,
+            "rx_ring": s.rx_ring.stats(),
             "cpu_port": s.cpu_port,
             "pipeline": {"packets": get(&c.pipeline_packets), "drops": get(&c.pipeline_drops),
                          "loop_drops": get(&c.loop_drops), "unknown_port_drops": get(&c.unknown_port_drops),

@@ -1,10 +1,12 @@
 //! The data-plane thread: one poll loop over every port.
 //!
 //! One loop rather than a thread per port: the budget is "one core", a single loop needs
-//! no locking between ports, and batching per port keeps system calls few. Each round
-//! takes up to `BATCH` frames from every port under one lock of the runtime, then sends
-//! what the pipeline produced with one `send()` per output port (pktio::phy::Port). Between
-//! packets the thread spins or sleeps as the recent arrivals suggest (arrivals.rs).
+//! no locking between ports, and batching per port keeps system calls few. Every port's
+//! frames come through one receive ring (pktio::phy::Receiver), in the order they arrived.
+//! Each round takes up to `BATCH` frames per port from it under one lock of the runtime
+//! (whichever ports they came in on: a busy port may fill a round), then sends what the
+//! pipeline produced with one `send()` per output port (pktio::phy::Port). Between packets
+//! the thread spins or sleeps as the recent arrivals suggest (arrivals.rs).
 
 mod arrivals;
 mod placement;
@@ -19,7 +21,7 @@ use crate::shared::{add, drain, Shared};
 use arrivals::Arrivals;
 use pktio::offload::segment::Segments;
 use pktio::phy::xdp::tx::XdpTx;
-use pktio::phy::{Port, PortDrop};
+use pktio::phy::{Port, PortDrop, Receiver};
 use pktio::sys;
 pub use placement::set_affinity;
 use placement::Placement;
@@ -44,9 +46,15 @@ const SLICE_NS: u64 = 100_000;
 
 struct Loop {
     shared: Arc<Shared>,
+    /// Every port's receive ring.
+    receiver: Receiver,
     ports: Vec<Port>,
     /// Port number → index into `ports` (port numbers are 9 bits).
     port_slot: Vec<Option<usize>>,
+    /// (interface index, index into `ports`), sorted: whose a received frame is.
+    by_ifindex: Vec<(i32, usize)>,
+    /// Packets and bytes received per port this round, in the order of `ports`.
+    rx_tally: Vec<(u64, u64)>,
     worker: Option<Worker>,
     generation: u64,
     /// The latest frame's wire packets, and the port it came in on.
@@ -64,7 +72,7 @@ struct Loop {
     /// When the thread last got its core back from another task while spinning (0: not
     /// since the spin began).
     core_back_ns: u64,
-    /// Every port's socket, then the eventfd that signals queued packet-outs.
+    /// The receive socket, then the eventfd that signals queued packet-outs.
     wait_fds: Vec<libc::pollfd>,
     warmer: Option<KernelWarmer>,
 }
@@ -73,6 +81,7 @@ struct Loop {
 /// warm-up frames (dataplane/warmup.rs). `xdp`: the ports transmit through it.
 pub fn run(
     shared: Arc<Shared>,
+    receiver: Receiver,
     ports: Vec<Port>,
     xdp: Option<XdpTx>,
     stop: Arc<AtomicBool>,
@@ -84,13 +93,21 @@ pub fn run(
     for (i, p) in ports.iter().enumerate() {
         port_slot[p.number as usize & 511] = Some(i);
     }
+    let mut by_ifindex: Vec<(i32, usize)> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.ifindex, i))
+        .collect();
+    by_ifindex.sort_unstable();
     let tx = ports.iter().map(|_| Vec::with_capacity(BATCH)).collect();
-    let mut wait_fds: Vec<libc::pollfd> = ports.iter().map(|p| readable(p.fd())).collect();
-    wait_fds.push(readable(shared.wake_dataplane));
+    let wait_fds = vec![readable(receiver.fd()), readable(shared.wake_dataplane)];
     let mut lp = Loop {
         shared,
+        receiver,
+        rx_tally: vec![(0, 0); ports.len()],
         ports,
         port_slot,
+        by_ifindex,
         worker: None,
         generation: u64::MAX,
         rx: Segments::default(),
@@ -135,7 +152,8 @@ pub fn run(
 
 /// Closes the ports on threads of their own. Closing a packet socket waits for an RCU
 /// grace period (tens of ms on a VM); waits that overlap end together, so the switch
-/// stops in about one grace period instead of one per socket (two per port).
+/// stops in about one grace period instead of one per socket (a port's transmit socket;
+/// the receive socket closes with the last port's descriptor of it).
 fn close_in_parallel(ports: Vec<Port>) {
     let closers: Vec<_> = ports
         .into_iter()
@@ -207,40 +225,45 @@ impl Loop {
             self.process(&mut guard, shared.cpu_port, &bytes, now);
         }
         let wall = realtime_ns();
-        for pi in 0..self.ports.len() {
-            // Tallied per port and round: the shared counters are atomics.
-            let (mut packets, mut bytes) = (0, 0);
-            for _ in 0..BATCH {
-                let Some(frame) = self.ports[pi].next_rx() else {
-                    break;
-                };
-                let stamp = self.ports[pi].rx_time_ns(&frame);
-                self.arrivals.on_packet(stamp, wall);
-                if std::mem::take(&mut self.expecting) {
-                    // Stamped before the thread had its core back: it waited for the core.
-                    self.placement
-                        .on_expected_pickup(stamp <= self.core_back_ns);
-                }
-                let got = self.ports[pi].read_frame(&frame, &mut self.rx);
-                self.ports[pi].release(frame);
-                work += 1;
-                packets += got.packets;
-                bytes += got.bytes;
-                if let Some(why) = got.dropped {
-                    shared.port_counters[pi].drop(why, 1);
-                    continue;
-                }
-                // Each wire packet (segment) goes through the pipeline on its own.
-                let (number, rx) = (self.ports[pi].number, std::mem::take(&mut self.rx));
-                for i in 0..rx.len() {
-                    self.process(&mut guard, number, rx.get(i), now);
-                }
-                self.rx = rx;
-                self.rx_port = number;
+        for _ in 0..BATCH * self.ports.len() {
+            let Some(frame) = self.receiver.next_rx() else {
+                break;
+            };
+            work += 1;
+            let Some(pi) = self.port_of(self.receiver.ifindex(&frame)) else {
+                // Not a port's (the socket filter admits none such): not ours to count.
+                self.receiver.release(frame);
+                continue;
+            };
+            let stamp = self.receiver.rx_time_ns(&frame);
+            self.arrivals.on_packet(stamp, wall);
+            if std::mem::take(&mut self.expecting) {
+                // Stamped before the thread had its core back: it waited for the core.
+                self.placement
+                    .on_expected_pickup(stamp <= self.core_back_ns);
             }
-            if packets > 0 {
-                add(&shared.port_counters[pi].rx_packets, packets);
-                add(&shared.port_counters[pi].rx_bytes, bytes);
+            let got = self.receiver.read_frame(&frame, &mut self.rx);
+            self.receiver.release(frame);
+            // Tallied per port and round: the shared counters are atomics.
+            self.rx_tally[pi].0 += got.packets;
+            self.rx_tally[pi].1 += got.bytes;
+            if let Some(why) = got.dropped {
+                shared.port_counters[pi].drop(why, 1);
+                continue;
+            }
+            // Each wire packet (segment) goes through the pipeline on its own.
+            let (number, rx) = (self.ports[pi].number, std::mem::take(&mut self.rx));
+            for i in 0..rx.len() {
+                self.process(&mut guard, number, rx.get(i), now);
+            }
+            self.rx = rx;
+            self.rx_port = number;
+        }
+        for (pi, tally) in self.rx_tally.iter_mut().enumerate() {
+            if tally.0 > 0 {
+                add(&shared.port_counters[pi].rx_packets, tally.0);
+                add(&shared.port_counters[pi].rx_bytes, tally.1);
+                *tally = (0, 0);
             }
         }
         drop(guard);
@@ -257,6 +280,15 @@ impl Loop {
             add(&shared.counters.moves, 1);
         }
         work
+    }
+
+    /// The index into `ports` of the port on interface `ifindex`.
+    fn port_of(&self, ifindex: i32) -> Option<usize> {
+        let at = self
+            .by_ifindex
+            .binary_search_by_key(&ifindex, |&(i, _)| i)
+            .ok()?;
+        Some(self.by_ifindex[at].1)
     }
 
     /// Returns once a port has a frame or a packet-out is queued, spinning or sleeping
@@ -287,7 +319,7 @@ impl Loop {
         let budget = deadline_ns.saturating_sub(realtime_ns()).min(SPIN_LIMIT_NS);
         let end = self.shared.now_ns() + budget;
         loop {
-            if self.ports.iter().any(Port::rx_ready) || self.packet_out_queued() {
+            if self.receiver.rx_ready() || self.packet_out_queued() {
                 return true;
             }
             let now = self.shared.now_ns();

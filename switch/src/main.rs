@@ -29,6 +29,7 @@ mod value_sets;
 mod values;
 
 use pktio::phy::port::{self, Port};
+use pktio::phy::rx::{self, Interface, Receiver};
 use pktio::phy::xdp::bpf;
 use pktio::phy::xdp::tx::{self as xdptx, XdpTx};
 use pktio::sys;
@@ -53,7 +54,7 @@ struct Options {
     tx_xdp: bool,
     /// With `tx_xdp`: the fewest frames of a port sent in one XDP call (pktio phy/xdp/tx.rs).
     xdp_min_call: usize,
-    /// Each port's receive ring depth (pktio phy/port.rs `RX_FRAMES`).
+    /// The receive ring's depth (pktio phy/rx.rs `RX_FRAMES`).
     rx_frames: usize,
 }
 
@@ -67,7 +68,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         warm_loopback: false,
         tx_xdp: false,
         xdp_min_call: xdptx::MIN_CALL,
-        rx_frames: port::RX_FRAMES,
+        rx_frames: rx::RX_FRAMES,
     };
     let mut i = 0;
     while i < args.len() {
@@ -138,11 +139,11 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
                 opts.rx_frames = value
                     .parse()
                     .ok()
-                    .filter(|n| (port::MIN_RX_FRAMES..=port::MAX_RX_FRAMES).contains(n))
+                    .filter(|n| (rx::MIN_RX_FRAMES..=rx::MAX_RX_FRAMES).contains(n))
                     .ok_or(format!(
                         "--rx-frames {value}: expected a number from {} to {}",
-                        port::MIN_RX_FRAMES,
-                        port::MAX_RX_FRAMES
+                        rx::MIN_RX_FRAMES,
+                        rx::MAX_RX_FRAMES
                     ))?
             }
             other => return Err(format!("unknown option {other}")),
@@ -186,17 +187,15 @@ fn main() {
         Some(tx) if tx.counts_taken() => port::Xdp::Traced,
         Some(_) => port::Xdp::VethCount,
     };
-    let ports = open_ports(&opts, port_xdp);
-    let rx_rings = ports
-        .iter()
-        .map(|p| {
-            p.ring_drops()
-                .unwrap_or_else(|e| fail(&format!("port {}: {e}", p.name)))
-        })
-        .collect();
+    let receiver = open_receiver(&opts);
+    let ports = open_ports(&opts, port_xdp, &receiver);
+    let rx_ring = receiver
+        .ring_drops()
+        .map(|drops| shared::RxRing::new(receiver.frames(), drops))
+        .unwrap_or_else(|e| fail(&format!("the ports' receive socket: {e}")));
     let shared = Arc::new(shared::Shared::new(
         opts.ports.clone(),
-        rx_rings,
+        rx_ring,
         opts.cpu_port,
     ));
     if let Some(path) = &opts.pipeline {
@@ -232,7 +231,7 @@ fn main() {
             if let Some(c) = core {
                 dataplane::set_affinity(&[c]);
             }
-            dataplane::run(shared, ports, xdp, stop, warm_loopback)
+            dataplane::run(shared, receiver, ports, xdp, stop, warm_loopback)
         })
     };
     eprintln!(
@@ -248,28 +247,42 @@ fn main() {
     let _ = std::fs::remove_file(&opts.control);
 }
 
-/// Every port, opened at once on threads of their own: setting up a packet socket's ring
-/// waits for an RCU grace period in the kernel (packet_set_ring → synchronize_net), twice a
-/// port (receive and transmit ring), and concurrent waiters share grace periods, so a
-/// 16-port switch starts in a few of them instead of 32 in a row. In port order; the first
-/// port that fails ends the switch.
-fn open_ports(opts: &Options, xdp: port::Xdp) -> Vec<Port> {
-    std::thread::scope(|scope| {
-        let opening: Vec<_> = opts
-            .ports
-            .iter()
-            .map(|(num, name)| scope.spawn(move || Port::open(*num, name, xdp, opts.rx_frames)))
-            .collect();
-        opening
-            .into_iter()
-            .map(|t| {
-                let port = t
-                    .join()
-                    .unwrap_or_else(|_| fail("a port's opening panicked"));
-                port.unwrap_or_else(|e| fail(&e.to_string()))
-            })
-            .collect()
-    })
+/// One receive socket and ring for every port (pktio phy/rx.rs): one ring's memory and one
+/// socket's set-up, instead of one of each per port.
+fn open_receiver(opts: &Options) -> Receiver {
+    let ifindexes: Vec<i32> = opts
+        .ports
+        .iter()
+        .map(|(num, name)| match sys::if_nametoindex(name) {
+            Some(ifindex) => ifindex as i32,
+            None => fail(&format!(
+                "port {num}: no interface named {name:?} in this namespace"
+            )),
+        })
+        .collect();
+    let interfaces: Vec<Interface> = opts
+        .ports
+        .iter()
+        .zip(ifindexes)
+        .map(|((_, name), ifindex)| Interface { name, ifindex })
+        .collect();
+    Receiver::open_shared(&interfaces, opts.rx_frames).unwrap_or_else(|e| fail(&e.to_string()))
+}
+
+/// Every port, in port order; the first port that fails ends the switch. Each port's
+/// transmit ring is set up when it first sends (pktio phy/port.rs `TxSetup`): at start the
+/// ports cost no ring memory nor RCU grace period.
+fn open_ports(opts: &Options, xdp: port::Xdp, receiver: &Receiver) -> Vec<Port> {
+    opts.ports
+        .iter()
+        .map(|(num, name)| {
+            let sock = receiver
+                .clone_fd()
+                .unwrap_or_else(|e| fail(&format!("port {num}: dup: {e}")));
+            Port::open_on(*num, name, xdp, sock, port::TxSetup::OnFirstSend)
+                .unwrap_or_else(|e| fail(&e.to_string()))
+        })
+        .collect()
 }
 
 /// Binds the control socket under a temporary name and renames it into place, so the path
@@ -298,7 +311,7 @@ mod tests {
 
     #[test]
     fn rx_frames_defaults_to_the_full_ring_and_is_checked() {
-        assert_eq!(parse(&[]).unwrap().rx_frames, port::RX_FRAMES);
+        assert_eq!(parse(&[]).unwrap().rx_frames, rx::RX_FRAMES);
         assert_eq!(parse(&["--rx-frames", "512"]).unwrap().rx_frames, 512);
         for bad in ["0", "63", "65537", "many"] {
             let err = parse(&["--rx-frames", bad]).err().expect(bad);

@@ -32,9 +32,6 @@ pub struct PortCounters {
     pub drops: AtomicU64,
     /// `drops` by reason, indexed by [`PortDrop`].
     drop_reasons: [AtomicU64; PortDrop::ALL.len()],
-    /// The kernel's count of packets its receive ring had no room for; read (and so reset)
-    /// only by [`PortCounters::count_ring_drops`], which adds it to `drops`.
-    rx_ring: Option<RingDrops>,
 }
 
 impl PortCounters {
@@ -51,18 +48,6 @@ impl PortCounters {
         if n > 0 {
             add(&self.drops, n);
             add(&self.drop_reasons[why as usize], n);
-        }
-    }
-
-    /// Adds the packets the kernel dropped at the port's full receive ring since the last
-    /// call to `drops` (`rx_ring`). Called when `stats` is asked, not by the data plane:
-    /// the count lives in the kernel until read, so reading it costs the data path nothing.
-    pub fn count_ring_drops(&self) {
-        if let Some(ring) = &self.rx_ring {
-            // Unreadable (it never is for a live packet socket): counted at the next read.
-            if let Ok(n) = ring.take() {
-                self.drop(PortDrop::RxRing, n);
-            }
         }
     }
 
@@ -134,8 +119,40 @@ pub struct Client {
 pub const EVENT_QUEUE_LIMIT: usize = 4096;
 pub const PACKET_OUT_QUEUE_LIMIT: usize = 4096;
 
+/// The receive ring every port shares (pktio phy/rx.rs), as `stats` reports it.
+pub struct RxRing {
+    /// Its depth, in frames.
+    pub frames: usize,
+    /// The kernel's count of packets the ring had no room for; read (and so reset) only by
+    /// [`RxRing::stats`], which adds it to `dropped`.
+    drops: RingDrops,
+    dropped: AtomicU64,
+}
+
+impl RxRing {
+    pub fn new(frames: usize, drops: RingDrops) -> RxRing {
+        RxRing {
+            frames,
+            drops,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// `{"frames", "drops"}`: the drops counted since the switch started. The kernel's count
+    /// is read here, when `stats` is asked, not by the data plane: it lives in the kernel
+    /// until read, so counting costs the data path nothing.
+    pub fn stats(&self) -> serde_json::Value {
+        // Unreadable (it never is for a live packet socket): counted at the next read.
+        if let Ok(n) = self.drops.take() {
+            add(&self.dropped, n);
+        }
+        serde_json::json!({"frames": self.frames, "drops": get(&self.dropped)})
+    }
+}
+
 pub struct Shared {
     pub ports: Vec<(u32, String)>,
+    pub rx_ring: RxRing,
     pub cpu_port: u32,
     pub runtime: Mutex<Option<Runtime>>,
     /// Bumped on every pipeline load so the data plane rebuilds its per-program scratch.
@@ -169,17 +186,11 @@ pub fn drain(fd: i32) {
 }
 
 impl Shared {
-    /// `rx_rings`: each port's receive-ring drops, in the order of `ports`.
-    pub fn new(ports: Vec<(u32, String)>, rx_rings: Vec<RingDrops>, cpu_port: u32) -> Shared {
-        let port_counters = rx_rings
-            .into_iter()
-            .map(|ring| PortCounters {
-                rx_ring: Some(ring),
-                ..PortCounters::default()
-            })
-            .collect();
+    pub fn new(ports: Vec<(u32, String)>, rx_ring: RxRing, cpu_port: u32) -> Shared {
+        let port_counters = ports.iter().map(|_| PortCounters::default()).collect();
         Shared {
             ports,
+            rx_ring,
             cpu_port,
             runtime: Mutex::new(None),
             generation: AtomicU64::new(0),

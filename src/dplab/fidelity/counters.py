@@ -153,8 +153,9 @@ def parse_snmp_udp(text: str) -> dict[str, int]:
 
 def packet_socket_drops(namespaces: Iterable[str]) -> dict[str, dict[int, tuple[str, int]]]:
     """Per namespace: inode -> (interface, drops so far) of every AF_PACKET socket bound
-    to one interface. ``ss`` runs for all namespaces at once (each takes ~50 ms to start on
-    a busy machine). A namespace ``ss`` could not read is left out: unmeasured, not zero."""
+    to one interface, or to none (interface ``*``). ``ss`` runs for all namespaces at once
+    (each takes ~50 ms to start on a busy machine). A namespace ``ss`` could not read is left
+    out: unmeasured, not zero."""
     running = {ns: subprocess.Popen(["ss", "-N", ns, "-0", "-e", "-m", "-H", "-n"],
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                     text=True)

@@ -273,9 +273,12 @@ class FidelityMonitor:
 
     def _subject(self, ns: str, ifname: str) -> str:
         """``h1/eth0`` for a host's interface; a switch port's name already says its
-        switch (``s1-eth2``)."""
+        switch (``s1-eth2``); ``*`` (a packet socket bound to no interface: the p4 switch's
+        one receive socket for all its ports) is named by its namespace."""
         host = self._labels.get(ns)
-        return f"{host}/{ifname}" if host else ifname
+        if host:
+            return f"{host}/{ifname}"
+        return f"{ns}/*" if ifname == "*" else ifname
 
 
 def sender_rates(results: Sequence[FlowResult],

@@ -12,8 +12,9 @@ switch, its entries derived from the topology by ``planes.l3_routes`` and writte
 ``<run dir>/p4/l3_entries.json``, no controller: the routing workload), ``entries`` (a
 YAML/JSON file of table entries, see ``dplab.p4runtime.entries``), ``tx`` xdp|ring (how
 the switches transmit, default xdp; switch/PROTOCOL.md ``--tx``), ``rx_ring_frames``
-(each switch port's receive ring depth, ``auto`` by default: 2048 frames unless the rings
-of all switch ports would not fit in memory, see ``dplab.planes.rx_ring``). With ``xdp`` every peer
+(each switch's receive ring depth, one ring for all its ports, ``auto`` by default: 2048
+frames unless the rings of all switches would not fit in memory, see
+``dplab.planes.rx_ring``). With ``xdp`` every peer
 end of a switch port (host ends and other switches' ports) gets GRO on: veth takes XDP
 frames only into a peer that runs NAPI.
 Without ``entries`` the controller drives the switches; it needs basic_fwd's table
@@ -220,7 +221,7 @@ class P4Plane(ControlledPlane):
                 "transmit": f"{self.options['tx']} (ring on shaped ports)",
                 **tagging.info(self.vlan, f"program {self.program.name}, entries from the "
                                           "topology"),
-                "rx ring": (f"{self.rx_ring.frames} frames per port: {self.rx_ring.reason}"
+                "rx ring": (f"{self.rx_ring.frames} frames per switch: {self.rx_ring.reason}"
                             if self.rx_ring else f"{self._rx_option} (chosen at start: "
                             "stats' rx_ring_frames)"),
                 **pipeline.info(self.options["pipeline"]), **host_ttl.info(self.deep)}
@@ -233,8 +234,9 @@ class P4Plane(ControlledPlane):
             raise PlaneError(f"p4: switch {misnamed[0]!r} is not named s<number> or ap<number>")
         self.net = net
         self._started = time.monotonic()
-        self.rx_ring = rx_ring.choose(self._rx_option, sum(map(len, (
-            net.switch_ports(s) for s in net.topo.switches()))), rx_ring.mem_available())
+        switches = net.topo.switches()
+        self.rx_ring = rx_ring.choose(self._rx_option, len(switches), sum(
+            len(net.switch_ports(s)) for s in switches), rx_ring.mem_available())
         self.dir = net.run_dir / "p4"
         self.dir.mkdir(parents=True, exist_ok=True)
         program = self.program
@@ -379,20 +381,23 @@ class P4Plane(ControlledPlane):
 
     def drops(self) -> dict[str, int] | None:
         """Every switch's port drops by reason (switch/PROTOCOL.md ``stats``), e.g.
-        ``{"s5-eth1 refused": 3148}``: what its rings could not take, which no kernel
-        counter outside the switch shows. None before start."""
+        ``{"s5-eth1 refused": 3148}``, and its receive ring's, e.g. ``{"s5 rx_ring": 12}``:
+        what its rings could not take, which no kernel counter outside the switch shows.
+        None before start."""
         if self.net is None:
             return None
         out: dict[str, int] = {}
         for switch in self.net.topo.switches():
             try:
-                ports = switch_link.request(str(self._control(switch)), "stats",
-                                            ANSWER_TIMEOUT_S)["ports"]
+                stats = switch_link.request(str(self._control(switch)), "stats",
+                                            ANSWER_TIMEOUT_S)
             except switch_link.SwitchError as exc:
                 raise PlaneError(f"p4: switch-{switch}: stats: {exc}") from exc
-            for port in ports:
+            for port in stats["ports"]:
                 for reason, count in port["drop_reasons"].items():
                     out[f"{port['name']} {reason}"] = count
+            # The receive ring is every port's (switch/PROTOCOL.md stats: rx_ring).
+            out[f"{switch} rx_ring"] = stats["rx_ring"]["drops"]
         return out
 
     def _grpc(self, switch: str) -> str:
@@ -619,7 +624,7 @@ class P4Plane(ControlledPlane):
         missing) and the time it took to become ready. A daemon that died during the run
         (the P4Runtime server, a switch, the controller) is in failures(); one that stops
         answering fails this call with a PlaneError naming it. ``rx_ring_frames``: each
-        switch port's receive ring depth (info() says why)."""
+        switch's receive ring depth (info() says why)."""
         static = ({} if self.entries_path is None
                   else {"entries_written": self._entries_written, **self._qos_stats(),
                         **self._l3_route_stats()})

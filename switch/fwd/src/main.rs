@@ -28,6 +28,7 @@ use std::time::Instant;
 
 use pktio::offload::segment::Segments;
 use pktio::phy::port::{self, wait_readable, Port};
+use pktio::phy::rx;
 use pktio::sys;
 
 use bridge::Bridge;
@@ -204,7 +205,7 @@ fn main() {
     let ports: Vec<Port> = config
         .ports
         .iter()
-        .map(|p| Port::open(p.number, &p.iface, port::Xdp::Off, port::RX_FRAMES))
+        .map(|p| Port::open(p.number, &p.iface, port::Xdp::Off, rx::RX_FRAMES))
         .collect::<Result<_, _>>()
         .unwrap_or_else(|e| fail(&format!("{}: {e}", config.switch)));
     dplab_tool::stop_on_signals();

@@ -28,6 +28,7 @@ use std::io::Write;
 
 use pktio::offload::segment::Segments;
 use pktio::phy::port::{self, Port};
+use pktio::phy::rx;
 use pktio::sys;
 
 use config::Config;
@@ -274,7 +275,7 @@ fn fail(message: &str) -> ! {
 fn main() {
     let config: Config = dplab_tool::config_from_args(PROGRAM);
     let open = |number, name: &str| {
-        Port::open(number, name, port::Xdp::Off, port::RX_FRAMES)
+        Port::open(number, name, port::Xdp::Off, rx::RX_FRAMES)
             .unwrap_or_else(|e| fail(&format!("{}: {e}", config.link)))
     };
     let ports = [open(1, &config.a), open(2, &config.b)];

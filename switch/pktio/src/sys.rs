@@ -151,20 +151,44 @@ pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
     count(unsafe { libc::recv(fd, at, buf.len(), flags) })
 }
 
-/// One `sendmsg()` of the datagram made of `parts`, in order.
-pub fn sendmsg(fd: RawFd, parts: &[IoSlice]) -> io::Result<()> {
+/// One `sendmsg()` on packet socket `fd` of the datagram made of `parts`, in order, to
+/// interface `ifindex` (the address names it, so the socket need not be bound to it; its
+/// protocol 0 has the kernel read the EtherType from the frame).
+pub fn sendmsg_to(fd: RawFd, ifindex: i32, parts: &[IoSlice]) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is plain data, for which all zero bytes are a valid value.
+    let mut addr: libc::sockaddr_ll = unsafe { zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_ifindex = ifindex;
     // SAFETY: msghdr is plain data, for which all zero bytes are a valid value (no
-    // address, no control data).
+    // control data).
     let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_name = &mut addr as *mut libc::sockaddr_ll as *mut libc::c_void;
+    msg.msg_namelen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
     // IoSlice is ABI-compatible with struct iovec on Unix (std guarantees it).
     msg.msg_iov = parts.as_ptr() as *mut libc::iovec;
     msg.msg_iovlen = parts.len();
-    // SAFETY: the kernel only reads `msg` and, through it, the `parts`, each of which
-    // borrows live memory of its length for the call.
+    // SAFETY: the kernel only reads `msg` and, through it, `addr` (a live sockaddr_ll of
+    // `msg_namelen` bytes) and the `parts`, each of which borrows live memory of its
+    // length for the call.
     if unsafe { libc::sendmsg(fd, &msg, 0) } < 0 {
         return Err(last_error());
     }
     Ok(())
+}
+
+/// Attaches classic BPF program `insns` to socket `fd` as its filter (SO_ATTACH_FILTER):
+/// the kernel runs it on every packet before queueing it; a packet it returns 0 for is
+/// not received.
+pub fn attach_filter(fd: RawFd, insns: &[libc::sock_filter]) -> io::Result<()> {
+    let len = u16::try_from(insns.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "filter too long"))?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: insns.as_ptr() as *mut libc::sock_filter,
+    };
+    // The kernel copies the `len` instructions `prog` points to during the call (and
+    // checks them); `insns` is borrowed for it.
+    setsockopt(fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &prog)
 }
 
 /// Waits until one of `fds` has an event it asks for or `timeout_ns` passed; the number of

@@ -48,7 +48,8 @@ use std::io::Write;
 use std::ops::Range;
 
 use pktio::offload::segment::Segments;
-use pktio::phy::port::{self, Port, RingDrops};
+use pktio::phy::port::{self, Port};
+use pktio::phy::rx::{self, RingDrops};
 use pktio::sys;
 use serde::Serialize;
 
@@ -266,7 +267,7 @@ fn main() {
         .into_iter()
         .enumerate()
         .map(|(i, name)| {
-            Port::open(i as u32 + 1, name, port::Xdp::Off, port::RX_FRAMES)
+            Port::open(i as u32 + 1, name, port::Xdp::Off, rx::RX_FRAMES)
                 .unwrap_or_else(|e| fail(&format!("{}: {e}", config.name)))
         })
         .collect();

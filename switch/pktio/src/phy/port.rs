@@ -1,27 +1,16 @@
-//! Switch ports: one AF_PACKET socket per veth interface.
+//! Switch ports: transmit on a veth interface, and receive from it through a ring of the
+//! port's own or one shared by every port of the namespace (rx.rs).
 //!
-//! Receive uses a TPACKET_V2 memory-mapped ring: every frame has its own status word, so
-//! a packet is visible the moment the kernel writes it (TPACKET_V3 only hands over whole
-//! blocks, which adds up to a millisecond of latency at low load). Under load one poll
-//! drains many frames, which gives batching without waiting. Frames are sized to the
-//! largest packet the interface delivers whole: its MTU plus the Ethernet header and a
-//! VLAN tag's 4 bytes of slack (what veth lets through, is_skb_forwardable), read at start.
-//!
-//! Every received packet comes with a virtio-net header (PACKET_VNET_HDR): hosts keep their
-//! checksum and segmentation offloads, and offload/segment.rs turns what they hand over into the
-//! packets a wire would carry. A packet too long for a ring frame (a TSO/GSO super-packet
-//! of up to 64 KiB, or a packet beyond an MTU raised later) is not truncated:
-//! PACKET_COPY_THRESH makes the kernel flag its frame TP_STATUS_COPY and queue the whole
-//! packet on the socket, where `recv` fetches it, in ring order. Wire-sized packets, the
-//! common case, keep the zero-syscall ring path.
-//!
-//! Transmit uses a second socket per port with a memory-mapped transmit ring (see
-//! txring.rs): the packets of a round are written into the ring and sent with one `send()`.
-//! Both sockets send through the interface's qdisc: a shaped link (TBF on the switch's end)
-//! stays shaped in the switch's direction too. If that ring cannot be set up the port says
-//! so on stderr and sends packet by packet on the receive socket instead (also used for
-//! the rare packet longer than the MTU allows, so the kernel refuses it as it would any
-//! oversize frame). Consecutive segments of one TCP flow are joined into one super-packet
+//! Transmit uses a socket per port with a memory-mapped transmit ring (see txring.rs): the
+//! packets of a round are written into the ring and sent with one `send()`. Packets that do
+//! not go through that ring are sent on the receive socket, addressed to the port's
+//! interface (so a receive socket shared by every port serves them all). Both sockets send
+//! through the interface's qdisc: a shaped link (TBF on the switch's end) stays shaped in
+//! the switch's direction too. The ring is set up as the port opens or, for a program of
+//! many ports, when the port first sends ([`TxSetup`]). Until it is ready, or if it cannot be
+//! set up (the port says so on stderr), the port sends packet by packet on the receive
+//! socket instead (also used for the rare packet longer than the MTU allows, so the kernel
+//! refuses it as it would any oversize frame). Consecutive segments of one TCP flow are joined into one super-packet
 //! (offload/coalesce.rs) and sent with its virtio-net header on the receive socket, after the
 //! frames queued before them in the ring, so a port's packets keep their order (one qdisc
 //! queue takes both). Segments are joined only while the interface has TSO on (the kernel
@@ -44,42 +33,20 @@
 
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{fence, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::ethtool::{self, XmitCounter};
-use super::ring::{self, Ring, RingShape};
+use super::ring::MAX_FRAME_SIZE;
+use super::rx::{Interface, Received, Receiver, RingDrops, RxFrame};
 use super::txring::{self, TxRing};
 use super::xdp::tx::{self as xdptx, XdpTx};
 use crate::offload::coalesce::{self, Coalescer};
-use crate::offload::segment::{Malformed, Segments};
+use crate::offload::segment::Segments;
 use crate::sys;
-use crate::wire::ethernet::{ETHERTYPE_VLAN, HEADER_LEN as ETH_HLEN};
-use crate::wire::vnet::{VnetHdr, VNET_HDR_LEN};
+use crate::wire::ethernet::HEADER_LEN as ETH_HLEN;
+use crate::wire::vnet::VNET_HDR_LEN;
 
-/// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply the
-/// ring's memory for packets rare and slow enough to take the copy path instead.
-const MAX_FRAME_SIZE: usize = 2048;
-const VLAN_HLEN: usize = 4;
-/// Where the kernel puts a received packet in its ring frame (tpacket_rcv): behind the
-/// TPACKET_V2 header and address, aligned as if the link header were 16 bytes, then the
-/// virtio-net header.
-const RX_PACKET_AT: usize = align16(libc::TPACKET2_HDRLEN + 16) + VNET_HDR_LEN - ETH_HLEN;
-/// Largest packet fetched from the socket queue (GSO packets are at most 64 KiB).
-const BIG_PACKET: usize = 1 << 17;
-/// Socket receive buffer for those packets: bounds the memory they may hold while queued.
-const RCVBUF_BYTES: libc::c_int = 16 << 20;
-/// Receive ring depth unless the program asks for another ([`Port::open`]). Every frame is
-/// kernel memory mapped into the switch (it counts in its RSS): 2048 frames are 3.3 MiB per
-/// port at MTU 1500, ~2 ms of 1 Mpps for while the switch's thread waits for its core; half
-/// of that lost 64 B packets under load (measured A/B). A network of thousands of ports
-/// asks for fewer, so that every port's ring fits in memory.
-pub const RX_FRAMES: usize = 2048;
-/// The fewest receive frames a port takes: one round's batch (dataplane.rs reads at most
-/// 64 frames of a port per round) must fit in the ring.
-pub const MIN_RX_FRAMES: usize = 64;
-/// The most: 64 Ki frames are ~100 MiB per port, far beyond any use of a ring's depth.
-pub const MAX_RX_FRAMES: usize = 1 << 16;
 /// Transmit ring depth: a round sends a port at most 64 packets per input port (dataplane.rs), and
 /// a longer batch (segments of super-packets) is sent in parts as frames come free.
 const TX_FRAME_COUNT: usize = 256;
@@ -110,20 +77,15 @@ pub enum PortDrop {
     /// To send, but the kernel did not take it: the device's queue stayed full for the
     /// round, or another send error.
     Refused,
-    /// Never received: the kernel found the receive ring full (the switch's thread did not
-    /// drain it in time) and dropped the packet, counted by the socket's PACKET_STATISTICS
-    /// `tp_drops` ([`RingDrops`]).
-    RxRing,
 }
 
 impl PortDrop {
-    pub const ALL: [PortDrop; 6] = [
+    pub const ALL: [PortDrop; 5] = [
         PortDrop::Truncated,
         PortDrop::BadOffload,
         PortDrop::Unsegmentable,
         PortDrop::TooLong,
         PortDrop::Refused,
-        PortDrop::RxRing,
     ];
 
     /// The reason's key in `stats`.
@@ -134,25 +96,7 @@ impl PortDrop {
             PortDrop::Unsegmentable => "unsegmentable",
             PortDrop::TooLong => "too_long",
             PortDrop::Refused => "refused",
-            PortDrop::RxRing => "rx_ring",
         }
-    }
-}
-
-/// Reads the packets the kernel dropped for a port because its receive ring was full.
-/// It holds a descriptor of its own for the port's receive socket, so a thread other than
-/// the one that owns the [`Port`] (the switch's `stats`) reads it without stopping the data
-/// plane; the socket stays open while either is alive.
-pub struct RingDrops {
-    fd: OwnedFd,
-}
-
-impl RingDrops {
-    /// Packets dropped since the last call (as the kernel handed them: a super-packet
-    /// counts once). PACKET_STATISTICS resets its counts on every read, so the caller
-    /// accumulates, and no other reader may share the socket.
-    pub fn take(&self) -> io::Result<u64> {
-        Ok(sys::packet_statistics(self.fd.as_raw_fd())?.tp_drops.into())
     }
 }
 
@@ -180,6 +124,25 @@ pub enum Xdp {
     Traced,
     /// The port reads veth's statistics around each call (ethtool.rs `XmitCounter`).
     VethCount,
+}
+
+/// When a port's transmit ring is set up. Each set-up zeroes the ring's memory (448 KiB at
+/// MTU 1500) and waits for an RCU grace period (packet_set_ring → synchronize_net), so a
+/// program of many ports, most of which may never send, starts faster without it.
+#[derive(Clone, Copy, PartialEq)]
+pub enum TxSetup {
+    /// While the port opens.
+    AtOpen,
+    /// When the port first sends, on a thread of its own; until the ring is ready, the
+    /// port sends packet by packet on its receive socket (in order: one thread sends both).
+    OnFirstSend,
+}
+
+/// A transmit ring still to come ([`TxSetup::OnFirstSend`]).
+enum TxPending {
+    No,
+    NotStarted,
+    Opening(JoinHandle<io::Result<TxPath>>),
 }
 
 /// A port's state for sending through XDP.
@@ -224,31 +187,18 @@ impl TxPath {
     }
 }
 
-/// A frame lent out of the receive ring; give it back with [`Port::release`].
-pub struct RxFrame {
-    /// Where the frame starts in the ring.
-    at: usize,
-}
-
-/// What one received frame was on the wire, from [`Port::read_frame`].
-pub struct Received {
-    /// Wire packets (segments of a super-packet count one by one).
-    pub packets: u64,
-    pub bytes: u64,
-    /// Why the frame was dropped, if it was.
-    pub dropped: Option<PortDrop>,
-}
-
 pub struct Port {
     pub number: u32,
     pub name: String,
-    // Declared before `fd`: the ring is unmapped before the socket closes.
-    ring: Ring,
-    fd: OwnedFd,
-    /// Where the next frame to read starts in the ring.
-    next_at: usize,
     pub ifindex: i32,
+    /// The port's own receive socket and ring; None when a [`Receiver`] shared by every
+    /// port takes its frames.
+    rx: Option<Receiver>,
+    /// A descriptor of the receive socket (the port's own or the shared one): packets that
+    /// do not go through the transmit ring go out on it, addressed to the interface.
+    sock: OwnedFd,
     tx: Option<TxPath>,
+    tx_pending: TxPending,
     xdp: Option<XdpPath>,
     /// Longest frame the interface sends: its MTU plus the Ethernet header.
     wire_max: usize,
@@ -256,10 +206,6 @@ pub struct Port {
     tso: bool,
     tso_read: Instant,
     coalescer: Coalescer,
-    /// Room for a packet fetched from the socket queue, behind its virtio-net header.
-    queued: Vec<u8>,
-    /// A packet with its VLAN tag put back.
-    tagged: Vec<u8>,
 }
 
 /// The running program's name (dplab-switch, dplab-fwd), for messages on stderr.
@@ -279,77 +225,66 @@ const fn align16(n: usize) -> usize {
     (n + 15) & !15
 }
 
-/// Bytes per receive ring frame for an interface of MTU `mtu` (see the module's doc).
-fn rx_frame_size(mtu: usize) -> usize {
-    align16(RX_PACKET_AT + ETH_HLEN + mtu + VLAN_HLEN).min(MAX_FRAME_SIZE)
-}
-
-/// The receive ring of an interface of MTU `mtu`, with room for at least `frames` frames.
-fn rx_ring_shape(mtu: usize, frames: usize) -> RingShape {
-    RingShape::new(rx_frame_size(mtu), frames)
-}
-
 /// Bytes per transmit ring frame for packets of up to `wire_max` bytes.
 fn tx_frame_size(wire_max: usize) -> usize {
     align16(txring::DATA_OFFSET + wire_max).min(MAX_FRAME_SIZE)
 }
 
 impl Port {
-    /// `xdp`: whether the switch transmits through XDP, and how a call's count is known;
-    /// `rx_frames`: the receive ring's depth ([`RX_FRAMES`] unless memory is short), from
-    /// [`MIN_RX_FRAMES`] to [`MAX_RX_FRAMES`].
+    /// A port with a receive ring of its own. `xdp`: whether the program transmits through
+    /// XDP, and how a call's count is known; `rx_frames`: the receive ring's depth
+    /// ([`RX_FRAMES`](super::rx::RX_FRAMES) unless memory is short), from
+    /// [`MIN_RX_FRAMES`](super::rx::MIN_RX_FRAMES) to [`MAX_RX_FRAMES`](super::rx::MAX_RX_FRAMES).
     pub fn open(number: u32, name: &str, xdp: Xdp, rx_frames: usize) -> io::Result<Port> {
-        if !(MIN_RX_FRAMES..=MAX_RX_FRAMES).contains(&rx_frames) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "port {number} ({name}): {rx_frames} receive frames: expected \
-                     {MIN_RX_FRAMES} to {MAX_RX_FRAMES}"
-                ),
-            ));
-        }
-        let Some(ifindex) = sys::if_nametoindex(name) else {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("port {number}: no interface named {name:?} in this namespace"),
-            ));
-        };
-        let ifindex = ifindex as i32;
-        // Protocol 0: the socket takes no packets until `bind` names ETH_P_ALL and the
-        // interface. Opened with ETH_P_ALL it would be hooked into every interface already,
-        // and unhooking it for the bind waits for an RCU grace period (packet_do_bind →
-        // synchronize_net), ~10 ms a port on a loaded machine.
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)
-            .map_err(|e| port_error(name, "socket", e))?;
-        let mtu = sys::interface_mtu(fd.as_raw_fd(), name)
+        let ifindex = interface_index(number, name)?;
+        let rx = Receiver::open_port(&Interface { name, ifindex }, rx_frames)?;
+        let sock = rx.clone_fd().map_err(|e| port_error(name, "dup", e))?;
+        Port::with(number, name, ifindex, Some(rx), sock, xdp, TxSetup::AtOpen)
+    }
+
+    /// A port whose frames a shared [`Receiver`] takes (made with this port's interface
+    /// among its own, [`Receiver::open_shared`]); it sends its lone packets on `shared`, a
+    /// descriptor of that receiver's socket ([`Receiver::clone_fd`]).
+    pub fn open_on(
+        number: u32,
+        name: &str,
+        xdp: Xdp,
+        shared: OwnedFd,
+        tx: TxSetup,
+    ) -> io::Result<Port> {
+        let ifindex = interface_index(number, name)?;
+        Port::with(number, name, ifindex, None, shared, xdp, tx)
+    }
+
+    fn with(
+        number: u32,
+        name: &str,
+        ifindex: i32,
+        rx: Option<Receiver>,
+        sock: OwnedFd,
+        xdp: Xdp,
+        tx: TxSetup,
+    ) -> io::Result<Port> {
+        let mtu = sys::interface_mtu(sock.as_raw_fd(), name)
             .map_err(|e| port_error(name, "SIOCGIFMTU", e))?;
-        let ring = configure(fd.as_raw_fd(), name, rx_ring_shape(mtu, rx_frames))?;
-        sys::bind_packet(fd.as_raw_fd(), ifindex, libc::ETH_P_ALL as u16)
-            .map_err(|e| port_error(name, "bind", e))?;
-        let tso = ethtool::tso(fd.as_raw_fd(), name);
+        let tso = ethtool::tso(sock.as_raw_fd(), name);
         let mut port = Port {
             number,
             name: name.to_string(),
-            ring,
-            fd,
-            next_at: 0,
             ifindex,
+            rx,
+            sock,
             tx: None,
+            tx_pending: TxPending::No,
             xdp: None,
             wire_max: mtu + ETH_HLEN,
             tso,
             tso_read: Instant::now(),
             coalescer: Coalescer::default(),
-            queued: vec![0; VNET_HDR_LEN + BIG_PACKET],
-            tagged: Vec::new(),
         };
-        match open_tx_path(ifindex, port.wire_max) {
-            Ok(tx) => port.tx = Some(tx),
-            Err(e) => eprintln!(
-                "{}: port {number} ({name}): no transmit ring ({e}); \
-                 sending packet by packet instead",
-                program()
-            ),
+        match tx {
+            TxSetup::AtOpen => port.take_tx_path(open_tx_path(ifindex, port.wire_max)),
+            TxSetup::OnFirstSend => port.tx_pending = TxPending::NotStarted,
         }
         let taken = match xdp {
             Xdp::Off => return Ok(port),
@@ -374,99 +309,92 @@ impl Port {
         Ok(port)
     }
 
-    pub fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+    /// Takes the transmit ring just set up, or says on stderr why there is none.
+    fn take_tx_path(&mut self, opened: io::Result<TxPath>) {
+        match opened {
+            Ok(tx) => self.tx = Some(tx),
+            Err(e) => eprintln!(
+                "{}: port {} ({}): no transmit ring ({e}); sending packet by packet instead",
+                program(),
+                self.number,
+                self.name
+            ),
+        }
     }
 
-    /// After a poll reported an error on this port's socket (its interface went down or
-    /// away): takes the error, which would otherwise wake every later poll at once, and
-    /// says whether the interface itself is gone (its namespace's other end deleted).
+    /// Moves a transmit ring set up on first send along: starts its set-up, or takes it
+    /// once ready (without waiting: the data path never blocks on it).
+    fn settle_tx(&mut self) {
+        match std::mem::replace(&mut self.tx_pending, TxPending::No) {
+            TxPending::No => {}
+            TxPending::NotStarted => {
+                let (ifindex, wire_max) = (self.ifindex, self.wire_max);
+                let opening = std::thread::Builder::new()
+                    .name(format!("tx-ring-{}", self.number))
+                    .spawn(move || open_tx_path(ifindex, wire_max));
+                match opening {
+                    Ok(thread) => self.tx_pending = TxPending::Opening(thread),
+                    Err(e) => self.take_tx_path(Err(e)),
+                }
+            }
+            TxPending::Opening(thread) if thread.is_finished() => {
+                let opened = thread
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("its set-up panicked")));
+                self.take_tx_path(opened);
+            }
+            still @ TxPending::Opening(_) => self.tx_pending = still,
+        }
+    }
+
+    /// The port's receive socket (its own, or the shared one).
+    pub fn fd(&self) -> RawFd {
+        self.sock.as_raw_fd()
+    }
+
+    /// After a poll reported an error on this port's own receive socket (its interface went
+    /// down or away): takes the error, which would otherwise wake every later poll at once,
+    /// and says whether the interface itself is gone (its namespace's other end deleted).
     pub fn take_error_is_gone(&self) -> bool {
         let _ = sys::take_socket_error(self.fd());
         sys::if_nametoindex(&self.name) != Some(self.ifindex as u32)
     }
 
-    /// The reader of this port's receive-ring drops (see [`RingDrops`]).
+    /// The reader of this port's receive-ring drops (see [`RingDrops`]); an error for a
+    /// port without a ring of its own (the shared [`Receiver`] has the reader).
     pub fn ring_drops(&self) -> io::Result<RingDrops> {
-        Ok(RingDrops {
-            fd: self.fd.try_clone()?,
-        })
+        match &self.rx {
+            Some(rx) => rx.ring_drops(),
+            None => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("port {}: no receive ring of its own", self.name),
+            )),
+        }
     }
 
-    /// Next filled frame of the receive ring, if any.
+    /// Next filled frame of the port's own receive ring, if any (never, without one).
     pub fn next_rx(&mut self) -> Option<RxFrame> {
-        if !self.rx_ready() {
-            return None;
-        }
-        fence(Ordering::Acquire);
-        let at = self.next_at;
-        self.next_at = self.ring.shape.after(at);
-        Some(RxFrame { at })
+        self.rx.as_mut()?.next_rx()
     }
 
-    /// Whether the receive ring holds a frame, without taking it (for the idle spin).
-    pub fn rx_ready(&self) -> bool {
-        self.ring.status(self.next_at) & libc::TP_STATUS_USER != 0
+    /// The receiver that lent the port's frames (a frame exists only if it does).
+    fn own_rx(&mut self) -> &mut Receiver {
+        self.rx.as_mut().expect("a frame of the port's own ring")
     }
 
-    /// When the kernel received the frame: its ring timestamp, CLOCK_REALTIME in ns.
-    pub fn rx_time_ns(&self, frame: &RxFrame) -> u64 {
-        let h = self.ring.header(frame.at);
-        h.sec as u64 * 1_000_000_000 + h.nsec as u64
+    /// [`Receiver::rx_time_ns`] of a frame from [`Port::next_rx`].
+    pub fn rx_time_ns(&mut self, frame: &RxFrame) -> u64 {
+        self.own_rx().rx_time_ns(frame)
     }
 
-    /// Turns the frame's packet into the wire packets it stands for, in `out` (segments
-    /// of a super-packet, checksums finished; a VLAN tag the kernel lifted out put back).
+    /// [`Receiver::read_frame`] of a frame from [`Port::next_rx`].
     pub fn read_frame(&mut self, frame: &RxFrame, out: &mut Segments) -> Received {
-        let h = self.ring.header(frame.at);
-        let dropped = |why: PortDrop| Received {
-            packets: 1,
-            bytes: h.len as u64,
-            dropped: Some(why),
-        };
-        // The kernel puts the virtio-net header right in front of the packet.
-        let Some(vnet_at) = (h.mac as usize).checked_sub(VNET_HDR_LEN) else {
-            return dropped(PortDrop::Truncated);
-        };
-        let raw_vnet = self.ring.bytes(frame.at, vnet_at, VNET_HDR_LEN);
-        let mut vnet = VnetHdr::parse(raw_vnet.try_into().expect("VNET_HDR_LEN bytes"));
-        let mut packet = self
-            .ring
-            .bytes(frame.at, h.mac as usize, h.snaplen as usize);
-        if h.status & libc::TP_STATUS_COPY != 0 {
-            if !fetch_queued(self.fd.as_raw_fd(), &mut self.queued, h.len as usize) {
-                return dropped(PortDrop::Truncated);
-            }
-            vnet = VnetHdr::parse(self.queued[..VNET_HDR_LEN].try_into().unwrap());
-            packet = &self.queued[VNET_HDR_LEN..VNET_HDR_LEN + h.len as usize];
-        } else if h.len != h.snaplen {
-            return dropped(PortDrop::Truncated);
-        }
-        if h.status & libc::TP_STATUS_VLAN_VALID != 0 && packet.len() >= 12 {
-            let tpid = if h.status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                h.vlan_tpid
-            } else {
-                ETHERTYPE_VLAN
-            };
-            put_back_tag(&mut self.tagged, packet, tpid, h.vlan_tci);
-            if vnet.csum_start >= 12 {
-                vnet.csum_start = vnet.csum_start.saturating_add(4);
-            }
-            packet = &self.tagged;
-        }
-        match out.fill(&vnet, packet) {
-            Ok(()) => Received {
-                packets: out.len() as u64,
-                bytes: out.wire_bytes(),
-                dropped: None,
-            },
-            Err(e) => dropped(drop_reason(&e)),
-        }
+        self.own_rx().read_frame(frame, out)
     }
 
-    pub fn release(&self, frame: RxFrame) {
-        fence(Ordering::Release);
-        self.ring.set_status(frame.at, libc::TP_STATUS_KERNEL);
+    /// Gives a frame from [`Port::next_rx`] back to the kernel.
+    pub fn release(&mut self, frame: RxFrame) {
+        self.own_rx().release(frame)
     }
 
     /// Whether the port sends through XDP now (false while its peer refuses XDP frames).
@@ -481,12 +409,13 @@ impl Port {
     /// packets the kernel took.
     pub fn send_batch(&mut self, packets: &[Vec<u8>], mut xdp: Option<&mut XdpTx>) -> Sent {
         let mut sent = Sent::default();
+        self.settle_tx();
         if !self.sends_xdp() {
             xdp = None;
         }
         let xdp_max = self.wire_max.min(xdptx::ROOM);
         if !self.tso && self.tso_read.elapsed() >= TSO_RECHECK {
-            self.tso = ethtool::tso(self.fd.as_raw_fd(), &self.name);
+            self.tso = ethtool::tso(self.fd(), &self.name);
             self.tso_read = Instant::now();
         }
         let mut i = 0;
@@ -616,7 +545,7 @@ impl Port {
     fn send_single(&mut self, p: &[u8], sent: &mut Sent) {
         let Some(tx) = self.tx.as_mut().filter(|tx| p.len() <= tx.max_len) else {
             self.push_out_ring(sent);
-            match send_one(self.fd.as_raw_fd(), p) {
+            match send_one(self.fd(), self.ifindex, p) {
                 Ok(()) => {
                     sent.packets += 1;
                     sent.bytes += p.len() as u64;
@@ -653,7 +582,7 @@ impl Port {
             *part = IoSlice::new(&p[sp.payload_at..]);
         }
         let n = 2 + segments.len().min(coalesce::MAX_SEGMENTS);
-        if sys::sendmsg(self.fd.as_raw_fd(), &parts[..n]).is_err() {
+        if sys::sendmsg_to(self.sock.as_raw_fd(), self.ifindex, &parts[..n]).is_err() {
             return false; // a full queue (the kernel cuts what the device cannot take whole)
         }
         sent.packets += segments.len() as u64;
@@ -662,40 +591,17 @@ impl Port {
     }
 }
 
-/// Why a received packet whose offload metadata segment.rs refused is dropped.
-fn drop_reason(e: &Malformed) -> PortDrop {
-    match e {
-        Malformed::ChecksumOutside | Malformed::ZeroGsoSize | Malformed::HeaderLength => {
-            PortDrop::BadOffload
-        }
-        Malformed::UnsupportedGso(_) | Malformed::Headers(_) => PortDrop::Unsegmentable,
-    }
-}
-
-/// `packet` with the VLAN tag the kernel lifted out of it put back, in `tagged`.
-fn put_back_tag(tagged: &mut Vec<u8>, packet: &[u8], tpid: u16, tci: u16) {
-    tagged.clear();
-    tagged.extend_from_slice(&packet[..12]);
-    tagged.extend_from_slice(&tpid.to_be_bytes());
-    tagged.extend_from_slice(&tci.to_be_bytes());
-    tagged.extend_from_slice(&packet[12..]);
-}
-
 /// An empty virtio-net header: the receive socket has PACKET_VNET_HDR, so everything
 /// sent on it starts with one (no offloads asked for).
 const NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
-/// Sends one packet on the receive socket `fd`.
-fn send_one(fd: RawFd, packet: &[u8]) -> io::Result<()> {
-    sys::sendmsg(fd, &[IoSlice::new(&NO_OFFLOAD), IoSlice::new(packet)])
-}
-
-/// Fetches the packet behind a TP_STATUS_COPY frame (the next one queued on socket `fd`)
-/// into `queued`, behind its virtio-net header; false if it is not there whole.
-fn fetch_queued(fd: RawFd, queued: &mut [u8], expected_len: usize) -> bool {
-    let flags = libc::MSG_DONTWAIT | libc::MSG_TRUNC;
-    sys::recv(fd, queued, flags)
-        .is_ok_and(|n| n == VNET_HDR_LEN + expected_len && n <= queued.len())
+/// Sends one packet on the receive socket `fd` to interface `ifindex`.
+fn send_one(fd: RawFd, ifindex: i32, packet: &[u8]) -> io::Result<()> {
+    sys::sendmsg_to(
+        fd,
+        ifindex,
+        &[IoSlice::new(&NO_OFFLOAD), IoSlice::new(packet)],
+    )
 }
 
 /// The transmit socket of interface `ifindex`, with its transmit ring mapped, for frames
@@ -710,59 +616,15 @@ fn open_tx_path(ifindex: i32, wire_max: usize) -> io::Result<TxPath> {
     })
 }
 
-/// Sets the receive socket's options and maps its receive ring of `shape`.
-fn configure(fd: RawFd, name: &str, shape: RingShape) -> io::Result<Ring> {
-    let set = |level: i32, opt: i32, value: &libc::c_int, what: &str| {
-        sys::setsockopt(fd, level, opt, value).map_err(|e| port_error(name, what, e))
-    };
-    let version: libc::c_int = libc::tpacket_versions::TPACKET_V2 as libc::c_int;
-    set(
-        libc::SOL_PACKET,
-        libc::PACKET_VERSION,
-        &version,
-        "PACKET_VERSION",
-    )?;
-    let one: libc::c_int = 1;
-    // Packets the switch itself sends must not come back in as input.
-    let ignore_outgoing = libc::PACKET_IGNORE_OUTGOING;
-    set(
-        libc::SOL_PACKET,
-        ignore_outgoing,
-        &one,
-        "PACKET_IGNORE_OUTGOING",
-    )?;
-    // These three must precede the ring: the kernel refuses them once it exists.
-    set(
-        libc::SOL_PACKET,
-        libc::PACKET_VNET_HDR,
-        &one,
-        "PACKET_VNET_HDR",
-    )?;
-    set(
-        libc::SOL_PACKET,
-        libc::PACKET_COPY_THRESH,
-        &one,
-        "PACKET_COPY_THRESH",
-    )?;
-    set(
-        libc::SOL_SOCKET,
-        libc::SO_RCVBUFFORCE,
-        &RCVBUF_BYTES,
-        "SO_RCVBUFFORCE",
-    )?;
-    ring::request(fd, libc::PACKET_RX_RING, &shape)
-        .map_err(|e| port_error(name, "PACKET_RX_RING", e))?;
-    let ring = Ring::map(fd, shape).map_err(|e| port_error(name, "mmap of the receive ring", e))?;
-    let ifindex = sys::if_nametoindex(name).unwrap_or(0) as i32;
-    let mreq = libc::packet_mreq {
-        mr_ifindex: ifindex,
-        mr_type: libc::PACKET_MR_PROMISC as u16,
-        mr_alen: 0,
-        mr_address: [0; 8],
-    };
-    // Promiscuous mode is a wish, not a need (veth delivers every frame anyway).
-    let _ = sys::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq);
-    Ok(ring)
+/// The index of interface `name` (port `number`) in this namespace.
+fn interface_index(number: u32, name: &str) -> io::Result<i32> {
+    match sys::if_nametoindex(name) {
+        Some(ifindex) => Ok(ifindex as i32),
+        None => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("port {number}: no interface named {name:?} in this namespace"),
+        )),
+    }
 }
 
 /// Waits until one of the file descriptors is readable or the timeout passes.
@@ -776,26 +638,4 @@ pub fn wait_readable(fds: &[RawFd], timeout_ms: i32) {
         })
         .collect();
     sys::ppoll(&mut pfds, timeout_ms.max(0) as u64 * 1_000_000);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rx_ring_has_the_frames_asked_for_and_memory_in_proportion() {
-        let full = rx_ring_shape(1500, RX_FRAMES);
-        for frames in [MIN_RX_FRAMES, 100, 512, RX_FRAMES, MAX_RX_FRAMES] {
-            let shape = rx_ring_shape(1500, frames);
-            // At least what was asked, and at most one block's frames more.
-            let per_block = (1 << 16) / shape.frame_size;
-            assert!(shape.frames() >= frames, "{frames}");
-            assert!(shape.frames() < frames + per_block, "{frames}");
-            assert_eq!(shape.frame_size, rx_frame_size(1500));
-            // Memory follows the depth: whole blocks, no more than the frames asked for need.
-            assert!(shape.bytes() >= frames * shape.frame_size);
-            assert!(shape.bytes() <= (frames / per_block + 1) << 16, "{frames}");
-        }
-        assert!(rx_ring_shape(1500, 512).bytes() * 3 < full.bytes());
-    }
 }

@@ -17,6 +17,13 @@ const TP_SEC: usize = 16;
 const TP_NSEC: usize = 20;
 const TP_VLAN_TCI: usize = 24;
 const TP_VLAN_TPID: usize = 26;
+/// Where a received frame's struct sockaddr_ll says its interface: the address follows the
+/// header (TPACKET_ALIGN(sizeof(struct tpacket2_hdr))), sll_ifindex 4 bytes into it.
+const SLL_IFINDEX: usize = libc::TPACKET2_HDRLEN - std::mem::size_of::<libc::sockaddr_ll>() + 4;
+
+/// Ring frames are at most this long, whatever the MTU: a jumbo MTU would multiply a
+/// ring's memory for packets rare and slow enough to take the copy path instead.
+pub const MAX_FRAME_SIZE: usize = 2048;
 
 /// Where the frames of a TPACKET_V2 ring lie: frames of `frame_size` bytes packed into
 /// blocks of a power-of-two size; a frame never crosses a block's end, so a frame size that
@@ -139,6 +146,11 @@ impl Ring {
             vlan_tci: self.map.read_u16(at + TP_VLAN_TCI),
             vlan_tpid: self.map.read_u16(at + TP_VLAN_TPID),
         }
+    }
+
+    /// The interface index the kernel wrote into the received frame at `at`.
+    pub fn ifindex(&self, at: usize) -> i32 {
+        self.map.read_u32(at + SLL_IFINDEX) as i32
     }
 
     /// `len` bytes of the frame at `at`, from `offset` into it.
