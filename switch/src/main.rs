@@ -250,21 +250,13 @@ fn main() {
 /// One receive socket and ring for every port (pktio phy/rx.rs): one ring's memory and one
 /// socket's set-up, instead of one of each per port.
 fn open_receiver(opts: &Options) -> Receiver {
-    let ifindexes: Vec<i32> = opts
-        .ports
-        .iter()
-        .map(|(num, name)| match sys::if_nametoindex(name) {
-            Some(ifindex) => ifindex as i32,
-            None => fail(&format!(
-                "port {num}: no interface named {name:?} in this namespace"
-            )),
-        })
-        .collect();
     let interfaces: Vec<Interface> = opts
         .ports
         .iter()
-        .zip(ifindexes)
-        .map(|((_, name), ifindex)| Interface { name, ifindex })
+        .map(|(num, name)| Interface {
+            name,
+            ifindex: port::interface_index(*num, name).unwrap_or_else(|e| fail(&e.to_string())),
+        })
         .collect();
     Receiver::open_shared(&interfaces, opts.rx_frames).unwrap_or_else(|e| fail(&e.to_string()))
 }

@@ -617,7 +617,7 @@ fn open_tx_path(ifindex: i32, wire_max: usize) -> io::Result<TxPath> {
 }
 
 /// The index of interface `name` (port `number`) in this namespace.
-fn interface_index(number: u32, name: &str) -> io::Result<i32> {
+pub fn interface_index(number: u32, name: &str) -> io::Result<i32> {
     match sys::if_nametoindex(name) {
         Some(ifindex) => Ok(ifindex as i32),
         None => Err(io::Error::new(
