@@ -80,8 +80,12 @@ class ProbeSchedule:
 
     def rate(self) -> float:
         """Probes a second the path is measured to carry."""
-        rtt = UNMEASURED_RTT_S if self._rtt_s is None else max(self._rtt_s, MIN_RTT_S)
-        return PROBES_IN_FLIGHT / rtt
+        return PROBES_IN_FLIGHT / self._path_rtt_s()
+
+    def _path_rtt_s(self) -> float:
+        """The round trip the pacing goes by: the smoothed one, at least MIN_RTT_S, or
+        UNMEASURED_RTT_S before a probe came back."""
+        return UNMEASURED_RTT_S if self._rtt_s is None else max(self._rtt_s, MIN_RTT_S)
 
     @property
     def rtt_s(self) -> float | None:
@@ -109,8 +113,7 @@ class ProbeSchedule:
 
     def in_flight(self, now: float) -> int:
         """Probes sent and neither heard back nor LOST_AFTER_RTTS round trips old."""
-        rtt = UNMEASURED_RTT_S if self._rtt_s is None else max(self._rtt_s, MIN_RTT_S)
-        oldest = now - LOST_AFTER_RTTS * rtt
+        oldest = now - LOST_AFTER_RTTS * self._path_rtt_s()
         while self._sent and self._sent[0][0] < oldest:
             when, port = self._sent.popleft()
             if self._flying.get(port) == when:
